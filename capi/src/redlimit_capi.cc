@@ -1,0 +1,245 @@
+// redlimit_capi.cc - the C ABI: noexcept shims over the C++ core.
+//
+// Every entry point validates its pointers, calls the core inside try, and
+// turns any exception into a status code plus a message in the caller's
+// rl_error. No logic lives here beyond argument conversion.
+#include "redlimit.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "redlimit/client.h"
+#include "redlimit/errors.h"
+#include "redlimit/limiter.h"
+
+struct rl_client {
+  std::shared_ptr<redlimit::Client> rep;
+};
+
+struct rl_limiter {
+  std::unique_ptr<redlimit::Limiter> rep;
+};
+
+namespace {
+
+using redlimit::Error;
+using redlimit::ErrorCode;
+
+int to_status(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInternal: return RL_ERROR;
+    case ErrorCode::kInvalidArgument: return RL_EINVALID;
+    case ErrorCode::kUnavailable: return RL_EUNAVAILABLE;
+    case ErrorCode::kTimeout: return RL_ETIMEOUT;
+    case ErrorCode::kAuth: return RL_EAUTH;
+    case ErrorCode::kPermission: return RL_EPERM;
+    case ErrorCode::kScript: return RL_ESCRIPT;
+    case ErrorCode::kPoolExhausted: return RL_EPOOL;
+    case ErrorCode::kNoMemory: return RL_ENOMEM;
+    case ErrorCode::kServer: return RL_ESERVER;
+    case ErrorCode::kClosed: return RL_ECLOSED;
+  }
+  return RL_ERROR;
+}
+
+int fail(rl_error* err, int code, const char* message, int sys_errno = 0) {
+  if (err) {
+    err->code = code;
+    err->sys_errno = sys_errno;
+    std::snprintf(err->message, sizeof err->message, "%s", message);
+  }
+  return code;
+}
+
+int ok(rl_error* err) {
+  if (err) {
+    err->code = RL_OK;
+    err->sys_errno = 0;
+    err->message[0] = '\0';
+  }
+  return RL_OK;
+}
+
+// Runs body; converts whatever it throws. body returns nothing.
+template <typename F>
+int guarded(rl_error* err, F&& body) noexcept {
+  try {
+    body();
+    return ok(err);
+  } catch (const Error& e) {
+    return fail(err, to_status(e.code()), e.what(), e.sys_errno());
+  } catch (const std::bad_alloc&) {
+    return fail(err, RL_ENOMEM, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(err, RL_ERROR, e.what());
+  } catch (...) {
+    return fail(err, RL_ERROR, "unknown internal error");
+  }
+}
+
+int null_argument(rl_error* err, const char* name) {
+  std::string msg = std::string(name) + " is NULL";
+  return fail(err, RL_EINVALID, msg.c_str());
+}
+
+void fill(rl_decision* out, const redlimit::Decision& d) {
+  std::memset(out, 0, sizeof *out);
+  out->allowed = d.allowed ? 1 : 0;
+  out->cached = d.cached ? 1 : 0;
+  out->degraded = d.degraded ? 1 : 0;
+  out->limit = d.limit;
+  out->remaining = d.remaining;
+  out->retry_after_ms = d.retry_after_ms;
+  out->reset_after_ms = d.reset_after_ms;
+}
+
+// A non-NULL pointer is needed unless the length is 0 (rejected by the core).
+bool bad_key(const void* key, size_t key_len) { return key == nullptr && key_len != 0; }
+
+std::string_view key_view(const void* key, size_t key_len) {
+  return key_len ? std::string_view(static_cast<const char*>(key), key_len) : std::string_view();
+}
+
+}  // namespace
+
+extern "C" {
+
+void rl_error_clear(rl_error* err) { ok(err); }
+
+const char* rl_status_name(int code) {
+  switch (code) {
+    case RL_OK: return "RL_OK";
+    case RL_ERROR: return "RL_ERROR";
+    case RL_EINVALID: return "RL_EINVALID";
+    case RL_EUNAVAILABLE: return "RL_EUNAVAILABLE";
+    case RL_ETIMEOUT: return "RL_ETIMEOUT";
+    case RL_EAUTH: return "RL_EAUTH";
+    case RL_EPERM: return "RL_EPERM";
+    case RL_ESCRIPT: return "RL_ESCRIPT";
+    case RL_EPOOL: return "RL_EPOOL";
+    case RL_ENOMEM: return "RL_ENOMEM";
+    case RL_ESERVER: return "RL_ESERVER";
+    case RL_ECLOSED: return "RL_ECLOSED";
+    default: return "RL_UNKNOWN";
+  }
+}
+
+int rl_version_number(void) { return RL_VERSION_NUMBER; }
+const char* rl_version_string(void) { return RL_VERSION_STRING; }
+
+int rl_client_options_init(rl_client_options* opts, unsigned int version) {
+  if (opts == nullptr) return RL_EINVALID;
+  if (version != RL_CLIENT_OPTIONS_VERSION) return RL_EINVALID;
+  rl_client_options init = RL_CLIENT_OPTIONS_INIT;
+  *opts = init;
+  return RL_OK;
+}
+
+int rl_limiter_options_init(rl_limiter_options* opts, unsigned int version) {
+  if (opts == nullptr) return RL_EINVALID;
+  if (version != RL_LIMITER_OPTIONS_VERSION) return RL_EINVALID;
+  rl_limiter_options init = RL_LIMITER_OPTIONS_INIT;
+  *opts = init;
+  return RL_OK;
+}
+
+int rl_client_open(const char* url, const rl_client_options* options, rl_client** out, rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (url == nullptr) return null_argument(err, "url");
+  return guarded(err, [&] {
+    redlimit::ClientOptions co;
+    if (options != nullptr) {
+      if (options->version != RL_CLIENT_OPTIONS_VERSION)
+        redlimit::throw_invalid("options->version = " + std::to_string(options->version) +
+                                " is not RL_CLIENT_OPTIONS_VERSION (" + std::to_string(RL_CLIENT_OPTIONS_VERSION) +
+                                ")");
+      // 0 picks the default; negatives reach validate() and are rejected there.
+      auto pick = [](int v, int def) { return v == 0 ? def : v; };
+      co.pool.size = pick(options->pool_size, co.pool.size);
+      co.pool.connect_timeout_ms = pick(options->connect_timeout_ms, co.pool.connect_timeout_ms);
+      co.pool.command_timeout_ms = pick(options->command_timeout_ms, co.pool.command_timeout_ms);
+      co.pool.acquire_timeout_ms = pick(options->acquire_timeout_ms, co.pool.acquire_timeout_ms);
+      co.pool.keepalive_s = options->disable_keepalive ? 0 : pick(options->keepalive_s, co.pool.keepalive_s);
+      if (options->disable_keepalive == 0 && options->keepalive_s < 0)
+        redlimit::throw_invalid("keepalive_s = " + std::to_string(options->keepalive_s) +
+                                " is negative (set disable_keepalive to turn keepalive off)");
+      co.pool.idle_check_ms = pick(options->idle_check_ms, co.pool.idle_check_ms);
+    }
+    auto client = std::make_unique<rl_client>();
+    client->rep = redlimit::Client::open(url, co);
+    *out = client.release();
+  });
+}
+
+void rl_client_close(rl_client* client) { delete client; }
+
+int rl_limiter_new(rl_client* client, const rl_limiter_options* options, rl_limiter** out, rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (client == nullptr) return null_argument(err, "client");
+  if (options == nullptr) return null_argument(err, "options");
+  return guarded(err, [&] {
+    if (options->version != RL_LIMITER_OPTIONS_VERSION)
+      redlimit::throw_invalid("options->version = " + std::to_string(options->version) +
+                              " is not RL_LIMITER_OPTIONS_VERSION (" + std::to_string(RL_LIMITER_OPTIONS_VERSION) +
+                              ")");
+    redlimit::LimiterOptions lo;
+    switch (options->algorithm) {
+      case RL_ALG_SLIDING_LOG: lo.limit.algorithm = redlimit::Algorithm::kSlidingLog; break;
+      default: redlimit::throw_invalid("algorithm = " + std::to_string(options->algorithm) + " is unknown");
+    }
+    switch (options->clock) {
+      case RL_CLOCK_SERVER: lo.clock = redlimit::ClockSource::kServer; break;
+      case RL_CLOCK_CLIENT: lo.clock = redlimit::ClockSource::kClient; break;
+      default: redlimit::throw_invalid("clock = " + std::to_string(options->clock) + " is unknown");
+    }
+    lo.limit.limit = options->limit;
+    lo.limit.window_ms = options->window_ms;
+    if (options->prefix != nullptr) lo.prefix = options->prefix;
+    auto limiter = std::make_unique<rl_limiter>();
+    limiter->rep = std::make_unique<redlimit::Limiter>(client->rep, std::move(lo));
+    *out = limiter.release();
+  });
+}
+
+void rl_limiter_free(rl_limiter* limiter) { delete limiter; }
+
+int rl_check(rl_limiter* limiter, const void* key, size_t key_len, int64_t cost, rl_decision* out, rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, sizeof *out);
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return guarded(err, [&] { fill(out, limiter->rep->check(key_view(key, key_len), cost)); });
+}
+
+int rl_check_at(rl_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t now_us,
+                rl_decision* out, rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, sizeof *out);
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return guarded(err, [&] { fill(out, limiter->rep->check_at(key_view(key, key_len), cost, now_us)); });
+}
+
+int rl_peek(rl_limiter* limiter, const void* key, size_t key_len, rl_decision* out, rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, sizeof *out);
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return guarded(err, [&] { fill(out, limiter->rep->peek(key_view(key, key_len))); });
+}
+
+int rl_reset(rl_limiter* limiter, const void* key, size_t key_len, rl_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return guarded(err, [&] { limiter->rep->reset(key_view(key, key_len)); });
+}
+
+void rl_free(void* ptr) { std::free(ptr); }
+
+}  // extern "C"

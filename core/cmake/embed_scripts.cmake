@@ -1,0 +1,57 @@
+# Generates a header and a source that embed every core/scripts/*.lua file with
+# its SHA1, so the first call can already use EVALSHA and no crypto library is
+# needed at run time.
+#   cmake -DSCRIPTS_DIR=... -DOUT_HEADER=... -DOUT_SOURCE=... -P embed_scripts.cmake
+file(GLOB lua_files "${SCRIPTS_DIR}/*.lua")
+list(SORT lua_files)
+set(decls "")
+set(defs "")
+foreach(lua ${lua_files})
+  get_filename_component(name "${lua}" NAME_WE)
+  file(READ "${lua}" body)
+  file(SHA1 "${lua}" sha)
+  string(FIND "${body}" ")__lua__" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${lua} contains the raw-string delimiter )__lua__")
+  endif()
+  string(APPEND decls "extern const Script k_${name};\n")
+  string(APPEND defs "const Script k_${name} = {\"${name}\", R\"__lua__(${body})__lua__\", \"${sha}\"};\n")
+endforeach()
+set(header "// Generated from core/scripts/*.lua by embed_scripts.cmake. Do not edit.
+#pragma once
+
+namespace redlimit {
+namespace scripts {
+
+struct Script {
+  const char* name;
+  const char* source;
+  const char* sha1;  // of the file's bytes, as SCRIPT LOAD computes it
+};
+
+${decls}
+}  // namespace scripts
+}  // namespace redlimit
+")
+set(source "// Generated from core/scripts/*.lua by embed_scripts.cmake. Do not edit.
+#include \"scripts_generated.h\"
+
+namespace redlimit {
+namespace scripts {
+
+${defs}
+}  // namespace scripts
+}  // namespace redlimit
+")
+# Write only on change so dependants are not rebuilt needlessly.
+foreach(pair "OUT_HEADER;header" "OUT_SOURCE;source")
+  list(GET pair 0 var)
+  list(GET pair 1 content)
+  set(old "")
+  if(EXISTS "${${var}}")
+    file(READ "${${var}}" old)
+  endif()
+  if(NOT old STREQUAL "${${content}}")
+    file(WRITE "${${var}}" "${${content}}")
+  endif()
+endforeach()

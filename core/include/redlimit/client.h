@@ -1,0 +1,49 @@
+// client.h - redlimit::Client: one deployment (URL), its pool and script cache.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "redlimit/backend.h"
+#include "redlimit/url.h"
+
+namespace redlimit {
+
+// Pool and transport knobs. Every field has a usable default.
+struct PoolOptions {
+  int size = 8;                   // most connections open at once (>= 1)
+  int connect_timeout_ms = 1000;  // TCP / unix connect (>= 1)
+  int command_timeout_ms = 1000;  // send and reply of one command (>= 1)
+  int acquire_timeout_ms = 1000;  // wait for a free connection when all are busy (>= 0)
+  int keepalive_s = 15;           // TCP keepalive interval; 0: keepalive off
+  int idle_check_ms = 30000;      // PING a connection idle longer than this before reuse
+};
+
+struct ClientOptions {
+  PoolOptions pool;
+  // memory:// only: the backend's clock in microseconds since the epoch.
+  // Empty: the system realtime clock. Tests inject a fake clock here.
+  std::function<int64_t()> memory_clock;
+};
+
+// Throws Error(kInvalidArgument) naming the bad field.
+void validate(const PoolOptions& options);
+
+class Client {
+ public:
+  // Parses the URL and makes the backend; connections are made lazily.
+  static std::shared_ptr<Client> open(const std::string& url, const ClientOptions& options = {});
+
+  Backend& backend() const { return *backend_; }
+  const Endpoint& endpoint() const { return endpoint_; }
+
+ private:
+  Client(Endpoint endpoint, std::unique_ptr<Backend> backend)
+      : endpoint_(std::move(endpoint)), backend_(std::move(backend)) {}
+  Endpoint endpoint_;
+  std::unique_ptr<Backend> backend_;
+};
+
+}  // namespace redlimit

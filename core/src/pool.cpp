@@ -1,0 +1,121 @@
+// pool.cpp - ConnectionPool.
+#include "pool.h"
+
+#include <hiredis/hiredis.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "redlimit/errors.h"
+
+namespace redlimit {
+
+PooledConnection::~PooledConnection() {
+  if (conn_) pool_->release(static_cast<ConnectionPool::State*>(state_), std::move(conn_));
+}
+
+ConnectionPool::ConnectionPool(Endpoint endpoint, PoolOptions options)
+    : endpoint_(std::move(endpoint)), options_(options), state_(new State) {
+  state_.load()->pid = ::getpid();
+}
+
+ConnectionPool::~ConnectionPool() {
+  State* s = state_.load();
+  // A state inherited across fork() may hold a mutex locked by a thread that
+  // does not exist here; only our own generation is torn down.
+  if (s->pid == ::getpid()) delete s;
+}
+
+ConnectionPool::State* ConnectionPool::current() {
+  State* s = state_.load(std::memory_order_acquire);
+  pid_t pid = ::getpid();
+  if (s->pid == pid) return s;
+  std::lock_guard<std::mutex> lock(fork_mu_);
+  s = state_.load(std::memory_order_acquire);
+  if (s->pid == pid) return s;
+  // We are a forked child. The parent's sockets are shared with the parent:
+  // close our copies when the old state is not locked (closing our fd does not
+  // disturb the parent's connection), and never send anything on them. The old
+  // state itself is left allocated: its mutex may be held by a parent thread.
+  if (s->mu.try_lock()) {
+    s->idle.clear();
+    s->mu.unlock();
+  }
+  State* fresh = new State;
+  fresh->pid = pid;
+  state_.store(fresh, std::memory_order_release);
+  return fresh;
+}
+
+bool ConnectionPool::usable(Connection& conn) {
+  if (conn.stale()) return false;
+  auto idle = std::chrono::steady_clock::now() - conn.last_used();
+  if (idle < std::chrono::milliseconds(options_.idle_check_ms)) return true;
+  try {
+    ReplyPtr r = conn.command({"PING"});
+    return r->type == REDIS_REPLY_STATUS;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+PooledConnection ConnectionPool::acquire() {
+  State* s = current();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.acquire_timeout_ms);
+  std::unique_lock<std::mutex> lock(s->mu);
+  for (;;) {
+    while (!s->idle.empty()) {
+      std::unique_ptr<Connection> conn = std::move(s->idle.back());
+      s->idle.pop_back();
+      lock.unlock();
+      if (usable(*conn)) return PooledConnection(this, s, std::move(conn));
+      conn.reset();  // closed outside the lock
+      lock.lock();
+      --s->open;
+    }
+    if (s->open < options_.size) {
+      ++s->open;
+      lock.unlock();
+      try {
+        auto conn = std::make_unique<Connection>(endpoint_, options_);
+        made_.fetch_add(1, std::memory_order_relaxed);
+        return PooledConnection(this, s, std::move(conn));
+      } catch (...) {
+        lock.lock();
+        --s->open;
+        s->cv.notify_one();
+        throw;
+      }
+    }
+    if (s->cv.wait_until(lock, deadline) == std::cv_status::timeout && s->idle.empty() &&
+        s->open >= options_.size) {
+      throw Error(ErrorCode::kPoolExhausted,
+                  "no free connection to " + endpoint_.describe() + " within acquire_timeout_ms=" +
+                      std::to_string(options_.acquire_timeout_ms) + " (pool_size=" +
+                      std::to_string(options_.size) + ")");
+    }
+  }
+}
+
+void ConnectionPool::release(State* s, std::unique_ptr<Connection> conn) {
+  if (s->pid != ::getpid()) {
+    conn.reset();  // leased before fork(): our copy of the socket is only closed
+    return;
+  }
+  bool keep = !conn->broken();
+  if (!keep) conn.reset();
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (keep)
+    s->idle.push_back(std::move(conn));
+  else
+    --s->open;
+  s->cv.notify_one();
+}
+
+int ConnectionPool::open_connections() {
+  State* s = current();
+  std::lock_guard<std::mutex> lock(s->mu);
+  return s->open;
+}
+
+}  // namespace redlimit

@@ -1,0 +1,80 @@
+// pool.h - a bounded, thread-safe, fork-aware pool of Connections.
+//
+// A connection is leased to one thread at a time (PooledConnection is the RAII
+// lease) and comes back on destruction; a broken one is dropped and a new one
+// is made on demand. After fork() the child never uses the parent's
+// connections: the pool notices the pid change and starts afresh.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "connection.h"
+#include "redlimit/client.h"
+#include "redlimit/url.h"
+
+namespace redlimit {
+
+class ConnectionPool;
+
+class PooledConnection {
+ public:
+  PooledConnection(PooledConnection&& other) noexcept = default;
+  PooledConnection& operator=(PooledConnection&&) = delete;
+  ~PooledConnection();
+  Connection& operator*() const { return *conn_; }
+  Connection* operator->() const { return conn_.get(); }
+
+ private:
+  friend class ConnectionPool;
+  PooledConnection(ConnectionPool* pool, void* state, std::unique_ptr<Connection> conn)
+      : pool_(pool), state_(state), conn_(std::move(conn)) {}
+  ConnectionPool* pool_;
+  void* state_;  // the pool generation it came from
+  std::unique_ptr<Connection> conn_;
+};
+
+class ConnectionPool {
+ public:
+  ConnectionPool(Endpoint endpoint, PoolOptions options);
+  ~ConnectionPool();
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  // Throws kPoolExhausted after acquire_timeout_ms, or the connect error.
+  PooledConnection acquire();
+
+  const Endpoint& endpoint() const { return endpoint_; }
+  const PoolOptions& options() const { return options_; }
+
+  // Connections open now (idle plus leased), for tests and stats.
+  int open_connections();
+  // Connections made since the pool started (this process only).
+  long connections_made() const { return made_.load(); }
+
+ private:
+  friend class PooledConnection;
+  struct State {  // one per process generation
+    pid_t pid;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::unique_ptr<Connection>> idle;
+    int open = 0;
+  };
+  State* current();
+  void release(State* state, std::unique_ptr<Connection> conn);
+  bool usable(Connection& conn);
+
+  Endpoint endpoint_;
+  PoolOptions options_;
+  std::atomic<State*> state_;
+  std::mutex fork_mu_;  // only taken in a forked child, to swap state_
+  std::atomic<long> made_{0};
+};
+
+}  // namespace redlimit

@@ -1,0 +1,58 @@
+// redis_errors.cpp - hiredis err/errno and error replies -> redlimit::Error.
+#include "redis_errors.h"
+
+#include <hiredis/hiredis.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace redlimit {
+namespace {
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.compare(0, std::strlen(prefix), prefix) == 0;
+}
+
+}  // namespace
+
+void throw_context_error(const redisContext* ctx, int saved_errno, const std::string& what) {
+  if (ctx == nullptr) throw Error(ErrorCode::kNoMemory, what + ": cannot allocate a connection context");
+  std::string detail = ctx->errstr[0] ? ctx->errstr : "unknown error";
+  switch (ctx->err) {
+    case REDIS_ERR_IO:
+      if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
+          saved_errno == EINPROGRESS)
+        throw Error(ErrorCode::kTimeout, what + ": timed out (" + detail + ")", saved_errno);
+      throw Error(ErrorCode::kUnavailable, what + ": " + detail, saved_errno);
+    case REDIS_ERR_EOF:
+      throw Error(ErrorCode::kUnavailable, what + ": the server closed the connection", saved_errno);
+    case REDIS_ERR_OOM:
+      throw Error(ErrorCode::kNoMemory, what + ": out of memory");
+    case REDIS_ERR_PROTOCOL:
+      throw Error(ErrorCode::kServer, what + ": protocol error (" + detail + ")");
+    default:
+      throw Error(ErrorCode::kUnavailable, what + ": " + detail, saved_errno);
+  }
+}
+
+void throw_reply_error(const std::string& reply, const std::string& what) {
+  std::string msg = what + ": " + reply;
+  if (starts_with(reply, "NOAUTH") || starts_with(reply, "WRONGPASS") ||
+      reply.find("invalid password") != std::string::npos ||
+      reply.find("without any password configured") != std::string::npos ||
+      reply.find("invalid username-password") != std::string::npos)
+    throw Error(ErrorCode::kAuth, msg);
+  if (starts_with(reply, "NOPERM")) throw Error(ErrorCode::kPermission, msg);
+  if (starts_with(reply, "OOM")) throw Error(ErrorCode::kNoMemory, msg);
+  // The server cannot serve now (busy script, loading, read-only replica, no
+  // master): a retry, maybe elsewhere, may succeed.
+  if (starts_with(reply, "BUSY") || starts_with(reply, "LOADING") || starts_with(reply, "READONLY") ||
+      starts_with(reply, "MASTERDOWN") || starts_with(reply, "TRYAGAIN") || starts_with(reply, "CLUSTERDOWN"))
+    throw Error(ErrorCode::kUnavailable, msg);
+  if (reply.find("script:") != std::string::npos || reply.find("user_script") != std::string::npos ||
+      starts_with(reply, "WRONGTYPE"))
+    throw Error(ErrorCode::kScript, msg);
+  throw Error(ErrorCode::kServer, msg);
+}
+
+}  // namespace redlimit

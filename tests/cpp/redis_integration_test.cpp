@@ -1,0 +1,374 @@
+// The sliding-window log on a real redis-server: decisions, expiry, recovery
+// from NOSCRIPT / CLIENT KILL / restarts, errors, auth, pool limits, fork.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "memory_backend.h"
+#include "redis_backend.h"
+#include "redis_server.h"
+#include "redlimit/errors.h"
+#include "redlimit/limiter.h"
+
+using namespace redlimit;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr int64_t kT0 = 1700000000000000;
+
+rltest::RedisServer& server() {
+  static rltest::RedisServer s;  // shared by the tests below; stopped at exit
+  return s;
+}
+
+Limiter make(const std::string& url, int64_t limit, int64_t window_ms, PoolOptions pool = {}) {
+  ClientOptions co;
+  co.pool = pool;
+  LimiterOptions lo;
+  lo.limit = {Algorithm::kSlidingLog, limit, window_ms};
+  lo.prefix = "t" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ":" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return Limiter(Client::open(url, co), lo);
+}
+
+ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (message) *message = e.what();
+    return e.code();
+  }
+  ADD_FAILURE() << "no error";
+  return ErrorCode::kInternal;
+}
+
+}  // namespace
+
+TEST(Redis, AllowThenDenyWithServerClock) {
+  Limiter l = make(server().url(), 3, 10000);
+  for (int i = 0; i < 3; ++i) {
+    Decision d = l.check("user-1");
+    ASSERT_TRUE(d.allowed);
+    EXPECT_EQ(d.limit, 3);
+    EXPECT_EQ(d.remaining, 2 - i);
+    EXPECT_EQ(d.retry_after_ms, 0);
+    EXPECT_EQ(d.reset_after_ms, 10000);
+  }
+  Decision d = l.check("user-1");
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, 0);
+  EXPECT_GT(d.retry_after_ms, 9000);
+  EXPECT_LE(d.retry_after_ms, 10000);
+  EXPECT_LE(d.reset_after_ms, 10000);
+  EXPECT_GE(d.reset_after_ms, d.retry_after_ms);
+  EXPECT_TRUE(l.check("user-2").allowed);  // another key, its own budget
+}
+
+// The same client-clock sequence gives the same decisions from Redis and from
+// the memory backend, edges included.
+TEST(Redis, SameDecisionsAsMemoryBackend) {
+  Limiter redis = make(server().url(), 4, 1000);
+  Limiter memory = make("memory://", 4, 1000);
+  const std::vector<std::pair<int64_t, int64_t>> steps = {  // (offset us, cost)
+      {0, 1}, {0, 2}, {100000, 1}, {200000, 1}, {300000, 2}, {999999, 1}, {1000000, 1},
+      {1000000, 2}, {1100000, 3}, {1100001, 1}, {1999999, 1}, {2000000, 4}, {2300000, 1}, {5000000, 4}};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    auto [offset, cost] = steps[i];
+    Decision a = redis.check_at("k", cost, kT0 + offset);
+    Decision b = memory.check_at("k", cost, kT0 + offset);
+    SCOPED_TRACE("step " + std::to_string(i));
+    EXPECT_EQ(a.allowed, b.allowed);
+    EXPECT_EQ(a.remaining, b.remaining);
+    EXPECT_EQ(a.retry_after_ms, b.retry_after_ms);
+    EXPECT_EQ(a.reset_after_ms, b.reset_after_ms);
+  }
+}
+
+TEST(Redis, RetryAfterAndResetAfterValues) {
+  Limiter l = make(server().url(), 2, 1000);
+  ASSERT_TRUE(l.check_at("k", 1, kT0).allowed);
+  ASSERT_TRUE(l.check_at("k", 1, kT0 + 600000).allowed);
+  Decision d = l.check_at("k", 1, kT0 + 900000);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.retry_after_ms, 100);
+  EXPECT_EQ(d.reset_after_ms, 700);
+  Decision p = l.peek("k");  // server clock: far later than kT0, all expired
+  EXPECT_TRUE(p.allowed);
+}
+
+TEST(Redis, SameMicrosecondIsTwoEntries) {
+  Limiter l = make(server().url(), 10, 60000);
+  ASSERT_TRUE(l.check_at("k", 1, kT0).allowed);
+  ASSERT_TRUE(l.check_at("k", 1, kT0).allowed);
+  ASSERT_TRUE(l.check_at("k", 5, kT0).allowed);
+  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("k")}), 7);
+  Decision d = l.check_at("k", 4, kT0);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(d.remaining, 3);
+}
+
+TEST(Redis, KeyExpiresAfterWindow) {
+  Limiter l = make(server().url(), 5, 300);
+  ASSERT_TRUE(l.check("k").allowed);
+  long long pttl = server().integer({"PTTL", l.storage_key("k")});
+  EXPECT_GT(pttl, 0);
+  EXPECT_LE(pttl, 300);
+  std::this_thread::sleep_for(450ms);
+  EXPECT_EQ(server().integer({"EXISTS", l.storage_key("k")}), 0);
+  EXPECT_EQ(l.peek("k").remaining, 5);
+}
+
+TEST(Redis, PeekAndReset) {
+  Limiter l = make(server().url(), 2, 60000);
+  EXPECT_EQ(l.peek("k").remaining, 2);
+  ASSERT_TRUE(l.check("k").allowed);
+  ASSERT_TRUE(l.check("k").allowed);
+  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("k")}), 2);
+  Decision p = l.peek("k");
+  EXPECT_FALSE(p.allowed);
+  EXPECT_EQ(p.remaining, 0);
+  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("k")}), 2);  // nothing consumed
+  l.reset("k");
+  EXPECT_EQ(server().integer({"EXISTS", l.storage_key("k")}), 0);
+  EXPECT_TRUE(l.check("k").allowed);
+}
+
+TEST(Redis, BinaryAndLargeKeys) {
+  Limiter l = make(server().url(), 1, 60000);
+  std::string a("\0\xff{}\n", 5), b("\0\xff{}\r", 5);
+  EXPECT_TRUE(l.check(a).allowed);
+  EXPECT_TRUE(l.check(b).allowed);
+  EXPECT_FALSE(l.check(a).allowed);
+  std::string big(1 << 20, 'x');
+  EXPECT_TRUE(l.check(big).allowed);
+  EXPECT_FALSE(l.check(big).allowed);
+}
+
+TEST(Redis, RecoversFromScriptFlush) {
+  Limiter l = make(server().url(), 100, 60000);
+  ASSERT_TRUE(l.check("k").allowed);
+  server().command({"SCRIPT", "FLUSH"});
+  Decision d = l.check("k");
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 98);
+}
+
+TEST(Redis, RecoversFromClientKill) {
+  Limiter l = make(server().url(), 100, 60000);
+  ASSERT_TRUE(l.check("k").allowed);
+  server().command({"CLIENT", "KILL", "TYPE", "normal"});
+  std::this_thread::sleep_for(20ms);
+  Decision d = l.check("k");  // the pooled connection is stale; a new one is made
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 98);
+}
+
+TEST(Redis, ClearErrorWhenServerIsDown) {
+  rltest::RedisServer own;
+  Limiter l = make(own.url(), 10, 60000);
+  ASSERT_TRUE(l.check("k").allowed);
+  own.stop();
+  std::string msg;
+  EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kUnavailable);
+  EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(own.port())), std::string::npos) << msg;
+  own.start();
+  Decision d = l.check("k");
+  EXPECT_TRUE(d.allowed);  // a fresh server: state is gone, the client recovers
+}
+
+TEST(Redis, TimeoutWhenServerIsStopped) {
+  rltest::RedisServer own;
+  PoolOptions pool;
+  pool.command_timeout_ms = 200;
+  pool.connect_timeout_ms = 200;
+  Limiter l = make(own.url(), 10, 60000, pool);
+  ASSERT_TRUE(l.check("k").allowed);
+  own.pause();
+  auto start = std::chrono::steady_clock::now();
+  std::string msg;
+  EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kTimeout) << msg;
+  auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(waited, 2s);
+  own.resume();
+  EXPECT_TRUE(l.check("k").allowed);
+}
+
+TEST(Redis, RefusedConnection) {
+  int port = rltest::free_port();
+  Limiter l = make("redis://127.0.0.1:" + std::to_string(port), 1, 1000);
+  std::string msg;
+  EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kUnavailable);
+  EXPECT_NE(msg.find("refused"), std::string::npos) << msg;
+}
+
+TEST(Redis, PasswordAndAclUser) {
+  rltest::RedisServer own({"--requirepass", "hunter2"});
+  std::string base = "127.0.0.1:" + std::to_string(own.port());
+  EXPECT_TRUE(make("redis://:hunter2@" + base, 5, 1000).check("k").allowed);
+  std::string msg;
+  EXPECT_EQ(code_of([&] { make("redis://:wrong@" + base, 5, 1000).check("k"); }, &msg), ErrorCode::kAuth) << msg;
+  EXPECT_EQ(code_of([&] { make("redis://" + base, 5, 1000).check("k"); }, &msg), ErrorCode::kAuth) << msg;
+
+  // An ACL user with access to its keys only.
+  timeval tv{2, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", own.port(), tv);
+  ASSERT_TRUE(c && !c->err);
+  freeReplyObject(redisCommand(c, "AUTH hunter2"));
+  freeReplyObject(redisCommand(c, "ACL SETUSER app on >apppw ~app:* +@all"));
+  redisFree(c);
+  ClientOptions co;
+  LimiterOptions lo;
+  lo.limit = {Algorithm::kSlidingLog, 5, 1000};
+  lo.prefix = "app";
+  Limiter ok(Client::open("redis://app:apppw@" + base, co), lo);
+  EXPECT_TRUE(ok.check("k").allowed);
+  lo.prefix = "other";
+  Limiter denied(Client::open("redis://app:apppw@" + base, co), lo);
+  EXPECT_EQ(code_of([&] { denied.check("k"); }, &msg), ErrorCode::kPermission) << msg;
+}
+
+TEST(Redis, SelectsDatabase) {
+  Limiter l = make(server().url() + "/5", 5, 60000);
+  ASSERT_TRUE(l.check("k").allowed);
+  EXPECT_EQ(server().integer({"EXISTS", l.storage_key("k")}), 0);  // not in db 0
+  EXPECT_EQ(server().integer({"EVAL", "redis.call('SELECT', 5) return redis.call('EXISTS', KEYS[1])", "1",
+                              l.storage_key("k")}),
+            1);
+}
+
+TEST(Redis, UnixSocket) {
+  char tmpl[] = "/tmp/redlimit-sock-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(tmpl));
+  std::string sock = std::string(tmpl) + "/redis.sock";
+  {
+    rltest::RedisServer own({"--unixsocket", sock, "--unixsocketperm", "700"});
+    Limiter l = make("unix://" + sock, 2, 60000);
+    EXPECT_TRUE(l.check("k").allowed);
+    EXPECT_TRUE(l.check("k").allowed);
+    EXPECT_FALSE(l.check("k").allowed);
+  }
+  ::rmdir(tmpl);
+}
+
+TEST(Redis, WrongTypeIsAScriptError) {
+  Limiter l = make(server().url(), 5, 60000);
+  server().command({"SET", l.storage_key("k"), "not a zset"});
+  std::string msg;
+  EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kScript) << msg;
+}
+
+TEST(Redis, PoolExhaustedAfterAcquireTimeout) {
+  PoolOptions pool;
+  pool.size = 1;
+  pool.acquire_timeout_ms = 50;
+  auto client = Client::open(server().url(), ClientOptions{pool});
+  auto& backend = dynamic_cast<RedisBackend&>(client->backend());
+  LimiterOptions lo;
+  lo.limit = {Algorithm::kSlidingLog, 5, 1000};
+  Limiter l(client, lo);
+  {
+    PooledConnection held = backend.pool().acquire();
+    std::string msg;
+    EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kPoolExhausted);
+    EXPECT_NE(msg.find("pool_size=1"), std::string::npos) << msg;
+  }
+  EXPECT_TRUE(l.check("k").allowed);  // the lease came back
+  EXPECT_EQ(backend.pool().open_connections(), 1);
+}
+
+TEST(Redis, PoolIsBoundedUnderLoad) {
+  PoolOptions pool;
+  pool.size = 3;
+  auto client = Client::open(server().url(), ClientOptions{pool});
+  auto& backend = dynamic_cast<RedisBackend&>(client->backend());
+  LimiterOptions lo;
+  lo.limit = {Algorithm::kSlidingLog, 100000, 60000};
+  lo.prefix = "bounded";
+  Limiter l(client, lo);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 12; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) l.check("k");
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_LE(backend.pool().connections_made(), 3);
+  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("k")}), 1200);
+}
+
+// Writing to a socket the server closed must not raise SIGPIPE in the host.
+TEST(Redis, NoSigpipeOnClosedSocket) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // what a host that never touched SIGPIPE has
+    PoolOptions options;
+    Connection conn(parse_url(server().url()), options);
+    server().command({"CLIENT", "KILL", "TYPE", "normal"});
+    std::this_thread::sleep_for(50ms);
+    std::string payload(8 << 20, 'x');  // larger than any socket buffer
+    int code = 1;
+    try {
+      conn.command({"ECHO", payload});
+    } catch (const Error& e) {
+      code = e.code() == ErrorCode::kUnavailable ? 0 : 2;
+    }
+    std::_Exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "child killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// A client made before fork() keeps working in parent and child, and the
+// child never touches the parent's sockets.
+TEST(Redis, ForkedChildUsesItsOwnConnections) {
+  auto client = Client::open(server().url());
+  auto& backend = dynamic_cast<RedisBackend&>(client->backend());
+  LimiterOptions lo;
+  lo.limit = {Algorithm::kSlidingLog, 1000, 60000};
+  lo.prefix = "fork";
+  Limiter l(client, lo);
+  ASSERT_TRUE(l.check("k").allowed);
+  ASSERT_EQ(backend.pool().connections_made(), 1);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 0;
+    for (int i = 0; i < 10; ++i)
+      if (!l.check("k").allowed) code = 3;
+    // The child made its own connection: the made-counter restarted at the
+    // inherited value and grew by one.
+    if (backend.pool().open_connections() != 1) code = 4;
+    if (backend.pool().connections_made() != 2) code = 5;
+    std::_Exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The parent's connection survived the child (no QUIT, no shutdown).
+  Decision d = l.check("k");
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.remaining, 1000 - 12);
+  EXPECT_EQ(backend.pool().connections_made(), 1);
+}
+
+TEST(Redis, ExactUnderThreads) {
+  Limiter l = make(server().url(), 300, 60000);
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 40; ++i)
+        if (l.check("hot").allowed) ++admitted;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 300);
+  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("hot")}), 300);
+}

@@ -1,0 +1,97 @@
+// URL parsing: every accepted form and the malformed ones, with messages.
+#include <gtest/gtest.h>
+
+#include "redlimit/errors.h"
+#include "redlimit/url.h"
+
+using redlimit::Endpoint;
+using redlimit::parse_url;
+
+TEST(Url, PlainHostPort) {
+  Endpoint e = parse_url("redis://127.0.0.1:6380");
+  EXPECT_EQ(e.kind, Endpoint::Kind::kTcp);
+  EXPECT_EQ(e.host, "127.0.0.1");
+  EXPECT_EQ(e.port, 6380);
+  EXPECT_EQ(e.db, 0);
+  EXPECT_TRUE(e.password.empty());
+}
+
+TEST(Url, DefaultPortAndDb) {
+  Endpoint e = parse_url("redis://cache.internal/3");
+  EXPECT_EQ(e.host, "cache.internal");
+  EXPECT_EQ(e.port, 6379);
+  EXPECT_EQ(e.db, 3);
+}
+
+TEST(Url, UserAndPassword) {
+  Endpoint e = parse_url("redis://app:s3cr%40t@localhost:7000/2");
+  EXPECT_EQ(e.user, "app");
+  EXPECT_EQ(e.password, "s3cr@t");
+  EXPECT_EQ(e.port, 7000);
+  EXPECT_EQ(e.db, 2);
+}
+
+TEST(Url, PasswordOnly) {
+  Endpoint a = parse_url("redis://:pw@h:1");
+  EXPECT_EQ(a.user, "");
+  EXPECT_EQ(a.password, "pw");
+  Endpoint b = parse_url("redis://pw@h:1");
+  EXPECT_EQ(b.password, "pw");
+}
+
+TEST(Url, Ipv6) {
+  Endpoint e = parse_url("redis://[::1]:6390");
+  EXPECT_EQ(e.host, "::1");
+  EXPECT_EQ(e.port, 6390);
+  EXPECT_EQ(e.describe(), "[::1]:6390");
+}
+
+TEST(Url, Unix) {
+  Endpoint e = parse_url("unix:///run/redis/redis.sock?db=4");
+  EXPECT_EQ(e.kind, Endpoint::Kind::kUnix);
+  EXPECT_EQ(e.path, "/run/redis/redis.sock");
+  EXPECT_EQ(e.db, 4);
+}
+
+TEST(Url, Memory) { EXPECT_EQ(parse_url("memory://").kind, Endpoint::Kind::kMemory); }
+
+TEST(Url, SchemeIsCaseInsensitive) { EXPECT_EQ(parse_url("REDIS://h:1").kind, Endpoint::Kind::kTcp); }
+
+// Each malformed URL is rejected with kInvalidArgument and a message that
+// contains the given fragment.
+TEST(Url, Malformed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "expected scheme"},
+      {"localhost:6379", "expected scheme"},
+      {"http://h:1", "unknown scheme"},
+      {"redis://", "missing host"},
+      {"redis://:6379", "missing host"},
+      {"redis://h:", "empty port"},
+      {"redis://h:0", "port 0 is out of range"},
+      {"redis://h:65536", "out of range"},
+      {"redis://h:12ab", "not a number"},
+      {"redis://h:1/x", "database \"x\" is not a number"},
+      {"redis://h:1/-1", "not a number"},
+      {"redis://u:@h:1", "empty password"},
+      {"redis://u:p%zz@h:1", "percent escape"},
+      {"redis://[::1:1", "unclosed"},
+      {"redis://h:1?x=1", "query"},
+      {"unix://relative.sock", "absolute"},
+      {"unix:///s.sock?timeout=1", "db=N"},
+      {"memory://x", "memory://"},
+      {"redis+cluster://h:1,h:2", "not supported"},
+      {"redis+sentinel://h:1/m", "not supported"},
+      {"rediss://h:1", "TLS"},
+      {"redis://h h:1", "invalid character"},
+  };
+  for (const auto& [url, fragment] : cases) {
+    try {
+      parse_url(url);
+      ADD_FAILURE() << "accepted: " << url;
+    } catch (const redlimit::Error& e) {
+      EXPECT_EQ(e.code(), redlimit::ErrorCode::kInvalidArgument) << url;
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << url << " -> " << e.what();
+      EXPECT_NE(std::string(e.what()).find("url"), std::string::npos) << e.what();
+    }
+  }
+}
