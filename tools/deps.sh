@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Makes sure the tools and libraries that redlimit needs are present on a
+# Debian 12 machine. As root it installs what is missing (apt-get; Go modules
+# and Python packages are fetched by their own tools later); otherwise it
+# names what is missing and fails.
+#   tools/deps.sh [core] [python] [go] [java]    (no argument: everything)
+set -euo pipefail
+
+want=("$@")
+[ ${#want[@]} -eq 0 ] && want=(core python go java)
+
+missing_pkgs=()
+need_pkg() {  # need_pkg DEBIAN_PACKAGE [COMMAND]: missing if the command (or the package) is absent
+  local pkg=$1 cmd=${2:-}
+  if [ -n "$cmd" ]; then
+    command -v "$cmd" >/dev/null 2>&1 && return 0
+  else
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" && return 0
+  fi
+  missing_pkgs+=("$pkg")
+}
+
+for component in "${want[@]}"; do
+  case "$component" in
+    core)
+      need_pkg g++ g++
+      need_pkg cmake cmake
+      need_pkg ninja-build ninja
+      need_pkg pkg-config pkg-config
+      need_pkg libhiredis-dev
+      need_pkg libgtest-dev
+      need_pkg redis-server redis-server
+      need_pkg redis-tools redis-cli
+      need_pkg python3 python3
+      ;;
+    python)
+      need_pkg python3 python3
+      python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing_pkgs+=(python3-venv)
+      python3 -c 'import sysconfig, os, sys; sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' \
+        >/dev/null 2>&1 || missing_pkgs+=(python3-dev)
+      ;;
+    go)
+      need_pkg golang-go go
+      ;;
+    java)
+      need_pkg swig swig
+      need_pkg default-jdk-headless javac
+      need_pkg maven mvn
+      ;;
+    *)
+      echo "deps.sh: unknown component '$component'" >&2
+      exit 2
+      ;;
+  esac
+done
+
+[ ${#missing_pkgs[@]} -eq 0 ] && exit 0
+# De-duplicate, keep order.
+mapfile -t missing_pkgs < <(printf '%s\n' "${missing_pkgs[@]}" | awk '!seen[$0]++')
+if [ "$(id -u)" -ne 0 ]; then
+  echo "Missing Debian packages: ${missing_pkgs[*]}" >&2
+  echo "Install them with: sudo apt-get install -y ${missing_pkgs[*]}   (or run this command as root)" >&2
+  exit 1
+fi
+echo "Installing Debian packages: ${missing_pkgs[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing_pkgs[@]}" >/dev/null

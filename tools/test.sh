@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs every test suite: C/C++ (ctest), the same under AddressSanitizer +
+# UndefinedBehaviorSanitizer, then each language suite tests/<lang>/run.sh.
+# Every suite starts its own redis-server processes on free loopback ports.
+#
+# Environment handed to the language suites:
+#   RL_SOURCE_DIR  the checkout
+#   RL_BUILD_DIR   a CMake build of the library (Release)
+#   RL_PREFIX      that build installed (include/, lib/, lib/pkgconfig/)
+#   PKG_CONFIG_PATH, LD_LIBRARY_PATH, CMAKE_PREFIX_PATH point into RL_PREFIX
+# Set RL_SKIP_SANITIZERS=1 to skip the sanitizer pass (it is on in CI).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+"$root/tools/deps.sh"
+
+jobs=$(nproc 2>/dev/null || echo 2)
+results=()
+failed=0
+run_suite() {  # run_suite NAME COMMAND...
+  local name=$1; shift
+  echo
+  echo "=== $name ==="
+  local start=$SECONDS
+  if "$@"; then
+    results+=("PASS  $name ($((SECONDS - start)) s)")
+  else
+    results+=("FAIL  $name ($((SECONDS - start)) s)")
+    failed=$((failed + 1))
+  fi
+}
+
+export RL_SOURCE_DIR="$root"
+export RL_BUILD_DIR="$root/build/release"
+export RL_PREFIX="$root/build/prefix"
+
+build_release() {
+  cmake -S "$root" -B "$RL_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
+    cmake --build "$RL_BUILD_DIR" -j "$jobs" &&
+    rm -rf "$RL_PREFIX" && cmake --install "$RL_BUILD_DIR" --prefix "$RL_PREFIX" >/dev/null
+}
+run_suite "build (Release)" build_release
+if [ $failed -ne 0 ]; then
+  printf '%s\n' "${results[@]}"
+  exit 1
+fi
+libdir=$(dirname "$(ls -d "$RL_PREFIX"/lib*/pkgconfig | head -n1)")
+export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CMAKE_PREFIX_PATH="$RL_PREFIX${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+
+run_suite "C/C++ (ctest)" ctest --test-dir "$RL_BUILD_DIR" --output-on-failure
+
+if [ "${RL_SKIP_SANITIZERS:-0}" != 1 ]; then
+  asan() {
+    local dir="$root/build/asan"
+    cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRL_SANITIZE=address,undefined \
+      -DRL_BUILD_TOOLS=OFF >/dev/null &&
+      cmake --build "$dir" -j "$jobs" &&
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --test-dir "$dir" --output-on-failure -E installed_c_example
+  }
+  run_suite "C/C++ under ASan+UBSan (ctest)" asan
+fi
+
+for lang in python go java cross; do
+  if [ -x "$root/tests/$lang/run.sh" ]; then
+    run_suite "$lang" "$root/tests/$lang/run.sh"
+  fi
+done
+
+echo
+echo "=== summary ==="
+printf '%s\n' "${results[@]}"
+passed=$(( ${#results[@]} - failed ))
+echo "suites: $passed passed, $failed failed"
+[ $failed -eq 0 ]
