@@ -3,6 +3,7 @@
 
 #include "memory_backend.h"
 #include "redis_backend.h"
+#include "transport.h"
 #include "redlimit/errors.h"
 
 namespace redlimit {
@@ -32,7 +33,7 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
   if (ep.kind == Endpoint::Kind::kMemory)
     backend = std::make_unique<MemoryBackend>(options.memory_clock);
   else
-    backend = std::make_unique<RedisBackend>(ep, options.pool);
+    backend = std::make_unique<RedisBackend>(std::make_unique<StandaloneTransport>(ep, options.pool));
   return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend)));
 }
 

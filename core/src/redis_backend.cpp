@@ -43,7 +43,7 @@ Decision decode(const redisReply* r, const scripts::Script& script) {
 
 }  // namespace
 
-RedisBackend::RedisBackend(Endpoint endpoint, PoolOptions options) : pool_(std::move(endpoint), options) {
+RedisBackend::RedisBackend(std::unique_ptr<Transport> transport) : transport_(std::move(transport)) {
   std::random_device rd;
   uint64_t id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   char buf[17];
@@ -67,14 +67,12 @@ Decision RedisBackend::evaluate(Op op, const LimitParams& p, const std::string& 
   std::string cost_s = std::to_string(cost);
   std::string now = now_us == kServerTime ? std::string() : std::to_string(now_us);
   std::string token = op == Op::kCheck ? next_token() : std::string();
-  PooledConnection conn = pool_.acquire();
-  ReplyPtr r = scripts_.run(*conn, script, {key}, {op == Op::kCheck ? "check" : "peek", limit, window_us, cost_s, now, token});
+  ReplyPtr r = transport_->run_script(script, {key}, {op == Op::kCheck ? "check" : "peek", limit, window_us, cost_s, now, token});
   return decode(r.get(), script);
 }
 
 void RedisBackend::reset(const std::string& key) {
-  PooledConnection conn = pool_.acquire();
-  ReplyPtr r = conn->command({"DEL", key});
+  ReplyPtr r = transport_->run_command(key, {"DEL", key});
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), "DEL");
 }
 

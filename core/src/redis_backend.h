@@ -5,30 +5,29 @@
 #include <cstdint>
 #include <string>
 
-#include "pool.h"
+#include <memory>
+
 #include "redlimit/backend.h"
-#include "script_cache.h"
+#include "transport.h"
 
 namespace redlimit {
 
 class RedisBackend : public Backend {
  public:
-  RedisBackend(Endpoint endpoint, PoolOptions options);
+  explicit RedisBackend(std::unique_ptr<Transport> transport);
 
   Decision evaluate(Op op, const LimitParams& params, const std::string& key, int64_t cost,
                     int64_t now_us) override;
   void reset(const std::string& key) override;
 
-  ConnectionPool& pool() { return pool_; }
-  ScriptCache& scripts() { return scripts_; }
+  Transport& transport() { return *transport_; }
 
  private:
   // A token unique to this call across processes: a random per-backend id and
   // a counter. Script members are built from it.
   std::string next_token();
 
-  ConnectionPool pool_;
-  ScriptCache scripts_;
+  std::unique_ptr<Transport> transport_;
   std::string instance_id_;
   std::atomic<uint64_t> counter_{0};
 };

@@ -269,7 +269,7 @@ TEST(Redis, PoolExhaustedAfterAcquireTimeout) {
   pool.size = 1;
   pool.acquire_timeout_ms = 50;
   auto client = Client::open(server().url(), ClientOptions{pool});
-  auto& backend = dynamic_cast<RedisBackend&>(client->backend());
+  auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, 5, 1000};
   Limiter l(client, lo);
@@ -287,7 +287,7 @@ TEST(Redis, PoolIsBoundedUnderLoad) {
   PoolOptions pool;
   pool.size = 3;
   auto client = Client::open(server().url(), ClientOptions{pool});
-  auto& backend = dynamic_cast<RedisBackend&>(client->backend());
+  auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, 100000, 60000};
   lo.prefix = "bounded";
@@ -330,7 +330,7 @@ TEST(Redis, NoSigpipeOnClosedSocket) {
 // child never touches the parent's sockets.
 TEST(Redis, ForkedChildUsesItsOwnConnections) {
   auto client = Client::open(server().url());
-  auto& backend = dynamic_cast<RedisBackend&>(client->backend());
+  auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, 1000, 60000};
   lo.prefix = "fork";

@@ -6,6 +6,7 @@
 #include "pool.h"
 #include "redis_server.h"
 #include "script_cache.h"
+#include "transport.h"
 
 using namespace redlimit;
 
@@ -35,4 +36,20 @@ TEST(ScriptCache, NoscriptReloadsOnceThenRuns) {
   ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
   EXPECT_EQ(cache.reloads(), 2);
   EXPECT_EQ(server.integer({"ZCARD", "t:{x}:k"}), 3);
+}
+
+// A pipeline of script calls after SCRIPT FLUSH: every call NOSCRIPTs, the
+// script is loaded once, and each call runs exactly once.
+TEST(ScriptCache, PipelinedCallsRecoverNoscript) {
+  rltest::RedisServer server;
+  StandaloneTransport transport(parse_url(server.url()), PoolOptions{});
+  std::vector<std::string> tokens = {"a", "b", "c", "d"};
+  std::vector<ScriptCall> calls;
+  for (auto& t : tokens) calls.push_back({{"p:{x}:k"}, {"check", "10", "1000000000", "2", "", t}});
+  auto replies = transport.run_scripts(scripts::k_sliding_log, calls);
+  ASSERT_EQ(replies.size(), 4u);
+  for (auto& r : replies) ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  EXPECT_EQ(replies[3]->element[2]->integer, 2);  // remaining after 4 x 2 units
+  EXPECT_EQ(transport.noscript_reloads(), 1);
+  EXPECT_EQ(server.integer({"ZCARD", "p:{x}:k"}), 8);
 }

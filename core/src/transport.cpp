@@ -1,0 +1,47 @@
+// transport.cpp - the standalone transport and pipelined script runs.
+#include "transport.h"
+
+namespace redlimit {
+
+std::vector<ReplyPtr> run_scripts_on(Connection& conn, ScriptCache& cache, const scripts::Script& script,
+                                     const std::vector<ScriptCall>& calls) {
+  auto build = [&](const std::vector<size_t>& which, std::vector<std::string>& numkeys) {
+    std::vector<Argv> commands;
+    numkeys.resize(which.size());
+    for (size_t i = 0; i < which.size(); ++i)
+      commands.push_back(ScriptCache::evalsha(script, calls[which[i]].keys, calls[which[i]].args, numkeys[i]));
+    return commands;
+  };
+  std::vector<size_t> all(calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) all[i] = i;
+  std::vector<std::string> numkeys;
+  std::vector<ReplyPtr> replies = conn.pipeline(build(all, numkeys));
+
+  std::vector<size_t> again;
+  for (size_t i = 0; i < replies.size(); ++i)
+    if (ScriptCache::is_noscript(replies[i].get())) again.push_back(i);
+  if (again.empty()) return replies;
+  cache.load(conn, script);
+  std::vector<ReplyPtr> retried = conn.pipeline(build(again, numkeys));
+  for (size_t i = 0; i < again.size(); ++i) replies[again[i]] = std::move(retried[i]);
+  return replies;
+}
+
+ReplyPtr StandaloneTransport::run_script(const scripts::Script& script, const Argv& keys, const Argv& args) {
+  PooledConnection conn = pool_.acquire();
+  return scripts_.run(*conn, script, keys, args);
+}
+
+std::vector<ReplyPtr> StandaloneTransport::run_scripts(const scripts::Script& script,
+                                                       const std::vector<ScriptCall>& calls) {
+  if (calls.empty()) return {};
+  PooledConnection conn = pool_.acquire();
+  return run_scripts_on(*conn, scripts_, script, calls);
+}
+
+ReplyPtr StandaloneTransport::run_command(std::string_view, const Argv& argv) {
+  PooledConnection conn = pool_.acquire();
+  return conn->command(argv);
+}
+
+}  // namespace redlimit

@@ -1,0 +1,66 @@
+// transport.h - where a command for a key runs.
+//
+// Standalone: one server, one pool. Other deployments (Cluster: the node that
+// owns the key's slot; Sentinel: the current master) implement the same
+// interface, so the algorithms never know which one they talk to.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "connection.h"
+#include "pool.h"
+#include "script_cache.h"
+
+namespace redlimit {
+
+// One script invocation; all its keys share one hash tag (one slot).
+struct ScriptCall {
+  Argv keys;
+  Argv args;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Runs a script on the node that owns keys[0]; NOSCRIPT is recovered once.
+  // Error replies are returned; I/O failures throw.
+  virtual ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) = 0;
+
+  // Runs many calls of one script, pipelined (one round trip per node);
+  // replies in the order of `calls`.
+  virtual std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) = 0;
+
+  // Runs a plain command on the node that owns `key`.
+  virtual ReplyPtr run_command(std::string_view key, const Argv& argv) = 0;
+
+  // SCRIPT LOADs done after a NOSCRIPT reply, over all nodes.
+  virtual long noscript_reloads() const = 0;
+};
+
+// One server (redis:// or unix://).
+class StandaloneTransport : public Transport {
+ public:
+  StandaloneTransport(Endpoint endpoint, PoolOptions options) : pool_(std::move(endpoint), options) {}
+
+  ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
+  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
+  ReplyPtr run_command(std::string_view key, const Argv& argv) override;
+  long noscript_reloads() const override { return scripts_.reloads(); }
+
+  ConnectionPool& pool() { return pool_; }
+
+ private:
+  ConnectionPool pool_;
+  ScriptCache scripts_;
+};
+
+// Runs `calls` pipelined on one connection; a NOSCRIPT reply (the script did
+// not run) loads the script and re-runs those calls once. Shared by every
+// transport once it has picked the connection.
+std::vector<ReplyPtr> run_scripts_on(Connection& conn, ScriptCache& cache, const scripts::Script& script,
+                                     const std::vector<ScriptCall>& calls);
+
+}  // namespace redlimit
