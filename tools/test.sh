@@ -15,7 +15,6 @@ cd "$root"
 
 "$root/tools/deps.sh"
 
-jobs=$(nproc 2>/dev/null || echo 2)
 results=()
 failed=0
 run_suite() {  # run_suite NAME COMMAND...
@@ -31,24 +30,12 @@ run_suite() {  # run_suite NAME COMMAND...
   fi
 }
 
-export RL_SOURCE_DIR="$root"
-export RL_BUILD_DIR="$root/build/release"
-export RL_PREFIX="$root/build/prefix"
-
-build_release() {
-  cmake -S "$root" -B "$RL_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null &&
-    cmake --build "$RL_BUILD_DIR" -j "$jobs" &&
-    rm -rf "$RL_PREFIX" && cmake --install "$RL_BUILD_DIR" --prefix "$RL_PREFIX" >/dev/null
-}
-run_suite "build (Release)" build_release
+source "$root/tools/env.sh"
+run_suite "build (Release)" rl_build_release
 if [ $failed -ne 0 ]; then
   printf '%s\n' "${results[@]}"
   exit 1
 fi
-libdir=$(dirname "$(ls -d "$RL_PREFIX"/lib*/pkgconfig | head -n1)")
-export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export CMAKE_PREFIX_PATH="$RL_PREFIX${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 
 run_suite "C/C++ (ctest)" ctest --test-dir "$RL_BUILD_DIR" --output-on-failure
 
@@ -57,7 +44,7 @@ if [ "${RL_SKIP_SANITIZERS:-0}" != 1 ]; then
     local dir="$root/build/asan"
     cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRL_SANITIZE=address,undefined \
       -DRL_BUILD_TOOLS=OFF >/dev/null &&
-      cmake --build "$dir" -j "$jobs" &&
+      cmake --build "$dir" -j "$RL_JOBS" &&
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --test-dir "$dir" --output-on-failure -E installed_c_example
   }

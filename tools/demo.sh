@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The demo: builds redlimit, starts a private redis-server, and runs worker
+# processes written in several languages against ONE shared key with one limit.
+# Each worker prints how many of its attempts were admitted; the total must
+# equal the limit, whatever the mix of languages.
+#   tools/demo.sh [LIMIT] [ATTEMPTS_PER_WORKER]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+limit=${1:-1000}
+attempts=${2:-400}
+window_ms=60000
+
+"$root/tools/deps.sh" core
+source "$root/tools/env.sh"
+echo "building redlimit ..."
+rl_build_release >/dev/null
+
+# Workers, by language: a command line prefix each (URL KEY LIMIT WINDOW_MS ATTEMPTS NAME follow).
+workers=()
+names=()
+add_worker() { names+=("$1"); workers+=("$2"); }
+for i in 1 2 3; do add_worker "c-$i" "$RL_BUILD_DIR/tools/redlimit_demo_worker"; done
+
+# Python, Go and Java workers join when their toolchains are present (as root,
+# tools/deps.sh installs them); otherwise the demo says what it skipped.
+skipped=()
+if [ -f "$root/tools/demo/worker.py" ] && "$root/tools/deps.sh" python >/dev/null 2>&1; then
+  venv="$root/build/venv-demo"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import redlimit' 2>/dev/null; then
+    echo "building the Python wheel ..."
+    python3 -m venv "$venv" >/dev/null
+    "$venv/bin/pip" install -q "$root" >/dev/null
+  fi
+  for i in 1 2; do add_worker "python-$i" "$venv/bin/python $root/tools/demo/worker.py"; done
+else
+  skipped+=(python)
+fi
+if [ -d "$root/bindings/go/cmd/redlimit-demo-worker" ] && "$root/tools/deps.sh" go >/dev/null 2>&1; then
+  echo "building the Go worker ..."
+  (cd "$root/bindings/go" && go build -o "$root/build/redlimit-demo-worker-go" ./cmd/redlimit-demo-worker)
+  for i in 1 2; do add_worker "go-$i" "$root/build/redlimit-demo-worker-go"; done
+else
+  skipped+=(go)
+fi
+if [ -x "$root/bindings/swig/demo-worker.sh" ] && "$root/tools/deps.sh" java >/dev/null 2>&1; then
+  echo "building the Java worker ..."
+  java_cmd=$("$root/bindings/swig/demo-worker.sh")  # builds, prints the command line
+  for i in 1 2; do add_worker "java-$i" "$java_cmd"; done
+else
+  skipped+=(java)
+fi
+
+eval "$("$root/tests/redis-server.sh" start)"
+trap '"$root/tests/redis-server.sh" stop "$RL_TEST_REDIS_PID" "$RL_TEST_REDIS_DIR"' EXIT
+key="shared-client-$$"
+echo
+echo "redis-server on $RL_TEST_REDIS_URL; key \"$key\"; limit $limit per ${window_ms} ms;" \
+  "${#workers[@]} workers x $attempts attempts"
+[ ${#skipped[@]} -gt 0 ] && echo "(skipped workers, toolchain or binding missing: ${skipped[*]})"
+
+out=$(mktemp)
+pids=()
+for idx in "${!workers[@]}"; do
+  # shellcheck disable=SC2086  # the worker command is a word list on purpose
+  ${workers[$idx]} "$RL_TEST_REDIS_URL" "$key" "$limit" "$window_ms" "$attempts" "${names[$idx]}" >>"$out" &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+sort "$out"
+total=$(sed -n 's/.* admitted=\([0-9]*\) .*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
+rm -f "$out"
+echo "total admitted: $total (limit $limit)"
+if [ $status -ne 0 ] || [ "$total" -ne "$limit" ]; then
+  echo "demo FAILED: a worker failed or the total differs from the limit" >&2
+  exit 1
+fi
+echo "demo OK: every language shared one limit exactly"
