@@ -1,0 +1,118 @@
+package io.redlimit;
+
+import io.redlimit.jni.RedlimitNative;
+import io.redlimit.jni.SWIGTYPE_p_rl_client;
+import io.redlimit.jni.rl_client_options;
+import io.redlimit.jni.rl_error;
+import java.lang.ref.Cleaner;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * A connection pool to one Redis deployment; thread-safe, meant to be shared
+ * and kept for the life of the application.
+ *
+ * <pre>{@code
+ * try (Client client = Client.open("redis://127.0.0.1:6379");
+ *      Limiter limiter = client.limiter("100/minute")) {
+ *     Decision d = limiter.check("user:42");
+ *     if (!d.allowed()) { ... retry after d.retryAfter() ... }
+ * }
+ * }</pre>
+ *
+ * <p>URLs: {@code redis://[user:pass@]host:port[/db]}, {@code unix:///path.sock[?db=N]},
+ * {@code memory://} (in-process, no server). Connections are made lazily, on
+ * the first command.
+ *
+ * <p>{@link #close()} is idempotent and thread-safe. Limiters made from a client
+ * hold their own reference to it and keep working after it is closed, until
+ * they are closed themselves.
+ */
+public final class Client implements AutoCloseable {
+    private final NativeRef<SWIGTYPE_p_rl_client> ref;
+    private final Cleaner.Cleanable cleanable;
+    private final String url; // password removed
+
+    private Client(SWIGTYPE_p_rl_client handle, String url) {
+        this.ref = new NativeRef<>(handle, RedlimitNative::rl_client_close, "client");
+        this.cleanable = Natives.CLEANER.register(this, ref);
+        this.url = url;
+    }
+
+    /** Opens a client with default options. */
+    public static Client open(String url) {
+        return open(url, ClientOptions.defaults());
+    }
+
+    /**
+     * Opens a client.
+     *
+     * @throws InvalidArgumentException for a malformed URL or option
+     * @throws NullPointerException if url or options is null
+     */
+    public static Client open(String url, ClientOptions options) {
+        Objects.requireNonNull(url, "url");
+        Objects.requireNonNull(options, "options");
+        if (url.indexOf('\0') >= 0) throw new InvalidArgumentException("url contains a NUL character");
+        NativeLibrary.load();
+        rl_client_options nativeOpts = options.toNative();
+        rl_error err = new rl_error();
+        try {
+            SWIGTYPE_p_rl_client[] out = new SWIGTYPE_p_rl_client[1];
+            Status.check(RedlimitNative.rl_client_open(url, nativeOpts, out, err), err);
+            return new Client(out[0], redact(url));
+        } finally {
+            nativeOpts.delete();
+            err.delete();
+        }
+    }
+
+    /** A limiter from a spec such as {@code "100/minute"}, {@code "10/s"}, {@code "5 per 2 seconds"}. */
+    public Limiter limiter(String spec) {
+        return limiterBuilder(spec).build();
+    }
+
+    /** A limiter admitting {@code limit} units per sliding {@code window}. */
+    public Limiter limiter(long limit, Duration window) {
+        return limiterBuilder(limit, window).build();
+    }
+
+    /** A builder for a limiter from a spec, to set the prefix or clock. */
+    public Limiter.Builder limiterBuilder(String spec) {
+        return new Limiter.Builder(this, spec);
+    }
+
+    /** A builder for a limiter of {@code limit} units per {@code window}. */
+    public Limiter.Builder limiterBuilder(long limit, Duration window) {
+        return new Limiter.Builder(this, limit, window);
+    }
+
+    /** Lends the native handle to one call; {@link #release()} must follow. */
+    SWIGTYPE_p_rl_client acquire() {
+        return ref.acquire();
+    }
+
+    void release() {
+        ref.release();
+    }
+
+    public boolean isClosed() {
+        return ref.isClosed();
+    }
+
+    /** Closes the client; a second call does nothing. Calls in flight finish first. */
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    @Override
+    public String toString() {
+        return "Client[" + url + (isClosed() ? ", closed]" : "]");
+    }
+
+    // Keeps passwords out of toString and logs.
+    private static String redact(String url) {
+        return url.replaceFirst("^([A-Za-z0-9+.-]+://[^/@:]*):[^/@]*@", "$1:***@");
+    }
+}

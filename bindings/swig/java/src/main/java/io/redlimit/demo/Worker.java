@@ -1,0 +1,57 @@
+package io.redlimit.demo;
+
+import io.redlimit.Client;
+import io.redlimit.Limiter;
+import io.redlimit.RedlimitException;
+import java.io.PrintStream;
+import java.time.Duration;
+
+/**
+ * The demo's Java worker, the twin of tools/demo/worker.c: hammers one shared
+ * key and prints how many of its attempts were admitted.
+ *
+ * <pre>
+ *   java -cp redlimit-1.0.0.jar -Djava.library.path=DIR io.redlimit.demo.Worker \
+ *       URL KEY LIMIT WINDOW_MS ATTEMPTS NAME
+ *   → NAME admitted=N attempts=M
+ * </pre>
+ */
+public final class Worker {
+    private Worker() {}
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    /** Runs the worker; returns the exit status (0 ok, 1 redlimit error, 2 usage). */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length != 6) {
+            err.println("usage: io.redlimit.demo.Worker URL KEY LIMIT WINDOW_MS ATTEMPTS NAME");
+            return 2;
+        }
+        String url = args[0], key = args[1], name = args[5];
+        long limit, windowMs, attempts;
+        try {
+            limit = Long.parseLong(args[2]);
+            windowMs = Long.parseLong(args[3]);
+            attempts = Long.parseLong(args[4]);
+        } catch (NumberFormatException e) {
+            err.println(name + ": LIMIT, WINDOW_MS and ATTEMPTS must be integers");
+            return 2;
+        }
+        // Same prefix as the C worker, so workers in every language share the key.
+        try (Client client = Client.open(url);
+             Limiter limiter = client.limiterBuilder(limit, Duration.ofMillis(windowMs)).prefix("demo").build()) {
+            long admitted = 0;
+            for (long i = 0; i < attempts; i++) {
+                if (limiter.check(key).allowed()) admitted++;
+            }
+            out.println(name + " admitted=" + admitted + " attempts=" + attempts);
+            out.flush();
+            return 0;
+        } catch (RedlimitException | UnsatisfiedLinkError e) {
+            err.println(name + ": " + e.getMessage());
+            return 1;
+        }
+    }
+}

@@ -1,0 +1,494 @@
+package io.redlimit;
+
+import io.redlimit.jni.rl_status;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.redlimit.demo.Worker;
+import io.redlimit.jni.RedlimitNativeConstants;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The Java binding against a real redis-server that this class starts and stops. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class RedlimitTest {
+    private static RedisServer redis;
+    private Client client;
+
+    @BeforeAll
+    static void startRedis() throws Exception {
+        // An ACL user that may only touch keys under the "ok:" prefix, for the
+        // auth and permission tests; the default user stays open.
+        redis = RedisServer.start("--user", "limited", "on", ">secret", "~ok:*", "+@all");
+    }
+
+    @AfterAll
+    static void stopRedis() throws Exception {
+        if (redis != null) redis.close();
+    }
+
+    @BeforeEach
+    void open() {
+        client = Client.open(redis.url());
+    }
+
+    @AfterEach
+    void close() {
+        client.close();
+    }
+
+    private static String key() {
+        return "java-test:" + UUID.randomUUID();
+    }
+
+    @Test
+    void libraryVersionMatchesHeader() {
+        assertEquals(RedlimitNativeConstants.RL_VERSION_STRING, NativeLibrary.version());
+        assertEquals(NativeLibrary.bindingVersion(), NativeLibrary.version());
+    }
+
+    @Test
+    void checkAdmitsUpToTheLimitThenDenies() {
+        try (Limiter limiter = client.limiter(3, Duration.ofMinutes(1))) {
+            String key = key();
+            for (int i = 0; i < 3; i++) {
+                Decision d = limiter.check(key);
+                assertTrue(d.allowed(), d.toString());
+                assertEquals(3, d.limit());
+                assertEquals(2 - i, d.remaining());
+                assertEquals(Duration.ZERO, d.retryAfter());
+                assertTrue(d.resetAfter().compareTo(Duration.ZERO) > 0);
+                assertFalse(d.cached());
+                assertFalse(d.degraded());
+            }
+            Decision denied = limiter.check(key);
+            assertFalse(denied.allowed());
+            assertTrue(denied.denied());
+            assertEquals(0, denied.remaining());
+            assertTrue(denied.retryAfter().compareTo(Duration.ZERO) > 0, denied.toString());
+            assertTrue(denied.retryAfter().compareTo(Duration.ofMinutes(1)) <= 0, denied.toString());
+            assertTrue(denied.toString().startsWith("Decision[denied, limit=3, remaining=0"), denied.toString());
+        }
+    }
+
+    @Test
+    void costIsAllOrNothing() {
+        try (Limiter limiter = client.limiter("5/minute")) {
+            String key = key();
+            assertTrue(limiter.check(key, 2).allowed());
+            assertTrue(limiter.check(key, 2).allowed());
+            Decision d = limiter.check(key, 2);
+            assertFalse(d.allowed());
+            assertEquals(1, d.remaining());
+            assertTrue(limiter.check(key, 1).allowed());
+            assertFalse(limiter.check(key, 1).allowed());
+        }
+    }
+
+    @Test
+    void peekDoesNotConsumeAndResetRestores() {
+        try (Limiter limiter = client.limiter("2/min")) {
+            String key = key();
+            Decision p = limiter.peek(key);
+            assertTrue(p.allowed());
+            assertEquals(2, p.remaining());
+            assertEquals(2, limiter.peek(key).remaining());
+            limiter.check(key);
+            limiter.check(key);
+            assertFalse(limiter.peek(key).allowed());
+            assertFalse(limiter.check(key).allowed());
+            limiter.reset(key);
+            assertEquals(2, limiter.peek(key).remaining());
+            assertTrue(limiter.check(key).allowed());
+        }
+    }
+
+    @Test
+    void stringAndByteKeys() {
+        try (Limiter limiter = client.limiter("1/min")) {
+            String base = key();
+            byte[] b = base.getBytes(StandardCharsets.UTF_8);
+            // A String key is its UTF-8 bytes: the same key as the byte[].
+            assertTrue(limiter.check(base).allowed());
+            assertFalse(limiter.check(b).allowed());
+
+            // NUL bytes are part of the key: these three keys are all distinct.
+            byte[] nulA = (base + "\0a").getBytes(StandardCharsets.UTF_8);
+            byte[] nulB = (base + "\0b").getBytes(StandardCharsets.UTF_8);
+            byte[] nulOnly = new byte[] {0};
+            assertTrue(limiter.check(nulA).allowed());
+            assertTrue(limiter.check(nulB).allowed());
+            assertTrue(limiter.check(nulOnly).allowed());
+            assertFalse(limiter.check(nulA).allowed());
+            assertFalse(limiter.check(nulB).allowed());
+            limiter.reset(nulOnly);
+            assertTrue(limiter.peek(nulOnly).allowed());
+
+            // The array is copied for the call only: changing it later is harmless.
+            byte[] mutable = (base + "-m").getBytes(StandardCharsets.UTF_8);
+            assertTrue(limiter.check(mutable).allowed());
+            mutable[0] ^= 1;
+            assertTrue(limiter.check(mutable).allowed());
+
+            // Non-ASCII and long keys (beyond the stack buffer of the typemap).
+            assertTrue(limiter.check(base + "-ключ-🔑").allowed());
+            assertFalse(limiter.check((base + "-ключ-🔑").getBytes(StandardCharsets.UTF_8)).allowed());
+            String longKey = base + "x".repeat(5000);
+            assertTrue(limiter.check(longKey).allowed());
+            assertFalse(limiter.check(longKey).allowed());
+        }
+    }
+
+    @Test
+    void checkMany() {
+        try (Limiter limiter = client.limiter(2, Duration.ofSeconds(30))) {
+            String a = key(), b = key();
+            List<Decision> first = limiter.checkMany(List.of(a, b, a), 1);
+            assertEquals(3, first.size());
+            assertTrue(first.get(0).allowed());
+            assertTrue(first.get(1).allowed());
+            assertTrue(first.get(2).allowed());
+            assertEquals(0, first.get(2).remaining());
+            List<Decision> second = limiter.checkMany(List.of(a, b), 1);
+            assertFalse(second.get(0).allowed());
+            assertTrue(second.get(1).allowed());
+            assertTrue(limiter.checkMany(List.of(), 1).isEmpty());
+        }
+    }
+
+    @Test
+    void specsAreParsed() {
+        assertSpec("100/minute", 100, Duration.ofMinutes(1));
+        assertSpec("10/s", 10, Duration.ofSeconds(1));
+        assertSpec("5 per 2 seconds", 5, Duration.ofSeconds(2));
+        assertSpec(" 7 / 250ms ", 7, Duration.ofMillis(250));
+        assertSpec("3 PER hour", 3, Duration.ofHours(1));
+        assertSpec("1/2d", 1, Duration.ofDays(2));
+        for (String bad : new String[] {"", "100", "/minute", "100/", "100/fortnight", "-1/s", "1.5/s",
+                "100 minute", "99999999999999999999/s", "1/99999999999999999 days"}) {
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> client.limiter(bad), bad);
+            assertEquals(rl_status.RL_EINVALID, e.code());
+        }
+    }
+
+    private void assertSpec(String spec, long limit, Duration window) {
+        try (Limiter l = client.limiter(spec)) {
+            assertEquals(limit, l.limit(), spec);
+            assertEquals(window, l.window(), spec);
+        }
+    }
+
+    @Test
+    void builderSetsPrefixAndClock() {
+        try (Limiter l = client.limiterBuilder("2/min").prefix("ok").clientClock().build()) {
+            assertEquals("ok", l.prefix());
+            assertEquals(Limiter.Clock.CLIENT, l.clock());
+            String key = key();
+            assertTrue(l.check(key).allowed());
+            // Another prefix is another namespace: the same key is fresh there.
+            try (Limiter other = client.limiterBuilder(2, Duration.ofMinutes(1)).prefix("other").build()) {
+                assertEquals(2, other.peek(key).remaining());
+            }
+            assertEquals(1, l.peek(key).remaining());
+        }
+        // checkAt: the caller's time decides; a window later everything is free again.
+        try (Limiter l = client.limiterBuilder(1, Duration.ofSeconds(10)).clock(Limiter.Clock.CLIENT).build()) {
+            String key = key();
+            Instant t0 = Instant.now();
+            assertTrue(l.checkAt(key, 1, t0).allowed());
+            Decision d = l.checkAt(key, 1, t0.plusSeconds(1));
+            assertFalse(d.allowed());
+            assertEquals(Duration.ofSeconds(9), d.retryAfter());
+            assertTrue(l.checkAt(key, 1, t0.plusSeconds(11)).allowed());
+        }
+    }
+
+    @Test
+    void badArgumentsThrowInvalidArgument() {
+        try (Limiter limiter = client.limiter("3/min")) {
+            String key = key();
+            assertInvalid(() -> limiter.check(key, 0));
+            assertInvalid(() -> limiter.check(key, -1));
+            assertInvalid(() -> limiter.check(key, 4)); // cost above the limit
+            assertInvalid(() -> limiter.check(""));
+            assertInvalid(() -> limiter.check(new byte[0]));
+            assertInvalid(() -> limiter.peek(""));
+            assertInvalid(() -> limiter.reset(new byte[0]));
+            assertThrows(NullPointerException.class, () -> limiter.check((String) null));
+            assertThrows(NullPointerException.class, () -> limiter.check((byte[]) null));
+            assertThrows(NullPointerException.class, () -> limiter.checkMany(null, 1));
+            assertEquals(3, limiter.peek(key).remaining()); // nothing was consumed
+        }
+        assertInvalid(() -> client.limiter(0, Duration.ofSeconds(1)));
+        assertInvalid(() -> client.limiter(-5, Duration.ofSeconds(1)));
+        assertInvalid(() -> client.limiter(RedlimitNativeConstants.RL_MAX_LIMIT + 1, Duration.ofSeconds(1)));
+        assertInvalid(() -> client.limiter(1, Duration.ZERO));
+        assertInvalid(() -> client.limiter(1, Duration.ofMillis(-1)));
+        assertInvalid(() -> client.limiter(1, Duration.ofNanos(1_500_000)));
+        assertInvalid(() -> client.limiter(1, Duration.ofMillis(RedlimitNativeConstants.RL_MAX_WINDOW_MS + 1)));
+        assertInvalid(() -> client.limiter(1, Duration.ofSeconds(Long.MAX_VALUE)));
+        assertInvalid(() -> client.limiterBuilder("1/s").prefix("").build());
+        assertInvalid(() -> client.limiterBuilder("1/s").prefix("a\0b").build());
+        assertInvalid(() -> client.limiterBuilder("1/s").prefix("{tag}").build());
+        assertInvalid(() -> client.limiterBuilder("1/s")
+                .prefix("p".repeat(RedlimitNativeConstants.RL_MAX_PREFIX_LEN + 1)).build());
+        assertInvalid(() -> Client.open("nonsense"));
+        assertInvalid(() -> Client.open("ftp://127.0.0.1:1"));
+        assertInvalid(() -> Client.open("redis://127.0.0.1:notaport"));
+        assertInvalid(() -> Client.open("redis://127.0.0.1:1\0"));
+        assertInvalid(() -> ClientOptions.builder().poolSize(0));
+        assertInvalid(() -> ClientOptions.builder().commandTimeout(Duration.ofMillis(-1)));
+        assertInvalid(() -> ClientOptions.builder().connectTimeout(Duration.ofDays(365)));
+        assertThrows(NullPointerException.class, () -> Client.open(null));
+        assertThrows(NullPointerException.class, () -> Client.open(redis.url(), null));
+    }
+
+    private static void assertInvalid(org.junit.jupiter.api.function.Executable call) {
+        InvalidArgumentException e = assertThrows(InvalidArgumentException.class, call);
+        assertEquals(rl_status.RL_EINVALID, e.code());
+        assertEquals("RL_EINVALID", e.statusName());
+        assertFalse(e.getMessage().isEmpty());
+    }
+
+    @Test
+    void unavailableServer() throws Exception {
+        int port = RedisServer.freePort(); // nothing listens there
+        ClientOptions opts = ClientOptions.builder().connectTimeout(Duration.ofMillis(300)).build();
+        try (Client c = Client.open("redis://127.0.0.1:" + port, opts); Limiter l = c.limiter("1/s")) {
+            UnavailableException e = assertThrows(UnavailableException.class, () -> l.check(key()));
+            assertEquals(rl_status.RL_EUNAVAILABLE, e.code());
+        }
+    }
+
+    @Test
+    void timeoutAndPoolExhausted() throws Exception {
+        // A listener that accepts (via the backlog) and never answers.
+        try (ServerSocket silent = new ServerSocket(0, 8, InetAddress.getLoopbackAddress())) {
+            ClientOptions opts = ClientOptions.builder().poolSize(1).commandTimeout(Duration.ofMillis(2500))
+                    .acquireTimeout(Duration.ofMillis(50)).build();
+            try (Client c = Client.open("redis://127.0.0.1:" + silent.getLocalPort(), opts);
+                 Limiter l = c.limiter("1/s")) {
+                ExecutorService pool = Executors.newSingleThreadExecutor();
+                try {
+                    Future<?> first = pool.submit(() -> l.check("k"));
+                    Thread.sleep(800); // first now holds the only connection
+                    PoolExhaustedException p = assertThrows(PoolExhaustedException.class, () -> l.check("k"));
+                    assertEquals(rl_status.RL_EPOOL, p.code());
+                    java.util.concurrent.ExecutionException e =
+                            assertThrows(java.util.concurrent.ExecutionException.class, first::get);
+                    assertInstanceOf(TimeoutException.class, e.getCause());
+                    assertEquals(rl_status.RL_ETIMEOUT, ((RedlimitException) e.getCause()).code());
+                } finally {
+                    pool.shutdownNow();
+                }
+            }
+        }
+    }
+
+    @Test
+    void authAndPermission() {
+        String hostPort = "127.0.0.1:" + redis.port;
+        try (Client c = Client.open("redis://limited:wrong@" + hostPort); Limiter l = c.limiter("1/s")) {
+            AuthException e = assertThrows(AuthException.class, () -> l.check(key()));
+            assertEquals(rl_status.RL_EAUTH, e.code());
+            assertFalse(c.toString().contains("wrong"), c.toString()); // password redacted
+        }
+        try (Client c = Client.open("redis://limited:secret@" + hostPort)) {
+            try (Limiter allowed = c.limiterBuilder("1/s").prefix("ok").build()) {
+                assertTrue(allowed.check(key()).allowed());
+            }
+            try (Limiter denied = c.limiterBuilder("1/s").prefix("forbidden").build()) {
+                PermissionException e = assertThrows(PermissionException.class, () -> denied.check(key()));
+                assertEquals(rl_status.RL_EPERM, e.code());
+            }
+        }
+    }
+
+    @Test
+    void everyCodeMapsToItsException() {
+        assertInstanceOf(InvalidArgumentException.class, RedlimitException.of(-2, "m", 0));
+        assertInstanceOf(UnavailableException.class, RedlimitException.of(-3, "m", 0));
+        assertInstanceOf(TimeoutException.class, RedlimitException.of(-4, "m", 0));
+        assertInstanceOf(AuthException.class, RedlimitException.of(-5, "m", 0));
+        assertInstanceOf(PermissionException.class, RedlimitException.of(-6, "m", 0));
+        assertInstanceOf(ScriptException.class, RedlimitException.of(-7, "m", 0));
+        assertInstanceOf(PoolExhaustedException.class, RedlimitException.of(-8, "m", 0));
+        assertInstanceOf(ClosedException.class, RedlimitException.of(-11, "m", 0));
+        for (int code : new int[] {-1, -9, -10, -99}) {
+            RedlimitException e = RedlimitException.of(code, "", 7);
+            assertEquals(RedlimitException.class, e.getClass());
+            assertEquals(code, e.code());
+            assertEquals(7, e.sysErrno());
+            assertFalse(e.getMessage().isEmpty()); // falls back to the code's name
+        }
+        assertEquals("RL_UNKNOWN(-99)", RedlimitException.of(-99, "", 0).statusName());
+        assertEquals("RL_ESCRIPT", RedlimitException.of(-7, "x", 0).statusName());
+    }
+
+    @Test
+    void sixteenThreadsOnOneKeyAdmitExactlyTheLimit() throws Exception {
+        final int threads = 16, perThread = 25, limit = 100;
+        String key = key();
+        // A connection per thread, so that all 16 really race inside Redis.
+        ClientOptions opts = ClientOptions.builder().poolSize(threads).acquireTimeout(Duration.ofSeconds(10)).build();
+        try (Client wide = Client.open(redis.url(), opts);
+             Limiter limiter = wide.limiter(limit, Duration.ofMinutes(5))) {
+            AtomicLong admitted = new AtomicLong();
+            CountDownLatch go = new CountDownLatch(1);
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            try {
+                List<Future<?>> futures = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    futures.add(pool.submit(() -> {
+                        go.await();
+                        for (int i = 0; i < perThread; i++) {
+                            if (limiter.check(key).allowed()) admitted.incrementAndGet();
+                        }
+                        return null;
+                    }));
+                }
+                go.countDown();
+                for (Future<?> f : futures) f.get();
+            } finally {
+                pool.shutdownNow();
+            }
+            assertEquals(limit, admitted.get());
+            assertEquals(0, limiter.peek(key).remaining());
+        }
+    }
+
+    @Test
+    void closeIsIdempotentAndUseAfterCloseThrows() {
+        Client c = Client.open(redis.url());
+        Limiter l = c.limiter("10/min");
+        String key = key();
+        assertTrue(l.check(key).allowed());
+
+        c.close();
+        c.close();
+        assertTrue(c.isClosed());
+        assertTrue(c.toString().endsWith("closed]"));
+        ClosedException e = assertThrows(ClosedException.class, () -> c.limiter("1/s"));
+        assertEquals(rl_status.RL_ECLOSED, e.code());
+        // The limiter holds its own reference to the client and keeps working.
+        assertTrue(l.check(key).allowed());
+
+        l.close();
+        l.close();
+        assertTrue(l.isClosed());
+        assertThrows(ClosedException.class, () -> l.check(key));
+        assertThrows(ClosedException.class, () -> l.check(key.getBytes(StandardCharsets.UTF_8), 1));
+        assertThrows(ClosedException.class, () -> l.peek(key));
+        assertThrows(ClosedException.class, () -> l.reset(key));
+        assertThrows(ClosedException.class, () -> l.checkMany(List.of(key), 1));
+    }
+
+    @Test
+    void closeWhileOtherThreadsCheck() throws Exception {
+        // Calls racing close either finish normally or see ClosedException; the
+        // native handle is freed only after the last call in flight.
+        for (int round = 0; round < 5; round++) {
+            Limiter l = client.limiter(1_000_000, Duration.ofSeconds(10));
+            String key = key();
+            AtomicInteger ok = new AtomicInteger(), closed = new AtomicInteger();
+            ExecutorService pool = Executors.newFixedThreadPool(8);
+            try {
+                List<Future<?>> futures = new ArrayList<>();
+                for (int t = 0; t < 8; t++) {
+                    futures.add(pool.submit(() -> {
+                        for (int i = 0; i < 200; i++) {
+                            try {
+                                l.check(key);
+                                ok.incrementAndGet();
+                            } catch (ClosedException e) {
+                                closed.incrementAndGet();
+                            }
+                        }
+                        return null;
+                    }));
+                }
+                Thread.sleep(20);
+                l.close();
+                for (Future<?> f : futures) f.get();
+            } finally {
+                pool.shutdownNow();
+            }
+            assertEquals(8 * 200, ok.get() + closed.get());
+        }
+    }
+
+    @Test
+    void cleanerFreesWhatWasNeverClosed() throws Exception {
+        long before = NativeRef.FREED.get();
+        for (int i = 0; i < 200; i++) {
+            Limiter forgotten = client.limiter("5/s"); // never closed
+            forgotten.check("k");
+        }
+        for (int i = 0; i < 100 && NativeRef.FREED.get() - before < 100; i++) {
+            System.gc();
+            Thread.sleep(20);
+        }
+        assertTrue(NativeRef.FREED.get() - before >= 100, "the Cleaner freed " + (NativeRef.FREED.get() - before));
+    }
+
+    @Test
+    void memoryUrlNeedsNoServer() {
+        try (Client c = Client.open("memory://"); Limiter l = c.limiter("1/s")) {
+            assertTrue(l.check("k").allowed());
+            assertFalse(l.check("k").allowed());
+        }
+    }
+
+    @Test
+    void decisionIsAValue() {
+        Decision a = new Decision(true, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false);
+        Decision b = new Decision(true, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false);
+        assertEquals(a, b);
+        assertEquals(a.hashCode(), b.hashCode());
+        assertNotEquals(a, new Decision(false, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false));
+        assertEquals("Decision[allowed, limit=5, remaining=4, retryAfter=0ms, resetAfter=1000ms]", a.toString());
+        assertEquals("Decision[denied, limit=1, remaining=0, retryAfter=5ms, resetAfter=6ms, cached, degraded]",
+                new Decision(false, 1, 0, Duration.ofMillis(5), Duration.ofMillis(6), true, true).toString());
+    }
+
+    @Test
+    void demoWorker() {
+        String key = key();
+        ByteArrayOutputStream out = new ByteArrayOutputStream(), err = new ByteArrayOutputStream();
+        int rc = Worker.run(new String[] {redis.url(), key, "7", "60000", "10", "java-1"},
+                new PrintStream(out, true), new PrintStream(err, true));
+        assertEquals(0, rc, err.toString());
+        assertEquals("java-1 admitted=7 attempts=10\n", out.toString());
+        // A second worker on the same key gets nothing: the limit is shared.
+        out.reset();
+        assertEquals(0, Worker.run(new String[] {redis.url(), key, "7", "60000", "3", "java-2"},
+                new PrintStream(out, true), new PrintStream(err, true)));
+        assertEquals("java-2 admitted=0 attempts=3\n", out.toString());
+        assertEquals(2, Worker.run(new String[] {"too", "few"}, new PrintStream(out), new PrintStream(err)));
+    }
+}

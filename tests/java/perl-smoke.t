@@ -1,0 +1,59 @@
+#!/usr/bin/env perl
+# Smoke test of the Perl 5 SWIG binding (the raw RedlimitNative module) against
+# a real redis-server. Run by tests/java/run.sh:
+#   RL_TEST_REDIS_URL=redis://127.0.0.1:PORT perl -I<build>/perl tests/java/perl-smoke.t
+use strict;
+use warnings;
+use Test::More;
+use RedlimitNative;
+
+my $url = $ENV{RL_TEST_REDIS_URL} or die "RL_TEST_REDIS_URL is not set\n";
+my $OK = $RedlimitNative::RL_OK;
+my $EINVALID = $RedlimitNative::RL_EINVALID;
+
+cmp_ok(RedlimitNative::rl_version_number(), '>=', $RedlimitNative::RL_VERSION_NUMBER, 'library at least the header version');
+is(RedlimitNative::rl_status_name($EINVALID), 'RL_EINVALID', 'status names');
+
+my $err = RedlimitNative::rl_error->new();
+my ($rc, $client) = RedlimitNative::rl_client_open($url, undef, $err);
+is($rc, $OK, 'client opens') or diag($err->messageBytes());
+ok(defined $client, 'client handle returned');
+
+($rc, my $none) = RedlimitNative::rl_client_open('nonsense', undef, $err);
+is($rc, $EINVALID, 'bad URL is RL_EINVALID');
+ok(!defined $none, 'no handle for a bad URL');
+is($err->{code}, $EINVALID, 'rl_error carries the code');
+like($err->messageBytes(), qr/\S/, 'rl_error carries a message');
+
+my $opts = RedlimitNative::rl_limiter_options->new();
+$opts->{limit} = 3;
+$opts->{window_ms} = 60000;
+is($opts->setPrefix('perl-smoke'), $OK, 'prefix set');
+($rc, my $limiter) = RedlimitNative::rl_limiter_new($client, $opts, $err);
+is($rc, $OK, 'limiter made') or diag($err->messageBytes());
+
+my $key = "key\0with-nul-" . $$ . '-' . time();
+my $d = RedlimitNative::rl_decision->new();
+for my $i (1 .. 3) {
+    is(RedlimitNative::rl_check($limiter, $key, 1, $d, $err), $OK, "check $i");
+    is($d->{allowed}, 1, "check $i admitted");
+    is($d->{remaining}, 3 - $i, "check $i remaining");
+}
+is(RedlimitNative::rl_check($limiter, $key, 1, $d, $err), $OK, 'fourth check is a result, not an error');
+is($d->{allowed}, 0, 'fourth check denied');
+cmp_ok($d->{retry_after_ms}, '>', 0, 'denial has a retry-after');
+
+# The NUL is part of the key: the prefix before it is another key.
+is(RedlimitNative::rl_check($limiter, "key", 1, $d, $err), $OK, 'key before the NUL');
+is($d->{allowed}, 1, 'is a different key');
+
+is(RedlimitNative::rl_check($limiter, $key, 0, $d, $err), $EINVALID, 'cost 0 is RL_EINVALID');
+is(RedlimitNative::rl_check($limiter, '', 1, $d, $err), $EINVALID, 'empty key is RL_EINVALID');
+
+is(RedlimitNative::rl_reset($limiter, $key, $err), $OK, 'reset');
+is(RedlimitNative::rl_peek($limiter, $key, $d, $err), $OK, 'peek');
+is($d->{remaining}, 3, 'full capacity after reset');
+
+RedlimitNative::rl_limiter_free($limiter);
+RedlimitNative::rl_client_close($client);
+done_testing();
