@@ -1,0 +1,52 @@
+// Package redlimit is the Go binding of redlimit, a distributed rate limiter
+// on Redis: many processes, in any language that loads libredlimit, share one
+// exact sliding-window limit per key. Every decision is one atomic Lua script
+// run inside Redis, so concurrent callers never over-admit.
+//
+// The package calls the C library (redlimit.h) through cgo and finds it with
+// pkg-config (package "redlimit"): set PKG_CONFIG_PATH to the installed
+// lib/pkgconfig, and LD_LIBRARY_PATH to its lib if that is not a system
+// directory. Built with CGO_ENABLED=0 the package compiles but Open fails.
+//
+// Usage:
+//
+//	client, err := redlimit.Open("redis://127.0.0.1:6379",
+//		redlimit.WithPoolSize(16), redlimit.WithCommandTimeout(500*time.Millisecond))
+//	if err != nil {
+//		return err
+//	}
+//	defer client.Close()
+//
+//	limiter, err := client.Limiter("100/minute", redlimit.WithPrefix("api"))
+//	if err != nil {
+//		return err
+//	}
+//	defer limiter.Close()
+//
+//	res, err := limiter.Allow(ctx, "user:42")
+//	switch {
+//	case errors.Is(err, redlimit.ErrTimeout), errors.Is(err, redlimit.ErrUnavailable):
+//		// Redis is slow or down: fail open or closed, as the caller decides.
+//	case err != nil:
+//		return err
+//	case !res.Allowed:
+//		w.Header().Set("Retry-After", strconv.Itoa(int(res.RetryAfter.Seconds()+0.999)))
+//		w.WriteHeader(http.StatusTooManyRequests)
+//	}
+//
+// A denial is a Result with Allowed false, never an error. Errors are *Error
+// values whose Code (an ErrCode) matches the sentinels with errors.Is:
+// ErrInvalidArgument, ErrUnavailable, ErrTimeout, ErrAuth, ErrPermission,
+// ErrScript, ErrPoolExhausted, ErrNoMemory, ErrServer, ErrClosed, ErrInternal.
+//
+// Contexts: a context that is already done returns its error at once. A
+// context that ends while the call waits for Redis makes the method return a
+// *ContextError that unwraps to ctx.Err(); the call itself cannot be stopped
+// inside C, so it finishes in the background and its result is dropped — an
+// abandoned Allow may still have consumed a unit. The client's command,
+// connect and acquire timeouts bound how long such a call lives.
+//
+// Client and Limiter are safe for concurrent use. Close them explicitly;
+// finalizers are only a safety net. No Go pointer is ever kept by C: keys
+// are copied into C memory, or lent for the duration of one direct call.
+package redlimit

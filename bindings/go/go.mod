@@ -1,0 +1,3 @@
+module github.com/redlimit/redlimit/bindings/go
+
+go 1.19
