@@ -1,0 +1,62 @@
+"""redlimit: a distributed rate limiter on Redis.
+
+    import redlimit
+
+    with redlimit.Client("redis://localhost:6379") as client:
+        per_user = client.limiter("100/minute")
+        decision = per_user.check("user:42")
+        if not decision:
+            print("retry in", decision.retry_after, "s")
+
+Every decision is one atomic Lua script inside Redis (an exact sliding-window
+log), so many processes and hosts share one limit exactly. ``memory://`` runs
+the same algorithm in this process, without a server.
+"""
+
+
+from ._errors import (
+    AuthError,
+    Error,
+    InvalidArgument,
+    PermissionDenied,
+    PoolExhausted,
+    RateLimited,
+    ScriptError,
+    Timeout,
+    Unavailable,
+)
+from . import _core
+from ._core import Decision
+from ._client import Client, Hit, Limiter, Rate
+from ._spec import parse_rate
+
+__version__: str = _core.VERSION_STRING
+
+#: Algorithm names that Client.limiter() accepts.
+ALGORITHMS = tuple(sorted(_core.ALGORITHMS))
+
+__all__ = [
+    "ALGORITHMS",
+    "AuthError",
+    "Client",
+    "Decision",
+    "Error",
+    "Hit",
+    "InvalidArgument",
+    "Limiter",
+    "PermissionDenied",
+    "PoolExhausted",
+    "Rate",
+    "RateLimited",
+    "ScriptError",
+    "Timeout",
+    "Unavailable",
+    "__version__",
+    "parse_rate",
+]
+
+# Tracebacks name the public module, not the private one that defines them.
+for _cls in (AuthError, Error, InvalidArgument, PermissionDenied, PoolExhausted, RateLimited, ScriptError,
+             Timeout, Unavailable, Client, Hit, Limiter, Rate):
+    _cls.__module__ = __name__
+del _cls

@@ -1,0 +1,510 @@
+"""Every public call of the redlimit package, on memory:// and on Redis."""
+
+import datetime
+import os
+import time
+
+import pytest
+
+import redlimit
+from redlimit import _core
+
+
+# -- package ------------------------------------------------------------------
+
+def test_version_is_the_headers():
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "capi", "include", "redlimit.h")
+    with open(header) as f:
+        text = f.read()
+    assert '#define RL_VERSION_STRING "%s"' % redlimit.__version__ in text
+    assert _core.version_string() == redlimit.__version__
+    assert _core.version_number() >= _core.VERSION_NUMBER
+
+
+def test_installed_package_is_tested():
+    # run.sh tests the wheel, not the source tree.
+    src = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "bindings"))
+    assert not os.path.realpath(redlimit.__file__).startswith(src)
+
+
+def test_all_exports_exist():
+    for name in redlimit.__all__:
+        assert hasattr(redlimit, name), name
+    assert redlimit.ALGORITHMS == ("sliding_log",)
+
+
+def test_error_hierarchy():
+    assert issubclass(redlimit.InvalidArgument, ValueError)
+    assert issubclass(redlimit.Unavailable, ConnectionError)
+    assert issubclass(redlimit.Timeout, TimeoutError)
+    for cls in (redlimit.InvalidArgument, redlimit.Unavailable, redlimit.Timeout, redlimit.AuthError,
+                redlimit.PermissionDenied, redlimit.ScriptError, redlimit.PoolExhausted, redlimit.RateLimited):
+        assert issubclass(cls, redlimit.Error)
+    assert redlimit.InvalidArgument.code == "RL_EINVALID"
+    assert redlimit.Timeout.code == "RL_ETIMEOUT"
+
+
+# -- checks ---------------------------------------------------------------------
+
+def test_check_admits_up_to_the_limit(url, key):
+    with redlimit.Client(url) as client:
+        lim = client.limiter("3/minute")
+        decisions = [lim.check(key) for _ in range(4)]
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+    assert [d.remaining for d in decisions] == [2, 1, 0, 0]
+    first, denied = decisions[0], decisions[3]
+    assert bool(first) is True and bool(denied) is False
+    assert first.limit == 3 and first.retry_after == 0.0
+    assert 0 < first.reset_after <= 60.0 and isinstance(first.reset_after, float)
+    assert 0 < denied.retry_after <= 60.0 and denied.retry_after_ms == pytest.approx(denied.retry_after * 1000)
+    assert denied.cached is False and denied.degraded is False
+    assert repr(denied).startswith("Decision(allowed=False, limit=3, remaining=0, retry_after=")
+
+
+def test_cost_is_all_or_nothing(url, key):
+    with redlimit.Client(url) as client:
+        lim = client.limiter(limit=5, window=60)
+        assert lim.check(key, 3).remaining == 2
+        d = lim.check(key, 3)
+        assert not d.allowed and d.remaining == 2
+        assert lim.check(key, 2).allowed
+
+
+def test_peek_consumes_nothing(url, key):
+    with redlimit.Client(url) as client:
+        lim = client.limiter("2/m")
+        assert lim.peek(key).remaining == 2
+        lim.check(key)
+        p = lim.peek(key)
+        assert p.allowed and p.remaining == 1
+        assert lim.peek(key).remaining == 1
+        lim.check(key)
+        assert not lim.peek(key).allowed
+
+
+def test_reset_restores_capacity(url, key):
+    with redlimit.Client(url) as client:
+        lim = client.limiter("1/h")
+        assert lim.check(key)
+        assert not lim.check(key)
+        assert lim.reset(key) is None
+        assert lim.check(key)
+
+
+def test_check_many(url, key):
+    with redlimit.Client(url) as client:
+        lim = client.limiter("2/m")
+        keys = [key + ":a", key + ":b", key + ":a", key + ":a"]
+        ds = lim.check_many(keys)
+        assert [d.allowed for d in ds] == [True, True, True, False]
+        assert lim.check_many([]) == []
+        ds = lim.check_many((k for k in [key + ":c"]), cost=2)
+        assert len(ds) == 1 and ds[0].remaining == 0
+
+
+def test_check_at_float_seconds_int_microseconds_and_datetime(url, key):
+    with redlimit.Client(url) as client:
+        lim = client.limiter("2 per 10 seconds")
+        t = time.time()
+        assert lim.check_at(key, 1, t).allowed
+        assert lim.check_at(key, 1, int(t * 1e6) + 1000).allowed
+        assert not lim.check_at(key, 1, t + 1.0).allowed
+        # 10 s later (as a datetime) the first two entries have left the window.
+        later = datetime.datetime.fromtimestamp(t + 10.5, tz=datetime.timezone.utc)
+        assert lim.check_at(key, 2, later).allowed
+
+
+def test_keys_are_bytes_nul_and_utf8(url, key):
+    with redlimit.Client(url) as client:
+        lim = client.limiter("1/m")
+        base = key.encode()
+        assert lim.check(base + b"\x00a")
+        assert lim.check(base + b"\x00b")  # NUL does not truncate the key
+        assert not lim.check(base + b"\x00a")
+        assert lim.check(key + "é")
+        assert not lim.check((key + "é").encode("utf-8"))  # str is sent as UTF-8
+        assert lim.check(base + b"\xff\xfe")  # not UTF-8: fine as bytes
+
+
+def test_prefix_separates_limiters(url, key):
+    with redlimit.Client(url) as client:
+        a = client.limiter("1/m", prefix="a")
+        b = client.limiter("1/m", prefix="b")
+        same = client.limiter("1/m", prefix="a")
+        assert a.check(key) and b.check(key)
+        assert not same.check(key)
+        assert same.prefix == "a"
+
+
+@pytest.mark.parametrize("algorithm", redlimit.ALGORITHMS)
+@pytest.mark.parametrize("clock", ["server", "client"])
+def test_every_algorithm_and_clock(url, key, algorithm, clock):
+    with redlimit.Client(url) as client:
+        lim = client.limiter("5/s", algorithm=algorithm, clock=clock)
+        assert lim.algorithm == algorithm and lim.clock == clock
+        assert sum(lim.check(key).allowed for _ in range(7)) == 5
+        assert lim.peek(key).remaining == 0
+
+
+def test_window_slides(url, key):
+    with redlimit.Client(url) as client:
+        lim = client.limiter("2 per 200 ms")
+        assert lim.check(key) and lim.check(key)
+        d = lim.check(key)
+        assert not d and 0 < d.retry_after <= 0.2
+        time.sleep(d.retry_after + 0.05)
+        assert lim.check(key)
+
+
+def test_limiter_description():
+    with redlimit.Client() as client:
+        lim = client.limiter("100/minute")
+        assert lim.rate == redlimit.Rate(100, 60.0)
+        assert lim.rate.limit == 100 and lim.rate.window == 60.0
+        assert client.limiter(limit=7, window=datetime.timedelta(milliseconds=1500)).rate == (7, 1.5)
+        assert "100 per 60s" in repr(lim)
+        assert lim.client is client
+
+
+# -- client lifetime ----------------------------------------------------------
+
+def test_close_is_idempotent_and_closes_limiters(key):
+    client = redlimit.Client()
+    lim = client.limiter("5/s")
+    assert lim.check(key)
+    assert not client.closed
+    client.close()
+    client.close()
+    assert client.closed and "closed" in repr(client)
+    with pytest.raises(redlimit.Error) as info:
+        lim.check(key)
+    assert info.value.code == "RL_ECLOSED" and "closed" in str(info.value)
+    with pytest.raises(redlimit.Error) as info:
+        client.limiter("1/s")
+    assert info.value.code == "RL_ECLOSED"
+
+
+def test_context_manager_closes():
+    with redlimit.Client() as client:
+        pass
+    assert client.closed
+
+
+def test_repr_hides_the_password():
+    with redlimit.Client("redis://user:s3cret@127.0.0.1:1") as client:
+        assert "s3cret" not in repr(client) and "***" in repr(client)
+        assert client.url == "redis://user:s3cret@127.0.0.1:1"
+
+
+def test_options_are_accepted(redis_server, key):
+    with redlimit.Client(redis_server.url, pool_size=2, connect_timeout=0.5, command_timeout=0.25,
+                         acquire_timeout=datetime.timedelta(seconds=1), keepalive=False,
+                         idle_check=0.0001) as client:
+        assert client.limiter("1/s").check(key)
+    with redlimit.Client(redis_server.url, keepalive=30) as client:
+        assert client.limiter("1/s").check(key + "x")
+
+
+# -- helpers ----------------------------------------------------------------------
+
+def test_hit_context_manager(key):
+    with redlimit.Client() as client:
+        lim = client.limiter("1/m")
+        with lim.hit(key) as d:
+            assert d.allowed and d.remaining == 0
+        with pytest.raises(redlimit.RateLimited) as info:
+            with lim.hit(key):
+                pytest.fail("the body must not run")
+        e = info.value
+        assert e.decision.allowed is False and e.retry_after > 0 and e.code is None
+        assert "retry after" in str(e)
+
+
+def test_limit_decorator(key):
+    with redlimit.Client() as client:
+        lim = client.limiter("2/m")
+
+        @lim.limit(lambda user, n=0: key + user)
+        def handler(user, n=0):
+            """docstring kept"""
+            return user * n
+
+        assert handler("a", n=2) == "aa"
+        assert handler("a") == ""
+        with pytest.raises(redlimit.RateLimited):
+            handler("a")
+        assert handler("b") == ""
+        assert handler.__doc__ == "docstring kept" and handler.__name__ == "handler"
+
+        calls = []
+
+        @lim.limit()
+        def whole():
+            calls.append(1)
+
+        whole()
+        whole()
+        with pytest.raises(redlimit.RateLimited):
+            whole()
+        assert len(calls) == 2
+
+        @lim.limit(key.encode() + b"fixed", cost=2)
+        def fixed():
+            return True
+
+        assert fixed()
+        with pytest.raises(redlimit.RateLimited):
+            fixed()
+
+
+# -- bad arguments ----------------------------------------------------------------
+
+@pytest.fixture
+def lim():
+    with redlimit.Client() as client:
+        yield client.limiter("10/s")
+
+
+@pytest.mark.parametrize("bad_key", [1, 1.5, None, bytearray(b"k"), memoryview(b"k"), ["k"], object()])
+def test_key_of_wrong_type(lim, bad_key):
+    for call in (lim.check, lim.peek, lim.reset):
+        with pytest.raises(TypeError, match="key must be str or bytes, not"):
+            call(bad_key)
+    with pytest.raises(TypeError):
+        lim.check_many([bad_key])
+
+
+def test_check_many_rejects_a_single_key(lim):
+    with pytest.raises(TypeError, match="keys must be an iterable of keys, not a single str"):
+        lim.check_many("abc")
+    with pytest.raises(TypeError, match="not a single bytes"):
+        lim.check_many(b"abc")
+    with pytest.raises(TypeError):
+        lim.check_many(5)
+
+
+def test_empty_key(lim):
+    with pytest.raises(redlimit.InvalidArgument, match="key is empty"):
+        lim.check("")
+    with pytest.raises(redlimit.InvalidArgument, match=r"keys\[1\]: key is empty"):
+        lim.check_many(["a", b""])
+
+
+def test_lone_surrogate_key(lim):
+    with pytest.raises(UnicodeEncodeError):
+        lim.check("\udc80")
+
+
+@pytest.mark.parametrize("cost,exc,message", [
+    (0, redlimit.InvalidArgument, "cost = 0 must be at least 1"),
+    (-1, redlimit.InvalidArgument, "cost = -1 must be at least 1"),
+    (11, redlimit.InvalidArgument, "cost = 11 exceeds limit = 10"),
+    (2**70, redlimit.InvalidArgument, "cost = 1180591620717411303424 is out of range"),
+    (1.0, TypeError, "cost must be an int, not float"),
+    ("1", TypeError, "cost must be an int, not str"),
+    (True, TypeError, "cost must be an int, not bool"),
+    (None, TypeError, "cost must be an int, not NoneType"),
+])
+def test_bad_cost(lim, cost, exc, message):
+    with pytest.raises(exc, match=message):
+        lim.check("k", cost)
+    with pytest.raises(exc, match=message):
+        lim.check_many(["k"], cost)
+    with pytest.raises(exc, match=message):
+        lim.check_at("k", cost, time.time())
+
+
+def test_errors_carry_code_and_status(lim):
+    with pytest.raises(redlimit.InvalidArgument) as info:
+        lim.check("k", 0)
+    assert info.value.code == "RL_EINVALID" and info.value.status == -2
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("now,exc,message", [
+    (-1.0, redlimit.InvalidArgument, "now_us = -1000000 is out of range"),
+    (0, redlimit.InvalidArgument, "now_us = 0 is out of range"),
+    (2**60, redlimit.InvalidArgument, "is out of range"),
+    (float("nan"), redlimit.InvalidArgument, "not finite"),
+    ("now", TypeError, "now must be float seconds, int microseconds"),
+    (datetime.datetime(2024, 1, 1), redlimit.InvalidArgument, "naive datetime"),
+])
+def test_bad_check_at_time(lim, now, exc, message):
+    with pytest.raises(exc, match=message):
+        lim.check_at("k", 1, now)
+
+
+@pytest.mark.parametrize("spec", [
+    "", "10", "10/", "/s", "ten/s", "10/fortnight", "10 per", "-1/s", "10/0s", "10/0.0001s",
+    "10/1.5ms", "10//s", "1e3/s", "10/s extra", "10 pers",
+])
+def test_bad_spec(spec):
+    with redlimit.Client() as client:
+        with pytest.raises(redlimit.InvalidArgument, match="rate spec"):
+            client.limiter(spec)
+
+
+def test_spec_of_wrong_type():
+    with redlimit.Client() as client:
+        with pytest.raises(TypeError, match="rate spec must be a str"):
+            client.limiter(100)
+
+
+@pytest.mark.parametrize("kwargs,exc,message", [
+    ({}, redlimit.InvalidArgument, "a rate is needed"),
+    ({"limit": 10}, redlimit.InvalidArgument, "a rate is needed"),
+    ({"spec": "1/s", "limit": 1}, redlimit.InvalidArgument, "not both"),
+    ({"limit": 0, "window": 1}, redlimit.InvalidArgument, r"limit = 0 is out of range 1\.\.1000000"),
+    ({"limit": 1000001, "window": 1}, redlimit.InvalidArgument, "limit = 1000001 is out of range"),
+    ({"limit": 2**64, "window": 1}, redlimit.InvalidArgument, "is out of range"),
+    ({"limit": 1.5, "window": 1}, TypeError, "limit must be an int, not float"),
+    ({"limit": True, "window": 1}, TypeError, "limit must be an int, not bool"),
+    ({"limit": 1, "window": 0}, redlimit.InvalidArgument, "window = 0 must be a positive number of seconds"),
+    ({"limit": 1, "window": -1.0}, redlimit.InvalidArgument, "must be a positive number"),
+    ({"limit": 1, "window": 0.0001}, redlimit.InvalidArgument, "whole number of milliseconds"),
+    ({"limit": 1, "window": 1e12}, redlimit.InvalidArgument, "is longer than"),
+    ({"limit": 1, "window": "60"}, TypeError, "window must be a number of seconds, not str"),
+    ({"spec": "1/s", "algorithm": "gcra"}, redlimit.InvalidArgument, "algorithm 'gcra' is unknown; available: sliding_log"),
+    ({"spec": "1/s", "algorithm": 0}, TypeError, "algorithm must be a str"),
+    ({"spec": "1/s", "clock": "local"}, redlimit.InvalidArgument, "clock 'local' is unknown"),
+    ({"spec": "1/s", "prefix": ""}, redlimit.InvalidArgument, "prefix is empty"),
+    ({"spec": "1/s", "prefix": "a{b}"}, redlimit.InvalidArgument, "must not contain"),
+    ({"spec": "1/s", "prefix": "x" * 257}, redlimit.InvalidArgument, "prefix is longer than 256 bytes"),
+    ({"spec": "1/s", "prefix": "a\0b"}, redlimit.InvalidArgument, "prefix contains a NUL"),
+    ({"spec": "1/s", "prefix": b"rl"}, TypeError, "prefix must be a str"),
+])
+def test_bad_limiter_arguments(kwargs, exc, message):
+    with redlimit.Client() as client:
+        with pytest.raises(exc, match=message):
+            client.limiter(**kwargs)
+
+
+@pytest.mark.parametrize("url,message", [
+    ("", "url"),
+    ("bogus://x", 'unknown scheme "bogus"'),
+    ("redis://127.0.0.1:99999", "out of range"),
+    ("redis://127.0.0.1:6379/notadb", "not a number"),
+    ("memory://\0", "NUL"),
+])
+def test_bad_url(url, message):
+    with pytest.raises(redlimit.InvalidArgument, match=message) as info:
+        redlimit.Client(url)
+    assert info.value.code == "RL_EINVALID"
+
+
+def test_url_of_wrong_type():
+    with pytest.raises(TypeError, match="url must be a str, not bytes"):
+        redlimit.Client(b"memory://")
+
+
+@pytest.mark.parametrize("kwargs,exc,message", [
+    ({"pool_size": 0}, redlimit.InvalidArgument, "pool_size = 0 must be at least 1"),
+    ({"pool_size": -3}, redlimit.InvalidArgument, "pool_size = -3"),
+    ({"pool_size": 2.0}, TypeError, "pool_size must be an int"),
+    ({"connect_timeout": 0}, redlimit.InvalidArgument, "connect_timeout = 0 must be a positive number of seconds"),
+    ({"command_timeout": -1}, redlimit.InvalidArgument, "command_timeout = -1"),
+    ({"acquire_timeout": float("inf")}, redlimit.InvalidArgument, "acquire_timeout = inf"),
+    ({"command_timeout": 1e10}, redlimit.InvalidArgument, "too large"),
+    ({"connect_timeout": "1"}, TypeError, "connect_timeout must be a number of seconds, not str"),
+    ({"idle_check": -0.5}, redlimit.InvalidArgument, "idle_check = -0.5"),
+    ({"keepalive": -1}, redlimit.InvalidArgument, "keepalive = -1 must be a positive"),
+    ({"keepalive": 1.5}, TypeError, "keepalive must be an int"),
+])
+def test_bad_client_options(kwargs, exc, message):
+    with pytest.raises(exc, match=message):
+        redlimit.Client("memory://", **kwargs)
+
+
+def test_unknown_option_is_a_type_error():
+    with pytest.raises(TypeError):
+        redlimit.Client("memory://", pool=3)
+
+
+# -- failures from the server ----------------------------------------------------
+
+def test_unavailable_when_nothing_listens(key):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound but not listening: connection refused
+        with redlimit.Client("redis://127.0.0.1:%d" % port, connect_timeout=0.5) as client:
+            with pytest.raises(redlimit.Unavailable) as info:
+                client.limiter("1/s").check(key)
+    e = info.value
+    assert isinstance(e, ConnectionError) and e.code == "RL_EUNAVAILABLE" and str(e)
+
+
+def test_auth_and_permission_errors(redis_server, key):
+    user = "u" + key[-8:]
+    redis_server.command("ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", "-evalsha", "-eval")
+    try:
+        with redlimit.Client("redis://%s:wrong@127.0.0.1:%d" % (user, redis_server.port)) as client:
+            with pytest.raises(redlimit.AuthError) as info:
+                client.limiter("1/s").check(key)
+            assert info.value.code == "RL_EAUTH"
+        with redlimit.Client("redis://%s:pw@127.0.0.1:%d" % (user, redis_server.port)) as client:
+            with pytest.raises(redlimit.PermissionDenied) as info:
+                client.limiter("1/s").check(key)
+            assert info.value.code == "RL_EPERM" and "NOPERM" in str(info.value).upper()
+    finally:
+        redis_server.command("ACL", "DELUSER", user)
+
+
+def _fnv1a64(data):
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def test_script_error_on_a_key_of_the_wrong_type(redis_server, key, prefix):
+    # The storage key layout is prefix:algorithm:{fnv1a64(key)}:key; make it a string.
+    storage = "%s:sliding_log:{%016x}:%s" % (prefix, _fnv1a64(key.encode()), key)
+    redis_server.command("SET", storage, "not a zset")
+    try:
+        with redlimit.Client(redis_server.url) as client:
+            with pytest.raises(redlimit.ScriptError) as info:
+                client.limiter("1/s", prefix=prefix).check(key)
+        assert info.value.code == "RL_ESCRIPT" and "WRONGTYPE" in str(info.value)
+    finally:
+        redis_server.command("DEL", storage)
+
+
+def test_script_flush_is_survived(redis_server, key):
+    with redlimit.Client(redis_server.url) as client:
+        lim = client.limiter("3/m")
+        assert lim.check(key)
+        redis_server.command("SCRIPT", "FLUSH")
+        assert lim.check(key).remaining == 1
+
+
+def test_decision_value_semantics(key):
+    with redlimit.Client() as client:
+        lim = client.limiter("5/m")
+        a = lim.peek(key)
+        b = lim.peek(key)
+        assert a == b and not (a != b)
+        assert a != lim.check(key)
+        assert (a == "x") is False
+        with pytest.raises(TypeError):
+            hash(a)
+        assert isinstance(a, redlimit.Decision)
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ("100/minute", (100, 60_000)),
+    ("10/s", (10, 1000)),
+    ("5 per 2 seconds", (5, 2000)),
+    ("1 per second", (1, 1000)),
+    ("7/250ms", (7, 250)),
+    ("3 / 1.5 s", (3, 1500)),
+    ("2/H", (2, 3_600_000)),
+    ("9 PER 2 Hours", (9, 7_200_000)),
+    ("4/mins", (4, 60_000)),
+    ("1/day", (1, 86_400_000)),
+    ("  12/d  ", (12, 86_400_000)),
+])
+def test_rate_specs(spec, expected):
+    assert redlimit.parse_rate(spec) == expected
+    with redlimit.Client() as client:
+        assert client.limiter(spec).rate == (expected[0], expected[1] / 1000.0)

@@ -1,0 +1,105 @@
+"""The GIL is released while a call waits on Redis, and timeouts are honoured.
+
+The server is frozen with SIGSTOP: connections stay open but nothing answers,
+so a check blocks until command_timeout. Meanwhile the main thread must keep
+running Python code."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import redlimit
+
+
+@pytest.fixture
+def frozen(private_redis):
+    """Yields a function that freezes the server; always thaws it."""
+    stopped = []
+
+    def freeze():
+        os.kill(private_redis.pid, signal.SIGSTOP)
+        stopped.append(True)
+
+    yield freeze
+    if stopped:
+        os.kill(private_redis.pid, signal.SIGCONT)
+
+
+def test_gil_is_released_during_io(private_redis, frozen, key):
+    with redlimit.Client(private_redis.url, command_timeout=0.6) as client:
+        lim = client.limiter("10/s")
+        assert lim.check(key)  # connect and load the script first
+        frozen()
+        outcome = {}
+
+        def blocked():
+            started = time.perf_counter()
+            try:
+                lim.check(key)
+            except redlimit.Timeout as e:
+                outcome["error"] = e
+            outcome["seconds"] = time.perf_counter() - started
+
+        t = threading.Thread(target=blocked)
+        t.start()
+        spins = 0
+        deadline = time.perf_counter() + 0.4
+        while time.perf_counter() < deadline:  # pure Python: needs the GIL
+            spins += 1
+        assert t.is_alive(), "the check returned although the server is stopped"
+        t.join(5)
+        assert not t.is_alive()
+    e = outcome.get("error")
+    assert isinstance(e, redlimit.Timeout) and isinstance(e, TimeoutError), outcome
+    assert e.code == "RL_ETIMEOUT" and str(e)
+    assert 0.5 <= outcome["seconds"] < 3.0
+    # With the GIL held by the blocked call the loop would have spun ~0 times
+    # in 0.4 s; released, it spins hundreds of thousands of times.
+    assert spins > 10_000, spins
+
+
+def test_check_many_releases_the_gil_too(private_redis, frozen, key):
+    with redlimit.Client(private_redis.url, command_timeout=0.3) as client:
+        lim = client.limiter("10/s")
+        lim.check(key)
+        frozen()
+        errors = []
+        t = threading.Thread(target=lambda: errors.append(pytest.raises(redlimit.Timeout, lim.check_many, [key])))
+        t.start()
+        spins = 0
+        deadline = time.perf_counter() + 0.2
+        while time.perf_counter() < deadline:
+            spins += 1
+        t.join(5)
+    assert errors and "keys[0]" in str(errors[0].value)
+    assert spins > 10_000
+
+
+def test_pool_exhausted(private_redis, frozen, key):
+    with redlimit.Client(private_redis.url, pool_size=1, command_timeout=1.0, acquire_timeout=0.1) as client:
+        lim = client.limiter("10/s")
+        lim.check(key)
+        frozen()
+        holder = threading.Thread(target=lambda: pytest.raises(redlimit.Timeout, lim.check, key))
+        holder.start()
+        time.sleep(0.2)  # the only connection is now busy waiting on the frozen server
+        with pytest.raises(redlimit.PoolExhausted) as info:
+            lim.check(key)
+        holder.join(5)
+    assert info.value.code == "RL_EPOOL" and "acquire_timeout" in str(info.value)
+
+
+def test_recovers_after_the_server_returns(private_redis, key):
+    with redlimit.Client(private_redis.url, command_timeout=0.3) as client:
+        lim = client.limiter("10/s")
+        assert lim.check(key)
+        os.kill(private_redis.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(redlimit.Timeout):
+                lim.check(key)
+        finally:
+            os.kill(private_redis.pid, signal.SIGCONT)
+        assert lim.check(key).allowed  # the broken connection was replaced

@@ -1,0 +1,79 @@
+"""The wheel: self-contained, installable into a clean virtualenv; and the demo worker."""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import redlimit
+from redlimit import _core
+
+ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def _needed(path):
+    out = subprocess.run(["readelf", "-d", path], check=True, capture_output=True, text=True).stdout
+    return [line.split("[", 1)[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) is not installed")
+def test_extension_needs_no_hiredis_and_exports_only_its_init():
+    needed = _needed(_core.__file__)
+    assert not [n for n in needed if "hiredis" in n or "redlimit" in n], needed
+    if shutil.which("nm"):
+        out = subprocess.run(["nm", "-D", "--defined-only", _core.__file__], check=True,
+                             capture_output=True, text=True).stdout
+        exported = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
+        assert exported == ["PyInit__core"], exported
+
+
+def test_wheel_installs_into_a_clean_venv(tmp_path):
+    wheel = os.environ.get("RL_PY_WHEEL")
+    if not wheel:
+        pytest.skip("RL_PY_WHEEL is not set (tests/python/run.sh sets it to the built wheel)")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], check=True,
+                   env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    script = (
+        "import redlimit, redlimit._core as c, sys\n"
+        "assert sys.prefix != sys.base_prefix\n"
+        "lim = redlimit.Client('memory://').limiter('2/s')\n"
+        "print(redlimit.__version__, [lim.check(b'k').allowed for _ in range(3)], c.__file__)\n"
+    )
+    out = subprocess.run([py, "-c", script], check=True, capture_output=True, text=True, cwd=str(tmp_path)).stdout
+    version, rest = out.split(" ", 1)
+    assert version == redlimit.__version__
+    assert "[True, True, False]" in rest
+    so = rest.rsplit(" ", 1)[1].strip()
+    assert so.startswith(str(venv))
+    if shutil.which("readelf"):
+        assert not [n for n in _needed(so) if "hiredis" in n], _needed(so)
+    for name in ("py.typed", "_core.pyi"):
+        assert os.path.exists(os.path.join(os.path.dirname(so), name)), name
+
+
+def test_demo_worker(redis_server, key):
+    worker = os.path.join(ROOT, "tools", "demo", "worker.py")
+    procs = [subprocess.Popen([sys.executable, worker, redis_server.url, key, "50", "60000", "40", "w%d" % i],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
+    admitted = 0
+    for i, p in enumerate(procs):
+        out, err = p.communicate(60)
+        assert p.returncode == 0, err
+        name, adm, att = out.strip().split(" ")
+        assert name == "w%d" % i and att == "attempts=40" and adm.startswith("admitted=")
+        admitted += int(adm.split("=")[1])
+    assert admitted == 50
+
+
+def test_demo_worker_usage_and_errors():
+    worker = os.path.join(ROOT, "tools", "demo", "worker.py")
+    p = subprocess.run([sys.executable, worker], capture_output=True, text=True)
+    assert p.returncode == 2 and "usage:" in p.stderr
+    p = subprocess.run([sys.executable, worker, "bogus://", "k", "1", "1000", "1", "w"], capture_output=True, text=True)
+    assert p.returncode == 1 and p.stderr.startswith("w: ") and "bogus" in p.stderr
