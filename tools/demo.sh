@@ -27,11 +27,13 @@ for i in 1 2 3; do add_worker "c-$i" "$RL_BUILD_DIR/tools/redlimit_demo_worker";
 skipped=()
 if [ -f "$root/tools/demo/worker.py" ] && "$root/tools/deps.sh" python >/dev/null 2>&1; then
   venv="$root/build/venv-demo"
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import redlimit' 2>/dev/null; then
-    echo "building the Python wheel ..."
-    python3 -m venv "$venv" >/dev/null
-    "$venv/bin/pip" install -q "$root" >/dev/null
-  fi
+  echo "building the Python wheel ..."
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  # Rebuilt every time (incrementally, in its own build dir) so the demo never
+  # runs a stale copy of the package.
+  PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q "scikit-build-core>=0.10" "pybind11>=2.12"
+  CMAKE_BUILD_PARALLEL_LEVEL=$RL_JOBS PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q --force-reinstall \
+    --no-deps --no-build-isolation --config-settings=build-dir="$root/build/demo-python-skbuild" "$root"
   for i in 1 2; do add_worker "python-$i" "$venv/bin/python $root/tools/demo/worker.py"; done
 else
   skipped+=(python)
@@ -51,6 +53,11 @@ else
   skipped+=(java)
 fi
 
+if [ ${#skipped[@]} -gt 0 ] && [ "${RL_DEMO_REQUIRE_ALL:-0}" = 1 ]; then
+  echo "every language is required, but these workers could not be built: ${skipped[*]}" >&2
+  exit 1
+fi
+
 eval "$("$root/tests/redis-server.sh" start)"
 trap '"$root/tests/redis-server.sh" stop "$RL_TEST_REDIS_PID" "$RL_TEST_REDIS_DIR"' EXIT
 key="shared-client-$$"
@@ -61,6 +68,9 @@ echo "redis-server on $RL_TEST_REDIS_URL; key \"$key\"; limit $limit per ${windo
 
 out=$(mktemp)
 pids=()
+# Every worker connects first, then waits for this moment: all languages start
+# hammering together (a JVM or a Python interpreter starts slower than C).
+export RL_DEMO_START_AT_MS=$(( $(date +%s%3N) + ${RL_DEMO_START_DELAY_MS:-3000} ))
 for idx in "${!workers[@]}"; do
   # shellcheck disable=SC2086  # the worker command is a word list on purpose
   ${workers[$idx]} "$RL_TEST_REDIS_URL" "$key" "$limit" "$window_ms" "$attempts" "${names[$idx]}" >>"$out" &
@@ -69,6 +79,15 @@ done
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 sort "$out"
+lines=$(grep -c ' admitted=' "$out" || true)
+if [ "$lines" -ne "${#workers[@]}" ]; then
+  echo "only $lines of ${#workers[@]} workers reported" >&2
+  status=1
+fi
+for lang in c python go java; do
+  share=$(sed -n "s/^$lang-[0-9]* admitted=\([0-9]*\) .*/\1/p" "$out" | awk '{s+=$1} END {print s+0}')
+  echo "  $lang share: $share"
+done
 total=$(sed -n 's/.* admitted=\([0-9]*\) .*/\1/p' "$out" | awk '{s+=$1} END {print s+0}')
 rm -f "$out"
 echo "total admitted: $total (limit $limit)"

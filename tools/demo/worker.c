@@ -3,12 +3,30 @@
  * of its attempts were admitted, as "<name> admitted=<n> attempts=<m>".
  *
  *   redlimit_demo_worker URL KEY LIMIT WINDOW_MS ATTEMPTS NAME
+ *
+ * With RL_DEMO_START_AT_MS set (Unix time in ms), the worker connects, then
+ * waits until that moment, so workers of every language start together.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <redlimit.h>
+
+static void wait_for_start(void) {
+    const char *at = getenv("RL_DEMO_START_AT_MS");
+    if (!at) return;
+    long long target = atoll(at);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long left = target - ((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    if (left > 0) {
+        struct timespec d = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+        nanosleep(&d, NULL);
+    }
+}
 
 int main(int argc, char **argv) {
     if (argc != 7) {
@@ -33,6 +51,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     long long admitted = 0, i;
+    wait_for_start();
     for (i = 0; i < attempts; i++) {
         rl_decision d;
         if (rl_check(limiter, key, strlen(key), 1, &d, &err) != RL_OK) {

@@ -8,9 +8,19 @@ command line and output as worker.c).
 Needs the redlimit package installed (pip install . at the repository root).
 """
 
+import os
 import sys
+import time
 
 import redlimit
+
+
+def wait_for_start():
+    """With RL_DEMO_START_AT_MS (Unix ms) set, wait for that moment so that
+    workers of every language start together."""
+    at = os.environ.get("RL_DEMO_START_AT_MS")
+    if at:
+        time.sleep(max(0.0, int(at) / 1000.0 - time.time()))
 
 
 def main(argv):
@@ -30,6 +40,7 @@ def main(argv):
             limiter = client.limiter(limit=limit, window=window_ms / 1000.0, prefix="demo")
             # The C worker passes strlen(key) bytes: send the same bytes.
             key_bytes = key.encode("utf-8", "surrogateescape")
+            wait_for_start()
             for _ in range(attempts):
                 admitted += limiter.check(key_bytes).allowed
     except redlimit.Error as e:

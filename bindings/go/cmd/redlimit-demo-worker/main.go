@@ -58,6 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer limiter.Close()
 
+	waitForStart()
 	ctx := context.Background()
 	var admitted int64
 	for i := int64(0); i < attempts; i++ {
@@ -71,4 +72,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s admitted=%d attempts=%d\n", name, admitted, attempts)
 	return 0
+}
+
+// waitForStart waits until RL_DEMO_START_AT_MS (Unix ms), when set, so that
+// workers of every language start together.
+func waitForStart() {
+	at, err := strconv.ParseInt(os.Getenv("RL_DEMO_START_AT_MS"), 10, 64)
+	if err != nil {
+		return
+	}
+	time.Sleep(time.Until(time.UnixMilli(at)))
 }

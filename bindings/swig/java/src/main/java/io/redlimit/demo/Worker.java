@@ -23,6 +23,19 @@ public final class Worker {
         System.exit(run(args, System.out, System.err));
     }
 
+    /** Waits until RL_DEMO_START_AT_MS (Unix ms), when set, so that workers of every language start together. */
+    private static void waitForStart() {
+        String at = System.getenv("RL_DEMO_START_AT_MS");
+        if (at == null) return;
+        long left = Long.parseLong(at) - System.currentTimeMillis();
+        if (left <= 0) return;
+        try {
+            Thread.sleep(left);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /** Runs the worker; returns the exit status (0 ok, 1 redlimit error, 2 usage). */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         if (args.length != 6) {
@@ -42,6 +55,7 @@ public final class Worker {
         // Same prefix as the C worker, so workers in every language share the key.
         try (Client client = Client.open(url);
              Limiter limiter = client.limiterBuilder(limit, Duration.ofMillis(windowMs)).prefix("demo").build()) {
+            waitForStart();
             long admitted = 0;
             for (long i = 0; i < attempts; i++) {
                 if (limiter.check(key).allowed()) admitted++;

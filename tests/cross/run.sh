@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Cross-language exactness: C, Python, Go and Java worker processes hammer the
+# same key at the same moment with limit 2000; exactly 2000 must be admitted
+# in total. Every language is required here (the demo alone may skip one).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RL_DEMO_REQUIRE_ALL=1 RL_DEMO_START_DELAY_MS=${RL_DEMO_START_DELAY_MS:-5000} \
+  exec "$root/tools/demo.sh" 2000 600
