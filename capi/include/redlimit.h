@@ -128,7 +128,15 @@ RL_EXTERN(void) rl_client_close(rl_client *client);
 /* ---- limiter ----------------------------------------------------------- */
 
 typedef enum rl_algorithm {
-    RL_ALG_SLIDING_LOG = 0 /**< exact sliding-window log (ZSET); the default */
+    RL_ALG_SLIDING_LOG = 0,     /**< exact sliding-window log (ZSET); the default */
+    RL_ALG_SLIDING_COUNTER = 1, /**< two fixed windows weighted by elapsed time; O(1)
+                                     memory, approximate: at most limit * (1 + f)
+                                     units in any window, f < 1 the elapsed part of
+                                     the current fixed window */
+    RL_ALG_FIXED_WINDOW = 2,    /**< a counter per window-aligned interval; O(1); up
+                                     to 2 * limit around a window edge */
+    RL_ALG_GCRA = 3             /**< GCRA / token bucket: limit per window, smooth,
+                                     up to `burst` at once; O(1) */
 } rl_algorithm;
 
 typedef enum rl_clock {
@@ -136,10 +144,11 @@ typedef enum rl_clock {
     RL_CLOCK_CLIENT = 1  /**< time from this process's realtime clock */
 } rl_clock;
 
-#define RL_LIMITER_OPTIONS_VERSION 1
+/* Version 2 appended `burst`. Version 1 structs (without it) stay accepted. */
+#define RL_LIMITER_OPTIONS_VERSION 2
 
 /** Upper bounds; values above them are rejected with RL_EINVALID. */
-#define RL_MAX_LIMIT 1000000LL              /**< units per window (sliding log) */
+#define RL_MAX_LIMIT 1000000LL              /**< units per window; also the largest burst */
 #define RL_MAX_WINDOW_MS 31622400000LL      /**< 366 days */
 #define RL_MAX_PREFIX_LEN 256
 
@@ -150,11 +159,17 @@ typedef struct rl_limiter_options {
     int64_t window_ms;      /**< window length, 1..RL_MAX_WINDOW_MS */
     const char *prefix;     /**< Redis key prefix; NULL: "rl" (copied) */
     int clock;              /**< an rl_clock */
+    /* version 2 */
+    int64_t burst;          /**< RL_ALG_GCRA: units admitted at once, 0..RL_MAX_LIMIT;
+                                 0: limit. Other algorithms: must be 0 */
 } rl_limiter_options;
 
-#define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER }
+#define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER, 0 }
 
-/** Fills opts with defaults for the given version. limit and window_ms stay 0. */
+/**
+ * Fills opts with defaults for the given version (1 or 2); only the fields of
+ * that version are written. limit and window_ms stay 0.
+ */
 RL_EXTERN(int) rl_limiter_options_init(rl_limiter_options *opts, unsigned int version);
 
 /**

@@ -6,6 +6,7 @@
 #include "redlimit.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -97,6 +98,46 @@ void fill(rl_decision* out, const redlimit::Decision& d) {
   out->reset_after_ms = d.reset_after_ms;
 }
 
+// Bytes of rl_limiter_options a caller of `version` owns; 0 for unknown.
+size_t limiter_options_size(unsigned int version) {
+  switch (version) {
+    case 1: return offsetof(rl_limiter_options, burst);
+    case 2: return sizeof(rl_limiter_options);
+    default: return 0;
+  }
+}
+
+// The caller's options, widened to the current version (new fields 0).
+rl_limiter_options read_limiter_options(const rl_limiter_options* in) {
+  size_t size = limiter_options_size(in->version);
+  if (size == 0)
+    redlimit::throw_invalid("options->version = " + std::to_string(in->version) +
+                            " is not a known RL_LIMITER_OPTIONS_VERSION (1.." +
+                            std::to_string(RL_LIMITER_OPTIONS_VERSION) + ")");
+  rl_limiter_options o;
+  std::memset(&o, 0, sizeof o);
+  std::memcpy(&o, in, size);
+  return o;
+}
+
+redlimit::Algorithm to_algorithm(int algorithm) {
+  switch (algorithm) {
+    case RL_ALG_SLIDING_LOG: return redlimit::Algorithm::kSlidingLog;
+    case RL_ALG_SLIDING_COUNTER: return redlimit::Algorithm::kSlidingCounter;
+    case RL_ALG_FIXED_WINDOW: return redlimit::Algorithm::kFixedWindow;
+    case RL_ALG_GCRA: return redlimit::Algorithm::kGcra;
+  }
+  redlimit::throw_invalid("algorithm = " + std::to_string(algorithm) + " is unknown");
+}
+
+redlimit::ClockSource to_clock(int clock) {
+  switch (clock) {
+    case RL_CLOCK_SERVER: return redlimit::ClockSource::kServer;
+    case RL_CLOCK_CLIENT: return redlimit::ClockSource::kClient;
+  }
+  redlimit::throw_invalid("clock = " + std::to_string(clock) + " is unknown");
+}
+
 // A non-NULL pointer is needed unless the length is 0 (rejected by the core).
 bool bad_key(const void* key, size_t key_len) { return key == nullptr && key_len != 0; }
 
@@ -141,9 +182,11 @@ int rl_client_options_init(rl_client_options* opts, unsigned int version) {
 
 int rl_limiter_options_init(rl_limiter_options* opts, unsigned int version) {
   if (opts == nullptr) return RL_EINVALID;
-  if (version != RL_LIMITER_OPTIONS_VERSION) return RL_EINVALID;
+  size_t size = limiter_options_size(version);
+  if (size == 0) return RL_EINVALID;
   rl_limiter_options init = RL_LIMITER_OPTIONS_INIT;
-  *opts = init;
+  init.version = version;
+  std::memcpy(opts, &init, size);  // a version-1 caller's struct is shorter
   return RL_OK;
 }
 
@@ -184,23 +227,14 @@ int rl_limiter_new(rl_client* client, const rl_limiter_options* options, rl_limi
   if (client == nullptr) return null_argument(err, "client");
   if (options == nullptr) return null_argument(err, "options");
   return guarded(err, [&] {
-    if (options->version != RL_LIMITER_OPTIONS_VERSION)
-      redlimit::throw_invalid("options->version = " + std::to_string(options->version) +
-                              " is not RL_LIMITER_OPTIONS_VERSION (" + std::to_string(RL_LIMITER_OPTIONS_VERSION) +
-                              ")");
+    const rl_limiter_options o = read_limiter_options(options);
     redlimit::LimiterOptions lo;
-    switch (options->algorithm) {
-      case RL_ALG_SLIDING_LOG: lo.limit.algorithm = redlimit::Algorithm::kSlidingLog; break;
-      default: redlimit::throw_invalid("algorithm = " + std::to_string(options->algorithm) + " is unknown");
-    }
-    switch (options->clock) {
-      case RL_CLOCK_SERVER: lo.clock = redlimit::ClockSource::kServer; break;
-      case RL_CLOCK_CLIENT: lo.clock = redlimit::ClockSource::kClient; break;
-      default: redlimit::throw_invalid("clock = " + std::to_string(options->clock) + " is unknown");
-    }
-    lo.limit.limit = options->limit;
-    lo.limit.window_ms = options->window_ms;
-    if (options->prefix != nullptr) lo.prefix = options->prefix;
+    lo.limit.algorithm = to_algorithm(o.algorithm);
+    lo.clock = to_clock(o.clock);
+    lo.limit.limit = o.limit;
+    lo.limit.window_ms = o.window_ms;
+    lo.limit.burst = o.burst;
+    if (o.prefix != nullptr) lo.prefix = o.prefix;
     auto limiter = std::make_unique<rl_limiter>();
     limiter->rep = std::make_unique<redlimit::Limiter>(client->rep, std::move(lo));
     *out = limiter.release();

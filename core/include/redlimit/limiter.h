@@ -1,10 +1,11 @@
-// limiter.h - redlimit::Limiter: a limit applied to caller keys.
+// limiter.h - redlimit::Limiter: one or more limits applied to caller keys.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redlimit/backend.h"
 #include "redlimit/client.h"
@@ -13,11 +14,13 @@
 namespace redlimit {
 
 // Bounds that keep every number exact in C++ and in Lua (doubles, < 2^53).
-constexpr int64_t kMaxLimit = 1000000;             // units per window (sliding log)
+constexpr int64_t kMaxLimit = 1000000;             // units per window
 constexpr int64_t kMaxWindowMs = 31622400000;      // 366 days
 constexpr int64_t kMaxTimestampUs = int64_t{1} << 52;  // ~year 2112
 constexpr size_t kMaxPrefixLength = 256;
 constexpr size_t kMaxKeyLength = 64 * 1024 * 1024;  // bytes; Redis allows 512 MiB
+constexpr size_t kMaxLimitsPerLimiter = 16;
+constexpr size_t kMaxBatch = 100000;  // keys in one check_many
 
 enum class ClockSource {
   kServer,  // Redis TIME inside the script (the memory backend's clock for memory://)
@@ -25,10 +28,15 @@ enum class ClockSource {
 };
 
 struct LimiterOptions {
-  LimitParams limit;
+  LimitParams limit;                // the limit, when `limits` is empty
+  std::vector<LimitParams> limits;  // several limits (10/s AND 1000/h): all admit or none
+                                    // consumes; one algorithm for all
   std::string prefix = "rl";
   ClockSource clock = ClockSource::kServer;
 };
+
+// Throws Error(kInvalidArgument) naming the bad part of one limit.
+void validate(const LimitParams& limit);
 
 class Limiter {
  public:
@@ -41,19 +49,28 @@ class Limiter {
   Decision peek(std::string_view key);
   void reset(std::string_view key);
 
+  // Decides many keys, pipelined in one round trip; one Outcome per key, in
+  // order (an error for one key does not fail the others).
+  std::vector<Outcome> check_many(const std::vector<std::string_view>& keys, int64_t cost = 1);
+
   // The storage key for a caller key: prefix, algorithm, a hash tag derived
   // from the key (so a caller's braces cannot pick the Cluster slot), the key.
+  // Limit i > 0 of a multi-limit limiter appends ":<i>" (same tag, same slot).
   std::string storage_key(std::string_view key) const;
+  std::vector<std::string> storage_keys(std::string_view key) const;
 
   const LimiterOptions& options() const { return options_; }
+  const std::vector<LimitParams>& limits() const { return limits_; }
 
  private:
   int64_t now() const;
   void validate_key(std::string_view key) const;
   void validate_cost(int64_t cost) const;
+  Request request(Op op, std::string_view key, int64_t cost, int64_t now_us) const;
 
   std::shared_ptr<Client> client_;
   LimiterOptions options_;
+  std::vector<LimitParams> limits_;  // options_.limits, or {options_.limit}
 };
 
 }  // namespace redlimit

@@ -1,0 +1,82 @@
+-- Fixed window: a counter per window-aligned interval [k*window, (k+1)*window).
+-- O(1) memory; up to 2*limit units can pass around a window edge.
+--
+-- KEYS[i]  a HASH for limit i: w = start of the counted window (us), n = units
+-- ARGV[1]  'check' or 'peek'
+-- ARGV[2]  cost
+-- ARGV[3]  now_us, or '' for the server's TIME
+-- ARGV[4]  token (unused)
+-- ARGV[4+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
+--
+-- The window start is stored with the count, so a caller-supplied time gives
+-- the same answer however long the key has lived; PEXPIRE only frees memory.
+local op = ARGV[1]
+local cost = tonumber(ARGV[2])
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+
+local function us_to_ms(us)
+  if us <= 0 then return 0 end
+  return math.ceil(us / 1000)
+end
+
+-- Start of the window holding t; the correction makes it exact whatever the
+-- rounding of the division.
+local function window_start(t, window)
+  local s = math.floor(t / window) * window
+  if s > t then s = s - window elseif s + window <= t then s = s + window end
+  return s
+end
+
+local n = #KEYS
+local allowed = 1
+local start, count, limit, window = {}, {}, {}, {}
+for i = 1, n do
+  local base = 4 + 4 * (i - 1)
+  limit[i] = tonumber(ARGV[base + 1])
+  window[i] = tonumber(ARGV[base + 2])
+  start[i] = window_start(now, window[i])
+  count[i] = 0
+  local st = redis.call('HMGET', KEYS[i], 'w', 'n')
+  local w, c = tonumber(st[1]), tonumber(st[2])
+  if w and c then
+    if w == start[i] then
+      count[i] = c
+    elseif w > start[i] then  -- the clock stepped back: stay in the stored window
+      start[i] = w
+      count[i] = c
+    end
+  end
+  if count[i] + cost > limit[i] then allowed = 0 end
+end
+
+if op == 'check' and allowed == 1 then
+  for i = 1, n do
+    count[i] = count[i] + cost
+    redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'n', string.format('%d', count[i]))
+    local ttl = us_to_ms(start[i] + window[i] - now)
+    if ttl < 1 then ttl = 1 end
+    redis.call('PEXPIRE', KEYS[i], string.format('%d', ttl))
+  end
+end
+
+local out = {allowed}
+for i = 1, n do
+  local to_end = start[i] + window[i] - now
+  local retry_us, reset_us = 0, 0
+  if count[i] + cost > limit[i] and not (op == 'check' and allowed == 1) then retry_us = to_end end
+  if count[i] > 0 then reset_us = to_end end
+  local remaining = limit[i] - count[i]
+  if remaining < 0 then remaining = 0 end
+  out[#out + 1] = limit[i]
+  out[#out + 1] = remaining
+  out[#out + 1] = us_to_ms(retry_us)
+  out[#out + 1] = us_to_ms(reset_us)
+end
+return out
