@@ -183,6 +183,25 @@ RL_EXTERN(int) rl_limiter_options_init(rl_limiter_options *opts, unsigned int ve
 RL_EXTERN(int) rl_limiter_new(rl_client *client, const rl_limiter_options *options,
                               rl_limiter **out, rl_error *err);
 
+/**
+ * Makes a limiter from a rate spec: one or more limits for the same keys, all
+ * of which must admit a check (or none consumes anything):
+ *   "100/minute"   "10/s"   "5 per 2 seconds"   "10/s; 1000/hour"
+ *   "10/s burst 20"  (RL_ALG_GCRA only)
+ * Units: ms, s, m (min), h, d and their long names, case-insensitive.
+ * The Decision reports the tightest limit: the one that denied, or the one
+ * with the least remaining.
+ *
+ * @param client   an open client (the limiter keeps its own reference)
+ * @param spec     NUL-terminated rate spec (required)
+ * @param options  NULL for defaults; algorithm, prefix and clock are used,
+ *                 limit, window_ms and burst are ignored (the spec sets them)
+ * @param out      receives the limiter; free it with rl_limiter_free
+ * @return RL_OK or RL_EINVALID with a message quoting the bad part of spec
+ */
+RL_EXTERN(int) rl_limiter_new_spec(rl_client *client, const char *spec, const rl_limiter_options *options,
+                                   rl_limiter **out, rl_error *err);
+
 /** Frees a limiter. NULL is ignored. */
 RL_EXTERN(void) rl_limiter_free(rl_limiter *limiter);
 

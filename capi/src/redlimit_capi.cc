@@ -16,6 +16,7 @@
 #include "redlimit/client.h"
 #include "redlimit/errors.h"
 #include "redlimit/limiter.h"
+#include "redlimit/rate_spec.h"
 
 struct rl_client {
   std::shared_ptr<redlimit::Client> rep;
@@ -234,6 +235,25 @@ int rl_limiter_new(rl_client* client, const rl_limiter_options* options, rl_limi
     lo.limit.limit = o.limit;
     lo.limit.window_ms = o.window_ms;
     lo.limit.burst = o.burst;
+    if (o.prefix != nullptr) lo.prefix = o.prefix;
+    auto limiter = std::make_unique<rl_limiter>();
+    limiter->rep = std::make_unique<redlimit::Limiter>(client->rep, std::move(lo));
+    *out = limiter.release();
+  });
+}
+
+int rl_limiter_new_spec(rl_client* client, const char* spec, const rl_limiter_options* options, rl_limiter** out,
+                        rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (client == nullptr) return null_argument(err, "client");
+  if (spec == nullptr) return null_argument(err, "spec");
+  return guarded(err, [&] {
+    rl_limiter_options o = RL_LIMITER_OPTIONS_INIT;
+    if (options != nullptr) o = read_limiter_options(options);
+    redlimit::LimiterOptions lo;
+    lo.clock = to_clock(o.clock);
+    lo.limits = redlimit::parse_rate_spec(spec, to_algorithm(o.algorithm));
     if (o.prefix != nullptr) lo.prefix = o.prefix;
     auto limiter = std::make_unique<rl_limiter>();
     limiter->rep = std::make_unique<redlimit::Limiter>(client->rep, std::move(lo));
