@@ -244,6 +244,23 @@ RL_EXTERN(int) rl_check_at(rl_limiter *limiter, const void *key, size_t key_len,
 RL_EXTERN(int) rl_peek(rl_limiter *limiter, const void *key, size_t key_len,
                        rl_decision *out, rl_error *err);
 
+/**
+ * Decides n keys at once, cost units each, pipelined: one round trip to Redis
+ * for the whole batch. Each key is decided on its own (all or nothing per
+ * key, not across keys).
+ *
+ * @param keys      n key pointers (a key may hold NUL bytes)
+ * @param key_lens  n key lengths
+ * @param n         number of keys, 0..100000; 0 does nothing
+ * @param out       n decisions, filled for every key whose status is RL_OK
+ * @param statuses  n status codes, one per key (RL_OK or an RL_E* code)
+ * @return RL_OK when every key was decided; otherwise the status of the first
+ *         key that failed, with err naming it (e.g. "keys[3]: key is empty").
+ *         RL_EINVALID without touching out/statuses for bad array arguments.
+ */
+RL_EXTERN(int) rl_check_many(rl_limiter *limiter, const void *const *keys, const size_t *key_lens, size_t n,
+                             int64_t cost, rl_decision *out, int *statuses, rl_error *err);
+
 /** Clears the key's state: it is back to full capacity. */
 RL_EXTERN(int) rl_reset(rl_limiter *limiter, const void *key, size_t key_len, rl_error *err);
 

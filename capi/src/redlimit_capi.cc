@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "redlimit/client.h"
 #include "redlimit/errors.h"
@@ -46,6 +47,22 @@ int to_status(ErrorCode code) {
     case ErrorCode::kClosed: return RL_ECLOSED;
   }
   return RL_ERROR;
+}
+
+ErrorCode from_status(int status) {
+  switch (status) {
+    case RL_EINVALID: return ErrorCode::kInvalidArgument;
+    case RL_EUNAVAILABLE: return ErrorCode::kUnavailable;
+    case RL_ETIMEOUT: return ErrorCode::kTimeout;
+    case RL_EAUTH: return ErrorCode::kAuth;
+    case RL_EPERM: return ErrorCode::kPermission;
+    case RL_ESCRIPT: return ErrorCode::kScript;
+    case RL_EPOOL: return ErrorCode::kPoolExhausted;
+    case RL_ENOMEM: return ErrorCode::kNoMemory;
+    case RL_ESERVER: return ErrorCode::kServer;
+    case RL_ECLOSED: return ErrorCode::kClosed;
+    default: return ErrorCode::kInternal;
+  }
 }
 
 int fail(rl_error* err, int code, const char* message, int sys_errno = 0) {
@@ -286,6 +303,72 @@ int rl_peek(rl_limiter* limiter, const void* key, size_t key_len, rl_decision* o
   if (limiter == nullptr) return null_argument(err, "limiter");
   if (bad_key(key, key_len)) return null_argument(err, "key");
   return guarded(err, [&] { fill(out, limiter->rep->peek(key_view(key, key_len))); });
+}
+
+int rl_check_many(rl_limiter* limiter, const void* const* keys, const size_t* key_lens, size_t n, int64_t cost,
+                  rl_decision* out, int* statuses, rl_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (n == 0) return ok(err);
+  if (keys == nullptr) return null_argument(err, "keys");
+  if (key_lens == nullptr) return null_argument(err, "key_lens");
+  if (out == nullptr) return null_argument(err, "out");
+  if (statuses == nullptr) return null_argument(err, "statuses");
+  if (n > redlimit::kMaxBatch)
+    return fail(err, RL_EINVALID, ("n = " + std::to_string(n) + " is larger than " +
+                                   std::to_string(redlimit::kMaxBatch)).c_str());
+  return guarded(err, [&] {
+    std::vector<std::string_view> views(n);
+    for (size_t i = 0; i < n; ++i) {
+      std::memset(&out[i], 0, sizeof out[i]);
+      statuses[i] = RL_OK;
+      // A NULL key with a length cannot be read; the core rejects empty keys.
+      views[i] = bad_key(keys[i], key_lens[i]) ? std::string_view() : key_view(keys[i], key_lens[i]);
+    }
+    std::vector<redlimit::Outcome> outcomes;
+    try {
+      outcomes = limiter->rep->check_many(views, cost);
+    } catch (const Error& e) {  // the whole batch failed (e.g. a bad cost)
+      for (size_t i = 0; i < n; ++i) statuses[i] = to_status(e.code());
+      throw;
+    }
+    int first = RL_OK;
+    std::string first_message;
+    for (size_t i = 0; i < n; ++i) {
+      if (bad_key(keys[i], key_lens[i])) {
+        statuses[i] = RL_EINVALID;
+        if (first == RL_OK) {
+          first = RL_EINVALID;
+          first_message = "keys[" + std::to_string(i) + "] is NULL";
+        }
+        continue;
+      }
+      if (!outcomes[i].error) {
+        fill(&out[i], outcomes[i].decision);
+        continue;
+      }
+      int code = RL_ERROR;
+      std::string message;
+      try {
+        std::rethrow_exception(outcomes[i].error);
+      } catch (const Error& e) {
+        code = to_status(e.code());
+        message = e.what();
+      } catch (const std::bad_alloc&) {
+        code = RL_ENOMEM;
+        message = "out of memory";
+      } catch (const std::exception& e) {
+        message = e.what();
+      } catch (...) {
+        message = "unknown internal error";
+      }
+      statuses[i] = code;
+      if (first == RL_OK) {
+        first = code;
+        first_message = "keys[" + std::to_string(i) + "]: " + message;
+      }
+    }
+    if (first != RL_OK) throw Error(from_status(first), first_message);
+  });
 }
 
 int rl_reset(rl_limiter* limiter, const void* key, size_t key_len, rl_error* err) {
