@@ -162,9 +162,15 @@ typedef struct rl_limiter_options {
     /* version 2 */
     int64_t burst;          /**< RL_ALG_GCRA: units admitted at once, 0..RL_MAX_LIMIT;
                                  0: limit. Other algorithms: must be 0 */
+    int deny_cache_size;    /**< local deny cache: after Redis denies a key with
+                                 retry_after R, rl_check of that key (same or larger
+                                 cost) in this process is denied locally, with
+                                 decision.cached = 1 and no round trip, until R has
+                                 passed; rl_reset clears it. 0: off; else the most
+                                 keys remembered (LRU), up to 10000000 */
 } rl_limiter_options;
 
-#define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER, 0 }
+#define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER, 0, 0 }
 
 /**
  * Fills opts with defaults for the given version (1 or 2); only the fields of

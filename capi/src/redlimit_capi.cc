@@ -156,6 +156,14 @@ redlimit::ClockSource to_clock(int clock) {
   redlimit::throw_invalid("clock = " + std::to_string(clock) + " is unknown");
 }
 
+// The options that rl_limiter_new and rl_limiter_new_spec share.
+void apply_common(const rl_limiter_options& o, redlimit::LimiterOptions& lo) {
+  if (o.prefix != nullptr) lo.prefix = o.prefix;
+  if (o.deny_cache_size < 0)
+    redlimit::throw_invalid("deny_cache_size = " + std::to_string(o.deny_cache_size) + " is negative");
+  lo.deny_cache_size = static_cast<size_t>(o.deny_cache_size);
+}
+
 // A non-NULL pointer is needed unless the length is 0 (rejected by the core).
 bool bad_key(const void* key, size_t key_len) { return key == nullptr && key_len != 0; }
 
@@ -252,7 +260,7 @@ int rl_limiter_new(rl_client* client, const rl_limiter_options* options, rl_limi
     lo.limit.limit = o.limit;
     lo.limit.window_ms = o.window_ms;
     lo.limit.burst = o.burst;
-    if (o.prefix != nullptr) lo.prefix = o.prefix;
+    apply_common(o, lo);
     auto limiter = std::make_unique<rl_limiter>();
     limiter->rep = std::make_unique<redlimit::Limiter>(client->rep, std::move(lo));
     *out = limiter.release();
@@ -271,7 +279,7 @@ int rl_limiter_new_spec(rl_client* client, const char* spec, const rl_limiter_op
     redlimit::LimiterOptions lo;
     lo.clock = to_clock(o.clock);
     lo.limits = redlimit::parse_rate_spec(spec, to_algorithm(o.algorithm));
-    if (o.prefix != nullptr) lo.prefix = o.prefix;
+    apply_common(o, lo);
     auto limiter = std::make_unique<rl_limiter>();
     limiter->rep = std::make_unique<redlimit::Limiter>(client->rep, std::move(lo));
     *out = limiter.release();

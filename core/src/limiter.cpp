@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "deny_cache.h"
 #include "memory_backend.h"
 #include "redlimit/errors.h"
 
@@ -69,12 +70,18 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
       throw_invalid("limits[" + std::to_string(i) + "]: algorithm " + algorithm_name(limits_[i].algorithm) +
                     " differs from " + algorithm_name(limits_[0].algorithm) + " (one algorithm per limiter)");
   }
+  if (options_.deny_cache_size > 10000000)
+    throw_invalid("deny_cache_size = " + std::to_string(options_.deny_cache_size) + " is larger than 10000000");
+  if (options_.deny_cache_size > 0) deny_cache_ = std::make_unique<DenyCache>(options_.deny_cache_size);
   if (options_.prefix.empty()) throw_invalid("prefix is empty");
   if (options_.prefix.size() > kMaxPrefixLength)
     throw_invalid("prefix is longer than " + std::to_string(kMaxPrefixLength) + " bytes");
   if (options_.prefix.find_first_of("{}") != std::string::npos)
     throw_invalid("prefix must not contain '{' or '}' (the library places the hash tag)");
 }
+
+Limiter::~Limiter() = default;
+Limiter::Limiter(Limiter&&) noexcept = default;
 
 std::string Limiter::storage_key(std::string_view key) const {
   char tag[17];
@@ -125,7 +132,15 @@ Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_
 Decision Limiter::check(std::string_view key, int64_t cost) {
   validate_key(key);
   validate_cost(cost);
-  return client_->backend().evaluate(request(Op::kCheck, key, cost, now()));
+  const auto started = DenyCache::Clock::now();
+  uint64_t epoch = 0;
+  if (deny_cache_) {
+    if (auto d = deny_cache_->lookup(key, cost, started)) return *d;
+    epoch = deny_cache_->epoch();
+  }
+  Decision d = client_->backend().evaluate(request(Op::kCheck, key, cost, now()));
+  if (deny_cache_) deny_cache_->record(key, cost, d, started, epoch);
+  return d;
 }
 
 Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
@@ -144,6 +159,9 @@ Decision Limiter::peek(std::string_view key) {
 void Limiter::reset(std::string_view key) {
   validate_key(key);
   client_->backend().reset(storage_keys(key));
+  // After the reset; erase() also stops checks already in flight from caching
+  // a denial that the reset made stale.
+  if (deny_cache_) deny_cache_->erase(key);
 }
 
 std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& keys, int64_t cost) {
@@ -154,9 +172,17 @@ std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& ke
   std::vector<Request> requests;
   std::vector<size_t> index;
   const int64_t t = now();
+  const auto started = DenyCache::Clock::now();
+  const uint64_t epoch = deny_cache_ ? deny_cache_->epoch() : 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     try {
       validate_key(keys[i]);
+      if (deny_cache_) {
+        if (auto d = deny_cache_->lookup(keys[i], cost, started)) {
+          out[i].decision = *d;
+          continue;
+        }
+      }
       requests.push_back(request(Op::kCheck, keys[i], cost, t));
       index.push_back(i);
     } catch (...) {
@@ -164,7 +190,10 @@ std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& ke
     }
   }
   std::vector<Outcome> decided = client_->backend().evaluate_many(requests);
-  for (size_t j = 0; j < index.size(); ++j) out[index[j]] = std::move(decided[j]);
+  for (size_t j = 0; j < index.size(); ++j) {
+    if (deny_cache_ && !decided[j].error) deny_cache_->record(keys[index[j]], cost, decided[j].decision, started, epoch);
+    out[index[j]] = std::move(decided[j]);
+  }
   return out;
 }
 

@@ -285,3 +285,30 @@ TEST(CApi, EveryAlgorithmAndBurst) {
     rl_client_close(client);
   }
 }
+
+TEST(CApi, DenyCacheOption) {
+  rltest::RedisServer server;
+  rl_client* client = nullptr;
+  ASSERT_EQ(rl_client_open(server.url().c_str(), nullptr, &client, nullptr), RL_OK);
+  rl_limiter_options o = limiter_opts(1, 60000);
+  o.deny_cache_size = 16;
+  rl_limiter* l = nullptr;
+  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
+  rl_decision d;
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.cached, 0);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  EXPECT_EQ(d.cached, 1);
+  ASSERT_EQ(rl_reset(l, "k", 1, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  rl_limiter_free(l);
+  o.deny_cache_size = -1;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "deny_cache_size = -1");
+  EXPECT_ERR(rl_limiter_new_spec(client, "1/s", &o, &l, err), RL_EINVALID, "deny_cache_size = -1");
+  o.deny_cache_size = 2000000000;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "deny_cache_size");
+  rl_client_close(client);
+}

@@ -33,15 +33,24 @@ struct LimiterOptions {
                                     // consumes; one algorithm for all
   std::string prefix = "rl";
   ClockSource clock = ClockSource::kServer;
+  // Local deny cache: after the backend denies a key with retry_after R,
+  // check() of that key (same or larger cost) in this process is denied
+  // locally (Decision::cached) until R has passed. 0: off; else the most
+  // keys remembered (least recently used dropped first).
+  size_t deny_cache_size = 0;
 };
 
 // Throws Error(kInvalidArgument) naming the bad part of one limit.
 void validate(const LimitParams& limit);
 
+class DenyCache;
+
 class Limiter {
  public:
   // Validates the options; throws Error(kInvalidArgument) naming the field.
   Limiter(std::shared_ptr<Client> client, LimiterOptions options);
+  ~Limiter();
+  Limiter(Limiter&&) noexcept;
 
   Decision check(std::string_view key, int64_t cost = 1);
   // As check, at an explicit time (microseconds since the epoch).
@@ -71,6 +80,7 @@ class Limiter {
   std::shared_ptr<Client> client_;
   LimiterOptions options_;
   std::vector<LimitParams> limits_;  // options_.limits, or {options_.limit}
+  std::unique_ptr<DenyCache> deny_cache_;
 };
 
 }  // namespace redlimit
