@@ -144,6 +144,16 @@ typedef enum rl_clock {
     RL_CLOCK_CLIENT = 1  /**< time from this process's realtime clock */
 } rl_clock;
 
+/** What rl_check answers when Redis cannot answer in time (timeout, refused or
+ * broken connection, pool exhausted, circuit breaker open). */
+typedef enum rl_failure_policy {
+    RL_FAIL_ERROR = 0,  /**< return the error code (the default) */
+    RL_FAIL_OPEN = 1,   /**< admit; decision.degraded = 1 */
+    RL_FAIL_CLOSED = 2, /**< deny; degraded = 1, retry_after_ms = the breaker cool-down */
+    RL_FAIL_LOCAL = 3   /**< decide with an in-process limiter (same algorithm and
+                             limits, this process only); degraded = 1 */
+} rl_failure_policy;
+
 /* Version 2 appended `burst`. Version 1 structs (without it) stay accepted. */
 #define RL_LIMITER_OPTIONS_VERSION 2
 
@@ -168,9 +178,16 @@ typedef struct rl_limiter_options {
                                  decision.cached = 1 and no round trip, until R has
                                  passed; rl_reset clears it. 0: off; else the most
                                  keys remembered (LRU), up to 10000000 */
+    int failure_policy;     /**< an rl_failure_policy */
+    int breaker_failures;   /**< circuit breaker: after this many consecutive
+                                 failures, fail fast (then apply failure_policy)
+                                 for breaker_cooldown_ms, then let one probe
+                                 through; 0: no breaker */
+    int breaker_cooldown_ms; /**< 0: 1000; at most 3600000 */
 } rl_limiter_options;
 
-#define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER, 0, 0 }
+#define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER, 0, 0, \
+                                  RL_FAIL_ERROR, 0, 0 }
 
 /**
  * Fills opts with defaults for the given version (1 or 2); only the fields of

@@ -162,6 +162,15 @@ void apply_common(const rl_limiter_options& o, redlimit::LimiterOptions& lo) {
   if (o.deny_cache_size < 0)
     redlimit::throw_invalid("deny_cache_size = " + std::to_string(o.deny_cache_size) + " is negative");
   lo.deny_cache_size = static_cast<size_t>(o.deny_cache_size);
+  switch (o.failure_policy) {
+    case RL_FAIL_ERROR: lo.failure_policy = redlimit::FailurePolicy::kError; break;
+    case RL_FAIL_OPEN: lo.failure_policy = redlimit::FailurePolicy::kFailOpen; break;
+    case RL_FAIL_CLOSED: lo.failure_policy = redlimit::FailurePolicy::kFailClosed; break;
+    case RL_FAIL_LOCAL: lo.failure_policy = redlimit::FailurePolicy::kLocal; break;
+    default: redlimit::throw_invalid("failure_policy = " + std::to_string(o.failure_policy) + " is unknown");
+  }
+  lo.breaker_failures = o.breaker_failures;
+  if (o.breaker_cooldown_ms != 0) lo.breaker_cooldown_ms = o.breaker_cooldown_ms;
 }
 
 // A non-NULL pointer is needed unless the length is 0 (rejected by the core).

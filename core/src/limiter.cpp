@@ -4,12 +4,23 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "breaker.h"
 #include "deny_cache.h"
 #include "memory_backend.h"
 #include "redlimit/errors.h"
 
 namespace redlimit {
 namespace {
+
+// Errors that mean "the server did not answer", as opposed to "it answered no".
+bool is_outage(const Error& e) {
+  switch (e.code()) {
+    case ErrorCode::kUnavailable:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kPoolExhausted: return true;
+    default: return false;
+  }
+}
 
 // FNV-1a, 64 bit: spreads caller keys over Cluster slots; collisions only
 // share a slot, never a limit (the full key follows the tag).
@@ -73,6 +84,21 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
   if (options_.deny_cache_size > 10000000)
     throw_invalid("deny_cache_size = " + std::to_string(options_.deny_cache_size) + " is larger than 10000000");
   if (options_.deny_cache_size > 0) deny_cache_ = std::make_unique<DenyCache>(options_.deny_cache_size);
+  switch (options_.failure_policy) {
+    case FailurePolicy::kError:
+    case FailurePolicy::kFailOpen:
+    case FailurePolicy::kFailClosed: break;
+    case FailurePolicy::kLocal: fallback_ = std::make_unique<MemoryBackend>(); break;
+    default: throw_invalid("failure_policy: unknown value");
+  }
+  if (options_.breaker_failures < 0 || options_.breaker_failures > 1000000)
+    throw_invalid("breaker_failures = " + std::to_string(options_.breaker_failures) + " is out of range 0..1000000");
+  if (options_.breaker_cooldown_ms < 1 || options_.breaker_cooldown_ms > 3600000)
+    throw_invalid("breaker_cooldown_ms = " + std::to_string(options_.breaker_cooldown_ms) +
+                  " is out of range 1..3600000");
+  if (options_.breaker_failures > 0)
+    breaker_ = std::make_unique<Breaker>(options_.breaker_failures,
+                                         std::chrono::milliseconds(options_.breaker_cooldown_ms));
   if (options_.prefix.empty()) throw_invalid("prefix is empty");
   if (options_.prefix.size() > kMaxPrefixLength)
     throw_invalid("prefix is longer than " + std::to_string(kMaxPrefixLength) + " bytes");
@@ -138,8 +164,8 @@ Decision Limiter::check(std::string_view key, int64_t cost) {
     if (auto d = deny_cache_->lookup(key, cost, started)) return *d;
     epoch = deny_cache_->epoch();
   }
-  Decision d = client_->backend().evaluate(request(Op::kCheck, key, cost, now()));
-  if (deny_cache_) deny_cache_->record(key, cost, d, started, epoch);
+  Decision d = decide(request(Op::kCheck, key, cost, now()));
+  if (deny_cache_ && !d.degraded) deny_cache_->record(key, cost, d, started, epoch);
   return d;
 }
 
@@ -148,17 +174,19 @@ Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
   validate_cost(cost);
   if (now_us < 1 || now_us > kMaxTimestampUs)
     throw_invalid("now_us = " + std::to_string(now_us) + " is out of range 1.." + std::to_string(kMaxTimestampUs));
-  return client_->backend().evaluate(request(Op::kCheck, key, cost, now_us));
+  return decide(request(Op::kCheck, key, cost, now_us));
 }
 
 Decision Limiter::peek(std::string_view key) {
   validate_key(key);
-  return client_->backend().evaluate(request(Op::kPeek, key, 1, now()));
+  return decide(request(Op::kPeek, key, 1, now()));
 }
 
 void Limiter::reset(std::string_view key) {
   validate_key(key);
-  client_->backend().reset(storage_keys(key));
+  std::vector<std::string> keys = storage_keys(key);
+  if (fallback_) fallback_->reset(keys);
+  client_->backend().reset(keys);
   // After the reset; erase() also stops checks already in flight from caching
   // a denial that the reset made stale.
   if (deny_cache_) deny_cache_->erase(key);
@@ -189,10 +217,90 @@ std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& ke
       out[i].error = std::current_exception();
     }
   }
-  std::vector<Outcome> decided = client_->backend().evaluate_many(requests);
+  std::vector<Outcome> decided = decide_many(requests);
   for (size_t j = 0; j < index.size(); ++j) {
-    if (deny_cache_ && !decided[j].error) deny_cache_->record(keys[index[j]], cost, decided[j].decision, started, epoch);
+    if (deny_cache_ && !decided[j].error && !decided[j].decision.degraded) deny_cache_->record(keys[index[j]], cost, decided[j].decision, started, epoch);
     out[index[j]] = std::move(decided[j]);
+  }
+  return out;
+}
+
+Decision Limiter::degrade(const Request& rq, const Error& error) {
+  Decision d;
+  switch (options_.failure_policy) {
+    case FailurePolicy::kError: throw error;
+    case FailurePolicy::kFailOpen:
+    case FailurePolicy::kFailClosed: {
+      int64_t cap = limits_[0].capacity();
+      for (const LimitParams& p : limits_) cap = std::min(cap, p.capacity());
+      d.limit = cap;
+      if (options_.failure_policy == FailurePolicy::kFailOpen) {
+        d.allowed = true;
+        d.remaining = rq.op == Op::kCheck ? cap - rq.cost : cap;
+      } else {
+        d.retry_after_ms = breaker_ ? breaker_->cooldown().count() : 1000;
+      }
+      break;
+    }
+    case FailurePolicy::kLocal: d = fallback_->evaluate(rq); break;
+  }
+  d.degraded = true;
+  return d;
+}
+
+Decision Limiter::decide(const Request& rq) {
+  if (breaker_ && !breaker_->allow())
+    return degrade(rq, Error(ErrorCode::kUnavailable, "circuit breaker open: " +
+                                                          std::to_string(options_.breaker_failures) +
+                                                          " consecutive failures; failing fast"));
+  try {
+    Decision d = client_->backend().evaluate(rq);
+    if (breaker_) breaker_->success();
+    return d;
+  } catch (const Error& e) {
+    if (!is_outage(e)) {
+      if (breaker_) breaker_->success();  // the server answered
+      throw;
+    }
+    if (breaker_) breaker_->failure();
+    return degrade(rq, e);
+  }
+}
+
+std::vector<Outcome> Limiter::decide_many(const std::vector<Request>& requests) {
+  std::vector<Outcome> out;
+  if (requests.empty()) return out;
+  if (breaker_ && !breaker_->allow()) {
+    out.resize(requests.size());
+    for (auto& o : out) o.error = std::make_exception_ptr(Error(ErrorCode::kUnavailable, "circuit breaker open"));
+  } else {
+    out = client_->backend().evaluate_many(requests);
+    bool outage = false;
+    for (auto& o : out) {
+      if (!o.error) continue;
+      try {
+        std::rethrow_exception(o.error);
+      } catch (const Error& e) {
+        outage = outage || is_outage(e);
+      } catch (...) {
+      }
+    }
+    if (breaker_) outage ? breaker_->failure() : breaker_->success();
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].error) continue;
+    try {
+      std::rethrow_exception(out[i].error);
+    } catch (const Error& e) {
+      if (!is_outage(e) || options_.failure_policy == FailurePolicy::kError) continue;
+      try {
+        out[i].decision = degrade(requests[i], e);
+        out[i].error = nullptr;
+      } catch (...) {
+        out[i].error = std::current_exception();
+      }
+    } catch (...) {
+    }
   }
   return out;
 }

@@ -312,3 +312,50 @@ TEST(CApi, DenyCacheOption) {
   EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "deny_cache_size");
   rl_client_close(client);
 }
+
+TEST(CApi, FailurePolicyOptions) {
+  std::string url = "redis://127.0.0.1:" + std::to_string(rltest::free_port());  // nobody listens
+  rl_client* client = nullptr;
+  ASSERT_EQ(rl_client_open(url.c_str(), nullptr, &client, nullptr), RL_OK);
+  rl_limiter_options o = limiter_opts(3, 1000);
+  rl_limiter* l = nullptr;
+  rl_decision d;
+  o.failure_policy = RL_FAIL_OPEN;
+  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  EXPECT_EQ(d.degraded, 1);
+  rl_limiter_free(l);
+  o.failure_policy = RL_FAIL_CLOSED;
+  o.breaker_failures = 1;
+  o.breaker_cooldown_ms = 250;
+  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  EXPECT_EQ(d.degraded, 1);
+  EXPECT_EQ(d.retry_after_ms, 250);
+  rl_limiter_free(l);
+  o.failure_policy = RL_FAIL_LOCAL;
+  ASSERT_EQ(rl_limiter_new_spec(client, "1/minute", &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  EXPECT_EQ(d.degraded, 1);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  rl_limiter_free(l);
+  o.failure_policy = RL_FAIL_ERROR;
+  o.breaker_failures = 0;
+  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
+  EXPECT_ERR(rl_check(l, "k", 1, 1, &d, err), RL_EUNAVAILABLE, "refused");
+  rl_limiter_free(l);
+  l = nullptr;
+  o.failure_policy = 7;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "failure_policy = 7");
+  o.failure_policy = RL_FAIL_OPEN;
+  o.breaker_failures = -2;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "breaker_failures = -2");
+  o.breaker_failures = 1;
+  o.breaker_cooldown_ms = -1;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "breaker_cooldown_ms = -1");
+  rl_client_close(client);
+}

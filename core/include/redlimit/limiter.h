@@ -10,6 +10,7 @@
 #include "redlimit/backend.h"
 #include "redlimit/client.h"
 #include "redlimit/decision.h"
+#include "redlimit/errors.h"
 
 namespace redlimit {
 
@@ -27,6 +28,15 @@ enum class ClockSource {
   kClient,  // this process's realtime clock
 };
 
+// What a check answers when the backend cannot (timeout, refused, broken
+// connection, pool exhausted, circuit breaker open).
+enum class FailurePolicy {
+  kError,       // throw the error (the default)
+  kFailOpen,    // admit, Decision::degraded
+  kFailClosed,  // deny, Decision::degraded, retry_after = the breaker cool-down (or 1 s)
+  kLocal,       // decide with an in-process limiter (same algorithm and limits), degraded
+};
+
 struct LimiterOptions {
   LimitParams limit;                // the limit, when `limits` is empty
   std::vector<LimitParams> limits;  // several limits (10/s AND 1000/h): all admit or none
@@ -38,12 +48,20 @@ struct LimiterOptions {
   // locally (Decision::cached) until R has passed. 0: off; else the most
   // keys remembered (least recently used dropped first).
   size_t deny_cache_size = 0;
+  FailurePolicy failure_policy = FailurePolicy::kError;
+  // Circuit breaker: after this many consecutive outages, fail fast (then
+  // apply failure_policy) for breaker_cooldown_ms, then let one probe
+  // through. 0: no breaker.
+  int breaker_failures = 0;
+  int breaker_cooldown_ms = 1000;
 };
 
 // Throws Error(kInvalidArgument) naming the bad part of one limit.
 void validate(const LimitParams& limit);
 
 class DenyCache;
+class Breaker;
+class MemoryBackend;
 
 class Limiter {
  public:
@@ -80,7 +98,13 @@ class Limiter {
   std::shared_ptr<Client> client_;
   LimiterOptions options_;
   std::vector<LimitParams> limits_;  // options_.limits, or {options_.limit}
+  Decision decide(const Request& request);
+  std::vector<Outcome> decide_many(const std::vector<Request>& requests);
+  Decision degrade(const Request& request, const Error& error);
+
   std::unique_ptr<DenyCache> deny_cache_;
+  std::unique_ptr<Breaker> breaker_;
+  std::unique_ptr<MemoryBackend> fallback_;  // FailurePolicy::kLocal
 };
 
 }  // namespace redlimit
