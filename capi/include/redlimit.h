@@ -287,6 +287,47 @@ RL_EXTERN(int) rl_check_many(rl_limiter *limiter, const void *const *keys, const
 /** Clears the key's state: it is back to full capacity. */
 RL_EXTERN(int) rl_reset(rl_limiter *limiter, const void *key, size_t key_len, rl_error *err);
 
+/* ---- metrics ----------------------------------------------------------- */
+
+#define RL_STATS_VERSION 1
+#define RL_STATS_LATENCY_BUCKETS 16
+
+/** Counters of one client (all its limiters), since it was opened. */
+typedef struct rl_stats {
+    unsigned int version;       /**< set by the caller: RL_STATS_VERSION */
+    uint64_t checks;            /**< checks decided or failed (rl_check, rl_check_at,
+                                     each key of rl_check_many) */
+    uint64_t admitted;
+    uint64_t denied;
+    uint64_t errors;            /**< checks that returned an error */
+    uint64_t round_trips;       /**< to Redis; a pipelined batch is one */
+    uint64_t noscript_reloads;  /**< SCRIPT LOADs after a NOSCRIPT reply */
+    uint64_t cache_hits;        /**< answered by the local deny cache */
+    uint64_t degraded;          /**< answered by the failure policy */
+    uint64_t near_limit;        /**< admitted with remaining below 10% of the limit */
+    uint64_t latency_count;     /**< checks in the histogram */
+    uint64_t latency_sum_us;
+    uint64_t latency_le_us[RL_STATS_LATENCY_BUCKETS];   /**< bucket upper bounds (us);
+                                                             the last is UINT64_MAX (+Inf) */
+    uint64_t latency_buckets[RL_STATS_LATENCY_BUCKETS]; /**< checks per bucket (not cumulative) */
+} rl_stats;
+
+#define RL_STATS_INIT { RL_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 }, { 0 } }
+
+/**
+ * Copies the client's counters into out. Set out->version = RL_STATS_VERSION
+ * first (RL_STATS_INIT does).
+ * @return RL_OK, or RL_EINVALID for NULL arguments or an unknown version
+ */
+RL_EXTERN(int) rl_client_stats(rl_client *client, rl_stats *out, rl_error *err);
+
+/**
+ * The client's counters in the Prometheus text format (metric names start
+ * with "redlimit_"). *out receives a NUL-terminated string that the caller
+ * frees with rl_free; *len (may be NULL) its length without the NUL.
+ */
+RL_EXTERN(int) rl_client_stats_prometheus(rl_client *client, char **out, size_t *len, rl_error *err);
+
 /** Frees memory that the library allocated and handed over. NULL is ignored. */
 RL_EXTERN(void) rl_free(void *ptr);
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -392,6 +393,52 @@ int rl_reset(rl_limiter* limiter, const void* key, size_t key_len, rl_error* err
   if (limiter == nullptr) return null_argument(err, "limiter");
   if (bad_key(key, key_len)) return null_argument(err, "key");
   return guarded(err, [&] { limiter->rep->reset(key_view(key, key_len)); });
+}
+
+int rl_client_stats(rl_client* client, rl_stats* out, rl_error* err) {
+  if (client == nullptr) return null_argument(err, "client");
+  if (out == nullptr) return null_argument(err, "out");
+  if (out->version != RL_STATS_VERSION)
+    return fail(err, RL_EINVALID, ("out->version = " + std::to_string(out->version) +
+                                   " is not RL_STATS_VERSION (" + std::to_string(RL_STATS_VERSION) + ")").c_str());
+  return guarded(err, [&] {
+    static_assert(RL_STATS_LATENCY_BUCKETS == redlimit::kLatencyBuckets, "bucket count");
+    redlimit::Stats s = client->rep->stats();
+    rl_stats r;
+    std::memset(&r, 0, sizeof r);
+    r.version = RL_STATS_VERSION;
+    r.checks = s.checks;
+    r.admitted = s.admitted;
+    r.denied = s.denied;
+    r.errors = s.errors;
+    r.round_trips = s.round_trips;
+    r.noscript_reloads = s.noscript_reloads;
+    r.cache_hits = s.cache_hits;
+    r.degraded = s.degraded;
+    r.near_limit = s.near_limit;
+    r.latency_count = s.latency_count;
+    r.latency_sum_us = s.latency_sum_us;
+    for (size_t i = 0; i < redlimit::kLatencyBuckets; ++i) {
+      r.latency_le_us[i] = i + 1 < redlimit::kLatencyBuckets ? redlimit::kLatencyBoundsUs[i] : UINT64_MAX;
+      r.latency_buckets[i] = s.latency_buckets[i];
+    }
+    *out = r;
+  });
+}
+
+int rl_client_stats_prometheus(rl_client* client, char** out, size_t* len, rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (len != nullptr) *len = 0;
+  if (client == nullptr) return null_argument(err, "client");
+  return guarded(err, [&] {
+    std::string text = redlimit::to_prometheus(client->rep->stats());
+    char* buf = static_cast<char*>(std::malloc(text.size() + 1));  // released by rl_free
+    if (buf == nullptr) throw std::bad_alloc();
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+    *out = buf;
+    if (len != nullptr) *len = text.size();
+  });
 }
 
 void rl_free(void* ptr) { std::free(ptr); }

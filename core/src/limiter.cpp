@@ -2,6 +2,7 @@
 #include "redlimit/limiter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "breaker.h"
@@ -19,6 +20,25 @@ bool is_outage(const Error& e) {
     case ErrorCode::kTimeout:
     case ErrorCode::kPoolExhausted: return true;
     default: return false;
+  }
+}
+
+uint64_t us_since(std::chrono::steady_clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t).count());
+}
+
+// Runs one check and records it in the client's metrics.
+template <typename F>
+Decision measured(Metrics& m, F&& body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Decision d = body();
+    m.decision(d, us_since(t0));
+    return d;
+  } catch (...) {
+    m.error(us_since(t0));
+    throw;
   }
 }
 
@@ -158,15 +178,17 @@ Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_
 Decision Limiter::check(std::string_view key, int64_t cost) {
   validate_key(key);
   validate_cost(cost);
-  const auto started = DenyCache::Clock::now();
-  uint64_t epoch = 0;
-  if (deny_cache_) {
-    if (auto d = deny_cache_->lookup(key, cost, started)) return *d;
-    epoch = deny_cache_->epoch();
-  }
-  Decision d = decide(request(Op::kCheck, key, cost, now()));
-  if (deny_cache_ && !d.degraded) deny_cache_->record(key, cost, d, started, epoch);
-  return d;
+  return measured(client_->metrics(), [&] {
+    const auto started = DenyCache::Clock::now();
+    uint64_t epoch = 0;
+    if (deny_cache_) {
+      if (auto d = deny_cache_->lookup(key, cost, started)) return *d;
+      epoch = deny_cache_->epoch();
+    }
+    Decision d = decide(request(Op::kCheck, key, cost, now()));
+    if (deny_cache_ && !d.degraded) deny_cache_->record(key, cost, d, started, epoch);
+    return d;
+  });
 }
 
 Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
@@ -174,7 +196,7 @@ Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
   validate_cost(cost);
   if (now_us < 1 || now_us > kMaxTimestampUs)
     throw_invalid("now_us = " + std::to_string(now_us) + " is out of range 1.." + std::to_string(kMaxTimestampUs));
-  return decide(request(Op::kCheck, key, cost, now_us));
+  return measured(client_->metrics(), [&] { return decide(request(Op::kCheck, key, cost, now_us)); });
 }
 
 Decision Limiter::peek(std::string_view key) {
@@ -196,6 +218,7 @@ std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& ke
   validate_cost(cost);
   if (keys.size() > kMaxBatch)
     throw_invalid("keys: " + std::to_string(keys.size()) + " given; at most " + std::to_string(kMaxBatch));
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<Outcome> out(keys.size());
   std::vector<Request> requests;
   std::vector<size_t> index;
@@ -222,6 +245,8 @@ std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& ke
     if (deny_cache_ && !decided[j].error && !decided[j].decision.degraded) deny_cache_->record(keys[index[j]], cost, decided[j].decision, started, epoch);
     out[index[j]] = std::move(decided[j]);
   }
+  const uint64_t latency = us_since(t0);
+  for (const Outcome& o : out) o.error ? client_->metrics().error(latency) : client_->metrics().decision(o.decision, latency);
   return out;
 }
 
