@@ -184,10 +184,13 @@ typedef struct rl_limiter_options {
                                  for breaker_cooldown_ms, then let one probe
                                  through; 0: no breaker */
     int breaker_cooldown_ms; /**< 0: 1000; at most 3600000 */
+    int shadow;             /**< non-zero: shadow (dry-run) mode: decide, consume and
+                                 count as usual but always admit; a would-be denial
+                                 comes back allowed with decision.shadowed = 1 */
 } rl_limiter_options;
 
 #define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER, 0, 0, \
-                                  RL_FAIL_ERROR, 0, 0 }
+                                  RL_FAIL_ERROR, 0, 0, 0 }
 
 /**
  * Fills opts with defaults for the given version (1 or 2); only the fields of
@@ -233,12 +236,15 @@ typedef struct rl_decision {
     uint8_t allowed;        /**< 1: the cost was admitted (and consumed) */
     uint8_t cached;         /**< 1: answered by the local deny cache */
     uint8_t degraded;       /**< 1: answered by the failure policy */
-    uint8_t reserved_flags_;
+    uint8_t shadowed;       /**< 1: denied, but admitted because the limiter is in
+                                 shadow mode (added in 1.1; was reserved, zero) */
     int64_t limit;          /**< the limit that decided */
     int64_t remaining;      /**< units left in the window after this decision */
     int64_t retry_after_ms; /**< 0 when allowed; else until this cost would be admitted */
     int64_t reset_after_ms; /**< until the key is back to full capacity */
-    int64_t reserved_[4];   /**< room for fields added in 1.x; zeroed */
+    int64_t granted;        /**< units admitted: cost or 0; rl_check_at_most: how many
+                                 (added in 1.1; was reserved, zero) */
+    int64_t reserved_[3];   /**< room for fields added in 1.x; zeroed */
 } rl_decision;
 
 /**
@@ -283,6 +289,31 @@ RL_EXTERN(int) rl_peek(rl_limiter *limiter, const void *key, size_t key_len,
  */
 RL_EXTERN(int) rl_check_many(rl_limiter *limiter, const void *const *keys, const size_t *key_lens, size_t n,
                              int64_t cost, rl_decision *out, int *statuses, rl_error *err);
+
+/**
+ * Admits as many units as fit now, up to max_cost (allowed = 1 when at least
+ * one did); out->granted says how many. Never over-admits (the grant is an
+ * all-or-nothing check of what was free); may take two round trips.
+ */
+RL_EXTERN(int) rl_check_at_most(rl_limiter *limiter, const void *key, size_t key_len, int64_t max_cost,
+                                rl_decision *out, rl_error *err);
+
+/**
+ * Blocks until cost units are admitted, sleeping retry_after between tries,
+ * for at most timeout_ms (0: one try). Returns RL_OK with allowed = 0 when
+ * admission would come later than the timeout (it returns early then).
+ */
+RL_EXTERN(int) rl_acquire(rl_limiter *limiter, const void *key, size_t key_len, int64_t cost, int64_t timeout_ms,
+                          rl_decision *out, rl_error *err);
+
+/**
+ * As rl_check with the limit given for this call only (limits that change at
+ * run time): `limit` units per `window_ms`, the limiter's algorithm (GCRA:
+ * burst = limit). Replaces all of the limiter's limits for this call; the
+ * deny cache is not used.
+ */
+RL_EXTERN(int) rl_check_limit(rl_limiter *limiter, const void *key, size_t key_len, int64_t cost, int64_t limit,
+                              int64_t window_ms, rl_decision *out, rl_error *err);
 
 /** Clears the key's state: it is back to full capacity. */
 RL_EXTERN(int) rl_reset(rl_limiter *limiter, const void *key, size_t key_len, rl_error *err);

@@ -6,6 +6,7 @@
 #include "redlimit.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -115,6 +116,8 @@ void fill(rl_decision* out, const redlimit::Decision& d) {
   out->remaining = d.remaining;
   out->retry_after_ms = d.retry_after_ms;
   out->reset_after_ms = d.reset_after_ms;
+  out->shadowed = d.shadowed ? 1 : 0;
+  out->granted = d.granted;
 }
 
 // Bytes of rl_limiter_options a caller of `version` owns; 0 for unknown.
@@ -171,6 +174,7 @@ void apply_common(const rl_limiter_options& o, redlimit::LimiterOptions& lo) {
     default: redlimit::throw_invalid("failure_policy = " + std::to_string(o.failure_policy) + " is unknown");
   }
   lo.breaker_failures = o.breaker_failures;
+  lo.shadow = o.shadow != 0;
   if (o.breaker_cooldown_ms != 0) lo.breaker_cooldown_ms = o.breaker_cooldown_ms;
 }
 
@@ -386,6 +390,44 @@ int rl_check_many(rl_limiter* limiter, const void* const* keys, const size_t* ke
       }
     }
     if (first != RL_OK) throw Error(from_status(first), first_message);
+  });
+}
+
+int rl_check_at_most(rl_limiter* limiter, const void* key, size_t key_len, int64_t max_cost, rl_decision* out,
+                     rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, sizeof *out);
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return guarded(err, [&] { fill(out, limiter->rep->check_at_most(key_view(key, key_len), max_cost)); });
+}
+
+int rl_acquire(rl_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t timeout_ms,
+               rl_decision* out, rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, sizeof *out);
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  if (timeout_ms < 0 || timeout_ms > redlimit::kMaxWindowMs)
+    return fail(err, RL_EINVALID, ("timeout_ms = " + std::to_string(timeout_ms) + " is out of range 0.." +
+                                   std::to_string(redlimit::kMaxWindowMs)).c_str());
+  return guarded(err, [&] {
+    fill(out, limiter->rep->acquire(key_view(key, key_len), cost, std::chrono::milliseconds(timeout_ms)));
+  });
+}
+
+int rl_check_limit(rl_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t limit,
+                   int64_t window_ms, rl_decision* out, rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, sizeof *out);
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return guarded(err, [&] {
+    redlimit::LimitParams p;
+    p.algorithm = limiter->rep->limits()[0].algorithm;
+    p.limit = limit;
+    p.window_ms = window_ms;
+    fill(out, limiter->rep->check_with(key_view(key, key_len), cost, {p}));
   });
 }
 

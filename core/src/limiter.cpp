@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "breaker.h"
 #include "deny_cache.h"
@@ -153,9 +154,11 @@ void Limiter::validate_key(std::string_view key) const {
     throw_invalid("key is " + std::to_string(key.size()) + " bytes; at most " + std::to_string(kMaxKeyLength));
 }
 
-void Limiter::validate_cost(int64_t cost) const {
+void Limiter::validate_cost(int64_t cost) const { validate_cost(cost, limits_); }
+
+void Limiter::validate_cost(int64_t cost, const std::vector<LimitParams>& limits) const {
   if (cost < 1) throw_invalid("cost = " + std::to_string(cost) + " must be at least 1");
-  for (const LimitParams& p : limits_) {
+  for (const LimitParams& p : limits) {
     if (cost > p.capacity())
       throw_invalid("cost = " + std::to_string(cost) + " exceeds " +
                     (p.algorithm == Algorithm::kGcra ? "burst" : "limit") + " = " + std::to_string(p.capacity()) +
@@ -165,11 +168,14 @@ void Limiter::validate_cost(int64_t cost) const {
 
 int64_t Limiter::now() const { return options_.clock == ClockSource::kClient ? realtime_us() : kServerTime; }
 
-Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_us) const {
+Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_us,
+                         const std::vector<LimitParams>* limits) const {
   Request r;
   r.op = op;
-  r.limits = &limits_;
+  r.limits = limits ? limits : &limits_;
   r.keys = storage_keys(key);
+  r.keys.resize(std::min(r.keys.size(), r.limits->size()));
+  for (size_t i = r.keys.size(); i < r.limits->size(); ++i) r.keys.push_back(r.keys[0] + ":" + std::to_string(i));
   r.cost = cost;
   r.now_us = now_us;
   return r;
@@ -178,7 +184,7 @@ Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_
 Decision Limiter::check(std::string_view key, int64_t cost) {
   validate_key(key);
   validate_cost(cost);
-  return measured(client_->metrics(), [&] {
+  return finish(measured(client_->metrics(), [&] {
     const auto started = DenyCache::Clock::now();
     uint64_t epoch = 0;
     if (deny_cache_) {
@@ -188,7 +194,7 @@ Decision Limiter::check(std::string_view key, int64_t cost) {
     Decision d = decide(request(Op::kCheck, key, cost, now()));
     if (deny_cache_ && !d.degraded) deny_cache_->record(key, cost, d, started, epoch);
     return d;
-  });
+  }));
 }
 
 Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
@@ -196,7 +202,7 @@ Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
   validate_cost(cost);
   if (now_us < 1 || now_us > kMaxTimestampUs)
     throw_invalid("now_us = " + std::to_string(now_us) + " is out of range 1.." + std::to_string(kMaxTimestampUs));
-  return measured(client_->metrics(), [&] { return decide(request(Op::kCheck, key, cost, now_us)); });
+  return finish(measured(client_->metrics(), [&] { return decide(request(Op::kCheck, key, cost, now_us)); }));
 }
 
 Decision Limiter::peek(std::string_view key) {
@@ -246,8 +252,72 @@ std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& ke
     out[index[j]] = std::move(decided[j]);
   }
   const uint64_t latency = us_since(t0);
-  for (const Outcome& o : out) o.error ? client_->metrics().error(latency) : client_->metrics().decision(o.decision, latency);
+  for (Outcome& o : out) {
+    if (o.error) {
+      client_->metrics().error(latency);
+      continue;
+    }
+    client_->metrics().decision(o.decision, latency);
+    o.decision = finish(o.decision);
+  }
   return out;
+}
+
+Decision Limiter::finish(Decision d) const {
+  if (options_.shadow && !d.allowed) {
+    d.allowed = true;
+    d.shadowed = true;
+  }
+  return d;
+}
+
+Decision Limiter::check_with(std::string_view key, int64_t cost, const std::vector<LimitParams>& limits) {
+  validate_key(key);
+  if (limits.empty()) throw_invalid("limits is empty");
+  if (limits.size() > kMaxLimitsPerLimiter)
+    throw_invalid("limits: " + std::to_string(limits.size()) + " given; at most " +
+                  std::to_string(kMaxLimitsPerLimiter));
+  for (size_t i = 0; i < limits.size(); ++i) {
+    validate(limits[i]);
+    if (limits[i].algorithm != limits_[0].algorithm)
+      throw_invalid("limits[" + std::to_string(i) + "]: algorithm " + algorithm_name(limits[i].algorithm) +
+                    " is not the limiter's " + algorithm_name(limits_[0].algorithm));
+  }
+  validate_cost(cost, limits);
+  return finish(measured(client_->metrics(), [&] { return decide(request(Op::kCheck, key, cost, now(), &limits)); }));
+}
+
+Decision Limiter::check_at_most(std::string_view key, int64_t max_cost) {
+  validate_key(key);
+  if (max_cost < 1) throw_invalid("max_cost = " + std::to_string(max_cost) + " must be at least 1");
+  int64_t cap = limits_[0].capacity();
+  for (const LimitParams& p : limits_) cap = std::min(cap, p.capacity());
+  const int64_t want = std::min(max_cost, cap);
+  Decision d;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    Decision p = decide(request(Op::kPeek, key, 1, now()));
+    if (p.degraded) return finish(p);
+    int64_t free_units = p.allowed ? std::min(want, p.remaining) : 0;
+    if (free_units < 1) {
+      // Nothing fits: report what a check of one unit answers (and count it).
+      return check(key, 1);
+    }
+    d = check(key, free_units);
+    if (d.allowed || d.shadowed) return d;  // granted == free_units
+  }
+  return d;  // lost every race: denied
+}
+
+Decision Limiter::acquire(std::string_view key, int64_t cost, std::chrono::milliseconds timeout) {
+  if (timeout.count() < 0) throw_invalid("timeout_ms = " + std::to_string(timeout.count()) + " is negative");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    Decision d = check(key, cost);
+    if (d.allowed) return d;
+    const auto wait = std::chrono::milliseconds(std::max<int64_t>(1, d.retry_after_ms));
+    if (std::chrono::steady_clock::now() + wait > deadline) return d;
+    std::this_thread::sleep_for(wait);
+  }
 }
 
 Decision Limiter::degrade(const Request& rq, const Error& error) {
@@ -261,13 +331,17 @@ Decision Limiter::degrade(const Request& rq, const Error& error) {
       d.limit = cap;
       if (options_.failure_policy == FailurePolicy::kFailOpen) {
         d.allowed = true;
+        d.granted = rq.op == Op::kCheck ? rq.cost : 0;
         d.remaining = rq.op == Op::kCheck ? cap - rq.cost : cap;
       } else {
         d.retry_after_ms = breaker_ ? breaker_->cooldown().count() : 1000;
       }
       break;
     }
-    case FailurePolicy::kLocal: d = fallback_->evaluate(rq); break;
+    case FailurePolicy::kLocal:
+      d = fallback_->evaluate(rq);
+      if (rq.op == Op::kCheck && d.allowed) d.granted = rq.cost;
+      break;
   }
   d.degraded = true;
   return d;
@@ -281,6 +355,7 @@ Decision Limiter::decide(const Request& rq) {
   try {
     Decision d = client_->backend().evaluate(rq);
     if (breaker_) breaker_->success();
+    if (rq.op == Op::kCheck && d.allowed) d.granted = rq.cost;
     return d;
   } catch (const Error& e) {
     if (!is_outage(e)) {
@@ -300,6 +375,8 @@ std::vector<Outcome> Limiter::decide_many(const std::vector<Request>& requests) 
     for (auto& o : out) o.error = std::make_exception_ptr(Error(ErrorCode::kUnavailable, "circuit breaker open"));
   } else {
     out = client_->backend().evaluate_many(requests);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!out[i].error && out[i].decision.allowed) out[i].decision.granted = requests[i].cost;
     bool outage = false;
     for (auto& o : out) {
       if (!o.error) continue;

@@ -1,6 +1,7 @@
 // limiter.h - redlimit::Limiter: one or more limits applied to caller keys.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -54,6 +55,9 @@ struct LimiterOptions {
   // through. 0: no breaker.
   int breaker_failures = 0;
   int breaker_cooldown_ms = 1000;
+  // Shadow (dry-run) mode: decide, consume and count as usual, but always
+  // admit; a would-be denial is admitted with Decision::shadowed set.
+  bool shadow = false;
 };
 
 // Throws Error(kInvalidArgument) naming the bad part of one limit.
@@ -76,6 +80,20 @@ class Limiter {
   Decision peek(std::string_view key);
   void reset(std::string_view key);
 
+  // As check, with limits given for this call only (the limit can change at
+  // run time): same algorithm as the limiter; no deny cache.
+  Decision check_with(std::string_view key, int64_t cost, const std::vector<LimitParams>& limits);
+
+  // Admits as many units as fit now, up to max_cost (at least 1 to be
+  // admitted); Decision::granted says how many. Never over-admits: the grant
+  // is an all-or-nothing check of what a peek found free (a race retries).
+  Decision check_at_most(std::string_view key, int64_t max_cost);
+
+  // Blocks until cost units are admitted or until `timeout` would pass
+  // (sleeping retry_after between tries); returns the last decision, denied
+  // when the wait would outlast the timeout.
+  Decision acquire(std::string_view key, int64_t cost, std::chrono::milliseconds timeout);
+
   // Decides many keys, pipelined in one round trip; one Outcome per key, in
   // order (an error for one key does not fail the others).
   std::vector<Outcome> check_many(const std::vector<std::string_view>& keys, int64_t cost = 1);
@@ -93,7 +111,10 @@ class Limiter {
   int64_t now() const;
   void validate_key(std::string_view key) const;
   void validate_cost(int64_t cost) const;
-  Request request(Op op, std::string_view key, int64_t cost, int64_t now_us) const;
+  void validate_cost(int64_t cost, const std::vector<LimitParams>& limits) const;
+  Request request(Op op, std::string_view key, int64_t cost, int64_t now_us,
+                  const std::vector<LimitParams>* limits = nullptr) const;
+  Decision finish(Decision d) const;  // shadow mode
 
   std::shared_ptr<Client> client_;
   LimiterOptions options_;
