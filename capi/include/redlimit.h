@@ -187,10 +187,13 @@ typedef struct rl_limiter_options {
     int shadow;             /**< non-zero: shadow (dry-run) mode: decide, consume and
                                  count as usual but always admit; a would-be denial
                                  comes back allowed with decision.shadowed = 1 */
+    int64_t block_ms;       /**< punitive block: a key denied by a check stays denied
+                                 for block_ms (retry_after_ms says so), even once the
+                                 limit would admit it; 0: off; at most RL_MAX_WINDOW_MS */
 } rl_limiter_options;
 
 #define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER, 0, 0, \
-                                  RL_FAIL_ERROR, 0, 0, 0 }
+                                  RL_FAIL_ERROR, 0, 0, 0, 0 }
 
 /**
  * Fills opts with defaults for the given version (1 or 2); only the fields of
@@ -314,6 +317,16 @@ RL_EXTERN(int) rl_acquire(rl_limiter *limiter, const void *key, size_t key_len, 
  */
 RL_EXTERN(int) rl_check_limit(rl_limiter *limiter, const void *key, size_t key_len, int64_t cost, int64_t limit,
                               int64_t window_ms, rl_decision *out, rl_error *err);
+
+/**
+ * Gives back up to `units` units taken earlier (e.g. the operation they paid
+ * for failed), then fills out as rl_peek would. Sliding log: the newest
+ * units; fixed window and sliding counter: units of the current window;
+ * GCRA: the TAT moves back. Clears the key's deny-cache entry.
+ * @param units  1..RL_MAX_LIMIT
+ */
+RL_EXTERN(int) rl_refund(rl_limiter *limiter, const void *key, size_t key_len, int64_t units, rl_decision *out,
+                         rl_error *err);
 
 /** Clears the key's state: it is back to full capacity. */
 RL_EXTERN(int) rl_reset(rl_limiter *limiter, const void *key, size_t key_len, rl_error *err);

@@ -175,6 +175,7 @@ void apply_common(const rl_limiter_options& o, redlimit::LimiterOptions& lo) {
   }
   lo.breaker_failures = o.breaker_failures;
   lo.shadow = o.shadow != 0;
+  lo.block_ms = o.block_ms;
   if (o.breaker_cooldown_ms != 0) lo.breaker_cooldown_ms = o.breaker_cooldown_ms;
 }
 
@@ -429,6 +430,15 @@ int rl_check_limit(rl_limiter* limiter, const void* key, size_t key_len, int64_t
     p.window_ms = window_ms;
     fill(out, limiter->rep->check_with(key_view(key, key_len), cost, {p}));
   });
+}
+
+int rl_refund(rl_limiter* limiter, const void* key, size_t key_len, int64_t units, rl_decision* out,
+              rl_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, sizeof *out);
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return guarded(err, [&] { fill(out, limiter->rep->refund(key_view(key, key_len), units)); });
 }
 
 int rl_reset(rl_limiter* limiter, const void* key, size_t key_len, rl_error* err) {

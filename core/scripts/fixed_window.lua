@@ -2,11 +2,13 @@
 -- O(1) memory; up to 2*limit units can pass around a window edge.
 --
 -- KEYS[i]  a HASH for limit i: w = start of the counted window (us), n = units
--- ARGV[1]  'check' or 'peek'
+-- ARGV[1]  'check', 'peek' or 'refund' (give cost units back, then peek)
 -- ARGV[2]  cost
 -- ARGV[3]  now_us, or '' for the server's TIME
 -- ARGV[4]  token (unused)
--- ARGV[4+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[5]  block_us     punitive block after a denial (0: none); KEYS[n+1] then
+--                       holds when the block ends
+-- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 --
 -- The window start is stored with the count, so a caller-supplied time gives
@@ -34,11 +36,37 @@ local function window_start(t, window)
   return s
 end
 
-local n = #KEYS
+local block_us = tonumber(ARGV[5])
+local n = (#ARGV - 5) / 4
+-- Punitive block: KEYS[n+1] holds the time the block ends (a denied check
+-- starts one of block_us when block_us > 0).
+local blocked_until = 0
+if block_us > 0 and op ~= 'refund' then
+  local v = redis.call('GET', KEYS[n + 1])
+  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+end
+local function blocked(retry_us)
+  if blocked_until - now > retry_us then return blocked_until - now end
+  return retry_us
+end
+-- Refund: give back up to `cost` units of the current window, then peek.
+if op == 'refund' then
+  for i = 1, n do
+    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
+    local st = redis.call('HMGET', KEYS[i], 'w', 'n')
+    local w, c = tonumber(st[1]), tonumber(st[2])
+    if w and c and w >= window_start(now, window) then
+      c = c - cost
+      if c < 0 then c = 0 end
+      redis.call('HSET', KEYS[i], 'n', string.format('%d', c))
+    end
+  end
+  op, cost = 'peek', 1
+end
 local allowed = 1
 local start, count, limit, window = {}, {}, {}, {}
 for i = 1, n do
-  local base = 4 + 4 * (i - 1)
+  local base = 5 + 4 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
   window[i] = tonumber(ARGV[base + 2])
   start[i] = window_start(now, window[i])
@@ -54,6 +82,13 @@ for i = 1, n do
     end
   end
   if count[i] + cost > limit[i] then allowed = 0 end
+end
+
+if blocked_until > 0 then
+  allowed = 0
+elseif op == 'check' and allowed == 0 and block_us > 0 then
+  blocked_until = now + block_us
+  redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', string.format('%d', us_to_ms(block_us)))
 end
 
 if op == 'check' and allowed == 1 then
@@ -76,7 +111,7 @@ for i = 1, n do
   if remaining < 0 then remaining = 0 end
   out[#out + 1] = limit[i]
   out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(retry_us)
+  out[#out + 1] = us_to_ms(blocked(retry_us))
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out

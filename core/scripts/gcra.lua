@@ -4,11 +4,13 @@
 -- O(1) memory per key, smooth: no window edges.
 --
 -- KEYS[i]  a STRING for limit i: the TAT in microseconds
--- ARGV[1]  'check' or 'peek'
+-- ARGV[1]  'check', 'peek' or 'refund' (give cost units back, then peek)
 -- ARGV[2]  cost
 -- ARGV[3]  now_us, or '' for the server's TIME
 -- ARGV[4]  token (unused)
--- ARGV[4+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[5]  block_us     punitive block after a denial (0: none); KEYS[n+1] then
+--                       holds when the block ends
+-- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: capacity, remaining, retry_after_ms, reset_after_ms}.
 -- interval_us * capacity < 2^52 (checked by the library), so every sum stays exact.
 local op = ARGV[1]
@@ -33,11 +35,39 @@ local function floor_div(a, b)
   return q
 end
 
-local n = #KEYS
+local block_us = tonumber(ARGV[5])
+local n = (#ARGV - 5) / 4
+-- Punitive block: KEYS[n+1] holds the time the block ends (a denied check
+-- starts one of block_us when block_us > 0).
+local blocked_until = 0
+if block_us > 0 and op ~= 'refund' then
+  local v = redis.call('GET', KEYS[n + 1])
+  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+end
+local function blocked(retry_us)
+  if blocked_until - now > retry_us then return blocked_until - now end
+  return retry_us
+end
+-- Refund: move the TAT back by `cost` emissions (not before now), then peek.
+if op == 'refund' then
+  for i = 1, n do
+    local interval = tonumber(ARGV[5 + 4 * (i - 1) + 4])
+    local v = redis.call('GET', KEYS[i])
+    if v then
+      local t = tonumber(v) - interval * cost
+      if t <= now then
+        redis.call('DEL', KEYS[i])
+      else
+        redis.call('SET', KEYS[i], string.format('%d', t), 'PX', string.format('%d', us_to_ms(t - now)))
+      end
+    end
+  end
+  op, cost = 'peek', 1
+end
 local allowed = 1
 local cap, interval, tat = {}, {}, {}
 for i = 1, n do
-  local base = 4 + 4 * (i - 1)
+  local base = 5 + 4 * (i - 1)
   cap[i] = tonumber(ARGV[base + 3])
   interval[i] = tonumber(ARGV[base + 4])
   local v = redis.call('GET', KEYS[i])
@@ -46,6 +76,13 @@ for i = 1, n do
   if t < now then t = now end
   tat[i] = t
   if t + interval[i] * cost - now > interval[i] * cap[i] then allowed = 0 end
+end
+
+if blocked_until > 0 then
+  allowed = 0
+elseif op == 'check' and allowed == 0 and block_us > 0 then
+  blocked_until = now + block_us
+  redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', string.format('%d', us_to_ms(block_us)))
 end
 
 local out = {allowed}
@@ -64,7 +101,7 @@ for i = 1, n do
   local remaining = floor_div(tau - (t - now), interval[i])
   if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
   out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(retry_us)
+  out[#out + 1] = us_to_ms(blocked(retry_us))
   out[#out + 1] = us_to_ms(t - now)
 end
 return out

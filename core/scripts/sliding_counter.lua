@@ -8,11 +8,13 @@
 --
 -- KEYS[i]  a HASH for limit i: w = current window start (us), c = its units,
 --          p = units of the window before it
--- ARGV[1]  'check' or 'peek'
+-- ARGV[1]  'check', 'peek' or 'refund' (give cost units back, then peek)
 -- ARGV[2]  cost
 -- ARGV[3]  now_us, or '' for the server's TIME
 -- ARGV[4]  token (unused)
--- ARGV[4+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[5]  block_us     punitive block after a denial (0: none); KEYS[n+1] then
+--                       holds when the block ends
+-- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 --
 -- Admission: p*(window - elapsed) <= (limit - c - cost)*window, a comparison
@@ -56,11 +58,37 @@ local function first_fit(p, a, from, window)
   return e
 end
 
-local n = #KEYS
+local block_us = tonumber(ARGV[5])
+local n = (#ARGV - 5) / 4
+-- Punitive block: KEYS[n+1] holds the time the block ends (a denied check
+-- starts one of block_us when block_us > 0).
+local blocked_until = 0
+if block_us > 0 and op ~= 'refund' then
+  local v = redis.call('GET', KEYS[n + 1])
+  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+end
+local function blocked(retry_us)
+  if blocked_until - now > retry_us then return blocked_until - now end
+  return retry_us
+end
+-- Refund: give back up to `cost` units of the current window, then peek.
+if op == 'refund' then
+  for i = 1, n do
+    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
+    local st = redis.call('HMGET', KEYS[i], 'w', 'c')
+    local w, c = tonumber(st[1]), tonumber(st[2])
+    if w and c and w >= window_start(now, window) then
+      c = c - cost
+      if c < 0 then c = 0 end
+      redis.call('HSET', KEYS[i], 'c', string.format('%d', c))
+    end
+  end
+  op, cost = 'peek', 1
+end
 local allowed = 1
 local start, cur, prev, limit, window, retry = {}, {}, {}, {}, {}, {}
 for i = 1, n do
-  local base = 4 + 4 * (i - 1)
+  local base = 5 + 4 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
   window[i] = tonumber(ARGV[base + 2])
   local s = window_start(now, window[i])
@@ -95,6 +123,13 @@ for i = 1, n do
   end
 end
 
+if blocked_until > 0 then
+  allowed = 0
+elseif op == 'check' and allowed == 0 and block_us > 0 then
+  blocked_until = now + block_us
+  redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', string.format('%d', us_to_ms(block_us)))
+end
+
 if op == 'check' and allowed == 1 then
   for i = 1, n do
     cur[i] = cur[i] + cost
@@ -121,7 +156,7 @@ for i = 1, n do
   end
   out[#out + 1] = limit[i]
   out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(retry[i])
+  out[#out + 1] = us_to_ms(blocked(retry[i]))
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out

@@ -2,12 +2,15 @@
 -- admission time in microseconds. Exact: `limit` units in any window.
 --
 -- KEYS[i]  the log of limit i (one key per limit; all share one hash tag)
--- ARGV[1]  'check' (admit cost units, all or nothing) or 'peek' (consume nothing)
+-- ARGV[1]  'check' (admit cost units, all or nothing), 'peek' (consume nothing)
+--          or 'refund' (give cost units back, then answer as a peek)
 -- ARGV[2]  cost         units asked for
 -- ARGV[3]  now_us       caller's time, or '' for the server's TIME
 -- ARGV[4]  token        unique per call; members are token..':'..j, so two
 --                       requests in the same microsecond are two entries
--- ARGV[4+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[5]  block_us     punitive block after a denial (0: none); KEYS[n+1] then
+--                       holds when the block ends
+-- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 -- Every limit must admit or none consumes.
 --
@@ -28,12 +31,34 @@ local function us_to_ms(us)
   return math.ceil(us / 1000)
 end
 
-local n = #KEYS
+local block_us = tonumber(ARGV[5])
+local n = (#ARGV - 5) / 4
+-- Punitive block: KEYS[n+1] holds the time the block ends (a denied check
+-- starts one of block_us when block_us > 0).
+local blocked_until = 0
+if block_us > 0 and op ~= 'refund' then
+  local v = redis.call('GET', KEYS[n + 1])
+  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+end
+local function blocked(retry_us)
+  if blocked_until - now > retry_us then return blocked_until - now end
+  return retry_us
+end
+-- Refund: give back up to `cost` of the newest units, then report as a peek.
+if op == 'refund' then
+  for i = 1, n do
+    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - window))
+    local k = math.min(cost, redis.call('ZCARD', KEYS[i]))
+    if k > 0 then redis.call('ZPOPMAX', KEYS[i], k) end
+  end
+  op, cost = 'peek', 1
+end
 local allowed = 1
 local count, retry = {}, {}
 for i = 1, n do
   local key = KEYS[i]
-  local base = 4 + 4 * (i - 1)
+  local base = 5 + 4 * (i - 1)
   local limit = tonumber(ARGV[base + 1])
   local window = tonumber(ARGV[base + 2])
   -- An entry scored s counts while now < s + window.
@@ -53,12 +78,19 @@ for i = 1, n do
   end
 end
 
+if blocked_until > 0 then
+  allowed = 0
+elseif op == 'check' and allowed == 0 and block_us > 0 then
+  blocked_until = now + block_us
+  redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', string.format('%d', us_to_ms(block_us)))
+end
+
 if op == 'check' and allowed == 1 then
   local score = string.format('%d', now)
   local token = ARGV[4]
   for i = 1, n do
     local key = KEYS[i]
-    local window = tonumber(ARGV[4 + 4 * (i - 1) + 2])
+    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
     local args = {}
     for j = 1, cost do
       args[#args + 1] = score
@@ -77,8 +109,8 @@ end
 local out = {allowed}
 for i = 1, n do
   local key = KEYS[i]
-  local limit = tonumber(ARGV[4 + 4 * (i - 1) + 1])
-  local window = tonumber(ARGV[4 + 4 * (i - 1) + 2])
+  local limit = tonumber(ARGV[5 + 4 * (i - 1) + 1])
+  local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
   local reset_us = 0
   if count[i] > 0 then
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
@@ -88,7 +120,7 @@ for i = 1, n do
   if remaining < 0 then remaining = 0 end
   out[#out + 1] = limit
   out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(retry[i])
+  out[#out + 1] = us_to_ms(blocked(retry[i]))
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out

@@ -120,6 +120,9 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
   if (options_.breaker_failures > 0)
     breaker_ = std::make_unique<Breaker>(options_.breaker_failures,
                                          std::chrono::milliseconds(options_.breaker_cooldown_ms));
+  if (options_.block_ms < 0 || options_.block_ms > kMaxWindowMs)
+    throw_invalid("block_ms = " + std::to_string(options_.block_ms) + " is out of range 0.." +
+                  std::to_string(kMaxWindowMs));
   if (options_.prefix.empty()) throw_invalid("prefix is empty");
   if (options_.prefix.size() > kMaxPrefixLength)
     throw_invalid("prefix is longer than " + std::to_string(kMaxPrefixLength) + " bytes");
@@ -178,6 +181,10 @@ Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_
   for (size_t i = r.keys.size(); i < r.limits->size(); ++i) r.keys.push_back(r.keys[0] + ":" + std::to_string(i));
   r.cost = cost;
   r.now_us = now_us;
+  if (options_.block_ms > 0) {
+    r.block_us = options_.block_ms * 1000;
+    r.block_key = r.keys[0] + ":block";
+  }
   return r;
 }
 
@@ -213,6 +220,7 @@ Decision Limiter::peek(std::string_view key) {
 void Limiter::reset(std::string_view key) {
   validate_key(key);
   std::vector<std::string> keys = storage_keys(key);
+  if (options_.block_ms > 0) keys.push_back(keys[0] + ":block");
   if (fallback_) fallback_->reset(keys);
   client_->backend().reset(keys);
   // After the reset; erase() also stops checks already in flight from caching
@@ -268,6 +276,15 @@ Decision Limiter::finish(Decision d) const {
     d.allowed = true;
     d.shadowed = true;
   }
+  return d;
+}
+
+Decision Limiter::refund(std::string_view key, int64_t units) {
+  validate_key(key);
+  if (units < 1 || units > kMaxLimit)
+    throw_invalid("units = " + std::to_string(units) + " is out of range 1.." + std::to_string(kMaxLimit));
+  Decision d = decide(request(Op::kRefund, key, units, now()));
+  if (deny_cache_) deny_cache_->erase(key);  // the key may fit again
   return d;
 }
 

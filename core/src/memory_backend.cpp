@@ -33,6 +33,7 @@ struct Ctx {
   int64_t now;         // time of the decision
   int64_t server_now;  // the backend's clock: drives expiry, like PEXPIRE
   std::vector<LimitResult> results;
+  bool blocked = false;  // a punitive block is on: nothing is consumed
 
   // The live state of a key, or null (missing or expired: Redis would not have it).
   State* find(size_t i) {
@@ -83,7 +84,7 @@ bool sliding_log(Ctx& x) {
       }
     }
   }
-  if (check && allowed) {
+  if (check && allowed && !x.blocked) {
     for (size_t i = 0; i < n; ++i) {
       State& st = x.create(i);
       // Keep the log sorted by time even if a client clock steps back.
@@ -126,7 +127,7 @@ bool fixed_window(Ctx& x) {
     }
     if (count[i] + cost > x.limit(i).limit) allowed = false;
   }
-  const bool commit = x.rq.op == Op::kCheck && allowed;
+  const bool commit = x.rq.op == Op::kCheck && allowed && !x.blocked;
   for (size_t i = 0; i < n; ++i) {
     const int64_t to_end = start[i] + x.window(i) - x.now;
     LimitResult r;
@@ -203,7 +204,7 @@ bool sliding_counter(Ctx& x) {
         retry[i] = s + 2 * window - x.now;
     }
   }
-  const bool commit = x.rq.op == Op::kCheck && allowed;
+  const bool commit = x.rq.op == Op::kCheck && allowed && !x.blocked;
   for (size_t i = 0; i < n; ++i) {
     const int64_t window = x.window(i);
     if (commit) {
@@ -241,7 +242,7 @@ bool gcra(Ctx& x) {
     tat[i] = std::max(st ? st->tat : x.now, x.now);
     if (tat[i] + lp.interval_us() * cost - x.now > lp.interval_us() * lp.capacity()) allowed = false;
   }
-  const bool commit = x.rq.op == Op::kCheck && allowed;
+  const bool commit = x.rq.op == Op::kCheck && allowed && !x.blocked;
   for (size_t i = 0; i < n; ++i) {
     const LimitParams& lp = x.limit(i);
     const int64_t interval = lp.interval_us(), tau = interval * lp.capacity();
@@ -261,6 +262,47 @@ bool gcra(Ctx& x) {
     x.results.push_back(r);
   }
   return allowed;
+}
+
+// Refund: give back up to `cost` units of each limit, as the scripts do.
+void refund(Ctx& x) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    State* st = x.find(i);
+    if (!st) continue;
+    const LimitParams& lp = x.limit(i);
+    const int64_t window = x.window(i), cost = x.rq.cost;
+    switch (lp.algorithm) {
+      case Algorithm::kSlidingLog: {
+        while (!st->entries.empty() && st->entries.front().first <= x.now - window) {
+          st->total -= st->entries.front().second;
+          st->entries.pop_front();
+        }
+        int64_t k = std::min(cost, st->total);  // ZPOPMAX: the newest units
+        st->total -= k;
+        while (k > 0) {
+          int64_t take = std::min(k, st->entries.back().second);
+          st->entries.back().second -= take;
+          k -= take;
+          if (st->entries.back().second == 0) st->entries.pop_back();
+        }
+        break;
+      }
+      case Algorithm::kFixedWindow:
+      case Algorithm::kSlidingCounter:
+        if (st->w >= window_start(x.now, window)) st->n = std::max<int64_t>(0, st->n - cost);
+        break;
+      case Algorithm::kGcra: {
+        const int64_t t = st->tat - lp.interval_us() * cost;
+        if (t <= x.now) {
+          x.shard.states.erase(x.rq.keys[i]);
+        } else {
+          st->tat = t;
+          st->expires_at = x.server_now + us_to_ms(t - x.now) * 1000;
+        }
+        break;
+      }
+    }
+  }
 }
 
 // The hash tag of a storage key: all keys of one caller key share it.
@@ -302,7 +344,24 @@ Decision MemoryBackend::evaluate(const Request& rq) {
   // Amortised O(1): a sweep costs O(keys) and runs once per that many ops.
   if (++shard.ops_since_sweep >= std::max<size_t>(1024, shard.states.size())) sweep(shard, server_now);
 
-  Ctx x{shard, rq, now, server_now, {}};
+  // A refund changes the state, then the call answers as a peek of one unit.
+  Request peek;
+  const Request* r = &rq;
+  if (rq.op == Op::kRefund) {
+    Ctx rx{shard, rq, now, server_now, {}};
+    refund(rx);
+    peek = rq;
+    peek.op = Op::kPeek;
+    peek.cost = 1;
+    r = &peek;
+  }
+  int64_t blocked_until = 0;
+  if (rq.block_us > 0 && rq.op != Op::kRefund) {
+    auto it = shard.states.find(rq.block_key);
+    if (it != shard.states.end() && it->second.expires_at > server_now && it->second.tat > now)
+      blocked_until = it->second.tat;
+  }
+  Ctx x{shard, *r, now, server_now, {}, blocked_until > 0};
   bool allowed = false;
   switch ((*rq.limits)[0].algorithm) {
     case Algorithm::kSlidingLog: allowed = sliding_log(x); break;
@@ -310,6 +369,16 @@ Decision MemoryBackend::evaluate(const Request& rq) {
     case Algorithm::kSlidingCounter: allowed = sliding_counter(x); break;
     case Algorithm::kGcra: allowed = gcra(x); break;
   }
+  if (blocked_until > 0) {
+    allowed = false;
+  } else if (r->op == Op::kCheck && !allowed && rq.block_us > 0) {
+    blocked_until = now + rq.block_us;
+    State& b = shard.states[rq.block_key];
+    b.tat = blocked_until;
+    b.expires_at = server_now + us_to_ms(rq.block_us) * 1000;
+  }
+  if (blocked_until > 0)
+    for (LimitResult& res : x.results) res.retry_after_ms = std::max(res.retry_after_ms, us_to_ms(blocked_until - now));
   return combine(allowed, x.results);
 }
 

@@ -72,12 +72,13 @@ std::string RedisBackend::next_token() {
 RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
   check_request(rq);
   Encoded e;
-  e.args.reserve(4 + 4 * rq.limits->size());
-  e.args.push_back(rq.op == Op::kCheck ? "check" : "peek");
+  e.args.reserve(5 + 4 * rq.limits->size());
+  e.args.push_back(rq.op == Op::kCheck ? "check" : rq.op == Op::kPeek ? "peek" : "refund");
   e.args.push_back(std::to_string(rq.cost));
   e.args.push_back(rq.now_us == kServerTime ? std::string() : std::to_string(rq.now_us));
   e.args.push_back(rq.op == Op::kCheck && (*rq.limits)[0].algorithm == Algorithm::kSlidingLog ? next_token()
                                                                                                : std::string());
+  e.args.push_back(std::to_string(rq.block_us));
   for (const LimitParams& p : *rq.limits) {
     e.args.push_back(std::to_string(p.limit));
     e.args.push_back(std::to_string(p.window_ms * 1000));
@@ -85,6 +86,7 @@ RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
     e.args.push_back(std::to_string(p.interval_us()));
   }
   for (const std::string& k : rq.keys) e.call.keys.push_back(k);
+  if (rq.block_us > 0) e.call.keys.push_back(rq.block_key);
   for (const std::string& a : e.args) e.call.args.push_back(a);
   return e;
 }

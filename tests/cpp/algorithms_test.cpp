@@ -36,11 +36,19 @@ LimiterOptions options(std::vector<LimitParams> limits) {
   return o;
 }
 
+LimiterOptions options(std::vector<LimitParams> limits, int64_t block_ms) {
+  LimiterOptions o = options(std::move(limits));
+  o.block_ms = block_ms;
+  return o;
+}
+
 struct Pair {
   Limiter redis;
   Limiter memory;
-  Pair(const std::vector<LimitParams>& limits, std::shared_ptr<Client> mem = Client::open("memory://"))
-      : redis(Client::open(server().url()), options(limits)), memory(std::move(mem), options(limits)) {}
+  Pair(const std::vector<LimitParams>& limits, std::shared_ptr<Client> mem = Client::open("memory://"),
+       int64_t block_ms = 0)
+      : redis(Client::open(server().url()), options(limits, block_ms)),
+        memory(std::move(mem), options(limits, block_ms)) {}
 };
 
 void expect_same(const Decision& a, const Decision& b, const std::string& where) {
@@ -52,14 +60,22 @@ void expect_same(const Decision& a, const Decision& b, const std::string& where)
   EXPECT_EQ(a.reset_after_ms, b.reset_after_ms);
 }
 
-Decision peek_at(Limiter& l, Client& c, std::string_view key, int64_t now_us) {
+Decision op_at(Op op, Limiter& l, Client& c, std::string_view key, int64_t cost, int64_t now_us) {
   Request r;
-  r.op = Op::kPeek;
+  r.op = op;
   r.limits = &l.limits();
   r.keys = l.storage_keys(key);
-  r.cost = 1;
+  r.cost = cost;
   r.now_us = now_us;
+  if (l.options().block_ms > 0) {
+    r.block_us = l.options().block_ms * 1000;
+    r.block_key = r.keys[0] + ":block";
+  }
   return c.backend().evaluate(r);
+}
+
+Decision peek_at(Limiter& l, Client& c, std::string_view key, int64_t now_us) {
+  return op_at(Op::kPeek, l, c, key, 1, now_us);
 }
 
 class EveryAlgorithm : public ::testing::TestWithParam<Algorithm> {};
@@ -98,12 +114,13 @@ TEST_P(EveryAlgorithm, ScriptedSequenceSameOnRedisAndMemory) {
 // Random (time, key, cost) sequences, including a clock that steps back, for
 // one limit and for three limits at once.
 TEST_P(EveryAlgorithm, RandomSequencesSameOnRedisAndMemory) {
-  for (int round = 0; round < 2; ++round) {
+  // Rounds: one limit; three limits; one limit with a punitive block.
+  for (int round = 0; round < 3; ++round) {
     std::vector<LimitParams> limits = {{GetParam(), 7, 1000}};
     if (round == 1) limits = {{GetParam(), 3, 200}, {GetParam(), 10, 1000}, {GetParam(), 20, 5000}};
     if (GetParam() == Algorithm::kGcra) limits[0].burst = 2;
     auto mem = Client::open("memory://");
-    Pair p(limits, mem);
+    Pair p(limits, mem, round == 2 ? 300 : 0);
     auto redis_client = Client::open(server().url());
     std::mt19937_64 rng(1234 + round);
     int64_t t = kT0 + 12345;
@@ -121,6 +138,11 @@ TEST_P(EveryAlgorithm, RandomSequencesSameOnRedisAndMemory) {
       if (i % 7 == 0)
         expect_same(peek_at(p.redis, *redis_client, key, t), peek_at(p.memory, *mem, key, t),
                     "peek at step " + std::to_string(i));
+      if (i % 5 == 0) {  // a refund of some units
+        int64_t units = 1 + static_cast<int64_t>(rng() % 3);
+        expect_same(op_at(Op::kRefund, p.redis, *redis_client, key, units, t),
+                    op_at(Op::kRefund, p.memory, *mem, key, units, t), "refund at step " + std::to_string(i));
+      }
       if (::testing::Test::HasFailure()) return;
     }
   }
@@ -312,4 +334,39 @@ TEST(Limits, BadParamsAreRejected) {
   expect_invalid({{Algorithm::kGcra, 10, 1000}, {Algorithm::kFixedWindow, 10, 1000}}, "one algorithm per limiter");
   expect_invalid({{Algorithm::kGcra, 10, 1000}, {Algorithm::kGcra, 0, 1000}}, "limits[1]: limit = 0");
   expect_invalid(std::vector<LimitParams>(17, {Algorithm::kGcra, 10, 1000}), "at most 16");
+}
+
+TEST_P(EveryAlgorithm, RefundGivesUnitsBack) {
+  for (const char* url : {"redis", "memory"}) {
+    std::shared_ptr<Client> c =
+        std::string(url) == "redis" ? Client::open(server().url()) : Client::open("memory://");
+    Limiter l(c, options({{GetParam(), 5, 60000}}));
+    ASSERT_TRUE(l.check("k", 5).allowed);
+    ASSERT_FALSE(l.check("k").allowed);
+    Decision d = l.refund("k", 2);
+    EXPECT_TRUE(d.allowed) << url;
+    EXPECT_EQ(d.remaining, 2) << url;
+    EXPECT_TRUE(l.check("k", 2).allowed) << url;
+    EXPECT_FALSE(l.check("k").allowed) << url;
+    d = l.refund("k", 100);  // more than was taken: back to full, no further
+    EXPECT_EQ(d.remaining, 5) << url;
+  }
+}
+
+TEST_P(EveryAlgorithm, PunitiveBlock) {
+  for (const char* url : {"redis", "memory"}) {
+    std::shared_ptr<Client> c =
+        std::string(url) == "redis" ? Client::open(server().url()) : Client::open("memory://");
+    LimiterOptions o = options({{GetParam(), 2, 1000}}, /*block_ms=*/10000);
+    Limiter l(c, o);
+    ASSERT_TRUE(l.check_at("k", 2, kT0).allowed);
+    Decision d = l.check_at("k", 1, kT0 + 1000);  // denied: the block starts
+    EXPECT_FALSE(d.allowed) << url;
+    EXPECT_EQ(d.retry_after_ms, 10000) << url;
+    d = l.check_at("k", 1, kT0 + 5000000);  // the limit would admit; the block denies
+    EXPECT_FALSE(d.allowed) << url;
+    EXPECT_EQ(d.retry_after_ms, 5001) << url;
+    EXPECT_TRUE(l.check_at("k", 1, kT0 + 10001000).allowed) << url;  // the block is over
+    l.reset("k");
+  }
 }

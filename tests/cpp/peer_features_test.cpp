@@ -140,7 +140,29 @@ TEST(PeerFeatures, CApi) {
   EXPECT_EQ(rl_check_limit(nullptr, "k", 1, 1, 10, 1000, &d, &err), RL_EINVALID);
   EXPECT_EQ(rl_check_limit(l, nullptr, 1, 1, 10, 1000, &d, &err), RL_EINVALID);
   EXPECT_EQ(rl_check_limit(l, "k", 1, 1, 10, 1000, nullptr, &err), RL_EINVALID);
+  // Refund.
+  ASSERT_EQ(rl_refund(l, "k", 1, 2, &d, &err), RL_OK) << err.message;
+  EXPECT_EQ(d.allowed, 1);
+  EXPECT_EQ(d.remaining, 1);  // 6 units were taken (one under a per-call limit of 6)
+  EXPECT_EQ(rl_refund(l, "k", 1, 0, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "units = 0"), nullptr);
+  EXPECT_EQ(rl_refund(nullptr, "k", 1, 1, &d, &err), RL_EINVALID);
+  EXPECT_EQ(rl_refund(l, nullptr, 1, 1, &d, &err), RL_EINVALID);
+  EXPECT_EQ(rl_refund(l, "k", 1, 1, nullptr, &err), RL_EINVALID);
   rl_limiter_free(l);
+  // A punitive block through the C options.
+  o.block_ms = 60000;
+  o.prefix = "peer-block";
+  ASSERT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  EXPECT_GT(d.retry_after_ms, 59000);  // the block, not the 1 s window
+  rl_limiter_free(l);
+  o.block_ms = -1;
+  EXPECT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "block_ms = -1"), nullptr);
+  o.block_ms = 0;
   // Shadow through the C options.
   o.shadow = 1;
   o.prefix = "peer-shadow";

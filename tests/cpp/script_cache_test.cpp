@@ -26,7 +26,7 @@ TEST(ScriptCache, NoscriptReloadsOnceThenRuns) {
   ScriptCache cache;
   auto conn = pool.acquire();
   // Each call gets its own token, as RedisBackend gives it.
-  auto args = [](const char* token) { return Argv{"check", "1", "", token, "5", "1000000", "5", "200000"}; };
+  auto args = [](const char* token) { return Argv{"check", "1", "", token, "0", "5", "1000000", "5", "200000"}; };
   ReplyPtr r = cache.run(*conn, scripts::k_sliding_log, {"t:{x}:k"}, args("tok1"));
   ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
   EXPECT_EQ(cache.reloads(), 1);  // a fresh server has no scripts
@@ -46,7 +46,7 @@ TEST(ScriptCache, PipelinedCallsRecoverNoscript) {
   StandaloneTransport transport(parse_url(server.url()), PoolOptions{});
   std::vector<std::string> tokens = {"a", "b", "c", "d"};
   std::vector<ScriptCall> calls;
-  for (auto& t : tokens) calls.push_back({{"p:{x}:k"}, {"check", "2", "", t, "10", "1000000000", "10", "100000000"}});
+  for (auto& t : tokens) calls.push_back({{"p:{x}:k"}, {"check", "2", "", t, "0", "10", "1000000000", "10", "100000000"}});
   auto replies = transport.run_scripts(scripts::k_sliding_log, calls);
   ASSERT_EQ(replies.size(), 4u);
   for (auto& r : replies) ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);

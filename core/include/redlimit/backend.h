@@ -35,8 +35,9 @@ struct LimitParams {
 };
 
 enum class Op {
-  kCheck,  // admit `cost` units, all or nothing
-  kPeek,   // report what a check of `cost` would answer; consume nothing
+  kCheck,   // admit `cost` units, all or nothing
+  kPeek,    // report what a check of `cost` would answer; consume nothing
+  kRefund,  // give `cost` units back (as far as they were taken), then answer as a peek of 1
 };
 
 // Time passed to a backend: microseconds since the epoch, or kServerTime to
@@ -52,6 +53,10 @@ struct Request {
   std::vector<std::string> keys;
   int64_t cost = 1;
   int64_t now_us = kServerTime;
+  // Punitive block: a denied check blocks the caller key for block_us (every
+  // check denied until it ends); the end time is stored at block_key.
+  int64_t block_us = 0;
+  std::string block_key;
 };
 
 // What one limit answered inside a multi-limit decision.

@@ -58,6 +58,9 @@ struct LimiterOptions {
   // Shadow (dry-run) mode: decide, consume and count as usual, but always
   // admit; a would-be denial is admitted with Decision::shadowed set.
   bool shadow = false;
+  // Punitive block: a key denied by a check stays denied for block_ms (even
+  // once the limit would admit it again). 0: off.
+  int64_t block_ms = 0;
 };
 
 // Throws Error(kInvalidArgument) naming the bad part of one limit.
@@ -79,6 +82,11 @@ class Limiter {
   Decision check_at(std::string_view key, int64_t cost, int64_t now_us);
   Decision peek(std::string_view key);
   void reset(std::string_view key);
+
+  // Gives back up to `units` units taken earlier (after a failed operation),
+  // then reports like peek. Sliding log: the newest units; fixed window and
+  // sliding counter: units of the current window; GCRA: moves the TAT back.
+  Decision refund(std::string_view key, int64_t units);
 
   // As check, with limits given for this call only (the limit can change at
   // run time): same algorithm as the limiter; no deny cache.
