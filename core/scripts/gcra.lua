@@ -12,7 +12,8 @@
 --                       holds when the block ends
 -- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: capacity, remaining, retry_after_ms, reset_after_ms}.
--- interval_us * capacity < 2^52 (checked by the library), so every sum stays exact.
+-- interval_us * capacity <= 2^50 and now <= 2^52 (checked by the library), so
+-- every sum stays below 2^53 and exact.
 local op = ARGV[1]
 local cost = tonumber(ARGV[2])
 local now

@@ -78,8 +78,9 @@ void validate(const LimitParams& p) {
   if (p.burst < 0 || p.burst > kMaxLimit)
     throw_invalid("burst = " + std::to_string(p.burst) + " is out of range 0.." + std::to_string(kMaxLimit) +
                   " (0: the limit)");
-  // interval * burst bounds every TAT offset; keep sums below 2^53.
-  if (p.interval_us() > kMaxTimestampUs / p.capacity())
+  // interval * burst bounds every TAT offset: at most 2^50 us (35 years), so
+  // now + 2 * tau stays below 2^53 for any now up to kMaxTimestampUs.
+  if (p.interval_us() > (kMaxTimestampUs / 4) / p.capacity())
     throw_invalid("burst = " + std::to_string(p.capacity()) + " times the emission interval (" +
                   std::to_string(p.interval_us()) + " us) is too long");
 }
