@@ -126,7 +126,7 @@ TEST(Breaker, OpensFailsFastAndClosesWhenServerIsBack) {
     EXPECT_EQ(d.retry_after_ms, 400);
     ASSERT_LT(ms_since(c), kTimeoutMs / 3) << "call " << i << " waited while the breaker was open";
   }
-  EXPECT_LT(ms_since(t), 300);
+  EXPECT_LT(ms_since(t), 200 * kTimeoutMs / 10);  // far below one timeout per call
   // After the cool-down one probe goes to the (still paused) server, fails, re-opens.
   std::this_thread::sleep_until(t + 420ms);
   auto probe = steady_clock::now();
@@ -159,7 +159,7 @@ TEST(Breaker, ErrorPolicyFailsFastWithUnavailable) {
     msg = e.what();
   }
   EXPECT_NE(msg.find("circuit breaker open"), std::string::npos) << msg;
-  EXPECT_LT(ms_since(t), 20);
+  EXPECT_LT(ms_since(t), 100);
 }
 
 TEST(FailurePolicy, BatchUsesThePolicy) {
