@@ -128,7 +128,15 @@ RL_EXTERN(void) rl_client_close(rl_client *client);
 /* ---- limiter ----------------------------------------------------------- */
 
 typedef enum rl_algorithm {
-    RL_ALG_SLIDING_LOG = 0 /**< exact sliding-window log (ZSET); the default */
+    RL_ALG_SLIDING_LOG = 0,     /**< exact sliding-window log (ZSET); the default */
+    RL_ALG_SLIDING_COUNTER = 1, /**< two fixed windows weighted by elapsed time; O(1)
+                                     memory, approximate: at most limit * (1 + f)
+                                     units in any window, f < 1 the elapsed part of
+                                     the current fixed window */
+    RL_ALG_FIXED_WINDOW = 2,    /**< a counter per window-aligned interval; O(1); up
+                                     to 2 * limit around a window edge */
+    RL_ALG_GCRA = 3             /**< GCRA / token bucket: limit per window, smooth,
+                                     up to `burst` at once; O(1) */
 } rl_algorithm;
 
 typedef enum rl_clock {
@@ -136,10 +144,21 @@ typedef enum rl_clock {
     RL_CLOCK_CLIENT = 1  /**< time from this process's realtime clock */
 } rl_clock;
 
-#define RL_LIMITER_OPTIONS_VERSION 1
+/** What rl_check answers when Redis cannot answer in time (timeout, refused or
+ * broken connection, pool exhausted, circuit breaker open). */
+typedef enum rl_failure_policy {
+    RL_FAIL_ERROR = 0,  /**< return the error code (the default) */
+    RL_FAIL_OPEN = 1,   /**< admit; decision.degraded = 1 */
+    RL_FAIL_CLOSED = 2, /**< deny; degraded = 1, retry_after_ms = the breaker cool-down */
+    RL_FAIL_LOCAL = 3   /**< decide with an in-process limiter (same algorithm and
+                             limits, this process only); degraded = 1 */
+} rl_failure_policy;
+
+/* Version 2 appended `burst`. Version 1 structs (without it) stay accepted. */
+#define RL_LIMITER_OPTIONS_VERSION 2
 
 /** Upper bounds; values above them are rejected with RL_EINVALID. */
-#define RL_MAX_LIMIT 1000000LL              /**< units per window (sliding log) */
+#define RL_MAX_LIMIT 1000000LL              /**< units per window; also the largest burst */
 #define RL_MAX_WINDOW_MS 31622400000LL      /**< 366 days */
 #define RL_MAX_PREFIX_LEN 256
 
@@ -150,11 +169,36 @@ typedef struct rl_limiter_options {
     int64_t window_ms;      /**< window length, 1..RL_MAX_WINDOW_MS */
     const char *prefix;     /**< Redis key prefix; NULL: "rl" (copied) */
     int clock;              /**< an rl_clock */
+    /* version 2 */
+    int64_t burst;          /**< RL_ALG_GCRA: units admitted at once, 0..RL_MAX_LIMIT;
+                                 0: limit. Other algorithms: must be 0 */
+    int deny_cache_size;    /**< local deny cache: after Redis denies a key with
+                                 retry_after R, rl_check of that key (same or larger
+                                 cost) in this process is denied locally, with
+                                 decision.cached = 1 and no round trip, until R has
+                                 passed; rl_reset clears it. 0: off; else the most
+                                 keys remembered (LRU), up to 10000000 */
+    int failure_policy;     /**< an rl_failure_policy */
+    int breaker_failures;   /**< circuit breaker: after this many consecutive
+                                 failures, fail fast (then apply failure_policy)
+                                 for breaker_cooldown_ms, then let one probe
+                                 through; 0: no breaker */
+    int breaker_cooldown_ms; /**< 0: 1000; at most 3600000 */
+    int shadow;             /**< non-zero: shadow (dry-run) mode: decide, consume and
+                                 count as usual but always admit; a would-be denial
+                                 comes back allowed with decision.shadowed = 1 */
+    int64_t block_ms;       /**< punitive block: a key denied by a check stays denied
+                                 for block_ms (retry_after_ms says so), even once the
+                                 limit would admit it; 0: off; at most RL_MAX_WINDOW_MS */
 } rl_limiter_options;
 
-#define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER }
+#define RL_LIMITER_OPTIONS_INIT { RL_LIMITER_OPTIONS_VERSION, RL_ALG_SLIDING_LOG, 0, 0, NULL, RL_CLOCK_SERVER, 0, 0, \
+                                  RL_FAIL_ERROR, 0, 0, 0, 0 }
 
-/** Fills opts with defaults for the given version. limit and window_ms stay 0. */
+/**
+ * Fills opts with defaults for the given version (1 or 2); only the fields of
+ * that version are written. limit and window_ms stay 0.
+ */
 RL_EXTERN(int) rl_limiter_options_init(rl_limiter_options *opts, unsigned int version);
 
 /**
@@ -168,6 +212,25 @@ RL_EXTERN(int) rl_limiter_options_init(rl_limiter_options *opts, unsigned int ve
 RL_EXTERN(int) rl_limiter_new(rl_client *client, const rl_limiter_options *options,
                               rl_limiter **out, rl_error *err);
 
+/**
+ * Makes a limiter from a rate spec: one or more limits for the same keys, all
+ * of which must admit a check (or none consumes anything):
+ *   "100/minute"   "10/s"   "5 per 2 seconds"   "10/s; 1000/hour"
+ *   "10/s burst 20"  (RL_ALG_GCRA only)
+ * Units: ms, s, m (min), h, d and their long names, case-insensitive.
+ * The Decision reports the tightest limit: the one that denied, or the one
+ * with the least remaining.
+ *
+ * @param client   an open client (the limiter keeps its own reference)
+ * @param spec     NUL-terminated rate spec (required)
+ * @param options  NULL for defaults; algorithm, prefix and clock are used,
+ *                 limit, window_ms and burst are ignored (the spec sets them)
+ * @param out      receives the limiter; free it with rl_limiter_free
+ * @return RL_OK or RL_EINVALID with a message quoting the bad part of spec
+ */
+RL_EXTERN(int) rl_limiter_new_spec(rl_client *client, const char *spec, const rl_limiter_options *options,
+                                   rl_limiter **out, rl_error *err);
+
 /** Frees a limiter. NULL is ignored. */
 RL_EXTERN(void) rl_limiter_free(rl_limiter *limiter);
 
@@ -176,12 +239,15 @@ typedef struct rl_decision {
     uint8_t allowed;        /**< 1: the cost was admitted (and consumed) */
     uint8_t cached;         /**< 1: answered by the local deny cache */
     uint8_t degraded;       /**< 1: answered by the failure policy */
-    uint8_t reserved_flags_;
+    uint8_t shadowed;       /**< 1: denied, but admitted because the limiter is in
+                                 shadow mode (added in 1.1; was reserved, zero) */
     int64_t limit;          /**< the limit that decided */
     int64_t remaining;      /**< units left in the window after this decision */
     int64_t retry_after_ms; /**< 0 when allowed; else until this cost would be admitted */
     int64_t reset_after_ms; /**< until the key is back to full capacity */
-    int64_t reserved_[4];   /**< room for fields added in 1.x; zeroed */
+    int64_t granted;        /**< units admitted: cost or 0; rl_check_at_most: how many
+                                 (added in 1.1; was reserved, zero) */
+    int64_t reserved_[3];   /**< room for fields added in 1.x; zeroed */
 } rl_decision;
 
 /**
@@ -210,8 +276,101 @@ RL_EXTERN(int) rl_check_at(rl_limiter *limiter, const void *key, size_t key_len,
 RL_EXTERN(int) rl_peek(rl_limiter *limiter, const void *key, size_t key_len,
                        rl_decision *out, rl_error *err);
 
+/**
+ * Decides n keys at once, cost units each, pipelined: one round trip to Redis
+ * for the whole batch. Each key is decided on its own (all or nothing per
+ * key, not across keys).
+ *
+ * @param keys      n key pointers (a key may hold NUL bytes)
+ * @param key_lens  n key lengths
+ * @param n         number of keys, 0..100000; 0 does nothing
+ * @param out       n decisions, filled for every key whose status is RL_OK
+ * @param statuses  n status codes, one per key (RL_OK or an RL_E* code)
+ * @return RL_OK when every key was decided; otherwise the status of the first
+ *         key that failed, with err naming it (e.g. "keys[3]: key is empty").
+ *         RL_EINVALID without touching out/statuses for bad array arguments.
+ */
+RL_EXTERN(int) rl_check_many(rl_limiter *limiter, const void *const *keys, const size_t *key_lens, size_t n,
+                             int64_t cost, rl_decision *out, int *statuses, rl_error *err);
+
+/**
+ * Admits as many units as fit now, up to max_cost (allowed = 1 when at least
+ * one did); out->granted says how many. Never over-admits (the grant is an
+ * all-or-nothing check of what was free); may take two round trips.
+ */
+RL_EXTERN(int) rl_check_at_most(rl_limiter *limiter, const void *key, size_t key_len, int64_t max_cost,
+                                rl_decision *out, rl_error *err);
+
+/**
+ * Blocks until cost units are admitted, sleeping retry_after between tries,
+ * for at most timeout_ms (0: one try). Returns RL_OK with allowed = 0 when
+ * admission would come later than the timeout (it returns early then).
+ */
+RL_EXTERN(int) rl_acquire(rl_limiter *limiter, const void *key, size_t key_len, int64_t cost, int64_t timeout_ms,
+                          rl_decision *out, rl_error *err);
+
+/**
+ * As rl_check with the limit given for this call only (limits that change at
+ * run time): `limit` units per `window_ms`, the limiter's algorithm (GCRA:
+ * burst = limit). Replaces all of the limiter's limits for this call; the
+ * deny cache is not used.
+ */
+RL_EXTERN(int) rl_check_limit(rl_limiter *limiter, const void *key, size_t key_len, int64_t cost, int64_t limit,
+                              int64_t window_ms, rl_decision *out, rl_error *err);
+
+/**
+ * Gives back up to `units` units taken earlier (e.g. the operation they paid
+ * for failed), then fills out as rl_peek would. Sliding log: the newest
+ * units; fixed window and sliding counter: units of the current window;
+ * GCRA: the TAT moves back. Clears the key's deny-cache entry.
+ * @param units  1..RL_MAX_LIMIT
+ */
+RL_EXTERN(int) rl_refund(rl_limiter *limiter, const void *key, size_t key_len, int64_t units, rl_decision *out,
+                         rl_error *err);
+
 /** Clears the key's state: it is back to full capacity. */
 RL_EXTERN(int) rl_reset(rl_limiter *limiter, const void *key, size_t key_len, rl_error *err);
+
+/* ---- metrics ----------------------------------------------------------- */
+
+#define RL_STATS_VERSION 1
+#define RL_STATS_LATENCY_BUCKETS 16
+
+/** Counters of one client (all its limiters), since it was opened. */
+typedef struct rl_stats {
+    unsigned int version;       /**< set by the caller: RL_STATS_VERSION */
+    uint64_t checks;            /**< checks decided or failed (rl_check, rl_check_at,
+                                     each key of rl_check_many) */
+    uint64_t admitted;
+    uint64_t denied;
+    uint64_t errors;            /**< checks that returned an error */
+    uint64_t round_trips;       /**< to Redis; a pipelined batch is one */
+    uint64_t noscript_reloads;  /**< SCRIPT LOADs after a NOSCRIPT reply */
+    uint64_t cache_hits;        /**< answered by the local deny cache */
+    uint64_t degraded;          /**< answered by the failure policy */
+    uint64_t near_limit;        /**< admitted with remaining below 10% of the limit */
+    uint64_t latency_count;     /**< checks in the histogram */
+    uint64_t latency_sum_us;
+    uint64_t latency_le_us[RL_STATS_LATENCY_BUCKETS];   /**< bucket upper bounds (us);
+                                                             the last is UINT64_MAX (+Inf) */
+    uint64_t latency_buckets[RL_STATS_LATENCY_BUCKETS]; /**< checks per bucket (not cumulative) */
+} rl_stats;
+
+#define RL_STATS_INIT { RL_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 }, { 0 } }
+
+/**
+ * Copies the client's counters into out. Set out->version = RL_STATS_VERSION
+ * first (RL_STATS_INIT does).
+ * @return RL_OK, or RL_EINVALID for NULL arguments or an unknown version
+ */
+RL_EXTERN(int) rl_client_stats(rl_client *client, rl_stats *out, rl_error *err);
+
+/**
+ * The client's counters in the Prometheus text format (metric names start
+ * with "redlimit_"). *out receives a NUL-terminated string that the caller
+ * frees with rl_free; *len (may be NULL) its length without the NUL.
+ */
+RL_EXTERN(int) rl_client_stats_prometheus(rl_client *client, char **out, size_t *len, rl_error *err);
 
 /** Frees memory that the library allocated and handed over. NULL is ignored. */
 RL_EXTERN(void) rl_free(void *ptr);

@@ -1,29 +1,29 @@
 -- Sliding-window log: one ZSET member per admitted unit, scored by its
 -- admission time in microseconds. Exact: `limit` units in any window.
 --
--- KEYS[1]  the log
--- ARGV[1]  'check' (admit cost units, all or nothing) or 'peek' (consume nothing)
--- ARGV[2]  limit        units per window
--- ARGV[3]  window_us    window length in microseconds
--- ARGV[4]  cost         units asked for (1..limit)
--- ARGV[5]  now_us       caller's time, or '' for the server's TIME
--- ARGV[6]  token        unique per call; members are token..':'..i, so two
+-- KEYS[i]  the log of limit i (one key per limit; all share one hash tag)
+-- ARGV[1]  'check' (admit cost units, all or nothing), 'peek' (consume nothing)
+--          or 'refund' (give cost units back, then answer as a peek)
+-- ARGV[2]  cost         units asked for
+-- ARGV[3]  now_us       caller's time, or '' for the server's TIME
+-- ARGV[4]  token        unique per call; members are token..':'..j, so two
 --                       requests in the same microsecond are two entries
--- Returns {allowed, limit, remaining, retry_after_ms, reset_after_ms}.
+-- ARGV[5]  block_us     punitive block after a denial (0: none); KEYS[n+1] then
+--                       holds when the block ends
+-- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
+-- Every limit must admit or none consumes.
 --
 -- Numbers are formatted with %d before they reach redis.call: Lua 5.1 would
 -- print a 16-digit timestamp with %.14g and lose its last digits.
-local key = KEYS[1]
 local op = ARGV[1]
-local limit = tonumber(ARGV[2])
-local window = tonumber(ARGV[3])
-local cost = tonumber(ARGV[4])
+local cost = tonumber(ARGV[2])
 local now
-if ARGV[5] == '' then
+if ARGV[3] == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
-  now = tonumber(ARGV[5])
+  now = tonumber(ARGV[3])
 end
 
 local function us_to_ms(us)
@@ -31,49 +31,96 @@ local function us_to_ms(us)
   return math.ceil(us / 1000)
 end
 
--- An entry scored s counts while now < s + window.
-local edge = string.format('%d', now - window)
-local count
-if op == 'peek' then
-  count = redis.call('ZCOUNT', key, '(' .. edge, '+inf')
-else
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', edge)
-  count = redis.call('ZCARD', key)
+local block_us = tonumber(ARGV[5])
+local n = (#ARGV - 5) / 4
+-- Punitive block: KEYS[n+1] holds the time the block ends (a denied check
+-- starts one of block_us when block_us > 0).
+local blocked_until = 0
+if block_us > 0 and op ~= 'refund' then
+  local v = redis.call('GET', KEYS[n + 1])
+  if v and tonumber(v) > now then blocked_until = tonumber(v) end
 end
-
-local allowed = 0
-local retry_us = 0
-if op == 'check' and count + cost <= limit then
-  local score = string.format('%d', now)
-  local token = ARGV[6]
-  local args = {}
-  for i = 1, cost do
-    args[#args + 1] = score
-    args[#args + 1] = token .. ':' .. i
-    if #args >= 1000 then
-      redis.call('ZADD', key, unpack(args))
-      args = {}
-    end
+local function blocked(retry_us)
+  if blocked_until - now > retry_us then return blocked_until - now end
+  return retry_us
+end
+-- Refund: give back up to `cost` of the newest units, then report as a peek.
+if op == 'refund' then
+  for i = 1, n do
+    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - window))
+    local k = math.min(cost, redis.call('ZCARD', KEYS[i]))
+    if k > 0 then redis.call('ZPOPMAX', KEYS[i], k) end
   end
-  if #args > 0 then redis.call('ZADD', key, unpack(args)) end
-  redis.call('PEXPIRE', key, string.format('%d', us_to_ms(window)))
-  count = count + cost
-  allowed = 1
-else
-  if op == 'peek' and count + cost <= limit then allowed = 1 end
-  local need = count + cost - limit  -- entries that must leave the window first
+  op, cost = 'peek', 1
+end
+local allowed = 1
+local count, retry = {}, {}
+for i = 1, n do
+  local key = KEYS[i]
+  local base = 5 + 4 * (i - 1)
+  local limit = tonumber(ARGV[base + 1])
+  local window = tonumber(ARGV[base + 2])
+  -- An entry scored s counts while now < s + window.
+  local edge = string.format('%d', now - window)
+  if op == 'peek' then
+    count[i] = redis.call('ZCOUNT', key, '(' .. edge, '+inf')
+  else
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', edge)
+    count[i] = redis.call('ZCARD', key)
+  end
+  retry[i] = 0
+  local need = count[i] + cost - limit  -- entries that must leave the window first
   if need > 0 then
+    allowed = 0
     local e = redis.call('ZRANGEBYSCORE', key, '(' .. edge, '+inf', 'WITHSCORES', 'LIMIT', need - 1, 1)
-    retry_us = tonumber(e[2]) + window - now
+    retry[i] = tonumber(e[2]) + window - now
   end
 end
 
-local reset_us = 0
-if count > 0 then
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  reset_us = tonumber(newest[2]) + window - now
+if blocked_until > 0 then
+  allowed = 0
+elseif op == 'check' and allowed == 0 and block_us > 0 then
+  blocked_until = now + block_us
+  redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', string.format('%d', us_to_ms(block_us)))
 end
 
-local remaining = limit - count
-if remaining < 0 then remaining = 0 end
-return {allowed, limit, remaining, us_to_ms(retry_us), us_to_ms(reset_us)}
+if op == 'check' and allowed == 1 then
+  local score = string.format('%d', now)
+  local token = ARGV[4]
+  for i = 1, n do
+    local key = KEYS[i]
+    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
+    local args = {}
+    for j = 1, cost do
+      args[#args + 1] = score
+      args[#args + 1] = token .. ':' .. j
+      if #args >= 1000 then
+        redis.call('ZADD', key, unpack(args))
+        args = {}
+      end
+    end
+    if #args > 0 then redis.call('ZADD', key, unpack(args)) end
+    redis.call('PEXPIRE', key, string.format('%d', us_to_ms(window)))
+    count[i] = count[i] + cost
+  end
+end
+
+local out = {allowed}
+for i = 1, n do
+  local key = KEYS[i]
+  local limit = tonumber(ARGV[5 + 4 * (i - 1) + 1])
+  local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
+  local reset_us = 0
+  if count[i] > 0 then
+    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    reset_us = tonumber(newest[2]) + window - now
+  end
+  local remaining = limit - count[i]
+  if remaining < 0 then remaining = 0 end
+  out[#out + 1] = limit
+  out[#out + 1] = remaining
+  out[#out + 1] = us_to_ms(blocked(retry[i]))
+  out[#out + 1] = us_to_ms(reset_us)
+end
+return out

@@ -37,4 +37,11 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
   return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend)));
 }
 
+Stats Client::stats() const {
+  Stats s = metrics_->snapshot();
+  s.round_trips = static_cast<uint64_t>(backend_->round_trips());
+  s.noscript_reloads = static_cast<uint64_t>(backend_->noscript_reloads());
+  return s;
+}
+
 }  // namespace redlimit

@@ -24,6 +24,9 @@ const char* error_code_name(ErrorCode code) noexcept {
 const char* algorithm_name(Algorithm algorithm) noexcept {
   switch (algorithm) {
     case Algorithm::kSlidingLog: return "sliding_log";
+    case Algorithm::kSlidingCounter: return "sliding_counter";
+    case Algorithm::kFixedWindow: return "fixed_window";
+    case Algorithm::kGcra: return "gcra";
   }
   return "unknown";
 }

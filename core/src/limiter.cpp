@@ -1,13 +1,47 @@
 // limiter.cpp - validation and storage keys; the algorithms live in backends.
 #include "redlimit/limiter.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
+#include "breaker.h"
+#include "deny_cache.h"
 #include "memory_backend.h"
 #include "redlimit/errors.h"
 
 namespace redlimit {
 namespace {
+
+// Errors that mean "the server did not answer", as opposed to "it answered no".
+bool is_outage(const Error& e) {
+  switch (e.code()) {
+    case ErrorCode::kUnavailable:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kPoolExhausted: return true;
+    default: return false;
+  }
+}
+
+uint64_t us_since(std::chrono::steady_clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t).count());
+}
+
+// Runs one check and records it in the client's metrics.
+template <typename F>
+Decision measured(Metrics& m, F&& body) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    Decision d = body();
+    m.decision(d, us_since(t0));
+    return d;
+  } catch (...) {
+    m.error(us_since(t0));
+    throw;
+  }
+}
 
 // FNV-1a, 64 bit: spreads caller keys over Cluster slots; collisions only
 // share a slot, never a limit (the full key follows the tag).
@@ -22,15 +56,73 @@ uint64_t fnv1a64(std::string_view s) {
 
 }  // namespace
 
-Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
-  if (!client_) throw_invalid("client is null");
-  const LimitParams& p = options_.limit;
-  if (p.algorithm != Algorithm::kSlidingLog) throw_invalid("algorithm: unknown value");
+void validate(const LimitParams& p) {
+  switch (p.algorithm) {
+    case Algorithm::kSlidingLog:
+    case Algorithm::kSlidingCounter:
+    case Algorithm::kFixedWindow:
+    case Algorithm::kGcra: break;
+    default: throw_invalid("algorithm: unknown value");
+  }
   if (p.limit < 1 || p.limit > kMaxLimit)
     throw_invalid("limit = " + std::to_string(p.limit) + " is out of range 1.." + std::to_string(kMaxLimit));
   if (p.window_ms < 1 || p.window_ms > kMaxWindowMs)
     throw_invalid("window_ms = " + std::to_string(p.window_ms) + " is out of range 1.." +
+                  std::to_string(kMaxWindowMs));
+  if (p.algorithm != Algorithm::kGcra) {
+    if (p.burst != 0)
+      throw_invalid("burst = " + std::to_string(p.burst) + " is only for the gcra algorithm (use 0 for " +
+                    algorithm_name(p.algorithm) + ")");
+    return;
+  }
+  if (p.burst < 0 || p.burst > kMaxLimit)
+    throw_invalid("burst = " + std::to_string(p.burst) + " is out of range 0.." + std::to_string(kMaxLimit) +
+                  " (0: the limit)");
+  // interval * burst bounds every TAT offset: at most 2^50 us (35 years), so
+  // now + 2 * tau stays below 2^53 for any now up to kMaxTimestampUs.
+  if (p.interval_us() > (kMaxTimestampUs / 4) / p.capacity())
+    throw_invalid("burst = " + std::to_string(p.capacity()) + " times the emission interval (" +
+                  std::to_string(p.interval_us()) + " us) is too long");
+}
+
+Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (!client_) throw_invalid("client is null");
+  limits_ = options_.limits.empty() ? std::vector<LimitParams>{options_.limit} : options_.limits;
+  if (limits_.size() > kMaxLimitsPerLimiter)
+    throw_invalid("limits: " + std::to_string(limits_.size()) + " given; at most " +
+                  std::to_string(kMaxLimitsPerLimiter));
+  for (size_t i = 0; i < limits_.size(); ++i) {
+    try {
+      validate(limits_[i]);
+    } catch (const Error& e) {
+      if (limits_.size() == 1) throw;
+      throw_invalid("limits[" + std::to_string(i) + "]: " + e.what());
+    }
+    if (limits_[i].algorithm != limits_[0].algorithm)
+      throw_invalid("limits[" + std::to_string(i) + "]: algorithm " + algorithm_name(limits_[i].algorithm) +
+                    " differs from " + algorithm_name(limits_[0].algorithm) + " (one algorithm per limiter)");
+  }
+  if (options_.deny_cache_size > 10000000)
+    throw_invalid("deny_cache_size = " + std::to_string(options_.deny_cache_size) + " is larger than 10000000");
+  if (options_.deny_cache_size > 0) deny_cache_ = std::make_unique<DenyCache>(options_.deny_cache_size);
+  switch (options_.failure_policy) {
+    case FailurePolicy::kError:
+    case FailurePolicy::kFailOpen:
+    case FailurePolicy::kFailClosed: break;
+    case FailurePolicy::kLocal: fallback_ = std::make_unique<MemoryBackend>(); break;
+    default: throw_invalid("failure_policy: unknown value");
+  }
+  if (options_.breaker_failures < 0 || options_.breaker_failures > 1000000)
+    throw_invalid("breaker_failures = " + std::to_string(options_.breaker_failures) + " is out of range 0..1000000");
+  if (options_.breaker_cooldown_ms < 1 || options_.breaker_cooldown_ms > 3600000)
+    throw_invalid("breaker_cooldown_ms = " + std::to_string(options_.breaker_cooldown_ms) +
+                  " is out of range 1..3600000");
+  if (options_.breaker_failures > 0)
+    breaker_ = std::make_unique<Breaker>(options_.breaker_failures,
+                                         std::chrono::milliseconds(options_.breaker_cooldown_ms));
+  if (options_.block_ms < 0 || options_.block_ms > kMaxWindowMs)
+    throw_invalid("block_ms = " + std::to_string(options_.block_ms) + " is out of range 0.." +
                   std::to_string(kMaxWindowMs));
   if (options_.prefix.empty()) throw_invalid("prefix is empty");
   if (options_.prefix.size() > kMaxPrefixLength)
@@ -39,14 +131,25 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
     throw_invalid("prefix must not contain '{' or '}' (the library places the hash tag)");
 }
 
+Limiter::~Limiter() = default;
+Limiter::Limiter(Limiter&&) noexcept = default;
+
 std::string Limiter::storage_key(std::string_view key) const {
   char tag[17];
   std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(fnv1a64(key)));
   std::string out;
   out.reserve(options_.prefix.size() + key.size() + 40);
-  out.append(options_.prefix).append(":").append(algorithm_name(options_.limit.algorithm));
+  out.append(options_.prefix).append(":").append(algorithm_name(limits_[0].algorithm));
   out.append(":{").append(tag).append("}:").append(key.data(), key.size());
   return out;
+}
+
+std::vector<std::string> Limiter::storage_keys(std::string_view key) const {
+  std::vector<std::string> keys;
+  keys.reserve(limits_.size());
+  keys.push_back(storage_key(key));
+  for (size_t i = 1; i < limits_.size(); ++i) keys.push_back(keys[0] + ":" + std::to_string(i));
+  return keys;
 }
 
 void Limiter::validate_key(std::string_view key) const {
@@ -55,19 +158,51 @@ void Limiter::validate_key(std::string_view key) const {
     throw_invalid("key is " + std::to_string(key.size()) + " bytes; at most " + std::to_string(kMaxKeyLength));
 }
 
-void Limiter::validate_cost(int64_t cost) const {
+void Limiter::validate_cost(int64_t cost) const { validate_cost(cost, limits_); }
+
+void Limiter::validate_cost(int64_t cost, const std::vector<LimitParams>& limits) const {
   if (cost < 1) throw_invalid("cost = " + std::to_string(cost) + " must be at least 1");
-  if (cost > options_.limit.limit)
-    throw_invalid("cost = " + std::to_string(cost) + " exceeds limit = " + std::to_string(options_.limit.limit) +
-                  " and could never be admitted");
+  for (const LimitParams& p : limits) {
+    if (cost > p.capacity())
+      throw_invalid("cost = " + std::to_string(cost) + " exceeds " +
+                    (p.algorithm == Algorithm::kGcra ? "burst" : "limit") + " = " + std::to_string(p.capacity()) +
+                    " and could never be admitted");
+  }
 }
 
 int64_t Limiter::now() const { return options_.clock == ClockSource::kClient ? realtime_us() : kServerTime; }
 
+Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_us,
+                         const std::vector<LimitParams>* limits) const {
+  Request r;
+  r.op = op;
+  r.limits = limits ? limits : &limits_;
+  r.keys = storage_keys(key);
+  r.keys.resize(std::min(r.keys.size(), r.limits->size()));
+  for (size_t i = r.keys.size(); i < r.limits->size(); ++i) r.keys.push_back(r.keys[0] + ":" + std::to_string(i));
+  r.cost = cost;
+  r.now_us = now_us;
+  if (options_.block_ms > 0) {
+    r.block_us = options_.block_ms * 1000;
+    r.block_key = r.keys[0] + ":block";
+  }
+  return r;
+}
+
 Decision Limiter::check(std::string_view key, int64_t cost) {
   validate_key(key);
   validate_cost(cost);
-  return client_->backend().evaluate(Op::kCheck, options_.limit, storage_key(key), cost, now());
+  return finish(measured(client_->metrics(), [&] {
+    const auto started = DenyCache::Clock::now();
+    uint64_t epoch = 0;
+    if (deny_cache_) {
+      if (auto d = deny_cache_->lookup(key, cost, started)) return *d;
+      epoch = deny_cache_->epoch();
+    }
+    Decision d = decide(request(Op::kCheck, key, cost, now()));
+    if (deny_cache_ && !d.degraded) deny_cache_->record(key, cost, d, started, epoch);
+    return d;
+  }));
 }
 
 Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
@@ -75,17 +210,219 @@ Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
   validate_cost(cost);
   if (now_us < 1 || now_us > kMaxTimestampUs)
     throw_invalid("now_us = " + std::to_string(now_us) + " is out of range 1.." + std::to_string(kMaxTimestampUs));
-  return client_->backend().evaluate(Op::kCheck, options_.limit, storage_key(key), cost, now_us);
+  return finish(measured(client_->metrics(), [&] { return decide(request(Op::kCheck, key, cost, now_us)); }));
 }
 
 Decision Limiter::peek(std::string_view key) {
   validate_key(key);
-  return client_->backend().evaluate(Op::kPeek, options_.limit, storage_key(key), 1, now());
+  return decide(request(Op::kPeek, key, 1, now()));
 }
 
 void Limiter::reset(std::string_view key) {
   validate_key(key);
-  client_->backend().reset(storage_key(key));
+  std::vector<std::string> keys = storage_keys(key);
+  if (options_.block_ms > 0) keys.push_back(keys[0] + ":block");
+  if (fallback_) fallback_->reset(keys);
+  client_->backend().reset(keys);
+  // After the reset; erase() also stops checks already in flight from caching
+  // a denial that the reset made stale.
+  if (deny_cache_) deny_cache_->erase(key);
+}
+
+std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& keys, int64_t cost) {
+  validate_cost(cost);
+  if (keys.size() > kMaxBatch)
+    throw_invalid("keys: " + std::to_string(keys.size()) + " given; at most " + std::to_string(kMaxBatch));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Outcome> out(keys.size());
+  std::vector<Request> requests;
+  std::vector<size_t> index;
+  const int64_t t = now();
+  const auto started = DenyCache::Clock::now();
+  const uint64_t epoch = deny_cache_ ? deny_cache_->epoch() : 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    try {
+      validate_key(keys[i]);
+      if (deny_cache_) {
+        if (auto d = deny_cache_->lookup(keys[i], cost, started)) {
+          out[i].decision = *d;
+          continue;
+        }
+      }
+      requests.push_back(request(Op::kCheck, keys[i], cost, t));
+      index.push_back(i);
+    } catch (...) {
+      out[i].error = std::current_exception();
+    }
+  }
+  std::vector<Outcome> decided = decide_many(requests);
+  for (size_t j = 0; j < index.size(); ++j) {
+    if (deny_cache_ && !decided[j].error && !decided[j].decision.degraded) deny_cache_->record(keys[index[j]], cost, decided[j].decision, started, epoch);
+    out[index[j]] = std::move(decided[j]);
+  }
+  const uint64_t latency = us_since(t0);
+  for (Outcome& o : out) {
+    if (o.error) {
+      client_->metrics().error(latency);
+      continue;
+    }
+    client_->metrics().decision(o.decision, latency);
+    o.decision = finish(o.decision);
+  }
+  return out;
+}
+
+Decision Limiter::finish(Decision d) const {
+  if (options_.shadow && !d.allowed) {
+    d.allowed = true;
+    d.shadowed = true;
+  }
+  return d;
+}
+
+Decision Limiter::refund(std::string_view key, int64_t units) {
+  validate_key(key);
+  if (units < 1 || units > kMaxLimit)
+    throw_invalid("units = " + std::to_string(units) + " is out of range 1.." + std::to_string(kMaxLimit));
+  Decision d = decide(request(Op::kRefund, key, units, now()));
+  if (deny_cache_) deny_cache_->erase(key);  // the key may fit again
+  return d;
+}
+
+Decision Limiter::check_with(std::string_view key, int64_t cost, const std::vector<LimitParams>& limits) {
+  validate_key(key);
+  if (limits.empty()) throw_invalid("limits is empty");
+  if (limits.size() > kMaxLimitsPerLimiter)
+    throw_invalid("limits: " + std::to_string(limits.size()) + " given; at most " +
+                  std::to_string(kMaxLimitsPerLimiter));
+  for (size_t i = 0; i < limits.size(); ++i) {
+    validate(limits[i]);
+    if (limits[i].algorithm != limits_[0].algorithm)
+      throw_invalid("limits[" + std::to_string(i) + "]: algorithm " + algorithm_name(limits[i].algorithm) +
+                    " is not the limiter's " + algorithm_name(limits_[0].algorithm));
+  }
+  validate_cost(cost, limits);
+  return finish(measured(client_->metrics(), [&] { return decide(request(Op::kCheck, key, cost, now(), &limits)); }));
+}
+
+Decision Limiter::check_at_most(std::string_view key, int64_t max_cost) {
+  validate_key(key);
+  if (max_cost < 1) throw_invalid("max_cost = " + std::to_string(max_cost) + " must be at least 1");
+  int64_t cap = limits_[0].capacity();
+  for (const LimitParams& p : limits_) cap = std::min(cap, p.capacity());
+  const int64_t want = std::min(max_cost, cap);
+  Decision d;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    Decision p = decide(request(Op::kPeek, key, 1, now()));
+    if (p.degraded) return finish(p);
+    int64_t free_units = p.allowed ? std::min(want, p.remaining) : 0;
+    if (free_units < 1) {
+      // Nothing fits: report what a check of one unit answers (and count it).
+      return check(key, 1);
+    }
+    d = check(key, free_units);
+    if (d.allowed || d.shadowed) return d;  // granted == free_units
+  }
+  return d;  // lost every race: denied
+}
+
+Decision Limiter::acquire(std::string_view key, int64_t cost, std::chrono::milliseconds timeout) {
+  if (timeout.count() < 0) throw_invalid("timeout_ms = " + std::to_string(timeout.count()) + " is negative");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    Decision d = check(key, cost);
+    if (d.allowed) return d;
+    const auto wait = std::chrono::milliseconds(std::max<int64_t>(1, d.retry_after_ms));
+    if (std::chrono::steady_clock::now() + wait > deadline) return d;
+    std::this_thread::sleep_for(wait);
+  }
+}
+
+Decision Limiter::degrade(const Request& rq, const Error& error) {
+  Decision d;
+  switch (options_.failure_policy) {
+    case FailurePolicy::kError: throw error;
+    case FailurePolicy::kFailOpen:
+    case FailurePolicy::kFailClosed: {
+      int64_t cap = limits_[0].capacity();
+      for (const LimitParams& p : limits_) cap = std::min(cap, p.capacity());
+      d.limit = cap;
+      if (options_.failure_policy == FailurePolicy::kFailOpen) {
+        d.allowed = true;
+        d.granted = rq.op == Op::kCheck ? rq.cost : 0;
+        d.remaining = rq.op == Op::kCheck ? cap - rq.cost : cap;
+      } else {
+        d.retry_after_ms = breaker_ ? breaker_->cooldown().count() : 1000;
+      }
+      break;
+    }
+    case FailurePolicy::kLocal:
+      d = fallback_->evaluate(rq);
+      if (rq.op == Op::kCheck && d.allowed) d.granted = rq.cost;
+      break;
+  }
+  d.degraded = true;
+  return d;
+}
+
+Decision Limiter::decide(const Request& rq) {
+  if (breaker_ && !breaker_->allow())
+    return degrade(rq, Error(ErrorCode::kUnavailable, "circuit breaker open: " +
+                                                          std::to_string(options_.breaker_failures) +
+                                                          " consecutive failures; failing fast"));
+  try {
+    Decision d = client_->backend().evaluate(rq);
+    if (breaker_) breaker_->success();
+    if (rq.op == Op::kCheck && d.allowed) d.granted = rq.cost;
+    return d;
+  } catch (const Error& e) {
+    if (!is_outage(e)) {
+      if (breaker_) breaker_->success();  // the server answered
+      throw;
+    }
+    if (breaker_) breaker_->failure();
+    return degrade(rq, e);
+  }
+}
+
+std::vector<Outcome> Limiter::decide_many(const std::vector<Request>& requests) {
+  std::vector<Outcome> out;
+  if (requests.empty()) return out;
+  if (breaker_ && !breaker_->allow()) {
+    out.resize(requests.size());
+    for (auto& o : out) o.error = std::make_exception_ptr(Error(ErrorCode::kUnavailable, "circuit breaker open"));
+  } else {
+    out = client_->backend().evaluate_many(requests);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!out[i].error && out[i].decision.allowed) out[i].decision.granted = requests[i].cost;
+    bool outage = false;
+    for (auto& o : out) {
+      if (!o.error) continue;
+      try {
+        std::rethrow_exception(o.error);
+      } catch (const Error& e) {
+        outage = outage || is_outage(e);
+      } catch (...) {
+      }
+    }
+    if (breaker_) outage ? breaker_->failure() : breaker_->success();
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].error) continue;
+    try {
+      std::rethrow_exception(out[i].error);
+    } catch (const Error& e) {
+      if (!is_outage(e) || options_.failure_policy == FailurePolicy::kError) continue;
+      try {
+        out[i].decision = degrade(requests[i], e);
+        out[i].error = nullptr;
+      } catch (...) {
+        out[i].error = std::current_exception();
+      }
+    } catch (...) {
+    }
+  }
+  return out;
 }
 
 }  // namespace redlimit

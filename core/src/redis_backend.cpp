@@ -1,4 +1,4 @@
-// redis_backend.cpp - Decision from a script reply.
+// redis_backend.cpp - Request to script call, script reply to Decision.
 #include "redis_backend.h"
 
 #include <hiredis/hiredis.h>
@@ -14,8 +14,10 @@ namespace {
 
 const scripts::Script& script_for(Algorithm a) {
   switch (a) {
-    case Algorithm::kSlidingLog:
-      return scripts::k_sliding_log;
+    case Algorithm::kSlidingLog: return scripts::k_sliding_log;
+    case Algorithm::kSlidingCounter: return scripts::k_sliding_counter;
+    case Algorithm::kFixedWindow: return scripts::k_fixed_window;
+    case Algorithm::kGcra: return scripts::k_gcra;
   }
   throw Error(ErrorCode::kInvalidArgument, "unknown algorithm");
 }
@@ -28,17 +30,24 @@ int64_t integer_at(const redisReply* r, size_t i, const char* script) {
   return e->integer;
 }
 
-Decision decode(const redisReply* r, const scripts::Script& script) {
+// {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
+Decision decode(const redisReply* r, const scripts::Script& script, size_t limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 5)
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * limits)
     throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
-  Decision d;
-  d.allowed = integer_at(r, 0, script.name) != 0;
-  d.limit = integer_at(r, 1, script.name);
-  d.remaining = integer_at(r, 2, script.name);
-  d.retry_after_ms = integer_at(r, 3, script.name);
-  d.reset_after_ms = integer_at(r, 4, script.name);
-  return d;
+  std::vector<LimitResult> results(limits);
+  for (size_t i = 0; i < limits; ++i) {
+    results[i].limit = integer_at(r, 1 + 4 * i, script.name);
+    results[i].remaining = integer_at(r, 2 + 4 * i, script.name);
+    results[i].retry_after_ms = integer_at(r, 3 + 4 * i, script.name);
+    results[i].reset_after_ms = integer_at(r, 4 + 4 * i, script.name);
+  }
+  return combine(integer_at(r, 0, script.name) != 0, results);
+}
+
+void check_request(const Request& rq) {
+  if (rq.limits == nullptr || rq.limits->empty() || rq.limits->size() != rq.keys.size())
+    throw Error(ErrorCode::kInternal, "request: limits and keys do not match");
 }
 
 }  // namespace
@@ -60,19 +69,90 @@ std::string RedisBackend::next_token() {
   return buf;
 }
 
-Decision RedisBackend::evaluate(Op op, const LimitParams& p, const std::string& key, int64_t cost, int64_t now_us) {
-  const scripts::Script& script = script_for(p.algorithm);
-  std::string limit = std::to_string(p.limit);
-  std::string window_us = std::to_string(p.window_ms * 1000);
-  std::string cost_s = std::to_string(cost);
-  std::string now = now_us == kServerTime ? std::string() : std::to_string(now_us);
-  std::string token = op == Op::kCheck ? next_token() : std::string();
-  ReplyPtr r = transport_->run_script(script, {key}, {op == Op::kCheck ? "check" : "peek", limit, window_us, cost_s, now, token});
-  return decode(r.get(), script);
+RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
+  check_request(rq);
+  Encoded e;
+  e.args.reserve(5 + 4 * rq.limits->size());
+  e.args.push_back(rq.op == Op::kCheck ? "check" : rq.op == Op::kPeek ? "peek" : "refund");
+  e.args.push_back(std::to_string(rq.cost));
+  e.args.push_back(rq.now_us == kServerTime ? std::string() : std::to_string(rq.now_us));
+  e.args.push_back(rq.op == Op::kCheck && (*rq.limits)[0].algorithm == Algorithm::kSlidingLog ? next_token()
+                                                                                               : std::string());
+  e.args.push_back(std::to_string(rq.block_us));
+  for (const LimitParams& p : *rq.limits) {
+    e.args.push_back(std::to_string(p.limit));
+    e.args.push_back(std::to_string(p.window_ms * 1000));
+    e.args.push_back(std::to_string(p.capacity()));
+    e.args.push_back(std::to_string(p.interval_us()));
+  }
+  for (const std::string& k : rq.keys) e.call.keys.push_back(k);
+  if (rq.block_us > 0) e.call.keys.push_back(rq.block_key);
+  for (const std::string& a : e.args) e.call.args.push_back(a);
+  return e;
 }
 
-void RedisBackend::reset(const std::string& key) {
-  ReplyPtr r = transport_->run_command(key, {"DEL", key});
+Decision RedisBackend::evaluate(const Request& rq) {
+  Encoded e = encode(rq);
+  const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  ReplyPtr r = transport_->run_script(script, e.call.keys, e.call.args);
+  return decode(r.get(), script, rq.keys.size());
+}
+
+std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& requests) {
+  std::vector<Outcome> out(requests.size());
+  // One pipeline per script (a limiter's requests share one).
+  std::vector<bool> done(requests.size(), false);
+  for (size_t first = 0; first < requests.size(); ++first) {
+    if (done[first]) continue;
+    std::vector<size_t> group;
+    std::vector<Encoded> encoded;
+    const Algorithm alg = requests[first].limits && !requests[first].limits->empty()
+                              ? (*requests[first].limits)[0].algorithm
+                              : Algorithm::kSlidingLog;
+    for (size_t i = first; i < requests.size(); ++i) {
+      if (done[i]) continue;
+      const Request& rq = requests[i];
+      try {
+        check_request(rq);
+        if ((*rq.limits)[0].algorithm != alg) continue;
+        encoded.push_back(encode(rq));
+        group.push_back(i);
+      } catch (...) {
+        out[i].error = std::current_exception();
+      }
+      done[i] = true;
+    }
+    if (group.empty()) continue;
+    const scripts::Script& script = script_for(alg);
+    std::vector<ScriptCall> calls;
+    calls.reserve(group.size());
+    for (auto& e : encoded) calls.push_back(e.call);
+    std::vector<ReplyPtr> replies;
+    try {
+      round_trips_.fetch_add(1, std::memory_order_relaxed);
+      replies = transport_->run_scripts(script, calls);
+    } catch (...) {
+      for (size_t i : group) out[i].error = std::current_exception();
+      continue;
+    }
+    for (size_t j = 0; j < group.size(); ++j) {
+      try {
+        out[group[j]].decision = decode(replies[j].get(), script, requests[group[j]].keys.size());
+      } catch (...) {
+        out[group[j]].error = std::current_exception();
+      }
+    }
+  }
+  return out;
+}
+
+void RedisBackend::reset(const std::vector<std::string>& keys) {
+  if (keys.empty()) return;
+  Argv argv{"DEL"};
+  for (const auto& k : keys) argv.push_back(k);
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  ReplyPtr r = transport_->run_command(keys[0], argv);
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), "DEL");
 }
 

@@ -1,11 +1,10 @@
-// redis_backend.h - runs the algorithms as Lua scripts on one Redis server.
+// redis_backend.h - runs the algorithms as Lua scripts on Redis.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <string>
-
 #include <memory>
+#include <string>
 
 #include "redlimit/backend.h"
 #include "transport.h"
@@ -16,9 +15,13 @@ class RedisBackend : public Backend {
  public:
   explicit RedisBackend(std::unique_ptr<Transport> transport);
 
-  Decision evaluate(Op op, const LimitParams& params, const std::string& key, int64_t cost,
-                    int64_t now_us) override;
-  void reset(const std::string& key) override;
+  using Backend::evaluate;
+  using Backend::reset;
+  Decision evaluate(const Request& request) override;
+  std::vector<Outcome> evaluate_many(const std::vector<Request>& requests) override;
+  void reset(const std::vector<std::string>& keys) override;
+  long round_trips() const override { return round_trips_.load(std::memory_order_relaxed); }
+  long noscript_reloads() const override { return transport_->noscript_reloads(); }
 
   Transport& transport() { return *transport_; }
 
@@ -27,9 +30,17 @@ class RedisBackend : public Backend {
   // a counter. Script members are built from it.
   std::string next_token();
 
+  // The strings one script call refers to (Argv holds views into them).
+  struct Encoded {
+    std::vector<std::string> args;
+    ScriptCall call;
+  };
+  Encoded encode(const Request& request);
+
   std::unique_ptr<Transport> transport_;
   std::string instance_id_;
   std::atomic<uint64_t> counter_{0};
+  std::atomic<long> round_trips_{0};
 };
 
 }  // namespace redlimit

@@ -40,7 +40,9 @@ void throw_reply_error(const std::string& reply, const std::string& what) {
   if (starts_with(reply, "NOAUTH") || starts_with(reply, "WRONGPASS") ||
       reply.find("invalid password") != std::string::npos ||
       reply.find("without any password configured") != std::string::npos ||
-      reply.find("invalid username-password") != std::string::npos)
+      reply.find("invalid username-password") != std::string::npos ||
+      // Redis caps the size of commands from unauthenticated clients.
+      reply.find("Protocol error: unauthenticated") != std::string::npos)
     throw Error(ErrorCode::kAuth, msg);
   if (starts_with(reply, "NOPERM")) throw Error(ErrorCode::kPermission, msg);
   if (starts_with(reply, "OOM")) throw Error(ErrorCode::kNoMemory, msg);

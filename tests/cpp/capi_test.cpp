@@ -206,3 +206,156 @@ TEST(CApi, ErrorsFromAServerThatIsGone) {
   EXPECT_ERR(rl_peek(h.limiter, "k", 1, &d, err), RL_EUNAVAILABLE, "connect to 127.0.0.1");
   EXPECT_ERR(rl_reset(h.limiter, "k", 1, err), RL_EUNAVAILABLE, "connect");
 }
+
+// The 1.0 layout of rl_limiter_options, as an old caller compiled it.
+struct LimiterOptionsV1 {
+  unsigned int version;
+  int algorithm;
+  int64_t limit;
+  int64_t window_ms;
+  const char* prefix;
+  int clock;
+};
+
+TEST(CApi, LimiterOptionsVersion1StillAccepted) {
+  rl_client* client = nullptr;
+  ASSERT_EQ(rl_client_open("memory://", nullptr, &client, nullptr), RL_OK);
+  // A version-1 struct followed by bytes the library must neither read nor write.
+  struct {
+    LimiterOptionsV1 v1;
+    unsigned char canary[32];
+  } old;
+  std::memset(old.canary, 0xAB, sizeof old.canary);
+  ASSERT_EQ(rl_limiter_options_init(reinterpret_cast<rl_limiter_options*>(&old.v1), 1), RL_OK);
+  for (unsigned char c : old.canary) ASSERT_EQ(c, 0xAB);
+  EXPECT_EQ(old.v1.version, 1u);
+  old.v1.limit = 2;
+  old.v1.window_ms = 1000;
+  rl_limiter* l = nullptr;
+  rl_error err;
+  std::memset(old.canary, 0x7F, sizeof old.canary);  // garbage where `burst` would be: ignored
+  ASSERT_EQ(rl_limiter_new(client, reinterpret_cast<rl_limiter_options*>(&old.v1), &l, &err), RL_OK) << err.message;
+  rl_decision d;
+  EXPECT_EQ(rl_check(l, "k", 1, 2, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  rl_limiter_free(l);
+  rl_limiter_options o;
+  EXPECT_EQ(rl_limiter_options_init(&o, 3), RL_EINVALID);
+  o = limiter_opts(1, 1000);
+  o.version = 3;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "options->version = 3");
+  rl_client_close(client);
+}
+
+TEST(CApi, EveryAlgorithmAndBurst) {
+  rltest::RedisServer server;
+  for (const char* url : {"memory://", "redis"}) {
+    std::string u = std::string(url) == "redis" ? server.url() : url;
+    rl_client* client = nullptr;
+    ASSERT_EQ(rl_client_open(u.c_str(), nullptr, &client, nullptr), RL_OK);
+    for (int alg : {RL_ALG_SLIDING_LOG, RL_ALG_SLIDING_COUNTER, RL_ALG_FIXED_WINDOW, RL_ALG_GCRA}) {
+      rl_limiter_options o = limiter_opts(3, 60000);
+      o.algorithm = alg;
+      if (alg == RL_ALG_GCRA) o.burst = 2;
+      rl_limiter* l = nullptr;
+      rl_error err;
+      ASSERT_EQ(rl_limiter_new(client, &o, &l, &err), RL_OK) << err.message;
+      int64_t cap = alg == RL_ALG_GCRA ? 2 : 3;
+      rl_decision d;
+      for (int64_t i = 0; i < cap; ++i) {
+        ASSERT_EQ(rl_check(l, "k", 1, 1, &d, &err), RL_OK) << err.message;
+        EXPECT_EQ(d.allowed, 1) << alg;
+        EXPECT_EQ(d.limit, cap);
+      }
+      ASSERT_EQ(rl_check(l, "k", 1, 1, &d, &err), RL_OK);
+      EXPECT_EQ(d.allowed, 0) << alg;
+      EXPECT_GT(d.retry_after_ms, 0);
+      EXPECT_ERR(rl_check(l, "k", 1, cap + 1, &d, err), RL_EINVALID, "exceeds");
+      rl_limiter_free(l);
+    }
+    rl_limiter_options o = limiter_opts(3, 60000);
+    o.burst = 2;
+    rl_limiter* l = nullptr;
+    EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "burst = 2 is only for the gcra");
+    o.algorithm = RL_ALG_GCRA;
+    o.burst = -1;
+    EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "burst = -1");
+    o.algorithm = 4;
+    EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "algorithm = 4");
+    rl_client_close(client);
+  }
+}
+
+TEST(CApi, DenyCacheOption) {
+  rltest::RedisServer server;
+  rl_client* client = nullptr;
+  ASSERT_EQ(rl_client_open(server.url().c_str(), nullptr, &client, nullptr), RL_OK);
+  rl_limiter_options o = limiter_opts(1, 60000);
+  o.deny_cache_size = 16;
+  rl_limiter* l = nullptr;
+  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
+  rl_decision d;
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.cached, 0);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  EXPECT_EQ(d.cached, 1);
+  ASSERT_EQ(rl_reset(l, "k", 1, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  rl_limiter_free(l);
+  o.deny_cache_size = -1;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "deny_cache_size = -1");
+  EXPECT_ERR(rl_limiter_new_spec(client, "1/s", &o, &l, err), RL_EINVALID, "deny_cache_size = -1");
+  o.deny_cache_size = 2000000000;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "deny_cache_size");
+  rl_client_close(client);
+}
+
+TEST(CApi, FailurePolicyOptions) {
+  std::string url = "redis://127.0.0.1:" + std::to_string(rltest::free_port());  // nobody listens
+  rl_client* client = nullptr;
+  ASSERT_EQ(rl_client_open(url.c_str(), nullptr, &client, nullptr), RL_OK);
+  rl_limiter_options o = limiter_opts(3, 1000);
+  rl_limiter* l = nullptr;
+  rl_decision d;
+  o.failure_policy = RL_FAIL_OPEN;
+  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  EXPECT_EQ(d.degraded, 1);
+  rl_limiter_free(l);
+  o.failure_policy = RL_FAIL_CLOSED;
+  o.breaker_failures = 1;
+  o.breaker_cooldown_ms = 250;
+  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  EXPECT_EQ(d.degraded, 1);
+  EXPECT_EQ(d.retry_after_ms, 250);
+  rl_limiter_free(l);
+  o.failure_policy = RL_FAIL_LOCAL;
+  ASSERT_EQ(rl_limiter_new_spec(client, "1/minute", &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  EXPECT_EQ(d.degraded, 1);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  rl_limiter_free(l);
+  o.failure_policy = RL_FAIL_ERROR;
+  o.breaker_failures = 0;
+  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
+  EXPECT_ERR(rl_check(l, "k", 1, 1, &d, err), RL_EUNAVAILABLE, "refused");
+  rl_limiter_free(l);
+  l = nullptr;
+  o.failure_policy = 7;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "failure_policy = 7");
+  o.failure_policy = RL_FAIL_OPEN;
+  o.breaker_failures = -2;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "breaker_failures = -2");
+  o.breaker_failures = 1;
+  o.breaker_cooldown_ms = -1;
+  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "breaker_cooldown_ms = -1");
+  rl_client_close(client);
+}

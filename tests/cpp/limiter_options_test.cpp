@@ -69,3 +69,17 @@ TEST(StorageKey, HashTagIsDerivedNotChosen) {
   EXPECT_EQ(l.storage_key("a"), l.storage_key("a"));
   EXPECT_NE(l.storage_key("a").substr(0, close + 1), l.storage_key("b").substr(0, close + 1));
 }
+
+TEST(StorageKey, MultiLimitKeysShareOneHashTag) {
+  LimiterOptions o;
+  o.limits = {{Algorithm::kGcra, 10, 1000}, {Algorithm::kGcra, 1000, 3600000}, {Algorithm::kGcra, 5, 100}};
+  Limiter l(Client::open("memory://"), o);
+  auto keys = l.storage_keys("user:{7}");
+  ASSERT_EQ(keys.size(), 3u);
+  auto tag = [](const std::string& k) { return k.substr(k.find('{'), k.find('}') - k.find('{') + 1); };
+  EXPECT_EQ(keys[0], l.storage_key("user:{7}"));
+  EXPECT_EQ(tag(keys[1]), tag(keys[0]));
+  EXPECT_EQ(tag(keys[2]), tag(keys[0]));
+  EXPECT_NE(keys[1], keys[2]);
+  EXPECT_EQ(keys[0].substr(0, keys[0].find('{')), "rl:gcra:");
+}

@@ -12,7 +12,8 @@ using namespace redlimit;
 
 TEST(ScriptCache, EmbeddedSha1MatchesScriptLoad) {
   rltest::RedisServer server;
-  for (const scripts::Script* s : {&scripts::k_sliding_log}) {
+  for (const scripts::Script* s : {&scripts::k_sliding_log, &scripts::k_sliding_counter, &scripts::k_fixed_window,
+                                   &scripts::k_gcra}) {
     std::string sha = server.command({"SCRIPT", "LOAD", s->source});
     EXPECT_EQ(sha, s->sha1) << s->name;
     EXPECT_EQ(sha.size(), 40u);
@@ -25,7 +26,7 @@ TEST(ScriptCache, NoscriptReloadsOnceThenRuns) {
   ScriptCache cache;
   auto conn = pool.acquire();
   // Each call gets its own token, as RedisBackend gives it.
-  auto args = [](const char* token) { return Argv{"check", "5", "1000000", "1", "", token}; };
+  auto args = [](const char* token) { return Argv{"check", "1", "", token, "0", "5", "1000000", "5", "200000"}; };
   ReplyPtr r = cache.run(*conn, scripts::k_sliding_log, {"t:{x}:k"}, args("tok1"));
   ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
   EXPECT_EQ(cache.reloads(), 1);  // a fresh server has no scripts
@@ -45,7 +46,7 @@ TEST(ScriptCache, PipelinedCallsRecoverNoscript) {
   StandaloneTransport transport(parse_url(server.url()), PoolOptions{});
   std::vector<std::string> tokens = {"a", "b", "c", "d"};
   std::vector<ScriptCall> calls;
-  for (auto& t : tokens) calls.push_back({{"p:{x}:k"}, {"check", "10", "1000000000", "2", "", t}});
+  for (auto& t : tokens) calls.push_back({{"p:{x}:k"}, {"check", "2", "", t, "0", "10", "1000000000", "10", "100000000"}});
   auto replies = transport.run_scripts(scripts::k_sliding_log, calls);
   ASSERT_EQ(replies.size(), 4u);
   for (auto& r : replies) ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);

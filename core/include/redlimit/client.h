@@ -7,6 +7,7 @@
 #include <string>
 
 #include "redlimit/backend.h"
+#include "redlimit/metrics.h"
 #include "redlimit/url.h"
 
 namespace redlimit {
@@ -37,13 +38,17 @@ class Client {
   static std::shared_ptr<Client> open(const std::string& url, const ClientOptions& options = {});
 
   Backend& backend() const { return *backend_; }
+  Metrics& metrics() const { return *metrics_; }
+  // Counters of every limiter on this client, with the backend's round trips.
+  Stats stats() const;
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:
   Client(Endpoint endpoint, std::unique_ptr<Backend> backend)
-      : endpoint_(std::move(endpoint)), backend_(std::move(backend)) {}
+      : endpoint_(std::move(endpoint)), backend_(std::move(backend)), metrics_(std::make_unique<Metrics>()) {}
   Endpoint endpoint_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Metrics> metrics_;
 };
 
 }  // namespace redlimit

@@ -13,6 +13,8 @@ struct Decision {
   int64_t reset_after_ms = 0;  // until the key is back to full capacity
   bool cached = false;         // answered by the local deny cache
   bool degraded = false;       // answered by the failure policy
+  int64_t granted = 0;         // units admitted: the cost, or 0; check_at_most: up to its max
+  bool shadowed = false;       // denied, but admitted because the limiter is in shadow mode
 };
 
 }  // namespace redlimit

@@ -1,0 +1,108 @@
+// check_many: one pipelined round trip for many keys, one Decision or error each.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "redis_server.h"
+#include "redlimit.h"
+#include "redlimit/errors.h"
+#include "redlimit/limiter.h"
+
+using namespace redlimit;
+
+namespace {
+
+rltest::RedisServer& server() {
+  static rltest::RedisServer s;
+  return s;
+}
+
+}  // namespace
+
+TEST(Batch, OneRoundTripManyKeys) {
+  auto client = Client::open(server().url());
+  LimiterOptions o;
+  o.limits = {{Algorithm::kSlidingLog, 2, 60000}, {Algorithm::kSlidingLog, 10, 3600000}};
+  o.prefix = "batch1";
+  Limiter l(client, o);
+  std::vector<std::string> names;
+  for (int i = 0; i < 200; ++i) names.push_back("user-" + std::to_string(i % 100));  // each key twice
+  std::vector<std::string_view> keys(names.begin(), names.end());
+  keys.push_back("");  // one bad key does not fail the others
+  long before = client->backend().round_trips();
+  std::vector<Outcome> out = l.check_many(keys, 1);
+  EXPECT_EQ(client->backend().round_trips() - before, 1);
+  ASSERT_EQ(out.size(), 201u);
+  for (size_t i = 0; i < 200; ++i) {
+    ASSERT_FALSE(out[i].error) << i;
+    EXPECT_TRUE(out[i].decision.allowed);
+    EXPECT_EQ(out[i].decision.remaining, i < 100 ? 1 : 0);  // the second use of a key sees the first
+  }
+  ASSERT_TRUE(out[200].error);
+  // A third check of each key is denied, in one more round trip.
+  out = l.check_many(std::vector<std::string_view>(keys.begin(), keys.begin() + 100), 1);
+  for (auto& r : out) EXPECT_FALSE(r.decision.allowed);
+  EXPECT_EQ(client->backend().round_trips() - before, 2);
+  // The same decisions as one-by-one checks would give.
+  EXPECT_FALSE(l.check("user-5").allowed);
+}
+
+TEST(Batch, SameAnswersInMemory) {
+  LimiterOptions o;
+  o.limit = {Algorithm::kGcra, 3, 1000};
+  Limiter l(Client::open("memory://"), o);
+  std::vector<std::string_view> keys = {"a", "b", "a", "a", "a"};
+  auto out = l.check_many(keys, 1);
+  std::vector<bool> allowed;
+  for (auto& r : out) allowed.push_back(r.decision.allowed);
+  EXPECT_EQ(allowed, (std::vector<bool>{true, true, true, true, false}));
+}
+
+TEST(Batch, CApi) {
+  rl_client* client = nullptr;
+  ASSERT_EQ(rl_client_open(server().url().c_str(), nullptr, &client, nullptr), RL_OK);
+  rl_limiter* l = nullptr;
+  rl_limiter_options lo = RL_LIMITER_OPTIONS_INIT;
+  lo.prefix = "batchc";
+  ASSERT_EQ(rl_limiter_new_spec(client, "1/minute", &lo, &l, nullptr), RL_OK);
+  const char* k[] = {"x", "y", "x", nullptr, "z\0z"};
+  size_t lens[] = {1, 1, 1, 3, 3};
+  rl_decision out[5];
+  int statuses[5];
+  rl_error err;
+  int rc = rl_check_many(l, reinterpret_cast<const void* const*>(k), lens, 5, 1, out, statuses, &err);
+  EXPECT_EQ(rc, RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "keys[3] is NULL"), nullptr) << err.message;
+  EXPECT_EQ(statuses[0], RL_OK);
+  EXPECT_EQ(out[0].allowed, 1);
+  EXPECT_EQ(out[1].allowed, 1);
+  EXPECT_EQ(statuses[2], RL_OK);
+  EXPECT_EQ(out[2].allowed, 0);
+  EXPECT_EQ(statuses[3], RL_EINVALID);
+  EXPECT_EQ(statuses[4], RL_OK);
+  EXPECT_EQ(out[4].allowed, 1);
+  // All good: RL_OK.
+  const char* k2[] = {"p", "q"};
+  size_t l2[] = {1, 1};
+  EXPECT_EQ(rl_check_many(l, reinterpret_cast<const void* const*>(k2), l2, 2, 1, out, statuses, &err), RL_OK);
+  // Bad arguments.
+  const void* const* kk = reinterpret_cast<const void* const*>(k2);
+  EXPECT_EQ(rl_check_many(nullptr, kk, l2, 2, 1, out, statuses, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "limiter is NULL"), nullptr);
+  EXPECT_EQ(rl_check_many(l, nullptr, l2, 2, 1, out, statuses, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "keys is NULL"), nullptr);
+  EXPECT_EQ(rl_check_many(l, kk, nullptr, 2, 1, out, statuses, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "key_lens is NULL"), nullptr);
+  EXPECT_EQ(rl_check_many(l, kk, l2, 2, 1, nullptr, statuses, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "out is NULL"), nullptr);
+  EXPECT_EQ(rl_check_many(l, kk, l2, 2, 1, out, nullptr, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "statuses is NULL"), nullptr);
+  EXPECT_EQ(rl_check_many(l, kk, l2, 2, 0, out, statuses, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "cost = 0"), nullptr);
+  EXPECT_EQ(statuses[0], RL_EINVALID);
+  EXPECT_EQ(rl_check_many(l, kk, l2, SIZE_MAX, 1, out, statuses, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "n = "), nullptr);
+  EXPECT_EQ(rl_check_many(l, nullptr, nullptr, 0, 1, nullptr, nullptr, &err), RL_OK);  // nothing to do
+  rl_limiter_free(l);
+  rl_client_close(client);
+}

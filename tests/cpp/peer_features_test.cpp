@@ -1,0 +1,176 @@
+// Features peer libraries have: partial grants, blocking acquire, shadow
+// mode, limits passed per call.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "redis_server.h"
+#include "redlimit.h"
+#include "redlimit/errors.h"
+#include "redlimit/limiter.h"
+
+using namespace redlimit;
+using namespace std::chrono;
+using namespace std::chrono_literals;
+
+namespace {
+
+rltest::RedisServer& server() {
+  static rltest::RedisServer s;
+  return s;
+}
+
+LimiterOptions opts(const std::string& prefix, std::vector<LimitParams> limits) {
+  LimiterOptions o;
+  o.limits = std::move(limits);
+  o.prefix = prefix;
+  return o;
+}
+
+}  // namespace
+
+TEST(AtMost, GrantsWhatFits) {
+  for (Algorithm alg : {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow,
+                        Algorithm::kGcra}) {
+    SCOPED_TRACE(algorithm_name(alg));
+    Limiter l(Client::open(server().url()), opts(std::string("most-") + algorithm_name(alg), {{alg, 10, 60000}}));
+    Decision d = l.check_at_most("k", 4);
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.granted, 4);
+    d = l.check_at_most("k", 100);  // only 6 fit
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.granted, 6);
+    EXPECT_EQ(d.remaining, 0);
+    d = l.check_at_most("k", 3);
+    EXPECT_FALSE(d.allowed);
+    EXPECT_EQ(d.granted, 0);
+    EXPECT_GT(d.retry_after_ms, 0);
+  }
+}
+
+TEST(Acquire, WaitsForRetryAfterUpToTheTimeout) {
+  Limiter l(Client::open(server().url()), opts("acq", {{Algorithm::kGcra, 20, 1000, 1}}));  // one per 50 ms
+  ASSERT_TRUE(l.check("k").allowed);
+  auto t = steady_clock::now();
+  Decision d = l.acquire("k", 1, 500ms);
+  auto waited = duration_cast<milliseconds>(steady_clock::now() - t).count();
+  EXPECT_TRUE(d.allowed);
+  EXPECT_GE(waited, 35);
+  EXPECT_LT(waited, 400);
+  // A timeout shorter than the wait: returns at once, denied.
+  t = steady_clock::now();
+  d = l.acquire("k", 1, 10ms);
+  EXPECT_FALSE(d.allowed);
+  EXPECT_LT(duration_cast<milliseconds>(steady_clock::now() - t).count(), 10);
+}
+
+TEST(Shadow, DecidesAndCountsButAdmits) {
+  auto c = Client::open(server().url());
+  LimiterOptions o = opts("shadow", {{Algorithm::kSlidingLog, 2, 60000}});
+  o.shadow = true;
+  Limiter l(c, o);
+  for (int i = 0; i < 5; ++i) {
+    Decision d = l.check("k");
+    EXPECT_TRUE(d.allowed);
+    EXPECT_EQ(d.shadowed, i >= 2) << i;
+  }
+  Stats s = c->stats();
+  EXPECT_EQ(s.admitted, 2u);
+  EXPECT_EQ(s.denied, 3u);
+}
+
+TEST(PerCallLimit, ChangesAtRunTime) {
+  Limiter l(Client::open(server().url()), opts("percall", {{Algorithm::kFixedWindow, 2, 60000}}));
+  EXPECT_TRUE(l.check("k").allowed);
+  EXPECT_TRUE(l.check("k").allowed);
+  EXPECT_FALSE(l.check("k").allowed);
+  Decision d = l.check_with("k", 1, {{Algorithm::kFixedWindow, 5, 60000}});  // raised: same counter
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(d.limit, 5);
+  EXPECT_EQ(d.remaining, 2);
+  try {
+    l.check_with("k", 1, {{Algorithm::kGcra, 5, 60000}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not the limiter's fixed_window"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PeerFeatures, CApi) {
+  rl_client* client = nullptr;
+  ASSERT_EQ(rl_client_open(server().url().c_str(), nullptr, &client, nullptr), RL_OK);
+  rl_limiter_options o = RL_LIMITER_OPTIONS_INIT;
+  o.prefix = "peer-c";
+  rl_limiter* l = nullptr;
+  ASSERT_EQ(rl_limiter_new_spec(client, "5/minute", &o, &l, nullptr), RL_OK);
+  rl_decision d;
+  rl_error err;
+  ASSERT_EQ(rl_check_at_most(l, "k", 1, 3, &d, &err), RL_OK) << err.message;
+  EXPECT_EQ(d.granted, 3);
+  ASSERT_EQ(rl_check_at_most(l, "k", 1, 3, &d, &err), RL_OK);
+  EXPECT_EQ(d.granted, 2);
+  ASSERT_EQ(rl_acquire(l, "k", 1, 1, 0, &d, &err), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  ASSERT_EQ(rl_check_limit(l, "k", 1, 1, 6, 60000, &d, &err), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  EXPECT_EQ(d.granted, 1);
+  EXPECT_EQ(d.limit, 6);
+  // Bad input.
+  EXPECT_EQ(rl_check_at_most(nullptr, "k", 1, 1, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "limiter is NULL"), nullptr);
+  EXPECT_EQ(rl_check_at_most(l, "k", 1, 0, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "max_cost = 0"), nullptr);
+  EXPECT_EQ(rl_check_at_most(l, nullptr, 1, 1, &d, &err), RL_EINVALID);
+  EXPECT_EQ(rl_check_at_most(l, "k", 1, 1, nullptr, &err), RL_EINVALID);
+  EXPECT_EQ(rl_acquire(l, "k", 1, 1, -1, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "timeout_ms = -1"), nullptr);
+  EXPECT_EQ(rl_acquire(l, "k", 1, 0, 10, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "cost = 0"), nullptr);
+  EXPECT_EQ(rl_acquire(nullptr, "k", 1, 1, 10, &d, &err), RL_EINVALID);
+  EXPECT_EQ(rl_acquire(l, "", 0, 1, 10, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "key is empty"), nullptr);
+  EXPECT_EQ(rl_acquire(l, "k", 1, 1, 10, nullptr, &err), RL_EINVALID);
+  EXPECT_EQ(rl_check_limit(l, "k", 1, 1, 0, 1000, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "limit = 0"), nullptr);
+  EXPECT_EQ(rl_check_limit(l, "k", 1, 1, 10, -5, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "window_ms = -5"), nullptr);
+  EXPECT_EQ(rl_check_limit(l, "k", 1, 11, 10, 1000, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "exceeds limit = 10"), nullptr);
+  EXPECT_EQ(rl_check_limit(nullptr, "k", 1, 1, 10, 1000, &d, &err), RL_EINVALID);
+  EXPECT_EQ(rl_check_limit(l, nullptr, 1, 1, 10, 1000, &d, &err), RL_EINVALID);
+  EXPECT_EQ(rl_check_limit(l, "k", 1, 1, 10, 1000, nullptr, &err), RL_EINVALID);
+  // Refund.
+  ASSERT_EQ(rl_refund(l, "k", 1, 2, &d, &err), RL_OK) << err.message;
+  EXPECT_EQ(d.allowed, 1);
+  EXPECT_EQ(d.remaining, 1);  // 6 units were taken (one under a per-call limit of 6)
+  EXPECT_EQ(rl_refund(l, "k", 1, 0, &d, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "units = 0"), nullptr);
+  EXPECT_EQ(rl_refund(nullptr, "k", 1, 1, &d, &err), RL_EINVALID);
+  EXPECT_EQ(rl_refund(l, nullptr, 1, 1, &d, &err), RL_EINVALID);
+  EXPECT_EQ(rl_refund(l, "k", 1, 1, nullptr, &err), RL_EINVALID);
+  rl_limiter_free(l);
+  // A punitive block through the C options.
+  o.block_ms = 60000;
+  o.prefix = "peer-block";
+  ASSERT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 0);
+  EXPECT_GT(d.retry_after_ms, 59000);  // the block, not the 1 s window
+  rl_limiter_free(l);
+  o.block_ms = -1;
+  EXPECT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, &err), RL_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "block_ms = -1"), nullptr);
+  o.block_ms = 0;
+  // Shadow through the C options.
+  o.shadow = 1;
+  o.prefix = "peer-shadow";
+  ASSERT_EQ(rl_limiter_new_spec(client, "1/minute", &o, &l, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_EQ(d.allowed, 1);
+  EXPECT_EQ(d.shadowed, 1);
+  rl_limiter_free(l);
+  rl_client_close(client);
+}
