@@ -4,6 +4,7 @@
 #include "cluster_transport.h"
 #include "memory_backend.h"
 #include "redis_backend.h"
+#include "sentinel_transport.h"
 #include "transport.h"
 #include "redlimit/errors.h"
 
@@ -18,6 +19,7 @@ void check_range(const char* name, long long value, long long lo, long long hi) 
 
 std::unique_ptr<Transport> make_transport(const Endpoint& ep, const PoolOptions& pool) {
   if (ep.kind == Endpoint::Kind::kCluster) return std::make_unique<ClusterTransport>(ep, pool);
+  if (ep.kind == Endpoint::Kind::kSentinel) return std::make_unique<SentinelTransport>(ep, pool);
   return std::make_unique<StandaloneTransport>(ep, pool);
 }
 

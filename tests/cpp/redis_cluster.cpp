@@ -312,7 +312,7 @@ RedisSentinels::RedisSentinels(std::string name) : name_(std::move(name)) {
         << "dir " << dir_ << "\n"
         << "sentinel monitor " << name_ << " 127.0.0.1 " << data_[0]->port() << " 2\n"
         << "sentinel down-after-milliseconds " << name_ << " 1000\n"
-        << "sentinel failover-timeout " << name_ << " 5000\n"
+        << "sentinel failover-timeout " << name_ << " 3000\n"
         << "sentinel parallel-syncs " << name_ << " 1\n";
     out.close();
     sentinel_ports_.push_back(port);
@@ -343,6 +343,11 @@ std::string RedisSentinels::url() const {
   for (size_t i = 0; i < sentinel_ports_.size(); ++i)
     out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinel_ports_[i]);
   return out + "/" + name_;
+}
+
+void RedisSentinels::sentinel_failover() {
+  std::string r = command_at(sentinel_ports_[0], {"SENTINEL", "FAILOVER", name_});
+  if (r != "OK") throw std::runtime_error("SENTINEL FAILOVER: " + r);
 }
 
 void RedisSentinels::kill_master() { ::kill(server_pid(*data_[master_]), SIGKILL); }

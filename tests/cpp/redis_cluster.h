@@ -80,6 +80,8 @@ class RedisSentinels {
   RedisServer& replica() { return *data_[1 - master_]; }
   // SIGKILLs the master; the replica is then expected to be promoted.
   void kill_master();
+  // SENTINEL FAILOVER: the replica is promoted, the master demoted to replica.
+  void sentinel_failover();
   // Polls until the sentinels name a live master other than the killed one
   // and it answers ROLE as master. Throws after `timeout`.
   void wait_promoted(std::chrono::milliseconds timeout = std::chrono::seconds(30));
