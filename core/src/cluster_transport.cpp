@@ -137,6 +137,13 @@ void ClusterTransport::load_map() {
     if (!seen) candidates.push_back(s);
   }
 
+  // Start at a different node each time, so that one node that hangs (rather
+  // than refusing) does not delay every refresh.
+  if (candidates.size() > 1 && !endpoint_.seeds.empty()) {
+    long turn = refreshes_.load(std::memory_order_relaxed);
+    std::rotate(candidates.begin(), candidates.begin() + turn % static_cast<long>(candidates.size()),
+                candidates.end());
+  }
   std::string failures;
   bool not_a_cluster = false;
   for (const HostPort& candidate : candidates) {
