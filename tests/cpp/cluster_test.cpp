@@ -221,9 +221,11 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
     h.stop();
     double recovered = h.errors.load() ? ms_since(t0, h.last_error_ns.load()) : 0.0;
     std::printf("CLUSTER FAILOVER: promoted after %.0f ms; %ld errors (%s); client recovered %.0f ms after the "
-                "command; admitted %ld (%ld at promotion), limit %lld\n",
+                "command; admitted %ld (%ld at promotion), limit %lld; %ld NOSCRIPT reloads so far\n",
                 ms_since(t0, promoted), h.errors.load(), h.first_error_text().c_str(), recovered,
-                h.admitted.load(), at_promotion, static_cast<long long>(kLimit));
+                h.admitted.load(), at_promotion, static_cast<long long>(kLimit), transport.noscript_reloads());
+    // The promoted replica never saw SCRIPT LOAD (scripts replicate as effects).
+    EXPECT_GT(transport.noscript_reloads(), 0);
     EXPECT_LT(at_promotion, kLimit);
     EXPECT_EQ(h.admitted.load(), kLimit);  // a manual failover loses no write
     EXPECT_LT(recovered, 5000.0);
