@@ -4,6 +4,8 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -72,8 +74,29 @@ bool node_of(const redisReply* e, const std::string& asked_host, HostPort& out) 
 }  // namespace
 
 ClusterTransport::ClusterTransport(Endpoint endpoint, PoolOptions options)
-    : endpoint_(std::move(endpoint)), options_(options), slots_(kClusterSlots) {
+    : endpoint_(std::move(endpoint)), options_(options), locks_(new Locks), slots_(kClusterSlots) {
+  locks_.load()->pid = ::getpid();
   if (endpoint_.seeds.empty()) throw_invalid("redis+cluster:// needs at least one seed node");
+}
+
+ClusterTransport::~ClusterTransport() {
+  Locks* l = locks_.load();
+  // A generation inherited across fork() may be locked by a thread that does
+  // not exist here; it is left allocated (as ConnectionPool does).
+  if (l->pid == ::getpid()) delete l;
+}
+
+ClusterTransport::Locks& ClusterTransport::locks() {
+  Locks* l = locks_.load(std::memory_order_acquire);
+  pid_t pid = ::getpid();
+  if (l->pid == pid) return *l;
+  std::lock_guard<std::mutex> guard(fork_mu_);  // only ever taken in a forked child
+  l = locks_.load(std::memory_order_acquire);
+  if (l->pid == pid) return *l;
+  Locks* fresh = new Locks;
+  fresh->pid = pid;
+  locks_.store(fresh, std::memory_order_release);
+  return *fresh;
 }
 
 Endpoint ClusterTransport::node_endpoint(const HostPort& address) const {
@@ -102,7 +125,7 @@ void ClusterTransport::ensure_map() {
     if (now_ns() - last_refresh_ns_.load() > std::chrono::nanoseconds(kPeriodicRefresh).count()) refresh(false);
     return;
   }
-  std::lock_guard<std::mutex> lock(refresh_mu_);
+  std::lock_guard<std::mutex> lock(locks().refresh);
   if (!loaded_.load()) load_map();  // the first load is never rate-limited: its error is the caller's answer
 }
 
@@ -110,7 +133,7 @@ void ClusterTransport::refresh(bool wait) {
   const int64_t min_gap = std::chrono::nanoseconds(kMinRefreshInterval).count();
   int64_t asked = now_ns();
   if (asked - last_refresh_ns_.load() < min_gap) return;
-  std::unique_lock<std::mutex> lock(refresh_mu_, std::defer_lock);
+  std::unique_lock<std::mutex> lock(locks().refresh, std::defer_lock);
   if (wait)
     lock.lock();
   else if (!lock.try_lock())
@@ -128,7 +151,7 @@ void ClusterTransport::load_map() {
   refreshes_.fetch_add(1, std::memory_order_relaxed);
   std::vector<HostPort> candidates;
   {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    std::shared_lock<std::shared_mutex> lock(locks().map);
     candidates = known_;
   }
   for (const HostPort& s : endpoint_.seeds) {
@@ -174,7 +197,7 @@ void ClusterTransport::load_map() {
     std::vector<HostPort> masters, replicas;
     std::map<std::string, NodePtr> old;
     {
-      std::shared_lock<std::shared_mutex> lock(mu_);
+      std::shared_lock<std::shared_mutex> lock(locks().map);
       old = nodes_;
     }
     size_t served = 0;
@@ -206,7 +229,7 @@ void ClusterTransport::load_map() {
     }
     masters.insert(masters.end(), replicas.begin(), replicas.end());
     {
-      std::unique_lock<std::shared_mutex> lock(mu_);
+      std::unique_lock<std::shared_mutex> lock(locks().map);
       slots_.swap(slots);
       nodes_.swap(nodes);
       known_ = std::move(masters);
@@ -221,18 +244,18 @@ void ClusterTransport::load_map() {
 }
 
 ClusterTransport::NodePtr ClusterTransport::node_for_slot(int slot) {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<std::shared_mutex> lock(locks().map);
   return slots_[static_cast<size_t>(slot)];
 }
 
 ClusterTransport::NodePtr ClusterTransport::node_at(const HostPort& address) {
   std::string key = address.describe();
   {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    std::shared_lock<std::shared_mutex> lock(locks().map);
     auto it = nodes_.find(key);
     if (it != nodes_.end()) return it->second;
   }
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock<std::shared_mutex> lock(locks().map);
   NodePtr& node = nodes_[key];
   if (!node) node = std::make_shared<Node>(node_endpoint(address), options_);
   return node;
@@ -285,7 +308,7 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
       NodePtr target = node_at(rd.address);
       if (rd.moved) {
         {
-          std::unique_lock<std::shared_mutex> lock(mu_);
+          std::unique_lock<std::shared_mutex> lock(locks().map);
           slots_[static_cast<size_t>(rd.slot)] = target;
         }
         refresh(false);  // other slots probably moved too

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+
+#include <sys/types.h>
 #include <vector>
 
 #include "transport.h"
@@ -37,6 +39,10 @@ class ClusterTransport : public Transport {
   // `endpoint` is a kCluster endpoint: seeds plus the credentials of every
   // node. Nothing is connected until the first command.
   ClusterTransport(Endpoint endpoint, PoolOptions options);
+
+  ~ClusterTransport() override;
+  ClusterTransport(const ClusterTransport&) = delete;
+  ClusterTransport& operator=(const ClusterTransport&) = delete;
 
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
@@ -67,7 +73,7 @@ class ClusterTransport : public Transport {
   // Reloads the slot map unless one was loaded less than kMinRefreshInterval
   // ago; `wait`: wait for a refresh another thread is running.
   void refresh(bool wait);
-  void load_map();  // refresh_mu_ held; throws when no node answers
+  void load_map();  // locks().refresh held; throws when no node answers
   ReplyPtr run_script_on(Connection& conn, const scripts::Script& script, const Argv& keys, const Argv& args,
                          bool asking);
 
@@ -75,12 +81,21 @@ class ClusterTransport : public Transport {
   const PoolOptions options_;
   ScriptCache scripts_;  // stateless apart from counters: one for all nodes
 
-  std::shared_mutex mu_;                       // guards the three below
+  // The locks live apart so that a forked child can start with fresh ones: a
+  // parent thread may hold them at the time of fork().
+  struct Locks {
+    pid_t pid = 0;
+    std::shared_mutex map;  // guards slots_, nodes_, known_
+    std::mutex refresh;     // single flight
+  };
+  Locks& locks();
+  std::atomic<Locks*> locks_;
+  std::mutex fork_mu_;
+
   std::vector<NodePtr> slots_;                 // kClusterSlots entries; null: unserved
   std::map<std::string, NodePtr> nodes_;       // masters by host:port
   std::vector<HostPort> known_;                // every node of the last map, masters first
 
-  std::mutex refresh_mu_;  // single flight
   std::atomic<bool> loaded_{false};
   std::atomic<int64_t> last_refresh_ns_{0};  // steady clock, last attempt
   std::atomic<long> refreshes_{0};

@@ -3,6 +3,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <optional>
 
@@ -25,9 +27,30 @@ void append(std::string& list, const std::string& item) { list += (list.empty() 
 }  // namespace
 
 SentinelTransport::SentinelTransport(Endpoint endpoint, PoolOptions options)
-    : endpoint_(std::move(endpoint)), options_(options) {
+    : endpoint_(std::move(endpoint)), options_(options), locks_(new Locks) {
+  locks_.load()->pid = ::getpid();
   if (endpoint_.seeds.empty()) throw_invalid("redis+sentinel:// needs at least one sentinel");
   if (endpoint_.master_name.empty()) throw_invalid("redis+sentinel:// needs a master name");
+}
+
+SentinelTransport::~SentinelTransport() {
+  Locks* l = locks_.load();
+  // A generation inherited across fork() may be locked by a thread that does
+  // not exist here; it is left allocated (as ConnectionPool does).
+  if (l->pid == ::getpid()) delete l;
+}
+
+SentinelTransport::Locks& SentinelTransport::locks() {
+  Locks* l = locks_.load(std::memory_order_acquire);
+  pid_t pid = ::getpid();
+  if (l->pid == pid) return *l;
+  std::lock_guard<std::mutex> guard(fork_mu_);  // only ever taken in a forked child
+  l = locks_.load(std::memory_order_acquire);
+  if (l->pid == pid) return *l;
+  Locks* fresh = new Locks;
+  fresh->pid = pid;
+  locks_.store(fresh, std::memory_order_release);
+  return *fresh;
 }
 
 SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previous) {
@@ -106,17 +129,17 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
 
 void SentinelTransport::recheck() {
   if (now_ns() - last_resolve_ns_.load() < std::chrono::nanoseconds(kRecheckInterval).count()) return;
-  std::unique_lock<std::mutex> single(resolve_mu_, std::try_to_lock);
+  std::unique_lock<std::mutex> single(locks().resolve, std::try_to_lock);
   if (!single.owns_lock()) return;  // another thread is at it
   if (now_ns() - last_resolve_ns_.load() < std::chrono::nanoseconds(kRecheckInterval).count()) return;
   MasterPtr previous;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(locks().master);
     previous = master_;
   }
   try {
     MasterPtr m = resolve(previous);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(locks().master);
     master_ = m;
   } catch (const Error&) {
     // Keep the master in use; a failing command will re-resolve.
@@ -125,7 +148,7 @@ void SentinelTransport::recheck() {
 
 SentinelTransport::MasterPtr SentinelTransport::current() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(locks().master);
     if (master_) {
       lock.unlock();
       recheck();
@@ -133,29 +156,29 @@ SentinelTransport::MasterPtr SentinelTransport::current() {
       return master_;
     }
   }
-  std::lock_guard<std::mutex> single(resolve_mu_);
+  std::lock_guard<std::mutex> single(locks().resolve);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(locks().master);
     if (master_) return master_;
   }
   MasterPtr m = resolve(nullptr);  // the first resolution's error is the caller's answer
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(locks().master);
   master_ = m;
   return m;
 }
 
 SentinelTransport::MasterPtr SentinelTransport::re_resolve() {
   const int64_t min_gap = std::chrono::nanoseconds(kMinResolveInterval).count();
-  std::lock_guard<std::mutex> single(resolve_mu_);
+  std::lock_guard<std::mutex> single(locks().resolve);
   MasterPtr previous;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(locks().master);
     previous = master_;
   }
   if (now_ns() - last_resolve_ns_.load() < min_gap) return previous;  // just done, maybe by another thread
   try {
     MasterPtr m = resolve(previous);
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(locks().master);
     master_ = m;  // the old pool closes when its last lease comes back
     return m;
   } catch (const Error&) {

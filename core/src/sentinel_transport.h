@@ -19,6 +19,8 @@
 #include <mutex>
 #include <string>
 
+#include <sys/types.h>
+
 #include "transport.h"
 
 namespace redlimit {
@@ -34,6 +36,10 @@ class SentinelTransport : public Transport {
   // `endpoint` is a kSentinel endpoint. Nothing is connected until the first
   // command.
   SentinelTransport(Endpoint endpoint, PoolOptions options);
+
+  ~SentinelTransport() override;
+  SentinelTransport(const SentinelTransport&) = delete;
+  SentinelTransport& operator=(const SentinelTransport&) = delete;
 
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
@@ -58,16 +64,23 @@ class SentinelTransport : public Transport {
   // returns the master in use afterwards (unchanged when resolution fails).
   MasterPtr re_resolve();
   void recheck();  // periodic re_resolve by whichever thread gets there first
-  MasterPtr resolve(const MasterPtr& previous);  // resolve_mu_ held; throws
+  MasterPtr resolve(const MasterPtr& previous);  // locks().resolve held; throws
   template <class R>
   R execute(const std::function<R(Connection&)>& run, const std::function<bool(const R&)>& readonly);
 
   const Endpoint endpoint_;
   const PoolOptions options_;
   ScriptCache scripts_;
-  std::mutex mu_;  // guards master_
+  // Apart, so that a forked child starts with fresh locks (see ClusterTransport).
+  struct Locks {
+    pid_t pid = 0;
+    std::mutex master;   // guards master_
+    std::mutex resolve;  // single flight
+  };
+  Locks& locks();
+  std::atomic<Locks*> locks_;
+  std::mutex fork_mu_;
   MasterPtr master_;
-  std::mutex resolve_mu_;  // single flight
   std::atomic<int64_t> last_resolve_ns_{0};
   std::atomic<long> resolutions_{0};
   std::atomic<long> readonly_replies_{0};

@@ -2,6 +2,8 @@
 // failover and a killed master, against a real 6-node cluster on loopback.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -144,6 +146,24 @@ TEST(Cluster, KeysSpreadOverMastersAndHotKeysAreExact) {
                                        redlimit::kServerTime)
                 .remaining,
             0);
+
+  // A forked child carries on with the inherited client on connections of its
+  // own (exit code: 0 when its decisions are right).
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    bool ok = true;
+    try {
+      for (auto& k : hot_keys) ok = ok && !hot.check(k).allowed;
+      ok = ok && hot.check("child-only").allowed;
+    } catch (...) {
+      ok = false;
+    }
+    std::_Exit(ok ? 0 : 1);
+  }
+  int status = -1;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(spread.check("after-fork").allowed);
 }
 
 TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
