@@ -316,6 +316,27 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
   for (auto& a : admitted) EXPECT_EQ(a.load(), 100);
 }
 
+TEST(ClusterTopology, PasswordAppliesToEveryNode) {
+  RedisCluster cluster(3, 0, "s3cr@t");
+  // The '@' in the password is percent-encoded in the URL.
+  std::string url = cluster.url();
+  url.replace(url.find("s3cr@t"), 6, "s3cr%40t");
+  auto client = open(url);
+  Limiter l(client, limit(5, 1000, "auth"));
+  for (int i = 0; i < 200; ++i) EXPECT_TRUE(l.check("k" + std::to_string(i)).allowed);  // every master
+  EXPECT_EQ(cluster_transport(*client).refreshes(), 1);
+
+  std::string wrong = url;
+  wrong.replace(wrong.find("s3cr%40t"), 8, "nope");
+  Limiter bad(open(wrong), limit(5, 1000, "auth"));
+  try {
+    bad.check("k");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAuth) << e.what();
+  }
+}
+
 TEST(ClusterTopology, UnreachableSeeds) {
   int a = rltest::free_port(), b = rltest::free_port();
   std::string url = "redis+cluster://127.0.0.1:" + std::to_string(a) + ",127.0.0.1:" + std::to_string(b);

@@ -35,7 +35,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 // One command against 127.0.0.1:port; the reply as text, "" when unreachable.
 // Flat arrays are joined by '\n'.
-std::string command_at(int port, const std::vector<std::string>& argv) {
+std::string command_at(int port, const std::vector<std::string>& argv, const std::string& password = "") {
   timeval tv{1, 0};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
   if (!c || c->err) {
@@ -43,6 +43,10 @@ std::string command_at(int port, const std::vector<std::string>& argv) {
     return "";
   }
   redisSetTimeout(c, tv);
+  if (!password.empty()) {
+    auto* r = static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size()));
+    if (r) freeReplyObject(r);
+  }
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
   for (auto& a : argv) {
@@ -114,19 +118,21 @@ pid_t server_pid(const RedisServer& server) {
 
 // ---------------------------------------------------------------- cluster
 
-RedisCluster::RedisCluster(int masters, int replicas) {
+RedisCluster::RedisCluster(int masters, int replicas, std::string password) : password_(std::move(password)) {
   int n = masters * (1 + replicas);
   for (int i = 0; i < n; ++i) {
     // The bus port defaults to port + 10000, which may be taken or past
     // 65535: give it its own free port.
-    nodes_.push_back(std::make_unique<RedisServer>(std::vector<std::string>{
-        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-        "--cluster-port", std::to_string(free_port())}));
+    std::vector<std::string> args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                     "--cluster-node-timeout", "1000", "--cluster-port", std::to_string(free_port())};
+    if (!password_.empty()) args.insert(args.end(), {"--requirepass", password_, "--masterauth", password_});
+    nodes_.push_back(std::make_unique<RedisServer>(args));
     alive_.push_back(true);
   }
   std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
   for (auto& node : nodes_) args.push_back("127.0.0.1:" + std::to_string(node->port()));
   args.insert(args.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
+  if (!password_.empty()) args.insert(args.end(), {"-a", password_, "--no-auth-warning"});
   run_quiet(args);
   wait_ready();
 }
@@ -135,11 +141,14 @@ RedisCluster::~RedisCluster() = default;
 
 std::string RedisCluster::url() const {
   std::string out = "redis+cluster://";
+  if (!password_.empty()) out += ":" + password_ + "@";
   for (size_t i = 0; i < nodes_.size(); ++i) out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->port());
   return out;
 }
 
-std::string RedisCluster::node_id(size_t i) const { return command_at(nodes_[i]->port(), {"CLUSTER", "MYID"}); }
+std::string RedisCluster::node_id(size_t i) const {
+  return command_at(nodes_[i]->port(), {"CLUSTER", "MYID"}, password_);
+}
 
 namespace {
 
@@ -151,9 +160,9 @@ struct NodeLine {
   std::vector<std::pair<int, int>> slots;
 };
 
-std::vector<NodeLine> cluster_nodes(int port) {
+std::vector<NodeLine> cluster_nodes(int port, const std::string& password) {
   std::vector<NodeLine> out;
-  for (const std::string& line : split(command_at(port, {"CLUSTER", "NODES"}), '\n')) {
+  for (const std::string& line : split(command_at(port, {"CLUSTER", "NODES"}, password), '\n')) {
     std::vector<std::string> f = split(line, ' ');
     if (f.size() < 8) continue;
     NodeLine n;
@@ -182,13 +191,13 @@ bool RedisCluster::ready(std::string& why) const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (!alive_[i]) continue;
     int port = nodes_[i]->port();
-    std::string info = command_at(port, {"CLUSTER", "INFO"});
+    std::string info = command_at(port, {"CLUSTER", "INFO"}, password_);
     if (info_field(info, "cluster_state") != "ok") {
       why = "node " + std::to_string(port) + " cluster_state=" + info_field(info, "cluster_state");
       return false;
     }
     std::map<int, std::string> owners;  // sorted: each node lists itself first
-    for (const NodeLine& n : cluster_nodes(port)) {
+    for (const NodeLine& n : cluster_nodes(port, password_)) {
       if (n.master && !n.failed && !n.slots.empty()) {
         std::string& v = owners[n.port];
         for (auto& s : n.slots) v += std::to_string(s.first) + "-" + std::to_string(s.second) + ",";
@@ -201,7 +210,7 @@ bool RedisCluster::ready(std::string& why) const {
       why = "nodes disagree on the slot map";
       return false;
     }
-    std::string repl = command_at(port, {"INFO", "replication"});
+    std::string repl = command_at(port, {"INFO", "replication"}, password_);
     if (info_field(repl, "role") == "slave" && info_field(repl, "master_link_status") != "up") {
       why = "replica " + std::to_string(port) + " not in sync";
       return false;
@@ -222,7 +231,7 @@ void RedisCluster::wait_ready(std::chrono::milliseconds timeout) const {
 size_t RedisCluster::master_of_slot(int slot) const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (!alive_[i]) continue;
-    for (const NodeLine& n : cluster_nodes(nodes_[i]->port())) {
+    for (const NodeLine& n : cluster_nodes(nodes_[i]->port(), password_)) {
       if (!n.master || n.failed) continue;
       for (auto& s : n.slots)
         if (slot >= s.first && slot <= s.second)
@@ -239,7 +248,7 @@ size_t RedisCluster::master_of_key(const std::string& key) const { return master
 std::vector<size_t> RedisCluster::masters() const {
   std::vector<size_t> out;
   for (size_t i = 0; i < nodes_.size(); ++i)
-    if (alive_[i] && info_field(command_at(nodes_[i]->port(), {"INFO", "replication"}), "role") == "master")
+    if (alive_[i] && info_field(command_at(nodes_[i]->port(), {"INFO", "replication"}, password_), "role") == "master")
       out.push_back(i);
   return out;
 }
@@ -248,7 +257,7 @@ size_t RedisCluster::replica_of(size_t m) const {
   std::string id = node_id(m);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (!alive_[i] || i == m) continue;
-    for (const NodeLine& n : cluster_nodes(nodes_[i]->port()))
+    for (const NodeLine& n : cluster_nodes(nodes_[i]->port(), password_))
       if (n.port == nodes_[i]->port() && !n.master && n.master_id == id) return i;
   }
   throw std::runtime_error("master has no live replica");

@@ -18,15 +18,16 @@ class RedisCluster {
  public:
   // Starts masters * (1 + replicas) nodes, forms the cluster with
   // redis-cli --cluster create, and waits until every node reports
-  // cluster_state:ok and every replica is in sync.
-  explicit RedisCluster(int masters = 3, int replicas = 1);
+  // cluster_state:ok and every replica is in sync. With a password, every
+  // node requires it (requirepass, masterauth).
+  explicit RedisCluster(int masters = 3, int replicas = 1, std::string password = "");
   ~RedisCluster();
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
 
   size_t size() const { return nodes_.size(); }
   RedisServer& node(size_t i) { return *nodes_[i]; }
-  // redis+cluster:// with every node as a seed.
+  // redis+cluster:// with every node as a seed (and the password, if any).
   std::string url() const;
   std::string node_id(size_t i) const;
   bool alive(size_t i) const { return alive_[i]; }
@@ -46,11 +47,12 @@ class RedisCluster {
   // `timeout`.
   void wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
 
-  // Runs a command on node i (see RedisServer::command).
+  // Runs a command on node i (see RedisServer::command; no password).
   std::string command(size_t i, const std::vector<std::string>& argv) const { return nodes_[i]->command(argv); }
 
  private:
   bool ready(std::string& why) const;
+  std::string password_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   std::vector<bool> alive_;
 };
