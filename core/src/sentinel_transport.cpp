@@ -58,7 +58,7 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
   resolutions_.fetch_add(1, std::memory_order_relaxed);
   const std::string& name = endpoint_.master_name;
   std::string failures;
-  int answered = 0, unknown = 0, not_sentinel = 0;
+  int answered = 0, unknown = 0, not_sentinel = 0, refused = 0;
   for (const HostPort& s : endpoint_.seeds) {
     Endpoint sep;
     sep.kind = Endpoint::Kind::kTcp;
@@ -72,6 +72,7 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
       Connection conn(sep, options_);
       r = conn.command({"SENTINEL", "get-master-addr-by-name", name});
     } catch (const Error& e) {
+      if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kPermission) ++refused;
       append(failures, where + ": " + e.what());
       continue;
     }
@@ -118,6 +119,9 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
     }
     return m;
   }
+  if (refused > 0 && refused == static_cast<int>(endpoint_.seeds.size()))
+    throw Error(ErrorCode::kAuth, "redis+sentinel://: every sentinel refused the credentials (sentinel_user / "
+                                  "sentinel_password): " + failures);
   if (answered > 0 && unknown == answered)
     throw Error(ErrorCode::kInvalidArgument,
                 "redis+sentinel://: no sentinel knows a master named \"" + name + "\" (" + failures + ")");

@@ -124,7 +124,9 @@ RedisCluster::RedisCluster(int masters, int replicas, std::string password) : pa
     // The bus port defaults to port + 10000, which may be taken or past
     // 65535: give it its own free port.
     std::vector<std::string> args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                     "--cluster-node-timeout", "1000", "--cluster-port", std::to_string(free_port())};
+                                     "--cluster-node-timeout", "1000", "--cluster-port", std::to_string(free_port()),
+                                     // a replica's first sync starts at once, not after the default 5 s
+                                     "--repl-diskless-sync-delay", "0"};
     if (!password_.empty()) args.insert(args.end(), {"--requirepass", password_, "--masterauth", password_});
     nodes_.push_back(std::make_unique<RedisServer>(args));
     alive_.push_back(true);
@@ -301,15 +303,21 @@ void Process::kill(int sig) {
 
 // ---------------------------------------------------------------- sentinel
 
-RedisSentinels::RedisSentinels(std::string name) : name_(std::move(name)) {
+RedisSentinels::RedisSentinels(std::string name, std::string data_password, std::string sentinel_password,
+                               bool for_failover)
+    : name_(std::move(name)), data_password_(std::move(data_password)), sentinel_password_(std::move(sentinel_password)) {
   char tmpl[] = "/tmp/redlimit-sentinel-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
-  data_.push_back(std::make_unique<RedisServer>());
-  data_.push_back(std::make_unique<RedisServer>(
-      std::vector<std::string>{"--replicaof", "127.0.0.1", std::to_string(data_[0]->port())}));
+  std::vector<std::string> auth = {"--repl-diskless-sync-delay", "0"};  // sync at once, not after 5 s
+  if (!data_password_.empty()) auth.insert(auth.end(), {"--requirepass", data_password_, "--masterauth", data_password_});
+  data_.push_back(std::make_unique<RedisServer>(auth));
+  std::vector<std::string> replica_args = {"--replicaof", "127.0.0.1", std::to_string(data_[0]->port())};
+  replica_args.insert(replica_args.end(), auth.begin(), auth.end());
+  data_.push_back(std::make_unique<RedisServer>(replica_args));
   auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (info_field(data_[1]->command({"INFO", "replication"}), "master_link_status") != "up") {
+  while (info_field(command_at(data_[1]->port(), {"INFO", "replication"}, data_password_), "master_link_status") !=
+         "up") {
     if (Clock::now() > deadline) throw std::runtime_error("replica never synced");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -323,6 +331,9 @@ RedisSentinels::RedisSentinels(std::string name) : name_(std::move(name)) {
         << "sentinel down-after-milliseconds " << name_ << " 1000\n"
         << "sentinel failover-timeout " << name_ << " 3000\n"
         << "sentinel parallel-syncs " << name_ << " 1\n";
+    if (!data_password_.empty()) out << "sentinel auth-pass " << name_ << " " << data_password_ << "\n";
+    if (!sentinel_password_.empty())  // clients and the other sentinels need it
+      out << "requirepass " << sentinel_password_ << "\nsentinel sentinel-pass " << sentinel_password_ << "\n";
     out.close();
     sentinel_ports_.push_back(port);
     sentinels_.push_back(std::make_unique<Process>(
@@ -332,7 +343,8 @@ RedisSentinels::RedisSentinels(std::string name) : name_(std::move(name)) {
   // (they find each other through hello messages on the master).
   for (int port : sentinel_ports_) {
     for (;;) {
-      auto m = pairs(command_at(port, {"SENTINEL", "MASTER", name_}));
+      auto m = pairs(command_at(port, {"SENTINEL", "MASTER", name_}, sentinel_password_));
+      if (!for_failover && m["name"] == name_) break;
       if (m["num-slaves"] == "1" && m["num-other-sentinels"] == "2") break;
       if (Clock::now() > deadline) throw std::runtime_error("sentinels did not discover each other");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -355,7 +367,7 @@ std::string RedisSentinels::url() const {
 }
 
 void RedisSentinels::sentinel_failover() {
-  std::string r = command_at(sentinel_ports_[0], {"SENTINEL", "FAILOVER", name_});
+  std::string r = command_at(sentinel_ports_[0], {"SENTINEL", "FAILOVER", name_}, sentinel_password_);
   if (r != "OK") throw std::runtime_error("SENTINEL FAILOVER: " + r);
 }
 
@@ -368,10 +380,10 @@ void RedisSentinels::wait_promoted(std::chrono::milliseconds timeout) {
   for (;;) {
     bool all = true;
     for (int port : sentinel_ports_) {
-      std::vector<std::string> addr = split(command_at(port, {"SENTINEL", "get-master-addr-by-name", name_}), '\n');
+      std::vector<std::string> addr = split(command_at(port, {"SENTINEL", "get-master-addr-by-name", name_}, sentinel_password_), '\n');
       if (addr.size() != 2 || std::atoi(addr[1].c_str()) != new_port) all = false;
     }
-    std::vector<std::string> role = split(command_at(new_port, {"ROLE"}), '\n');
+    std::vector<std::string> role = split(command_at(new_port, {"ROLE"}, data_password_), '\n');
     if (all && !role.empty() && role.front() == "master") break;
     if (Clock::now() > deadline)
       throw std::runtime_error("no promotion away from port " + std::to_string(old_port));

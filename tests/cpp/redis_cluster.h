@@ -72,11 +72,16 @@ class Process {
 };
 
 // One master, one replica and three sentinels watching them as `name`.
+// Optionally the data nodes require `data_password` and the sentinels
+// `sentinel_password`. Unless `for_failover` is false, the constructor waits
+// until every sentinel knows the replica and its two peers (several seconds:
+// they learn them from periodic INFO and hello messages).
 class RedisSentinels {
  public:
-  explicit RedisSentinels(std::string name = "rlmaster");
+  explicit RedisSentinels(std::string name = "rlmaster", std::string data_password = "",
+                          std::string sentinel_password = "", bool for_failover = true);
   ~RedisSentinels();
-  std::string url() const;  // redis+sentinel://s1,s2,s3/name
+  std::string url() const;  // redis+sentinel://s1,s2,s3/name, without credentials
   const std::string& name() const { return name_; }
   RedisServer& master() { return *data_[master_]; }
   RedisServer& replica() { return *data_[1 - master_]; }
@@ -91,6 +96,7 @@ class RedisSentinels {
 
  private:
   std::string name_;
+  std::string data_password_, sentinel_password_;
   std::string dir_;
   std::vector<std::unique_ptr<RedisServer>> data_;
   size_t master_ = 0;

@@ -135,7 +135,7 @@ TEST(Sentinel, KilledMasterIsReplacedByPromotedReplica) {
 }
 
 TEST(SentinelTopology, WrongMasterName) {
-  RedisSentinels s("realname");
+  RedisSentinels s("realname", "", "", false);
   std::string url = s.url();
   url.replace(url.rfind('/') + 1, std::string::npos, "nosuchmaster");
   auto client = open(url);
@@ -151,6 +151,27 @@ TEST(SentinelTopology, WrongMasterName) {
   // The right name works on the same sentinels.
   Limiter ok(open(s.url()), limit(5, "t"));
   EXPECT_TRUE(ok.check("k").allowed);
+}
+
+TEST(SentinelTopology, DataAndSentinelPasswords) {
+  RedisSentinels s("secured", "data&pw", "sen@pw", false);
+  std::string hosts = s.url().substr(std::string("redis+sentinel://").size());
+  hosts = hosts.substr(0, hosts.find('/'));
+  auto url = [&](const char* data_pw, const char* sentinel_pw) {
+    return std::string("redis+sentinel://:") + data_pw + "@" + hosts + "/secured?sentinel_password=" + sentinel_pw;
+  };
+  Limiter ok(open(url("data%26pw", "sen%40pw")), limit(5, "t"));
+  EXPECT_TRUE(ok.check("k").allowed);
+
+  for (auto [data_pw, sentinel_pw] : {std::pair<const char*, const char*>{"data%26pw", "wrong"}, {"wrong", "sen%40pw"}}) {
+    Limiter bad(open(url(data_pw, sentinel_pw)), limit(5, "t"));
+    try {
+      bad.check("k");
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kAuth) << e.what();
+    }
+  }
 }
 
 TEST(SentinelTopology, UnreachableSentinels) {
