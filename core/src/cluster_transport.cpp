@@ -56,7 +56,12 @@ bool parse_redirect(const redisReply* r, const std::string& current_host, Redire
   return out.slot >= 0 && out.slot < kClusterSlots && out.address.port > 0 && out.address.port < 65536;
 }
 
-std::string host_of(const std::string& address) { return address.substr(0, address.rfind(':')); }
+// "host:port" or "[v6]:port" (HostPort::describe) -> the bare host.
+std::string host_of(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
 
 // One entry of CLUSTER SLOTS: [start, end, [ip, port, id, ...], replica...].
 bool node_of(const redisReply* e, const std::string& asked_host, HostPort& out) {
