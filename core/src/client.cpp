@@ -1,8 +1,10 @@
 // client.cpp - Client::open picks the backend for a URL.
 #include "redlimit/client.h"
 
+#include "cluster_transport.h"
 #include "memory_backend.h"
 #include "redis_backend.h"
+#include "sentinel_transport.h"
 #include "transport.h"
 #include "redlimit/errors.h"
 
@@ -13,6 +15,12 @@ void check_range(const char* name, long long value, long long lo, long long hi) 
   if (value < lo || value > hi)
     throw_invalid(std::string(name) + " = " + std::to_string(value) + " is out of range " + std::to_string(lo) +
                   ".." + std::to_string(hi));
+}
+
+std::unique_ptr<Transport> make_transport(const Endpoint& ep, const PoolOptions& pool) {
+  if (ep.kind == Endpoint::Kind::kCluster) return std::make_unique<ClusterTransport>(ep, pool);
+  if (ep.kind == Endpoint::Kind::kSentinel) return std::make_unique<SentinelTransport>(ep, pool);
+  return std::make_unique<StandaloneTransport>(ep, pool);
 }
 
 }  // namespace
@@ -33,7 +41,7 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
   if (ep.kind == Endpoint::Kind::kMemory)
     backend = std::make_unique<MemoryBackend>(options.memory_clock);
   else
-    backend = std::make_unique<RedisBackend>(std::make_unique<StandaloneTransport>(ep, options.pool));
+    backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool));
   return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend)));
 }
 

@@ -1,4 +1,5 @@
-// url.cpp - URL parsing for redis://, unix:// and memory://.
+// url.cpp - URL parsing for redis://, redis+cluster://, redis+sentinel://,
+// unix:// and memory://.
 #include "redlimit/url.h"
 
 #include <cctype>
@@ -54,33 +55,21 @@ int parse_number(const std::string& url, const std::string& s, int lo, int hi, c
 
 constexpr int kMaxDb = 1 << 20;
 
-Endpoint parse_tcp(const std::string& url, const std::string& rest) {
-  Endpoint ep;
-  ep.kind = Endpoint::Kind::kTcp;
-  std::string authority = rest;
-  std::string path;
-  size_t slash = rest.find('/');
-  if (slash != std::string::npos) {
-    authority = rest.substr(0, slash);
-    path = rest.substr(slash + 1);
+// user:pass, :pass or a lone password (as redis-cli -u reads it).
+void parse_userinfo(const std::string& url, const std::string& userinfo, std::string& user, std::string& password) {
+  size_t colon = userinfo.find(':');
+  if (colon == std::string::npos) {
+    password = percent_decode(url, userinfo);
+  } else {
+    user = percent_decode(url, userinfo.substr(0, colon));
+    password = percent_decode(url, userinfo.substr(colon + 1));
   }
-  if (authority.find('?') != std::string::npos || path.find('?') != std::string::npos)
-    bad_url(url, "query parameters are not supported for redis://");
-  size_t at = authority.rfind('@');
-  if (at != std::string::npos) {
-    std::string userinfo = authority.substr(0, at);
-    authority = authority.substr(at + 1);
-    size_t colon = userinfo.find(':');
-    if (colon == std::string::npos) {
-      // redis://secret@host: a lone word is the password (as redis-cli -u reads it).
-      ep.password = percent_decode(url, userinfo);
-    } else {
-      ep.user = percent_decode(url, userinfo.substr(0, colon));
-      ep.password = percent_decode(url, userinfo.substr(colon + 1));
-    }
-    if (ep.password.empty()) bad_url(url, "empty password");
-  }
-  std::string host = authority;
+  if (password.empty()) bad_url(url, "empty password");
+}
+
+// host, host:port, [v6], [v6]:port.
+HostPort parse_host_port(const std::string& url, const std::string& text, int default_port) {
+  std::string host = text;
   std::string port;
   if (!host.empty() && host[0] == '[') {  // [::1]:6379
     size_t close = host.find(']');
@@ -105,9 +94,124 @@ Endpoint parse_tcp(const std::string& url, const std::string& rest) {
     if (std::isspace(static_cast<unsigned char>(c)) || c == '/' || c == '@' || c == ',')
       bad_url(url, "invalid character in host \"" + host + "\"");
   }
-  ep.host = host;
-  if (!port.empty()) ep.port = parse_number(url, port, 1, 65535, "port");
-  if (!path.empty()) ep.db = parse_number(url, path, 0, kMaxDb, "database");
+  HostPort hp;
+  hp.host = host;
+  hp.port = port.empty() ? default_port : parse_number(url, port, 1, 65535, "port");
+  return hp;
+}
+
+// Splits "userinfo@authority/path?query" (each part optional).
+struct UrlParts {
+  std::string userinfo, authority, path, query;
+  bool has_userinfo = false, has_query = false;
+};
+
+UrlParts split_url(const std::string& rest) {
+  UrlParts u;
+  std::string s = rest;
+  size_t q = s.find('?');
+  if (q != std::string::npos) {
+    u.query = s.substr(q + 1);
+    u.has_query = true;
+    s = s.substr(0, q);
+  }
+  size_t slash = s.find('/');
+  u.authority = s.substr(0, slash);
+  if (slash != std::string::npos) u.path = s.substr(slash + 1);
+  size_t at = u.authority.rfind('@');
+  if (at != std::string::npos) {
+    u.userinfo = u.authority.substr(0, at);
+    u.authority = u.authority.substr(at + 1);
+    u.has_userinfo = true;
+  }
+  return u;
+}
+
+Endpoint parse_tcp(const std::string& url, const std::string& rest) {
+  Endpoint ep;
+  ep.kind = Endpoint::Kind::kTcp;
+  UrlParts u = split_url(rest);
+  if (u.has_query) bad_url(url, "query parameters are not supported for redis://");
+  if (u.has_userinfo) parse_userinfo(url, u.userinfo, ep.user, ep.password);
+  HostPort hp = parse_host_port(url, u.authority, 6379);
+  ep.host = hp.host;
+  ep.port = hp.port;
+  if (!u.path.empty()) ep.db = parse_number(url, u.path, 0, kMaxDb, "database");
+  return ep;
+}
+
+constexpr size_t kMaxSeeds = 64;
+
+std::vector<HostPort> parse_host_list(const std::string& url, const std::string& authority, int default_port) {
+  std::vector<HostPort> out;
+  size_t pos = 0;
+  for (;;) {
+    size_t comma = authority.find(',', pos);
+    std::string item = authority.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (item.empty()) bad_url(url, authority.empty() ? "missing host" : "empty entry in the host list");
+    out.push_back(parse_host_port(url, item, default_port));
+    if (out.size() > kMaxSeeds) bad_url(url, "more than " + std::to_string(kMaxSeeds) + " hosts");
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Endpoint parse_cluster(const std::string& url, const std::string& rest) {
+  Endpoint ep;
+  ep.kind = Endpoint::Kind::kCluster;
+  UrlParts u = split_url(rest);
+  if (u.has_query) bad_url(url, "query parameters are not supported for redis+cluster://");
+  // A cluster has only database 0; "/0" or "/" is tolerated.
+  if (!u.path.empty() && u.path != "0") bad_url(url, "redis+cluster:// has no database (Redis Cluster only has db 0)");
+  if (u.has_userinfo) parse_userinfo(url, u.userinfo, ep.user, ep.password);
+  ep.seeds = parse_host_list(url, u.authority, 6379);
+  ep.host = ep.seeds[0].host;
+  ep.port = ep.seeds[0].port;
+  return ep;
+}
+
+Endpoint parse_sentinel(const std::string& url, const std::string& rest) {
+  Endpoint ep;
+  ep.kind = Endpoint::Kind::kSentinel;
+  UrlParts u = split_url(rest);
+  if (u.has_userinfo) parse_userinfo(url, u.userinfo, ep.user, ep.password);
+  ep.seeds = parse_host_list(url, u.authority, 26379);
+  ep.host = ep.seeds[0].host;
+  ep.port = ep.seeds[0].port;
+  std::string path = u.path;
+  size_t slash = path.find('/');
+  if (slash != std::string::npos) {
+    ep.db = parse_number(url, path.substr(slash + 1), 0, kMaxDb, "database");
+    path = path.substr(0, slash);
+  }
+  ep.master_name = percent_decode(url, path);
+  if (ep.master_name.empty()) bad_url(url, "missing master name (redis+sentinel://host:port/master-name)");
+  for (char c : ep.master_name)
+    if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c)))
+      bad_url(url, "invalid character in master name");
+  if (u.has_query) {
+    size_t pos = 0;
+    for (;;) {
+      size_t amp = u.query.find('&', pos);
+      std::string item = u.query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+      size_t eq = item.find('=');
+      std::string key = item.substr(0, eq);
+      std::string value = eq == std::string::npos ? std::string() : percent_decode(url, item.substr(eq + 1));
+      if (key == "sentinel_password") {
+        if (value.empty()) bad_url(url, "empty sentinel_password");
+        ep.sentinel_password = value;
+      } else if (key == "sentinel_user") {
+        ep.sentinel_user = value;
+      } else {
+        bad_url(url, "unknown query parameter \"" + key + "\" (expected sentinel_user or sentinel_password)");
+      }
+      if (amp == std::string::npos) break;
+      pos = amp + 1;
+    }
+    if (!ep.sentinel_user.empty() && ep.sentinel_password.empty())
+      bad_url(url, "sentinel_user needs sentinel_password");
+  }
   return ep;
 }
 
@@ -129,8 +233,19 @@ Endpoint parse_unix(const std::string& url, const std::string& rest) {
 
 }  // namespace
 
+std::string HostPort::describe() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 std::string Endpoint::describe() const {
   switch (kind) {
+    case Kind::kCluster:
+    case Kind::kSentinel: {
+      std::string out = kind == Kind::kCluster ? "cluster " : "sentinels ";
+      for (size_t i = 0; i < seeds.size(); ++i) out += (i ? "," : "") + seeds[i].describe();
+      if (kind == Kind::kSentinel) out += " master " + master_name;
+      return out;
+    }
     case Kind::kTcp:
       return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
     case Kind::kUnix:
@@ -153,10 +268,10 @@ Endpoint parse_url(const std::string& url) {
     if (!rest.empty()) bad_url(url, "memory:// takes nothing after the scheme");
     return Endpoint{};
   }
-  if (scheme == "redis+cluster" || scheme == "redis+sentinel")
-    bad_url(url, "scheme " + scheme + " is not supported by this build yet");
+  if (scheme == "redis+cluster") return parse_cluster(url, rest);
+  if (scheme == "redis+sentinel") return parse_sentinel(url, rest);
   if (scheme == "rediss") bad_url(url, "TLS (rediss://) is not supported");
-  bad_url(url, "unknown scheme \"" + scheme + "\" (expected redis, unix or memory)");
+  bad_url(url, "unknown scheme \"" + scheme + "\" (expected redis, redis+cluster, redis+sentinel, unix or memory)");
 }
 
 }  // namespace redlimit

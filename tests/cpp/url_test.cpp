@@ -79,8 +79,17 @@ TEST(Url, Malformed) {
       {"unix://relative.sock", "absolute"},
       {"unix:///s.sock?timeout=1", "db=N"},
       {"memory://x", "memory://"},
-      {"redis+cluster://h:1,h:2", "not supported"},
-      {"redis+sentinel://h:1/m", "not supported"},
+      {"redis+cluster://", "missing host"},
+      {"redis+cluster://h:1,,h:2", "empty entry"},
+      {"redis+cluster://h:1,h:x", "not a number"},
+      {"redis+cluster://h:1/3", "no database"},
+      {"redis+cluster://h:1?x=1", "query"},
+      {"redis+sentinel://h:1", "missing master name"},
+      {"redis+sentinel://h:1/", "missing master name"},
+      {"redis+sentinel://h:1/m?password=x", "unknown query parameter"},
+      {"redis+sentinel://h:1/m?sentinel_password=", "empty sentinel_password"},
+      {"redis+sentinel://h:1/m?sentinel_user=u", "needs sentinel_password"},
+      {"redis+sentinel://h:1/m/x", "database"},
       {"rediss://h:1", "TLS"},
       {"redis://h h:1", "invalid character"},
   };
@@ -94,4 +103,29 @@ TEST(Url, Malformed) {
       EXPECT_NE(std::string(e.what()).find("url"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(Url, ClusterSeeds) {
+  Endpoint e = parse_url("redis+cluster://app:pw@10.0.0.1:7000,10.0.0.2,[::1]:7002");
+  EXPECT_EQ(e.kind, Endpoint::Kind::kCluster);
+  ASSERT_EQ(e.seeds.size(), 3u);
+  EXPECT_EQ(e.seeds[0].describe(), "10.0.0.1:7000");
+  EXPECT_EQ(e.seeds[1].describe(), "10.0.0.2:6379");
+  EXPECT_EQ(e.seeds[2].describe(), "[::1]:7002");
+  EXPECT_EQ(e.user, "app");
+  EXPECT_EQ(e.password, "pw");
+  EXPECT_EQ(e.describe(), "cluster 10.0.0.1:7000,10.0.0.2:6379,[::1]:7002");
+}
+
+TEST(Url, SentinelMasterAndCredentials) {
+  Endpoint e = parse_url("redis+sentinel://:data%40pw@s1:5000,s2/mymaster/2?sentinel_user=sen&sentinel_password=s%26p");
+  EXPECT_EQ(e.kind, Endpoint::Kind::kSentinel);
+  ASSERT_EQ(e.seeds.size(), 2u);
+  EXPECT_EQ(e.seeds[0].describe(), "s1:5000");
+  EXPECT_EQ(e.seeds[1].describe(), "s2:26379");
+  EXPECT_EQ(e.master_name, "mymaster");
+  EXPECT_EQ(e.db, 2);
+  EXPECT_EQ(e.password, "data@pw");
+  EXPECT_EQ(e.sentinel_user, "sen");
+  EXPECT_EQ(e.sentinel_password, "s&p");
 }

@@ -1,0 +1,421 @@
+// cluster_transport.cpp - slot map, redirections, per-node pipelines.
+#include "cluster_transport.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <unistd.h>
+
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "crc16.h"
+#include "redis_errors.h"
+
+namespace redlimit {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool reply_starts_with(const redisReply* r, const char* prefix) {
+  size_t n = std::strlen(prefix);
+  return r->type == REDIS_REPLY_ERROR && r->len >= n && std::memcmp(r->str, prefix, n) == 0;
+}
+
+struct Redirect {
+  bool moved = false;  // else ASK
+  int slot = 0;
+  HostPort address;
+};
+
+// "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381"; an empty host
+// (":6381", a node that does not know its own address) means `current_host`.
+bool parse_redirect(const redisReply* r, const std::string& current_host, Redirect& out) {
+  bool moved = reply_starts_with(r, "MOVED ");
+  if (!moved && !reply_starts_with(r, "ASK ")) return false;
+  std::string text(r->str, r->len);
+  size_t sp1 = text.find(' ');
+  size_t sp2 = text.find(' ', sp1 + 1);
+  if (sp2 == std::string::npos) return false;
+  std::string target = text.substr(sp2 + 1);
+  size_t colon = target.rfind(':');
+  if (colon == std::string::npos) return false;
+  try {
+    out.moved = moved;
+    out.slot = std::stoi(text.substr(sp1 + 1, sp2 - sp1 - 1));
+    out.address.host = target.substr(0, colon);
+    out.address.port = std::stoi(target.substr(colon + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (out.address.host.empty()) out.address.host = current_host;
+  return out.slot >= 0 && out.slot < kClusterSlots && out.address.port > 0 && out.address.port < 65536;
+}
+
+// "host:port" or "[v6]:port" (HostPort::describe) -> the bare host.
+std::string host_of(const std::string& address) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+// One entry of CLUSTER SLOTS: [start, end, [ip, port, id, ...], replica...].
+bool node_of(const redisReply* e, const std::string& asked_host, HostPort& out) {
+  if (e->type != REDIS_REPLY_ARRAY || e->elements < 2) return false;
+  const redisReply* ip = e->element[0];
+  const redisReply* port = e->element[1];
+  if (ip->type != REDIS_REPLY_STRING || port->type != REDIS_REPLY_INTEGER) return false;
+  out.host.assign(ip->str, ip->len);
+  // An empty or "?" address means "the node you asked" (unknown endpoint).
+  if (out.host.empty() || out.host == "?") out.host = asked_host;
+  out.port = static_cast<int>(port->integer);
+  return out.port > 0 && out.port < 65536;
+}
+
+}  // namespace
+
+ClusterTransport::ClusterTransport(Endpoint endpoint, PoolOptions options)
+    : endpoint_(std::move(endpoint)), options_(options), locks_(new Locks), slots_(kClusterSlots) {
+  locks_.load()->pid = ::getpid();
+  if (endpoint_.seeds.empty()) throw_invalid("redis+cluster:// needs at least one seed node");
+}
+
+ClusterTransport::~ClusterTransport() {
+  Locks* l = locks_.load();
+  // A generation inherited across fork() may be locked by a thread that does
+  // not exist here; it is left allocated (as ConnectionPool does).
+  if (l->pid == ::getpid()) delete l;
+}
+
+ClusterTransport::Locks& ClusterTransport::locks() {
+  Locks* l = locks_.load(std::memory_order_acquire);
+  pid_t pid = ::getpid();
+  if (l->pid == pid) return *l;
+  std::lock_guard<std::mutex> guard(fork_mu_);  // only ever taken in a forked child
+  l = locks_.load(std::memory_order_acquire);
+  if (l->pid == pid) return *l;
+  Locks* fresh = new Locks;
+  fresh->pid = pid;
+  locks_.store(fresh, std::memory_order_release);
+  return *fresh;
+}
+
+Endpoint ClusterTransport::node_endpoint(const HostPort& address) const {
+  Endpoint ep;
+  ep.kind = Endpoint::Kind::kTcp;
+  ep.host = address.host;
+  ep.port = address.port;
+  ep.user = endpoint_.user;
+  ep.password = endpoint_.password;
+  return ep;
+}
+
+int ClusterTransport::slot_of(const Argv& keys) const {
+  if (keys.empty()) throw Error(ErrorCode::kInternal, "a cluster command needs at least one key to be routed");
+  int slot = key_slot(keys[0]);
+  for (size_t i = 1; i < keys.size(); ++i)
+    if (key_slot(keys[i]) != slot)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "the keys of one script call map to different cluster slots (" + std::to_string(slot) + " and " +
+                      std::to_string(key_slot(keys[i])) + "); all keys of a call must share a hash tag");
+  return slot;
+}
+
+void ClusterTransport::ensure_map() {
+  if (loaded_.load(std::memory_order_acquire)) {
+    if (now_ns() - last_refresh_ns_.load() > std::chrono::nanoseconds(kPeriodicRefresh).count()) refresh(false);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(locks().refresh);
+  if (!loaded_.load()) load_map();  // the first load is never rate-limited: its error is the caller's answer
+}
+
+void ClusterTransport::refresh(bool wait) {
+  const int64_t min_gap = std::chrono::nanoseconds(kMinRefreshInterval).count();
+  int64_t asked = now_ns();
+  if (asked - last_refresh_ns_.load() < min_gap) return;
+  std::unique_lock<std::mutex> lock(locks().refresh, std::defer_lock);
+  if (wait)
+    lock.lock();
+  else if (!lock.try_lock())
+    return;  // another thread is refreshing; the current map serves meanwhile
+  if (now_ns() - last_refresh_ns_.load() < min_gap) return;  // done while we waited
+  try {
+    load_map();
+  } catch (const Error&) {
+    // The caller reports its own failure; the next refresh tries again.
+  }
+}
+
+void ClusterTransport::load_map() {
+  last_refresh_ns_.store(now_ns());
+  refreshes_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<HostPort> candidates;
+  {
+    std::shared_lock<std::shared_mutex> lock(locks().map);
+    candidates = known_;
+  }
+  for (const HostPort& s : endpoint_.seeds) {
+    bool seen = std::any_of(candidates.begin(), candidates.end(),
+                            [&](const HostPort& c) { return c.host == s.host && c.port == s.port; });
+    if (!seen) candidates.push_back(s);
+  }
+
+  // Start at a different node each time, so that one node that hangs (rather
+  // than refusing) does not delay every refresh.
+  if (candidates.size() > 1 && !endpoint_.seeds.empty()) {
+    long turn = refreshes_.load(std::memory_order_relaxed);
+    std::rotate(candidates.begin(), candidates.begin() + turn % static_cast<long>(candidates.size()),
+                candidates.end());
+  }
+  std::string failures;
+  bool not_a_cluster = false;
+  for (const HostPort& candidate : candidates) {
+    Endpoint ep = node_endpoint(candidate);
+    std::string where = candidate.describe();
+    ReplyPtr r;
+    try {
+      Connection conn(ep, options_);
+      r = conn.command({"CLUSTER", "SLOTS"});
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kPermission) throw;
+      failures += (failures.empty() ? "" : "; ") + std::string(e.what());
+      continue;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+      std::string text(r->str, r->len);
+      if (text.find("cluster support disabled") != std::string::npos) not_a_cluster = true;
+      failures += (failures.empty() ? "" : "; ") + where + ": CLUSTER SLOTS: " + text;
+      continue;
+    }
+    if (r->type != REDIS_REPLY_ARRAY) {
+      failures += (failures.empty() ? "" : "; ") + where + ": CLUSTER SLOTS: unexpected reply";
+      continue;
+    }
+
+    std::vector<NodePtr> slots(kClusterSlots);
+    std::map<std::string, NodePtr> nodes;
+    std::vector<HostPort> masters, replicas;
+    std::map<std::string, NodePtr> old;
+    {
+      std::shared_lock<std::shared_mutex> lock(locks().map);
+      old = nodes_;
+    }
+    size_t served = 0;
+    for (size_t i = 0; i < r->elements; ++i) {
+      const redisReply* e = r->element[i];
+      if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_INTEGER ||
+          e->element[1]->type != REDIS_REPLY_INTEGER)
+        continue;
+      long long lo = e->element[0]->integer, hi = e->element[1]->integer;
+      HostPort master;
+      if (lo < 0 || hi >= kClusterSlots || lo > hi || !node_of(e->element[2], candidate.host, master)) continue;
+      std::string key = master.describe();
+      NodePtr& node = nodes[key];
+      if (!node) {
+        auto it = old.find(key);
+        node = it != old.end() ? it->second : std::make_shared<Node>(node_endpoint(master), options_);
+        masters.push_back(master);
+      }
+      for (long long s = lo; s <= hi; ++s) slots[static_cast<size_t>(s)] = node;
+      served += static_cast<size_t>(hi - lo + 1);
+      for (size_t k = 3; k < e->elements; ++k) {
+        HostPort replica;
+        if (node_of(e->element[k], candidate.host, replica)) replicas.push_back(replica);
+      }
+    }
+    if (served == 0) {
+      failures += (failures.empty() ? "" : "; ") + where + ": CLUSTER SLOTS: no slot is assigned";
+      continue;
+    }
+    masters.insert(masters.end(), replicas.begin(), replicas.end());
+    {
+      std::unique_lock<std::shared_mutex> lock(locks().map);
+      slots_.swap(slots);
+      nodes_.swap(nodes);
+      known_ = std::move(masters);
+    }
+    loaded_.store(true, std::memory_order_release);
+    return;  // the old pools close when their last lease comes back
+  }
+  if (not_a_cluster)
+    throw Error(ErrorCode::kInvalidArgument,
+                "redis+cluster://: not a Redis Cluster (" + failures + "); use redis:// for a standalone server");
+  throw Error(ErrorCode::kUnavailable, "redis+cluster://: no node answered CLUSTER SLOTS (" + failures + ")");
+}
+
+ClusterTransport::NodePtr ClusterTransport::node_for_slot(int slot) {
+  std::shared_lock<std::shared_mutex> lock(locks().map);
+  return slots_[static_cast<size_t>(slot)];
+}
+
+ClusterTransport::NodePtr ClusterTransport::node_at(const HostPort& address) {
+  std::string key = address.describe();
+  {
+    std::shared_lock<std::shared_mutex> lock(locks().map);
+    auto it = nodes_.find(key);
+    if (it != nodes_.end()) return it->second;
+  }
+  std::unique_lock<std::shared_mutex> lock(locks().map);
+  NodePtr& node = nodes_[key];
+  if (!node) node = std::make_shared<Node>(node_endpoint(address), options_);
+  return node;
+}
+
+ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
+  ensure_map();
+  NodePtr node = node_for_slot(slot);
+  bool asking = false;
+  int redirects = 0, connect_failures = 0;
+  for (;;) {
+    if (!node) {
+      refresh(true);
+      node = node_for_slot(slot);
+      if (!node)
+        throw Error(ErrorCode::kUnavailable,
+                    "redis+cluster://: slot " + std::to_string(slot) + " is served by no master (cluster down?)");
+    }
+    NodePtr here = node;  // outlives the lease below
+    std::optional<PooledConnection> conn;
+    try {
+      conn.emplace(here->pool.acquire());
+    } catch (const Error& e) {
+      // Nothing was sent: safe to try again once the map is fresh.
+      if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
+      if (++connect_failures > kMaxConnectRetries)
+        throw Error(e.code(), std::string(e.what()) + " (slot " + std::to_string(slot) + ", after " +
+                                  std::to_string(kMaxConnectRetries) + " retries)",
+                    e.sys_errno());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20 * connect_failures));
+      refresh(true);
+      node = node_for_slot(slot);
+      asking = false;
+      continue;
+    }
+    ReplyPtr r;
+    try {
+      r = run(**conn, asking);
+    } catch (const Error&) {
+      refresh(false);  // the node may be gone; the command may have run, so no retry
+      throw;
+    }
+    Redirect rd;
+    if (parse_redirect(r.get(), host_of(here->address), rd)) {
+      redirects_.fetch_add(1, std::memory_order_relaxed);
+      if (++redirects > kMaxRedirects)
+        throw Error(ErrorCode::kUnavailable, "redis+cluster://: more than " + std::to_string(kMaxRedirects) +
+                                                 " redirections for slot " + std::to_string(slot) + " (last: " +
+                                                 std::string(r->str, r->len) + ")");
+      NodePtr target = node_at(rd.address);
+      if (rd.moved) {
+        {
+          std::unique_lock<std::shared_mutex> lock(locks().map);
+          slots_[static_cast<size_t>(rd.slot)] = target;
+        }
+        refresh(false);  // other slots probably moved too
+      }
+      asking = !rd.moved;
+      node = target;
+      continue;
+    }
+    // TRYAGAIN: a multi-key command met a slot in mid-migration; it did not run.
+    if (reply_starts_with(r.get(), "TRYAGAIN") && ++redirects <= kMaxRedirects) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 * redirects));
+      continue;
+    }
+    if (reply_starts_with(r.get(), "CLUSTERDOWN")) refresh(false);
+    return r;
+  }
+}
+
+ReplyPtr ClusterTransport::run_script_on(Connection& conn, const scripts::Script& script, const Argv& keys,
+                                         const Argv& args, bool asking) {
+  std::string numkeys;
+  Argv cmd = ScriptCache::evalsha(script, keys, args, numkeys);
+  auto send = [&] {
+    if (!asking) return conn.command(cmd);
+    std::vector<ReplyPtr> rs = conn.pipeline({Argv{"ASKING"}, cmd});
+    return std::move(rs[1]);
+  };
+  ReplyPtr r = send();
+  if (!ScriptCache::is_noscript(r.get())) return r;
+  scripts_.load(conn, script);  // a new or promoted node: load once, retry once
+  return send();
+}
+
+ReplyPtr ClusterTransport::run_script(const scripts::Script& script, const Argv& keys, const Argv& args) {
+  int slot = slot_of(keys);
+  return execute(slot, [&](Connection& c, bool asking) { return run_script_on(c, script, keys, args, asking); });
+}
+
+ReplyPtr ClusterTransport::run_command(std::string_view key, const Argv& argv) {
+  int slot = key_slot(key);
+  return execute(slot, [&](Connection& c, bool asking) {
+    if (!asking) return c.command(argv);
+    std::vector<ReplyPtr> rs = c.pipeline({Argv{"ASKING"}, argv});
+    return std::move(rs[1]);
+  });
+}
+
+std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& script,
+                                                    const std::vector<ScriptCall>& calls) {
+  if (calls.empty()) return {};
+  std::vector<int> slots;
+  slots.reserve(calls.size());
+  for (const ScriptCall& c : calls) slots.push_back(slot_of(c.keys));
+  ensure_map();
+
+  // One pipeline per master, in the order of the map; what comes back as a
+  // redirection (or could not be sent) goes through the one-call path.
+  std::map<NodePtr, std::vector<size_t>> groups;
+  std::vector<size_t> alone;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    NodePtr node = node_for_slot(slots[i]);
+    if (node)
+      groups[node].push_back(i);
+    else
+      alone.push_back(i);
+  }
+  std::vector<ReplyPtr> replies(calls.size());
+  for (auto& [node, which] : groups) {
+    std::optional<PooledConnection> conn;
+    try {
+      conn.emplace(node->pool.acquire());
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
+      alone.insert(alone.end(), which.begin(), which.end());
+      continue;
+    }
+    std::vector<ScriptCall> batch;
+    batch.reserve(which.size());
+    for (size_t i : which) batch.push_back(calls[i]);
+    std::vector<ReplyPtr> got;
+    try {
+      got = run_scripts_on(**conn, scripts_, script, batch);
+    } catch (const Error&) {
+      refresh(false);
+      throw;
+    }
+    for (size_t k = 0; k < which.size(); ++k) {
+      const redisReply* r = got[k].get();
+      if (reply_starts_with(r, "MOVED ") || reply_starts_with(r, "ASK ") || reply_starts_with(r, "TRYAGAIN"))
+        alone.push_back(which[k]);
+      else
+        replies[which[k]] = std::move(got[k]);
+    }
+  }
+  for (size_t i : alone) replies[i] = run_script(script, calls[i].keys, calls[i].args);
+  return replies;
+}
+
+std::string ClusterTransport::master_for(std::string_view key) {
+  ensure_map();
+  NodePtr node = node_for_slot(key_slot(key));
+  return node ? node->address : std::string();
+}
+
+}  // namespace redlimit

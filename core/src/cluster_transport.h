@@ -1,0 +1,105 @@
+// cluster_transport.h - Redis Cluster: each key goes to the master of its slot.
+//
+// The slot map comes from CLUSTER SLOTS, asked of any reachable node (the
+// seeds from the URL, then every node seen in an earlier map). Each master has
+// its own ConnectionPool. MOVED updates the slot and schedules a refresh; ASK
+// sends ASKING plus the command to the importing node, once. A command is
+// retried on another node only when it was certainly not executed (the
+// connection could not be made, or the reply was a redirection); after a
+// timeout on a sent script nothing is retried, since it may have run.
+//
+// Refreshes are single-flight and rate-limited (kMinRefreshInterval), so a
+// dead node seen by many threads at once costs one CLUSTER SLOTS, not one per
+// thread; the map is also refreshed every kPeriodicRefresh while in use.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+
+#include <sys/types.h>
+#include <vector>
+
+#include "transport.h"
+
+namespace redlimit {
+
+class ClusterTransport : public Transport {
+ public:
+  static constexpr int kMaxRedirects = 5;
+  static constexpr int kMaxConnectRetries = 3;
+  static constexpr std::chrono::milliseconds kMinRefreshInterval{100};
+  static constexpr std::chrono::milliseconds kPeriodicRefresh{10000};
+
+  // `endpoint` is a kCluster endpoint: seeds plus the credentials of every
+  // node. Nothing is connected until the first command.
+  ClusterTransport(Endpoint endpoint, PoolOptions options);
+
+  ~ClusterTransport() override;
+  ClusterTransport(const ClusterTransport&) = delete;
+  ClusterTransport& operator=(const ClusterTransport&) = delete;
+
+  ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
+  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
+  ReplyPtr run_command(std::string_view key, const Argv& argv) override;
+  long noscript_reloads() const override { return scripts_.reloads(); }
+
+  // host:port of the master that owns `key` in the current map (loads it).
+  std::string master_for(std::string_view key);
+  long refreshes() const { return refreshes_.load(); }
+  long redirects() const { return redirects_.load(); }
+
+ private:
+  struct Node {
+    Node(const Endpoint& ep, const PoolOptions& options) : address(ep.describe()), pool(ep, options) {}
+    std::string address;
+    ConnectionPool pool;
+  };
+  using NodePtr = std::shared_ptr<Node>;
+  // Runs one command on a connection; `asking` means ASKING must precede it.
+  using RunFn = std::function<ReplyPtr(Connection&, bool asking)>;
+
+  ReplyPtr execute(int slot, const RunFn& run);
+  int slot_of(const Argv& keys) const;
+  NodePtr node_for_slot(int slot);
+  NodePtr node_at(const HostPort& address);
+  Endpoint node_endpoint(const HostPort& address) const;
+  void ensure_map();
+  // Reloads the slot map unless one was loaded less than kMinRefreshInterval
+  // ago; `wait`: wait for a refresh another thread is running.
+  void refresh(bool wait);
+  void load_map();  // locks().refresh held; throws when no node answers
+  ReplyPtr run_script_on(Connection& conn, const scripts::Script& script, const Argv& keys, const Argv& args,
+                         bool asking);
+
+  const Endpoint endpoint_;
+  const PoolOptions options_;
+  ScriptCache scripts_;  // stateless apart from counters: one for all nodes
+
+  // The locks live apart so that a forked child can start with fresh ones: a
+  // parent thread may hold them at the time of fork().
+  struct Locks {
+    pid_t pid = 0;
+    std::shared_mutex map;  // guards slots_, nodes_, known_
+    std::mutex refresh;     // single flight
+  };
+  Locks& locks();
+  std::atomic<Locks*> locks_;
+  std::mutex fork_mu_;
+
+  std::vector<NodePtr> slots_;                 // kClusterSlots entries; null: unserved
+  std::map<std::string, NodePtr> nodes_;       // masters by host:port
+  std::vector<HostPort> known_;                // every node of the last map, masters first
+
+  std::atomic<bool> loaded_{false};
+  std::atomic<int64_t> last_refresh_ns_{0};  // steady clock, last attempt
+  std::atomic<long> refreshes_{0};
+  std::atomic<long> redirects_{0};
+};
+
+}  // namespace redlimit

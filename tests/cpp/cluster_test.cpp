@@ -1,0 +1,380 @@
+// Redis Cluster: slot routing, exactness per master, live resharding, manual
+// failover and a killed master, against a real 6-node cluster on loopback.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "cluster_transport.h"
+#include "crc16.h"
+#include "hammer.h"
+#include "redis_backend.h"
+#include "redis_cluster.h"
+#include "redlimit/client.h"
+#include "redlimit/errors.h"
+#include "redlimit/limiter.h"
+#include "scripts_generated.h"
+
+using redlimit::Client;
+using redlimit::ClientOptions;
+using redlimit::ClusterTransport;
+using redlimit::Error;
+using redlimit::ErrorCode;
+using redlimit::Limiter;
+using redlimit::LimiterOptions;
+using rltest::Hammer;
+using rltest::RedisCluster;
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<Client> open(const std::string& url) {
+  ClientOptions o;
+  o.pool.size = 16;
+  return Client::open(url, o);
+}
+
+LimiterOptions limit(int64_t n, int64_t window_ms, const char* prefix) {
+  LimiterOptions o;
+  o.limit.limit = n;
+  o.limit.window_ms = window_ms;
+  o.prefix = prefix;
+  return o;
+}
+
+ClusterTransport& cluster_transport(Client& c) {
+  return dynamic_cast<ClusterTransport&>(dynamic_cast<redlimit::RedisBackend&>(c.backend()).transport());
+}
+
+double ms_since(int64_t t0_ns, int64_t t_ns) { return (t_ns - t0_ns) / 1e6; }
+
+// A caller key whose storage key lives on master `m`.
+std::string key_on(RedisCluster& cluster, const Limiter& l, size_t m, const std::string& base) {
+  std::map<int, size_t> owner;
+  for (int i = 0;; ++i) {
+    std::string k = base + std::to_string(i);
+    int slot = redlimit::key_slot(l.storage_key(k));
+    if (!owner.count(slot)) owner[slot] = cluster.master_of_slot(slot);
+    if (owner[slot] == m) return k;
+  }
+}
+
+}  // namespace
+
+TEST(Cluster, KeysSpreadOverMastersAndHotKeysAreExact) {
+  RedisCluster cluster(3, 1);
+  auto client = open(cluster.url());
+  Limiter spread(client, limit(5, 60000, "spread"));
+
+  // 10 000 distinct keys from 4 threads: each is admitted once.
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = t; i < 10000; i += 4)
+        if (!spread.check("user-" + std::to_string(i)).allowed) ++bad;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+
+  std::vector<size_t> masters = cluster.masters();
+  ASSERT_EQ(masters.size(), 3u);
+  long long total = 0;
+  std::printf("keys per master:");
+  for (size_t m : masters) {
+    long long n = cluster.node(m).integer({"DBSIZE"});
+    std::printf(" %d=%lld", cluster.node(m).port(), n);
+    EXPECT_GT(n, 2800) << "uneven spread";
+    total += n;
+  }
+  std::printf(" (total %lld)\n", total);
+  EXPECT_EQ(total, 10000);
+
+  // check_many's path: one pipeline per master, replies in call order.
+  auto& transport = cluster_transport(*client);
+  std::vector<std::string> keys, tokens;
+  for (int i = 0; i < 300; ++i) {
+    keys.push_back(spread.storage_key("batch-" + std::to_string(i)));
+    tokens.push_back("tok" + std::to_string(i));
+  }
+  std::vector<redlimit::ScriptCall> calls;
+  for (int i = 0; i < 300; ++i) calls.push_back({{keys[i]}, {"check", "1", "", tokens[i], "0", "5", "60000000", "5", "12000000"}});
+  auto replies = transport.run_scripts(redlimit::scripts::k_sliding_log, calls);
+  ASSERT_EQ(replies.size(), 300u);
+  for (auto& r : replies) {
+    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    EXPECT_EQ(r->element[0]->integer, 1);
+    EXPECT_EQ(r->element[2]->integer, 4);  // remaining
+  }
+  // A call whose keys span slots is refused before any I/O.
+  try {
+    transport.run_script(redlimit::scripts::k_sliding_log, {"{a}x", "{b}x"}, {"peek", "1", "", "", "0", "1", "1", "1", "1"});
+    ADD_FAILURE() << "cross-slot call accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("different cluster slots"), std::string::npos) << e.what();
+  }
+
+  // One hot key per master, hammered together: exactly the limit each.
+  constexpr int64_t kLimit = 150;
+  Limiter hot(client, limit(kLimit, 3600 * 1000, "hot"));
+  std::vector<std::string> hot_keys;
+  for (size_t m : masters) hot_keys.push_back(key_on(cluster, hot, m, "hot-"));
+  std::vector<std::atomic<int>> admitted(hot_keys.size());
+  std::atomic<int> errors{0};
+  threads.clear();
+  for (int t = 0; t < 12; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 40 * static_cast<int>(hot_keys.size()); ++i) {
+        size_t k = static_cast<size_t>(i) % hot_keys.size();
+        try {
+          if (hot.check(hot_keys[k]).allowed) ++admitted[k];
+        } catch (const Error&) {
+          ++errors;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  for (size_t k = 0; k < hot_keys.size(); ++k) EXPECT_EQ(admitted[k].load(), kLimit) << hot_keys[k];
+  EXPECT_EQ(client->backend().evaluate(redlimit::Op::kPeek, hot.options().limit, hot.storage_key(hot_keys[0]), 1,
+                                       redlimit::kServerTime)
+                .remaining,
+            0);
+
+  // A forked child carries on with the inherited client on connections of its
+  // own (exit code: 0 when its decisions are right).
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    bool ok = true;
+    try {
+      for (auto& k : hot_keys) ok = ok && !hot.check(k).allowed;
+      ok = ok && hot.check("child-only").allowed;
+    } catch (...) {
+      ok = false;
+    }
+    std::_Exit(ok ? 0 : 1);
+  }
+  int status = -1;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(spread.check("after-fork").allowed);
+}
+
+TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
+  RedisCluster cluster(3, 1);
+  auto client = open(cluster.url());
+  constexpr int64_t kLimit = 4000;  // high enough to be reached only after the move
+  Limiter l(client, limit(kLimit, 3600 * 1000, "reshard"));
+  const std::string key = "moving";
+  const std::string skey = l.storage_key(key);
+  const int slot = redlimit::key_slot(skey);
+  const size_t src = cluster.master_of_slot(slot);
+  size_t dst = src;
+  for (size_t m : cluster.masters())
+    if (m != src) dst = m;
+  const std::string src_id = cluster.node_id(src), dst_id = cluster.node_id(dst);
+  auto& transport = cluster_transport(*client);
+
+  Hammer h(l, key, 8, 1000us);
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
+  long before = h.admitted.load();
+  long redirects_before = transport.redirects();
+
+  // The standard slot migration, with pauses so that callers meet both the
+  // MIGRATING state (ASK) and the final reassignment (MOVED).
+  EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", src_id}), "OK");
+  EXPECT_EQ(cluster.command(src, {"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", dst_id}), "OK");
+  std::this_thread::sleep_for(50ms);
+  std::string keys = cluster.command(src, {"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "1000"});
+  ASSERT_EQ(keys, skey);
+  EXPECT_EQ(cluster.command(src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0",
+                                  "5000", "KEYS", skey}),
+            "OK");
+  long at_migrate = h.admitted.load();
+  std::this_thread::sleep_for(200ms);  // ASK phase: the key is on dst, the slot still src's
+  for (size_t i = 0; i < cluster.size(); ++i)
+    cluster.command(i, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id});
+  long at_assign = h.admitted.load();
+
+  // Keep going until well past the limit.
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
+  h.stop();
+  std::printf("resharding slot %d %d->%d: admitted %ld before, %ld at MIGRATE, %ld at SETSLOT NODE, %ld total; "
+              "%ld denied, %ld errors, %ld redirections followed\n",
+              slot, cluster.node(src).port(), cluster.node(dst).port(), before, at_migrate, at_assign,
+              h.admitted.load(), h.denied.load(), h.errors.load(), transport.redirects() - redirects_before);
+  EXPECT_EQ(h.errors.load(), 0) << h.first_error_text();
+  EXPECT_EQ(h.admitted.load(), kLimit);
+  EXPECT_LT(at_assign, kLimit) << "the limit was reached before the move: nothing was tested";
+  EXPECT_GT(transport.redirects() - redirects_before, 0);
+  EXPECT_EQ(cluster.node(dst).integer({"ZCARD", skey}), kLimit);
+  EXPECT_EQ(cluster.master_of_slot(slot), dst);
+  EXPECT_EQ(transport.master_for(skey), "127.0.0.1:" + std::to_string(cluster.node(dst).port()));
+}
+
+TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
+  RedisCluster cluster(3, 1);
+  auto client = open(cluster.url());
+  auto& transport = cluster_transport(*client);
+  constexpr int64_t kLimit = 2000;
+
+  // --- CLUSTER FAILOVER: the replica takes over after catching up.
+  {
+    Limiter l(client, limit(kLimit, 3600 * 1000, "mf"));
+    const std::string skey = l.storage_key("k");
+    const size_t old_master = cluster.master_of_key(skey);
+    const size_t replica = cluster.replica_of(old_master);
+    Hammer h(l, "k", 8, 1000us);
+    ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
+    int64_t t0 = rltest::steady_ns();
+    EXPECT_EQ(cluster.command(replica, {"CLUSTER", "FAILOVER"}), "OK");
+    ASSERT_TRUE(Hammer::wait_for([&] { return cluster.master_of_key(skey) == replica; }, 20s));
+    int64_t promoted = rltest::steady_ns();
+    long at_promotion = h.admitted.load();
+    ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
+    h.stop();
+    double recovered = h.errors.load() ? ms_since(t0, h.last_error_ns.load()) : 0.0;
+    std::printf("CLUSTER FAILOVER: promoted after %.0f ms; %ld errors (%s); client recovered %.0f ms after the "
+                "command; admitted %ld (%ld at promotion), limit %lld; %ld NOSCRIPT reloads so far\n",
+                ms_since(t0, promoted), h.errors.load(), h.first_error_text().c_str(), recovered,
+                h.admitted.load(), at_promotion, static_cast<long long>(kLimit), transport.noscript_reloads());
+    // The promoted replica never saw SCRIPT LOAD (scripts replicate as effects).
+    EXPECT_GT(transport.noscript_reloads(), 0);
+    EXPECT_LT(at_promotion, kLimit);
+    EXPECT_EQ(h.admitted.load(), kLimit);  // a manual failover loses no write
+    EXPECT_LT(recovered, 5000.0);
+    EXPECT_EQ(transport.master_for(skey), "127.0.0.1:" + std::to_string(cluster.node(replica).port()));
+  }
+
+  cluster.wait_ready();
+  // --- SIGKILL of a master: its replica is elected after cluster-node-timeout.
+  {
+    Limiter l(client, limit(kLimit, 3600 * 1000, "kill"));
+    const std::string skey = l.storage_key("k");
+    const size_t victim = cluster.master_of_key(skey);
+    const size_t heir = cluster.replica_of(victim);
+    Hammer h(l, "k", 8, 1000us);
+    ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
+    long at_kill = h.admitted.load();
+    int64_t t0 = rltest::steady_ns();
+    cluster.kill(victim);
+    ASSERT_TRUE(Hammer::wait_for(
+        [&] {
+          try {
+            return cluster.master_of_key(skey) == heir;
+          } catch (const std::exception&) {
+            return false;  // the slot is served by nobody until the election
+          }
+        },
+        30s));
+    int64_t promoted = rltest::steady_ns();
+    // Recovered: a success after the promotion, and no error for 500 ms.
+    ASSERT_TRUE(Hammer::wait_for(
+        [&] {
+          int64_t now = rltest::steady_ns();
+          return h.last_success_ns.load() > promoted && now - h.last_error_ns.load() > 500000000;
+        },
+        30s));
+    double recovered = h.errors.load() ? ms_since(t0, h.last_error_ns.load()) : 0.0;
+    ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
+    h.stop();
+    long long logged = cluster.node(heir).integer({"ZCARD", skey});
+    std::printf("SIGKILL of master %d: replica %d promoted after %.0f ms; %ld errors (first: %s); last error "
+                "%.0f ms after the kill; admitted %ld (%ld before the kill), log now holds %lld, limit %lld\n",
+                cluster.node(victim).port(), cluster.node(heir).port(), ms_since(t0, promoted), h.errors.load(),
+                h.first_error_text().c_str(), recovered, h.admitted.load(), at_kill, logged,
+                static_cast<long long>(kLimit));
+    EXPECT_LT(recovered, 15000.0);
+    EXPECT_EQ(logged, kLimit);  // the log never holds more than the limit
+    // Over-admission is bounded by what the replica had not yet received.
+    EXPECT_GE(h.admitted.load(), kLimit);
+    EXPECT_LE(h.admitted.load() - kLimit, at_kill + 1000);
+  }
+
+  // Decisions are exact afterwards, on every master including the new one.
+  cluster.wait_ready();
+  Limiter after(client, limit(100, 3600 * 1000, "after"));
+  std::vector<std::string> keys;
+  for (size_t m : cluster.masters()) keys.push_back(key_on(cluster, after, m, "after-"));
+  ASSERT_EQ(keys.size(), 3u);
+  std::vector<std::atomic<int>> admitted(keys.size());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 60; ++i) {
+        size_t k = static_cast<size_t>(i) % keys.size();
+        if (after.check(keys[k]).allowed) ++admitted[k];
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& a : admitted) EXPECT_EQ(a.load(), 100);
+}
+
+TEST(ClusterTopology, PasswordAppliesToEveryNode) {
+  RedisCluster cluster(3, 0, "s3cr@t");
+  // The '@' in the password is percent-encoded in the URL.
+  std::string url = cluster.url();
+  url.replace(url.find("s3cr@t"), 6, "s3cr%40t");
+  auto client = open(url);
+  Limiter l(client, limit(5, 1000, "auth"));
+  for (int i = 0; i < 200; ++i) EXPECT_TRUE(l.check("k" + std::to_string(i)).allowed);  // every master
+  EXPECT_EQ(cluster_transport(*client).refreshes(), 1);
+
+  std::string wrong = url;
+  wrong.replace(wrong.find("s3cr%40t"), 8, "nope");
+  Limiter bad(open(wrong), limit(5, 1000, "auth"));
+  try {
+    bad.check("k");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kAuth) << e.what();
+  }
+}
+
+TEST(ClusterTopology, UnreachableSeeds) {
+  int a = rltest::free_port(), b = rltest::free_port();
+  std::string url = "redis+cluster://127.0.0.1:" + std::to_string(a) + ",127.0.0.1:" + std::to_string(b);
+  auto client = open(url);
+  Limiter l(client, limit(5, 1000, "t"));
+  try {
+    l.check("k");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    std::string m = e.what();
+    EXPECT_NE(m.find("no node answered CLUSTER SLOTS"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::to_string(a)), std::string::npos) << m;
+    EXPECT_NE(m.find(std::to_string(b)), std::string::npos) << m;
+  }
+}
+
+TEST(ClusterTopology, NotAClusterServer) {
+  rltest::RedisServer plain;
+  auto client = open("redis+cluster://127.0.0.1:" + std::to_string(plain.port()));
+  Limiter l(client, limit(5, 1000, "t"));
+  try {
+    l.check("k");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("not a Redis Cluster"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ClusterTopology, MalformedUrls) {
+  for (const char* url : {"redis+cluster://", "redis+cluster://h:1,,h:2", "redis+cluster://h:99999",
+                          "redis+cluster://h:1/2"}) {
+    try {
+      open(url);
+      ADD_FAILURE() << "accepted " << url;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << url;
+    }
+  }
+}

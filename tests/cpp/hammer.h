@@ -1,0 +1,85 @@
+// hammer.h - threads that check one key until told to stop, counting what
+// they were told and when errors happened (for recovery times).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redlimit/errors.h"
+#include "redlimit/limiter.h"
+
+namespace rltest {
+
+inline int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+class Hammer {
+ public:
+  // `pause` between two checks of one thread keeps the rate low enough that
+  // the limit is reached only after the event under test.
+  Hammer(redlimit::Limiter& limiter, std::string key, int threads, std::chrono::microseconds pause)
+      : limiter_(limiter), key_(std::move(key)) {
+    for (int t = 0; t < threads; ++t)
+      threads_.emplace_back([this, pause] {
+        while (!stop_.load()) {
+          try {
+            redlimit::Decision d = limiter_.check(key_);
+            (d.allowed ? admitted : denied).fetch_add(1);
+            last_success_ns.store(steady_ns());
+          } catch (const redlimit::Error& e) {
+            errors.fetch_add(1);
+            int64_t now = steady_ns();
+            last_error_ns.store(now);
+            std::lock_guard<std::mutex> lock(mu_);
+            if (first_error.empty()) {
+              first_error = std::string(redlimit::error_code_name(e.code())) + ": " + e.what();
+              first_error_ns = now;
+            }
+          }
+          attempts.fetch_add(1);
+          if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        }
+      });
+  }
+  ~Hammer() { stop(); }
+  void stop() {
+    stop_.store(true);
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  // Polls `pred` every 5 ms; false after `timeout`.
+  static bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+  std::string first_error_text() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_error;
+  }
+
+  std::atomic<long> admitted{0}, denied{0}, errors{0}, attempts{0};
+  std::atomic<int64_t> last_error_ns{0}, last_success_ns{0};
+  int64_t first_error_ns = 0;
+
+ private:
+  redlimit::Limiter& limiter_;
+  std::string key_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::string first_error;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace rltest

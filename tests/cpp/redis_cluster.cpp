@@ -1,0 +1,395 @@
+// redis_cluster.cpp - Redis Cluster and Sentinel deployments for tests.
+#include "redis_cluster.h"
+
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "crc16.h"
+
+namespace rltest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(s);
+  while (std::getline(in, item, sep)) {
+    if (!item.empty() && item.back() == '\r') item.pop_back();
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// One command against 127.0.0.1:port; the reply as text, "" when unreachable.
+// Flat arrays are joined by '\n'.
+std::string command_at(int port, const std::vector<std::string>& argv, const std::string& password = "") {
+  timeval tv{1, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (!c || c->err) {
+    if (c) redisFree(c);
+    return "";
+  }
+  redisSetTimeout(c, tv);
+  if (!password.empty()) {
+    auto* r = static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size()));
+    if (r) freeReplyObject(r);
+  }
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  for (auto& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
+  std::string out;
+  if (r) {
+    if (r->type == REDIS_REPLY_ARRAY) {
+      for (size_t i = 0; i < r->elements; ++i) {
+        if (i) out += "\n";
+        const redisReply* e = r->element[i];
+        if (e->type == REDIS_REPLY_INTEGER)
+          out += std::to_string(e->integer);
+        else if (e->str)
+          out.append(e->str, e->len);
+      }
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+      out = std::to_string(r->integer);
+    } else if (r->str) {
+      out.assign(r->str, r->len);
+    }
+    freeReplyObject(r);
+  }
+  redisFree(c);
+  return out;
+}
+
+std::map<std::string, std::string> pairs(const std::string& flat) {
+  std::vector<std::string> items = split(flat, '\n');
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i + 1 < items.size(); i += 2) out[items[i]] = items[i + 1];
+  return out;
+}
+
+void run_quiet(const std::vector<std::string>& args) {
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int devnull = ::open("/dev/null", O_RDWR);
+    ::dup2(devnull, 0);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::_Exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error(args[0] + " " + args[1] + " failed (status " + std::to_string(status) + ")");
+}
+
+}  // namespace
+
+std::string info_field(const std::string& text, const std::string& field) {
+  for (const std::string& line : split(text, '\n'))
+    if (line.compare(0, field.size() + 1, field + ":") == 0) return line.substr(field.size() + 1);
+  return "";
+}
+
+pid_t server_pid(const RedisServer& server) {
+  return static_cast<pid_t>(std::stol(info_field(server.command({"INFO", "server"}), "process_id")));
+}
+
+// ---------------------------------------------------------------- cluster
+
+RedisCluster::RedisCluster(int masters, int replicas, std::string password) : password_(std::move(password)) {
+  int n = masters * (1 + replicas);
+  for (int i = 0; i < n; ++i) {
+    // The bus port defaults to port + 10000, which may be taken or past
+    // 65535: give it its own free port.
+    std::vector<std::string> args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                     "--cluster-node-timeout", "1000", "--cluster-port", std::to_string(free_port()),
+                                     // a replica's first sync starts at once, not after the default 5 s
+                                     "--repl-diskless-sync-delay", "0"};
+    if (!password_.empty()) args.insert(args.end(), {"--requirepass", password_, "--masterauth", password_});
+    nodes_.push_back(std::make_unique<RedisServer>(args));
+    alive_.push_back(true);
+  }
+  std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
+  for (auto& node : nodes_) args.push_back("127.0.0.1:" + std::to_string(node->port()));
+  args.insert(args.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
+  if (!password_.empty()) args.insert(args.end(), {"-a", password_, "--no-auth-warning"});
+  run_quiet(args);
+  wait_ready();
+}
+
+RedisCluster::~RedisCluster() = default;
+
+std::string RedisCluster::url() const {
+  std::string out = "redis+cluster://";
+  if (!password_.empty()) out += ":" + password_ + "@";
+  for (size_t i = 0; i < nodes_.size(); ++i) out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->port());
+  return out;
+}
+
+std::string RedisCluster::node_id(size_t i) const {
+  return command_at(nodes_[i]->port(), {"CLUSTER", "MYID"}, password_);
+}
+
+namespace {
+
+struct NodeLine {
+  std::string id;
+  int port = 0;
+  bool master = false, failed = false;
+  std::string master_id;
+  std::vector<std::pair<int, int>> slots;
+};
+
+std::vector<NodeLine> cluster_nodes(int port, const std::string& password) {
+  std::vector<NodeLine> out;
+  for (const std::string& line : split(command_at(port, {"CLUSTER", "NODES"}, password), '\n')) {
+    std::vector<std::string> f = split(line, ' ');
+    if (f.size() < 8) continue;
+    NodeLine n;
+    n.id = f[0];
+    std::string addr = f[1].substr(0, f[1].find('@'));
+    n.port = std::atoi(addr.substr(addr.rfind(':') + 1).c_str());
+    n.master = f[2].find("master") != std::string::npos;
+    n.failed = f[2].find("fail") != std::string::npos;
+    n.master_id = f[3];
+    for (size_t k = 8; k < f.size(); ++k) {
+      if (f[k][0] == '[') continue;  // a migration in progress
+      size_t dash = f[k].find('-');
+      int lo = std::atoi(f[k].c_str());
+      int hi = dash == std::string::npos ? lo : std::atoi(f[k].c_str() + dash + 1);
+      n.slots.emplace_back(lo, hi);
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool RedisCluster::ready(std::string& why) const {
+  std::string reference;  // who serves what, as seen by the first live node
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!alive_[i]) continue;
+    int port = nodes_[i]->port();
+    std::string info = command_at(port, {"CLUSTER", "INFO"}, password_);
+    if (info_field(info, "cluster_state") != "ok") {
+      why = "node " + std::to_string(port) + " cluster_state=" + info_field(info, "cluster_state");
+      return false;
+    }
+    std::map<int, std::string> owners;  // sorted: each node lists itself first
+    for (const NodeLine& n : cluster_nodes(port, password_)) {
+      if (n.master && !n.failed && !n.slots.empty()) {
+        std::string& v = owners[n.port];
+        for (auto& s : n.slots) v += std::to_string(s.first) + "-" + std::to_string(s.second) + ",";
+      }
+    }
+    std::string view;
+    for (auto& [p, v] : owners) view += std::to_string(p) + ":" + v + ";";
+    if (reference.empty()) reference = view;
+    if (view != reference) {
+      why = "nodes disagree on the slot map";
+      return false;
+    }
+    std::string repl = command_at(port, {"INFO", "replication"}, password_);
+    if (info_field(repl, "role") == "slave" && info_field(repl, "master_link_status") != "up") {
+      why = "replica " + std::to_string(port) + " not in sync";
+      return false;
+    }
+  }
+  return true;
+}
+
+void RedisCluster::wait_ready(std::chrono::milliseconds timeout) const {
+  auto deadline = Clock::now() + timeout;
+  std::string why;
+  while (!ready(why)) {
+    if (Clock::now() > deadline) throw std::runtime_error("cluster not ready: " + why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+size_t RedisCluster::master_of_slot(int slot) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!alive_[i]) continue;
+    for (const NodeLine& n : cluster_nodes(nodes_[i]->port(), password_)) {
+      if (!n.master || n.failed) continue;
+      for (auto& s : n.slots)
+        if (slot >= s.first && slot <= s.second)
+          for (size_t k = 0; k < nodes_.size(); ++k)
+            if (nodes_[k]->port() == n.port) return k;
+    }
+    break;
+  }
+  throw std::runtime_error("no master serves slot " + std::to_string(slot));
+}
+
+size_t RedisCluster::master_of_key(const std::string& key) const { return master_of_slot(redlimit::key_slot(key)); }
+
+std::vector<size_t> RedisCluster::masters() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (alive_[i] && info_field(command_at(nodes_[i]->port(), {"INFO", "replication"}, password_), "role") == "master")
+      out.push_back(i);
+  return out;
+}
+
+size_t RedisCluster::replica_of(size_t m) const {
+  std::string id = node_id(m);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!alive_[i] || i == m) continue;
+    for (const NodeLine& n : cluster_nodes(nodes_[i]->port(), password_))
+      if (n.port == nodes_[i]->port() && !n.master && n.master_id == id) return i;
+  }
+  throw std::runtime_error("master has no live replica");
+}
+
+void RedisCluster::kill(size_t i) {
+  ::kill(server_pid(*nodes_[i]), SIGKILL);
+  alive_[i] = false;
+}
+
+// ---------------------------------------------------------------- processes
+
+Process::Process(const std::string& program, const std::vector<std::string>& args, const std::string& log) {
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int devnull = ::open("/dev/null", O_RDWR);
+    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(devnull, 0);
+    ::dup2(out >= 0 ? out : devnull, 1);
+    ::dup2(out >= 0 ? out : devnull, 2);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(program.c_str()));
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(program.c_str(), argv.data());
+    std::_Exit(127);
+  }
+}
+
+Process::~Process() { kill(SIGTERM); }
+
+void Process::kill(int sig) {
+  if (pid_ <= 0) return;
+  ::kill(pid_, sig);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+// ---------------------------------------------------------------- sentinel
+
+RedisSentinels::RedisSentinels(std::string name, std::string data_password, std::string sentinel_password,
+                               bool for_failover)
+    : name_(std::move(name)), data_password_(std::move(data_password)), sentinel_password_(std::move(sentinel_password)) {
+  char tmpl[] = "/tmp/redlimit-sentinel-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  std::vector<std::string> auth = {"--repl-diskless-sync-delay", "0"};  // sync at once, not after 5 s
+  if (!data_password_.empty()) auth.insert(auth.end(), {"--requirepass", data_password_, "--masterauth", data_password_});
+  data_.push_back(std::make_unique<RedisServer>(auth));
+  std::vector<std::string> replica_args = {"--replicaof", "127.0.0.1", std::to_string(data_[0]->port())};
+  replica_args.insert(replica_args.end(), auth.begin(), auth.end());
+  data_.push_back(std::make_unique<RedisServer>(replica_args));
+  auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (info_field(command_at(data_[1]->port(), {"INFO", "replication"}, data_password_), "master_link_status") !=
+         "up") {
+    if (Clock::now() > deadline) throw std::runtime_error("replica never synced");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int i = 0; i < 3; ++i) {
+    int port = free_port();
+    std::string conf = dir_ + "/sentinel-" + std::to_string(i) + ".conf";
+    std::ofstream out(conf);
+    out << "port " << port << "\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\n"
+        << "dir " << dir_ << "\n"
+        << "sentinel monitor " << name_ << " 127.0.0.1 " << data_[0]->port() << " 2\n"
+        << "sentinel down-after-milliseconds " << name_ << " 1000\n"
+        << "sentinel failover-timeout " << name_ << " 3000\n"
+        << "sentinel parallel-syncs " << name_ << " 1\n";
+    if (!data_password_.empty()) out << "sentinel auth-pass " << name_ << " " << data_password_ << "\n";
+    if (!sentinel_password_.empty())  // clients and the other sentinels need it
+      out << "requirepass " << sentinel_password_ << "\nsentinel sentinel-pass " << sentinel_password_ << "\n";
+    out.close();
+    sentinel_ports_.push_back(port);
+    sentinels_.push_back(std::make_unique<Process>(
+        "redis-server", std::vector<std::string>{conf, "--sentinel"}, dir_ + "/sentinel-" + std::to_string(i) + ".log"));
+  }
+  // Ready when each sentinel knows the replica and the two other sentinels
+  // (they find each other through hello messages on the master).
+  for (int port : sentinel_ports_) {
+    for (;;) {
+      auto m = pairs(command_at(port, {"SENTINEL", "MASTER", name_}, sentinel_password_));
+      if (!for_failover && m["name"] == name_) break;
+      if (m["num-slaves"] == "1" && m["num-other-sentinels"] == "2") break;
+      if (Clock::now() > deadline) throw std::runtime_error("sentinels did not discover each other");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+RedisSentinels::~RedisSentinels() {
+  sentinels_.clear();
+  data_.clear();
+  std::string cmd = "rm -rf '" + dir_ + "'";
+  if (std::system(cmd.c_str()) != 0) { /* best effort */ }
+}
+
+std::string RedisSentinels::url() const {
+  std::string out = "redis+sentinel://";
+  for (size_t i = 0; i < sentinel_ports_.size(); ++i)
+    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinel_ports_[i]);
+  return out + "/" + name_;
+}
+
+void RedisSentinels::sentinel_failover() {
+  std::string r = command_at(sentinel_ports_[0], {"SENTINEL", "FAILOVER", name_}, sentinel_password_);
+  if (r != "OK") throw std::runtime_error("SENTINEL FAILOVER: " + r);
+}
+
+void RedisSentinels::kill_master() { ::kill(server_pid(*data_[master_]), SIGKILL); }
+
+void RedisSentinels::wait_promoted(std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  int old_port = data_[master_]->port();
+  int new_port = data_[1 - master_]->port();
+  for (;;) {
+    bool all = true;
+    for (int port : sentinel_ports_) {
+      std::vector<std::string> addr = split(command_at(port, {"SENTINEL", "get-master-addr-by-name", name_}, sentinel_password_), '\n');
+      if (addr.size() != 2 || std::atoi(addr[1].c_str()) != new_port) all = false;
+    }
+    std::vector<std::string> role = split(command_at(new_port, {"ROLE"}, data_password_), '\n');
+    if (all && !role.empty() && role.front() == "master") break;
+    if (Clock::now() > deadline)
+      throw std::runtime_error("no promotion away from port " + std::to_string(old_port));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  master_ = 1 - master_;
+}
+
+}  // namespace rltest

@@ -1,0 +1,112 @@
+// redis_cluster.h - throwaway Redis Cluster and Sentinel deployments for tests,
+// on free loopback ports; every process is stopped on destruction (and dies
+// with the test process, through PR_SET_PDEATHSIG).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis_server.h"
+
+namespace rltest {
+
+class RedisCluster {
+ public:
+  // Starts masters * (1 + replicas) nodes, forms the cluster with
+  // redis-cli --cluster create, and waits until every node reports
+  // cluster_state:ok and every replica is in sync. With a password, every
+  // node requires it (requirepass, masterauth).
+  explicit RedisCluster(int masters = 3, int replicas = 1, std::string password = "");
+  ~RedisCluster();
+  RedisCluster(const RedisCluster&) = delete;
+  RedisCluster& operator=(const RedisCluster&) = delete;
+
+  size_t size() const { return nodes_.size(); }
+  RedisServer& node(size_t i) { return *nodes_[i]; }
+  // redis+cluster:// with every node as a seed (and the password, if any).
+  std::string url() const;
+  std::string node_id(size_t i) const;
+  bool alive(size_t i) const { return alive_[i]; }
+
+  // The node that serves `slot` as master, by the view of a live node.
+  size_t master_of_slot(int slot) const;
+  size_t master_of_key(const std::string& key) const;
+  // Live masters, in node order.
+  std::vector<size_t> masters() const;
+  // The replica of master `m`.
+  size_t replica_of(size_t m) const;
+
+  // SIGKILL: no goodbye to the cluster bus, like a crashed host.
+  void kill(size_t i);
+  // Polls (never a blind sleep) until every live node says cluster_state:ok,
+  // all agree on who serves each slot, and replicas are in sync; throws after
+  // `timeout`.
+  void wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
+
+  // Runs a command on node i (see RedisServer::command; no password).
+  std::string command(size_t i, const std::vector<std::string>& argv) const { return nodes_[i]->command(argv); }
+
+ private:
+  bool ready(std::string& why) const;
+  std::string password_;
+  std::vector<std::unique_ptr<RedisServer>> nodes_;
+  std::vector<bool> alive_;
+};
+
+// A process started by the tests (redis-server --sentinel), stopped on destruction.
+class Process {
+ public:
+  Process(const std::string& program, const std::vector<std::string>& args, const std::string& log);
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  void kill(int sig);  // and reap
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// One master, one replica and three sentinels watching them as `name`.
+// Optionally the data nodes require `data_password` and the sentinels
+// `sentinel_password`. Unless `for_failover` is false, the constructor waits
+// until every sentinel knows the replica and its two peers (several seconds:
+// they learn them from periodic INFO and hello messages).
+class RedisSentinels {
+ public:
+  explicit RedisSentinels(std::string name = "rlmaster", std::string data_password = "",
+                          std::string sentinel_password = "", bool for_failover = true);
+  ~RedisSentinels();
+  std::string url() const;  // redis+sentinel://s1,s2,s3/name, without credentials
+  const std::string& name() const { return name_; }
+  RedisServer& master() { return *data_[master_]; }
+  RedisServer& replica() { return *data_[1 - master_]; }
+  // SIGKILLs the master; the replica is then expected to be promoted.
+  void kill_master();
+  // SENTINEL FAILOVER: the replica is promoted, the master demoted to replica.
+  void sentinel_failover();
+  // Polls until the sentinels name a live master other than the killed one
+  // and it answers ROLE as master. Throws after `timeout`.
+  void wait_promoted(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  int sentinel_port(size_t i) const { return sentinel_ports_[i]; }
+
+ private:
+  std::string name_;
+  std::string data_password_, sentinel_password_;
+  std::string dir_;
+  std::vector<std::unique_ptr<RedisServer>> data_;
+  size_t master_ = 0;
+  std::vector<int> sentinel_ports_;
+  std::vector<std::unique_ptr<Process>> sentinels_;
+};
+
+// SIGKILLs a redis-server found through INFO (its pid).
+pid_t server_pid(const RedisServer& server);
+// Text of a field ("cluster_state") in INFO-style "k:v\r\n" text.
+std::string info_field(const std::string& text, const std::string& field);
+
+}  // namespace rltest
