@@ -79,29 +79,8 @@ bool node_of(const redisReply* e, const std::string& asked_host, HostPort& out) 
 }  // namespace
 
 ClusterTransport::ClusterTransport(Endpoint endpoint, PoolOptions options)
-    : endpoint_(std::move(endpoint)), options_(options), locks_(new Locks), slots_(kClusterSlots) {
-  locks_.load()->pid = ::getpid();
+    : endpoint_(std::move(endpoint)), options_(options), slots_(kClusterSlots) {
   if (endpoint_.seeds.empty()) throw_invalid("redis+cluster:// needs at least one seed node");
-}
-
-ClusterTransport::~ClusterTransport() {
-  Locks* l = locks_.load();
-  // A generation inherited across fork() may be locked by a thread that does
-  // not exist here; it is left allocated (as ConnectionPool does).
-  if (l->pid == ::getpid()) delete l;
-}
-
-ClusterTransport::Locks& ClusterTransport::locks() {
-  Locks* l = locks_.load(std::memory_order_acquire);
-  pid_t pid = ::getpid();
-  if (l->pid == pid) return *l;
-  std::lock_guard<std::mutex> guard(fork_mu_);  // only ever taken in a forked child
-  l = locks_.load(std::memory_order_acquire);
-  if (l->pid == pid) return *l;
-  Locks* fresh = new Locks;
-  fresh->pid = pid;
-  locks_.store(fresh, std::memory_order_release);
-  return *fresh;
 }
 
 Endpoint ClusterTransport::node_endpoint(const HostPort& address) const {

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "per_process.h"
 #include "transport.h"
 
 namespace redlimit {
@@ -40,7 +41,6 @@ class ClusterTransport : public Transport {
   // node. Nothing is connected until the first command.
   ClusterTransport(Endpoint endpoint, PoolOptions options);
 
-  ~ClusterTransport() override;
   ClusterTransport(const ClusterTransport&) = delete;
   ClusterTransport& operator=(const ClusterTransport&) = delete;
 
@@ -84,13 +84,11 @@ class ClusterTransport : public Transport {
   // The locks live apart so that a forked child can start with fresh ones: a
   // parent thread may hold them at the time of fork().
   struct Locks {
-    pid_t pid = 0;
     std::shared_mutex map;  // guards slots_, nodes_, known_
     std::mutex refresh;     // single flight
   };
-  Locks& locks();
-  std::atomic<Locks*> locks_;
-  std::mutex fork_mu_;
+  Locks& locks() { return locks_.get(); }
+  PerProcess<Locks> locks_;
 
   std::vector<NodePtr> slots_;                 // kClusterSlots entries; null: unserved
   std::map<std::string, NodePtr> nodes_;       // masters by host:port

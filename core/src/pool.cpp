@@ -15,36 +15,18 @@ PooledConnection::~PooledConnection() {
 }
 
 ConnectionPool::ConnectionPool(Endpoint endpoint, PoolOptions options)
-    : endpoint_(std::move(endpoint)), options_(options), state_(new State) {
-  state_.load()->pid = ::getpid();
-}
-
-ConnectionPool::~ConnectionPool() {
-  State* s = state_.load();
-  // A state inherited across fork() may hold a mutex locked by a thread that
-  // does not exist here; only our own generation is torn down.
-  if (s->pid == ::getpid()) delete s;
-}
+    : endpoint_(std::move(endpoint)), options_(options) {}
 
 ConnectionPool::State* ConnectionPool::current() {
-  State* s = state_.load(std::memory_order_acquire);
-  pid_t pid = ::getpid();
-  if (s->pid == pid) return s;
-  std::lock_guard<std::mutex> lock(fork_mu_);
-  s = state_.load(std::memory_order_acquire);
-  if (s->pid == pid) return s;
-  // We are a forked child. The parent's sockets are shared with the parent:
-  // close our copies when the old state is not locked (closing our fd does not
-  // disturb the parent's connection), and never send anything on them. The old
-  // state itself is left allocated: its mutex may be held by a parent thread.
-  if (s->mu.try_lock()) {
-    s->idle.clear();
-    s->mu.unlock();
-  }
-  State* fresh = new State;
-  fresh->pid = pid;
-  state_.store(fresh, std::memory_order_release);
-  return fresh;
+  return &states_.get([](State& parent) {
+    // We are a forked child. Its idle sockets are shared with the parent:
+    // close our copies when the state is not locked (closing our fd does not
+    // disturb the parent's connection), and never send anything on them.
+    if (parent.mu.try_lock()) {
+      parent.idle.clear();
+      parent.mu.unlock();
+    }
+  });
 }
 
 bool ConnectionPool::usable(Connection& conn) {
@@ -98,7 +80,7 @@ PooledConnection ConnectionPool::acquire() {
 }
 
 void ConnectionPool::release(State* s, std::unique_ptr<Connection> conn) {
-  if (s->pid != ::getpid()) {
+  if (s != current()) {
     conn.reset();  // leased before fork(): our copy of the socket is only closed
     return;
   }

@@ -6,8 +6,6 @@
 // connections: the pool notices the pid change and starts afresh.
 #pragma once
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "connection.h"
+#include "per_process.h"
 #include "redlimit/client.h"
 #include "redlimit/url.h"
 
@@ -42,7 +41,6 @@ class PooledConnection {
 class ConnectionPool {
  public:
   ConnectionPool(Endpoint endpoint, PoolOptions options);
-  ~ConnectionPool();
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
@@ -59,8 +57,7 @@ class ConnectionPool {
 
  private:
   friend class PooledConnection;
-  struct State {  // one per process generation
-    pid_t pid;
+  struct State {  // one per process (see PerProcess)
     std::mutex mu;
     std::condition_variable cv;
     std::vector<std::unique_ptr<Connection>> idle;
@@ -72,8 +69,7 @@ class ConnectionPool {
 
   Endpoint endpoint_;
   PoolOptions options_;
-  std::atomic<State*> state_;
-  std::mutex fork_mu_;  // only taken in a forked child, to swap state_
+  PerProcess<State> states_;
   std::atomic<long> made_{0};
 };
 

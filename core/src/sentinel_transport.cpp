@@ -27,30 +27,9 @@ void append(std::string& list, const std::string& item) { list += (list.empty() 
 }  // namespace
 
 SentinelTransport::SentinelTransport(Endpoint endpoint, PoolOptions options)
-    : endpoint_(std::move(endpoint)), options_(options), locks_(new Locks) {
-  locks_.load()->pid = ::getpid();
+    : endpoint_(std::move(endpoint)), options_(options) {
   if (endpoint_.seeds.empty()) throw_invalid("redis+sentinel:// needs at least one sentinel");
   if (endpoint_.master_name.empty()) throw_invalid("redis+sentinel:// needs a master name");
-}
-
-SentinelTransport::~SentinelTransport() {
-  Locks* l = locks_.load();
-  // A generation inherited across fork() may be locked by a thread that does
-  // not exist here; it is left allocated (as ConnectionPool does).
-  if (l->pid == ::getpid()) delete l;
-}
-
-SentinelTransport::Locks& SentinelTransport::locks() {
-  Locks* l = locks_.load(std::memory_order_acquire);
-  pid_t pid = ::getpid();
-  if (l->pid == pid) return *l;
-  std::lock_guard<std::mutex> guard(fork_mu_);  // only ever taken in a forked child
-  l = locks_.load(std::memory_order_acquire);
-  if (l->pid == pid) return *l;
-  Locks* fresh = new Locks;
-  fresh->pid = pid;
-  locks_.store(fresh, std::memory_order_release);
-  return *fresh;
 }
 
 SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previous) {

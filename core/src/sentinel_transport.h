@@ -21,6 +21,7 @@
 
 #include <sys/types.h>
 
+#include "per_process.h"
 #include "transport.h"
 
 namespace redlimit {
@@ -37,7 +38,6 @@ class SentinelTransport : public Transport {
   // command.
   SentinelTransport(Endpoint endpoint, PoolOptions options);
 
-  ~SentinelTransport() override;
   SentinelTransport(const SentinelTransport&) = delete;
   SentinelTransport& operator=(const SentinelTransport&) = delete;
 
@@ -73,13 +73,11 @@ class SentinelTransport : public Transport {
   ScriptCache scripts_;
   // Apart, so that a forked child starts with fresh locks (see ClusterTransport).
   struct Locks {
-    pid_t pid = 0;
     std::mutex master;   // guards master_
     std::mutex resolve;  // single flight
   };
-  Locks& locks();
-  std::atomic<Locks*> locks_;
-  std::mutex fork_mu_;
+  Locks& locks() { return locks_.get(); }
+  PerProcess<Locks> locks_;
   MasterPtr master_;
   std::atomic<int64_t> last_resolve_ns_{0};
   std::atomic<long> resolutions_{0};
