@@ -13,7 +13,7 @@ swig_build="$root/build/demo-java-swig"
 mvn_build="$root/build/demo-java-mvn"
 {
   cmake -S "$root/bindings/swig" -B "$swig_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$RL_PREFIX" -DRL_SWIG_PERL=OFF
+    -Uredlimit_DIR -DCMAKE_PREFIX_PATH="$RL_PREFIX" -DRL_SWIG_PERL=OFF
   cmake --build "$swig_build" -j 2
   mvn -B -q -ntp -f "$root/bindings/swig/java/pom.xml" -Dredlimit.build.dir="$mvn_build" \
     -Dredlimit.swig.sources="$swig_build/java" -DskipTests package

@@ -17,6 +17,12 @@
  *  - rl_decision / rl_error are read-only structs the caller allocates.
  *  - Option structs are built with their *_init() defaults, never calloc'd
  *    zeros (version 0 would be rejected).
+ *  - const char *url / *spec are passed as UTF-8 bytes (not modified UTF-8).
+ *  - Batches: (keys, key_lens, n) is a byte[][] (every key copied); results
+ *    come back in long[] / int[] the caller allocates (rl_check_many_packed,
+ *    rl_client_stats_packed, defined at the end).
+ *  - char **out, size_t *len (library memory) is a one-element byte[][]; the
+ *    wrapper copies the string and releases it with rl_free.
  * The wrapper is compiled as C, so no C++ exception can reach a JNI frame, and
  * every C entry point is noexcept behind the ABI.
  */
@@ -85,6 +91,8 @@ typedef struct rl_bytes {
 %typemap(freearg) const char *url {
   free((char *)$1);
 }
+/* Rate specs ("10/s; 1000/hour") take the same path. */
+%apply const char *url { const char *spec };
 
 /* ---- opaque handles: TYPE **out -> TYPE[] of length >= 1 ---------------- */
 
@@ -163,6 +171,116 @@ RL_BYTES_IN(const void *bytes, size_t len)
     (*jenv)->SetByteArrayRegion(jenv, $result, 0, (jsize)$1.len, (const jbyte *)$1.data);
 }
 
+
+/* ---- batches: byte[][] -> (keys, key_lens, n) ---------------------------- */
+
+/* Every key is copied (see the single-key typemap for why); a null element
+   passes NULL / 0, which C rejects for that key alone. */
+%typemap(jni) (const void *const *keys, const size_t *key_lens, size_t n) "jobjectArray"
+%typemap(jtype) (const void *const *keys, const size_t *key_lens, size_t n) "byte[][]"
+%typemap(jstype) (const void *const *keys, const size_t *key_lens, size_t n) "byte[][]"
+%typemap(javain) (const void *const *keys, const size_t *key_lens, size_t n) "$javainput"
+%typemap(in) (const void *const *keys, const size_t *key_lens, size_t n)
+    (void **copies = NULL, size_t *lens = NULL, size_t count = 0) {
+  $1 = NULL;
+  $2 = NULL;
+  $3 = 0;
+  if ($input) {
+    jsize total = (*jenv)->GetArrayLength(jenv, $input);
+    jsize i;
+    copies = (void **)calloc((size_t)total + 1, sizeof *copies);
+    lens = (size_t *)calloc((size_t)total + 1, sizeof *lens);
+    if (!copies || !lens) {
+      free(copies);
+      free(lens);
+      SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "copying keys");
+      return $null;
+    }
+    count = (size_t)total;
+    for (i = 0; i < total; i++) {
+      jbyteArray k = (jbyteArray)(*jenv)->GetObjectArrayElement(jenv, $input, i);
+      if (!k) continue;
+      {
+        jsize len = (*jenv)->GetArrayLength(jenv, k);
+        copies[i] = malloc((size_t)len + 1);
+        if (!copies[i]) {
+          size_t j;
+          for (j = 0; j < (size_t)i; j++) free(copies[j]);
+          free(copies);
+          free(lens);
+          SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "copying keys");
+          return $null;
+        }
+        (*jenv)->GetByteArrayRegion(jenv, k, 0, len, (jbyte *)copies[i]);
+        lens[i] = (size_t)len;
+      }
+      (*jenv)->DeleteLocalRef(jenv, k);
+    }
+    $1 = ($1_ltype)copies;
+    $2 = lens;
+    $3 = count;
+  }
+}
+%typemap(freearg) (const void *const *keys, const size_t *key_lens, size_t n) {
+  if (copies$argnum) {
+    size_t i;
+    for (i = 0; i < count$argnum; i++) free(copies$argnum[i]);
+  }
+  free(copies$argnum);
+  free(lens$argnum);
+}
+
+/* ---- results out: long[] / int[] filled by C ----------------------------- */
+
+%define RL_ARRAY_OUT(CTYPE, NAME, LEN, JNITYPE, JNIARRAY, JAVATYPE, JNAME)
+%typemap(jni) (CTYPE *NAME, size_t LEN) JNIARRAY
+%typemap(jtype) (CTYPE *NAME, size_t LEN) JAVATYPE
+%typemap(jstype) (CTYPE *NAME, size_t LEN) JAVATYPE
+%typemap(javain) (CTYPE *NAME, size_t LEN) "$javainput"
+%typemap(in) (CTYPE *NAME, size_t LEN) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input) {
+    $1 = (CTYPE *)(*jenv)->Get##JNAME##ArrayElements(jenv, $input, NULL);
+    if (!$1) return $null; /* OutOfMemoryError is pending */
+    $2 = (size_t)(*jenv)->GetArrayLength(jenv, $input);
+  }
+}
+/* Mode 0: copy back (if it was a copy) and release, on every path. */
+%typemap(freearg) (CTYPE *NAME, size_t LEN) {
+  if ($1) (*jenv)->Release##JNAME##ArrayElements(jenv, $input, (JNITYPE *)$1, 0);
+}
+%enddef
+
+RL_ARRAY_OUT(int64_t, values, values_len, jlong, "jlongArray", "long[]", Long)
+RL_ARRAY_OUT(int, codes, codes_len, jint, "jintArray", "int[]", Int)
+
+/* ---- library-allocated strings: char **out -> byte[][] of length >= 1 ---- */
+
+%typemap(jni) (char **out, size_t *len) "jobjectArray"
+%typemap(jtype) (char **out, size_t *len) "byte[][]"
+%typemap(jstype) (char **out, size_t *len) "byte[][]"
+%typemap(javain) (char **out, size_t *len) "$javainput"
+%typemap(in) (char **out, size_t *len) (char *text = NULL, size_t text_len = 0) {
+  $1 = $input ? &text : NULL;
+  $2 = &text_len;
+}
+%typemap(argout) (char **out, size_t *len) {
+  if ($input && text$argnum && (*jenv)->GetArrayLength(jenv, $input) > 0) {
+    jbyteArray b = (*jenv)->NewByteArray(jenv, (jsize)text_len$argnum);
+    if (!b) { /* OutOfMemoryError is pending; freearg would be skipped */
+      rl_free(text$argnum);
+      return $null;
+    }
+    (*jenv)->SetByteArrayRegion(jenv, b, 0, (jsize)text_len$argnum, (const jbyte *)text$argnum);
+    (*jenv)->SetObjectArrayElement(jenv, $input, 0, b);
+    (*jenv)->DeleteLocalRef(jenv, b);
+  }
+}
+%typemap(freearg) (char **out, size_t *len) {
+  rl_free(text$argnum);
+}
+
 #endif /* SWIGJAVA */
 
 #ifdef SWIGPERL
@@ -206,6 +324,21 @@ RL_BYTES_IN(const void *bytes, size_t len)
   argvi++;
 }
 
+/* ($rc, $text) = rl_client_stats_prometheus($client, $err): the library's
+   string joins the return list (undef on failure) and is freed here. */
+%typemap(in, numinputs=0) (char **out, size_t *len) (char *text = NULL, size_t text_len = 0) {
+  $1 = &text;
+  $2 = &text_len;
+}
+%typemap(argout) (char **out, size_t *len) {
+  if (argvi >= items) EXTEND(sp, argvi + 1);
+  $result = text$argnum ? sv_2mortal(newSVpvn(text$argnum, text_len$argnum)) : sv_newmortal();
+  argvi++;
+}
+%typemap(freearg) (char **out, size_t *len) {
+  rl_free(text$argnum);
+}
+
 #endif /* SWIGPERL */
 
 /* ---- structs ------------------------------------------------------------- */
@@ -218,6 +351,8 @@ RL_BYTES_IN(const void *bytes, size_t len)
 %immutable rl_decision::remaining;
 %immutable rl_decision::retry_after_ms;
 %immutable rl_decision::reset_after_ms;
+%immutable rl_decision::shadowed;
+%immutable rl_decision::granted;
 %ignore rl_decision::reserved_flags_;
 %ignore rl_decision::reserved_;
 
@@ -283,7 +418,124 @@ RL_BYTES_IN(const void *bytes, size_t len)
   }
 }
 
-/* Nothing in 1.x hands library memory to the caller; rl_free stays C-only. */
+/* Counters: the caller allocates (with the version set), C fills. The two
+   histogram arrays are read one bucket at a time. */
+%immutable rl_stats::version;
+%ignore rl_stats::latency_le_us;
+%ignore rl_stats::latency_buckets;
+%extend rl_stats {
+  rl_stats() {
+    rl_stats *s = (rl_stats *)calloc(1, sizeof *s);
+    if (s) s->version = RL_STATS_VERSION;
+    return s;
+  }
+  ~rl_stats() { free($self); }
+  /* Upper bound (us) of bucket i; the last is UINT64_MAX (+Inf). 0 out of range. */
+  uint64_t latencyLeUs(int i) {
+    return i >= 0 && i < RL_STATS_LATENCY_BUCKETS ? $self->latency_le_us[i] : 0;
+  }
+  /* Checks in bucket i (not cumulative). 0 out of range. */
+  uint64_t latencyBucket(int i) {
+    return i >= 0 && i < RL_STATS_LATENCY_BUCKETS ? $self->latency_buckets[i] : 0;
+  }
+}
+
+/* The only library memory handed over (rl_client_stats_prometheus) is freed
+   by the typemaps above; rl_free itself stays C-only. */
 %ignore rl_free;
 
+/* The raw rl_check_many takes arrays of pointers and structs; Java calls the
+   packed form at the end instead (one JNI call, one pipelined round trip);
+   Perl has no batch call yet. */
+%ignore rl_check_many;
+
 %include "redlimit.h"
+
+#ifdef SWIGJAVA
+%inline %{
+/* Longs per decision in rl_check_many_packed's values, in this order:
+   allowed, cached, degraded, shadowed, limit, remaining, retry_after_ms,
+   reset_after_ms, granted. */
+enum { RL_PACKED_DECISION = 9 };
+/* Longs filled by rl_client_stats_packed: the 11 counters of rl_stats in
+   declaration order (checks .. latency_sum_us), then the 16 bucket bounds
+   (UINT64_MAX clamped to INT64_MAX), then the 16 bucket counts. */
+enum { RL_PACKED_STATS = 11 + 2 * RL_STATS_LATENCY_BUCKETS };
+
+/* rl_check_many with the decisions packed into values (n * RL_PACKED_DECISION
+   longs) and the per-key statuses in codes (n ints); a key whose status is
+   not RL_OK leaves its longs untouched. Returns what rl_check_many returns. */
+int rl_check_many_packed(rl_limiter *limiter, const void *const *keys, const size_t *key_lens, size_t n,
+                         int64_t cost, int64_t *values, size_t values_len, int *codes, size_t codes_len,
+                         rl_error *err) {
+  rl_decision *d;
+  size_t i;
+  int rc;
+  if (err) rl_error_clear(err);
+  if (n > 0 && (!values || values_len / RL_PACKED_DECISION < n || !codes || codes_len < n)) {
+    if (err) {
+      err->code = RL_EINVALID;
+      strcpy(err->message, "values or codes is too short for the keys");
+    }
+    return RL_EINVALID;
+  }
+  d = (rl_decision *)calloc(n ? n : 1, sizeof *d);
+  if (!d) {
+    if (err) {
+      err->code = RL_ENOMEM;
+      strcpy(err->message, "out of memory for the decisions");
+    }
+    return RL_ENOMEM;
+  }
+  rc = rl_check_many(limiter, keys, key_lens, n, cost, d, codes, err);
+  for (i = 0; i < n; i++) {
+    int64_t *v = values + i * RL_PACKED_DECISION;
+    if (codes[i] != RL_OK) continue;
+    v[0] = d[i].allowed;
+    v[1] = d[i].cached;
+    v[2] = d[i].degraded;
+    v[3] = d[i].shadowed;
+    v[4] = d[i].limit;
+    v[5] = d[i].remaining;
+    v[6] = d[i].retry_after_ms;
+    v[7] = d[i].reset_after_ms;
+    v[8] = d[i].granted;
+  }
+  free(d);
+  return rc;
+}
+
+/* rl_client_stats into RL_PACKED_STATS longs (no unsigned type in Java). */
+int rl_client_stats_packed(rl_client *client, int64_t *values, size_t values_len, rl_error *err) {
+  rl_stats s = RL_STATS_INIT;
+  int rc, i;
+  if (!values || values_len < RL_PACKED_STATS) {
+    if (err) {
+      rl_error_clear(err);
+      err->code = RL_EINVALID;
+      strcpy(err->message, "values is too short for the counters");
+    }
+    return RL_EINVALID;
+  }
+  rc = rl_client_stats(client, &s, err);
+  if (rc != RL_OK) return rc;
+  values[0] = (int64_t)s.checks;
+  values[1] = (int64_t)s.admitted;
+  values[2] = (int64_t)s.denied;
+  values[3] = (int64_t)s.errors;
+  values[4] = (int64_t)s.round_trips;
+  values[5] = (int64_t)s.noscript_reloads;
+  values[6] = (int64_t)s.cache_hits;
+  values[7] = (int64_t)s.degraded;
+  values[8] = (int64_t)s.near_limit;
+  values[9] = (int64_t)s.latency_count;
+  values[10] = (int64_t)s.latency_sum_us;
+  for (i = 0; i < RL_STATS_LATENCY_BUCKETS; i++) {
+    uint64_t le = s.latency_le_us[i];
+    values[11 + i] = le > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)le;
+    values[11 + RL_STATS_LATENCY_BUCKETS + i] = (int64_t)s.latency_buckets[i];
+  }
+  return RL_OK;
+}
+%}
+#endif /* SWIGJAVA */

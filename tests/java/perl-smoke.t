@@ -54,6 +54,30 @@ is(RedlimitNative::rl_reset($limiter, $key, $err), $OK, 'reset');
 is(RedlimitNative::rl_peek($limiter, $key, $d, $err), $OK, 'peek');
 is($d->{remaining}, 3, 'full capacity after reset');
 
+# Rate specs are parsed by the core; GCRA with a burst, partial grants, refunds.
+my $gopts = RedlimitNative::rl_limiter_options->new();
+$gopts->{algorithm} = $RedlimitNative::RL_ALG_GCRA;
+is($gopts->setPrefix('perl-smoke'), $OK, 'prefix set (GCRA)');
+($rc, my $gcra) = RedlimitNative::rl_limiter_new_spec($client, '1/min burst 3', $gopts, $err);
+is($rc, $OK, 'limiter from a spec') or diag($err->messageBytes());
+my $gkey = "gcra-$$-" . time();
+is(RedlimitNative::rl_check_at_most($gcra, $gkey, 5, $d, $err), $OK, 'check_at_most');
+is($d->{granted}, 3, 'check_at_most granted the burst');
+is(RedlimitNative::rl_refund($gcra, $gkey, 1, $d, $err), $OK, 'refund');
+is($d->{allowed}, 1, 'one unit back after the refund');
+($rc, my $bad) = RedlimitNative::rl_limiter_new_spec($client, '100/fortnight', undef, $err);
+is($rc, $EINVALID, 'bad spec is RL_EINVALID');
+like($err->messageBytes(), qr/fortnight/, "the core's message quotes the bad part");
+
+my $stats = RedlimitNative::rl_stats->new();
+is(RedlimitNative::rl_client_stats($client, $stats, $err), $OK, 'client stats');
+cmp_ok($stats->{checks}, '>=', 6, 'stats count the checks');
+cmp_ok($stats->latencyLeUs(0), '>', 0, 'latency bucket bounds');
+($rc, my $text) = RedlimitNative::rl_client_stats_prometheus($client, $err);
+is($rc, $OK, 'prometheus text');
+like($text, qr/^redlimit_checks_total \d+$/m, 'prometheus text has the counters');
+
+RedlimitNative::rl_limiter_free($gcra);
 RedlimitNative::rl_limiter_free($limiter);
 RedlimitNative::rl_client_close($client);
 done_testing();

@@ -49,8 +49,9 @@ fi
 
 echo "--- SWIG: JNI library (and Perl module: $perl_on) (build/java-swig)"
 swig_build="$root/build/java-swig"
+# -U: find redlimit in this RL_PREFIX again, not in the one a previous run cached.
 cmake -S "$root/bindings/swig" -B "$swig_build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$RL_PREFIX" -DRL_SWIG_PERL="$perl_on" >/dev/null
+  -Uredlimit_DIR -DCMAKE_PREFIX_PATH="$RL_PREFIX" -DRL_SWIG_PERL="$perl_on" >/dev/null
 cmake --build "$swig_build" -j "$jobs"
 jni_dir=$(dirname "$(find "$swig_build" -maxdepth 1 -name 'libredlimit_jni.*' | head -n1)")
 

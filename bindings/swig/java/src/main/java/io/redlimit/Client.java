@@ -3,9 +3,14 @@ package io.redlimit;
 import io.redlimit.jni.RedlimitNative;
 import io.redlimit.jni.SWIGTYPE_p_rl_client;
 import io.redlimit.jni.rl_client_options;
+import io.redlimit.jni.RedlimitNativeConstants;
 import io.redlimit.jni.rl_error;
 import java.lang.ref.Cleaner;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -67,7 +72,13 @@ public final class Client implements AutoCloseable {
         }
     }
 
-    /** A limiter from a spec such as {@code "100/minute"}, {@code "10/s"}, {@code "5 per 2 seconds"}. */
+    /**
+     * A limiter from a rate spec, parsed by the C core: {@code "100/minute"},
+     * {@code "10/s"}, {@code "5 per 2 seconds"}, several limits that must all
+     * admit ({@code "10/s; 1000/hour"}), a GCRA burst ({@code "10/s burst 20"},
+     * with {@code Algorithm.GCRA}). A bad spec is an {@link InvalidArgumentException}
+     * whose message quotes the bad part.
+     */
     public Limiter limiter(String spec) {
         return limiterBuilder(spec).build();
     }
@@ -77,7 +88,7 @@ public final class Client implements AutoCloseable {
         return limiterBuilder(limit, window).build();
     }
 
-    /** A builder for a limiter from a spec, to set the prefix or clock. */
+    /** A builder for a limiter from a rate spec, to set the algorithm, prefix, clock and options. */
     public Limiter.Builder limiterBuilder(String spec) {
         return new Limiter.Builder(this, spec);
     }
@@ -85,6 +96,38 @@ public final class Client implements AutoCloseable {
     /** A builder for a limiter of {@code limit} units per {@code window}. */
     public Limiter.Builder limiterBuilder(long limit, Duration window) {
         return new Limiter.Builder(this, limit, window);
+    }
+
+    /** The counters of this client (all its limiters) since it was opened. */
+    public Stats stats() {
+        long[] v = new long[RedlimitNativeConstants.RL_PACKED_STATS];
+        SWIGTYPE_p_rl_client h = ref.acquire();
+        rl_error err = new rl_error();
+        try {
+            Status.check(RedlimitNative.rl_client_stats_packed(h, v, err), err);
+        } finally {
+            err.delete();
+            ref.release();
+        }
+        int n = RedlimitNativeConstants.RL_STATS_LATENCY_BUCKETS;
+        List<Stats.Bucket> buckets = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) buckets.add(new Stats.Bucket(v[11 + i], v[11 + n + i]));
+        return new Stats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
+                Duration.of(v[10], ChronoUnit.MICROS), buckets);
+    }
+
+    /** The same counters in the Prometheus text format (metric names start with "redlimit_"). */
+    public String statsPrometheus() {
+        byte[][] out = new byte[1][];
+        SWIGTYPE_p_rl_client h = ref.acquire();
+        rl_error err = new rl_error();
+        try {
+            Status.check(RedlimitNative.rl_client_stats_prometheus(h, out, err), err);
+        } finally {
+            err.delete();
+            ref.release();
+        }
+        return out[0] == null ? "" : new String(out[0], StandardCharsets.UTF_8);
     }
 
     /** Lends the native handle to one call; {@link #release()} must follow. */

@@ -1,11 +1,14 @@
 package io.redlimit;
 
-import io.redlimit.jni.rl_clock;
 import io.redlimit.jni.RedlimitNative;
+import io.redlimit.jni.RedlimitNativeConstants;
 import io.redlimit.jni.SWIGTYPE_p_rl_client;
 import io.redlimit.jni.SWIGTYPE_p_rl_limiter;
+import io.redlimit.jni.rl_algorithm;
+import io.redlimit.jni.rl_clock;
 import io.redlimit.jni.rl_decision;
 import io.redlimit.jni.rl_error;
+import io.redlimit.jni.rl_failure_policy;
 import io.redlimit.jni.rl_limiter_options;
 import io.redlimit.jni.rl_status;
 import java.lang.ref.Cleaner;
@@ -15,15 +18,13 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.Objects;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
- * An exact sliding-window limit (limit units per window) applied per key;
- * thread-safe. Each decision is one atomic script call in Redis, so any number
- * of processes sharing a Redis and a prefix never admit more than the limit.
+ * One or more rate limits applied per key; thread-safe. Each decision is one
+ * atomic script call in Redis, so any number of processes sharing a Redis and
+ * a prefix never admit more than the limits (see the algorithms for what
+ * "more" means for each).
  *
  * <p>Keys are bytes: a String key is its UTF-8 encoding, and a byte[] key may
  * hold any bytes, NUL included. An empty key is an {@link InvalidArgumentException},
@@ -47,20 +48,82 @@ public final class Limiter implements AutoCloseable {
         }
     }
 
+    /** How decisions are made; see docs/limiter.md. */
+    public enum Algorithm {
+        /** Exact sliding-window log (a ZSET member per admitted unit); the default. */
+        SLIDING_LOG(rl_algorithm.RL_ALG_SLIDING_LOG),
+        /** Two fixed windows weighted by elapsed time: O(1) memory, approximate (below 2 x limit). */
+        SLIDING_COUNTER(rl_algorithm.RL_ALG_SLIDING_COUNTER),
+        /** A counter per window-aligned interval: O(1), up to 2 x limit around a window edge. */
+        FIXED_WINDOW(rl_algorithm.RL_ALG_FIXED_WINDOW),
+        /** GCRA / token bucket: limit per window, smooth, up to {@code burst} at once. */
+        GCRA(rl_algorithm.RL_ALG_GCRA);
+
+        private final int code;
+
+        Algorithm(int code) {
+            this.code = code;
+        }
+    }
+
+    /**
+     * What a check answers when Redis cannot (timeout, refused or broken
+     * connection, pool exhausted, circuit breaker open). Error replies (script,
+     * ACL, auth) are never hidden.
+     */
+    public enum FailurePolicy {
+        /** Throw the exception (the default). */
+        ERROR(rl_failure_policy.RL_FAIL_ERROR),
+        /** Admit, with {@link Decision#degraded()}. */
+        OPEN(rl_failure_policy.RL_FAIL_OPEN),
+        /** Deny, with {@link Decision#degraded()}; retry after the breaker cool-down. */
+        CLOSED(rl_failure_policy.RL_FAIL_CLOSED),
+        /** Decide with an in-process limiter (same algorithm and limits, this process only). */
+        LOCAL(rl_failure_policy.RL_FAIL_LOCAL);
+
+        private final int code;
+
+        FailurePolicy(int code) {
+            this.code = code;
+        }
+    }
+
+    private static final int PACKED = RedlimitNativeConstants.RL_PACKED_DECISION;
+
     private final NativeRef<SWIGTYPE_p_rl_limiter> ref;
     private final Cleaner.Cleanable cleanable;
-    private final long limit;
-    private final Duration window;
+    private final String spec;
+    private final Algorithm algorithm;
     private final String prefix;
     private final Clock clock;
 
-    private Limiter(SWIGTYPE_p_rl_limiter handle, long limit, Duration window, String prefix, Clock clock) {
+    private Limiter(SWIGTYPE_p_rl_limiter handle, String spec, Algorithm algorithm, String prefix, Clock clock) {
         this.ref = new NativeRef<>(handle, RedlimitNative::rl_limiter_free, "limiter");
         this.cleanable = Natives.CLEANER.register(this, ref);
-        this.limit = limit;
-        this.window = window;
+        this.spec = spec;
+        this.algorithm = algorithm;
         this.prefix = prefix;
         this.clock = clock;
+    }
+
+    /** One C call that fills a decision. */
+    @FunctionalInterface
+    private interface DecisionCall {
+        int call(SWIGTYPE_p_rl_limiter h, rl_decision out, rl_error err);
+    }
+
+    private Decision decide(DecisionCall call) {
+        SWIGTYPE_p_rl_limiter h = ref.acquire();
+        rl_decision out = new rl_decision();
+        rl_error err = new rl_error();
+        try {
+            Status.check(call.call(h, out, err), err);
+            return decision(out);
+        } finally {
+            out.delete();
+            err.delete();
+            ref.release();
+        }
     }
 
     /** Admits one unit for key, or denies it. */
@@ -77,24 +140,14 @@ public final class Limiter implements AutoCloseable {
     }
 
     /**
-     * Admits {@code cost} units for key, all or nothing.
+     * Admits {@code cost} units for key, all or nothing (against every limit).
      *
      * @param cost 1..limit, else {@link InvalidArgumentException}
      * @return the decision; a denial is {@code allowed() == false}, not an exception
      */
     public Decision check(byte[] key, long cost) {
         Objects.requireNonNull(key, "key");
-        SWIGTYPE_p_rl_limiter h = ref.acquire();
-        rl_decision out = new rl_decision();
-        rl_error err = new rl_error();
-        try {
-            Status.check(RedlimitNative.rl_check(h, key, cost, out, err), err);
-            return decision(out);
-        } finally {
-            out.delete();
-            err.delete();
-            ref.release();
-        }
+        return decide((h, out, err) -> RedlimitNative.rl_check(h, key, cost, out, err));
     }
 
     /**
@@ -110,17 +163,7 @@ public final class Limiter implements AutoCloseable {
         } catch (ArithmeticException e) {
             throw new InvalidArgumentException("at = " + at + " is out of range");
         }
-        SWIGTYPE_p_rl_limiter h = ref.acquire();
-        rl_decision out = new rl_decision();
-        rl_error err = new rl_error();
-        try {
-            Status.check(RedlimitNative.rl_check_at(h, key, cost, nowUs, out, err), err);
-            return decision(out);
-        } finally {
-            out.delete();
-            err.delete();
-            ref.release();
-        }
+        return decide((h, out, err) -> RedlimitNative.rl_check_at(h, key, cost, nowUs, out, err));
     }
 
     public Decision checkAt(String key, long cost, Instant at) {
@@ -128,19 +171,46 @@ public final class Limiter implements AutoCloseable {
     }
 
     /**
-     * Checks each key for {@code cost}, in order; one decision per key. Each key
-     * is decided on its own (not all-or-nothing across keys). The first error
-     * stops and is thrown.
+     * Checks each key for {@code cost} in one pipelined round trip to Redis;
+     * one decision per key, in order. Each key is decided on its own (all or
+     * nothing per key, not across keys).
+     *
+     * @throws RedlimitException for the first key that failed (the message names
+     *         it, e.g. "keys[3]: key is empty"); the other keys may have been decided
      */
     public List<Decision> checkMany(List<String> keys, long cost) {
         Objects.requireNonNull(keys, "keys");
-        List<Decision> out = new ArrayList<>(keys.size());
-        for (String key : keys) out.add(check(key, cost));
-        return out;
+        byte[][] raw = new byte[keys.size()][];
+        for (int i = 0; i < raw.length; i++) raw[i] = bytes(keys.get(i));
+        return checkManyBytes(raw, cost);
     }
 
     public List<Decision> checkMany(List<String> keys) {
         return checkMany(keys, 1);
+    }
+
+    /** As {@link #checkMany(List, long)} for byte keys. */
+    public List<Decision> checkManyBytes(byte[][] keys, long cost) {
+        Objects.requireNonNull(keys, "keys");
+        for (byte[] k : keys) Objects.requireNonNull(k, "key");
+        long[] values = new long[Math.multiplyExact(keys.length, PACKED)];
+        int[] codes = new int[keys.length];
+        SWIGTYPE_p_rl_limiter h = ref.acquire();
+        rl_error err = new rl_error();
+        try {
+            Status.check(RedlimitNative.rl_check_many_packed(h, keys, cost, values, codes, err), err);
+        } finally {
+            err.delete();
+            ref.release();
+        }
+        List<Decision> out = new ArrayList<>(keys.length);
+        for (int i = 0; i < keys.length; i++) {
+            int o = i * PACKED;
+            out.add(new Decision(values[o] != 0, values[o + 4], values[o + 5], Duration.ofMillis(values[o + 6]),
+                    Duration.ofMillis(values[o + 7]), values[o + 1] != 0, values[o + 2] != 0, values[o + 3] != 0,
+                    values[o + 8]));
+        }
+        return out;
     }
 
     /** What a check of one unit would answer now, without consuming anything. */
@@ -150,17 +220,66 @@ public final class Limiter implements AutoCloseable {
 
     public Decision peek(byte[] key) {
         Objects.requireNonNull(key, "key");
-        SWIGTYPE_p_rl_limiter h = ref.acquire();
-        rl_decision out = new rl_decision();
-        rl_error err = new rl_error();
-        try {
-            Status.check(RedlimitNative.rl_peek(h, key, out, err), err);
-            return decision(out);
-        } finally {
-            out.delete();
-            err.delete();
-            ref.release();
-        }
+        return decide((h, out, err) -> RedlimitNative.rl_peek(h, key, out, err));
+    }
+
+    /**
+     * Admits as many units as fit now, up to {@code maxCost}; {@link Decision#granted()}
+     * says how many ({@code allowed()} when at least one). Never over-admits; may
+     * take two round trips.
+     */
+    public Decision checkAtMost(String key, long maxCost) {
+        return checkAtMost(bytes(key), maxCost);
+    }
+
+    public Decision checkAtMost(byte[] key, long maxCost) {
+        Objects.requireNonNull(key, "key");
+        return decide((h, out, err) -> RedlimitNative.rl_check_at_most(h, key, maxCost, out, err));
+    }
+
+    /**
+     * Blocks until {@code cost} units are admitted, for at most {@code timeout}
+     * (zero: one try). Returns a denial, early, when admission would come later
+     * than the timeout. Millisecond precision (rounded up).
+     */
+    public Decision acquire(String key, long cost, Duration timeout) {
+        return acquire(bytes(key), cost, timeout);
+    }
+
+    public Decision acquire(byte[] key, long cost, Duration timeout) {
+        Objects.requireNonNull(key, "key");
+        long timeoutMs = millisCeil(timeout, "timeout");
+        return decide((h, out, err) -> RedlimitNative.rl_acquire(h, key, cost, timeoutMs, out, err));
+    }
+
+    /**
+     * As {@link #check(byte[], long)} with {@code limit} units per {@code window}
+     * for this call only (limits that change at run time), with this limiter's
+     * algorithm (GCRA: burst = limit). Replaces all of the limiter's limits for
+     * the call; the deny cache is not used.
+     */
+    public Decision checkWithLimit(String key, long cost, long limit, Duration window) {
+        return checkWithLimit(bytes(key), cost, limit, window);
+    }
+
+    public Decision checkWithLimit(byte[] key, long cost, long limit, Duration window) {
+        Objects.requireNonNull(key, "key");
+        long windowMs = exactMillis(window, "window");
+        return decide((h, out, err) -> RedlimitNative.rl_check_limit(h, key, cost, limit, windowMs, out, err));
+    }
+
+    /**
+     * Gives back up to {@code units} units taken earlier (the operation they paid
+     * for failed); returns what {@link #peek} would then. Clears the key's deny
+     * cache entry.
+     */
+    public Decision refund(String key, long units) {
+        return refund(bytes(key), units);
+    }
+
+    public Decision refund(byte[] key, long units) {
+        Objects.requireNonNull(key, "key");
+        return decide((h, out, err) -> RedlimitNative.rl_refund(h, key, units, out, err));
     }
 
     /** Clears the key's state: it is back to full capacity. */
@@ -180,12 +299,17 @@ public final class Limiter implements AutoCloseable {
         }
     }
 
-    public long limit() {
-        return limit;
+    /**
+     * The rate spec as given ({@code "10/s; 1000/hour"}), or
+     * {@code "<limit> per <window>ms"} for a limiter built from a limit and a
+     * window. The limits themselves are parsed by the C core, not here.
+     */
+    public String spec() {
+        return spec;
     }
 
-    public Duration window() {
-        return window;
+    public Algorithm algorithm() {
+        return algorithm;
     }
 
     /** The Redis key prefix ("rl" unless set). */
@@ -209,7 +333,7 @@ public final class Limiter implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Limiter[" + limit + " per " + window.toMillis() + "ms, prefix=" + prefix + ", clock=" + clock
+        return "Limiter[" + spec + ", " + algorithm + ", prefix=" + prefix + ", clock=" + clock
                 + (isClosed() ? ", closed]" : "]");
     }
 
@@ -220,57 +344,66 @@ public final class Limiter implements AutoCloseable {
     private static Decision decision(rl_decision d) {
         return new Decision(d.getAllowed() != 0, d.getLimit(), d.getRemaining(),
                 Duration.ofMillis(d.getRetry_after_ms()), Duration.ofMillis(d.getReset_after_ms()),
-                d.getCached() != 0, d.getDegraded() != 0);
+                d.getCached() != 0, d.getDegraded() != 0, d.getShadowed() != 0, d.getGranted());
     }
 
-    // "<limit> / [n] <unit>" or "<limit> per [n] <unit>", e.g. 100/minute, 10/s, 5 per 2 seconds.
-    private static final Pattern SPEC =
-            Pattern.compile("(?i)\\s*(\\d+)\\s*(?:/|\\sper\\s)\\s*(\\d+)?\\s*([a-z]+)\\s*");
-
-    /** Parses a rate spec into {limit, window in ms}; the one place specs are read. */
-    static long[] parseSpec(String spec) {
-        Objects.requireNonNull(spec, "spec");
-        Matcher m = SPEC.matcher(spec);
-        if (!m.matches())
-            throw new InvalidArgumentException("spec \"" + spec + "\" is not like \"100/minute\", \"10/s\" or \"5 per 2 seconds\"");
-        long unitMs;
-        switch (m.group(3).toLowerCase(Locale.ROOT)) {
-            case "ms": case "msec": case "millisecond": case "milliseconds": unitMs = 1L; break;
-            case "s": case "sec": case "secs": case "second": case "seconds": unitMs = 1_000L; break;
-            case "m": case "min": case "mins": case "minute": case "minutes": unitMs = 60_000L; break;
-            case "h": case "hr": case "hrs": case "hour": case "hours": unitMs = 3_600_000L; break;
-            case "d": case "day": case "days": unitMs = 86_400_000L; break;
-            default: throw new InvalidArgumentException("spec \"" + spec + "\": unknown unit \"" + m.group(3) + "\"");
-        }
+    /** A whole number of milliseconds, else InvalidArgumentException. */
+    static long exactMillis(Duration d, String what) {
+        Objects.requireNonNull(d, what);
+        long ms;
         try {
-            long limit = Long.parseLong(m.group(1));
-            long count = m.group(2) == null ? 1 : Long.parseLong(m.group(2));
-            return new long[] {limit, Math.multiplyExact(count, unitMs)};
-        } catch (NumberFormatException | ArithmeticException e) {
-            throw new InvalidArgumentException("spec \"" + spec + "\": number out of range");
+            ms = d.toMillis();
+        } catch (ArithmeticException e) {
+            throw new InvalidArgumentException(what + " = " + d + " is too long");
+        }
+        if (!d.equals(Duration.ofMillis(ms)))
+            throw new InvalidArgumentException(what + " = " + d + " is not a whole number of milliseconds");
+        return ms;
+    }
+
+    /** Milliseconds, rounded up; negative stays negative (C rejects it). */
+    static long millisCeil(Duration d, String what) {
+        Objects.requireNonNull(d, what);
+        try {
+            long ms = d.toMillis();
+            return d.equals(Duration.ofMillis(ms)) || d.isNegative() ? ms : Math.addExact(ms, 1);
+        } catch (ArithmeticException e) {
+            throw new InvalidArgumentException(what + " = " + d + " is too long");
         }
     }
 
     /**
-     * Builds a {@link Limiter}: {@code client.limiterBuilder("10/s").prefix("api").clock(Clock.CLIENT).build()}.
-     * Everything is validated by build(), before any I/O.
+     * Builds a {@link Limiter}:
+     * {@code client.limiterBuilder("10/s burst 20").algorithm(Algorithm.GCRA).prefix("api").build()}.
+     * Everything is validated by build(), before any I/O; a bad spec is an
+     * {@link InvalidArgumentException} with the core's message quoting the bad part.
      */
     public static final class Builder {
         private final Client client;
+        private final String spec; // null: limit and window
         private final long limit;
         private final Duration window;
         private String prefix;
         private Clock clock = Clock.SERVER;
+        private Algorithm algorithm = Algorithm.SLIDING_LOG;
+        private Long burst;
+        private int denyCacheSize;
+        private FailurePolicy failurePolicy = FailurePolicy.ERROR;
+        private int breakerFailures;
+        private Duration breakerCooldown = Duration.ZERO;
+        private boolean shadow;
+        private Duration block = Duration.ZERO;
 
         Builder(Client client, String spec) {
             this.client = client;
-            long[] parsed = parseSpec(spec);
-            this.limit = parsed[0];
-            this.window = Duration.ofMillis(parsed[1]);
+            this.spec = Objects.requireNonNull(spec, "spec");
+            this.limit = 0;
+            this.window = null;
         }
 
         Builder(Client client, long limit, Duration window) {
             this.client = client;
+            this.spec = null;
             this.limit = limit;
             this.window = Objects.requireNonNull(window, "window");
         }
@@ -291,35 +424,104 @@ public final class Limiter implements AutoCloseable {
             return clock(Clock.CLIENT);
         }
 
+        /** The algorithm (default {@link Algorithm#SLIDING_LOG}). */
+        public Builder algorithm(Algorithm algorithm) {
+            this.algorithm = Objects.requireNonNull(algorithm, "algorithm");
+            return this;
+        }
+
         /**
-         * @throws InvalidArgumentException for a limit, window or prefix out of range
+         * GCRA only: units admitted at once (default: the limit). For a limiter
+         * built from a spec, write it in the spec instead ({@code "10/s burst 20"}).
+         */
+        public Builder burst(long burst) {
+            this.burst = burst;
+            return this;
+        }
+
+        /**
+         * A local deny cache of at most {@code size} keys (LRU): after Redis denies
+         * a key, checks of it in this process are denied locally ({@link Decision#cached()})
+         * until its retry-after has passed. 0 (default): off.
+         */
+        public Builder denyCache(int size) {
+            this.denyCacheSize = size;
+            return this;
+        }
+
+        /** What to answer when Redis cannot (default {@link FailurePolicy#ERROR}). */
+        public Builder onFailure(FailurePolicy policy) {
+            this.failurePolicy = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /**
+         * After {@code failures} consecutive outages, fail fast (then apply the
+         * failure policy) for {@code cooldown}, then let one probe through.
+         */
+        public Builder circuitBreaker(int failures, Duration cooldown) {
+            this.breakerFailures = failures;
+            this.breakerCooldown = Objects.requireNonNull(cooldown, "cooldown");
+            return this;
+        }
+
+        /**
+         * Shadow (dry-run) mode: decide, consume and count as usual, but always
+         * admit; a would-be denial comes back allowed with {@link Decision#shadowed()}.
+         */
+        public Builder shadow() {
+            this.shadow = true;
+            return this;
+        }
+
+        /** Punitive block: a denied key stays denied for {@code duration}. Zero: off. */
+        public Builder block(Duration duration) {
+            this.block = Objects.requireNonNull(duration, "duration");
+            return this;
+        }
+
+        /**
+         * @throws InvalidArgumentException for a bad spec, limit, window, prefix or option
          * @throws ClosedException if the client is closed
          */
         public Limiter build() {
-            long windowMs;
-            try {
-                windowMs = window.toMillis();
-            } catch (ArithmeticException e) {
-                throw new InvalidArgumentException("window = " + window + " is too long");
-            }
-            if (!window.equals(Duration.ofMillis(windowMs)))
-                throw new InvalidArgumentException("window = " + window + " is not a whole number of milliseconds");
+            long windowMs = spec == null ? exactMillis(window, "window") : 0;
+            long cooldownMs = exactMillis(breakerCooldown, "circuit breaker cooldown");
+            long blockMs = exactMillis(block, "block");
+            if (cooldownMs > Integer.MAX_VALUE)
+                throw new InvalidArgumentException("circuit breaker cooldown = " + breakerCooldown + " is too long");
+            if (spec != null && burst != null)
+                throw new InvalidArgumentException("burst: write it in the rate spec, e.g. \"10/s burst 20\"");
+            if (spec != null && spec.indexOf('\0') >= 0)
+                throw new InvalidArgumentException("rate spec contains a NUL character");
             rl_limiter_options opts = new rl_limiter_options();
             rl_error err = new rl_error();
             try {
+                opts.setAlgorithm(algorithm.code);
+                opts.setClock(clock.code);
                 opts.setLimit(limit);
                 opts.setWindow_ms(windowMs);
-                opts.setClock(clock.code);
+                opts.setBurst(burst == null ? 0 : burst);
+                opts.setDeny_cache_size(denyCacheSize);
+                opts.setFailure_policy(failurePolicy.code);
+                opts.setBreaker_failures(breakerFailures);
+                opts.setBreaker_cooldown_ms((int) cooldownMs);
+                opts.setShadow(shadow ? 1 : 0);
+                opts.setBlock_ms(blockMs);
                 if (prefix != null && opts.setPrefix(prefix.getBytes(StandardCharsets.UTF_8)) != rl_status.RL_OK)
                     throw new InvalidArgumentException("prefix contains a NUL character");
                 SWIGTYPE_p_rl_limiter[] out = new SWIGTYPE_p_rl_limiter[1];
                 SWIGTYPE_p_rl_client c = client.acquire();
                 try {
-                    Status.check(RedlimitNative.rl_limiter_new(c, opts, out, err), err);
+                    int rc = spec != null
+                            ? RedlimitNative.rl_limiter_new_spec(c, spec, opts, out, err)
+                            : RedlimitNative.rl_limiter_new(c, opts, out, err);
+                    Status.check(rc, err);
                 } finally {
                     client.release();
                 }
-                return new Limiter(out[0], limit, window, prefix == null ? "rl" : prefix, clock);
+                String described = spec != null ? spec : limit + " per " + windowMs + "ms";
+                return new Limiter(out[0], described, algorithm, prefix == null ? "rl" : prefix, clock);
             } finally {
                 opts.delete();
                 err.delete();

@@ -30,6 +30,12 @@ final class RedisServer implements AutoCloseable {
         this.dir = dir;
     }
 
+    /** Sends a signal ("STOP", "CONT") to the server process: STOP makes it hang without closing sockets. */
+    void signal(String sig) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + sig, Long.toString(process.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) throw new IOException("kill -" + sig + " " + process.pid() + " failed");
+    }
+
     String url() {
         return "redis://127.0.0.1:" + port;
     }
@@ -81,6 +87,11 @@ final class RedisServer implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
+        try {
+            signal("CONT"); // a stopped server would not see SIGTERM until continued
+        } catch (IOException | InterruptedException e) {
+            // already gone
+        }
         process.destroy(); // SIGTERM: redis exits cleanly
         try {
             if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly().waitFor();

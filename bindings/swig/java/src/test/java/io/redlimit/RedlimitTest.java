@@ -182,24 +182,39 @@ class RedlimitTest {
     }
 
     @Test
-    void specsAreParsed() {
-        assertSpec("100/minute", 100, Duration.ofMinutes(1));
-        assertSpec("10/s", 10, Duration.ofSeconds(1));
-        assertSpec("5 per 2 seconds", 5, Duration.ofSeconds(2));
-        assertSpec(" 7 / 250ms ", 7, Duration.ofMillis(250));
-        assertSpec("3 PER hour", 3, Duration.ofHours(1));
-        assertSpec("1/2d", 1, Duration.ofDays(2));
+    void specsAreParsedByTheCore() {
+        assertSpec("100/minute", 100);
+        assertSpec("10/s", 10);
+        assertSpec("5 per 2 seconds", 5);
+        assertSpec(" 7 / 250ms ", 7);
+        assertSpec("3 PER hour", 3);
+        assertSpec("1/2d", 1);
+        try (Limiter l = client.limiter("5 per 2 seconds")) {
+            assertEquals("5 per 2 seconds", l.spec());
+            assertEquals(Limiter.Algorithm.SLIDING_LOG, l.algorithm());
+        }
         for (String bad : new String[] {"", "100", "/minute", "100/", "100/fortnight", "-1/s", "1.5/s",
-                "100 minute", "99999999999999999999/s", "1/99999999999999999 days"}) {
+                "100 minute", "99999999999999999999/s", "1/99999999999999999 days", "10/s burst 5",
+                "10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s; 10/s"}) {
             InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> client.limiter(bad), bad);
             assertEquals(rl_status.RL_EINVALID, e.code());
+            // The message is the C core's, which quotes the spec (no parser in Java).
+            assertTrue(e.getMessage().startsWith("rate spec"), bad + " -> " + e.getMessage());
         }
+        InvalidArgumentException unit = assertThrows(InvalidArgumentException.class,
+                () -> client.limiter("100/fortnight"));
+        assertEquals("rate spec '100/fortnight': unknown time unit 'fortnight' (use ms, s, m, h or d)",
+                unit.getMessage());
+        assertInvalid(() -> client.limiterBuilder("10/s").burst(5).build()); // burst goes in the spec
+        assertInvalid(() -> client.limiterBuilder("10/s\0").build());
     }
 
-    private void assertSpec(String spec, long limit, Duration window) {
+    /** The core's parse, seen through a fresh key: limit and full capacity. */
+    private void assertSpec(String spec, long limit) {
         try (Limiter l = client.limiter(spec)) {
-            assertEquals(limit, l.limit(), spec);
-            assertEquals(window, l.window(), spec);
+            Decision d = l.peek(key());
+            assertEquals(limit, d.limit(), spec);
+            assertEquals(limit, d.remaining(), spec);
         }
     }
 
@@ -406,6 +421,10 @@ class RedlimitTest {
         assertThrows(ClosedException.class, () -> l.peek(key));
         assertThrows(ClosedException.class, () -> l.reset(key));
         assertThrows(ClosedException.class, () -> l.checkMany(List.of(key), 1));
+        assertThrows(ClosedException.class, () -> l.checkAtMost(key, 1));
+        assertThrows(ClosedException.class, () -> l.refund(key, 1));
+        assertThrows(ClosedException.class, () -> c.stats());
+        assertThrows(ClosedException.class, () -> c.statsPrometheus());
     }
 
     @Test
@@ -466,14 +485,17 @@ class RedlimitTest {
 
     @Test
     void decisionIsAValue() {
-        Decision a = new Decision(true, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false);
-        Decision b = new Decision(true, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false);
+        Decision a = new Decision(true, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false, false, 1);
+        Decision b = new Decision(true, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false, false, 1);
         assertEquals(a, b);
         assertEquals(a.hashCode(), b.hashCode());
-        assertNotEquals(a, new Decision(false, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false));
-        assertEquals("Decision[allowed, limit=5, remaining=4, retryAfter=0ms, resetAfter=1000ms]", a.toString());
-        assertEquals("Decision[denied, limit=1, remaining=0, retryAfter=5ms, resetAfter=6ms, cached, degraded]",
-                new Decision(false, 1, 0, Duration.ofMillis(5), Duration.ofMillis(6), true, true).toString());
+        assertNotEquals(a, new Decision(false, 5, 4, Duration.ZERO, Duration.ofSeconds(1), false, false, false, 0));
+        assertEquals("Decision[allowed, limit=5, remaining=4, retryAfter=0ms, resetAfter=1000ms, granted=1]",
+                a.toString());
+        assertEquals("Decision[denied, limit=1, remaining=0, retryAfter=5ms, resetAfter=6ms, granted=0, cached, degraded]",
+                new Decision(false, 1, 0, Duration.ofMillis(5), Duration.ofMillis(6), true, true, false, 0).toString());
+        assertEquals("Decision[allowed, limit=1, remaining=0, retryAfter=0ms, resetAfter=6ms, granted=1, shadowed]",
+                new Decision(true, 1, 0, Duration.ZERO, Duration.ofMillis(6), false, false, true, 1).toString());
     }
 
     @Test
@@ -490,5 +512,326 @@ class RedlimitTest {
                 new PrintStream(out, true), new PrintStream(err, true)));
         assertEquals("java-2 admitted=0 attempts=3\n", out.toString());
         assertEquals(2, Worker.run(new String[] {"too", "few"}, new PrintStream(out), new PrintStream(err)));
+    }
+
+    // ---- algorithms, specs and options of the limiter -----------------------
+
+    /** A client-clock time in the middle of an aligned minute, so that fixed windows do not roll over. */
+    private static Instant midMinute() {
+        long s = Instant.now().getEpochSecond();
+        return Instant.ofEpochSecond(s - s % 60 + 20);
+    }
+
+    @Test
+    void everyAlgorithmAdmitsTheLimitThenDenies() {
+        for (Limiter.Algorithm alg : Limiter.Algorithm.values()) {
+            try (Limiter l = client.limiterBuilder(3, Duration.ofMinutes(1)).algorithm(alg).clientClock().build()) {
+                assertEquals(alg, l.algorithm());
+                String key = key();
+                Instant t0 = midMinute();
+                for (int i = 0; i < 3; i++) {
+                    Decision d = l.checkAt(key, 1, t0.plusMillis(i));
+                    assertTrue(d.allowed(), alg + " #" + i + ": " + d);
+                    assertEquals(3, d.limit(), alg + ": " + d);
+                    assertEquals(2 - i, d.remaining(), alg + ": " + d);
+                    assertEquals(1, d.granted(), alg + ": " + d);
+                }
+                Decision denied = l.checkAt(key, 1, t0.plusMillis(3));
+                assertFalse(denied.allowed(), alg + ": " + denied);
+                assertEquals(0, denied.granted());
+                assertTrue(denied.retryAfter().compareTo(Duration.ZERO) > 0, alg + ": " + denied);
+                assertTrue(denied.retryAfter().compareTo(Duration.ofMinutes(1)) <= 0, alg + ": " + denied);
+                // Two windows later everything is free again, whatever the algorithm.
+                assertTrue(l.checkAt(key, 3, t0.plusSeconds(120)).allowed(), alg.toString());
+            }
+        }
+        // Server clock too: one round each.
+        for (Limiter.Algorithm alg : Limiter.Algorithm.values()) {
+            try (Limiter l = client.limiterBuilder("2/hour").algorithm(alg).build()) {
+                String key = key();
+                assertTrue(l.check(key).allowed(), alg.toString());
+                assertTrue(l.check(key).allowed(), alg.toString());
+                assertFalse(l.check(key).allowed(), alg.toString());
+            }
+        }
+    }
+
+    @Test
+    void gcraBurst() {
+        // One per minute, four at once.
+        try (Limiter l = client.limiterBuilder(1, Duration.ofMinutes(1)).algorithm(Limiter.Algorithm.GCRA)
+                .burst(4).build()) {
+            String key = key();
+            for (int i = 0; i < 4; i++) assertTrue(l.check(key).allowed(), "burst #" + i);
+            Decision d = l.check(key);
+            assertFalse(d.allowed());
+            assertEquals(4, d.limit()); // GCRA reports the burst
+        }
+        try (Limiter l = client.limiterBuilder("1/min burst 2").algorithm(Limiter.Algorithm.GCRA).build()) {
+            String key = key();
+            assertTrue(l.check(key).allowed());
+            assertTrue(l.check(key).allowed());
+            assertFalse(l.check(key).allowed());
+        }
+        // burst belongs to GCRA only.
+        assertInvalid(() -> client.limiterBuilder(1, Duration.ofMinutes(1)).burst(2).build());
+    }
+
+    @Test
+    void severalLimitsInOneSpec() {
+        try (Limiter l = client.limiterBuilder("2/s; 3/minute").clientClock().build()) {
+            String key = key();
+            Instant t0 = midMinute();
+            Decision a = l.checkAt(key, 1, t0);
+            assertTrue(a.allowed());
+            assertEquals(2, a.limit()); // the one with the least remaining
+            assertEquals(1, a.remaining());
+            assertTrue(l.checkAt(key, 1, t0.plusMillis(1)).allowed());
+            Decision perSecond = l.checkAt(key, 1, t0.plusMillis(2));
+            assertFalse(perSecond.allowed());
+            assertEquals(2, perSecond.limit()); // denied by 2/s
+            Decision third = l.checkAt(key, 1, t0.plusMillis(1500));
+            assertTrue(third.allowed());
+            assertEquals(3, third.limit());
+            assertEquals(0, third.remaining());
+            Decision perMinute = l.checkAt(key, 1, t0.plusMillis(2600));
+            assertFalse(perMinute.allowed()); // 2/s has room, 3/minute has not
+            assertEquals(3, perMinute.limit());
+            assertTrue(perMinute.retryAfter().compareTo(Duration.ofSeconds(50)) > 0, perMinute.toString());
+        }
+    }
+
+    @Test
+    void checkManyIsOneRoundTrip() {
+        try (Limiter limiter = client.limiter(2, Duration.ofMinutes(1))) {
+            String a = key(), b = key(), c = key();
+            limiter.check(c); // the script is loaded now
+            long before = client.stats().roundTrips();
+            List<Decision> ds = limiter.checkMany(List.of(a, b, c, a, a), 1);
+            assertEquals(before + 1, client.stats().roundTrips());
+            assertEquals(5, ds.size());
+            assertTrue(ds.get(0).allowed());
+            assertTrue(ds.get(1).allowed());
+            assertTrue(ds.get(2).allowed());
+            assertEquals(0, ds.get(2).remaining());
+            assertTrue(ds.get(3).allowed());
+            assertFalse(ds.get(4).allowed()); // a third time: denied, in order
+            assertEquals(0, ds.get(4).granted());
+            // Byte keys, NUL included; cost per key.
+            byte[][] raw = {(a + "\0x").getBytes(StandardCharsets.UTF_8), (b + "\0").getBytes(StandardCharsets.UTF_8)};
+            List<Decision> two = limiter.checkManyBytes(raw, 2);
+            assertTrue(two.get(0).allowed());
+            assertEquals(2, two.get(0).granted());
+            assertEquals(0, two.get(1).remaining());
+            // A bad key fails the call, naming it.
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> limiter.checkMany(List.of(key(), ""), 1));
+            assertTrue(e.getMessage().contains("keys[1]"), e.getMessage());
+            assertThrows(NullPointerException.class, () -> limiter.checkManyBytes(new byte[][] {null}, 1));
+        }
+    }
+
+    @Test
+    void denyCacheAnswersLocally() {
+        try (Limiter l = client.limiterBuilder("1/min").denyCache(100).build()) {
+            String key = key();
+            assertTrue(l.check(key).allowed());
+            Decision fromRedis = l.check(key);
+            assertFalse(fromRedis.allowed());
+            assertFalse(fromRedis.cached());
+            Stats before = client.stats();
+            Decision cached = l.check(key);
+            assertFalse(cached.allowed());
+            assertTrue(cached.cached(), cached.toString());
+            assertTrue(cached.retryAfter().compareTo(Duration.ZERO) > 0);
+            Stats after = client.stats();
+            assertEquals(before.roundTrips(), after.roundTrips()); // no round trip
+            assertEquals(before.cacheHits() + 1, after.cacheHits());
+            l.reset(key); // clears the entry
+            assertTrue(l.check(key).allowed());
+        }
+    }
+
+    @Test
+    void failurePoliciesWhileTheServerHangs() throws Exception {
+        try (RedisServer hung = RedisServer.start()) {
+            ClientOptions opts = ClientOptions.builder().commandTimeout(Duration.ofMillis(200))
+                    .connectTimeout(Duration.ofMillis(200)).acquireTimeout(Duration.ofMillis(200)).build();
+            try (Client c = Client.open(hung.url(), opts);
+                 Limiter error = c.limiter("2/min");
+                 Limiter open = c.limiterBuilder("2/min").onFailure(Limiter.FailurePolicy.OPEN).build();
+                 Limiter closed = c.limiterBuilder("2/min").onFailure(Limiter.FailurePolicy.CLOSED).build();
+                 Limiter local = c.limiterBuilder("2/min").onFailure(Limiter.FailurePolicy.LOCAL).build();
+                 Limiter breaker = c.limiterBuilder("2/min").onFailure(Limiter.FailurePolicy.OPEN)
+                         .circuitBreaker(1, Duration.ofSeconds(30)).build()) {
+                assertFalse(error.check(key()).degraded()); // healthy: Redis answers
+                hung.signal("STOP");
+                try {
+                    RedlimitException e = assertThrows(RedlimitException.class, () -> error.check(key()));
+                    assertTrue(e instanceof TimeoutException || e instanceof UnavailableException, e.toString());
+
+                    Decision o = open.check(key());
+                    assertTrue(o.allowed(), o.toString());
+                    assertTrue(o.degraded(), o.toString());
+
+                    Decision cl = closed.check(key());
+                    assertFalse(cl.allowed(), cl.toString());
+                    assertTrue(cl.degraded(), cl.toString());
+                    assertTrue(cl.retryAfter().compareTo(Duration.ZERO) > 0, cl.toString());
+
+                    String k = key();
+                    Decision l1 = local.check(k), l2 = local.check(k), l3 = local.check(k);
+                    assertTrue(l1.allowed() && l1.degraded(), l1.toString());
+                    assertTrue(l2.allowed() && l2.degraded(), l2.toString());
+                    assertTrue(!l3.allowed() && l3.degraded(), l3.toString()); // the local limiter applies the limit
+
+                    assertTrue(breaker.check(key()).degraded()); // one failure opens the breaker
+                    long t = System.nanoTime();
+                    Decision fast = breaker.check(key());
+                    long tookMs = (System.nanoTime() - t) / 1_000_000;
+                    assertTrue(fast.allowed() && fast.degraded(), fast.toString());
+                    assertTrue(tookMs < 150, "an open breaker fails fast, took " + tookMs + "ms");
+
+                    assertTrue(c.stats().degraded() >= 7, c.stats().toString());
+                } finally {
+                    hung.signal("CONT");
+                }
+            }
+        }
+    }
+
+    @Test
+    void shadowModeAdmitsButMarks() {
+        try (Limiter l = client.limiterBuilder("1/min").shadow().build()) {
+            String key = key();
+            Decision first = l.check(key);
+            assertTrue(first.allowed());
+            assertFalse(first.shadowed());
+            Decision second = l.check(key);
+            assertTrue(second.allowed(), second.toString());
+            assertTrue(second.shadowed(), second.toString());
+            // Metrics count the real decision.
+            assertEquals(1, client.stats().denied());
+        }
+    }
+
+    @Test
+    void blockKeepsADeniedKeyDenied() throws Exception {
+        try (Limiter l = client.limiterBuilder(1, Duration.ofMillis(200)).block(Duration.ofSeconds(30)).build()) {
+            String key = key();
+            assertTrue(l.check(key).allowed());
+            Decision denied = l.check(key);
+            assertFalse(denied.allowed());
+            assertTrue(denied.retryAfter().compareTo(Duration.ofSeconds(20)) > 0, denied.toString());
+            Thread.sleep(300); // the limit would admit again now, the block does not
+            Decision still = l.check(key);
+            assertFalse(still.allowed(), still.toString());
+            assertTrue(still.retryAfter().compareTo(Duration.ofSeconds(20)) > 0, still.toString());
+        }
+        assertInvalid(() -> client.limiterBuilder("1/s").block(Duration.ofMillis(-1)).build());
+    }
+
+    @Test
+    void checkAtMostGrantsWhatFits() {
+        try (Limiter l = client.limiter("5/min")) {
+            String key = key();
+            Decision a = l.checkAtMost(key, 3);
+            assertTrue(a.allowed());
+            assertEquals(3, a.granted());
+            Decision b = l.checkAtMost(key, 3);
+            assertTrue(b.allowed());
+            assertEquals(2, b.granted());
+            assertEquals(0, b.remaining());
+            Decision c = l.checkAtMost(key, 3);
+            assertFalse(c.allowed());
+            assertEquals(0, c.granted());
+            assertInvalid(() -> l.checkAtMost(key, 0));
+        }
+    }
+
+    @Test
+    void acquireWaitsForAdmission() {
+        try (Limiter l = client.limiter(1, Duration.ofMillis(400))) {
+            String key = key();
+            assertTrue(l.check(key).allowed());
+            long t = System.nanoTime();
+            Decision waited = l.acquire(key, 1, Duration.ofSeconds(5));
+            long tookMs = (System.nanoTime() - t) / 1_000_000;
+            assertTrue(waited.allowed(), waited.toString());
+            assertTrue(tookMs >= 200 && tookMs < 4000, "took " + tookMs + "ms");
+            // Admission would come after the timeout: a denial, returned early.
+            t = System.nanoTime();
+            Decision gaveUp = l.acquire(key, 1, Duration.ofMillis(10));
+            tookMs = (System.nanoTime() - t) / 1_000_000;
+            assertFalse(gaveUp.allowed(), gaveUp.toString());
+            assertTrue(tookMs < 300, "took " + tookMs + "ms");
+            // Zero timeout: one try.
+            assertFalse(l.acquire(key, 1, Duration.ZERO).allowed());
+        }
+    }
+
+    @Test
+    void refundGivesUnitsBack() {
+        try (Limiter l = client.limiterBuilder("2/min").denyCache(10).build()) {
+            String key = key();
+            assertTrue(l.check(key).allowed());
+            assertTrue(l.check(key).allowed());
+            assertFalse(l.check(key).allowed());
+            Decision r = l.refund(key, 1);
+            assertTrue(r.allowed(), r.toString());
+            assertEquals(1, r.remaining());
+            Decision again = l.check(key); // the deny cache entry is gone too
+            assertTrue(again.allowed(), again.toString());
+            assertFalse(l.check(key).allowed());
+            assertInvalid(() -> l.refund(key, 0));
+        }
+    }
+
+    @Test
+    void limitPerCall() {
+        try (Limiter l = client.limiter("1/min")) {
+            String key = key();
+            for (int i = 0; i < 3; i++) {
+                Decision d = l.checkWithLimit(key, 1, 3, Duration.ofMinutes(1));
+                assertTrue(d.allowed(), d.toString());
+                assertEquals(3, d.limit());
+            }
+            assertFalse(l.checkWithLimit(key, 1, 3, Duration.ofMinutes(1)).allowed());
+            assertInvalid(() -> l.checkWithLimit(key, 1, 0, Duration.ofMinutes(1)));
+            assertInvalid(() -> l.checkWithLimit(key, 1, 3, Duration.ofNanos(1)));
+        }
+    }
+
+    @Test
+    void statsAndPrometheus() {
+        try (Client c = Client.open(redis.url()); Limiter l = c.limiter("1/min")) {
+            Stats zero = c.stats();
+            assertEquals(0, zero.checks());
+            assertEquals(RedlimitNativeConstants.RL_STATS_LATENCY_BUCKETS, zero.latency().size());
+            String key = key();
+            assertTrue(l.check(key).allowed());
+            assertFalse(l.check(key).allowed());
+            assertThrows(InvalidArgumentException.class, () -> l.check(""));
+            Stats s = c.stats();
+            assertEquals(2, s.admitted() + s.denied());
+            assertEquals(1, s.admitted());
+            assertEquals(1, s.denied());
+            assertTrue(s.roundTrips() >= 2, s.toString());
+            assertEquals(0, s.cacheHits());
+            assertEquals(0, s.degraded());
+            assertTrue(s.latencyCount() >= 2, s.toString());
+            assertTrue(s.latencySum().compareTo(Duration.ZERO) > 0, s.toString());
+            assertEquals(s.latencyCount(), s.latency().stream().mapToLong(Stats.Bucket::count).sum());
+            assertTrue(s.latency().get(s.latency().size() - 1).isInfinite());
+            for (int i = 1; i < s.latency().size(); i++)
+                assertTrue(s.latency().get(i).leMicros() > s.latency().get(i - 1).leMicros());
+
+            String text = c.statsPrometheus();
+            assertTrue(text.contains("# TYPE redlimit_checks_total counter\n"), text);
+            assertTrue(text.contains("redlimit_admitted_total 1\n"), text);
+            assertTrue(text.contains("redlimit_denied_total 1\n"), text);
+            assertTrue(text.contains("redlimit_check_latency_seconds_bucket{le=\"+Inf\"} " + s.latencyCount() + "\n"),
+                    text);
+        }
     }
 }
