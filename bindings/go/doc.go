@@ -1,7 +1,9 @@
 // Package redlimit is the Go binding of redlimit, a distributed rate limiter
-// on Redis: many processes, in any language that loads libredlimit, share one
-// exact sliding-window limit per key. Every decision is one atomic Lua script
-// run inside Redis, so concurrent callers never over-admit.
+// on Redis: many processes, in any language that loads libredlimit, share
+// limits per key. Every decision is one atomic Lua script run inside Redis,
+// so concurrent callers never over-admit. Four algorithms (WithAlgorithm):
+// SlidingLog (exact, the default), SlidingCounter, FixedWindow and GCRA
+// (with a burst, like redis_rate).
 //
 // The package calls the C library (redlimit.h) through cgo and finds it with
 // pkg-config (package "redlimit"): set PKG_CONFIG_PATH to the installed
@@ -34,6 +36,17 @@
 //		w.WriteHeader(http.StatusTooManyRequests)
 //	}
 //
+// Specs are parsed by the library, the same for every language: "100/minute",
+// "5 per 2 seconds", "10/s; 1000/hour" (every limit must admit), "10/s burst
+// 20" (GCRA). Besides Allow / AllowN / Peek / Reset a Limiter has AllowMany
+// (many keys, one round trip), AllowAtMost (partial grant, Result.Granted),
+// Acquire (waits up to the context's deadline), AllowWithLimit (a limit for
+// one call) and Refund. Options add a local deny cache (WithDenyCache,
+// Result.Cached), a failure policy and circuit breaker for outages
+// (WithFailurePolicy: FailOpen, FailClosed, FailLocal; Result.Degraded),
+// shadow mode (WithShadow, Result.Shadowed) and a punitive block (WithBlock).
+// Client.Stats and Client.StatsPrometheus report the client's counters.
+//
 // A denial is a Result with Allowed false, never an error. Errors are *Error
 // values whose Code (an ErrCode) matches the sentinels with errors.Is:
 // ErrInvalidArgument, ErrUnavailable, ErrTimeout, ErrAuth, ErrPermission,
@@ -48,5 +61,7 @@
 //
 // Client and Limiter are safe for concurrent use. Close them explicitly;
 // finalizers are only a safety net. No Go pointer is ever kept by C: keys
-// are copied into C memory, or lent for the duration of one direct call.
+// are copied into C memory, or lent for the duration of one direct call;
+// AllowMany builds its key array, key bytes, decisions and statuses in C
+// memory.
 package redlimit

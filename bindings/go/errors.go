@@ -68,6 +68,14 @@ func (c ErrCode) Error() string {
 	return fmt.Sprintf("redlimit: unknown error code %d", int(c))
 }
 
+// describe is the code's text without the "redlimit: " prefix.
+func (c ErrCode) describe() string {
+	if info, ok := codeInfo[c]; ok {
+		return info.text
+	}
+	return fmt.Sprintf("unknown error code %d", int(c))
+}
+
 // Temporary reports whether retrying later may succeed.
 func (c ErrCode) Temporary() bool {
 	switch c {

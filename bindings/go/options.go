@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // clientConfig mirrors rl_client_options; 0 means the library's default.
@@ -95,24 +94,37 @@ func millis(d time.Duration) int {
 
 // limiterConfig mirrors rl_limiter_options.
 type limiterConfig struct {
-	prefix      string
-	prefixSet   bool
-	clientClock bool
-	algorithm   string
-	err         *Error
+	prefix          string
+	prefixSet       bool
+	clientClock     bool
+	algorithm       Algorithm
+	burst           int64
+	burstSet        bool
+	denyCache       int
+	failurePolicy   FailurePolicy
+	breakerFailures int
+	breakerCooldown time.Duration
+	shadow          bool
+	block           time.Duration
+	err             *Error
+}
+
+func (c *limiterConfig) fail(format string, args ...interface{}) {
+	if c.err == nil {
+		c.err = newError(ErrInvalidArgument, format, args...)
+	}
 }
 
 // LimiterOption configures Client.Limiter and Client.LimiterFor.
 type LimiterOption func(*limiterConfig)
 
 // WithPrefix sets the Redis key prefix (default "rl"). Limiters that share a
-// prefix and a key share the count, whatever the process or language.
+// prefix and a key share the count, whatever the process or language (with
+// the same algorithm: each algorithm keeps its own kind of state).
 func WithPrefix(prefix string) LimiterOption {
 	return func(c *limiterConfig) {
 		if strings.IndexByte(prefix, 0) >= 0 {
-			if c.err == nil {
-				c.err = newError(ErrInvalidArgument, "prefix %q contains a NUL byte", prefix)
-			}
+			c.fail("prefix %q contains a NUL byte", prefix)
 			return
 		}
 		c.prefix, c.prefixSet = prefix, true
@@ -124,66 +136,135 @@ func WithPrefix(prefix string) LimiterOption {
 // then disagree about the window.
 func WithClientClock() LimiterOption { return func(c *limiterConfig) { c.clientClock = true } }
 
-// WithAlgorithm picks the algorithm by name. "sliding_log" (exact
-// sliding-window log, the default) is the only one today.
-func WithAlgorithm(name string) LimiterOption { return func(c *limiterConfig) { c.algorithm = name } }
+// Algorithm names a rate-limiting algorithm (rl_algorithm).
+type Algorithm string
+
+// The algorithms; see docs/limiter.md for their exactness and cost.
+const (
+	SlidingLog     Algorithm = "sliding_log"     // exact sliding-window log (a ZSET per key); the default
+	SlidingCounter Algorithm = "sliding_counter" // two fixed windows weighted by elapsed time; O(1), approximate
+	FixedWindow    Algorithm = "fixed_window"    // a counter per aligned window; O(1), up to 2x limit across an edge
+	GCRA           Algorithm = "gcra"            // GCRA / token bucket: smooth, up to the burst at once; O(1)
+)
+
+// WithAlgorithm picks the algorithm: SlidingLog (the default),
+// SlidingCounter, FixedWindow or GCRA (or their names, e.g. "gcra").
+func WithAlgorithm(a Algorithm) LimiterOption { return func(c *limiterConfig) { c.algorithm = a } }
 
 // algorithmID maps an algorithm name to rl_algorithm.
-func algorithmID(name string) (int, *Error) {
-	switch name {
-	case "", "sliding_log":
+func algorithmID(a Algorithm) (int, *Error) {
+	switch a {
+	case "", SlidingLog:
 		return 0, nil
+	case SlidingCounter:
+		return 1, nil
+	case FixedWindow:
+		return 2, nil
+	case GCRA:
+		return 3, nil
 	}
-	return 0, newError(ErrInvalidArgument, "algorithm %q is unknown (known: sliding_log)", name)
+	return 0, newError(ErrInvalidArgument, "algorithm %q is unknown (known: sliding_log, sliding_counter, fixed_window, gcra)", string(a))
 }
 
-var units = map[string]time.Duration{
-	"ms": time.Millisecond, "msec": time.Millisecond, "millisecond": time.Millisecond, "milliseconds": time.Millisecond,
-	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
-	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
-	"h": time.Hour, "hr": time.Hour, "hrs": time.Hour, "hour": time.Hour, "hours": time.Hour,
-	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
-}
-
-// ParseSpec parses a limit such as "100/minute", "10/s", "10 per second",
-// "5 per 2 seconds" or "1000/1.5h" into a limit and a window. Range checks
-// (limit and window bounds) are left to the library, which knows them.
-func ParseSpec(spec string) (limit int, window time.Duration, err error) {
-	bad := func(why string) (int, time.Duration, error) {
-		return 0, 0, newError(ErrInvalidArgument, "limit spec %q: %s (want e.g. \"100/minute\" or \"5 per 2 seconds\")", spec, why)
-	}
-	s := strings.ToLower(strings.TrimSpace(spec))
-	var count, per string
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		count, per = s[:i], s[i+1:]
-	} else if i := strings.Index(s, " per "); i >= 0 {
-		count, per = s[:i], s[i+len(" per "):]
-	} else {
-		return bad("no \"/\" or \"per\"")
-	}
-	n, perr := strconv.Atoi(strings.TrimSpace(count))
-	if perr != nil {
-		return bad("the limit is not an integer")
-	}
-	per = strings.TrimSpace(per)
-	// Split "2 seconds" / "2seconds" / "seconds" into a multiplier and a unit.
-	j := strings.IndexFunc(per, func(r rune) bool { return unicode.IsLetter(r) })
-	if j < 0 {
-		return bad("the window has no unit")
-	}
-	mult := 1.0
-	if num := strings.TrimSpace(per[:j]); num != "" {
-		if mult, perr = strconv.ParseFloat(num, 64); perr != nil || mult <= 0 || math.IsInf(mult, 0) {
-			return bad("the window length is not a positive number")
+// WithBurst sets how many units GCRA admits at once (default: the limit).
+// Only for LimiterFor with GCRA; in a spec write "10/s burst 20".
+func WithBurst(n int) LimiterOption {
+	return func(c *limiterConfig) {
+		if n <= 0 {
+			c.fail("burst %d is out of range (at least 1)", n)
+			return
 		}
+		c.burst, c.burstSet = int64(n), true
 	}
-	unit, ok := units[per[j:]]
-	if !ok {
-		return bad("unknown unit " + strconv.Quote(per[j:]))
+}
+
+// WithDenyCache turns on the local deny cache, remembering up to size keys
+// (LRU): after Redis denies a key, later checks of it in this process are
+// denied locally (Result.Cached) without a round trip until RetryAfter has
+// passed. Reset and Refund clear a key's entry.
+func WithDenyCache(size int) LimiterOption {
+	return func(c *limiterConfig) {
+		if size <= 0 || size > math.MaxInt32 {
+			c.fail("deny cache size %d is out of range (1..10000000)", size)
+			return
+		}
+		c.denyCache = size
 	}
-	w := math.Round(mult * float64(unit)) // "0.3h" must not come out a nanosecond short
-	if w >= math.MaxInt64 {
-		return bad("the window is too long")
+}
+
+// FailurePolicy says what a check answers when Redis cannot (timeout,
+// refused or broken connection, pool exhausted, circuit breaker open).
+// Error replies (script, ACL, auth) are never hidden.
+type FailurePolicy int
+
+// The policies, with the values of rl_failure_policy.
+const (
+	FailError  FailurePolicy = 0 // return the error (the default)
+	FailOpen   FailurePolicy = 1 // admit, with Result.Degraded
+	FailClosed FailurePolicy = 2 // deny, with Result.Degraded; RetryAfter is the breaker cool-down (or 1s)
+	FailLocal  FailurePolicy = 3 // decide with an in-process limiter (same algorithm and limits); Result.Degraded
+)
+
+// String returns the policy's name, e.g. "FailOpen".
+func (p FailurePolicy) String() string {
+	switch p {
+	case FailError:
+		return "FailError"
+	case FailOpen:
+		return "FailOpen"
+	case FailClosed:
+		return "FailClosed"
+	case FailLocal:
+		return "FailLocal"
 	}
-	return n, time.Duration(w), nil
+	return "FailurePolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// WithFailurePolicy sets what checks answer while Redis is unreachable.
+func WithFailurePolicy(p FailurePolicy) LimiterOption {
+	return func(c *limiterConfig) {
+		if p < FailError || p > FailLocal {
+			c.fail("failure policy %d is unknown", int(p))
+			return
+		}
+		c.failurePolicy = p
+	}
+}
+
+// WithCircuitBreaker opens a circuit breaker after failures consecutive
+// outages: calls then fail fast (and the failure policy answers) for
+// cooldown (0: 1s, at most 1h), after which one probe goes through.
+func WithCircuitBreaker(failures int, cooldown time.Duration) LimiterOption {
+	return func(c *limiterConfig) {
+		if failures <= 0 || failures > math.MaxInt32 {
+			c.fail("circuit breaker failures %d is out of range (at least 1)", failures)
+			return
+		}
+		if cooldown < 0 || cooldown > time.Hour {
+			c.fail("circuit breaker cool-down %v is out of range (0..1h)", cooldown)
+			return
+		}
+		c.breakerFailures, c.breakerCooldown = failures, cooldown
+	}
+}
+
+// WithShadow turns on shadow (dry-run) mode: checks decide, consume and count
+// as usual but always admit; a would-be denial comes back Allowed with
+// Result.Shadowed set.
+func WithShadow() LimiterOption { return func(c *limiterConfig) { c.shadow = true } }
+
+// WithBlock turns on the punitive block: a key denied by a check stays
+// denied for d (RetryAfter says so), even once the limit would admit it.
+func WithBlock(d time.Duration) LimiterOption {
+	return func(c *limiterConfig) {
+		if d <= 0 {
+			c.fail("block %v is out of range (positive, whole milliseconds)", d)
+			return
+		}
+		if d%time.Millisecond != 0 {
+			c.fail("block %v is not a whole number of milliseconds", d)
+			return
+		}
+		c.block = d
+	}
 }

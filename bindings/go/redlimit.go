@@ -12,6 +12,7 @@ import "C"
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"sync"
 	"syscall"
@@ -123,48 +124,89 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Limiter makes a limiter from a spec such as "100/minute", "10/s" or
-// "5 per 2 seconds" (see ParseSpec).
+// Limiter makes a limiter from a rate spec, parsed by the library (the same
+// parser for every language): "100/minute", "10/s", "5 per 2 seconds",
+// several limits that must all admit ("10/s; 1000/hour"), or a GCRA burst
+// ("10/s burst 20", with WithAlgorithm(GCRA)). A bad spec is
+// ErrInvalidArgument with the library's message quoting the bad part.
+// WithBurst does not apply here: write the burst into the spec.
 func (c *Client) Limiter(spec string, opts ...LimiterOption) (*Limiter, error) {
-	limit, window, err := ParseSpec(spec)
+	cfg, err := limiterOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	return c.LimiterFor(limit, window, opts...)
+	if cfg.burstSet {
+		return nil, newError(ErrInvalidArgument, "WithBurst applies to LimiterFor; in a spec write e.g. \"10/s burst 20\"")
+	}
+	cspec, err := cString("spec", spec)
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(cspec))
+	return c.newLimiter(cfg, func(lo *C.rl_limiter_options, out **C.rl_limiter, cerr *C.rl_error) C.int {
+		return C.rl_limiter_new_spec(c.h, cspec, lo, out, cerr)
+	}, 0, 0, spec)
 }
 
-// LimiterFor makes a limiter admitting limit units per window. The window is
-// a whole number of milliseconds. Everything is validated before any I/O.
+// LimiterFor makes a limiter admitting limit units per window (GCRA: up to
+// the burst at once, see WithBurst). The window is a whole number of
+// milliseconds. Everything is validated before any I/O.
 func (c *Client) LimiterFor(limit int, window time.Duration, opts ...LimiterOption) (*Limiter, error) {
-	var cfg limiterConfig
+	cfg, err := limiterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if window%time.Millisecond != 0 {
+		return nil, newError(ErrInvalidArgument, "window %v is not a whole number of milliseconds", window)
+	}
+	return c.newLimiter(cfg, func(lo *C.rl_limiter_options, out **C.rl_limiter, cerr *C.rl_error) C.int {
+		lo.limit = C.int64_t(limit)
+		lo.window_ms = C.int64_t(window / time.Millisecond)
+		lo.burst = C.int64_t(cfg.burst)
+		return C.rl_limiter_new(c.h, lo, out, cerr)
+	}, limit, window, "")
+}
+
+func limiterOptions(opts []LimiterOption) (*limiterConfig, error) {
+	cfg := &limiterConfig{}
 	for _, o := range opts {
-		o(&cfg)
+		o(cfg)
 	}
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
+	return cfg, nil
+}
+
+// newLimiter fills rl_limiter_options from cfg and calls mk under the
+// client's shared lock.
+func (c *Client) newLimiter(cfg *limiterConfig, mk func(*C.rl_limiter_options, **C.rl_limiter, *C.rl_error) C.int,
+	limit int, window time.Duration, spec string) (*Limiter, error) {
 	alg, aerr := algorithmID(cfg.algorithm)
 	if aerr != nil {
 		return nil, aerr
-	}
-	if window%time.Millisecond != 0 {
-		return nil, newError(ErrInvalidArgument, "window %v is not a whole number of milliseconds", window)
 	}
 	var lo C.rl_limiter_options
 	if st := C.rl_limiter_options_init(&lo, C.RL_LIMITER_OPTIONS_VERSION); st != C.RL_OK {
 		return nil, newError(ErrInternal, "rl_limiter_options_init failed (%d)", int(st))
 	}
 	lo.algorithm = C.int(alg)
-	lo.limit = C.int64_t(limit)
-	lo.window_ms = C.int64_t(window / time.Millisecond)
 	if cfg.clientClock {
 		lo.clock = C.RL_CLOCK_CLIENT
 	}
 	if cfg.prefixSet {
-		// C copies the prefix, so it is freed right after rl_limiter_new.
+		// C copies the prefix, so it is freed right after the limiter is made.
 		lo.prefix = C.CString(cfg.prefix)
 		defer C.free(unsafe.Pointer(lo.prefix))
 	}
+	lo.deny_cache_size = C.int(cfg.denyCache)
+	lo.failure_policy = C.int(cfg.failurePolicy)
+	lo.breaker_failures = C.int(cfg.breakerFailures)
+	lo.breaker_cooldown_ms = C.int(millis(cfg.breakerCooldown))
+	if cfg.shadow {
+		lo.shadow = 1
+	}
+	lo.block_ms = C.int64_t(cfg.block / time.Millisecond)
 
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -173,12 +215,71 @@ func (c *Client) LimiterFor(limit int, window time.Duration, opts ...LimiterOpti
 	}
 	var h *C.rl_limiter
 	var cerr C.rl_error
-	if st := C.rl_limiter_new(c.h, &lo, &h, &cerr); st != C.RL_OK {
+	if st := mk(&lo, &h, &cerr); st != C.RL_OK {
 		return nil, cError(st, &cerr)
 	}
-	l := &Limiter{h: h, limit: limit, window: window}
+	l := &Limiter{h: h, limit: limit, window: window, spec: spec}
 	runtime.SetFinalizer(l, (*Limiter).Close)
 	return l, nil
+}
+
+// Stats returns the client's counters (all its limiters) since Open.
+func (c *Client) Stats() (Stats, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.h == nil {
+		return Stats{}, newError(ErrClosed, "client is closed")
+	}
+	var cs C.rl_stats
+	cs.version = C.RL_STATS_VERSION
+	var cerr C.rl_error
+	if st := C.rl_client_stats(c.h, &cs, &cerr); st != C.RL_OK {
+		return Stats{}, cError(st, &cerr)
+	}
+	s := Stats{
+		Checks:          uint64(cs.checks),
+		Admitted:        uint64(cs.admitted),
+		Denied:          uint64(cs.denied),
+		Errors:          uint64(cs.errors),
+		RoundTrips:      uint64(cs.round_trips),
+		NoscriptReloads: uint64(cs.noscript_reloads),
+		CacheHits:       uint64(cs.cache_hits),
+		Degraded:        uint64(cs.degraded),
+		NearLimit:       uint64(cs.near_limit),
+		LatencyCount:    uint64(cs.latency_count),
+		LatencySum:      usDuration(uint64(cs.latency_sum_us)),
+		Latency:         make([]LatencyBucket, C.RL_STATS_LATENCY_BUCKETS),
+	}
+	for i := range s.Latency {
+		s.Latency[i] = LatencyBucket{UpperBound: usDuration(uint64(cs.latency_le_us[i])), Count: uint64(cs.latency_buckets[i])}
+	}
+	return s, nil
+}
+
+// usDuration converts microseconds, saturating at math.MaxInt64 (+Inf).
+func usDuration(us uint64) time.Duration {
+	if us >= math.MaxInt64/uint64(time.Microsecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// StatsPrometheus returns the client's counters in the Prometheus text
+// exposition format (metric names start with "redlimit_").
+func (c *Client) StatsPrometheus() (string, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.h == nil {
+		return "", newError(ErrClosed, "client is closed")
+	}
+	var out *C.char
+	var n C.size_t
+	var cerr C.rl_error
+	if st := C.rl_client_stats_prometheus(c.h, &out, &n, &cerr); st != C.RL_OK {
+		return "", cError(st, &cerr)
+	}
+	defer C.rl_free(unsafe.Pointer(out))
+	return C.GoStringN(out, C.int(n)), nil
 }
 
 // Limiter decides for keys under one limit. It is safe for concurrent use.
@@ -196,13 +297,19 @@ type Limiter struct {
 	h      *C.rl_limiter
 	limit  int
 	window time.Duration
+	spec   string
 }
 
-// Limit returns the units admitted per window.
+// Limit returns the limit given to LimiterFor; 0 for a limiter made from a
+// spec (the library parses specs; Result.Limit reports the deciding limit).
 func (l *Limiter) Limit() int { return l.limit }
 
-// Window returns the window length.
+// Window returns the window given to LimiterFor; 0 for a limiter made from
+// a spec.
 func (l *Limiter) Window() time.Duration { return l.window }
+
+// Spec returns the spec given to Client.Limiter; "" for LimiterFor.
+func (l *Limiter) Spec() string { return l.spec }
 
 // Close frees the limiter. It waits for calls in flight, including abandoned
 // ones, which the command and acquire timeouts bound. Idempotent; calls after
@@ -225,9 +332,13 @@ const (
 	opCheckAt
 	opPeek
 	opReset
+	opCheckAtMost
+	opAcquire
+	opCheckLimit
+	opRefund
 )
 
-var opNames = [...]string{"allow", "allow", "peek", "reset"}
+var opNames = [...]string{"allow", "allow", "peek", "reset", "allow at most", "acquire", "allow with limit", "refund"}
 
 // call holds everything one C call reads or writes. On the goroutine path it
 // is owned by that goroutine, so it stays valid even after the caller gave up.
@@ -235,6 +346,8 @@ type call struct {
 	op     opKind
 	cost   int64
 	nowUS  int64
+	limit  int64 // opCheckLimit
+	window int64 // opCheckLimit: ms; opAcquire: the timeout in ms
 	key    unsafe.Pointer
 	klen   C.size_t
 	closed bool
@@ -260,6 +373,15 @@ func (l *Limiter) invoke(c *call) {
 		c.st = C.rl_peek(l.h, c.key, c.klen, &c.dec, &c.cerr)
 	case opReset:
 		c.st = C.rl_reset(l.h, c.key, c.klen, &c.cerr)
+	case opCheckAtMost:
+		c.st = C.rl_check_at_most(l.h, c.key, c.klen, C.int64_t(c.cost), &c.dec, &c.cerr)
+	case opAcquire:
+		c.st = C.rl_acquire(l.h, c.key, c.klen, C.int64_t(c.cost), C.int64_t(c.window), &c.dec, &c.cerr)
+	case opCheckLimit:
+		c.st = C.rl_check_limit(l.h, c.key, c.klen, C.int64_t(c.cost), C.int64_t(c.limit), C.int64_t(c.window),
+			&c.dec, &c.cerr)
+	case opRefund:
+		c.st = C.rl_refund(l.h, c.key, c.klen, C.int64_t(c.cost), &c.dec, &c.cerr)
 	}
 }
 
@@ -326,16 +448,21 @@ func (c *call) result() (Result, error) {
 	if c.st != C.RL_OK {
 		return Result{}, cError(c.st, &c.cerr)
 	}
-	d := &c.dec
+	return decision(&c.dec), nil
+}
+
+func decision(d *C.rl_decision) Result {
 	return Result{
 		Allowed:    d.allowed != 0,
 		Limit:      int(d.limit),
 		Remaining:  int(d.remaining),
 		RetryAfter: time.Duration(d.retry_after_ms) * time.Millisecond,
 		ResetAfter: time.Duration(d.reset_after_ms) * time.Millisecond,
+		Granted:    int(d.granted),
 		Cached:     d.cached != 0,
 		Degraded:   d.degraded != 0,
-	}, nil
+		Shadowed:   d.shadowed != 0,
+	}
 }
 
 // Allow admits one unit for key.
@@ -380,24 +507,4 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 func (l *Limiter) ResetBytes(ctx context.Context, key []byte) error {
 	_, err := l.do(ctx, &call{op: opReset}, "", key, true)
 	return err
-}
-
-// AllowMany admits n units for each key, independently (not all or nothing),
-// in order. results[i] and errs[i] belong to keys[i]; errs is nil when every
-// call succeeded. Once ctx is done the remaining keys get its error.
-// Today this is one round trip per key.
-func (l *Limiter) AllowMany(ctx context.Context, keys []string, n int) ([]Result, []error) {
-	results := make([]Result, len(keys))
-	var errs []error
-	for i, k := range keys {
-		r, err := l.AllowN(ctx, k, n)
-		results[i] = r
-		if err != nil {
-			if errs == nil {
-				errs = make([]error, len(keys))
-			}
-			errs[i] = err
-		}
-	}
-	return results, errs
 }

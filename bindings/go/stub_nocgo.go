@@ -35,11 +35,15 @@ func (c *Client) LimiterFor(limit int, window time.Duration, opts ...LimiterOpti
 	return nil, errNoCgo
 }
 
+func (c *Client) Stats() (Stats, error)            { return Stats{}, errNoCgo }
+func (c *Client) StatsPrometheus() (string, error) { return "", errNoCgo }
+
 // Limiter is unusable without cgo.
 type Limiter struct{}
 
 func (l *Limiter) Limit() int            { return 0 }
 func (l *Limiter) Window() time.Duration { return 0 }
+func (l *Limiter) Spec() string          { return "" }
 func (l *Limiter) Close() error          { return nil }
 
 func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) { return Result{}, errNoCgo }
@@ -54,6 +58,18 @@ func (l *Limiter) AllowAt(ctx context.Context, key string, n int, t time.Time) (
 }
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) { return Result{}, errNoCgo }
 func (l *Limiter) PeekBytes(ctx context.Context, key []byte) (Result, error) {
+	return Result{}, errNoCgo
+}
+func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int) (Result, error) {
+	return Result{}, errNoCgo
+}
+func (l *Limiter) AllowWithLimit(ctx context.Context, key string, n, limit int, window time.Duration) (Result, error) {
+	return Result{}, errNoCgo
+}
+func (l *Limiter) Acquire(ctx context.Context, key string, n int) (Result, error) {
+	return Result{}, errNoCgo
+}
+func (l *Limiter) Refund(ctx context.Context, key string, n int) (Result, error) {
 	return Result{}, errNoCgo
 }
 func (l *Limiter) Reset(ctx context.Context, key string) error      { return errNoCgo }

@@ -1,0 +1,512 @@
+//go:build cgo
+// +build cgo
+
+package redlimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	redlimit "github.com/redlimit/redlimit/bindings/go"
+)
+
+var algorithms = []redlimit.Algorithm{redlimit.SlidingLog, redlimit.SlidingCounter, redlimit.FixedWindow, redlimit.GCRA}
+
+// t0 is a whole second, so fixed windows start on it.
+var t0 = time.Unix(1700000000, 0)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func TestAlgorithms(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	for _, alg := range algorithms {
+		alg := alg
+		t.Run(string(alg), func(t *testing.T) {
+			l := limiter(t, c, "3/s", redlimit.WithAlgorithm(alg))
+			steps := []struct {
+				ms   int
+				want bool
+			}{{0, true}, {1, true}, {2, true}, {3, false}, {4, false}, {2500, true}}
+			var first []redlimit.Result
+			for _, key := range []string{"a", "b"} {
+				var got []redlimit.Result
+				for i, s := range steps {
+					r, err := l.AllowAt(ctx, key, 1, at(s.ms))
+					if err != nil || r.Allowed != s.want || r.Limit != 3 || r.Granted != map[bool]int{true: 1}[s.want] {
+						t.Fatalf("%s step %d (+%dms): %+v, %v; want allowed=%v", key, i, s.ms, r, err, s.want)
+					}
+					if !r.Allowed && r.RetryAfter <= 0 {
+						t.Fatalf("%s step %d: denied without RetryAfter: %+v", key, i, r)
+					}
+					got = append(got, r)
+				}
+				// AllowAt is deterministic: another key replays to the same Results.
+				if first == nil {
+					first = got
+				} else if fmt.Sprint(first) != fmt.Sprint(got) {
+					t.Fatalf("replay differs:\n%v\n%v", first, got)
+				}
+			}
+			// Live calls work too (server clock).
+			if r, err := l.Allow(ctx, "live"); err != nil || !r.Allowed || r.Remaining != 2 {
+				t.Fatalf("live Allow: %+v, %v", r, err)
+			}
+		})
+	}
+}
+
+func TestGCRABurst(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	l, err := c.LimiterFor(1, time.Second, redlimit.WithAlgorithm(redlimit.GCRA), redlimit.WithBurst(5),
+		redlimit.WithPrefix(fmt.Sprintf("go-%d-burst", runID.Add(1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Limit() != 1 || l.Window() != time.Second || l.Spec() != "" {
+		t.Fatalf("Limit, Window, Spec = %d, %v, %q", l.Limit(), l.Window(), l.Spec())
+	}
+	for i := 0; i < 6; i++ {
+		r, err := l.AllowAt(ctx, "k", 1, at(i))
+		if err != nil || r.Allowed != (i < 5) || r.Limit != 5 {
+			t.Fatalf("call %d: %+v, %v", i, r, err)
+		}
+	}
+	// One unit comes back per second.
+	if r, err := l.AllowAt(ctx, "k", 1, at(1100)); err != nil || !r.Allowed {
+		t.Fatalf("a second later: %+v, %v", r, err)
+	}
+
+	s := limiter(t, c, "10/s burst 20", redlimit.WithAlgorithm("gcra"))
+	for i := 0; i < 21; i++ {
+		r, err := s.AllowAt(ctx, "k", 1, at(0))
+		if err != nil || r.Allowed != (i < 20) || r.Limit != 20 {
+			t.Fatalf("spec burst, call %d: %+v, %v", i, r, err)
+		}
+	}
+
+	_, err = c.Limiter("10/s", redlimit.WithAlgorithm(redlimit.GCRA), redlimit.WithBurst(20))
+	wantCode(t, "WithBurst on a spec", err, redlimit.ErrInvalidArgument)
+	_, err = c.LimiterFor(10, time.Second, redlimit.WithBurst(20))
+	wantCode(t, "burst with sliding_log", err, redlimit.ErrInvalidArgument)
+	_, err = c.LimiterFor(10, time.Second, redlimit.WithAlgorithm(redlimit.GCRA), redlimit.WithBurst(0))
+	wantCode(t, "burst 0", err, redlimit.ErrInvalidArgument)
+}
+
+func TestMultiLimitSpec(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "2/s; 3/minute")
+	steps := []struct {
+		ms    int
+		want  bool
+		limit int
+	}{{0, true, 2}, {1, true, 2}, {2, false, 2}, {1100, true, 3}, {2200, false, 3}}
+	for i, s := range steps {
+		r, err := l.AllowAt(ctx, "k", 1, at(s.ms))
+		if err != nil || r.Allowed != s.want || r.Limit != s.limit {
+			t.Fatalf("step %d: %+v, %v; want allowed=%v limit=%d", i, r, err, s.want, s.limit)
+		}
+	}
+}
+
+func TestBadSpecs(t *testing.T) {
+	c := open(t, shared.URL)
+	for spec, part := range map[string]string{
+		"":              "empty",
+		"lots":          "lots",
+		"10/fortnight":  "fortnight",
+		"0/s":           "0/s",
+		"1.5/s":         "1.5/s",
+		"10 per":        "10 per",
+		"10/s burst 20": "burst",
+		"10/s burst 0":  "burst",
+	} {
+		l, err := c.Limiter(spec)
+		if l != nil {
+			t.Errorf("%q: got a limiter", spec)
+		}
+		wantCode(t, spec, err, redlimit.ErrInvalidArgument)
+		// The message is the library's, quoting the bad part.
+		if msg := err.(*redlimit.Error).Msg; !strings.Contains(msg, "rate spec") || !strings.Contains(msg, part) {
+			t.Errorf("%q: message %q does not quote %q", spec, msg, part)
+		}
+	}
+	_, err := c.Limiter("10/s\x00x")
+	wantCode(t, "spec with NUL", err, redlimit.ErrInvalidArgument)
+}
+
+func TestAllowManyOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	l := limiter(t, c, "2/minute")
+	if _, err := l.Allow(ctx, "warm"); err != nil { // connect and load the script
+		t.Fatal(err)
+	}
+	keys := make([]string, 50)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i%25) // each key twice: both admitted
+	}
+	keys[49] = "a\x00b" // binary keys are bytes
+	before, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, errs := l.AllowMany(ctx, keys, 1)
+	after, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs != nil {
+		t.Fatalf("errs = %v", errs)
+	}
+	for i, r := range rs {
+		if !r.Allowed || r.Limit != 2 || r.Granted != 1 {
+			t.Fatalf("key %d: %+v", i, r)
+		}
+	}
+	if d := after.RoundTrips - before.RoundTrips; d != 1 {
+		t.Fatalf("AllowMany of %d keys took %d round trips, want 1", len(keys), d)
+	}
+	if d := after.Checks - before.Checks; d != uint64(len(keys)) {
+		t.Fatalf("AllowMany counted %d checks, want %d", d, len(keys))
+	}
+	// k0 is now full; the binary key is one unit in, "a\x00c" is another key.
+	cctx, cancel := context.WithCancel(ctx) // the goroutine path
+	defer cancel()
+	rs, errs = l.AllowMany(cctx, []string{"k0", "a\x00b", "a\x00c"}, 1)
+	if errs != nil || rs[0].Allowed || !rs[1].Allowed || rs[1].Remaining != 0 || !rs[2].Allowed || rs[2].Remaining != 1 {
+		t.Fatalf("second batch: %+v, %v", rs, errs)
+	}
+	if rs, errs := l.AllowMany(ctx, nil, 1); len(rs) != 0 || errs != nil {
+		t.Fatalf("empty batch: %v, %v", rs, errs)
+	}
+	// Bad cost: every key fails with ErrInvalidArgument.
+	_, errs = l.AllowMany(ctx, []string{"x", "y"}, 0)
+	if len(errs) != 2 {
+		t.Fatalf("cost 0: errs = %v", errs)
+	}
+	for i, err := range errs {
+		wantCode(t, fmt.Sprint("cost 0, key ", i), err, redlimit.ErrInvalidArgument)
+	}
+	// A done context touches nothing.
+	cancel()
+	_, errs = l.AllowMany(cctx, []string{"x"}, 1)
+	if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+		t.Fatalf("canceled: %v", errs)
+	}
+	l.Close()
+	_, errs = l.AllowMany(ctx, []string{"x", "y"}, 1)
+	if len(errs) != 2 {
+		t.Fatalf("after Close: %v", errs)
+	}
+	wantCode(t, "AllowMany after Close", errs[1], redlimit.ErrClosed)
+}
+
+func TestDenyCache(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	l := limiter(t, c, "1/minute", redlimit.WithDenyCache(100))
+	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Cached {
+		t.Fatalf("first: %+v, %v", r, err)
+	}
+	if r, err := l.Allow(ctx, "k"); err != nil || r.Allowed || r.Cached {
+		t.Fatalf("second (Redis denies): %+v, %v", r, err)
+	}
+	before, _ := c.Stats()
+	for i := 0; i < 3; i++ {
+		r, err := l.Allow(ctx, "k")
+		if err != nil || r.Allowed || !r.Cached || r.RetryAfter <= 0 {
+			t.Fatalf("cached denial %d: %+v, %v", i, r, err)
+		}
+	}
+	after, _ := c.Stats()
+	if after.RoundTrips != before.RoundTrips || after.CacheHits-before.CacheHits != 3 {
+		t.Fatalf("cached denials: round trips %d -> %d, cache hits %d -> %d",
+			before.RoundTrips, after.RoundTrips, before.CacheHits, after.CacheHits)
+	}
+	if err := l.Reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+		t.Fatalf("after Reset: %+v, %v", r, err)
+	}
+	_, err := c.Limiter("1/s", redlimit.WithDenyCache(0))
+	wantCode(t, "deny cache 0", err, redlimit.ErrInvalidArgument)
+	_, err = c.Limiter("1/s", redlimit.WithDenyCache(20000000))
+	wantCode(t, "deny cache too large", err, redlimit.ErrInvalidArgument)
+}
+
+func TestFailurePolicies(t *testing.T) {
+	ctx := context.Background()
+	srv := newRedis(t)
+	c := open(t, srv.URL, redlimit.WithCommandTimeout(200*time.Millisecond), redlimit.WithPoolSize(16))
+	mk := func(opts ...redlimit.LimiterOption) *redlimit.Limiter {
+		l := limiter(t, c, "2/minute", opts...)
+		if _, err := l.Allow(ctx, "warm"); err != nil { // connect and load the script
+			t.Fatal(err)
+		}
+		return l
+	}
+	failErr := mk(redlimit.WithFailurePolicy(redlimit.FailError))
+	failOpen := mk(redlimit.WithFailurePolicy(redlimit.FailOpen))
+	failClosed := mk(redlimit.WithFailurePolicy(redlimit.FailClosed))
+	failLocal := mk(redlimit.WithFailurePolicy(redlimit.FailLocal))
+	breaker := mk(redlimit.WithFailurePolicy(redlimit.FailOpen), redlimit.WithCircuitBreaker(2, 10*time.Second))
+
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Signal(syscall.SIGCONT)
+		}
+	}()
+
+	_, err := failErr.Allow(ctx, "k")
+	wantCode(t, "FailError", err, redlimit.ErrTimeout)
+	for i := 0; i < 3; i++ { // more than the limit: all admitted
+		if r, err := failOpen.Allow(ctx, "k"); err != nil || !r.Allowed || !r.Degraded {
+			t.Fatalf("FailOpen %d: %+v, %v", i, r, err)
+		}
+	}
+	if r, err := failClosed.Allow(ctx, "k"); err != nil || r.Allowed || !r.Degraded || r.RetryAfter <= 0 {
+		t.Fatalf("FailClosed: %+v, %v", r, err)
+	}
+	for i, want := range []bool{true, true, false} { // the in-process limiter has the same limit
+		if r, err := failLocal.Allow(ctx, "k"); err != nil || r.Allowed != want || !r.Degraded {
+			t.Fatalf("FailLocal %d: %+v, %v", i, r, err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if r, err := breaker.Allow(ctx, "k"); err != nil || !r.Allowed || !r.Degraded {
+			t.Fatalf("breaker, failure %d: %+v, %v", i, r, err)
+		}
+	}
+	start := time.Now()
+	if r, err := breaker.Allow(ctx, "k"); err != nil || !r.Allowed || !r.Degraded {
+		t.Fatalf("breaker open: %+v, %v", r, err)
+	}
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Fatalf("open breaker took %v, want a fast failure", took)
+	}
+	st, err := c.Stats()
+	if err != nil || st.Degraded < 9 {
+		t.Fatalf("stats: %+v, %v", st, err)
+	}
+
+	srv.Signal(syscall.SIGCONT)
+	resumed = true
+	if r, err := failOpen.Allow(ctx, "fresh"); err != nil || !r.Allowed || r.Degraded {
+		t.Fatalf("after SIGCONT: %+v, %v", r, err)
+	}
+
+	_, err = c.Limiter("1/s", redlimit.WithFailurePolicy(redlimit.FailurePolicy(9)))
+	wantCode(t, "unknown policy", err, redlimit.ErrInvalidArgument)
+	_, err = c.Limiter("1/s", redlimit.WithCircuitBreaker(0, time.Second))
+	wantCode(t, "breaker 0", err, redlimit.ErrInvalidArgument)
+	if redlimit.FailLocal.String() != "FailLocal" {
+		t.Fatal(redlimit.FailLocal.String())
+	}
+}
+
+func TestShadow(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	l := limiter(t, c, "1/minute", redlimit.WithShadow())
+	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Shadowed {
+		t.Fatalf("first: %+v, %v", r, err)
+	}
+	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || !r.Shadowed {
+		t.Fatalf("second (would be denied): %+v, %v", r, err)
+	}
+	// Metrics count the real decision.
+	if st, err := c.Stats(); err != nil || st.Admitted != 1 || st.Denied != 1 {
+		t.Fatalf("stats: %+v, %v", st, err)
+	}
+}
+
+func TestBlock(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "1/s", redlimit.WithBlock(3*time.Second))
+	steps := []struct {
+		ms   int
+		want bool
+	}{{0, true}, {1, false}, {1500, false}, {2500, false}, {3100, true}}
+	for i, s := range steps {
+		r, err := l.AllowAt(ctx, "k", 1, at(s.ms))
+		if err != nil || r.Allowed != s.want {
+			t.Fatalf("step %d (+%dms): %+v, %v", i, s.ms, r, err)
+		}
+		if i == 1 && r.RetryAfter < 2900*time.Millisecond {
+			t.Fatalf("blocked, RetryAfter %v, want about 3s", r.RetryAfter)
+		}
+	}
+	_, err := open(t, shared.URL).Limiter("1/s", redlimit.WithBlock(1500*time.Microsecond))
+	wantCode(t, "block 1.5ms", err, redlimit.ErrInvalidArgument)
+}
+
+func TestAllowAtMost(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "5/minute")
+	if r, err := l.AllowN(ctx, "k", 3); err != nil || !r.Allowed || r.Granted != 3 {
+		t.Fatalf("AllowN 3: %+v, %v", r, err)
+	}
+	if r, err := l.AllowAtMost(ctx, "k", 4); err != nil || !r.Allowed || r.Granted != 2 || r.Remaining != 0 {
+		t.Fatalf("AllowAtMost 4: %+v, %v", r, err)
+	}
+	if r, err := l.AllowAtMost(ctx, "k", 4); err != nil || r.Allowed || r.Granted != 0 || r.RetryAfter <= 0 {
+		t.Fatalf("AllowAtMost when full: %+v, %v", r, err)
+	}
+	_, err := l.AllowAtMost(ctx, "k", 0)
+	wantCode(t, "AllowAtMost 0", err, redlimit.ErrInvalidArgument)
+}
+
+func TestAcquire(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "2/s")
+	for i := 0; i < 2; i++ {
+		if r, err := l.Acquire(ctx, "k", 1); err != nil || !r.Allowed {
+			t.Fatalf("Acquire %d: %+v, %v", i, r, err)
+		}
+	}
+	// Admission would come after the deadline: denied at once, no error.
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r, err := l.Acquire(dctx, "k", 1)
+	if err != nil || r.Allowed || r.RetryAfter <= 0 || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("Acquire with a short deadline: %+v, %v after %v", r, err, time.Since(start))
+	}
+	// A deadline long enough: it waits, then admits.
+	dctx, cancel = context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	start = time.Now()
+	if r, err := l.Acquire(dctx, "k", 1); err != nil || !r.Allowed {
+		t.Fatalf("Acquire with a 3s deadline: %+v, %v", r, err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("Acquire took %v, want up to a second", took)
+	}
+	// A deadline farther off than the library's longest timeout is fine.
+	lctx, lcancel := context.WithTimeout(ctx, 400*24*time.Hour)
+	defer lcancel()
+	if r, err := l.Acquire(lctx, "other", 2); err != nil || !r.Allowed {
+		t.Fatalf("Acquire with a 400-day deadline: %+v, %v", r, err)
+	}
+	_, err = l.Acquire(ctx, "other", 3)
+	wantCode(t, "Acquire above the limit", err, redlimit.ErrInvalidArgument)
+	// No deadline: it waits as long as it takes, here longer than one slice.
+	slow := limiter(t, open(t, shared.URL), "1 per 2 seconds")
+	if r, err := slow.Allow(ctx, "k"); err != nil || !r.Allowed {
+		t.Fatalf("slow Allow: %+v, %v", r, err)
+	}
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	start = time.Now()
+	if r, err := slow.Acquire(cctx, "k", 1); err != nil || !r.Allowed {
+		t.Fatalf("Acquire without deadline: %+v, %v", r, err)
+	}
+	if took := time.Since(start); took < time.Second || took > 4*time.Second {
+		t.Fatalf("Acquire without deadline took %v, want about 2s", took)
+	}
+	// Canceled while waiting: a ContextError, promptly.
+	time.AfterFunc(100*time.Millisecond, ccancel)
+	start = time.Now()
+	_, err = slow.Acquire(cctx, "k", 1)
+	var ce *redlimit.ContextError
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &ce) || ce.Op != "acquire" {
+		t.Fatalf("canceled Acquire: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("canceled Acquire returned after %v", took)
+	}
+}
+
+func TestRefund(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	for _, alg := range algorithms {
+		l := limiter(t, c, "3/minute", redlimit.WithAlgorithm(alg), redlimit.WithDenyCache(10))
+		if r, err := l.AllowN(ctx, "k", 3); err != nil || !r.Allowed {
+			t.Fatalf("%s AllowN: %+v, %v", alg, r, err)
+		}
+		if r, err := l.Allow(ctx, "k"); err != nil || r.Allowed {
+			t.Fatalf("%s full: %+v, %v", alg, r, err)
+		}
+		r, err := l.Refund(ctx, "k", 2)
+		if err != nil || !r.Allowed || r.Remaining != 2 {
+			t.Fatalf("%s Refund 2: %+v, %v", alg, r, err)
+		}
+		// The refund cleared the deny cache: Redis admits again.
+		for i := 0; i < 2; i++ {
+			if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Cached {
+				t.Fatalf("%s after Refund %d: %+v, %v", alg, i, r, err)
+			}
+		}
+		_, err = l.Refund(ctx, "k", 0)
+		wantCode(t, string(alg)+" Refund 0", err, redlimit.ErrInvalidArgument)
+	}
+}
+
+func TestAllowWithLimit(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "1/minute")
+	for i := 0; i < 6; i++ {
+		r, err := l.AllowWithLimit(ctx, "k", 1, 5, time.Minute)
+		if err != nil || r.Allowed != (i < 5) || r.Limit != 5 {
+			t.Fatalf("call %d: %+v, %v", i, r, err)
+		}
+	}
+	// Another call with a larger limit sees the same key.
+	if r, err := l.AllowWithLimit(ctx, "k", 1, 10, time.Minute); err != nil || !r.Allowed || r.Remaining != 4 {
+		t.Fatalf("limit 10: %+v, %v", r, err)
+	}
+	_, err := l.AllowWithLimit(ctx, "k", 1, 0, time.Minute)
+	wantCode(t, "limit 0", err, redlimit.ErrInvalidArgument)
+	_, err = l.AllowWithLimit(ctx, "k", 1, 5, 1500*time.Microsecond)
+	wantCode(t, "window 1.5ms", err, redlimit.ErrInvalidArgument)
+}
+
+func TestStats(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	l := limiter(t, c, "1/minute")
+	l.Allow(ctx, "k")
+	l.Allow(ctx, "k")
+	st, err := c.Stats()
+	if err != nil || st.Checks != 2 || st.Admitted != 1 || st.Denied != 1 || st.Errors != 0 || st.RoundTrips < 2 {
+		t.Fatalf("Stats: %+v, %v", st, err)
+	}
+	var n uint64
+	for _, b := range st.Latency {
+		n += b.Count
+	}
+	if len(st.Latency) != 16 || n != st.LatencyCount || st.LatencyCount == 0 || st.LatencySum <= 0 ||
+		st.Latency[15].UpperBound != math.MaxInt64 || st.Latency[0].UpperBound <= 0 {
+		t.Fatalf("latency histogram: %+v", st)
+	}
+	text, err := c.StatsPrometheus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"redlimit_checks_total 2\n", "redlimit_admitted_total 1\n", "redlimit_denied_total 1\n",
+		"# TYPE redlimit_check_latency_seconds histogram", `redlimit_check_latency_seconds_bucket{le="+Inf"}`} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("Prometheus text lacks %q:\n%s", want, text)
+		}
+	}
+	c.Close()
+	_, err = c.Stats()
+	wantCode(t, "Stats after Close", err, redlimit.ErrClosed)
+	_, err = c.StatsPrometheus()
+	wantCode(t, "StatsPrometheus after Close", err, redlimit.ErrClosed)
+}
