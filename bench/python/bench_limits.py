@@ -113,10 +113,13 @@ def ceiling(port, clients, seconds):
     sha = subprocess.run(["redis-cli", "-p", str(port), "SCRIPT", "LOAD", body], check=True, capture_output=True,
                          text=True).stdout.strip()
     n = int(max(clients, 1) * 15000 * seconds)
+    window_us = WINDOW_S * 1_000_000
     out = subprocess.run(
         [exe, "-p", str(port), "-c", str(clients), "-n", str(n), "-r", str(KEYS), "-q",
-         "evalsha", sha, "1", "bench:__rand_int__", "check", str(LIMIT), str(WINDOW_S * 1_000_000), "1", "",
-         "tok:__rand_int__"],
+         # The script's arguments (core/scripts/sliding_log.lua): op, cost, now_us ('' for TIME),
+         # token, block_us, then per limit: limit, window_us, capacity, interval_us.
+         "evalsha", sha, "1", "bench:__rand_int__", "check", "1", "", "tok:__rand_int__", "0",
+         str(LIMIT), str(window_us), str(LIMIT), str(-(-window_us // LIMIT))],
         capture_output=True, text=True).stdout
     m = re.search(r"([0-9.]+) requests per second, p50=([0-9.]+) msec", out)
     return (float(m.group(1)), float(m.group(2)) * 1000) if m else None

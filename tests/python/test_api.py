@@ -30,7 +30,9 @@ def test_installed_package_is_tested():
 def test_all_exports_exist():
     for name in redlimit.__all__:
         assert hasattr(redlimit, name), name
-    assert redlimit.ALGORITHMS == ("sliding_log",)
+    assert redlimit.ALGORITHMS == ("fixed_window", "gcra", "sliding_counter", "sliding_log")
+    assert redlimit.FAILURE_POLICIES == ("closed", "error", "local", "open")
+    assert not hasattr(redlimit, "parse_rate")  # one spec parser: the core's
 
 
 def test_error_hierarchy():
@@ -158,12 +160,18 @@ def test_window_slides(url, key):
 
 def test_limiter_description():
     with redlimit.Client() as client:
-        lim = client.limiter("100/minute")
-        assert lim.rate == redlimit.Rate(100, 60.0)
+        lim = client.limiter(limit=100, window=60)
+        assert lim.rate == redlimit.Rate(100, 60.0) and lim.spec is None
         assert lim.rate.limit == 100 and lim.rate.window == 60.0
         assert client.limiter(limit=7, window=datetime.timedelta(milliseconds=1500)).rate == (7, 1.5)
         assert "100 per 60s" in repr(lim)
         assert lim.client is client
+        assert lim.on_failure == "error" and lim.shadow is False
+        # A spec is parsed by the core, which does not report the parsed limits.
+        spec = client.limiter("10/s; 1000/hour", algorithm="fixed_window", on_failure="open", shadow=True)
+        assert spec.spec == "10/s; 1000/hour" and spec.rate is None
+        assert repr(spec) == "<redlimit.Limiter '10/s; 1000/hour' fixed_window prefix='rl'>"
+        assert spec.on_failure == "open" and spec.shadow is True
 
 
 # -- client lifetime ----------------------------------------------------------
@@ -340,8 +348,28 @@ def test_bad_check_at_time(lim, now, exc, message):
 ])
 def test_bad_spec(spec):
     with redlimit.Client() as client:
-        with pytest.raises(redlimit.InvalidArgument, match="rate spec"):
+        with pytest.raises(redlimit.InvalidArgument, match="rate spec") as info:
             client.limiter(spec)
+    assert info.value.code == "RL_EINVALID"
+
+
+@pytest.mark.parametrize("spec,message", [
+    # The messages are the core's (capi rl_limiter_new_spec), quoting the bad part.
+    ("", "rate spec is empty (expected e.g. '100/minute' or '10/s; 1000/hour')"),
+    ("10", "rate spec '10': expected '/' or 'per' after the count"),
+    ("ten/s", "rate spec 'ten/s': expected count (a whole number) at 'ten/s'"),
+    ("10/fortnight", "rate spec '10/fortnight': unknown time unit 'fortnight' (use ms, s, m, h or d)"),
+    ("10/s extra", "rate spec '10/s extra': unexpected 'extra' after the period"),
+    ("2000000/s", "rate spec '2000000/s': count 2000000 is larger than 1000000"),
+    ("3 / 1.5 s", "rate spec '3 / 1.5 s': expected a time unit (ms, s, m, h, d) at '.5 s'"),
+    ("10/s; 5/hour; x", "rate spec ' x': expected count (a whole number) at 'x'"),
+    ("10/s burst 20", "rate spec '10/s burst 20': burst = 20 is only for the gcra algorithm"),
+])
+def test_bad_spec_messages_come_from_the_core(spec, message):
+    with redlimit.Client() as client:
+        with pytest.raises(redlimit.InvalidArgument) as info:
+            client.limiter(spec)
+    assert str(info.value).startswith(message)
 
 
 def test_spec_of_wrong_type():
@@ -364,7 +392,20 @@ def test_spec_of_wrong_type():
     ({"limit": 1, "window": 0.0001}, redlimit.InvalidArgument, "whole number of milliseconds"),
     ({"limit": 1, "window": 1e12}, redlimit.InvalidArgument, "is longer than"),
     ({"limit": 1, "window": "60"}, TypeError, "window must be a number of seconds, not str"),
-    ({"spec": "1/s", "algorithm": "gcra"}, redlimit.InvalidArgument, "algorithm 'gcra' is unknown; available: sliding_log"),
+    ({"spec": "1/s", "algorithm": "token"}, redlimit.InvalidArgument,
+     "algorithm 'token' is unknown; available: fixed_window, gcra, sliding_counter, sliding_log"),
+    ({"spec": "1/s", "on_failure": "ignore"}, redlimit.InvalidArgument, "on_failure 'ignore' is unknown"),
+    ({"spec": "1/s", "on_failure": None}, TypeError, "on_failure must be a str"),
+    ({"spec": "1/s", "burst": 5, "algorithm": "gcra"}, redlimit.InvalidArgument, "burst goes in the spec"),
+    ({"limit": 1, "window": 1, "burst": 5}, redlimit.InvalidArgument, "burst"),
+    ({"limit": 1, "window": 1, "burst": 0, "algorithm": "gcra"}, redlimit.InvalidArgument, "burst = 0 must be"),
+    ({"limit": 1, "window": 1, "burst": 2.0, "algorithm": "gcra"}, TypeError, "burst must be an int"),
+    ({"spec": "1/s", "deny_cache": -1}, redlimit.InvalidArgument, "deny_cache_size = -1 is negative"),
+    ({"spec": "1/s", "deny_cache": 1.0}, TypeError, "deny_cache must be an int"),
+    ({"spec": "1/s", "breaker_cooldown": 0}, redlimit.InvalidArgument, "breaker_cooldown = 0 must be a positive number"),
+    ({"spec": "1/s", "block": -1}, redlimit.InvalidArgument, "block = -1 must be a number of seconds"),
+    ({"spec": "1/s", "block": 1e12}, redlimit.InvalidArgument, r"block = 1000000000000.0 is too large \(at most 31622400 s\)"),
+    ({"spec": "1/s", "shadow": 1}, TypeError, "shadow must be a bool"),
     ({"spec": "1/s", "algorithm": 0}, TypeError, "algorithm must be a str"),
     ({"spec": "1/s", "clock": "local"}, redlimit.InvalidArgument, "clock 'local' is unknown"),
     ({"spec": "1/s", "prefix": ""}, redlimit.InvalidArgument, "prefix is empty"),
@@ -491,20 +532,21 @@ def test_decision_value_semantics(key):
         assert isinstance(a, redlimit.Decision)
 
 
-@pytest.mark.parametrize("spec,expected", [
-    ("100/minute", (100, 60_000)),
-    ("10/s", (10, 1000)),
-    ("5 per 2 seconds", (5, 2000)),
-    ("1 per second", (1, 1000)),
-    ("7/250ms", (7, 250)),
-    ("3 / 1.5 s", (3, 1500)),
-    ("2/H", (2, 3_600_000)),
-    ("9 PER 2 Hours", (9, 7_200_000)),
-    ("4/mins", (4, 60_000)),
-    ("1/day", (1, 86_400_000)),
-    ("  12/d  ", (12, 86_400_000)),
+@pytest.mark.parametrize("spec,limit,window_ms", [
+    ("100/minute", 100, 60_000),
+    ("10/s", 10, 1000),
+    ("5 per 2 seconds", 5, 2000),
+    ("1 per second", 1, 1000),
+    ("7/250ms", 7, 250),
+    ("2/H", 2, 3_600_000),
+    ("9 PER 2 Hours", 9, 7_200_000),
+    ("4/mins", 4, 60_000),
+    ("1/day", 1, 86_400_000),
+    ("  12/d  ", 12, 86_400_000),
 ])
-def test_rate_specs(spec, expected):
-    assert redlimit.parse_rate(spec) == expected
+def test_rate_specs(spec, limit, window_ms):
+    # The core parses the spec; a sliding log's first check at a fixed time
+    # shows the limit and (reset_after) the window.
     with redlimit.Client() as client:
-        assert client.limiter(spec).rate == (expected[0], expected[1] / 1000.0)
+        d = client.limiter(spec, clock="client").check_at("k", 1, 1_700_000_000_000_000)
+    assert d.limit == limit and d.remaining == limit - 1 and d.reset_after_ms == window_ms

@@ -10,6 +10,7 @@
 //  - no Python object is created, copied or destroyed while it is released.
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -27,8 +28,8 @@ namespace {
 py::dict* g_error_classes = nullptr;  // status (int) -> class
 py::object* g_base_error = nullptr;   // redlimit.Error
 
-// Raises the redlimit exception for `status`. Needs the GIL.
-[[noreturn]] void raise_status(int status, const char* message, int sys_errno) {
+// The redlimit exception object for `status` (not raised). Needs the GIL.
+py::object make_error(int status, const char* message, int sys_errno) {
   py::object cls = *g_base_error;
   py::int_ key(status);
   if (g_error_classes->contains(key)) cls = (*g_error_classes)[key];
@@ -41,7 +42,13 @@ py::object* g_base_error = nullptr;   // redlimit.Error
   exc.attr("code") = py::str(rl_status_name(status));
   exc.attr("status") = py::int_(status);
   exc.attr("sys_errno") = py::int_(sys_errno);
-  PyErr_SetObject(cls.ptr(), exc.ptr());
+  return exc;
+}
+
+// Raises the redlimit exception for `status`. Needs the GIL.
+[[noreturn]] void raise_status(int status, const char* message, int sys_errno) {
+  py::object exc = make_error(status, message, sys_errno);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   throw py::error_already_set();
 }
 
@@ -95,15 +102,18 @@ std::string decision_repr(const Decision& self) {
   s += ", limit=" + std::to_string(d.limit) + ", remaining=" + std::to_string(d.remaining);
   s += ", retry_after=" + py::repr(py::float_(d.retry_after_ms / 1000.0)).cast<std::string>();
   s += ", reset_after=" + py::repr(py::float_(d.reset_after_ms / 1000.0)).cast<std::string>();
+  s += ", granted=" + std::to_string(d.granted);
   if (d.cached) s += ", cached=True";
   if (d.degraded) s += ", degraded=True";
+  if (d.shadowed) s += ", shadowed=True";
   return s + ")";
 }
 
 bool decision_equal(const Decision& a, const Decision& b) {
   return a.d.allowed == b.d.allowed && a.d.cached == b.d.cached && a.d.degraded == b.d.degraded &&
-         a.d.limit == b.d.limit && a.d.remaining == b.d.remaining && a.d.retry_after_ms == b.d.retry_after_ms &&
-         a.d.reset_after_ms == b.d.reset_after_ms;
+         a.d.shadowed == b.d.shadowed && a.d.limit == b.d.limit && a.d.remaining == b.d.remaining &&
+         a.d.retry_after_ms == b.d.retry_after_ms && a.d.reset_after_ms == b.d.reset_after_ms &&
+         a.d.granted == b.d.granted;
 }
 
 class Client {
@@ -127,72 +137,156 @@ class Client {
   void close() { handle_.reset(); }
   bool closed() const { return !handle_; }
 
+  // Counters only: no I/O, so the GIL stays held.
+  py::dict stats() const {
+    rl_stats s = RL_STATS_INIT;
+    rl_error err;
+    int st = rl_client_stats(get(), &s, &err);
+    if (st != RL_OK) raise_error(st, err);
+    py::dict out;
+    out["checks"] = s.checks;
+    out["admitted"] = s.admitted;
+    out["denied"] = s.denied;
+    out["errors"] = s.errors;
+    out["round_trips"] = s.round_trips;
+    out["noscript_reloads"] = s.noscript_reloads;
+    out["cache_hits"] = s.cache_hits;
+    out["degraded"] = s.degraded;
+    out["near_limit"] = s.near_limit;
+    out["latency_count"] = s.latency_count;
+    out["latency_sum_us"] = s.latency_sum_us;
+    py::list buckets;
+    for (int i = 0; i < RL_STATS_LATENCY_BUCKETS; ++i) {
+      py::object le = s.latency_le_us[i] == UINT64_MAX ? py::object(py::float_(INFINITY))
+                                                       : py::object(py::int_(s.latency_le_us[i]));
+      buckets.append(py::make_tuple(le, s.latency_buckets[i]));
+    }
+    out["latency_buckets"] = buckets;
+    return out;
+  }
+
+  std::string stats_prometheus() const {
+    char* text = nullptr;
+    size_t len = 0;
+    rl_error err;
+    int st = rl_client_stats_prometheus(get(), &text, &len, &err);
+    if (st != RL_OK) raise_error(st, err);
+    std::unique_ptr<char, void (*)(void*)> owned(text, rl_free);
+    return std::string(text, len);
+  }
+
  private:
   std::shared_ptr<rl_client> handle_;
 };
 
+int to_int(py::handle value, const char* name) {
+  int64_t v = to_int64(value, name);
+  if (v < INT32_MIN || v > INT32_MAX) raise_invalid(std::string(name) + " = " + std::to_string(v) + " is out of range");
+  return static_cast<int>(v);
+}
+
 class Limiter {
  public:
-  Limiter(Client& client, int64_t limit, int64_t window_ms, int algorithm, const std::string& prefix, int clock)
-      : limit_(limit), window_ms_(window_ms), algorithm_(algorithm), clock_(clock), prefix_(prefix) {
+  // spec: a rate spec (rl_limiter_new_spec), or None for limit/window_ms/burst
+  // (rl_limiter_new). Everything is validated by the core, before any I/O.
+  Limiter(Client& client, py::object spec, py::handle limit, py::handle window_ms, py::handle burst, int algorithm,
+          const std::string& prefix, int clock, py::handle deny_cache_size, int failure_policy,
+          py::handle breaker_failures, py::handle breaker_cooldown_ms, bool shadow, py::handle block_ms)
+      : algorithm_(algorithm), clock_(clock), prefix_(prefix) {
     if (prefix.find('\0') != std::string::npos) raise_invalid("prefix contains a NUL character");
     rl_limiter_options opts;
     rl_limiter_options_init(&opts, RL_LIMITER_OPTIONS_VERSION);
     opts.algorithm = algorithm;
-    opts.limit = limit;
-    opts.window_ms = window_ms;
     opts.prefix = prefix.c_str();
     opts.clock = clock;
+    opts.deny_cache_size = to_int(deny_cache_size, "deny_cache_size");
+    opts.failure_policy = failure_policy;
+    opts.breaker_failures = to_int(breaker_failures, "breaker_failures");
+    opts.breaker_cooldown_ms = to_int(breaker_cooldown_ms, "breaker_cooldown_ms");
+    opts.shadow = shadow ? 1 : 0;
+    opts.block_ms = to_int64(block_ms, "block_ms");
     rl_limiter* raw = nullptr;
     rl_error err;
-    int st = rl_limiter_new(client.get(), &opts, &raw, &err);  // validates; no I/O
+    int st;
+    if (!spec.is_none()) {
+      if (!PyUnicode_Check(spec.ptr())) throw py::type_error("rate spec must be a str, not " + type_name(spec));
+      spec_ = spec.cast<std::string>();
+      if (spec_.find('\0') != std::string::npos) raise_invalid("rate spec contains a NUL character");
+      st = rl_limiter_new_spec(client.get(), spec_.c_str(), &opts, &raw, &err);
+    } else {
+      limit_ = opts.limit = to_int64(limit, "limit");
+      window_ms_ = opts.window_ms = to_int64(window_ms, "window_ms");
+      burst_ = opts.burst = to_int64(burst, "burst");
+      st = rl_limiter_new(client.get(), &opts, &raw, &err);
+    }
     if (st != RL_OK) raise_error(st, err);
     handle_.reset(raw, rl_limiter_free);
   }
 
-  Decision check(py::handle key, py::handle cost) {
+  // Every call below: arguments converted with the GIL held, the rl_* call
+  // made without it, the Decision (or the error) built with it again.
+  template <class Call>
+  Decision decide(Call&& call) {
     auto h = handle();
-    std::string k = key_bytes(key);
-    int64_t c = to_int64(cost, "cost");
     Decision out;
     rl_error err;
     int st;
     {
       py::gil_scoped_release nogil;
-      st = rl_check(h.get(), k.data(), k.size(), c, &out.d, &err);
+      st = call(h.get(), &out.d, &err);
     }
     if (st != RL_OK) raise_error(st, err);
     return out;
+  }
+
+  Decision check(py::handle key, py::handle cost) {
+    std::string k = key_bytes(key);
+    int64_t c = to_int64(cost, "cost");
+    return decide([&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_check(l, k.data(), k.size(), c, d, e); });
   }
 
   Decision check_at(py::handle key, py::handle cost, py::handle now_us) {
-    auto h = handle();
     std::string k = key_bytes(key);
     int64_t c = to_int64(cost, "cost");
     int64_t now = to_int64(now_us, "now_us");
-    Decision out;
-    rl_error err;
-    int st;
-    {
-      py::gil_scoped_release nogil;
-      st = rl_check_at(h.get(), k.data(), k.size(), c, now, &out.d, &err);
-    }
-    if (st != RL_OK) raise_error(st, err);
-    return out;
+    return decide(
+        [&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_check_at(l, k.data(), k.size(), c, now, d, e); });
   }
 
   Decision peek(py::handle key) {
-    auto h = handle();
     std::string k = key_bytes(key);
-    Decision out;
-    rl_error err;
-    int st;
-    {
-      py::gil_scoped_release nogil;
-      st = rl_peek(h.get(), k.data(), k.size(), &out.d, &err);
-    }
-    if (st != RL_OK) raise_error(st, err);
-    return out;
+    return decide([&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_peek(l, k.data(), k.size(), d, e); });
+  }
+
+  Decision check_at_most(py::handle key, py::handle max_cost) {
+    std::string k = key_bytes(key);
+    int64_t c = to_int64(max_cost, "max_cost");
+    return decide(
+        [&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_check_at_most(l, k.data(), k.size(), c, d, e); });
+  }
+
+  Decision acquire(py::handle key, py::handle cost, py::handle timeout_ms) {
+    std::string k = key_bytes(key);
+    int64_t c = to_int64(cost, "cost");
+    int64_t t = to_int64(timeout_ms, "timeout_ms");
+    return decide(
+        [&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_acquire(l, k.data(), k.size(), c, t, d, e); });
+  }
+
+  Decision check_limit(py::handle key, py::handle cost, py::handle limit, py::handle window_ms) {
+    std::string k = key_bytes(key);
+    int64_t c = to_int64(cost, "cost");
+    int64_t n = to_int64(limit, "limit");
+    int64_t w = to_int64(window_ms, "window_ms");
+    return decide([&](rl_limiter* l, rl_decision* d, rl_error* e) {
+      return rl_check_limit(l, k.data(), k.size(), c, n, w, d, e);
+    });
+  }
+
+  Decision refund(py::handle key, py::handle units) {
+    std::string k = key_bytes(key);
+    int64_t u = to_int64(units, "units");
+    return decide([&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_refund(l, k.data(), k.size(), u, d, e); });
   }
 
   void reset(py::handle key) {
@@ -207,39 +301,60 @@ class Limiter {
     if (st != RL_OK) raise_error(st, err);
   }
 
-  // One rl_check per key, all with the GIL released. Stops at the first error
-  // (keys already checked stay consumed) and names the failing index.
-  py::list check_many(py::handle keys, py::handle cost) {
+  // rl_check_many: one pipelined round trip for every key, the GIL released
+  // around it. Per-key failures raise the first one (its message names the
+  // index, "keys[3]: ..."), or with return_exceptions put an exception in
+  // that key's place. Failures of the whole batch (a bad cost) always raise.
+  py::list check_many(py::handle keys, py::handle cost, bool return_exceptions) {
     auto h = handle();
     if (PyUnicode_Check(keys.ptr()) || PyBytes_Check(keys.ptr()))
       throw py::type_error("keys must be an iterable of keys, not a single " + type_name(keys));
     int64_t c = to_int64(cost, "cost");
     std::vector<std::string> ks;
     for (py::handle k : py::iter(keys)) ks.push_back(key_bytes(k, "every key"));
-    std::vector<rl_decision> ds(ks.size());
+    const size_t n = ks.size();
+    std::vector<const void*> ptrs(n);
+    std::vector<size_t> lens(n);
+    for (size_t i = 0; i < n; ++i) {
+      ptrs[i] = ks[i].data();
+      lens[i] = ks[i].size();
+    }
+    std::vector<rl_decision> ds(n);
+    std::vector<int> statuses(n, RL_OK);
     rl_error err;
-    int st = RL_OK;
-    size_t failed = 0;
+    rl_error_clear(&err);
+    int st;
     {
       py::gil_scoped_release nogil;
-      for (; failed < ks.size(); ++failed) {
-        st = rl_check(h.get(), ks[failed].data(), ks[failed].size(), c, &ds[failed], &err);
-        if (st != RL_OK) break;
-      }
+      st = rl_check_many(h.get(), ptrs.data(), lens.data(), n, c, ds.data(), statuses.data(), &err);
     }
     if (st != RL_OK) {
-      std::string msg = "keys[" + std::to_string(failed) + "]: " + err.message;
-      raise_status(st, msg.c_str(), err.sys_errno);
+      bool per_key = std::strncmp(err.message, "keys[", 5) == 0;
+      if (!return_exceptions || !per_key) raise_error(st, err);
     }
-    py::list out(ks.size());
-    for (size_t i = 0; i < ds.size(); ++i) out[i] = py::cast(Decision{ds[i]});
+    py::list out(n);
+    bool first = true;
+    for (size_t i = 0; i < n; ++i) {
+      if (statuses[i] == RL_OK) {
+        out[i] = py::cast(Decision{ds[i]});
+      } else if (first) {  // the failure that err describes
+        first = false;
+        out[i] = make_error(statuses[i], err.message[0] ? err.message : rl_status_name(statuses[i]), err.sys_errno);
+      } else {
+        // rl_check_many details only the first failure.
+        std::string msg = "keys[" + std::to_string(i) + "]: failed (" + rl_status_name(statuses[i]) + ")";
+        out[i] = make_error(statuses[i], msg.c_str(), 0);
+      }
+    }
     return out;
   }
 
   void close() { handle_.reset(); }
   bool closed() const { return !handle_; }
+  py::object spec() const { return spec_.empty() ? py::object(py::none()) : py::object(py::str(spec_)); }
   int64_t limit() const { return limit_; }
   int64_t window_ms() const { return window_ms_; }
+  int64_t burst() const { return burst_; }
   int algorithm() const { return algorithm_; }
   int clock() const { return clock_; }
   const std::string& prefix() const { return prefix_; }
@@ -253,9 +368,9 @@ class Limiter {
   }
 
   std::shared_ptr<rl_limiter> handle_;
-  int64_t limit_, window_ms_;
+  int64_t limit_ = 0, window_ms_ = 0, burst_ = 0;  // 0 for a spec limiter
   int algorithm_, clock_;
-  std::string prefix_;
+  std::string prefix_, spec_;
 };
 
 }  // namespace
@@ -281,15 +396,24 @@ PYBIND11_MODULE(_core, m) {
   m.attr("MAX_LIMIT") = RL_MAX_LIMIT;
   m.attr("MAX_WINDOW_MS") = RL_MAX_WINDOW_MS;
   m.attr("MAX_PREFIX_LEN") = RL_MAX_PREFIX_LEN;
-  // Names the Python API accepts, mapped to the C enums: the one table to
-  // extend when the core gains algorithms.
+  // Names the Python API accepts, mapped to the C enums: the tables to
+  // extend when the core gains algorithms or policies.
   py::dict algorithms;
   algorithms["sliding_log"] = static_cast<int>(RL_ALG_SLIDING_LOG);
+  algorithms["sliding_counter"] = static_cast<int>(RL_ALG_SLIDING_COUNTER);
+  algorithms["fixed_window"] = static_cast<int>(RL_ALG_FIXED_WINDOW);
+  algorithms["gcra"] = static_cast<int>(RL_ALG_GCRA);
   m.attr("ALGORITHMS") = algorithms;
   py::dict clocks;
   clocks["server"] = static_cast<int>(RL_CLOCK_SERVER);
   clocks["client"] = static_cast<int>(RL_CLOCK_CLIENT);
   m.attr("CLOCKS") = clocks;
+  py::dict policies;
+  policies["error"] = static_cast<int>(RL_FAIL_ERROR);
+  policies["open"] = static_cast<int>(RL_FAIL_OPEN);
+  policies["closed"] = static_cast<int>(RL_FAIL_CLOSED);
+  policies["local"] = static_cast<int>(RL_FAIL_LOCAL);
+  m.attr("FAILURE_POLICIES") = policies;
 
   py::class_<Decision>(m, "Decision", "The answer to one check; bool(decision) is decision.allowed.")
       .def_property_readonly("allowed", [](const Decision& s) { return s.d.allowed != 0; })
@@ -301,8 +425,14 @@ PYBIND11_MODULE(_core, m) {
                              "Seconds until the key is back to full capacity.")
       .def_property_readonly("retry_after_ms", [](const Decision& s) { return s.d.retry_after_ms; })
       .def_property_readonly("reset_after_ms", [](const Decision& s) { return s.d.reset_after_ms; })
-      .def_property_readonly("cached", [](const Decision& s) { return s.d.cached != 0; })
-      .def_property_readonly("degraded", [](const Decision& s) { return s.d.degraded != 0; })
+      .def_property_readonly("cached", [](const Decision& s) { return s.d.cached != 0; },
+                             "Denied by the local deny cache, without a round trip.")
+      .def_property_readonly("degraded", [](const Decision& s) { return s.d.degraded != 0; },
+                             "Answered by the failure policy (Redis did not answer).")
+      .def_property_readonly("shadowed", [](const Decision& s) { return s.d.shadowed != 0; },
+                             "Would have been denied; admitted because the limiter is in shadow mode.")
+      .def_property_readonly("granted", [](const Decision& s) { return s.d.granted; },
+                             "Units admitted: the cost or 0; check_at_most: how many.")
       .def("__bool__", [](const Decision& s) { return s.d.allowed != 0; })
       .def("__repr__", &decision_repr)
       .def("__eq__", [](const Decision& a, py::handle b) -> py::object {
@@ -329,21 +459,36 @@ PYBIND11_MODULE(_core, m) {
            py::arg("command_timeout_ms") = 0, py::arg("acquire_timeout_ms") = 0, py::arg("keepalive_s") = 0,
            py::arg("disable_keepalive") = false, py::arg("idle_check_ms") = 0)
       .def("close", &Client::close)
+      .def("stats", &Client::stats)
+      .def("stats_prometheus", &Client::stats_prometheus)
       .def_property_readonly("closed", &Client::closed);
 
   py::class_<Limiter>(m, "Limiter")
-      .def(py::init<Client&, int64_t, int64_t, int, const std::string&, int>(), py::arg("client"),
-           py::arg("limit"), py::arg("window_ms"), py::arg("algorithm") = static_cast<int>(RL_ALG_SLIDING_LOG),
-           py::arg("prefix") = "rl", py::arg("clock") = static_cast<int>(RL_CLOCK_SERVER))
+      .def(py::init<Client&, py::object, py::handle, py::handle, py::handle, int, const std::string&, int,
+                    py::handle, int, py::handle, py::handle, bool, py::handle>(),
+           py::arg("client"), py::kw_only(), py::arg("spec") = py::none(), py::arg("limit") = 0,
+           py::arg("window_ms") = 0, py::arg("burst") = 0,
+           py::arg("algorithm") = static_cast<int>(RL_ALG_SLIDING_LOG), py::arg("prefix") = "rl",
+           py::arg("clock") = static_cast<int>(RL_CLOCK_SERVER), py::arg("deny_cache_size") = 0,
+           py::arg("failure_policy") = static_cast<int>(RL_FAIL_ERROR), py::arg("breaker_failures") = 0,
+           py::arg("breaker_cooldown_ms") = 0, py::arg("shadow") = false, py::arg("block_ms") = 0)
       .def("check", &Limiter::check, py::arg("key"), py::arg("cost") = 1)
       .def("check_at", &Limiter::check_at, py::arg("key"), py::arg("cost"), py::arg("now_us"))
       .def("peek", &Limiter::peek, py::arg("key"))
       .def("reset", &Limiter::reset, py::arg("key"))
-      .def("check_many", &Limiter::check_many, py::arg("keys"), py::arg("cost") = 1)
+      .def("check_many", &Limiter::check_many, py::arg("keys"), py::arg("cost") = 1,
+           py::arg("return_exceptions") = false)
+      .def("check_at_most", &Limiter::check_at_most, py::arg("key"), py::arg("max_cost"))
+      .def("acquire", &Limiter::acquire, py::arg("key"), py::arg("cost"), py::arg("timeout_ms"))
+      .def("check_limit", &Limiter::check_limit, py::arg("key"), py::arg("cost"), py::arg("limit"),
+           py::arg("window_ms"))
+      .def("refund", &Limiter::refund, py::arg("key"), py::arg("units"))
       .def("close", &Limiter::close)
       .def_property_readonly("closed", &Limiter::closed)
+      .def_property_readonly("spec", &Limiter::spec)
       .def_property_readonly("limit", &Limiter::limit)
       .def_property_readonly("window_ms", &Limiter::window_ms)
+      .def_property_readonly("burst", &Limiter::burst)
       .def_property_readonly("algorithm", &Limiter::algorithm)
       .def_property_readonly("clock", &Limiter::clock)
       .def_property_readonly("prefix", &Limiter::prefix);

@@ -9,8 +9,10 @@
             print("retry in", decision.retry_after, "s")
 
 Every decision is one atomic Lua script inside Redis (an exact sliding-window
-log), so many processes and hosts share one limit exactly. ``memory://`` runs
-the same algorithm in this process, without a server.
+log by default; sliding counter, fixed window and GCRA too), so many processes
+and hosts share one limit exactly. ``memory://`` runs the same algorithms in
+this process, without a server. Rate specs (``"10/s; 1000/hour"``) are parsed
+by the core, the same way in every language.
 """
 
 
@@ -27,13 +29,14 @@ from ._errors import (
 )
 from . import _core
 from ._core import Decision
-from ._client import Client, Hit, Limiter, Rate
-from ._spec import parse_rate
+from ._client import Client, Hit, Limiter, Rate, Stats
 
 __version__: str = _core.VERSION_STRING
 
 #: Algorithm names that Client.limiter() accepts.
 ALGORITHMS = tuple(sorted(_core.ALGORITHMS))
+#: Failure policies that Client.limiter(on_failure=...) accepts.
+FAILURE_POLICIES = tuple(sorted(_core.FAILURE_POLICIES))
 
 __all__ = [
     "ALGORITHMS",
@@ -41,6 +44,7 @@ __all__ = [
     "Client",
     "Decision",
     "Error",
+    "FAILURE_POLICIES",
     "Hit",
     "InvalidArgument",
     "Limiter",
@@ -49,10 +53,10 @@ __all__ = [
     "Rate",
     "RateLimited",
     "ScriptError",
+    "Stats",
     "Timeout",
     "Unavailable",
     "__version__",
-    "parse_rate",
 ]
 
 # Tracebacks name the public module, not the private one that defines them.

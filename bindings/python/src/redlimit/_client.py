@@ -10,19 +10,39 @@ import re
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, List, NamedTuple, Optional, TypeVar, Union
+from typing import Any, Callable, Iterable, List, NamedTuple, Optional, Tuple, TypedDict, TypeVar, Union
 
 from . import _core
 from ._core import Decision
 from ._errors import InvalidArgument, RateLimited
-from ._spec import parse_rate
 
 Key = Union[str, bytes]
+Seconds = Union[float, int, datetime.timedelta]
 
 
 class Rate(NamedTuple):
     limit: int  # units admitted per window
     window: float  # seconds
+
+
+class Stats(TypedDict):
+    """Counters of one client (all its limiters) since it was opened, as
+    ``Client.stats()`` returns them (a plain dict)."""
+
+    checks: int  # checks decided or failed (each key of check_many counts)
+    admitted: int
+    denied: int
+    errors: int  # checks that raised
+    round_trips: int  # to Redis; a pipelined check_many is one
+    noscript_reloads: int
+    cache_hits: int  # answered by the local deny cache
+    degraded: int  # answered by the failure policy
+    near_limit: int  # admitted with less than 10% of the limit left
+    latency_count: int
+    latency_sum_us: int
+    # (upper bound in microseconds, checks in this bucket): not cumulative;
+    # the last bound is math.inf.
+    latency_buckets: List[Tuple[float, int]]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,6 +69,36 @@ def _seconds_to_ms(name: str, value: Any) -> int:
     if ms > _INT_MAX:
         raise InvalidArgument("%s = %r is too large (at most %d s)" % (name, value, _INT_MAX // 1000))
     return max(int(ms), 1)
+
+
+def _duration_ms(name: str, value: Any, max_ms: int) -> int:
+    """A duration in seconds (0 allowed) as whole milliseconds, rounded up."""
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if not _is_number(value):
+        raise TypeError("%s must be a number of seconds, not %s" % (name, type(value).__name__))
+    if not math.isfinite(value) or value < 0:
+        raise InvalidArgument("%s = %r must be a number of seconds, at least 0" % (name, value))
+    if value == 0:
+        return 0
+    ms = max(int(math.ceil(value * 1000 - 1e-9)), 1)
+    if ms > max_ms:
+        raise InvalidArgument("%s = %r is too large (at most %d s)" % (name, value, max_ms // 1000))
+    return ms
+
+
+def _check_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError("%s must be an int, not %s" % (name, type(value).__name__))
+    return value
+
+
+def _choice(name: str, value: Any, table: Any, hint: str) -> int:
+    if not isinstance(value, str):
+        raise TypeError("%s must be a str, not %s" % (name, type(value).__name__))
+    if value not in table:
+        raise InvalidArgument("%s %r is unknown; %s" % (name, value, hint))
+    return int(table[value])
 
 
 def _redact(url: str) -> str:
@@ -136,40 +186,104 @@ class Client:
         clock: str = "server",
         *,
         limit: Optional[int] = None,
-        window: Union[None, float, datetime.timedelta] = None,
+        window: Optional[Seconds] = None,
+        burst: Optional[int] = None,
+        deny_cache: int = 0,
+        on_failure: str = "error",
+        breaker_failures: int = 0,
+        breaker_cooldown: Seconds = 1.0,
+        shadow: bool = False,
+        block: Seconds = 0.0,
     ) -> "Limiter":
-        """A limiter for ``spec`` (``"100/minute"``), or ``limit`` units per
-        ``window`` seconds. ``algorithm``: one of :data:`redlimit.ALGORITHMS`;
-        ``clock``: ``"server"`` (Redis TIME) or ``"client"`` (this host)."""
+        """A limiter for a rate ``spec``, or ``limit`` units per ``window`` seconds.
+
+        ``spec`` is parsed by the core (the same parser in every language):
+        ``"100/minute"``, ``"5 per 2 seconds"``, several limits that must all
+        admit (``"10/s; 1000/hour"``) and, for ``gcra``, a burst
+        (``"10/s burst 20"``). A bad spec raises InvalidArgument with the
+        core's message, which quotes the bad part.
+
+        - ``algorithm``: ``"sliding_log"`` (exact, the default),
+          ``"sliding_counter"`` (approximate, O(1)), ``"fixed_window"``
+          (O(1), up to 2 x limit around a window edge) or ``"gcra"``
+          (smooth; ``burst`` units at once, default ``limit``).
+        - ``clock``: ``"server"`` (Redis TIME) or ``"client"`` (this host).
+        - ``burst``: gcra only, with ``limit=``/``window=`` (a spec carries
+          its own: ``"10/s burst 20"``).
+        - ``deny_cache``: remember up to this many denied keys in this process
+          and deny them again locally (``decision.cached``) until their
+          retry_after has passed; 0 (the default) is off.
+        - ``on_failure``: what a check answers when Redis does not
+          (timeout, refused or broken connection, pool exhausted, breaker
+          open): ``"error"`` raises (the default), ``"open"`` admits,
+          ``"closed"`` denies, ``"local"`` decides with an in-process limiter;
+          the last three set ``decision.degraded``.
+        - ``breaker_failures``: after this many consecutive outages, fail fast
+          for ``breaker_cooldown`` seconds, then let one probe through;
+          0 (the default) is no breaker.
+        - ``shadow``: dry run; decide and count as usual but always admit,
+          with ``decision.shadowed`` set on would-be denials.
+        - ``block``: seconds a denied key stays denied (punitive block);
+          0 is off.
+        """
         if spec is not None:
             if limit is not None or window is not None:
                 raise InvalidArgument("give either a rate spec or limit= and window=, not both")
-            limit_n, window_ms = parse_rate(spec)
+            if not isinstance(spec, str):
+                raise TypeError("rate spec must be a str, not %s" % type(spec).__name__)
+            if burst is not None:
+                raise InvalidArgument("with a rate spec the burst goes in the spec, e.g. '10/s burst 20'")
+            limit_n, window_ms, burst_n = 0, 0, 0
         else:
             if limit is None or window is None:
                 raise InvalidArgument("a rate is needed: limiter('100/minute') or limiter(limit=100, window=60)")
-            if not isinstance(limit, int) or isinstance(limit, bool):
-                raise TypeError("limit must be an int, not %s" % type(limit).__name__)
-            limit_n, window_ms = limit, _window_ms(window)
-        if not isinstance(algorithm, str):
-            raise TypeError("algorithm must be a str, not %s" % type(algorithm).__name__)
-        if algorithm not in _core.ALGORITHMS:
-            raise InvalidArgument(
-                "algorithm %r is unknown; available: %s" % (algorithm, ", ".join(sorted(_core.ALGORITHMS)))
-            )
-        if not isinstance(clock, str):
-            raise TypeError("clock must be a str, not %s" % type(clock).__name__)
-        if clock not in _core.CLOCKS:
-            raise InvalidArgument("clock %r is unknown; use 'server' or 'client'" % (clock,))
+            limit_n, window_ms = _check_int("limit", limit), _window_ms(window)
+            if not -(2**63) <= limit_n < 2**63:
+                raise InvalidArgument("limit = %d is out of range 1..%d" % (limit_n, _core.MAX_LIMIT))
+            burst_n = 0 if burst is None else _check_int("burst", burst)
+            if burst is not None and burst_n < 1:
+                raise InvalidArgument("burst = %d must be at least 1 (or None for the limit)" % burst_n)
+        alg = _choice("algorithm", algorithm, _core.ALGORITHMS, "available: " + ", ".join(sorted(_core.ALGORITHMS)))
+        clk = _choice("clock", clock, _core.CLOCKS, "use 'server' or 'client'")
+        policy = _choice("on_failure", on_failure, _core.FAILURE_POLICIES,
+                         "use " + ", ".join(repr(p) for p in sorted(_core.FAILURE_POLICIES)))
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str, not %s" % type(prefix).__name__)
-        if not -(2**63) <= limit_n < 2**63:
-            raise InvalidArgument("limit = %d is out of range 1..%d" % (limit_n, _core.MAX_LIMIT))
+        if not isinstance(shadow, bool):
+            raise TypeError("shadow must be a bool, not %s" % type(shadow).__name__)
+        options = dict(
+            algorithm=alg,
+            prefix=prefix,
+            clock=clk,
+            deny_cache_size=_check_int("deny_cache", deny_cache),
+            failure_policy=policy,
+            breaker_failures=_check_int("breaker_failures", breaker_failures),
+            breaker_cooldown_ms=_seconds_to_ms("breaker_cooldown", breaker_cooldown),
+            shadow=shadow,
+            block_ms=_duration_ms("block", block, _core.MAX_WINDOW_MS),
+        )
         with self._lock:
-            core = _core.Limiter(self._core, limit_n, window_ms, _core.ALGORITHMS[algorithm], prefix, _core.CLOCKS[clock])
-            lim = Limiter(self, core, algorithm, clock)
+            if spec is not None:
+                core = _core.Limiter(self._core, spec=spec, **options)
+            else:
+                core = _core.Limiter(self._core, limit=limit_n, window_ms=window_ms, burst=burst_n, **options)
+            lim = Limiter(self, core, algorithm, clock, on_failure, shadow)
             self._limiters.add(lim)
         return lim
+
+    def stats(self) -> Stats:
+        """This client's counters (all its limiters) since it was opened, as
+        a dict: ``checks``, ``admitted``, ``denied``, ``errors``,
+        ``round_trips``, ``noscript_reloads``, ``cache_hits``, ``degraded``,
+        ``near_limit``, ``latency_count``, ``latency_sum_us`` and
+        ``latency_buckets`` (a list of ``(upper_bound_us, count)``, not
+        cumulative, the last bound ``math.inf``). No I/O."""
+        return self._core.stats()  # type: ignore[return-value]
+
+    def stats_prometheus(self) -> str:
+        """The same counters in the Prometheus text exposition format (metric
+        names start with ``redlimit_``), ready to serve on /metrics."""
+        return self._core.stats_prometheus()
 
     def close(self) -> None:
         """Closes the client and its limiters. Idempotent. Calls already in
@@ -236,6 +350,12 @@ def _window_ms(window: Any) -> int:
     return int(round(ms))
 
 
+def _timeout_ms(timeout: Any) -> int:
+    if timeout is None:
+        return int(_core.MAX_WINDOW_MS)
+    return _duration_ms("timeout", timeout, _core.MAX_WINDOW_MS)
+
+
 def _now_us(now: Any) -> int:
     """check_at's time: float seconds since the epoch, int microseconds since
     the epoch, or an aware datetime."""
@@ -256,7 +376,7 @@ def _now_us(now: Any) -> int:
 
 
 class Limiter:
-    """One limit (``limit`` units per ``window`` seconds) applied to keys.
+    """A rate (one or more limits) applied to keys.
 
     Keys are ``str`` (sent as UTF-8) or ``bytes`` (binary safe). Every
     method is thread-safe and releases the GIL while it waits on Redis; the
@@ -264,17 +384,31 @@ class Limiter:
     never block the event loop.
     """
 
-    def __init__(self, client: Client, core: "_core.Limiter", algorithm: str, clock: str) -> None:
+    def __init__(self, client: Client, core: "_core.Limiter", algorithm: str, clock: str,
+                 on_failure: str = "error", shadow: bool = False) -> None:
         self._client = client
         self._core = core
         self._algorithm = algorithm
         self._clock = clock
+        self._on_failure = on_failure
+        self._shadow = shadow
 
     # -- description --------------------------------------------------------
     @property
-    def rate(self) -> Rate:
-        """``Rate(limit, window)``: limit units per window seconds. (The name
-        ``limit`` is the decorator, as in ``@limiter.limit(key)``.)"""
+    def spec(self) -> Optional[str]:
+        """The rate spec the limiter was made from, or None for
+        ``limit=``/``window=``."""
+        return self._core.spec
+
+    @property
+    def rate(self) -> Optional[Rate]:
+        """``Rate(limit, window)`` (limit units per window seconds) of a
+        limiter made with ``limit=``/``window=``; None for one made from a
+        spec (the core parses specs, and the C ABI does not report the
+        parsed limits; see :attr:`spec`). (The name ``limit`` is the
+        decorator, as in ``@limiter.limit(key)``.)"""
+        if self._core.spec is not None:
+            return None
         return Rate(self._core.limit, self._core.window_ms / 1000.0)
 
     @property
@@ -286,6 +420,14 @@ class Limiter:
         return self._clock
 
     @property
+    def on_failure(self) -> str:
+        return self._on_failure
+
+    @property
+    def shadow(self) -> bool:
+        return self._shadow
+
+    @property
     def prefix(self) -> str:
         return self._core.prefix
 
@@ -294,8 +436,12 @@ class Limiter:
         return self._client
 
     def __repr__(self) -> str:
-        return "<redlimit.Limiter %d per %gs %s prefix=%r%s>" % (
-            self._core.limit, self._core.window_ms / 1000.0, self._algorithm, self.prefix, " closed" if self._core.closed else "")
+        if self._core.spec is not None:
+            rate = repr(self._core.spec)
+        else:
+            rate = "%d per %gs" % (self._core.limit, self._core.window_ms / 1000.0)
+        return "<redlimit.Limiter %s %s prefix=%r%s>" % (
+            rate, self._algorithm, self.prefix, " closed" if self._core.closed else "")
 
     # -- blocking calls -----------------------------------------------------
     def check(self, key: Key, cost: int = 1) -> Decision:
@@ -320,9 +466,49 @@ class Limiter:
         """Clears the key: it is back to full capacity."""
         self._core.reset(key)
 
-    def check_many(self, keys: Iterable[Key], cost: int = 1) -> List[Decision]:
-        """check(key, cost) for every key, in order; one GIL release for all."""
-        return self._core.check_many(keys, cost)
+    def check_many(self, keys: Iterable[Key], cost: int = 1, *,
+                   return_exceptions: bool = False) -> List[Decision]:
+        """check(key, cost) for every key, in order, in one pipelined round
+        trip to Redis (one GIL release). Each key is decided on its own (all
+        or nothing per key, not across keys).
+
+        Returns one Decision per key. When some keys fail (a timeout, an
+        empty key), the first failure is raised (its message names the index,
+        ``"keys[3]: ..."``); the other keys were decided all the same. With
+        ``return_exceptions=True`` (as in ``asyncio.gather``) the list holds
+        the :class:`redlimit.Error` of each failing key in its place instead.
+        Errors of the whole call (a bad cost) always raise.
+        """
+        return self._core.check_many(keys, cost, return_exceptions)
+
+    def check_at_most(self, key: Key, max_cost: int) -> Decision:
+        """Admits as many units as fit now, up to ``max_cost``:
+        ``decision.granted`` says how many (``allowed`` when at least one).
+        Never over-admits; may take two round trips."""
+        return self._core.check_at_most(key, max_cost)
+
+    def acquire(self, key: Key, cost: int = 1, timeout: Optional[Seconds] = None) -> Decision:
+        """Waits until ``cost`` units are admitted, sleeping retry_after
+        between tries (in the core, with the GIL released), for at most
+        ``timeout`` seconds (0: one try; None: as long as it takes, up to the
+        core's bound of 366 days). Returns a denied Decision, early, when
+        admission would come later than the timeout. The core sleeps in C, so
+        a signal (Ctrl-C) is handled when the call returns; from asyncio use
+        :meth:`aacquire`, which can be cancelled."""
+        return self._core.acquire(key, cost, _timeout_ms(timeout))
+
+    def check_limit(self, key: Key, cost: int, limit: int, window: Seconds) -> Decision:
+        """As check, with ``limit`` units per ``window`` seconds for this call
+        only (limits that change at run time), in the limiter's algorithm
+        (gcra: burst = limit). Replaces all of the limiter's limits for this
+        call; the deny cache is not used."""
+        return self._core.check_limit(key, cost, limit, _window_ms(window))
+
+    def refund(self, key: Key, units: int) -> Decision:
+        """Gives back up to ``units`` units taken earlier (e.g. the operation
+        they paid for failed) and returns what peek would answer then. Clears
+        the key's deny-cache entry."""
+        return self._core.refund(key, units)
 
     # -- asyncio --------------------------------------------------------------
     def _run(self, fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":
@@ -343,10 +529,38 @@ class Limiter:
     async def areset(self, key: Key) -> None:
         await self._run(self._core.reset, key)
 
-    async def acheck_many(self, keys: Iterable[Key], cost: int = 1) -> List[Decision]:
+    async def acheck_many(self, keys: Iterable[Key], cost: int = 1, *,
+                          return_exceptions: bool = False) -> List[Decision]:
+        """check_many for asyncio: one round trip, in the client's thread pool."""
         if not isinstance(keys, (str, bytes)):
             keys = list(keys)  # iterate here: a generator must not run in a worker thread
-        return await self._run(self._core.check_many, keys, cost)
+        return await self._run(self._core.check_many, keys, cost, return_exceptions)
+
+    async def acheck_at_most(self, key: Key, max_cost: int) -> Decision:
+        return await self._run(self._core.check_at_most, key, max_cost)
+
+    async def acheck_limit(self, key: Key, cost: int, limit: int, window: Seconds) -> Decision:
+        return await self._run(self._core.check_limit, key, cost, limit, _window_ms(window))
+
+    async def arefund(self, key: Key, units: int) -> Decision:
+        return await self._run(self._core.refund, key, units)
+
+    async def aacquire(self, key: Key, cost: int = 1, timeout: Optional[Seconds] = None) -> Decision:
+        """acquire for asyncio: the same loop as the core's (check; if denied
+        and admission fits in the timeout, wait retry_after and try again),
+        but it waits with ``asyncio.sleep``, so no thread is held while it
+        waits and cancelling the task stops it."""
+        timeout_ms = _timeout_ms(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000.0
+        while True:
+            d = await self._run(self._core.check, key, cost)
+            if d.allowed:
+                return d
+            wait = max(1, d.retry_after_ms) / 1000.0
+            if loop.time() + wait > deadline:
+                return d
+            await asyncio.sleep(wait)
 
     # -- helpers ----------------------------------------------------------------
     def hit(self, key: Key, cost: int = 1) -> "Hit":
