@@ -223,8 +223,9 @@ RL_EXTERN(int) rl_limiter_new(rl_client *client, const rl_limiter_options *optio
  *
  * @param client   an open client (the limiter keeps its own reference)
  * @param spec     NUL-terminated rate spec (required)
- * @param options  NULL for defaults; algorithm, prefix and clock are used,
- *                 limit, window_ms and burst are ignored (the spec sets them)
+ * @param options  NULL for defaults; every field is used (algorithm, prefix,
+ *                 clock, deny cache, failure policy, breaker, shadow, block)
+ *                 except limit, window_ms and burst, which the spec sets
  * @param out      receives the limiter; free it with rl_limiter_free
  * @return RL_OK or RL_EINVALID with a message quoting the bad part of spec
  */
@@ -240,13 +241,12 @@ typedef struct rl_decision {
     uint8_t cached;         /**< 1: answered by the local deny cache */
     uint8_t degraded;       /**< 1: answered by the failure policy */
     uint8_t shadowed;       /**< 1: denied, but admitted because the limiter is in
-                                 shadow mode (added in 1.1; was reserved, zero) */
+                                 shadow mode */
     int64_t limit;          /**< the limit that decided */
     int64_t remaining;      /**< units left in the window after this decision */
     int64_t retry_after_ms; /**< 0 when allowed; else until this cost would be admitted */
     int64_t reset_after_ms; /**< until the key is back to full capacity */
-    int64_t granted;        /**< units admitted: cost or 0; rl_check_at_most: how many
-                                 (added in 1.1; was reserved, zero) */
+    int64_t granted;        /**< units admitted: cost or 0; rl_check_at_most: how many */
     int64_t reserved_[3];   /**< room for fields added in 1.x; zeroed */
 } rl_decision;
 
