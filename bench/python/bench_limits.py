@@ -104,12 +104,13 @@ def ceiling(port, clients, seconds):
     """redis-benchmark running redlimit's own script (EVALSHA, no Python):
     what the server and loopback allow. Returns (requests/s, p50 us) or None."""
     exe = shutil.which("redis-benchmark")
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "scripts",
-                          "sliding_log.lua")
-    if exe is None or not os.path.exists(script):
+    scripts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "scripts")
+    parts = [os.path.join(scripts, "common", "prelude.lua"), os.path.join(scripts, "sliding_log.lua")]
+    if exe is None or not all(os.path.exists(p) for p in parts):
         return None
-    with open(script) as f:
-        body = f.read()
+    # The library embeds the prelude followed by the script (core/cmake/embed_scripts.cmake).
+    with open(parts[0]) as f, open(parts[1]) as g:
+        body = f.read() + "\n" + g.read()
     sha = subprocess.run(["redis-cli", "-p", str(port), "SCRIPT", "LOAD", body], check=True, capture_output=True,
                          text=True).stdout.strip()
     n = int(max(clients, 1) * 15000 * seconds)

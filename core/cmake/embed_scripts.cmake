@@ -1,15 +1,18 @@
 # Generates a header and a source that embed every core/scripts/*.lua file with
 # its SHA1, so the first call can already use EVALSHA and no crypto library is
-# needed at run time.
+# needed at run time. Each script is core/scripts/common/prelude.lua followed
+# by the file: the parts every algorithm shares are written once.
 #   cmake -DSCRIPTS_DIR=... -DOUT_HEADER=... -DOUT_SOURCE=... -P embed_scripts.cmake
 file(GLOB lua_files "${SCRIPTS_DIR}/*.lua")
 list(SORT lua_files)
+file(READ "${SCRIPTS_DIR}/common/prelude.lua" prelude)
 set(decls "")
 set(defs "")
 foreach(lua ${lua_files})
   get_filename_component(name "${lua}" NAME_WE)
-  file(READ "${lua}" body)
-  file(SHA1 "${lua}" sha)
+  file(READ "${lua}" own)
+  set(body "${prelude}\n${own}")
+  string(SHA1 sha "${body}")
   string(FIND "${body}" ")__lua__" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${lua} contains the raw-string delimiter )__lua__")
@@ -26,7 +29,7 @@ namespace scripts {
 struct Script {
   const char* name;
   const char* source;
-  const char* sha1;  // of the file's bytes, as SCRIPT LOAD computes it
+  const char* sha1;  // of the source's bytes, as SCRIPT LOAD computes it
 };
 
 ${decls}

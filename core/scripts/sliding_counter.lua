@@ -8,38 +8,14 @@
 --
 -- KEYS[i]  a HASH for limit i: w = current window start (us), c = its units,
 --          p = units of the window before it
--- ARGV[1]  'check', 'peek' or 'refund' (give cost units back, then peek)
--- ARGV[2]  cost
--- ARGV[3]  now_us, or '' for the server's TIME
--- ARGV[4]  token (unused)
--- ARGV[5]  block_us     punitive block after a denial (0: none); KEYS[n+1] then
---                       holds when the block ends
+-- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
+--              the build puts in front of this file
 -- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 --
 -- Admission: p*(window - elapsed) <= (limit - c - cost)*window, a comparison
 -- of products that the memory backend computes with the same doubles, so
 -- both backends agree to the bit.
-local op = ARGV[1]
-local cost = tonumber(ARGV[2])
-local now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[3])
-end
-
-local function us_to_ms(us)
-  if us <= 0 then return 0 end
-  return math.ceil(us / 1000)
-end
-
-local function window_start(t, window)
-  local s = math.floor(t / window) * window
-  if s > t then s = s - window elseif s + window <= t then s = s + window end
-  return s
-end
 
 local function fits(p, a, e, window)
   return a >= 0 and p * (window - e) <= a * window
@@ -58,19 +34,6 @@ local function first_fit(p, a, from, window)
   return e
 end
 
-local block_us = tonumber(ARGV[5])
-local n = (#ARGV - 5) / 4
--- Punitive block: KEYS[n+1] holds the time the block ends (a denied check
--- starts one of block_us when block_us > 0).
-local blocked_until = 0
-if block_us > 0 and op ~= 'refund' then
-  local v = redis.call('GET', KEYS[n + 1])
-  if v and tonumber(v) > now then blocked_until = tonumber(v) end
-end
-local function blocked(retry_us)
-  if blocked_until - now > retry_us then return blocked_until - now end
-  return retry_us
-end
 -- Refund: give back up to `cost` units of the current window, then peek.
 if op == 'refund' then
   for i = 1, n do
@@ -123,12 +86,7 @@ for i = 1, n do
   end
 end
 
-if blocked_until > 0 then
-  allowed = 0
-elseif op == 'check' and allowed == 0 and block_us > 0 then
-  blocked_until = now + block_us
-  redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', string.format('%d', us_to_ms(block_us)))
-end
+allowed = apply_block(allowed)
 
 if op == 'check' and allowed == 1 then
   for i = 1, n do

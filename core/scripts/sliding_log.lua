@@ -2,48 +2,14 @@
 -- admission time in microseconds. Exact: `limit` units in any window.
 --
 -- KEYS[i]  the log of limit i (one key per limit; all share one hash tag)
--- ARGV[1]  'check' (admit cost units, all or nothing), 'peek' (consume nothing)
---          or 'refund' (give cost units back, then answer as a peek)
--- ARGV[2]  cost         units asked for
--- ARGV[3]  now_us       caller's time, or '' for the server's TIME
--- ARGV[4]  token        unique per call; members are token..':'..j, so two
---                       requests in the same microsecond are two entries
--- ARGV[5]  block_us     punitive block after a denial (0: none); KEYS[n+1] then
---                       holds when the block ends
+-- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
+--              the build puts in front of this file
+-- ARGV[4]  token: members are token..':'..j, so two requests in the same
+--          microsecond are two entries
 -- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 -- Every limit must admit or none consumes.
---
--- Numbers are formatted with %d before they reach redis.call: Lua 5.1 would
--- print a 16-digit timestamp with %.14g and lose its last digits.
-local op = ARGV[1]
-local cost = tonumber(ARGV[2])
-local now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[3])
-end
 
-local function us_to_ms(us)
-  if us <= 0 then return 0 end
-  return math.ceil(us / 1000)
-end
-
-local block_us = tonumber(ARGV[5])
-local n = (#ARGV - 5) / 4
--- Punitive block: KEYS[n+1] holds the time the block ends (a denied check
--- starts one of block_us when block_us > 0).
-local blocked_until = 0
-if block_us > 0 and op ~= 'refund' then
-  local v = redis.call('GET', KEYS[n + 1])
-  if v and tonumber(v) > now then blocked_until = tonumber(v) end
-end
-local function blocked(retry_us)
-  if blocked_until - now > retry_us then return blocked_until - now end
-  return retry_us
-end
 -- Refund: give back up to `cost` of the newest units, then report as a peek.
 if op == 'refund' then
   for i = 1, n do
@@ -78,12 +44,7 @@ for i = 1, n do
   end
 end
 
-if blocked_until > 0 then
-  allowed = 0
-elseif op == 'check' and allowed == 0 and block_us > 0 then
-  blocked_until = now + block_us
-  redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', string.format('%d', us_to_ms(block_us)))
-end
+allowed = apply_block(allowed)
 
 if op == 'check' and allowed == 1 then
   local score = string.format('%d', now)
