@@ -36,16 +36,7 @@ end
 
 -- Refund: give back up to `cost` units of the current window, then peek.
 if op == 'refund' then
-  for i = 1, n do
-    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
-    local st = redis.call('HMGET', KEYS[i], 'w', 'c')
-    local w, c = tonumber(st[1]), tonumber(st[2])
-    if w and c and w >= window_start(now, window) then
-      c = c - cost
-      if c < 0 then c = 0 end
-      redis.call('HSET', KEYS[i], 'c', string.format('%d', c))
-    end
-  end
+  refund_current_window('c')
   op, cost = 'peek', 1
 end
 local allowed = 1

@@ -33,6 +33,21 @@ local function window_start(t, window)
   return s
 end
 
+-- Refund for the window counters (fixed window, sliding counter): give back
+-- up to `cost` units of the current window, counted in hash field `field`.
+local function refund_current_window(field)
+  for i = 1, (#ARGV - 5) / 4 do
+    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
+    local st = redis.call('HMGET', KEYS[i], 'w', field)
+    local w, c = tonumber(st[1]), tonumber(st[2])
+    if w and c and w >= window_start(now, window) then
+      c = c - cost
+      if c < 0 then c = 0 end
+      redis.call('HSET', KEYS[i], field, string.format('%d', c))
+    end
+  end
+end
+
 local block_us = tonumber(ARGV[5])
 local n = (#ARGV - 5) / 4
 local blocked_until = 0
