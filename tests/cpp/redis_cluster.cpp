@@ -1,10 +1,8 @@
 // redis_cluster.cpp - Redis Cluster and Sentinel deployments for tests.
 #include "redis_cluster.h"
 
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,20 +82,7 @@ std::map<std::string, std::string> pairs(const std::string& flat) {
 }
 
 void run_quiet(const std::vector<std::string>& args) {
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::_Exit(127);
-  }
+  pid_t pid = spawn(args);
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -273,22 +258,9 @@ void RedisCluster::kill(size_t i) {
 // ---------------------------------------------------------------- processes
 
 Process::Process(const std::string& program, const std::vector<std::string>& args, const std::string& log) {
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed");
-  if (pid_ == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    int devnull = ::open("/dev/null", O_RDWR);
-    int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(devnull, 0);
-    ::dup2(out >= 0 ? out : devnull, 1);
-    ::dup2(out >= 0 ? out : devnull, 2);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(program.c_str()));
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(program.c_str(), argv.data());
-    std::_Exit(127);
-  }
+  std::vector<std::string> argv = {program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_ = spawn(argv, log);
 }
 
 Process::~Process() { kill(SIGTERM); }

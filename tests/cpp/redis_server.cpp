@@ -32,6 +32,25 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int devnull = ::open("/dev/null", O_RDWR);
+    int out = log.empty() ? -1 : ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(devnull, 0);
+    ::dup2(out >= 0 ? out : devnull, 1);
+    ::dup2(out >= 0 ? out : devnull, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::_Exit(127);
+  }
+  return pid;
+}
+
 RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
   char tmpl[] = "/tmp/redlimit-test-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
@@ -61,22 +80,7 @@ void RedisServer::launch() {
                                    "--save", "", "--appendonly", "no", "--dir", dir_, "--daemonize", "no",
                                    "--protected-mode", "no", "--logfile", dir_ + "/redis.log"};
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed");
-  if (pid_ == 0) {
-    // The server dies with the test process, and never holds the test's
-    // stdout open (ctest waits for that pipe to close).
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp("redis-server", argv.data());
-    std::_Exit(127);
-  }
+  pid_ = spawn(args);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;

@@ -43,4 +43,10 @@ class RedisServer {
 // A port nobody listens on right now.
 int free_port();
 
+// Starts argv[0] (looked up in PATH) with stdin from /dev/null and stdout and
+// stderr to `log` (appended; empty: /dev/null). The child dies with the test
+// process, and never holds the test's stdout open (ctest waits for that pipe
+// to close). Returns the child's pid.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log = "");
+
 }  // namespace rltest
