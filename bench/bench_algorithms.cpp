@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "redis_server.h"
-#include "redlimit/limiter.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 
 namespace {
 
 const Algorithm kAlgorithms[] = {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow,
                                  Algorithm::kGcra};
 
-void memory_table(rltest::RedisServer& server) {
+void memory_table(pltest::RedisServer& server) {
   std::printf("(a) Redis memory per key (MEMORY USAGE, bytes), key filled to the limit, window 1 h\n\n");
   std::printf("| algorithm       | limit 10 | limit 100 | limit 1000 |\n");
   std::printf("|-----------------|---------:|----------:|-----------:|\n");
@@ -42,7 +42,7 @@ void memory_table(rltest::RedisServer& server) {
   std::printf("\n");
 }
 
-void flood_table(rltest::RedisServer& server) {
+void flood_table(pltest::RedisServer& server) {
   const int kThreads = 4;
   const auto kDuration = std::chrono::seconds(2);
   std::printf("(b) flood: %d threads hammer one key for %lld s, limit 20 per 500 ms\n\n", kThreads,
@@ -84,7 +84,7 @@ void flood_table(rltest::RedisServer& server) {
 }  // namespace
 
 int main() {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   memory_table(server);
   flood_table(server);
   return 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Starts a throwaway redis-server on a free loopback port in a temporary
 # directory, for test suites in any language.
-#   eval "$(tests/redis-server.sh start)"   # sets RL_TEST_REDIS_URL, RL_TEST_REDIS_PID, RL_TEST_REDIS_DIR
-#   tests/redis-server.sh stop "$RL_TEST_REDIS_PID" "$RL_TEST_REDIS_DIR"
+#   eval "$(tests/redis-server.sh start)"   # sets POLYLIMIT_TEST_REDIS_URL, POLYLIMIT_TEST_REDIS_PID, POLYLIMIT_TEST_REDIS_DIR
+#   tests/redis-server.sh stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
 set -euo pipefail
 
 free_port() {
@@ -11,14 +11,14 @@ free_port() {
 
 case "${1:-}" in
   start)
-    dir=$(mktemp -d /tmp/redlimit-redis-XXXXXX)
+    dir=$(mktemp -d /tmp/polylimit-redis-XXXXXX)
     for attempt in 1 2 3 4 5; do
       port=$(free_port)
       redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
         --protected-mode no --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null
       for _ in $(seq 100); do
         if redis-cli -p "$port" ping 2>/dev/null | grep -q PONG; then
-          echo "export RL_TEST_REDIS_URL=redis://127.0.0.1:$port RL_TEST_REDIS_PORT=$port RL_TEST_REDIS_PID=$(cat "$dir/redis.pid") RL_TEST_REDIS_DIR=$dir"
+          echo "export POLYLIMIT_TEST_REDIS_URL=redis://127.0.0.1:$port POLYLIMIT_TEST_REDIS_PORT=$port POLYLIMIT_TEST_REDIS_PID=$(cat "$dir/redis.pid") POLYLIMIT_TEST_REDIS_DIR=$dir"
           exit 0
         fi
         sleep 0.05

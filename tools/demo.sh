@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo: builds redlimit, starts a private redis-server, and runs worker
+# The demo: builds polylimit, starts a private redis-server, and runs worker
 # processes written in several languages against ONE shared key with one limit.
 # Each worker prints how many of its attempts were admitted; the total must
 # equal the limit, whatever the mix of languages.
@@ -13,14 +13,14 @@ window_ms=60000
 
 "$root/tools/deps.sh" core
 source "$root/tools/env.sh"
-echo "building redlimit ..."
-rl_build_release >/dev/null
+echo "building polylimit ..."
+polylimit_build_release >/dev/null
 
 # Workers, by language: a command line prefix each (URL KEY LIMIT WINDOW_MS ATTEMPTS NAME follow).
 workers=()
 names=()
 add_worker() { names+=("$1"); workers+=("$2"); }
-for i in 1 2 3; do add_worker "c-$i" "$RL_BUILD_DIR/tools/redlimit_demo_worker"; done
+for i in 1 2 3; do add_worker "c-$i" "$POLYLIMIT_BUILD_DIR/tools/polylimit_demo_worker"; done
 
 # Python, Go and Java workers join when their toolchains are present (as root,
 # tools/deps.sh installs them); otherwise the demo says what it skipped.
@@ -32,16 +32,16 @@ if [ -f "$root/tools/demo/worker.py" ] && "$root/tools/deps.sh" python >/dev/nul
   # Rebuilt every time (incrementally, in its own build dir) so the demo never
   # runs a stale copy of the package.
   PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q "scikit-build-core>=0.10" "pybind11>=2.12"
-  CMAKE_BUILD_PARALLEL_LEVEL=$RL_JOBS PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q --force-reinstall \
+  CMAKE_BUILD_PARALLEL_LEVEL=$POLYLIMIT_JOBS PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q --force-reinstall \
     --no-deps --no-build-isolation --config-settings=build-dir="$root/build/demo-python-skbuild" "$root"
   for i in 1 2; do add_worker "python-$i" "$venv/bin/python $root/tools/demo/worker.py"; done
 else
   skipped+=(python)
 fi
-if [ -d "$root/bindings/go/cmd/redlimit-demo-worker" ] && "$root/tools/deps.sh" go >/dev/null 2>&1; then
+if [ -d "$root/bindings/go/cmd/polylimit-demo-worker" ] && "$root/tools/deps.sh" go >/dev/null 2>&1; then
   echo "building the Go worker ..."
-  (cd "$root/bindings/go" && go build -o "$root/build/redlimit-demo-worker-go" ./cmd/redlimit-demo-worker)
-  for i in 1 2; do add_worker "go-$i" "$root/build/redlimit-demo-worker-go"; done
+  (cd "$root/bindings/go" && go build -o "$root/build/polylimit-demo-worker-go" ./cmd/polylimit-demo-worker)
+  for i in 1 2; do add_worker "go-$i" "$root/build/polylimit-demo-worker-go"; done
 else
   skipped+=(go)
 fi
@@ -53,16 +53,16 @@ else
   skipped+=(java)
 fi
 
-if [ ${#skipped[@]} -gt 0 ] && [ "${RL_DEMO_REQUIRE_ALL:-0}" = 1 ]; then
+if [ ${#skipped[@]} -gt 0 ] && [ "${POLYLIMIT_DEMO_REQUIRE_ALL:-0}" = 1 ]; then
   echo "every language is required, but these workers could not be built: ${skipped[*]}" >&2
   exit 1
 fi
 
 eval "$("$root/tests/redis-server.sh" start)"
-trap '"$root/tests/redis-server.sh" stop "$RL_TEST_REDIS_PID" "$RL_TEST_REDIS_DIR"' EXIT
+trap '"$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"' EXIT
 key="shared-client-$$"
 echo
-echo "redis-server on $RL_TEST_REDIS_URL; key \"$key\"; limit $limit per ${window_ms} ms;" \
+echo "redis-server on $POLYLIMIT_TEST_REDIS_URL; key \"$key\"; limit $limit per ${window_ms} ms;" \
   "${#workers[@]} workers x $attempts attempts"
 [ ${#skipped[@]} -gt 0 ] && echo "(skipped workers, toolchain or binding missing: ${skipped[*]})"
 
@@ -70,10 +70,10 @@ out=$(mktemp)
 pids=()
 # Every worker connects first, then waits for this moment: all languages start
 # hammering together (a JVM or a Python interpreter starts slower than C).
-export RL_DEMO_START_AT_MS=$(( $(date +%s%3N) + ${RL_DEMO_START_DELAY_MS:-3000} ))
+export POLYLIMIT_DEMO_START_AT_MS=$(( $(date +%s%3N) + ${POLYLIMIT_DEMO_START_DELAY_MS:-3000} ))
 for idx in "${!workers[@]}"; do
   # shellcheck disable=SC2086  # the worker command is a word list on purpose
-  ${workers[$idx]} "$RL_TEST_REDIS_URL" "$key" "$limit" "$window_ms" "$attempts" "${names[$idx]}" >>"$out" &
+  ${workers[$idx]} "$POLYLIMIT_TEST_REDIS_URL" "$key" "$limit" "$window_ms" "$attempts" "${names[$idx]}" >>"$out" &
   pids+=($!)
 done
 status=0

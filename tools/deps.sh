@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure the tools and libraries that redlimit needs are present on a
+# Makes sure the tools and libraries that polylimit needs are present on a
 # Debian 12 machine. As root it installs what is missing (apt-get; Go modules
 # and Python packages are fetched by their own tools later); otherwise it
 # names what is missing and fails.
@@ -29,6 +29,7 @@ for component in "${want[@]}"; do
       need_pkg pkg-config pkg-config
       need_pkg libhiredis-dev
       need_pkg libgtest-dev
+      need_pkg libreadline8   # tests: our exports must not collide with readline's rl_*
       need_pkg redis-server redis-server
       need_pkg redis-tools redis-cli
       need_pkg python3 python3

@@ -4,11 +4,11 @@
 # Every suite starts its own redis-server processes on free loopback ports.
 #
 # Environment handed to the language suites:
-#   RL_SOURCE_DIR  the checkout
-#   RL_BUILD_DIR   a CMake build of the library (Release)
-#   RL_PREFIX      that build installed (include/, lib/, lib/pkgconfig/)
-#   PKG_CONFIG_PATH, LD_LIBRARY_PATH, CMAKE_PREFIX_PATH point into RL_PREFIX
-# Set RL_SKIP_SANITIZERS=1 to skip the sanitizer pass (it is on in CI).
+#   POLYLIMIT_SOURCE_DIR  the checkout
+#   POLYLIMIT_BUILD_DIR   a CMake build of the library (Release)
+#   POLYLIMIT_PREFIX      that build installed (include/, lib/, lib/pkgconfig/)
+#   PKG_CONFIG_PATH, LD_LIBRARY_PATH, CMAKE_PREFIX_PATH point into POLYLIMIT_PREFIX
+# Set POLYLIMIT_SKIP_SANITIZERS=1 to skip the sanitizer pass (it is on in CI).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -31,20 +31,20 @@ run_suite() {  # run_suite NAME COMMAND...
 }
 
 source "$root/tools/env.sh"
-run_suite "build (Release)" rl_build_release
+run_suite "build (Release)" polylimit_build_release
 if [ $failed -ne 0 ]; then
   printf '%s\n' "${results[@]}"
   exit 1
 fi
 
-run_suite "C/C++ (ctest)" ctest --test-dir "$RL_BUILD_DIR" --output-on-failure
+run_suite "C/C++ (ctest)" ctest --test-dir "$POLYLIMIT_BUILD_DIR" --output-on-failure
 
-if [ "${RL_SKIP_SANITIZERS:-0}" != 1 ]; then
+if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   asan() {
     local dir="$root/build/asan"
-    cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRL_SANITIZE=address,undefined \
-      -DRL_BUILD_TOOLS=OFF >/dev/null &&
-      cmake --build "$dir" -j "$RL_JOBS" &&
+    cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPOLYLIMIT_SANITIZE=address,undefined \
+      -DPOLYLIMIT_BUILD_TOOLS=OFF >/dev/null &&
+      cmake --build "$dir" -j "$POLYLIMIT_JOBS" &&
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --test-dir "$dir" --output-on-failure -E installed_c_example
   }

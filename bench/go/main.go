@@ -1,10 +1,10 @@
-// Command bench compares the redlimit Go binding (cgo over libredlimit)
+// Command bench compares the polylimit Go binding (cgo over libpolylimit)
 // with github.com/go-redis/redis_rate (pure Go, GCRA) on one redis-server
 // that it starts itself, and prints a table of throughput and latency.
 //
-// The default algorithms differ: redlimit's is an exact sliding-window log (a
-// ZSET per key), redis_rate's is GCRA (one string per key); the "redlimit
-// GCRA" row runs redlimit's GCRA for a like-for-like comparison. Limits are set so that
+// The default algorithms differ: polylimit's is an exact sliding-window log (a
+// ZSET per key), redis_rate's is GCRA (one string per key); the "polylimit
+// GCRA" row runs polylimit's GCRA for a like-for-like comparison. Limits are set so that
 // neither ever denies, so both do their full admit path on every call.
 package main
 
@@ -29,7 +29,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
-	redlimit "github.com/redlimit/redlimit/bindings/go"
+	polylimit "github.com/polylimit/polylimit/bindings/go"
 )
 
 var (
@@ -106,25 +106,25 @@ func main() {
 	}
 	redisURL := "redis://" + addr
 
-	rl, err := redlimit.Open(redisURL, redlimit.WithPoolSize(*poolSize))
+	client, err := polylimit.Open(redisURL, polylimit.WithPoolSize(*poolSize))
 	if err != nil {
 		fatal(err)
 	}
-	defer rl.Close()
+	defer client.Close()
 	// Limit far above what one server can do, so nothing is ever denied.
-	lim, err := rl.LimiterFor(1000000, time.Second, redlimit.WithPrefix("bench"))
+	lim, err := client.LimiterFor(1000000, time.Second, polylimit.WithPrefix("bench"))
 	if err != nil {
 		fatal(err)
 	}
 	defer lim.Close()
 	// The same algorithm as redis_rate, for a like-for-like row.
-	gcraLim, err := rl.LimiterFor(1000000, time.Second, redlimit.WithPrefix("bench-gcra"),
-		redlimit.WithAlgorithm(redlimit.GCRA), redlimit.WithBurst(1000000))
+	gcraLim, err := client.LimiterFor(1000000, time.Second, polylimit.WithPrefix("bench-gcra"),
+		polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(1000000))
 	if err != nil {
 		fatal(err)
 	}
 	defer gcraLim.Close()
-	mem, err := redlimit.Open("memory://")
+	mem, err := polylimit.Open("memory://")
 	if err != nil {
 		fatal(err)
 	}
@@ -145,15 +145,15 @@ func main() {
 	background := func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
 	cancelable := func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
 	contenders := []contender{
-		{"redlimit", "sliding log", background, func(ctx context.Context, k string) (bool, error) {
+		{"polylimit", "sliding log", background, func(ctx context.Context, k string) (bool, error) {
 			r, err := lim.Allow(ctx, k)
 			return r.Allowed, err
 		}, true},
-		{"redlimit, cancelable ctx", "sliding log", cancelable, func(ctx context.Context, k string) (bool, error) {
+		{"polylimit, cancelable ctx", "sliding log", cancelable, func(ctx context.Context, k string) (bool, error) {
 			r, err := lim.Allow(ctx, k)
 			return r.Allowed, err
 		}, true},
-		{"redlimit GCRA", "GCRA", background, func(ctx context.Context, k string) (bool, error) {
+		{"polylimit GCRA", "GCRA", background, func(ctx context.Context, k string) (bool, error) {
 			r, err := gcraLim.Allow(ctx, k)
 			return r.Allowed, err
 		}, true},
@@ -168,14 +168,14 @@ func main() {
 			err := ceiling.Run(ctx, rdb, []string{k}).Err()
 			return err == nil, err
 		}, true},
-		{"redlimit memory://", "sliding log, no Redis", background, func(ctx context.Context, k string) (bool, error) {
+		{"polylimit memory://", "sliding log, no Redis", background, func(ctx context.Context, k string) (bool, error) {
 			r, err := memLim.Allow(ctx, k)
 			return r.Allowed, err
 		}, false},
 	}
 
-	fmt.Printf("redlimit %s, redis-server at %s, pool %d, %v per cell, %d runs (medians), GOMAXPROCS %d\n",
-		redlimit.Version(), addr, *poolSize, *duration, *runs, runtimeProcs())
+	fmt.Printf("polylimit %s, redis-server at %s, pool %d, %v per cell, %d runs (medians), GOMAXPROCS %d\n",
+		polylimit.Version(), addr, *poolSize, *duration, *runs, runtimeProcs())
 	results := map[string][]cell{}
 	for r := 0; r < *runs; r++ {
 		for _, g := range levels {
@@ -378,7 +378,7 @@ type server struct {
 }
 
 func startRedis() (*server, error) {
-	dir, err := os.MkdirTemp("", "redlimit-bench-redis-")
+	dir, err := os.MkdirTemp("", "polylimit-bench-redis-")
 	if err != nil {
 		return nil, err
 	}

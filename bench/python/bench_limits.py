@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""redlimit against the `limits` package (moving window on Redis storage).
+"""polylimit against the `limits` package (moving window on Redis storage).
 
 Both libraries run the same workload against the same redis-server, which the
 benchmark starts itself on a free loopback port: checks of "1000 per minute"
@@ -9,7 +9,7 @@ for --seconds, --runs times; the table shows medians.
 
     python bench/python/bench_limits.py [--seconds 2] [--runs 3] [--threads 8]
 
-Needs: redlimit (pip install .), limits and redis (pip install limits redis),
+Needs: polylimit (pip install .), limits and redis (pip install limits redis),
 and redis-server on PATH. This is a program that prints a table, not a test.
 """
 
@@ -37,7 +37,7 @@ def start_redis():
     exe = shutil.which("redis-server")
     if exe is None:
         sys.exit("redis-server is not on PATH")
-    directory = tempfile.mkdtemp(prefix="redlimit-bench-")
+    directory = tempfile.mkdtemp(prefix="polylimit-bench-")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -67,10 +67,10 @@ def flushall(port):
 # -- the contenders ---------------------------------------------------------------
 # Each factory returns check(key) -> bool, safe to call from many threads.
 
-def make_redlimit(url, threads):
-    import redlimit
+def make_polylimit(url, threads):
+    import polylimit
 
-    client = redlimit.Client(url, pool_size=max(threads, 1))
+    client = polylimit.Client(url, pool_size=max(threads, 1))
     limiter = client.limiter(limit=LIMIT, window=WINDOW_S, prefix="bench")
 
     def check(key, _check=limiter.check):
@@ -92,16 +92,16 @@ def make_limits(url, threads):
     return check, lambda: None
 
 
-def make_redlimit_memory(url, threads):
+def make_polylimit_memory(url, threads):
     # The same binding with no network: what the Python and C++ layers cost.
-    return make_redlimit("memory://", threads)
+    return make_polylimit("memory://", threads)
 
 
-CONTENDERS = {"redlimit": make_redlimit, "limits": make_limits, "rl-memory": make_redlimit_memory}
+CONTENDERS = {"polylimit": make_polylimit, "limits": make_limits, "pl-memory": make_polylimit_memory}
 
 
 def ceiling(port, clients, seconds):
-    """redis-benchmark running redlimit's own script (EVALSHA, no Python):
+    """redis-benchmark running polylimit's own script (EVALSHA, no Python):
     what the server and loopback allow. Returns (requests/s, p50 us) or None."""
     exe = shutil.which("redis-benchmark")
     scripts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "scripts")
@@ -209,11 +209,11 @@ def main():
         shutil.rmtree(directory, ignore_errors=True)
 
     import limits
-    import redlimit
+    import polylimit
 
     print()
-    print("redlimit %s vs limits %s (moving window, Redis storage); Python %s; %d cores; medians of %d runs of %.1f s"
-          % (redlimit.__version__, limits.__version__, sys.version.split()[0], os.cpu_count() or 0, args.runs,
+    print("polylimit %s vs limits %s (moving window, Redis storage); Python %s; %d cores; medians of %d runs of %.1f s"
+          % (polylimit.__version__, limits.__version__, sys.version.split()[0], os.cpu_count() or 0, args.runs,
              args.seconds))
     print("workload: %d per %d s over %d keys (admit path)" % (LIMIT, WINDOW_S, KEYS))
     print()
@@ -227,13 +227,13 @@ def main():
         if ceilings.get(threads):
             rate, p50 = ceilings[threads]
             print("| %-9s | %7d | %11.0f | %8.1f | %8s |" % ("ceiling", threads, rate, p50, "-"))
-    print("rl-memory: redlimit on memory:// (no Redis): the binding's own cost")
+    print("pl-memory: polylimit on memory:// (no Redis): the binding's own cost")
     if ceilings:
         print("ceiling: redis-benchmark sending the same EVALSHA with that many connections (no Python)")
     print()
     for threads in (1, args.threads):
-        ratio = results[("redlimit", threads)][0] / results[("limits", threads)][0]
-        print("throughput ratio redlimit/limits, %d thread%s: %.1fx" % (threads, "" if threads == 1 else "s", ratio))
+        ratio = results[("polylimit", threads)][0] / results[("limits", threads)][0]
+        print("throughput ratio polylimit/limits, %d thread%s: %.1fx" % (threads, "" if threads == 1 else "s", ratio))
 
 
 if __name__ == "__main__":

@@ -1,25 +1,25 @@
-// Package redlimit is the Go binding of redlimit, a distributed rate limiter
-// on Redis: many processes, in any language that loads libredlimit, share
+// Package polylimit is the Go binding of polylimit, a distributed rate limiter
+// on Redis: many processes, in any language that loads libpolylimit, share
 // limits per key. Every decision is one atomic Lua script run inside Redis,
 // so concurrent callers never over-admit. Four algorithms (WithAlgorithm):
 // SlidingLog (exact, the default), SlidingCounter, FixedWindow and GCRA
 // (with a burst, like redis_rate).
 //
-// The package calls the C library (redlimit.h) through cgo and finds it with
-// pkg-config (package "redlimit"): set PKG_CONFIG_PATH to the installed
+// The package calls the C library (polylimit.h) through cgo and finds it with
+// pkg-config (package "polylimit"): set PKG_CONFIG_PATH to the installed
 // lib/pkgconfig, and LD_LIBRARY_PATH to its lib if that is not a system
 // directory. Built with CGO_ENABLED=0 the package compiles but Open fails.
 //
 // Usage:
 //
-//	client, err := redlimit.Open("redis://127.0.0.1:6379",
-//		redlimit.WithPoolSize(16), redlimit.WithCommandTimeout(500*time.Millisecond))
+//	client, err := polylimit.Open("redis://127.0.0.1:6379",
+//		polylimit.WithPoolSize(16), polylimit.WithCommandTimeout(500*time.Millisecond))
 //	if err != nil {
 //		return err
 //	}
 //	defer client.Close()
 //
-//	limiter, err := client.Limiter("100/minute", redlimit.WithPrefix("api"))
+//	limiter, err := client.Limiter("100/minute", polylimit.WithPrefix("api"))
 //	if err != nil {
 //		return err
 //	}
@@ -27,7 +27,7 @@
 //
 //	res, err := limiter.Allow(ctx, "user:42")
 //	switch {
-//	case errors.Is(err, redlimit.ErrTimeout), errors.Is(err, redlimit.ErrUnavailable):
+//	case errors.Is(err, polylimit.ErrTimeout), errors.Is(err, polylimit.ErrUnavailable):
 //		// Redis is slow or down: fail open or closed, as the caller decides.
 //	case err != nil:
 //		return err
@@ -64,4 +64,4 @@
 // are copied into C memory, or lent for the duration of one direct call;
 // AllowMany builds its key array, key bytes, decisions and statuses in C
 // memory.
-package redlimit
+package polylimit

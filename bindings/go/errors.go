@@ -1,4 +1,4 @@
-package redlimit
+package polylimit
 
 import (
 	"context"
@@ -7,41 +7,41 @@ import (
 	"syscall"
 )
 
-// ErrCode is a redlimit status code: the negative rl_status values of
-// redlimit.h. Each code is itself an error, so it doubles as the sentinel for
+// ErrCode is a polylimit status code: the negative polylimit_status values of
+// polylimit.h. Each code is itself an error, so it doubles as the sentinel for
 // errors.Is:
 //
-//	if errors.Is(err, redlimit.ErrTimeout) { retry later }
+//	if errors.Is(err, polylimit.ErrTimeout) { retry later }
 type ErrCode int
 
-// The codes, with the same values as RL_E* in redlimit.h. A code the binding
+// The codes, with the same values as POLYLIMIT_E* in polylimit.h. A code the binding
 // does not know (from a newer library) matches ErrInternal, as the C ABI asks.
 const (
-	ErrInternal        ErrCode = -1  // RL_ERROR: internal error; not retryable
-	ErrInvalidArgument ErrCode = -2  // RL_EINVALID: bad argument; fix the call
-	ErrUnavailable     ErrCode = -3  // RL_EUNAVAILABLE: cannot connect or connection broke; retry later
-	ErrTimeout         ErrCode = -4  // RL_ETIMEOUT: the server did not answer in time; retry later
-	ErrAuth            ErrCode = -5  // RL_EAUTH: authentication failed
-	ErrPermission      ErrCode = -6  // RL_EPERM: ACL denied a command or key
-	ErrScript          ErrCode = -7  // RL_ESCRIPT: the Lua script failed inside Redis
-	ErrPoolExhausted   ErrCode = -8  // RL_EPOOL: no pooled connection became free in time; retry later
-	ErrNoMemory        ErrCode = -9  // RL_ENOMEM: out of memory, here or in Redis
-	ErrServer          ErrCode = -10 // RL_ESERVER: unexpected error or reply from the server
-	ErrClosed          ErrCode = -11 // RL_ECLOSED: the client or limiter was closed
+	ErrInternal        ErrCode = -1  // POLYLIMIT_ERROR: internal error; not retryable
+	ErrInvalidArgument ErrCode = -2  // POLYLIMIT_EINVALID: bad argument; fix the call
+	ErrUnavailable     ErrCode = -3  // POLYLIMIT_EUNAVAILABLE: cannot connect or connection broke; retry later
+	ErrTimeout         ErrCode = -4  // POLYLIMIT_ETIMEOUT: the server did not answer in time; retry later
+	ErrAuth            ErrCode = -5  // POLYLIMIT_EAUTH: authentication failed
+	ErrPermission      ErrCode = -6  // POLYLIMIT_EPERM: ACL denied a command or key
+	ErrScript          ErrCode = -7  // POLYLIMIT_ESCRIPT: the Lua script failed inside Redis
+	ErrPoolExhausted   ErrCode = -8  // POLYLIMIT_EPOOL: no pooled connection became free in time; retry later
+	ErrNoMemory        ErrCode = -9  // POLYLIMIT_ENOMEM: out of memory, here or in Redis
+	ErrServer          ErrCode = -10 // POLYLIMIT_ESERVER: unexpected error or reply from the server
+	ErrClosed          ErrCode = -11 // POLYLIMIT_ECLOSED: the client or limiter was closed
 )
 
 var codeInfo = map[ErrCode]struct{ name, text string }{
-	ErrInternal:        {"RL_ERROR", "internal error"},
-	ErrInvalidArgument: {"RL_EINVALID", "invalid argument"},
-	ErrUnavailable:     {"RL_EUNAVAILABLE", "server unavailable"},
-	ErrTimeout:         {"RL_ETIMEOUT", "timed out"},
-	ErrAuth:            {"RL_EAUTH", "authentication failed"},
-	ErrPermission:      {"RL_EPERM", "permission denied"},
-	ErrScript:          {"RL_ESCRIPT", "script error"},
-	ErrPoolExhausted:   {"RL_EPOOL", "connection pool exhausted"},
-	ErrNoMemory:        {"RL_ENOMEM", "out of memory"},
-	ErrServer:          {"RL_ESERVER", "unexpected server reply"},
-	ErrClosed:          {"RL_ECLOSED", "closed"},
+	ErrInternal:        {"POLYLIMIT_ERROR", "internal error"},
+	ErrInvalidArgument: {"POLYLIMIT_EINVALID", "invalid argument"},
+	ErrUnavailable:     {"POLYLIMIT_EUNAVAILABLE", "server unavailable"},
+	ErrTimeout:         {"POLYLIMIT_ETIMEOUT", "timed out"},
+	ErrAuth:            {"POLYLIMIT_EAUTH", "authentication failed"},
+	ErrPermission:      {"POLYLIMIT_EPERM", "permission denied"},
+	ErrScript:          {"POLYLIMIT_ESCRIPT", "script error"},
+	ErrPoolExhausted:   {"POLYLIMIT_EPOOL", "connection pool exhausted"},
+	ErrNoMemory:        {"POLYLIMIT_ENOMEM", "out of memory"},
+	ErrServer:          {"POLYLIMIT_ESERVER", "unexpected server reply"},
+	ErrClosed:          {"POLYLIMIT_ECLOSED", "closed"},
 }
 
 // known folds codes this binding does not know into ErrInternal.
@@ -52,23 +52,23 @@ func (c ErrCode) known() ErrCode {
 	return ErrInternal
 }
 
-// String returns the C constant name, e.g. "RL_ETIMEOUT".
+// String returns the C constant name, e.g. "POLYLIMIT_ETIMEOUT".
 func (c ErrCode) String() string {
 	if info, ok := codeInfo[c]; ok {
 		return info.name
 	}
-	return fmt.Sprintf("RL_UNKNOWN(%d)", int(c))
+	return fmt.Sprintf("POLYLIMIT_UNKNOWN(%d)", int(c))
 }
 
 // Error describes the code in words.
 func (c ErrCode) Error() string {
 	if info, ok := codeInfo[c]; ok {
-		return "redlimit: " + info.text
+		return "polylimit: " + info.text
 	}
-	return fmt.Sprintf("redlimit: unknown error code %d", int(c))
+	return fmt.Sprintf("polylimit: unknown error code %d", int(c))
 }
 
-// describe is the code's text without the "redlimit: " prefix.
+// describe is the code's text without the "polylimit: " prefix.
 func (c ErrCode) describe() string {
 	if info, ok := codeInfo[c]; ok {
 		return info.text
@@ -99,10 +99,10 @@ func (e *Error) Error() string {
 	if msg == "" {
 		return e.Code.Error()
 	}
-	return "redlimit: " + msg
+	return "polylimit: " + msg
 }
 
-// Is makes errors.Is(err, redlimit.ErrTimeout) and errors.Is(err,
+// Is makes errors.Is(err, polylimit.ErrTimeout) and errors.Is(err,
 // syscall.ECONNREFUSED) work.
 func (e *Error) Is(target error) bool {
 	switch t := target.(type) {
@@ -132,7 +132,7 @@ type ContextError struct {
 	Err error // context.Canceled or context.DeadlineExceeded
 }
 
-func (e *ContextError) Error() string { return "redlimit: " + e.Op + ": " + e.Err.Error() }
+func (e *ContextError) Error() string { return "polylimit: " + e.Op + ": " + e.Err.Error() }
 func (e *ContextError) Unwrap() error { return e.Err }
 
 // Is lets a missed deadline count as a timeout for callers that only check

@@ -1,4 +1,4 @@
-package redlimit_test
+package polylimit_test
 
 import (
 	"context"
@@ -6,19 +6,19 @@ import (
 	"fmt"
 	"time"
 
-	redlimit "github.com/redlimit/redlimit/bindings/go"
+	polylimit "github.com/polylimit/polylimit/bindings/go"
 )
 
 // Compiled, not run (no Output comment): it needs a Redis server.
 func Example() {
-	client, err := redlimit.Open("redis://127.0.0.1:6379", redlimit.WithCommandTimeout(500*time.Millisecond))
+	client, err := polylimit.Open("redis://127.0.0.1:6379", polylimit.WithCommandTimeout(500*time.Millisecond))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer client.Close()
 
-	limiter, err := client.Limiter("100/minute", redlimit.WithPrefix("api"))
+	limiter, err := client.Limiter("100/minute", polylimit.WithPrefix("api"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -29,7 +29,7 @@ func Example() {
 	defer cancel()
 	res, err := limiter.Allow(ctx, "user:42")
 	switch {
-	case errors.Is(err, redlimit.ErrTimeout), errors.Is(err, redlimit.ErrUnavailable):
+	case errors.Is(err, polylimit.ErrTimeout), errors.Is(err, polylimit.ErrUnavailable):
 		fmt.Println("redis is slow or down; failing open")
 	case err != nil:
 		fmt.Println(err)
@@ -43,17 +43,17 @@ func Example() {
 // GCRA with a burst, a local deny cache, and failing open while Redis is
 // unreachable. Compiled, not run.
 func ExampleClient_Limiter_options() {
-	client, err := redlimit.Open("redis://127.0.0.1:6379", redlimit.WithCommandTimeout(100*time.Millisecond))
+	client, err := polylimit.Open("redis://127.0.0.1:6379", polylimit.WithCommandTimeout(100*time.Millisecond))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer client.Close()
 	limiter, err := client.Limiter("10/s burst 20",
-		redlimit.WithAlgorithm(redlimit.GCRA),
-		redlimit.WithDenyCache(10000),
-		redlimit.WithFailurePolicy(redlimit.FailOpen),
-		redlimit.WithCircuitBreaker(5, 2*time.Second))
+		polylimit.WithAlgorithm(polylimit.GCRA),
+		polylimit.WithDenyCache(10000),
+		polylimit.WithFailurePolicy(polylimit.FailOpen),
+		polylimit.WithCircuitBreaker(5, 2*time.Second))
 	if err != nil {
 		fmt.Println(err) // a bad spec quotes its bad part
 		return
@@ -67,7 +67,7 @@ func ExampleClient_Limiter_options() {
 
 // Many keys, one round trip. Compiled, not run.
 func ExampleLimiter_AllowMany() {
-	client, err := redlimit.Open("redis://127.0.0.1:6379")
+	client, err := polylimit.Open("redis://127.0.0.1:6379")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -95,7 +95,7 @@ func ExampleLimiter_AllowMany() {
 
 // Acquire waits for admission, up to the context's deadline. Compiled, not run.
 func ExampleLimiter_Acquire() {
-	client, err := redlimit.Open("redis://127.0.0.1:6379")
+	client, err := polylimit.Open("redis://127.0.0.1:6379")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,7 +1,7 @@
 //go:build cgo
 // +build cgo
 
-package redlimit_test
+package polylimit_test
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	redlimit "github.com/redlimit/redlimit/bindings/go"
+	polylimit "github.com/polylimit/polylimit/bindings/go"
 )
 
-var algorithms = []redlimit.Algorithm{redlimit.SlidingLog, redlimit.SlidingCounter, redlimit.FixedWindow, redlimit.GCRA}
+var algorithms = []polylimit.Algorithm{polylimit.SlidingLog, polylimit.SlidingCounter, polylimit.FixedWindow, polylimit.GCRA}
 
 // t0 is a whole second, so fixed windows start on it.
 var t0 = time.Unix(1700000000, 0)
@@ -29,14 +29,14 @@ func TestAlgorithms(t *testing.T) {
 	for _, alg := range algorithms {
 		alg := alg
 		t.Run(string(alg), func(t *testing.T) {
-			l := limiter(t, c, "3/s", redlimit.WithAlgorithm(alg))
+			l := limiter(t, c, "3/s", polylimit.WithAlgorithm(alg))
 			steps := []struct {
 				ms   int
 				want bool
 			}{{0, true}, {1, true}, {2, true}, {3, false}, {4, false}, {2500, true}}
-			var first []redlimit.Result
+			var first []polylimit.Result
 			for _, key := range []string{"a", "b"} {
-				var got []redlimit.Result
+				var got []polylimit.Result
 				for i, s := range steps {
 					r, err := l.AllowAt(ctx, key, 1, at(s.ms))
 					if err != nil || r.Allowed != s.want || r.Limit != 3 || r.Granted != map[bool]int{true: 1}[s.want] {
@@ -65,8 +65,8 @@ func TestAlgorithms(t *testing.T) {
 func TestGCRABurst(t *testing.T) {
 	ctx := context.Background()
 	c := open(t, shared.URL)
-	l, err := c.LimiterFor(1, time.Second, redlimit.WithAlgorithm(redlimit.GCRA), redlimit.WithBurst(5),
-		redlimit.WithPrefix(fmt.Sprintf("go-%d-burst", runID.Add(1))))
+	l, err := c.LimiterFor(1, time.Second, polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(5),
+		polylimit.WithPrefix(fmt.Sprintf("go-%d-burst", runID.Add(1))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestGCRABurst(t *testing.T) {
 		t.Fatalf("a second later: %+v, %v", r, err)
 	}
 
-	s := limiter(t, c, "10/s burst 20", redlimit.WithAlgorithm("gcra"))
+	s := limiter(t, c, "10/s burst 20", polylimit.WithAlgorithm("gcra"))
 	for i := 0; i < 21; i++ {
 		r, err := s.AllowAt(ctx, "k", 1, at(0))
 		if err != nil || r.Allowed != (i < 20) || r.Limit != 20 {
@@ -93,12 +93,12 @@ func TestGCRABurst(t *testing.T) {
 		}
 	}
 
-	_, err = c.Limiter("10/s", redlimit.WithAlgorithm(redlimit.GCRA), redlimit.WithBurst(20))
-	wantCode(t, "WithBurst on a spec", err, redlimit.ErrInvalidArgument)
-	_, err = c.LimiterFor(10, time.Second, redlimit.WithBurst(20))
-	wantCode(t, "burst with sliding_log", err, redlimit.ErrInvalidArgument)
-	_, err = c.LimiterFor(10, time.Second, redlimit.WithAlgorithm(redlimit.GCRA), redlimit.WithBurst(0))
-	wantCode(t, "burst 0", err, redlimit.ErrInvalidArgument)
+	_, err = c.Limiter("10/s", polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(20))
+	wantCode(t, "WithBurst on a spec", err, polylimit.ErrInvalidArgument)
+	_, err = c.LimiterFor(10, time.Second, polylimit.WithBurst(20))
+	wantCode(t, "burst with sliding_log", err, polylimit.ErrInvalidArgument)
+	_, err = c.LimiterFor(10, time.Second, polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(0))
+	wantCode(t, "burst 0", err, polylimit.ErrInvalidArgument)
 }
 
 func TestMultiLimitSpec(t *testing.T) {
@@ -133,14 +133,14 @@ func TestBadSpecs(t *testing.T) {
 		if l != nil {
 			t.Errorf("%q: got a limiter", spec)
 		}
-		wantCode(t, spec, err, redlimit.ErrInvalidArgument)
+		wantCode(t, spec, err, polylimit.ErrInvalidArgument)
 		// The message is the library's, quoting the bad part.
-		if msg := err.(*redlimit.Error).Msg; !strings.Contains(msg, "rate spec") || !strings.Contains(msg, part) {
+		if msg := err.(*polylimit.Error).Msg; !strings.Contains(msg, "rate spec") || !strings.Contains(msg, part) {
 			t.Errorf("%q: message %q does not quote %q", spec, msg, part)
 		}
 	}
 	_, err := c.Limiter("10/s\x00x")
-	wantCode(t, "spec with NUL", err, redlimit.ErrInvalidArgument)
+	wantCode(t, "spec with NUL", err, polylimit.ErrInvalidArgument)
 }
 
 func TestAllowManyOneRoundTrip(t *testing.T) {
@@ -194,7 +194,7 @@ func TestAllowManyOneRoundTrip(t *testing.T) {
 		t.Fatalf("cost 0: errs = %v", errs)
 	}
 	for i, err := range errs {
-		wantCode(t, fmt.Sprint("cost 0, key ", i), err, redlimit.ErrInvalidArgument)
+		wantCode(t, fmt.Sprint("cost 0, key ", i), err, polylimit.ErrInvalidArgument)
 	}
 	// A done context touches nothing.
 	cancel()
@@ -207,13 +207,13 @@ func TestAllowManyOneRoundTrip(t *testing.T) {
 	if len(errs) != 2 {
 		t.Fatalf("after Close: %v", errs)
 	}
-	wantCode(t, "AllowMany after Close", errs[1], redlimit.ErrClosed)
+	wantCode(t, "AllowMany after Close", errs[1], polylimit.ErrClosed)
 }
 
 func TestDenyCache(t *testing.T) {
 	ctx := context.Background()
 	c := open(t, shared.URL)
-	l := limiter(t, c, "1/minute", redlimit.WithDenyCache(100))
+	l := limiter(t, c, "1/minute", polylimit.WithDenyCache(100))
 	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Cached {
 		t.Fatalf("first: %+v, %v", r, err)
 	}
@@ -238,28 +238,28 @@ func TestDenyCache(t *testing.T) {
 	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
 		t.Fatalf("after Reset: %+v, %v", r, err)
 	}
-	_, err := c.Limiter("1/s", redlimit.WithDenyCache(0))
-	wantCode(t, "deny cache 0", err, redlimit.ErrInvalidArgument)
-	_, err = c.Limiter("1/s", redlimit.WithDenyCache(20000000))
-	wantCode(t, "deny cache too large", err, redlimit.ErrInvalidArgument)
+	_, err := c.Limiter("1/s", polylimit.WithDenyCache(0))
+	wantCode(t, "deny cache 0", err, polylimit.ErrInvalidArgument)
+	_, err = c.Limiter("1/s", polylimit.WithDenyCache(20000000))
+	wantCode(t, "deny cache too large", err, polylimit.ErrInvalidArgument)
 }
 
 func TestFailurePolicies(t *testing.T) {
 	ctx := context.Background()
 	srv := newRedis(t)
-	c := open(t, srv.URL, redlimit.WithCommandTimeout(200*time.Millisecond), redlimit.WithPoolSize(16))
-	mk := func(opts ...redlimit.LimiterOption) *redlimit.Limiter {
+	c := open(t, srv.URL, polylimit.WithCommandTimeout(200*time.Millisecond), polylimit.WithPoolSize(16))
+	mk := func(opts ...polylimit.LimiterOption) *polylimit.Limiter {
 		l := limiter(t, c, "2/minute", opts...)
 		if _, err := l.Allow(ctx, "warm"); err != nil { // connect and load the script
 			t.Fatal(err)
 		}
 		return l
 	}
-	failErr := mk(redlimit.WithFailurePolicy(redlimit.FailError))
-	failOpen := mk(redlimit.WithFailurePolicy(redlimit.FailOpen))
-	failClosed := mk(redlimit.WithFailurePolicy(redlimit.FailClosed))
-	failLocal := mk(redlimit.WithFailurePolicy(redlimit.FailLocal))
-	breaker := mk(redlimit.WithFailurePolicy(redlimit.FailOpen), redlimit.WithCircuitBreaker(2, 10*time.Second))
+	failErr := mk(polylimit.WithFailurePolicy(polylimit.FailError))
+	failOpen := mk(polylimit.WithFailurePolicy(polylimit.FailOpen))
+	failClosed := mk(polylimit.WithFailurePolicy(polylimit.FailClosed))
+	failLocal := mk(polylimit.WithFailurePolicy(polylimit.FailLocal))
+	breaker := mk(polylimit.WithFailurePolicy(polylimit.FailOpen), polylimit.WithCircuitBreaker(2, 10*time.Second))
 
 	if err := srv.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestFailurePolicies(t *testing.T) {
 	}()
 
 	_, err := failErr.Allow(ctx, "k")
-	wantCode(t, "FailError", err, redlimit.ErrTimeout)
+	wantCode(t, "FailError", err, polylimit.ErrTimeout)
 	for i := 0; i < 3; i++ { // more than the limit: all admitted
 		if r, err := failOpen.Allow(ctx, "k"); err != nil || !r.Allowed || !r.Degraded {
 			t.Fatalf("FailOpen %d: %+v, %v", i, r, err)
@@ -309,19 +309,19 @@ func TestFailurePolicies(t *testing.T) {
 		t.Fatalf("after SIGCONT: %+v, %v", r, err)
 	}
 
-	_, err = c.Limiter("1/s", redlimit.WithFailurePolicy(redlimit.FailurePolicy(9)))
-	wantCode(t, "unknown policy", err, redlimit.ErrInvalidArgument)
-	_, err = c.Limiter("1/s", redlimit.WithCircuitBreaker(0, time.Second))
-	wantCode(t, "breaker 0", err, redlimit.ErrInvalidArgument)
-	if redlimit.FailLocal.String() != "FailLocal" {
-		t.Fatal(redlimit.FailLocal.String())
+	_, err = c.Limiter("1/s", polylimit.WithFailurePolicy(polylimit.FailurePolicy(9)))
+	wantCode(t, "unknown policy", err, polylimit.ErrInvalidArgument)
+	_, err = c.Limiter("1/s", polylimit.WithCircuitBreaker(0, time.Second))
+	wantCode(t, "breaker 0", err, polylimit.ErrInvalidArgument)
+	if polylimit.FailLocal.String() != "FailLocal" {
+		t.Fatal(polylimit.FailLocal.String())
 	}
 }
 
 func TestShadow(t *testing.T) {
 	ctx := context.Background()
 	c := open(t, shared.URL)
-	l := limiter(t, c, "1/minute", redlimit.WithShadow())
+	l := limiter(t, c, "1/minute", polylimit.WithShadow())
 	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed || r.Shadowed {
 		t.Fatalf("first: %+v, %v", r, err)
 	}
@@ -336,7 +336,7 @@ func TestShadow(t *testing.T) {
 
 func TestBlock(t *testing.T) {
 	ctx := context.Background()
-	l := limiter(t, open(t, shared.URL), "1/s", redlimit.WithBlock(3*time.Second))
+	l := limiter(t, open(t, shared.URL), "1/s", polylimit.WithBlock(3*time.Second))
 	steps := []struct {
 		ms   int
 		want bool
@@ -350,8 +350,8 @@ func TestBlock(t *testing.T) {
 			t.Fatalf("blocked, RetryAfter %v, want about 3s", r.RetryAfter)
 		}
 	}
-	_, err := open(t, shared.URL).Limiter("1/s", redlimit.WithBlock(1500*time.Microsecond))
-	wantCode(t, "block 1.5ms", err, redlimit.ErrInvalidArgument)
+	_, err := open(t, shared.URL).Limiter("1/s", polylimit.WithBlock(1500*time.Microsecond))
+	wantCode(t, "block 1.5ms", err, polylimit.ErrInvalidArgument)
 }
 
 func TestAllowAtMost(t *testing.T) {
@@ -367,7 +367,7 @@ func TestAllowAtMost(t *testing.T) {
 		t.Fatalf("AllowAtMost when full: %+v, %v", r, err)
 	}
 	_, err := l.AllowAtMost(ctx, "k", 0)
-	wantCode(t, "AllowAtMost 0", err, redlimit.ErrInvalidArgument)
+	wantCode(t, "AllowAtMost 0", err, polylimit.ErrInvalidArgument)
 }
 
 func TestAcquire(t *testing.T) {
@@ -403,7 +403,7 @@ func TestAcquire(t *testing.T) {
 		t.Fatalf("Acquire with a 400-day deadline: %+v, %v", r, err)
 	}
 	_, err = l.Acquire(ctx, "other", 3)
-	wantCode(t, "Acquire above the limit", err, redlimit.ErrInvalidArgument)
+	wantCode(t, "Acquire above the limit", err, polylimit.ErrInvalidArgument)
 	// No deadline: it waits as long as it takes, here longer than one slice.
 	slow := limiter(t, open(t, shared.URL), "1 per 2 seconds")
 	if r, err := slow.Allow(ctx, "k"); err != nil || !r.Allowed {
@@ -422,7 +422,7 @@ func TestAcquire(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, ccancel)
 	start = time.Now()
 	_, err = slow.Acquire(cctx, "k", 1)
-	var ce *redlimit.ContextError
+	var ce *polylimit.ContextError
 	if !errors.Is(err, context.Canceled) || !errors.As(err, &ce) || ce.Op != "acquire" {
 		t.Fatalf("canceled Acquire: %v", err)
 	}
@@ -435,7 +435,7 @@ func TestRefund(t *testing.T) {
 	ctx := context.Background()
 	c := open(t, shared.URL)
 	for _, alg := range algorithms {
-		l := limiter(t, c, "3/minute", redlimit.WithAlgorithm(alg), redlimit.WithDenyCache(10))
+		l := limiter(t, c, "3/minute", polylimit.WithAlgorithm(alg), polylimit.WithDenyCache(10))
 		if r, err := l.AllowN(ctx, "k", 3); err != nil || !r.Allowed {
 			t.Fatalf("%s AllowN: %+v, %v", alg, r, err)
 		}
@@ -453,7 +453,7 @@ func TestRefund(t *testing.T) {
 			}
 		}
 		_, err = l.Refund(ctx, "k", 0)
-		wantCode(t, string(alg)+" Refund 0", err, redlimit.ErrInvalidArgument)
+		wantCode(t, string(alg)+" Refund 0", err, polylimit.ErrInvalidArgument)
 	}
 }
 
@@ -471,9 +471,9 @@ func TestAllowWithLimit(t *testing.T) {
 		t.Fatalf("limit 10: %+v, %v", r, err)
 	}
 	_, err := l.AllowWithLimit(ctx, "k", 1, 0, time.Minute)
-	wantCode(t, "limit 0", err, redlimit.ErrInvalidArgument)
+	wantCode(t, "limit 0", err, polylimit.ErrInvalidArgument)
 	_, err = l.AllowWithLimit(ctx, "k", 1, 5, 1500*time.Microsecond)
-	wantCode(t, "window 1.5ms", err, redlimit.ErrInvalidArgument)
+	wantCode(t, "window 1.5ms", err, polylimit.ErrInvalidArgument)
 }
 
 func TestStats(t *testing.T) {
@@ -498,15 +498,15 @@ func TestStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"redlimit_checks_total 2\n", "redlimit_admitted_total 1\n", "redlimit_denied_total 1\n",
-		"# TYPE redlimit_check_latency_seconds histogram", `redlimit_check_latency_seconds_bucket{le="+Inf"}`} {
+	for _, want := range []string{"polylimit_checks_total 2\n", "polylimit_admitted_total 1\n", "polylimit_denied_total 1\n",
+		"# TYPE polylimit_check_latency_seconds histogram", `polylimit_check_latency_seconds_bucket{le="+Inf"}`} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("Prometheus text lacks %q:\n%s", want, text)
 		}
 	}
 	c.Close()
 	_, err = c.Stats()
-	wantCode(t, "Stats after Close", err, redlimit.ErrClosed)
+	wantCode(t, "Stats after Close", err, polylimit.ErrClosed)
 	_, err = c.StatsPrometheus()
-	wantCode(t, "StatsPrometheus after Close", err, redlimit.ErrClosed)
+	wantCode(t, "StatsPrometheus after Close", err, polylimit.ErrClosed)
 }

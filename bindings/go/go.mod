@@ -1,3 +1,3 @@
-module github.com/redlimit/redlimit/bindings/go
+module github.com/polylimit/polylimit/bindings/go
 
 go 1.19

@@ -1,18 +1,18 @@
 //go:build !cgo
 // +build !cgo
 
-package redlimit_test
+package polylimit_test
 
 import (
 	"errors"
 	"testing"
 
-	redlimit "github.com/redlimit/redlimit/bindings/go"
+	polylimit "github.com/polylimit/polylimit/bindings/go"
 )
 
 func TestOpenWithoutCgo(t *testing.T) {
-	c, err := redlimit.Open("memory://")
-	if c != nil || !errors.Is(err, redlimit.ErrInternal) {
+	c, err := polylimit.Open("memory://")
+	if c != nil || !errors.Is(err, polylimit.ErrInternal) {
 		t.Fatalf("Open without cgo = %v, %v; want nil, ErrInternal", c, err)
 	}
 }

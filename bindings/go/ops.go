@@ -1,11 +1,11 @@
 //go:build cgo
 // +build cgo
 
-package redlimit
+package polylimit
 
 /*
 #include <stdlib.h>
-#include <redlimit.h>
+#include <polylimit.h>
 */
 import "C"
 
@@ -47,8 +47,8 @@ func (l *Limiter) Refund(ctx context.Context, key string, n int) (Result, error)
 // so that a canceled ctx leaves no long call behind.
 const acquireSlice = time.Second
 
-// maxAcquireTimeout is the most rl_acquire accepts: RL_MAX_WINDOW_MS.
-const maxAcquireTimeout = time.Duration(C.RL_MAX_WINDOW_MS) * time.Millisecond
+// maxAcquireTimeout is the most polylimit_acquire accepts: POLYLIMIT_MAX_WINDOW_MS.
+const maxAcquireTimeout = time.Duration(C.POLYLIMIT_MAX_WINDOW_MS) * time.Millisecond
 
 // Acquire waits until n units for key are admitted, sleeping the retry-after
 // between tries. The context's deadline bounds the wait: when admission would
@@ -93,7 +93,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int) (Result, error
 	}
 }
 
-// manyCall is one rl_check_many call. Everything C reads or writes is in C
+// manyCall is one polylimit_check_many call. Everything C reads or writes is in C
 // memory (keys, their pointer and length arrays, decisions, statuses), so no
 // Go pointer is passed inside C memory and the call may outlive its caller.
 type manyCall struct {
@@ -102,14 +102,14 @@ type manyCall struct {
 	keys     *unsafe.Pointer // C array of n C pointers into buf
 	lens     *C.size_t
 	buf      unsafe.Pointer
-	out      *C.rl_decision
+	out      *C.polylimit_decision
 	statuses *C.int
 	closed   bool
 	st       C.int
-	cerr     C.rl_error
+	cerr     C.polylimit_error
 }
 
-// untouched marks a status rl_check_many did not write (no RL_* code is positive).
+// untouched marks a status polylimit_check_many did not write (no POLYLIMIT_* code is positive).
 const untouched = 1
 
 func newManyCall(keys []string, cost int64) *manyCall {
@@ -122,11 +122,11 @@ func newManyCall(keys []string, cost int64) *manyCall {
 	m.buf = C.malloc(C.size_t(total + 1))
 	m.keys = (*unsafe.Pointer)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
 	m.lens = (*C.size_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.size_t(0)))))
-	m.out = (*C.rl_decision)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.rl_decision{}))))
+	m.out = (*C.polylimit_decision)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.polylimit_decision{}))))
 	m.statuses = (*C.int)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.int(0)))))
 	if m.buf == nil || m.keys == nil || m.lens == nil || m.out == nil || m.statuses == nil {
 		m.free()
-		panic("redlimit: out of C memory")
+		panic("polylimit: out of C memory")
 	}
 	bytes := unsafe.Slice((*byte)(m.buf), total+1)
 	ptrs := unsafe.Slice(m.keys, n)
@@ -158,7 +158,7 @@ func (l *Limiter) invokeMany(m *manyCall) {
 		m.closed = true
 		return
 	}
-	m.st = C.rl_check_many(l.h, m.keys, m.lens, C.size_t(m.n), C.int64_t(m.cost), m.out, m.statuses, &m.cerr)
+	m.st = C.polylimit_check_many(l.h, m.keys, m.lens, C.size_t(m.n), C.int64_t(m.cost), m.out, m.statuses, &m.cerr)
 }
 
 // results turns a finished call into AllowMany's answer (before m is freed).
@@ -173,14 +173,14 @@ func (m *manyCall) results() ([]Result, []error) {
 	first := true
 	for i := range results {
 		switch st := sts[i]; {
-		case st == C.RL_OK:
+		case st == C.POLYLIMIT_OK:
 			results[i] = decision(&decs[i])
 		case st == untouched:
 			// The call failed as a whole (bad arguments), before any key.
 			if errs == nil {
 				errs = make([]error, m.n)
 			}
-			if m.st != C.RL_OK {
+			if m.st != C.POLYLIMIT_OK {
 				errs[i] = cError(m.st, &m.cerr)
 			} else {
 				errs[i] = newError(ErrInternal, "keys[%d]: no status", i)

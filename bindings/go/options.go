@@ -1,4 +1,4 @@
-package redlimit
+package polylimit
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// clientConfig mirrors rl_client_options; 0 means the library's default.
+// clientConfig mirrors polylimit_client_options; 0 means the library's default.
 type clientConfig struct {
 	poolSize         int
 	connectTimeout   time.Duration
@@ -92,7 +92,7 @@ func millis(d time.Duration) int {
 	return ms
 }
 
-// limiterConfig mirrors rl_limiter_options.
+// limiterConfig mirrors polylimit_limiter_options.
 type limiterConfig struct {
 	prefix          string
 	prefixSet       bool
@@ -118,7 +118,7 @@ func (c *limiterConfig) fail(format string, args ...interface{}) {
 // LimiterOption configures Client.Limiter and Client.LimiterFor.
 type LimiterOption func(*limiterConfig)
 
-// WithPrefix sets the Redis key prefix (default "rl"). Limiters that share a
+// WithPrefix sets the Redis key prefix (default "pl"). Limiters that share a
 // prefix and a key share the count, whatever the process or language (with
 // the same algorithm: each algorithm keeps its own kind of state).
 func WithPrefix(prefix string) LimiterOption {
@@ -136,7 +136,7 @@ func WithPrefix(prefix string) LimiterOption {
 // then disagree about the window.
 func WithClientClock() LimiterOption { return func(c *limiterConfig) { c.clientClock = true } }
 
-// Algorithm names a rate-limiting algorithm (rl_algorithm).
+// Algorithm names a rate-limiting algorithm (polylimit_algorithm).
 type Algorithm string
 
 // The algorithms; see docs/limiter.md for their exactness and cost.
@@ -151,7 +151,7 @@ const (
 // SlidingCounter, FixedWindow or GCRA (or their names, e.g. "gcra").
 func WithAlgorithm(a Algorithm) LimiterOption { return func(c *limiterConfig) { c.algorithm = a } }
 
-// algorithmID maps an algorithm name to rl_algorithm.
+// algorithmID maps an algorithm name to polylimit_algorithm.
 func algorithmID(a Algorithm) (int, *Error) {
 	switch a {
 	case "", SlidingLog:
@@ -197,7 +197,7 @@ func WithDenyCache(size int) LimiterOption {
 // Error replies (script, ACL, auth) are never hidden.
 type FailurePolicy int
 
-// The policies, with the values of rl_failure_policy.
+// The policies, with the values of polylimit_failure_policy.
 const (
 	FailError  FailurePolicy = 0 // return the error (the default)
 	FailOpen   FailurePolicy = 1 // admit, with Result.Degraded

@@ -1,4 +1,4 @@
-package redlimit
+package polylimit
 
 import "time"
 

@@ -1,7 +1,7 @@
 //go:build cgo
 // +build cgo
 
-package redlimit_test
+package polylimit_test
 
 import (
 	"bufio"
@@ -32,7 +32,7 @@ var shared *redisServer
 func TestMain(m *testing.M) {
 	srv, err := startRedis()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "redlimit tests need redis-server:", err)
+		fmt.Fprintln(os.Stderr, "polylimit tests need redis-server:", err)
 		os.Exit(1)
 	}
 	shared = srv
@@ -57,7 +57,7 @@ func startRedis() (*redisServer, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ { // another process may grab the port first
-		dir, err := os.MkdirTemp("", "redlimit-go-redis-")
+		dir, err := os.MkdirTemp("", "polylimit-go-redis-")
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,7 @@
 //go:build !cgo
 // +build !cgo
 
-package redlimit
+package polylimit
 
 // Built with CGO_ENABLED=0 the package still compiles, so code that imports it
 // builds everywhere, but Open fails: the library is C and needs cgo.
@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// HeaderVersion is empty: no redlimit.h was compiled in.
+// HeaderVersion is empty: no polylimit.h was compiled in.
 const HeaderVersion = ""
 
-var errNoCgo = newError(ErrInternal, "built without cgo (CGO_ENABLED=0): the Go binding needs cgo and libredlimit")
+var errNoCgo = newError(ErrInternal, "built without cgo (CGO_ENABLED=0): the Go binding needs cgo and libpolylimit")
 
 // Version returns "" without cgo.
 func Version() string { return "" }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Java binding (SWIG JNI library + jar, tests skipped) against the
-# installed library in RL_PREFIX, and prints the command line that runs the
-# demo worker (io.redlimit.demo.Worker). Used by tools/demo.sh.
+# installed library in POLYLIMIT_PREFIX, and prints the command line that runs the
+# demo worker (io.polylimit.demo.Worker). Used by tools/demo.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-: "${RL_PREFIX:?RL_PREFIX must name an installed redlimit (tools/env.sh sets it)}"
+: "${POLYLIMIT_PREFIX:?POLYLIMIT_PREFIX must name an installed polylimit (tools/env.sh sets it)}"
 if [ -z "${JAVA_HOME:-}" ]; then
   JAVA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
   export JAVA_HOME
@@ -13,10 +13,10 @@ swig_build="$root/build/demo-java-swig"
 mvn_build="$root/build/demo-java-mvn"
 {
   cmake -S "$root/bindings/swig" -B "$swig_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -Uredlimit_DIR -DCMAKE_PREFIX_PATH="$RL_PREFIX" -DRL_SWIG_PERL=OFF
+    -Upolylimit_DIR -DCMAKE_PREFIX_PATH="$POLYLIMIT_PREFIX" -DPOLYLIMIT_SWIG_PERL=OFF
   cmake --build "$swig_build" -j 2
-  mvn -B -q -ntp -f "$root/bindings/swig/java/pom.xml" -Dredlimit.build.dir="$mvn_build" \
-    -Dredlimit.swig.sources="$swig_build/java" -DskipTests package
+  mvn -B -q -ntp -f "$root/bindings/swig/java/pom.xml" -Dpolylimit.build.dir="$mvn_build" \
+    -Dpolylimit.swig.sources="$swig_build/java" -DskipTests package
 } >"$root/build/demo-java.log" 2>&1 || { echo "Java build failed; see build/demo-java.log" >&2; exit 1; }
-jni_dir=$(dirname "$(find "$swig_build" -maxdepth 1 -name 'libredlimit_jni.*' | head -n1)")
-echo "java -cp $mvn_build/redlimit-1.0.0.jar -Djava.library.path=$jni_dir io.redlimit.demo.Worker"
+jni_dir=$(dirname "$(find "$swig_build" -maxdepth 1 -name 'libpolylimit_jni.*' | head -n1)")
+echo "java -cp $mvn_build/polylimit-1.0.0.jar -Djava.library.path=$jni_dir io.polylimit.demo.Worker"

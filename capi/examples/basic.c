@@ -1,7 +1,7 @@
 /*
- * basic.c - the smallest redlimit program: 5 requests per second per user.
+ * basic.c - the smallest polylimit program: 5 requests per second per user.
  *
- *   cc basic.c $(pkg-config --cflags --libs redlimit) -o basic
+ *   cc basic.c $(pkg-config --cflags --libs polylimit) -o basic
  *   ./basic redis://127.0.0.1:6379
  *
  * Makes 8 checks for one key and prints each decision. Exits non-zero on an
@@ -10,45 +10,45 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <redlimit.h>
+#include <polylimit.h>
 
 int main(int argc, char **argv) {
     const char *url = argc > 1 ? argv[1] : "memory://";
-    rl_client *client = NULL;
-    rl_limiter *limiter = NULL;
-    rl_error err;
+    polylimit_client *client = NULL;
+    polylimit_limiter *limiter = NULL;
+    polylimit_error err;
     int admitted = 0, denied = 0, i;
 
-    if (rl_version_number() < RL_VERSION_NUMBER) {
-        fprintf(stderr, "libredlimit %s is older than the header %s\n", rl_version_string(), RL_VERSION_STRING);
+    if (polylimit_version_number() < POLYLIMIT_VERSION_NUMBER) {
+        fprintf(stderr, "libpolylimit %s is older than the header %s\n", polylimit_version_string(), POLYLIMIT_VERSION_STRING);
         return 1;
     }
-    if (rl_client_open(url, NULL, &client, &err) != RL_OK) {
-        fprintf(stderr, "open: %s: %s\n", rl_status_name(err.code), err.message);
+    if (polylimit_client_open(url, NULL, &client, &err) != POLYLIMIT_OK) {
+        fprintf(stderr, "open: %s: %s\n", polylimit_status_name(err.code), err.message);
         return 1;
     }
-    rl_limiter_options opts = RL_LIMITER_OPTIONS_INIT;
+    polylimit_limiter_options opts = POLYLIMIT_LIMITER_OPTIONS_INIT;
     opts.limit = 5;
     opts.window_ms = 1000;
     opts.prefix = "example";
-    if (rl_limiter_new(client, &opts, &limiter, &err) != RL_OK) {
+    if (polylimit_limiter_new(client, &opts, &limiter, &err) != POLYLIMIT_OK) {
         fprintf(stderr, "limiter: %s\n", err.message);
-        rl_client_close(client);
+        polylimit_client_close(client);
         return 1;
     }
     const char *key = "user:42";
-    rl_reset(limiter, key, strlen(key), NULL);
+    polylimit_reset(limiter, key, strlen(key), NULL);
     for (i = 0; i < 8; i++) {
-        rl_decision d;
-        if (rl_check(limiter, key, strlen(key), 1, &d, &err) != RL_OK) {
-            fprintf(stderr, "check: %s: %s\n", rl_status_name(err.code), err.message);
+        polylimit_decision d;
+        if (polylimit_check(limiter, key, strlen(key), 1, &d, &err) != POLYLIMIT_OK) {
+            fprintf(stderr, "check: %s: %s\n", polylimit_status_name(err.code), err.message);
             break;
         }
         printf("request %d: %s remaining=%lld retry_after_ms=%lld\n", i + 1, d.allowed ? "allowed" : "denied ",
                (long long)d.remaining, (long long)d.retry_after_ms);
         if (d.allowed) admitted++; else denied++;
     }
-    rl_limiter_free(limiter);
-    rl_client_close(client);
+    polylimit_limiter_free(limiter);
+    polylimit_client_close(client);
     return admitted == 5 && denied == 3 ? 0 : 1;
 }

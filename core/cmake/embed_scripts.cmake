@@ -23,7 +23,7 @@ endforeach()
 set(header "// Generated from core/scripts/*.lua by embed_scripts.cmake. Do not edit.
 #pragma once
 
-namespace redlimit {
+namespace polylimit {
 namespace scripts {
 
 struct Script {
@@ -34,17 +34,17 @@ struct Script {
 
 ${decls}
 }  // namespace scripts
-}  // namespace redlimit
+}  // namespace polylimit
 ")
 set(source "// Generated from core/scripts/*.lua by embed_scripts.cmake. Do not edit.
 #include \"scripts_generated.h\"
 
-namespace redlimit {
+namespace polylimit {
 namespace scripts {
 
 ${defs}
 }  // namespace scripts
-}  // namespace redlimit
+}  // namespace polylimit
 ")
 # Write only on change so dependants are not rebuilt needlessly.
 foreach(pair "OUT_HEADER;header" "OUT_SOURCE;source")

@@ -1,9 +1,9 @@
 // backend.cpp - what every backend shares: folding per-limit results.
-#include "redlimit/backend.h"
+#include "polylimit/backend.h"
 
 #include <algorithm>
 
-namespace redlimit {
+namespace polylimit {
 
 Decision combine(bool allowed, const std::vector<LimitResult>& results) {
   Decision d;
@@ -46,4 +46,4 @@ Decision Backend::evaluate(Op op, const LimitParams& params, const std::string& 
   return evaluate(r);
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

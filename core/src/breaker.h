@@ -6,7 +6,7 @@
 #include <chrono>
 #include <mutex>
 
-namespace redlimit {
+namespace polylimit {
 
 class Breaker {
  public:
@@ -58,4 +58,4 @@ class Breaker {
   Clock::time_point open_until_;
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -1,14 +1,14 @@
 // client.cpp - Client::open picks the backend for a URL.
-#include "redlimit/client.h"
+#include "polylimit/client.h"
 
 #include "cluster_transport.h"
 #include "memory_backend.h"
 #include "redis_backend.h"
 #include "sentinel_transport.h"
 #include "transport.h"
-#include "redlimit/errors.h"
+#include "polylimit/errors.h"
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 void check_range(const char* name, long long value, long long lo, long long hi) {
@@ -52,4 +52,4 @@ Stats Client::stats() const {
   return s;
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -13,7 +13,7 @@
 #include "crc16.h"
 #include "redis_errors.h"
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 int64_t now_ns() {
@@ -397,4 +397,4 @@ std::string ClusterTransport::master_for(std::string_view key) {
   return node ? node->address : std::string();
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -28,7 +28,7 @@
 #include "per_process.h"
 #include "transport.h"
 
-namespace redlimit {
+namespace polylimit {
 
 class ClusterTransport : public Transport {
  public:
@@ -100,4 +100,4 @@ class ClusterTransport : public Transport {
   std::atomic<long> redirects_{0};
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

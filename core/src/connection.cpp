@@ -12,7 +12,7 @@
 
 #include "redis_errors.h"
 
-namespace redlimit {
+namespace polylimit {
 
 void ReplyDeleter::operator()(redisReply* r) const noexcept {
   if (r) freeReplyObject(r);
@@ -164,4 +164,4 @@ bool Connection::stale() const {
   return n != 0;  // readable (EOF, an error, unsolicited bytes) or poll failed
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

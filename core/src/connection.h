@@ -12,13 +12,13 @@
 #include <string_view>
 #include <vector>
 
-#include "redlimit/client.h"
-#include "redlimit/url.h"
+#include "polylimit/client.h"
+#include "polylimit/url.h"
 
 struct redisContext;
 struct redisReply;
 
-namespace redlimit {
+namespace polylimit {
 
 struct ReplyDeleter {
   void operator()(redisReply* r) const noexcept;
@@ -63,4 +63,4 @@ class Connection {
   std::chrono::steady_clock::time_point last_used_;
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -3,7 +3,7 @@
 
 #include <array>
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 constexpr std::array<uint16_t, 256> make_table() {
@@ -36,4 +36,4 @@ std::string_view hash_tag(std::string_view key) noexcept {
 
 int key_slot(std::string_view key) noexcept { return crc16_xmodem(hash_tag(key)) & (kClusterSlots - 1); }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace redlimit {
+namespace polylimit {
 
 constexpr int kClusterSlots = 16384;
 
@@ -19,4 +19,4 @@ std::string_view hash_tag(std::string_view key) noexcept;
 
 int key_slot(std::string_view key) noexcept;
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 int64_t ceil_ms(DenyCache::Clock::duration d) {
@@ -82,4 +82,4 @@ size_t DenyCache::size() {
   return lru_.size();
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -17,9 +17,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "redlimit/decision.h"
+#include "polylimit/decision.h"
 
-namespace redlimit {
+namespace polylimit {
 
 class DenyCache {
  public:
@@ -50,4 +50,4 @@ class DenyCache {
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

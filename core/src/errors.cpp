@@ -1,8 +1,8 @@
 // errors.cpp - names of error codes and algorithms.
-#include "redlimit/backend.h"
-#include "redlimit/errors.h"
+#include "polylimit/backend.h"
+#include "polylimit/errors.h"
 
-namespace redlimit {
+namespace polylimit {
 
 const char* error_code_name(ErrorCode code) noexcept {
   switch (code) {
@@ -31,4 +31,4 @@ const char* algorithm_name(Algorithm algorithm) noexcept {
   return "unknown";
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -1,5 +1,5 @@
 // limiter.cpp - validation and storage keys; the algorithms live in backends.
-#include "redlimit/limiter.h"
+#include "polylimit/limiter.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,9 +9,9 @@
 #include "breaker.h"
 #include "deny_cache.h"
 #include "memory_backend.h"
-#include "redlimit/errors.h"
+#include "polylimit/errors.h"
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 // Errors that mean "the server did not answer", as opposed to "it answered no".
@@ -425,4 +425,4 @@ std::vector<Outcome> Limiter::decide_many(const std::vector<Request>& requests) 
   return out;
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

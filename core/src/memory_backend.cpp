@@ -8,9 +8,9 @@
 #include <cmath>
 #include <optional>
 
-#include "redlimit/errors.h"
+#include "polylimit/errors.h"
 
-namespace redlimit {
+namespace polylimit {
 
 int64_t realtime_us() {
   using namespace std::chrono;
@@ -398,4 +398,4 @@ size_t MemoryBackend::size() {
   return n;
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

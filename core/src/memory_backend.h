@@ -15,9 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "redlimit/backend.h"
+#include "polylimit/backend.h"
 
-namespace redlimit {
+namespace polylimit {
 
 class MemoryBackend : public Backend {
  public:
@@ -59,4 +59,4 @@ class MemoryBackend : public Backend {
 // Microseconds since the epoch from the system realtime clock.
 int64_t realtime_us();
 
-}  // namespace redlimit
+}  // namespace polylimit

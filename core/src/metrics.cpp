@@ -1,10 +1,10 @@
 // metrics.cpp - relaxed atomics: counters need no ordering between them.
-#include "redlimit/metrics.h"
+#include "polylimit/metrics.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
 }
@@ -49,7 +49,7 @@ Stats Metrics::snapshot() const {
 std::string to_prometheus(const Stats& s) {
   std::string out;
   auto counter = [&](const char* name, const char* help, uint64_t v) {
-    out += std::string("# HELP redlimit_") + name + " " + help + "\n# TYPE redlimit_" + name + " counter\nredlimit_" +
+    out += std::string("# HELP polylimit_") + name + " " + help + "\n# TYPE polylimit_" + name + " counter\npolylimit_" +
            name + " " + std::to_string(v) + "\n";
   };
   counter("checks_total", "Checks decided or failed.", s.checks);
@@ -61,7 +61,7 @@ std::string to_prometheus(const Stats& s) {
   counter("cache_hits_total", "Checks answered by the local deny cache.", s.cache_hits);
   counter("degraded_total", "Checks answered by the failure policy.", s.degraded);
   counter("near_limit_total", "Admitted checks with less than 10% of the limit remaining.", s.near_limit);
-  out += "# HELP redlimit_check_latency_seconds Latency of a check.\n# TYPE redlimit_check_latency_seconds histogram\n";
+  out += "# HELP polylimit_check_latency_seconds Latency of a check.\n# TYPE polylimit_check_latency_seconds histogram\n";
   uint64_t cumulative = 0;
   char buf[64];
   for (size_t i = 0; i < kLatencyBuckets; ++i) {
@@ -70,12 +70,12 @@ std::string to_prometheus(const Stats& s) {
       std::snprintf(buf, sizeof buf, "%g", static_cast<double>(kLatencyBoundsUs[i]) / 1e6);
     else
       std::snprintf(buf, sizeof buf, "+Inf");
-    out += std::string("redlimit_check_latency_seconds_bucket{le=\"") + buf + "\"} " + std::to_string(cumulative) + "\n";
+    out += std::string("polylimit_check_latency_seconds_bucket{le=\"") + buf + "\"} " + std::to_string(cumulative) + "\n";
   }
   std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(s.latency_sum_us) / 1e6);
-  out += std::string("redlimit_check_latency_seconds_sum ") + buf + "\n";
-  out += "redlimit_check_latency_seconds_count " + std::to_string(s.latency_count) + "\n";
+  out += std::string("polylimit_check_latency_seconds_sum ") + buf + "\n";
+  out += "polylimit_check_latency_seconds_count " + std::to_string(s.latency_count) + "\n";
   return out;
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

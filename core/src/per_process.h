@@ -13,7 +13,7 @@
 #include <atomic>
 #include <mutex>
 
-namespace redlimit {
+namespace polylimit {
 
 template <typename T>
 class PerProcess {
@@ -53,4 +53,4 @@ class PerProcess {
   std::mutex fork_mu_;
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

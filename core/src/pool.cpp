@@ -6,9 +6,9 @@
 
 #include <chrono>
 
-#include "redlimit/errors.h"
+#include "polylimit/errors.h"
 
-namespace redlimit {
+namespace polylimit {
 
 PooledConnection::~PooledConnection() {
   if (conn_) pool_->release(static_cast<ConnectionPool::State*>(state_), std::move(conn_));
@@ -100,4 +100,4 @@ int ConnectionPool::open_connections() {
   return s->open;
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -14,10 +14,10 @@
 
 #include "connection.h"
 #include "per_process.h"
-#include "redlimit/client.h"
-#include "redlimit/url.h"
+#include "polylimit/client.h"
+#include "polylimit/url.h"
 
-namespace redlimit {
+namespace polylimit {
 
 class ConnectionPool;
 
@@ -73,4 +73,4 @@ class ConnectionPool {
   std::atomic<long> made_{0};
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

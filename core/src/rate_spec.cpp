@@ -1,13 +1,13 @@
 // rate_spec.cpp - a small hand-written tokenizer; errors quote the bad part.
-#include "redlimit/rate_spec.h"
+#include "polylimit/rate_spec.h"
 
 #include <cctype>
 #include <string>
 
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 std::string lower(std::string_view s) {
@@ -131,4 +131,4 @@ std::vector<LimitParams> parse_rate_spec(std::string_view spec, Algorithm algori
   return out;
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

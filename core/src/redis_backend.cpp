@@ -9,7 +9,7 @@
 
 #include "redis_errors.h"
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 const scripts::Script& script_for(Algorithm a) {
@@ -156,4 +156,4 @@ void RedisBackend::reset(const std::vector<std::string>& keys) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), "DEL");
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "redlimit/backend.h"
+#include "polylimit/backend.h"
 #include "transport.h"
 
-namespace redlimit {
+namespace polylimit {
 
 class RedisBackend : public Backend {
  public:
@@ -43,4 +43,4 @@ class RedisBackend : public Backend {
   std::atomic<long> round_trips_{0};
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -1,4 +1,4 @@
-// redis_errors.cpp - hiredis err/errno and error replies -> redlimit::Error.
+// redis_errors.cpp - hiredis err/errno and error replies -> polylimit::Error.
 #include "redis_errors.h"
 
 #include <hiredis/hiredis.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 bool starts_with(const std::string& s, const char* prefix) {
@@ -57,4 +57,4 @@ void throw_reply_error(const std::string& reply, const std::string& what) {
   throw Error(ErrorCode::kServer, msg);
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -7,7 +7,7 @@
 
 #include "redis_errors.h"
 
-namespace redlimit {
+namespace polylimit {
 
 Argv ScriptCache::evalsha(const scripts::Script& script, const Argv& keys, const Argv& args,
                           std::string& numkeys_storage) {
@@ -45,4 +45,4 @@ ReplyPtr ScriptCache::run(Connection& conn, const scripts::Script& script, const
   return conn.command(argv);  // once; a second NOSCRIPT is returned as an error
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

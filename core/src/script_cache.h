@@ -11,7 +11,7 @@
 #include "connection.h"
 #include "scripts_generated.h"
 
-namespace redlimit {
+namespace polylimit {
 
 class ScriptCache {
  public:
@@ -35,4 +35,4 @@ class ScriptCache {
   std::atomic<long> reloads_{0};
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

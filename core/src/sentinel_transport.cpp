@@ -10,7 +10,7 @@
 
 #include "redis_errors.h"
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 int64_t now_ns() {
@@ -221,4 +221,4 @@ std::vector<ReplyPtr> SentinelTransport::run_scripts(const scripts::Script& scri
 
 std::string SentinelTransport::master_address() { return current()->address; }
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -24,7 +24,7 @@
 #include "per_process.h"
 #include "transport.h"
 
-namespace redlimit {
+namespace polylimit {
 
 class SentinelTransport : public Transport {
  public:
@@ -84,4 +84,4 @@ class SentinelTransport : public Transport {
   std::atomic<long> readonly_replies_{0};
 };
 
-}  // namespace redlimit
+}  // namespace polylimit

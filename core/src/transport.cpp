@@ -1,7 +1,7 @@
 // transport.cpp - the standalone transport and pipelined script runs.
 #include "transport.h"
 
-namespace redlimit {
+namespace polylimit {
 
 std::vector<ReplyPtr> run_scripts_on(Connection& conn, ScriptCache& cache, const scripts::Script& script,
                                      const std::vector<ScriptCall>& calls) {
@@ -44,4 +44,4 @@ ReplyPtr StandaloneTransport::run_command(std::string_view, const Argv& argv) {
   return conn->command(argv);
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

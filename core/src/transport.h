@@ -13,7 +13,7 @@
 #include "pool.h"
 #include "script_cache.h"
 
-namespace redlimit {
+namespace polylimit {
 
 // One script invocation; all its keys share one hash tag (one slot).
 struct ScriptCall {
@@ -63,4 +63,4 @@ class StandaloneTransport : public Transport {
 std::vector<ReplyPtr> run_scripts_on(Connection& conn, ScriptCache& cache, const scripts::Script& script,
                                      const std::vector<ScriptCall>& calls);
 
-}  // namespace redlimit
+}  // namespace polylimit

@@ -1,13 +1,13 @@
 // url.cpp - URL parsing for redis://, redis+cluster://, redis+sentinel://,
 // unix:// and memory://.
-#include "redlimit/url.h"
+#include "polylimit/url.h"
 
 #include <cctype>
 #include <cstdlib>
 
-#include "redlimit/errors.h"
+#include "polylimit/errors.h"
 
-namespace redlimit {
+namespace polylimit {
 namespace {
 
 [[noreturn]] void bad_url(const std::string& url, const std::string& why) {
@@ -274,4 +274,4 @@ Endpoint parse_url(const std::string& url) {
   bad_url(url, "unknown scheme \"" + scheme + "\" (expected redis, redis+cluster, redis+sentinel, unix or memory)");
 }
 
-}  // namespace redlimit
+}  // namespace polylimit

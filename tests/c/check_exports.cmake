@@ -1,4 +1,4 @@
-# Fails unless every dynamic symbol the library defines is rl_*.
+# Fails unless every dynamic symbol the library defines is polylimit_*.
 execute_process(COMMAND nm -D --defined-only "${LIB}" OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIB}")
@@ -8,16 +8,16 @@ set(count 0)
 foreach(line ${lines})
   if(line MATCHES " ([A-Za-z]) ([^ ]+)$")
     set(name "${CMAKE_MATCH_2}")
-    if(name MATCHES "^REDLIMIT_")  # the version node
+    if(name MATCHES "^POLYLIMIT_")  # the version node
       continue()
     endif()
-    if(NOT name MATCHES "^rl_")
-      message(FATAL_ERROR "exported symbol that is not rl_*: ${name}")
+    if(NOT name MATCHES "^polylimit_")
+      message(FATAL_ERROR "exported symbol that is not polylimit_*: ${name}")
     endif()
     math(EXPR count "${count} + 1")
   endif()
 endforeach()
 if(count LESS 10)
-  message(FATAL_ERROR "only ${count} rl_* symbols exported")
+  message(FATAL_ERROR "only ${count} polylimit_* symbols exported")
 endif()
-message(STATUS "${count} symbols exported, all rl_*")
+message(STATUS "${count} symbols exported, all polylimit_*")

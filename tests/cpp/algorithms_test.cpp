@@ -10,17 +10,17 @@
 
 #include "memory_backend.h"
 #include "redis_server.h"
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 
 namespace {
 
 constexpr int64_t kT0 = 1700000000000000;  // a window-aligned microsecond (for 1 s windows)
 
-rltest::RedisServer& server() {
-  static rltest::RedisServer s;
+pltest::RedisServer& server() {
+  static pltest::RedisServer s;
   return s;
 }
 

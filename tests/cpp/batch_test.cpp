@@ -4,16 +4,16 @@
 #include <cstring>
 
 #include "redis_server.h"
-#include "redlimit.h"
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 
 namespace {
 
-rltest::RedisServer& server() {
-  static rltest::RedisServer s;
+pltest::RedisServer& server() {
+  static pltest::RedisServer s;
   return s;
 }
 
@@ -59,50 +59,50 @@ TEST(Batch, SameAnswersInMemory) {
 }
 
 TEST(Batch, CApi) {
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open(server().url().c_str(), nullptr, &client, nullptr), RL_OK);
-  rl_limiter* l = nullptr;
-  rl_limiter_options lo = RL_LIMITER_OPTIONS_INIT;
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open(server().url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter* l = nullptr;
+  polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
   lo.prefix = "batchc";
-  ASSERT_EQ(rl_limiter_new_spec(client, "1/minute", &lo, &l, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "1/minute", &lo, &l, nullptr), POLYLIMIT_OK);
   const char* k[] = {"x", "y", "x", nullptr, "z\0z"};
   size_t lens[] = {1, 1, 1, 3, 3};
-  rl_decision out[5];
+  polylimit_decision out[5];
   int statuses[5];
-  rl_error err;
-  int rc = rl_check_many(l, reinterpret_cast<const void* const*>(k), lens, 5, 1, out, statuses, &err);
-  EXPECT_EQ(rc, RL_EINVALID);
+  polylimit_error err;
+  int rc = polylimit_check_many(l, reinterpret_cast<const void* const*>(k), lens, 5, 1, out, statuses, &err);
+  EXPECT_EQ(rc, POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "keys[3] is NULL"), nullptr) << err.message;
-  EXPECT_EQ(statuses[0], RL_OK);
+  EXPECT_EQ(statuses[0], POLYLIMIT_OK);
   EXPECT_EQ(out[0].allowed, 1);
   EXPECT_EQ(out[1].allowed, 1);
-  EXPECT_EQ(statuses[2], RL_OK);
+  EXPECT_EQ(statuses[2], POLYLIMIT_OK);
   EXPECT_EQ(out[2].allowed, 0);
-  EXPECT_EQ(statuses[3], RL_EINVALID);
-  EXPECT_EQ(statuses[4], RL_OK);
+  EXPECT_EQ(statuses[3], POLYLIMIT_EINVALID);
+  EXPECT_EQ(statuses[4], POLYLIMIT_OK);
   EXPECT_EQ(out[4].allowed, 1);
-  // All good: RL_OK.
+  // All good: POLYLIMIT_OK.
   const char* k2[] = {"p", "q"};
   size_t l2[] = {1, 1};
-  EXPECT_EQ(rl_check_many(l, reinterpret_cast<const void* const*>(k2), l2, 2, 1, out, statuses, &err), RL_OK);
+  EXPECT_EQ(polylimit_check_many(l, reinterpret_cast<const void* const*>(k2), l2, 2, 1, out, statuses, &err), POLYLIMIT_OK);
   // Bad arguments.
   const void* const* kk = reinterpret_cast<const void* const*>(k2);
-  EXPECT_EQ(rl_check_many(nullptr, kk, l2, 2, 1, out, statuses, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_many(nullptr, kk, l2, 2, 1, out, statuses, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "limiter is NULL"), nullptr);
-  EXPECT_EQ(rl_check_many(l, nullptr, l2, 2, 1, out, statuses, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_many(l, nullptr, l2, 2, 1, out, statuses, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "keys is NULL"), nullptr);
-  EXPECT_EQ(rl_check_many(l, kk, nullptr, 2, 1, out, statuses, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_many(l, kk, nullptr, 2, 1, out, statuses, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "key_lens is NULL"), nullptr);
-  EXPECT_EQ(rl_check_many(l, kk, l2, 2, 1, nullptr, statuses, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_many(l, kk, l2, 2, 1, nullptr, statuses, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "out is NULL"), nullptr);
-  EXPECT_EQ(rl_check_many(l, kk, l2, 2, 1, out, nullptr, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_many(l, kk, l2, 2, 1, out, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "statuses is NULL"), nullptr);
-  EXPECT_EQ(rl_check_many(l, kk, l2, 2, 0, out, statuses, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_many(l, kk, l2, 2, 0, out, statuses, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "cost = 0"), nullptr);
-  EXPECT_EQ(statuses[0], RL_EINVALID);
-  EXPECT_EQ(rl_check_many(l, kk, l2, SIZE_MAX, 1, out, statuses, &err), RL_EINVALID);
+  EXPECT_EQ(statuses[0], POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_check_many(l, kk, l2, SIZE_MAX, 1, out, statuses, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "n = "), nullptr);
-  EXPECT_EQ(rl_check_many(l, nullptr, nullptr, 0, 1, nullptr, nullptr, &err), RL_OK);  // nothing to do
-  rl_limiter_free(l);
-  rl_client_close(client);
+  EXPECT_EQ(polylimit_check_many(l, nullptr, nullptr, 0, 1, nullptr, nullptr, &err), POLYLIMIT_OK);  // nothing to do
+  polylimit_limiter_free(l);
+  polylimit_client_close(client);
 }

@@ -6,12 +6,12 @@
 #include <string>
 
 #include "redis_server.h"
-#include "redlimit.h"
+#include "polylimit.h"
 
 namespace {
 
-rl_limiter_options limiter_opts(int64_t limit, int64_t window_ms) {
-  rl_limiter_options o = RL_LIMITER_OPTIONS_INIT;
+polylimit_limiter_options limiter_opts(int64_t limit, int64_t window_ms) {
+  polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
   o.limit = limit;
   o.window_ms = window_ms;
   return o;
@@ -19,9 +19,9 @@ rl_limiter_options limiter_opts(int64_t limit, int64_t window_ms) {
 
 #define EXPECT_ERR(call, status, fragment)                                         \
   do {                                                                             \
-    rl_error err_;                                                                 \
+    polylimit_error err_;                                                                 \
     std::memset(&err_, 0x7f, sizeof err_);                                         \
-    rl_error* err = &err_;                                                         \
+    polylimit_error* err = &err_;                                                         \
     int rc_ = (call);                                                              \
     EXPECT_EQ(rc_, status) << #call << ": " << err_.message;                       \
     EXPECT_EQ(err_.code, rc_);                                                     \
@@ -30,184 +30,184 @@ rl_limiter_options limiter_opts(int64_t limit, int64_t window_ms) {
   } while (0)
 
 struct Handles {
-  rl_client* client = nullptr;
-  rl_limiter* limiter = nullptr;
+  polylimit_client* client = nullptr;
+  polylimit_limiter* limiter = nullptr;
   explicit Handles(const std::string& url, int64_t limit = 10, int64_t window = 60000, const char* prefix = nullptr) {
-    rl_error err;
-    EXPECT_EQ(rl_client_open(url.c_str(), nullptr, &client, &err), RL_OK) << err.message;
-    rl_limiter_options o = limiter_opts(limit, window);
+    polylimit_error err;
+    EXPECT_EQ(polylimit_client_open(url.c_str(), nullptr, &client, &err), POLYLIMIT_OK) << err.message;
+    polylimit_limiter_options o = limiter_opts(limit, window);
     o.prefix = prefix;
-    EXPECT_EQ(rl_limiter_new(client, &o, &limiter, &err), RL_OK) << err.message;
+    EXPECT_EQ(polylimit_limiter_new(client, &o, &limiter, &err), POLYLIMIT_OK) << err.message;
   }
   ~Handles() {
-    rl_limiter_free(limiter);
-    rl_client_close(client);
+    polylimit_limiter_free(limiter);
+    polylimit_client_close(client);
   }
 };
 
 }  // namespace
 
 TEST(CApi, Version) {
-  EXPECT_EQ(rl_version_number(), RL_VERSION_NUMBER);
-  EXPECT_STREQ(rl_version_string(), RL_VERSION_STRING);
-  EXPECT_STREQ(rl_status_name(RL_ETIMEOUT), "RL_ETIMEOUT");
-  EXPECT_STREQ(rl_status_name(-999), "RL_UNKNOWN");
+  EXPECT_EQ(polylimit_version_number(), POLYLIMIT_VERSION_NUMBER);
+  EXPECT_STREQ(polylimit_version_string(), POLYLIMIT_VERSION_STRING);
+  EXPECT_STREQ(polylimit_status_name(POLYLIMIT_ETIMEOUT), "POLYLIMIT_ETIMEOUT");
+  EXPECT_STREQ(polylimit_status_name(-999), "POLYLIMIT_UNKNOWN");
 }
 
 TEST(CApi, ClientOpenBadInput) {
-  rl_client* c = reinterpret_cast<rl_client*>(0x1);
-  EXPECT_ERR(rl_client_open(nullptr, nullptr, &c, err), RL_EINVALID, "url is NULL");
+  polylimit_client* c = reinterpret_cast<polylimit_client*>(0x1);
+  EXPECT_ERR(polylimit_client_open(nullptr, nullptr, &c, err), POLYLIMIT_EINVALID, "url is NULL");
   EXPECT_EQ(c, nullptr);  // out is cleared on failure
-  EXPECT_ERR(rl_client_open("memory://", nullptr, nullptr, err), RL_EINVALID, "out is NULL");
-  EXPECT_ERR(rl_client_open("", nullptr, &c, err), RL_EINVALID, "expected scheme");
-  EXPECT_ERR(rl_client_open("redis://h:99999", nullptr, &c, err), RL_EINVALID, "port");
-  EXPECT_ERR(rl_client_open("nonsense", nullptr, &c, err), RL_EINVALID, "url");
-  rl_client_options o = RL_CLIENT_OPTIONS_INIT;
+  EXPECT_ERR(polylimit_client_open("memory://", nullptr, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
+  EXPECT_ERR(polylimit_client_open("", nullptr, &c, err), POLYLIMIT_EINVALID, "expected scheme");
+  EXPECT_ERR(polylimit_client_open("redis://h:99999", nullptr, &c, err), POLYLIMIT_EINVALID, "port");
+  EXPECT_ERR(polylimit_client_open("nonsense", nullptr, &c, err), POLYLIMIT_EINVALID, "url");
+  polylimit_client_options o = POLYLIMIT_CLIENT_OPTIONS_INIT;
   o.version = 99;
-  EXPECT_ERR(rl_client_open("memory://", &o, &c, err), RL_EINVALID, "options->version");
-  o = RL_CLIENT_OPTIONS_INIT;
+  EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "options->version");
+  o = POLYLIMIT_CLIENT_OPTIONS_INIT;
   o.pool_size = -1;
-  EXPECT_ERR(rl_client_open("memory://", &o, &c, err), RL_EINVALID, "pool_size");
-  o = RL_CLIENT_OPTIONS_INIT;
+  EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "pool_size");
+  o = POLYLIMIT_CLIENT_OPTIONS_INIT;
   o.command_timeout_ms = -5;
-  EXPECT_ERR(rl_client_open("memory://", &o, &c, err), RL_EINVALID, "command_timeout_ms");
-  o = RL_CLIENT_OPTIONS_INIT;
+  EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "command_timeout_ms");
+  o = POLYLIMIT_CLIENT_OPTIONS_INIT;
   o.pool_size = 1 << 30;
-  EXPECT_ERR(rl_client_open("memory://", &o, &c, err), RL_EINVALID, "pool_size");
-  o = RL_CLIENT_OPTIONS_INIT;
+  EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "pool_size");
+  o = POLYLIMIT_CLIENT_OPTIONS_INIT;
   o.keepalive_s = -1;
-  EXPECT_ERR(rl_client_open("memory://", &o, &c, err), RL_EINVALID, "keepalive_s");
+  EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "keepalive_s");
   // NULL err is allowed everywhere.
-  EXPECT_EQ(rl_client_open(nullptr, nullptr, &c, nullptr), RL_EINVALID);
+  EXPECT_EQ(polylimit_client_open(nullptr, nullptr, &c, nullptr), POLYLIMIT_EINVALID);
 }
 
 TEST(CApi, OptionsInit) {
-  rl_client_options co;
-  EXPECT_EQ(rl_client_options_init(&co, RL_CLIENT_OPTIONS_VERSION), RL_OK);
-  EXPECT_EQ(co.version, static_cast<unsigned>(RL_CLIENT_OPTIONS_VERSION));
-  EXPECT_EQ(rl_client_options_init(&co, 42), RL_EINVALID);
-  EXPECT_EQ(rl_client_options_init(nullptr, RL_CLIENT_OPTIONS_VERSION), RL_EINVALID);
-  rl_limiter_options lo;
-  EXPECT_EQ(rl_limiter_options_init(&lo, RL_LIMITER_OPTIONS_VERSION), RL_OK);
-  EXPECT_EQ(lo.algorithm, RL_ALG_SLIDING_LOG);
-  EXPECT_EQ(rl_limiter_options_init(&lo, 0), RL_EINVALID);
+  polylimit_client_options co;
+  EXPECT_EQ(polylimit_client_options_init(&co, POLYLIMIT_CLIENT_OPTIONS_VERSION), POLYLIMIT_OK);
+  EXPECT_EQ(co.version, static_cast<unsigned>(POLYLIMIT_CLIENT_OPTIONS_VERSION));
+  EXPECT_EQ(polylimit_client_options_init(&co, 42), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_client_options_init(nullptr, POLYLIMIT_CLIENT_OPTIONS_VERSION), POLYLIMIT_EINVALID);
+  polylimit_limiter_options lo;
+  EXPECT_EQ(polylimit_limiter_options_init(&lo, POLYLIMIT_LIMITER_OPTIONS_VERSION), POLYLIMIT_OK);
+  EXPECT_EQ(lo.algorithm, POLYLIMIT_ALG_SLIDING_LOG);
+  EXPECT_EQ(polylimit_limiter_options_init(&lo, 0), POLYLIMIT_EINVALID);
 }
 
 TEST(CApi, LimiterNewBadInput) {
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open("memory://", nullptr, &client, nullptr), RL_OK);
-  rl_limiter* l = nullptr;
-  rl_limiter_options o = limiter_opts(10, 1000);
-  EXPECT_ERR(rl_limiter_new(nullptr, &o, &l, err), RL_EINVALID, "client is NULL");
-  EXPECT_ERR(rl_limiter_new(client, nullptr, &l, err), RL_EINVALID, "options is NULL");
-  EXPECT_ERR(rl_limiter_new(client, &o, nullptr, err), RL_EINVALID, "out is NULL");
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open("memory://", nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter* l = nullptr;
+  polylimit_limiter_options o = limiter_opts(10, 1000);
+  EXPECT_ERR(polylimit_limiter_new(nullptr, &o, &l, err), POLYLIMIT_EINVALID, "client is NULL");
+  EXPECT_ERR(polylimit_limiter_new(client, nullptr, &l, err), POLYLIMIT_EINVALID, "options is NULL");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
   o = limiter_opts(0, 1000);
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "limit = 0");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "limit = 0");
   o = limiter_opts(10, 0);
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "window_ms = 0");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "window_ms = 0");
   o = limiter_opts(INT64_MAX, 1000);
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "limit");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "limit");
   o = limiter_opts(10, INT64_MAX);
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "window_ms");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "window_ms");
   o = limiter_opts(10, -1);
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "window_ms = -1");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "window_ms = -1");
   o = limiter_opts(10, 1000);
   o.algorithm = 77;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "algorithm = 77");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "algorithm = 77");
   o = limiter_opts(10, 1000);
   o.clock = 5;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "clock = 5");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "clock = 5");
   o = limiter_opts(10, 1000);
   o.version = 0;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "options->version");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "options->version");
   o = limiter_opts(10, 1000);
   o.prefix = "";
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "prefix");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "prefix");
   EXPECT_EQ(l, nullptr);
-  rl_client_close(client);
+  polylimit_client_close(client);
 }
 
 TEST(CApi, CallsBadInput) {
   Handles h("memory://", 10, 1000);
-  rl_decision d;
-  EXPECT_ERR(rl_check(nullptr, "k", 1, 1, &d, err), RL_EINVALID, "limiter is NULL");
-  EXPECT_ERR(rl_check(h.limiter, nullptr, 1, 1, &d, err), RL_EINVALID, "key is NULL");
-  EXPECT_ERR(rl_check(h.limiter, "k", 1, 1, nullptr, err), RL_EINVALID, "out is NULL");
-  EXPECT_ERR(rl_check(h.limiter, "", 0, 1, &d, err), RL_EINVALID, "key is empty");
-  EXPECT_ERR(rl_check(h.limiter, nullptr, 0, 1, &d, err), RL_EINVALID, "key is empty");
-  EXPECT_ERR(rl_check(h.limiter, "k", 1, 0, &d, err), RL_EINVALID, "cost = 0");
-  EXPECT_ERR(rl_check(h.limiter, "k", 1, -3, &d, err), RL_EINVALID, "cost = -3");
-  EXPECT_ERR(rl_check(h.limiter, "k", 1, 11, &d, err), RL_EINVALID, "exceeds limit = 10");
-  EXPECT_ERR(rl_check(h.limiter, "k", 1, INT64_MAX, &d, err), RL_EINVALID, "exceeds limit");
-  EXPECT_ERR(rl_check(h.limiter, "k", SIZE_MAX, 1, &d, err), RL_EINVALID, "key is");
-  EXPECT_ERR(rl_check_at(h.limiter, "k", 1, 1, -1, &d, err), RL_EINVALID, "now_us = -1");
-  EXPECT_ERR(rl_check_at(h.limiter, "k", 1, 1, INT64_MAX, &d, err), RL_EINVALID, "now_us");
-  EXPECT_ERR(rl_check_at(nullptr, "k", 1, 1, 1, &d, err), RL_EINVALID, "limiter is NULL");
-  EXPECT_ERR(rl_peek(nullptr, "k", 1, &d, err), RL_EINVALID, "limiter is NULL");
-  EXPECT_ERR(rl_peek(h.limiter, nullptr, 4, &d, err), RL_EINVALID, "key is NULL");
-  EXPECT_ERR(rl_peek(h.limiter, "k", 1, nullptr, err), RL_EINVALID, "out is NULL");
-  EXPECT_ERR(rl_reset(nullptr, "k", 1, err), RL_EINVALID, "limiter is NULL");
-  EXPECT_ERR(rl_reset(h.limiter, nullptr, 1, err), RL_EINVALID, "key is NULL");
-  EXPECT_ERR(rl_reset(h.limiter, "k", 0, err), RL_EINVALID, "key is empty");
+  polylimit_decision d;
+  EXPECT_ERR(polylimit_check(nullptr, "k", 1, 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
+  EXPECT_ERR(polylimit_check(h.limiter, nullptr, 1, 1, &d, err), POLYLIMIT_EINVALID, "key is NULL");
+  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, 1, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
+  EXPECT_ERR(polylimit_check(h.limiter, "", 0, 1, &d, err), POLYLIMIT_EINVALID, "key is empty");
+  EXPECT_ERR(polylimit_check(h.limiter, nullptr, 0, 1, &d, err), POLYLIMIT_EINVALID, "key is empty");
+  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, 0, &d, err), POLYLIMIT_EINVALID, "cost = 0");
+  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, -3, &d, err), POLYLIMIT_EINVALID, "cost = -3");
+  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, 11, &d, err), POLYLIMIT_EINVALID, "exceeds limit = 10");
+  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, INT64_MAX, &d, err), POLYLIMIT_EINVALID, "exceeds limit");
+  EXPECT_ERR(polylimit_check(h.limiter, "k", SIZE_MAX, 1, &d, err), POLYLIMIT_EINVALID, "key is");
+  EXPECT_ERR(polylimit_check_at(h.limiter, "k", 1, 1, -1, &d, err), POLYLIMIT_EINVALID, "now_us = -1");
+  EXPECT_ERR(polylimit_check_at(h.limiter, "k", 1, 1, INT64_MAX, &d, err), POLYLIMIT_EINVALID, "now_us");
+  EXPECT_ERR(polylimit_check_at(nullptr, "k", 1, 1, 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
+  EXPECT_ERR(polylimit_peek(nullptr, "k", 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
+  EXPECT_ERR(polylimit_peek(h.limiter, nullptr, 4, &d, err), POLYLIMIT_EINVALID, "key is NULL");
+  EXPECT_ERR(polylimit_peek(h.limiter, "k", 1, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
+  EXPECT_ERR(polylimit_reset(nullptr, "k", 1, err), POLYLIMIT_EINVALID, "limiter is NULL");
+  EXPECT_ERR(polylimit_reset(h.limiter, nullptr, 1, err), POLYLIMIT_EINVALID, "key is NULL");
+  EXPECT_ERR(polylimit_reset(h.limiter, "k", 0, err), POLYLIMIT_EINVALID, "key is empty");
   // NULL err, and the free functions with NULL.
-  EXPECT_EQ(rl_check(nullptr, "k", 1, 1, &d, nullptr), RL_EINVALID);
-  rl_limiter_free(nullptr);
-  rl_client_close(nullptr);
-  rl_free(nullptr);
-  rl_error_clear(nullptr);
+  EXPECT_EQ(polylimit_check(nullptr, "k", 1, 1, &d, nullptr), POLYLIMIT_EINVALID);
+  polylimit_limiter_free(nullptr);
+  polylimit_client_close(nullptr);
+  polylimit_free(nullptr);
+  polylimit_error_clear(nullptr);
 }
 
 TEST(CApi, RoundTripOnRedis) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   Handles h(server.url(), 2, 60000, "capi");
   std::string key("bin\0key", 7);
-  rl_decision d;
-  rl_error err;
-  ASSERT_EQ(rl_check(h.limiter, key.data(), key.size(), 1, &d, &err), RL_OK) << err.message;
+  polylimit_decision d;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK) << err.message;
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.remaining, 1);
-  ASSERT_EQ(rl_check(h.limiter, key.data(), key.size(), 1, &d, &err), RL_OK);
-  ASSERT_EQ(rl_check(h.limiter, key.data(), key.size(), 1, &d, &err), RL_OK);  // denied is not an error
+  ASSERT_EQ(polylimit_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK);  // denied is not an error
   EXPECT_EQ(d.allowed, 0);
-  EXPECT_EQ(err.code, RL_OK);
+  EXPECT_EQ(err.code, POLYLIMIT_OK);
   EXPECT_GT(d.retry_after_ms, 0);
-  ASSERT_EQ(rl_peek(h.limiter, key.data(), key.size(), &d, &err), RL_OK);
+  ASSERT_EQ(polylimit_peek(h.limiter, key.data(), key.size(), &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 0);
-  ASSERT_EQ(rl_reset(h.limiter, key.data(), key.size(), &err), RL_OK);
-  ASSERT_EQ(rl_check(h.limiter, key.data(), key.size(), 2, &d, &err), RL_OK);
+  ASSERT_EQ(polylimit_reset(h.limiter, key.data(), key.size(), &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(h.limiter, key.data(), key.size(), 2, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   std::string big(1 << 20, '\0');
-  ASSERT_EQ(rl_check(h.limiter, big.data(), big.size(), 1, &d, &err), RL_OK) << err.message;
+  ASSERT_EQ(polylimit_check(h.limiter, big.data(), big.size(), 1, &d, &err), POLYLIMIT_OK) << err.message;
   EXPECT_EQ(d.allowed, 1);
 }
 
 TEST(CApi, LimiterOutlivesClientHandle) {
-  rltest::RedisServer server;
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open(server.url().c_str(), nullptr, &client, nullptr), RL_OK);
-  rl_limiter_options o = limiter_opts(5, 1000);
-  rl_limiter* l = nullptr;
-  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
-  rl_client_close(client);
-  rl_decision d;
-  EXPECT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  pltest::RedisServer server;
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open(server.url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_options o = limiter_opts(5, 1000);
+  polylimit_limiter* l = nullptr;
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
+  polylimit_client_close(client);
+  polylimit_decision d;
+  EXPECT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
-  rl_limiter_free(l);
+  polylimit_limiter_free(l);
 }
 
 TEST(CApi, ErrorsFromAServerThatIsGone) {
-  std::string url = "redis://127.0.0.1:" + std::to_string(rltest::free_port());
+  std::string url = "redis://127.0.0.1:" + std::to_string(pltest::free_port());
   Handles h(url);
-  rl_decision d;
-  EXPECT_ERR(rl_check(h.limiter, "k", 1, 1, &d, err), RL_EUNAVAILABLE, "refused");
-  rl_error e;
-  rl_check(h.limiter, "k", 1, 1, &d, &e);
+  polylimit_decision d;
+  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, 1, &d, err), POLYLIMIT_EUNAVAILABLE, "refused");
+  polylimit_error e;
+  polylimit_check(h.limiter, "k", 1, 1, &d, &e);
   EXPECT_NE(e.sys_errno, 0);
-  EXPECT_ERR(rl_peek(h.limiter, "k", 1, &d, err), RL_EUNAVAILABLE, "connect to 127.0.0.1");
-  EXPECT_ERR(rl_reset(h.limiter, "k", 1, err), RL_EUNAVAILABLE, "connect");
+  EXPECT_ERR(polylimit_peek(h.limiter, "k", 1, &d, err), POLYLIMIT_EUNAVAILABLE, "connect to 127.0.0.1");
+  EXPECT_ERR(polylimit_reset(h.limiter, "k", 1, err), POLYLIMIT_EUNAVAILABLE, "connect");
 }
 
-// The 1.0 layout of rl_limiter_options, as an old caller compiled it.
+// The 1.0 layout of polylimit_limiter_options, as an old caller compiled it.
 struct LimiterOptionsV1 {
   unsigned int version;
   int algorithm;
@@ -218,144 +218,144 @@ struct LimiterOptionsV1 {
 };
 
 TEST(CApi, LimiterOptionsVersion1StillAccepted) {
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open("memory://", nullptr, &client, nullptr), RL_OK);
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open("memory://", nullptr, &client, nullptr), POLYLIMIT_OK);
   // A version-1 struct followed by bytes the library must neither read nor write.
   struct {
     LimiterOptionsV1 v1;
     unsigned char canary[32];
   } old;
   std::memset(old.canary, 0xAB, sizeof old.canary);
-  ASSERT_EQ(rl_limiter_options_init(reinterpret_cast<rl_limiter_options*>(&old.v1), 1), RL_OK);
+  ASSERT_EQ(polylimit_limiter_options_init(reinterpret_cast<polylimit_limiter_options*>(&old.v1), 1), POLYLIMIT_OK);
   for (unsigned char c : old.canary) ASSERT_EQ(c, 0xAB);
   EXPECT_EQ(old.v1.version, 1u);
   old.v1.limit = 2;
   old.v1.window_ms = 1000;
-  rl_limiter* l = nullptr;
-  rl_error err;
+  polylimit_limiter* l = nullptr;
+  polylimit_error err;
   std::memset(old.canary, 0x7F, sizeof old.canary);  // garbage where `burst` would be: ignored
-  ASSERT_EQ(rl_limiter_new(client, reinterpret_cast<rl_limiter_options*>(&old.v1), &l, &err), RL_OK) << err.message;
-  rl_decision d;
-  EXPECT_EQ(rl_check(l, "k", 1, 2, &d, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_limiter_new(client, reinterpret_cast<polylimit_limiter_options*>(&old.v1), &l, &err), POLYLIMIT_OK) << err.message;
+  polylimit_decision d;
+  EXPECT_EQ(polylimit_check(l, "k", 1, 2, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
-  rl_limiter_free(l);
-  rl_limiter_options o;
-  EXPECT_EQ(rl_limiter_options_init(&o, 3), RL_EINVALID);
+  polylimit_limiter_free(l);
+  polylimit_limiter_options o;
+  EXPECT_EQ(polylimit_limiter_options_init(&o, 3), POLYLIMIT_EINVALID);
   o = limiter_opts(1, 1000);
   o.version = 3;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "options->version = 3");
-  rl_client_close(client);
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "options->version = 3");
+  polylimit_client_close(client);
 }
 
 TEST(CApi, EveryAlgorithmAndBurst) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   for (const char* url : {"memory://", "redis"}) {
     std::string u = std::string(url) == "redis" ? server.url() : url;
-    rl_client* client = nullptr;
-    ASSERT_EQ(rl_client_open(u.c_str(), nullptr, &client, nullptr), RL_OK);
-    for (int alg : {RL_ALG_SLIDING_LOG, RL_ALG_SLIDING_COUNTER, RL_ALG_FIXED_WINDOW, RL_ALG_GCRA}) {
-      rl_limiter_options o = limiter_opts(3, 60000);
+    polylimit_client* client = nullptr;
+    ASSERT_EQ(polylimit_client_open(u.c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
+    for (int alg : {POLYLIMIT_ALG_SLIDING_LOG, POLYLIMIT_ALG_SLIDING_COUNTER, POLYLIMIT_ALG_FIXED_WINDOW, POLYLIMIT_ALG_GCRA}) {
+      polylimit_limiter_options o = limiter_opts(3, 60000);
       o.algorithm = alg;
-      if (alg == RL_ALG_GCRA) o.burst = 2;
-      rl_limiter* l = nullptr;
-      rl_error err;
-      ASSERT_EQ(rl_limiter_new(client, &o, &l, &err), RL_OK) << err.message;
-      int64_t cap = alg == RL_ALG_GCRA ? 2 : 3;
-      rl_decision d;
+      if (alg == POLYLIMIT_ALG_GCRA) o.burst = 2;
+      polylimit_limiter* l = nullptr;
+      polylimit_error err;
+      ASSERT_EQ(polylimit_limiter_new(client, &o, &l, &err), POLYLIMIT_OK) << err.message;
+      int64_t cap = alg == POLYLIMIT_ALG_GCRA ? 2 : 3;
+      polylimit_decision d;
       for (int64_t i = 0; i < cap; ++i) {
-        ASSERT_EQ(rl_check(l, "k", 1, 1, &d, &err), RL_OK) << err.message;
+        ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, &err), POLYLIMIT_OK) << err.message;
         EXPECT_EQ(d.allowed, 1) << alg;
         EXPECT_EQ(d.limit, cap);
       }
-      ASSERT_EQ(rl_check(l, "k", 1, 1, &d, &err), RL_OK);
+      ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, &err), POLYLIMIT_OK);
       EXPECT_EQ(d.allowed, 0) << alg;
       EXPECT_GT(d.retry_after_ms, 0);
-      EXPECT_ERR(rl_check(l, "k", 1, cap + 1, &d, err), RL_EINVALID, "exceeds");
-      rl_limiter_free(l);
+      EXPECT_ERR(polylimit_check(l, "k", 1, cap + 1, &d, err), POLYLIMIT_EINVALID, "exceeds");
+      polylimit_limiter_free(l);
     }
-    rl_limiter_options o = limiter_opts(3, 60000);
+    polylimit_limiter_options o = limiter_opts(3, 60000);
     o.burst = 2;
-    rl_limiter* l = nullptr;
-    EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "burst = 2 is only for the gcra");
-    o.algorithm = RL_ALG_GCRA;
+    polylimit_limiter* l = nullptr;
+    EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "burst = 2 is only for the gcra");
+    o.algorithm = POLYLIMIT_ALG_GCRA;
     o.burst = -1;
-    EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "burst = -1");
+    EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "burst = -1");
     o.algorithm = 4;
-    EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "algorithm = 4");
-    rl_client_close(client);
+    EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "algorithm = 4");
+    polylimit_client_close(client);
   }
 }
 
 TEST(CApi, DenyCacheOption) {
-  rltest::RedisServer server;
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open(server.url().c_str(), nullptr, &client, nullptr), RL_OK);
-  rl_limiter_options o = limiter_opts(1, 60000);
+  pltest::RedisServer server;
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open(server.url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_options o = limiter_opts(1, 60000);
   o.deny_cache_size = 16;
-  rl_limiter* l = nullptr;
-  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
-  rl_decision d;
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  polylimit_limiter* l = nullptr;
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
+  polylimit_decision d;
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.cached, 0);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);
   EXPECT_EQ(d.cached, 1);
-  ASSERT_EQ(rl_reset(l, "k", 1, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_reset(l, "k", 1, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
-  rl_limiter_free(l);
+  polylimit_limiter_free(l);
   o.deny_cache_size = -1;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "deny_cache_size = -1");
-  EXPECT_ERR(rl_limiter_new_spec(client, "1/s", &o, &l, err), RL_EINVALID, "deny_cache_size = -1");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "deny_cache_size = -1");
+  EXPECT_ERR(polylimit_limiter_new_spec(client, "1/s", &o, &l, err), POLYLIMIT_EINVALID, "deny_cache_size = -1");
   o.deny_cache_size = 2000000000;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "deny_cache_size");
-  rl_client_close(client);
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "deny_cache_size");
+  polylimit_client_close(client);
 }
 
 TEST(CApi, FailurePolicyOptions) {
-  std::string url = "redis://127.0.0.1:" + std::to_string(rltest::free_port());  // nobody listens
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open(url.c_str(), nullptr, &client, nullptr), RL_OK);
-  rl_limiter_options o = limiter_opts(3, 1000);
-  rl_limiter* l = nullptr;
-  rl_decision d;
-  o.failure_policy = RL_FAIL_OPEN;
-  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  std::string url = "redis://127.0.0.1:" + std::to_string(pltest::free_port());  // nobody listens
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open(url.c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_options o = limiter_opts(3, 1000);
+  polylimit_limiter* l = nullptr;
+  polylimit_decision d;
+  o.failure_policy = POLYLIMIT_FAIL_OPEN;
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.degraded, 1);
-  rl_limiter_free(l);
-  o.failure_policy = RL_FAIL_CLOSED;
+  polylimit_limiter_free(l);
+  o.failure_policy = POLYLIMIT_FAIL_CLOSED;
   o.breaker_failures = 1;
   o.breaker_cooldown_ms = 250;
-  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);
   EXPECT_EQ(d.degraded, 1);
   EXPECT_EQ(d.retry_after_ms, 250);
-  rl_limiter_free(l);
-  o.failure_policy = RL_FAIL_LOCAL;
-  ASSERT_EQ(rl_limiter_new_spec(client, "1/minute", &o, &l, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  polylimit_limiter_free(l);
+  o.failure_policy = POLYLIMIT_FAIL_LOCAL;
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "1/minute", &o, &l, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.degraded, 1);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);
-  rl_limiter_free(l);
-  o.failure_policy = RL_FAIL_ERROR;
+  polylimit_limiter_free(l);
+  o.failure_policy = POLYLIMIT_FAIL_ERROR;
   o.breaker_failures = 0;
-  ASSERT_EQ(rl_limiter_new(client, &o, &l, nullptr), RL_OK);
-  EXPECT_ERR(rl_check(l, "k", 1, 1, &d, err), RL_EUNAVAILABLE, "refused");
-  rl_limiter_free(l);
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
+  EXPECT_ERR(polylimit_check(l, "k", 1, 1, &d, err), POLYLIMIT_EUNAVAILABLE, "refused");
+  polylimit_limiter_free(l);
   l = nullptr;
   o.failure_policy = 7;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "failure_policy = 7");
-  o.failure_policy = RL_FAIL_OPEN;
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "failure_policy = 7");
+  o.failure_policy = POLYLIMIT_FAIL_OPEN;
   o.breaker_failures = -2;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "breaker_failures = -2");
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "breaker_failures = -2");
   o.breaker_failures = 1;
   o.breaker_cooldown_ms = -1;
-  EXPECT_ERR(rl_limiter_new(client, &o, &l, err), RL_EINVALID, "breaker_cooldown_ms = -1");
-  rl_client_close(client);
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "breaker_cooldown_ms = -1");
+  polylimit_client_close(client);
 }

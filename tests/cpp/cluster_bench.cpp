@@ -15,21 +15,21 @@
 #include <vector>
 
 #include "redis_cluster.h"
-#include "redlimit/client.h"
-#include "redlimit/limiter.h"
+#include "polylimit/client.h"
+#include "polylimit/limiter.h"
 
 namespace {
 
 // Checks random keys from `threads` threads for `seconds`; returns checks/s.
 double run(const std::string& url, int threads, int seconds) {
-  redlimit::ClientOptions co;
+  polylimit::ClientOptions co;
   co.pool.size = threads;
-  auto client = redlimit::Client::open(url, co);
-  redlimit::LimiterOptions lo;
+  auto client = polylimit::Client::open(url, co);
+  polylimit::LimiterOptions lo;
   lo.limit.limit = 100;
   lo.limit.window_ms = 60000;
   lo.prefix = "bench";
-  redlimit::Limiter l(client, lo);
+  polylimit::Limiter l(client, lo);
   std::atomic<bool> stop{false};
   std::atomic<long> done{0};
   std::vector<std::thread> pool;
@@ -50,9 +50,9 @@ double run(const std::string& url, int threads, int seconds) {
   return static_cast<double>(done.load()) / seconds;
 }
 
-long long evalsha_calls(rltest::RedisServer& s) {
+long long evalsha_calls(pltest::RedisServer& s) {
   std::string stats = s.command({"INFO", "commandstats"});
-  std::string calls = rltest::info_field(stats, "cmdstat_evalsha");
+  std::string calls = pltest::info_field(stats, "cmdstat_evalsha");
   return calls.empty() ? 0 : std::atoll(calls.c_str() + calls.find('=') + 1);
 }
 
@@ -64,16 +64,16 @@ int main(int argc, char** argv) {
   std::printf("%d client threads, %d s per run, sliding log, 100 000 keys\n\n", threads, seconds);
   std::printf("%-34s %12s\n", "deployment", "checks/s");
   {
-    rltest::RedisServer one;
+    pltest::RedisServer one;
     std::printf("%-34s %12.0f\n", "standalone (1 server)", run(one.url(), threads, seconds));
-    rltest::RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(one.port())});
+    pltest::RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(one.port())});
     std::printf("%-34s %12.0f\n", "standalone + 1 replica", run(one.url(), threads, seconds));
   }
   {
-    rltest::RedisCluster bare(3, 0);
+    pltest::RedisCluster bare(3, 0);
     std::printf("%-34s %12.0f\n", "cluster (3 masters, no replicas)", run(bare.url(), threads, seconds));
   }
-  rltest::RedisCluster cluster(3, 1);
+  pltest::RedisCluster cluster(3, 1);
   std::vector<long long> before;
   std::vector<size_t> masters = cluster.masters();
   for (size_t m : masters) before.push_back(evalsha_calls(cluster.node(m)));

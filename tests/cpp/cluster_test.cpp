@@ -14,20 +14,20 @@
 #include "hammer.h"
 #include "redis_backend.h"
 #include "redis_cluster.h"
-#include "redlimit/client.h"
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit/client.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 #include "scripts_generated.h"
 
-using redlimit::Client;
-using redlimit::ClientOptions;
-using redlimit::ClusterTransport;
-using redlimit::Error;
-using redlimit::ErrorCode;
-using redlimit::Limiter;
-using redlimit::LimiterOptions;
-using rltest::Hammer;
-using rltest::RedisCluster;
+using polylimit::Client;
+using polylimit::ClientOptions;
+using polylimit::ClusterTransport;
+using polylimit::Error;
+using polylimit::ErrorCode;
+using polylimit::Limiter;
+using polylimit::LimiterOptions;
+using pltest::Hammer;
+using pltest::RedisCluster;
 
 namespace {
 
@@ -48,7 +48,7 @@ LimiterOptions limit(int64_t n, int64_t window_ms, const char* prefix) {
 }
 
 ClusterTransport& cluster_transport(Client& c) {
-  return dynamic_cast<ClusterTransport&>(dynamic_cast<redlimit::RedisBackend&>(c.backend()).transport());
+  return dynamic_cast<ClusterTransport&>(dynamic_cast<polylimit::RedisBackend&>(c.backend()).transport());
 }
 
 double ms_since(int64_t t0_ns, int64_t t_ns) { return (t_ns - t0_ns) / 1e6; }
@@ -58,7 +58,7 @@ std::string key_on(RedisCluster& cluster, const Limiter& l, size_t m, const std:
   std::map<int, size_t> owner;
   for (int i = 0;; ++i) {
     std::string k = base + std::to_string(i);
-    int slot = redlimit::key_slot(l.storage_key(k));
+    int slot = polylimit::key_slot(l.storage_key(k));
     if (!owner.count(slot)) owner[slot] = cluster.master_of_slot(slot);
     if (owner[slot] == m) return k;
   }
@@ -102,9 +102,9 @@ TEST(Cluster, KeysSpreadOverMastersAndHotKeysAreExact) {
     keys.push_back(spread.storage_key("batch-" + std::to_string(i)));
     tokens.push_back("tok" + std::to_string(i));
   }
-  std::vector<redlimit::ScriptCall> calls;
+  std::vector<polylimit::ScriptCall> calls;
   for (int i = 0; i < 300; ++i) calls.push_back({{keys[i]}, {"check", "1", "", tokens[i], "0", "5", "60000000", "5", "12000000"}});
-  auto replies = transport.run_scripts(redlimit::scripts::k_sliding_log, calls);
+  auto replies = transport.run_scripts(polylimit::scripts::k_sliding_log, calls);
   ASSERT_EQ(replies.size(), 300u);
   for (auto& r : replies) {
     ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
@@ -113,7 +113,7 @@ TEST(Cluster, KeysSpreadOverMastersAndHotKeysAreExact) {
   }
   // A call whose keys span slots is refused before any I/O.
   try {
-    transport.run_script(redlimit::scripts::k_sliding_log, {"{a}x", "{b}x"}, {"peek", "1", "", "", "0", "1", "1", "1", "1"});
+    transport.run_script(polylimit::scripts::k_sliding_log, {"{a}x", "{b}x"}, {"peek", "1", "", "", "0", "1", "1", "1", "1"});
     ADD_FAILURE() << "cross-slot call accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -142,8 +142,8 @@ TEST(Cluster, KeysSpreadOverMastersAndHotKeysAreExact) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
   for (size_t k = 0; k < hot_keys.size(); ++k) EXPECT_EQ(admitted[k].load(), kLimit) << hot_keys[k];
-  EXPECT_EQ(client->backend().evaluate(redlimit::Op::kPeek, hot.options().limit, hot.storage_key(hot_keys[0]), 1,
-                                       redlimit::kServerTime)
+  EXPECT_EQ(client->backend().evaluate(polylimit::Op::kPeek, hot.options().limit, hot.storage_key(hot_keys[0]), 1,
+                                       polylimit::kServerTime)
                 .remaining,
             0);
 
@@ -173,7 +173,7 @@ TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
   Limiter l(client, limit(kLimit, 3600 * 1000, "reshard"));
   const std::string key = "moving";
   const std::string skey = l.storage_key(key);
-  const int slot = redlimit::key_slot(skey);
+  const int slot = polylimit::key_slot(skey);
   const size_t src = cluster.master_of_slot(slot);
   size_t dst = src;
   for (size_t m : cluster.masters())
@@ -232,10 +232,10 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
     const size_t replica = cluster.replica_of(old_master);
     Hammer h(l, "k", 8, 1000us);
     ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
-    int64_t t0 = rltest::steady_ns();
+    int64_t t0 = pltest::steady_ns();
     EXPECT_EQ(cluster.command(replica, {"CLUSTER", "FAILOVER"}), "OK");
     ASSERT_TRUE(Hammer::wait_for([&] { return cluster.master_of_key(skey) == replica; }, 20s));
-    int64_t promoted = rltest::steady_ns();
+    int64_t promoted = pltest::steady_ns();
     long at_promotion = h.admitted.load();
     ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
     h.stop();
@@ -262,7 +262,7 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
     Hammer h(l, "k", 8, 1000us);
     ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
     long at_kill = h.admitted.load();
-    int64_t t0 = rltest::steady_ns();
+    int64_t t0 = pltest::steady_ns();
     cluster.kill(victim);
     ASSERT_TRUE(Hammer::wait_for(
         [&] {
@@ -273,11 +273,11 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
           }
         },
         30s));
-    int64_t promoted = rltest::steady_ns();
+    int64_t promoted = pltest::steady_ns();
     // Recovered: a success after the promotion, and no error for 500 ms.
     ASSERT_TRUE(Hammer::wait_for(
         [&] {
-          int64_t now = rltest::steady_ns();
+          int64_t now = pltest::steady_ns();
           return h.last_success_ns.load() > promoted && now - h.last_error_ns.load() > 500000000;
         },
         30s));
@@ -338,7 +338,7 @@ TEST(ClusterTopology, PasswordAppliesToEveryNode) {
 }
 
 TEST(ClusterTopology, UnreachableSeeds) {
-  int a = rltest::free_port(), b = rltest::free_port();
+  int a = pltest::free_port(), b = pltest::free_port();
   std::string url = "redis+cluster://127.0.0.1:" + std::to_string(a) + ",127.0.0.1:" + std::to_string(b);
   auto client = open(url);
   Limiter l(client, limit(5, 1000, "t"));
@@ -355,7 +355,7 @@ TEST(ClusterTopology, UnreachableSeeds) {
 }
 
 TEST(ClusterTopology, NotAClusterServer) {
-  rltest::RedisServer plain;
+  pltest::RedisServer plain;
   auto client = open("redis+cluster://127.0.0.1:" + std::to_string(plain.port()));
   Limiter l(client, limit(5, 1000, "t"));
   try {

@@ -3,9 +3,9 @@
 
 #include "crc16.h"
 
-using redlimit::key_slot;
+using polylimit::key_slot;
 
-TEST(Crc16, XmodemCheckValue) { EXPECT_EQ(redlimit::crc16_xmodem("123456789"), 0x31C3); }
+TEST(Crc16, XmodemCheckValue) { EXPECT_EQ(polylimit::crc16_xmodem("123456789"), 0x31C3); }
 
 TEST(Crc16, KnownSlots) {
   EXPECT_EQ(key_slot("foo"), 12182);
@@ -21,7 +21,7 @@ TEST(Crc16, HashTags) {
   EXPECT_EQ(key_slot("foo{{bar}}zap"), key_slot("{bar"));  // first '{' to first '}'
   EXPECT_EQ(key_slot("foo{bar}{zap}"), key_slot("bar"));
   EXPECT_EQ(key_slot("no}tag{"), key_slot("no}tag{"));
-  EXPECT_EQ(redlimit::hash_tag("a{b}c"), "b");
-  EXPECT_EQ(redlimit::hash_tag("a{}c"), "a{}c");
-  EXPECT_EQ(redlimit::hash_tag("a{bc"), "a{bc");
+  EXPECT_EQ(polylimit::hash_tag("a{b}c"), "b");
+  EXPECT_EQ(polylimit::hash_tag("a{}c"), "a{}c");
+  EXPECT_EQ(polylimit::hash_tag("a{bc"), "a{bc");
 }

@@ -6,15 +6,15 @@
 #include <thread>
 
 #include "redis_server.h"
-#include "redlimit/limiter.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 using namespace std::chrono_literals;
 
 namespace {
 
-rltest::RedisServer& server() {
-  static rltest::RedisServer s;
+pltest::RedisServer& server() {
+  static pltest::RedisServer s;
   return s;
 }
 

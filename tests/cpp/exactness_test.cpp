@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "redis_server.h"
-#include "redlimit.h"
+#include "polylimit.h"
 
 namespace {
 
@@ -24,17 +24,17 @@ constexpr int64_t kFixedNowUs = 1700000000123456;
 enum class Mode { kServerClock, kSameClientTimestamp };
 
 // Runs the threads of one process; returns how many were admitted.
-int hammer(rl_limiter* limiter, Mode mode) {
+int hammer(polylimit_limiter* limiter, Mode mode) {
   std::atomic<int> admitted{0}, errors{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&] {
       for (int i = 0; i < kAttemptsPerThread; ++i) {
-        rl_decision d;
-        rl_error err;
-        int rc = mode == Mode::kServerClock ? rl_check(limiter, "hot", 3, 1, &d, &err)
-                                            : rl_check_at(limiter, "hot", 3, 1, kFixedNowUs, &d, &err);
-        if (rc != RL_OK) {
+        polylimit_decision d;
+        polylimit_error err;
+        int rc = mode == Mode::kServerClock ? polylimit_check(limiter, "hot", 3, 1, &d, &err)
+                                            : polylimit_check_at(limiter, "hot", 3, 1, kFixedNowUs, &d, &err);
+        if (rc != POLYLIMIT_OK) {
           std::fprintf(stderr, "check failed: %s\n", err.message);
           ++errors;
         } else if (d.allowed) {
@@ -46,22 +46,22 @@ int hammer(rl_limiter* limiter, Mode mode) {
   return errors ? -1 : admitted.load();
 }
 
-rl_limiter* open_limiter(const std::string& url, const char* prefix, rl_client** client) {
-  rl_client_options co = RL_CLIENT_OPTIONS_INIT;
+polylimit_limiter* open_limiter(const std::string& url, const char* prefix, polylimit_client** client) {
+  polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
   co.pool_size = kThreads;
-  if (rl_client_open(url.c_str(), &co, client, nullptr) != RL_OK) return nullptr;
-  rl_limiter_options lo = RL_LIMITER_OPTIONS_INIT;
+  if (polylimit_client_open(url.c_str(), &co, client, nullptr) != POLYLIMIT_OK) return nullptr;
+  polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
   lo.limit = kLimit;
   lo.window_ms = 3600 * 1000;
   lo.prefix = prefix;
-  rl_limiter* l = nullptr;
-  if (rl_limiter_new(*client, &lo, &l, nullptr) != RL_OK) return nullptr;
+  polylimit_limiter* l = nullptr;
+  if (polylimit_limiter_new(*client, &lo, &l, nullptr) != POLYLIMIT_OK) return nullptr;
   return l;
 }
 
 // Forks kProcesses children; each reports its admitted count through a pipe.
 // With `shared`, the children inherit one limiter made before the fork.
-int run(const std::string& url, const char* prefix, Mode mode, rl_limiter* shared) {
+int run(const std::string& url, const char* prefix, Mode mode, polylimit_limiter* shared) {
   int fds[2];
   if (::pipe(fds) != 0) return -1;
   std::vector<pid_t> pids;
@@ -69,8 +69,8 @@ int run(const std::string& url, const char* prefix, Mode mode, rl_limiter* share
     pid_t pid = ::fork();
     if (pid == 0) {
       ::close(fds[0]);
-      rl_client* client = nullptr;
-      rl_limiter* l = shared ? shared : open_limiter(url, prefix, &client);
+      polylimit_client* client = nullptr;
+      polylimit_limiter* l = shared ? shared : open_limiter(url, prefix, &client);
       int n = l ? hammer(l, mode) : -1;
       if (::write(fds[1], &n, sizeof n) != sizeof n) std::_Exit(2);
       std::_Exit(0);
@@ -97,7 +97,7 @@ int run(const std::string& url, const char* prefix, Mode mode, rl_limiter* share
 }  // namespace
 
 TEST(Exactness, ServerClockFourProcesses) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   int total = run(server.url(), "exact-server", Mode::kServerClock, nullptr);
   std::printf("  total admitted %d of %d attempts (limit %lld)\n", total, kProcesses * kThreads * kAttemptsPerThread,
               static_cast<long long>(kLimit));
@@ -106,7 +106,7 @@ TEST(Exactness, ServerClockFourProcesses) {
 }
 
 TEST(Exactness, SameClientTimestampFourProcesses) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   int total = run(server.url(), "exact-client", Mode::kSameClientTimestamp, nullptr);
   std::printf("  total admitted %d (every request at t=%lld us)\n", total, static_cast<long long>(kFixedNowUs));
   EXPECT_EQ(total, kLimit);
@@ -114,16 +114,16 @@ TEST(Exactness, SameClientTimestampFourProcesses) {
 }
 
 TEST(Exactness, ClientMadeBeforeFork) {
-  rltest::RedisServer server;
-  rl_client* client = nullptr;
-  rl_limiter* l = open_limiter(server.url(), "exact-fork", &client);
+  pltest::RedisServer server;
+  polylimit_client* client = nullptr;
+  polylimit_limiter* l = open_limiter(server.url(), "exact-fork", &client);
   ASSERT_NE(l, nullptr);
-  rl_decision d;
-  ASSERT_EQ(rl_check(l, "warm", 4, 1, &d, nullptr), RL_OK);  // the parent holds a live connection
+  polylimit_decision d;
+  ASSERT_EQ(polylimit_check(l, "warm", 4, 1, &d, nullptr), POLYLIMIT_OK);  // the parent holds a live connection
   int total = run(server.url(), nullptr, Mode::kSameClientTimestamp, l);
   EXPECT_EQ(total, kLimit);
-  ASSERT_EQ(rl_check(l, "warm", 4, 1, &d, nullptr), RL_OK);  // still usable in the parent
+  ASSERT_EQ(polylimit_check(l, "warm", 4, 1, &d, nullptr), POLYLIMIT_OK);  // still usable in the parent
   EXPECT_EQ(d.remaining, kLimit - 2);
-  rl_limiter_free(l);
-  rl_client_close(client);
+  polylimit_limiter_free(l);
+  polylimit_client_close(client);
 }

@@ -6,10 +6,10 @@
 #include <thread>
 
 #include "redis_server.h"
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 using namespace std::chrono;
 using namespace std::chrono_literals;
 
@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kTimeoutMs = 150;
 
-std::shared_ptr<Client> client_for(const rltest::RedisServer& s) {
+std::shared_ptr<Client> client_for(const pltest::RedisServer& s) {
   ClientOptions co;
   co.pool.command_timeout_ms = kTimeoutMs;
   co.pool.connect_timeout_ms = kTimeoutMs;
@@ -51,7 +51,7 @@ int64_t ms_since(steady_clock::time_point t) {
 }  // namespace
 
 TEST(FailurePolicy, EachPolicyWithPausedAndKilledServer) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   auto c = client_for(server);
   Limiter error = make(c, FailurePolicy::kError);
   Limiter open = make(c, FailurePolicy::kFailOpen);
@@ -98,14 +98,14 @@ TEST(FailurePolicy, EachPolicyWithPausedAndKilledServer) {
 }
 
 TEST(FailurePolicy, ConfigErrorsAreNotOutages) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   Limiter open = make(client_for(server), FailurePolicy::kFailOpen);
   server.command({"SET", open.storage_key("k"), "not a zset"});
   EXPECT_EQ(code_of([&] { open.check("k"); }), ErrorCode::kScript);  // not hidden by the policy
 }
 
 TEST(Breaker, OpensFailsFastAndClosesWhenServerIsBack) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   Limiter l = make(client_for(server), FailurePolicy::kFailClosed, /*breaker=*/3, /*cooldown_ms=*/400);
   ASSERT_FALSE(l.check("k").degraded);
   server.pause();
@@ -146,7 +146,7 @@ TEST(Breaker, OpensFailsFastAndClosesWhenServerIsBack) {
 }
 
 TEST(Breaker, ErrorPolicyFailsFastWithUnavailable) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   Limiter l = make(client_for(server), FailurePolicy::kError, 1, 5000);
   ASSERT_TRUE(l.check("k").allowed);
   server.stop();
@@ -163,7 +163,7 @@ TEST(Breaker, ErrorPolicyFailsFastWithUnavailable) {
 }
 
 TEST(FailurePolicy, BatchUsesThePolicy) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   Limiter l = make(client_for(server), FailurePolicy::kLocal);
   server.stop();
   auto out = l.check_many({"a", "b", "a", "a"}, 1);

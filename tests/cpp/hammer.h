@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 
-namespace rltest {
+namespace pltest {
 
 inline int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -25,22 +25,22 @@ class Hammer {
  public:
   // `pause` between two checks of one thread keeps the rate low enough that
   // the limit is reached only after the event under test.
-  Hammer(redlimit::Limiter& limiter, std::string key, int threads, std::chrono::microseconds pause)
+  Hammer(polylimit::Limiter& limiter, std::string key, int threads, std::chrono::microseconds pause)
       : limiter_(limiter), key_(std::move(key)) {
     for (int t = 0; t < threads; ++t)
       threads_.emplace_back([this, pause] {
         while (!stop_.load()) {
           try {
-            redlimit::Decision d = limiter_.check(key_);
+            polylimit::Decision d = limiter_.check(key_);
             (d.allowed ? admitted : denied).fetch_add(1);
             last_success_ns.store(steady_ns());
-          } catch (const redlimit::Error& e) {
+          } catch (const polylimit::Error& e) {
             errors.fetch_add(1);
             int64_t now = steady_ns();
             last_error_ns.store(now);
             std::lock_guard<std::mutex> lock(mu_);
             if (first_error.empty()) {
-              first_error = std::string(redlimit::error_code_name(e.code())) + ": " + e.what();
+              first_error = std::string(polylimit::error_code_name(e.code())) + ": " + e.what();
               first_error_ns = now;
             }
           }
@@ -74,7 +74,7 @@ class Hammer {
   int64_t first_error_ns = 0;
 
  private:
-  redlimit::Limiter& limiter_;
+  polylimit::Limiter& limiter_;
   std::string key_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
@@ -82,4 +82,4 @@ class Hammer {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace rltest
+}  // namespace pltest

@@ -1,10 +1,10 @@
 // Limiter validation (before any I/O) and storage keys.
 #include <gtest/gtest.h>
 
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 
 namespace {
 
@@ -63,7 +63,7 @@ TEST(StorageKey, HashTagIsDerivedNotChosen) {
   size_t close = k.find('}');
   ASSERT_NE(open, std::string::npos);
   EXPECT_EQ(close - open - 1, 16u);  // 16 hex digits
-  EXPECT_EQ(k.substr(0, open), "rl:sliding_log:");
+  EXPECT_EQ(k.substr(0, open), "pl:sliding_log:");
   EXPECT_EQ(k.substr(close + 2), "user:{42}");
   // Different keys get different tags; the same key the same one.
   EXPECT_EQ(l.storage_key("a"), l.storage_key("a"));
@@ -81,5 +81,5 @@ TEST(StorageKey, MultiLimitKeysShareOneHashTag) {
   EXPECT_EQ(tag(keys[1]), tag(keys[0]));
   EXPECT_EQ(tag(keys[2]), tag(keys[0]));
   EXPECT_NE(keys[1], keys[2]);
-  EXPECT_EQ(keys[0].substr(0, keys[0].find('{')), "rl:gcra:");
+  EXPECT_EQ(keys[0].substr(0, keys[0].find('{')), "pl:gcra:");
 }

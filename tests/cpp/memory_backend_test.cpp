@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "memory_backend.h"
-#include "redlimit/limiter.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 
 namespace {
 

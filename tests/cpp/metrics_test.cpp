@@ -5,31 +5,31 @@
 #include <string>
 
 #include "redis_server.h"
-#include "redlimit.h"
+#include "polylimit.h"
 
 TEST(Metrics, CountsEverything) {
-  rltest::RedisServer server;
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open(server.url().c_str(), nullptr, &client, nullptr), RL_OK);
-  rl_limiter_options o = RL_LIMITER_OPTIONS_INIT;
+  pltest::RedisServer server;
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open(server.url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
   o.deny_cache_size = 10;
-  rl_limiter* l = nullptr;
-  ASSERT_EQ(rl_limiter_new_spec(client, "20/minute", &o, &l, nullptr), RL_OK);
-  rl_decision d;
-  for (int i = 0; i < 25; ++i) ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);  // 20 admitted, 5 denied
+  polylimit_limiter* l = nullptr;
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "20/minute", &o, &l, nullptr), POLYLIMIT_OK);
+  polylimit_decision d;
+  for (int i = 0; i < 25; ++i) ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);  // 20 admitted, 5 denied
   server.command({"SCRIPT", "FLUSH"});
-  ASSERT_EQ(rl_check(l, "other", 5, 1, &d, nullptr), RL_OK);  // NOSCRIPT, reload
+  ASSERT_EQ(polylimit_check(l, "other", 5, 1, &d, nullptr), POLYLIMIT_OK);  // NOSCRIPT, reload
   const char* keys[] = {"b1", "b2"};
   size_t lens[] = {2, 2};
-  rl_decision out[2];
+  polylimit_decision out[2];
   int st[2];
-  ASSERT_EQ(rl_check_many(l, reinterpret_cast<const void* const*>(keys), lens, 2, 1, out, st, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_check_many(l, reinterpret_cast<const void* const*>(keys), lens, 2, 1, out, st, nullptr), POLYLIMIT_OK);
   server.stop();
-  EXPECT_NE(rl_check(l, "x", 1, 1, &d, nullptr), RL_OK);
+  EXPECT_NE(polylimit_check(l, "x", 1, 1, &d, nullptr), POLYLIMIT_OK);
 
-  rl_stats s = RL_STATS_INIT;
-  rl_error err;
-  ASSERT_EQ(rl_client_stats(client, &s, &err), RL_OK) << err.message;
+  polylimit_stats s = POLYLIMIT_STATS_INIT;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_client_stats(client, &s, &err), POLYLIMIT_OK) << err.message;
   EXPECT_EQ(s.checks, 29u);
   EXPECT_EQ(s.admitted, 23u);
   EXPECT_EQ(s.denied, 5u);
@@ -41,35 +41,35 @@ TEST(Metrics, CountsEverything) {
   EXPECT_EQ(s.degraded, 0u);
   EXPECT_EQ(s.latency_count, 29u);
   uint64_t in_buckets = 0;
-  for (int i = 0; i < RL_STATS_LATENCY_BUCKETS; ++i) in_buckets += s.latency_buckets[i];
+  for (int i = 0; i < POLYLIMIT_STATS_LATENCY_BUCKETS; ++i) in_buckets += s.latency_buckets[i];
   EXPECT_EQ(in_buckets, 29u);
-  EXPECT_EQ(s.latency_le_us[RL_STATS_LATENCY_BUCKETS - 1], UINT64_MAX);
+  EXPECT_EQ(s.latency_le_us[POLYLIMIT_STATS_LATENCY_BUCKETS - 1], UINT64_MAX);
 
   char* text = nullptr;
   size_t len = 0;
-  ASSERT_EQ(rl_client_stats_prometheus(client, &text, &len, &err), RL_OK);
+  ASSERT_EQ(polylimit_client_stats_prometheus(client, &text, &len, &err), POLYLIMIT_OK);
   std::string t(text, len);
   EXPECT_EQ(std::strlen(text), len);
-  EXPECT_NE(t.find("redlimit_checks_total 29\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("redlimit_cache_hits_total 4\n"), std::string::npos);
-  EXPECT_NE(t.find("redlimit_check_latency_seconds_bucket{le=\"+Inf\"} 29\n"), std::string::npos);
-  EXPECT_NE(t.find("# TYPE redlimit_check_latency_seconds histogram"), std::string::npos);
-  rl_free(text);
+  EXPECT_NE(t.find("polylimit_checks_total 29\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("polylimit_cache_hits_total 4\n"), std::string::npos);
+  EXPECT_NE(t.find("polylimit_check_latency_seconds_bucket{le=\"+Inf\"} 29\n"), std::string::npos);
+  EXPECT_NE(t.find("# TYPE polylimit_check_latency_seconds histogram"), std::string::npos);
+  polylimit_free(text);
 
   // Bad input.
-  EXPECT_EQ(rl_client_stats(nullptr, &s, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_client_stats(nullptr, &s, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "client is NULL"), nullptr);
-  EXPECT_EQ(rl_client_stats(client, nullptr, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_client_stats(client, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "out is NULL"), nullptr);
   s.version = 0;
-  EXPECT_EQ(rl_client_stats(client, &s, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_client_stats(client, &s, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "out->version = 0"), nullptr);
-  EXPECT_EQ(rl_client_stats_prometheus(nullptr, &text, &len, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_client_stats_prometheus(nullptr, &text, &len, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "client is NULL"), nullptr);
-  EXPECT_EQ(rl_client_stats_prometheus(client, nullptr, &len, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_client_stats_prometheus(client, nullptr, &len, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "out is NULL"), nullptr);
-  ASSERT_EQ(rl_client_stats_prometheus(client, &text, nullptr, nullptr), RL_OK);  // len and err may be NULL
-  rl_free(text);
-  rl_limiter_free(l);
-  rl_client_close(client);
+  ASSERT_EQ(polylimit_client_stats_prometheus(client, &text, nullptr, nullptr), POLYLIMIT_OK);  // len and err may be NULL
+  polylimit_free(text);
+  polylimit_limiter_free(l);
+  polylimit_client_close(client);
 }

@@ -6,18 +6,18 @@
 #include <cstring>
 
 #include "redis_server.h"
-#include "redlimit.h"
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 using namespace std::chrono;
 using namespace std::chrono_literals;
 
 namespace {
 
-rltest::RedisServer& server() {
-  static rltest::RedisServer s;
+pltest::RedisServer& server() {
+  static pltest::RedisServer s;
   return s;
 }
 
@@ -98,79 +98,79 @@ TEST(PerCallLimit, ChangesAtRunTime) {
 }
 
 TEST(PeerFeatures, CApi) {
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open(server().url().c_str(), nullptr, &client, nullptr), RL_OK);
-  rl_limiter_options o = RL_LIMITER_OPTIONS_INIT;
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open(server().url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
   o.prefix = "peer-c";
-  rl_limiter* l = nullptr;
-  ASSERT_EQ(rl_limiter_new_spec(client, "5/minute", &o, &l, nullptr), RL_OK);
-  rl_decision d;
-  rl_error err;
-  ASSERT_EQ(rl_check_at_most(l, "k", 1, 3, &d, &err), RL_OK) << err.message;
+  polylimit_limiter* l = nullptr;
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "5/minute", &o, &l, nullptr), POLYLIMIT_OK);
+  polylimit_decision d;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_check_at_most(l, "k", 1, 3, &d, &err), POLYLIMIT_OK) << err.message;
   EXPECT_EQ(d.granted, 3);
-  ASSERT_EQ(rl_check_at_most(l, "k", 1, 3, &d, &err), RL_OK);
+  ASSERT_EQ(polylimit_check_at_most(l, "k", 1, 3, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.granted, 2);
-  ASSERT_EQ(rl_acquire(l, "k", 1, 1, 0, &d, &err), RL_OK);
+  ASSERT_EQ(polylimit_acquire(l, "k", 1, 1, 0, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);
-  ASSERT_EQ(rl_check_limit(l, "k", 1, 1, 6, 60000, &d, &err), RL_OK);
+  ASSERT_EQ(polylimit_check_limit(l, "k", 1, 1, 6, 60000, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.granted, 1);
   EXPECT_EQ(d.limit, 6);
   // Bad input.
-  EXPECT_EQ(rl_check_at_most(nullptr, "k", 1, 1, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_at_most(nullptr, "k", 1, 1, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "limiter is NULL"), nullptr);
-  EXPECT_EQ(rl_check_at_most(l, "k", 1, 0, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_at_most(l, "k", 1, 0, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "max_cost = 0"), nullptr);
-  EXPECT_EQ(rl_check_at_most(l, nullptr, 1, 1, &d, &err), RL_EINVALID);
-  EXPECT_EQ(rl_check_at_most(l, "k", 1, 1, nullptr, &err), RL_EINVALID);
-  EXPECT_EQ(rl_acquire(l, "k", 1, 1, -1, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_at_most(l, nullptr, 1, 1, &d, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_check_at_most(l, "k", 1, 1, nullptr, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_acquire(l, "k", 1, 1, -1, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "timeout_ms = -1"), nullptr);
-  EXPECT_EQ(rl_acquire(l, "k", 1, 0, 10, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_acquire(l, "k", 1, 0, 10, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "cost = 0"), nullptr);
-  EXPECT_EQ(rl_acquire(nullptr, "k", 1, 1, 10, &d, &err), RL_EINVALID);
-  EXPECT_EQ(rl_acquire(l, "", 0, 1, 10, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_acquire(nullptr, "k", 1, 1, 10, &d, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_acquire(l, "", 0, 1, 10, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "key is empty"), nullptr);
-  EXPECT_EQ(rl_acquire(l, "k", 1, 1, 10, nullptr, &err), RL_EINVALID);
-  EXPECT_EQ(rl_check_limit(l, "k", 1, 1, 0, 1000, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_acquire(l, "k", 1, 1, 10, nullptr, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_check_limit(l, "k", 1, 1, 0, 1000, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "limit = 0"), nullptr);
-  EXPECT_EQ(rl_check_limit(l, "k", 1, 1, 10, -5, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_limit(l, "k", 1, 1, 10, -5, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "window_ms = -5"), nullptr);
-  EXPECT_EQ(rl_check_limit(l, "k", 1, 11, 10, 1000, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_limit(l, "k", 1, 11, 10, 1000, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "exceeds limit = 10"), nullptr);
-  EXPECT_EQ(rl_check_limit(nullptr, "k", 1, 1, 10, 1000, &d, &err), RL_EINVALID);
-  EXPECT_EQ(rl_check_limit(l, nullptr, 1, 1, 10, 1000, &d, &err), RL_EINVALID);
-  EXPECT_EQ(rl_check_limit(l, "k", 1, 1, 10, 1000, nullptr, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_check_limit(nullptr, "k", 1, 1, 10, 1000, &d, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_check_limit(l, nullptr, 1, 1, 10, 1000, &d, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_check_limit(l, "k", 1, 1, 10, 1000, nullptr, &err), POLYLIMIT_EINVALID);
   // Refund.
-  ASSERT_EQ(rl_refund(l, "k", 1, 2, &d, &err), RL_OK) << err.message;
+  ASSERT_EQ(polylimit_refund(l, "k", 1, 2, &d, &err), POLYLIMIT_OK) << err.message;
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.remaining, 1);  // 6 units were taken (one under a per-call limit of 6)
-  EXPECT_EQ(rl_refund(l, "k", 1, 0, &d, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_refund(l, "k", 1, 0, &d, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "units = 0"), nullptr);
-  EXPECT_EQ(rl_refund(nullptr, "k", 1, 1, &d, &err), RL_EINVALID);
-  EXPECT_EQ(rl_refund(l, nullptr, 1, 1, &d, &err), RL_EINVALID);
-  EXPECT_EQ(rl_refund(l, "k", 1, 1, nullptr, &err), RL_EINVALID);
-  rl_limiter_free(l);
+  EXPECT_EQ(polylimit_refund(nullptr, "k", 1, 1, &d, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_refund(l, nullptr, 1, 1, &d, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_refund(l, "k", 1, 1, nullptr, &err), POLYLIMIT_EINVALID);
+  polylimit_limiter_free(l);
   // A punitive block through the C options.
   o.block_ms = 60000;
   o.prefix = "peer-block";
-  ASSERT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "1/s", &o, &l, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);
   EXPECT_GT(d.retry_after_ms, 59000);  // the block, not the 1 s window
-  rl_limiter_free(l);
+  polylimit_limiter_free(l);
   o.block_ms = -1;
-  EXPECT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_limiter_new_spec(client, "1/s", &o, &l, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "block_ms = -1"), nullptr);
   o.block_ms = 0;
   // Shadow through the C options.
   o.shadow = 1;
   o.prefix = "peer-shadow";
-  ASSERT_EQ(rl_limiter_new_spec(client, "1/minute", &o, &l, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
-  ASSERT_EQ(rl_check(l, "k", 1, 1, &d, nullptr), RL_OK);
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "1/minute", &o, &l, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.shadowed, 1);
-  rl_limiter_free(l);
-  rl_client_close(client);
+  polylimit_limiter_free(l);
+  polylimit_client_close(client);
 }

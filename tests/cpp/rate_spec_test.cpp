@@ -3,11 +3,11 @@
 
 #include <cstring>
 
-#include "redlimit.h"
-#include "redlimit/errors.h"
-#include "redlimit/rate_spec.h"
+#include "polylimit.h"
+#include "polylimit/errors.h"
+#include "polylimit/rate_spec.h"
 
-using namespace redlimit;
+using namespace polylimit;
 
 namespace {
 
@@ -74,53 +74,53 @@ TEST(RateSpec, ClearErrors) {
 }
 
 TEST(RateSpec, CApi) {
-  rl_client* client = nullptr;
-  ASSERT_EQ(rl_client_open("memory://", nullptr, &client, nullptr), RL_OK);
-  rl_limiter* l = nullptr;
-  rl_error err;
-  ASSERT_EQ(rl_limiter_new_spec(client, "2/s; 3/minute", nullptr, &l, &err), RL_OK) << err.message;
-  rl_decision d;
-  ASSERT_EQ(rl_check_at(l, "k", 1, 2, 1700000000000000, &d, &err), RL_OK);
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open("memory://", nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter* l = nullptr;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "2/s; 3/minute", nullptr, &l, &err), POLYLIMIT_OK) << err.message;
+  polylimit_decision d;
+  ASSERT_EQ(polylimit_check_at(l, "k", 1, 2, 1700000000000000, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.limit, 2);
-  ASSERT_EQ(rl_check_at(l, "k", 1, 2, 1700000002000000, &d, &err), RL_OK);
+  ASSERT_EQ(polylimit_check_at(l, "k", 1, 2, 1700000002000000, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);  // the per-minute limit has 1 left
   EXPECT_EQ(d.limit, 3);
   EXPECT_EQ(d.remaining, 1);
-  rl_limiter_free(l);
+  polylimit_limiter_free(l);
 
-  rl_limiter_options o = RL_LIMITER_OPTIONS_INIT;
-  o.algorithm = RL_ALG_GCRA;
+  polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
+  o.algorithm = POLYLIMIT_ALG_GCRA;
   o.limit = -5;  // ignored
-  ASSERT_EQ(rl_limiter_new_spec(client, "10/s burst 4", &o, &l, &err), RL_OK) << err.message;
-  ASSERT_EQ(rl_check(l, "k", 1, 4, &d, &err), RL_OK);
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "10/s burst 4", &o, &l, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_check(l, "k", 1, 4, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.limit, 4);
-  rl_limiter_free(l);
+  polylimit_limiter_free(l);
 
-  l = reinterpret_cast<rl_limiter*>(0x1);
-  EXPECT_EQ(rl_limiter_new_spec(client, "10/parsec", nullptr, &l, &err), RL_EINVALID);
+  l = reinterpret_cast<polylimit_limiter*>(0x1);
+  EXPECT_EQ(polylimit_limiter_new_spec(client, "10/parsec", nullptr, &l, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "unknown time unit 'parsec'"), nullptr) << err.message;
   EXPECT_EQ(l, nullptr);
-  EXPECT_EQ(rl_limiter_new_spec(nullptr, "1/s", nullptr, &l, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_limiter_new_spec(nullptr, "1/s", nullptr, &l, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "client is NULL"), nullptr);
-  EXPECT_EQ(rl_limiter_new_spec(client, nullptr, nullptr, &l, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_limiter_new_spec(client, nullptr, nullptr, &l, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "spec is NULL"), nullptr);
-  EXPECT_EQ(rl_limiter_new_spec(client, "1/s", nullptr, nullptr, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_limiter_new_spec(client, "1/s", nullptr, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "out is NULL"), nullptr);
-  o = RL_LIMITER_OPTIONS_INIT;
+  o = POLYLIMIT_LIMITER_OPTIONS_INIT;
   o.version = 9;
-  EXPECT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_limiter_new_spec(client, "1/s", &o, &l, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "options->version = 9"), nullptr);
-  o = RL_LIMITER_OPTIONS_INIT;
+  o = POLYLIMIT_LIMITER_OPTIONS_INIT;
   o.algorithm = 42;
-  EXPECT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_limiter_new_spec(client, "1/s", &o, &l, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "algorithm = 42"), nullptr);
-  o = RL_LIMITER_OPTIONS_INIT;
+  o = POLYLIMIT_LIMITER_OPTIONS_INIT;
   o.prefix = "{bad}";
-  EXPECT_EQ(rl_limiter_new_spec(client, "1/s", &o, &l, &err), RL_EINVALID);
+  EXPECT_EQ(polylimit_limiter_new_spec(client, "1/s", &o, &l, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "prefix"), nullptr);
-  EXPECT_EQ(rl_limiter_new_spec(client, "1/s", nullptr, &l, nullptr), RL_OK);  // NULL err
-  rl_limiter_free(l);
-  rl_client_close(client);
+  EXPECT_EQ(polylimit_limiter_new_spec(client, "1/s", nullptr, &l, nullptr), POLYLIMIT_OK);  // NULL err
+  polylimit_limiter_free(l);
+  polylimit_client_close(client);
 }

@@ -15,7 +15,7 @@
 
 #include "crc16.h"
 
-namespace rltest {
+namespace pltest {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -230,7 +230,7 @@ size_t RedisCluster::master_of_slot(int slot) const {
   throw std::runtime_error("no master serves slot " + std::to_string(slot));
 }
 
-size_t RedisCluster::master_of_key(const std::string& key) const { return master_of_slot(redlimit::key_slot(key)); }
+size_t RedisCluster::master_of_key(const std::string& key) const { return master_of_slot(polylimit::key_slot(key)); }
 
 std::vector<size_t> RedisCluster::masters() const {
   std::vector<size_t> out;
@@ -278,7 +278,7 @@ void Process::kill(int sig) {
 RedisSentinels::RedisSentinels(std::string name, std::string data_password, std::string sentinel_password,
                                bool for_failover)
     : name_(std::move(name)), data_password_(std::move(data_password)), sentinel_password_(std::move(sentinel_password)) {
-  char tmpl[] = "/tmp/redlimit-sentinel-XXXXXX";
+  char tmpl[] = "/tmp/polylimit-sentinel-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
   std::vector<std::string> auth = {"--repl-diskless-sync-delay", "0"};  // sync at once, not after 5 s
@@ -364,4 +364,4 @@ void RedisSentinels::wait_promoted(std::chrono::milliseconds timeout) {
   master_ = 1 - master_;
 }
 
-}  // namespace rltest
+}  // namespace pltest

@@ -12,7 +12,7 @@
 
 #include "redis_server.h"
 
-namespace rltest {
+namespace pltest {
 
 class RedisCluster {
  public:
@@ -109,4 +109,4 @@ pid_t server_pid(const RedisServer& server);
 // Text of a field ("cluster_state") in INFO-style "k:v\r\n" text.
 std::string info_field(const std::string& text, const std::string& field);
 
-}  // namespace rltest
+}  // namespace pltest

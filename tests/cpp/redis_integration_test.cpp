@@ -13,18 +13,18 @@
 #include "memory_backend.h"
 #include "redis_backend.h"
 #include "redis_server.h"
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 
-using namespace redlimit;
+using namespace polylimit;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr int64_t kT0 = 1700000000000000;
 
-rltest::RedisServer& server() {
-  static rltest::RedisServer s;  // shared by the tests below; stopped at exit
+pltest::RedisServer& server() {
+  static pltest::RedisServer s;  // shared by the tests below; stopped at exit
   return s;
 }
 
@@ -171,7 +171,7 @@ TEST(Redis, RecoversFromClientKill) {
 }
 
 TEST(Redis, ClearErrorWhenServerIsDown) {
-  rltest::RedisServer own;
+  pltest::RedisServer own;
   Limiter l = make(own.url(), 10, 60000);
   ASSERT_TRUE(l.check("k").allowed);
   own.stop();
@@ -184,7 +184,7 @@ TEST(Redis, ClearErrorWhenServerIsDown) {
 }
 
 TEST(Redis, TimeoutWhenServerIsStopped) {
-  rltest::RedisServer own;
+  pltest::RedisServer own;
   PoolOptions pool;
   pool.command_timeout_ms = 200;
   pool.connect_timeout_ms = 200;
@@ -201,7 +201,7 @@ TEST(Redis, TimeoutWhenServerIsStopped) {
 }
 
 TEST(Redis, RefusedConnection) {
-  int port = rltest::free_port();
+  int port = pltest::free_port();
   Limiter l = make("redis://127.0.0.1:" + std::to_string(port), 1, 1000);
   std::string msg;
   EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kUnavailable);
@@ -209,7 +209,7 @@ TEST(Redis, RefusedConnection) {
 }
 
 TEST(Redis, PasswordAndAclUser) {
-  rltest::RedisServer own({"--requirepass", "hunter2"});
+  pltest::RedisServer own({"--requirepass", "hunter2"});
   std::string base = "127.0.0.1:" + std::to_string(own.port());
   EXPECT_TRUE(make("redis://:hunter2@" + base, 5, 1000).check("k").allowed);
   std::string msg;
@@ -244,11 +244,11 @@ TEST(Redis, SelectsDatabase) {
 }
 
 TEST(Redis, UnixSocket) {
-  char tmpl[] = "/tmp/redlimit-sock-XXXXXX";
+  char tmpl[] = "/tmp/polylimit-sock-XXXXXX";
   ASSERT_TRUE(::mkdtemp(tmpl));
   std::string sock = std::string(tmpl) + "/redis.sock";
   {
-    rltest::RedisServer own({"--unixsocket", sock, "--unixsocketperm", "700"});
+    pltest::RedisServer own({"--unixsocket", sock, "--unixsocketperm", "700"});
     Limiter l = make("unix://" + sock, 2, 60000);
     EXPECT_TRUE(l.check("k").allowed);
     EXPECT_TRUE(l.check("k").allowed);

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace rltest {
+namespace pltest {
 
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -52,7 +52,7 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
 }
 
 RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
-  char tmpl[] = "/tmp/redlimit-test-XXXXXX";
+  char tmpl[] = "/tmp/polylimit-test-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
   for (int attempt = 0;; ++attempt) {
@@ -168,4 +168,4 @@ long long RedisServer::integer(const std::vector<std::string>& argv) const {
   return std::stoll(command(argv));
 }
 
-}  // namespace rltest
+}  // namespace pltest

@@ -9,7 +9,7 @@
 
 struct redisReply;
 
-namespace rltest {
+namespace pltest {
 
 class RedisServer {
  public:
@@ -49,4 +49,4 @@ int free_port();
 // to close). Returns the child's pid.
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log = "");
 
-}  // namespace rltest
+}  // namespace pltest

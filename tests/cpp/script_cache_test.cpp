@@ -8,10 +8,10 @@
 #include "script_cache.h"
 #include "transport.h"
 
-using namespace redlimit;
+using namespace polylimit;
 
 TEST(ScriptCache, EmbeddedSha1MatchesScriptLoad) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   for (const scripts::Script* s : {&scripts::k_sliding_log, &scripts::k_sliding_counter, &scripts::k_fixed_window,
                                    &scripts::k_gcra}) {
     std::string sha = server.command({"SCRIPT", "LOAD", s->source});
@@ -21,7 +21,7 @@ TEST(ScriptCache, EmbeddedSha1MatchesScriptLoad) {
 }
 
 TEST(ScriptCache, NoscriptReloadsOnceThenRuns) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   ConnectionPool pool(parse_url(server.url()), PoolOptions{});
   ScriptCache cache;
   auto conn = pool.acquire();
@@ -42,7 +42,7 @@ TEST(ScriptCache, NoscriptReloadsOnceThenRuns) {
 // A pipeline of script calls after SCRIPT FLUSH: every call NOSCRIPTs, the
 // script is loaded once, and each call runs exactly once.
 TEST(ScriptCache, PipelinedCallsRecoverNoscript) {
-  rltest::RedisServer server;
+  pltest::RedisServer server;
   StandaloneTransport transport(parse_url(server.url()), PoolOptions{});
   std::vector<std::string> tokens = {"a", "b", "c", "d"};
   std::vector<ScriptCall> calls;

@@ -9,21 +9,21 @@
 #include "hammer.h"
 #include "redis_backend.h"
 #include "redis_cluster.h"
-#include "redlimit/client.h"
-#include "redlimit/errors.h"
-#include "redlimit/limiter.h"
+#include "polylimit/client.h"
+#include "polylimit/errors.h"
+#include "polylimit/limiter.h"
 #include "sentinel_transport.h"
 
-using redlimit::Client;
-using redlimit::ClientOptions;
-using redlimit::Error;
-using redlimit::ErrorCode;
-using redlimit::Limiter;
-using redlimit::LimiterOptions;
-using redlimit::SentinelTransport;
-using rltest::Hammer;
-using rltest::RedisSentinels;
-using rltest::RedisServer;
+using polylimit::Client;
+using polylimit::ClientOptions;
+using polylimit::Error;
+using polylimit::ErrorCode;
+using polylimit::Limiter;
+using polylimit::LimiterOptions;
+using polylimit::SentinelTransport;
+using pltest::Hammer;
+using pltest::RedisSentinels;
+using pltest::RedisServer;
 
 namespace {
 
@@ -44,7 +44,7 @@ LimiterOptions limit(int64_t n, const char* prefix) {
 }
 
 SentinelTransport& sentinel_transport(Client& c) {
-  return dynamic_cast<SentinelTransport&>(dynamic_cast<redlimit::RedisBackend&>(c.backend()).transport());
+  return dynamic_cast<SentinelTransport&>(dynamic_cast<polylimit::RedisBackend&>(c.backend()).transport());
 }
 
 double ms_since(int64_t t0_ns, int64_t t_ns) { return (t_ns - t0_ns) / 1e6; }
@@ -86,17 +86,17 @@ void through_failover(RedisSentinels& s, const char* what, const char* prefix, c
   Hammer h(l, "k", 4, 2000us);  // slow enough not to reach the limit before the move
   ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
   long at_event = h.admitted.load();
-  int64_t t0 = rltest::steady_ns();
+  int64_t t0 = pltest::steady_ns();
   cause();
   s.wait_promoted();
-  int64_t promoted = rltest::steady_ns();
+  int64_t promoted = pltest::steady_ns();
   if (demote)
     EXPECT_EQ(old_server.command({"REPLICAOF", "127.0.0.1", std::to_string(new_server.port())}), "OK");
   ASSERT_TRUE(Hammer::wait_for([&] { return transport.master_address() == new_master; }, 10s));
-  int64_t moved = rltest::steady_ns();
+  int64_t moved = pltest::steady_ns();
   long at_move = h.admitted.load();
   ASSERT_TRUE(Hammer::wait_for(
-      [&] { return h.last_success_ns.load() > moved && rltest::steady_ns() - h.last_error_ns.load() > 500000000; },
+      [&] { return h.last_success_ns.load() > moved && pltest::steady_ns() - h.last_error_ns.load() > 500000000; },
       30s));
   double recovered = h.errors.load() ? ms_since(t0, h.last_error_ns.load()) : 0.0;
   long denied_at_move = h.denied.load();
@@ -175,7 +175,7 @@ TEST(SentinelTopology, DataAndSentinelPasswords) {
 }
 
 TEST(SentinelTopology, UnreachableSentinels) {
-  int a = rltest::free_port();
+  int a = pltest::free_port();
   auto client = open("redis+sentinel://127.0.0.1:" + std::to_string(a) + "/m");
   Limiter l(client, limit(5, "t"));
   try {
@@ -188,7 +188,7 @@ TEST(SentinelTopology, UnreachableSentinels) {
 }
 
 TEST(SentinelTopology, NotASentinel) {
-  rltest::RedisServer plain;
+  pltest::RedisServer plain;
   auto client = open("redis+sentinel://127.0.0.1:" + std::to_string(plain.port()) + "/m");
   Limiter l(client, limit(5, "t"));
   try {

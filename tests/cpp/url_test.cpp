@@ -1,11 +1,11 @@
 // URL parsing: every accepted form and the malformed ones, with messages.
 #include <gtest/gtest.h>
 
-#include "redlimit/errors.h"
-#include "redlimit/url.h"
+#include "polylimit/errors.h"
+#include "polylimit/url.h"
 
-using redlimit::Endpoint;
-using redlimit::parse_url;
+using polylimit::Endpoint;
+using polylimit::parse_url;
 
 TEST(Url, PlainHostPort) {
   Endpoint e = parse_url("redis://127.0.0.1:6380");
@@ -97,8 +97,8 @@ TEST(Url, Malformed) {
     try {
       parse_url(url);
       ADD_FAILURE() << "accepted: " << url;
-    } catch (const redlimit::Error& e) {
-      EXPECT_EQ(e.code(), redlimit::ErrorCode::kInvalidArgument) << url;
+    } catch (const polylimit::Error& e) {
+      EXPECT_EQ(e.code(), polylimit::ErrorCode::kInvalidArgument) << url;
       EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << url << " -> " << e.what();
       EXPECT_NE(std::string(e.what()).find("url"), std::string::npos) << e.what();
     }

@@ -4,5 +4,5 @@
 # in total. Every language is required here (the demo alone may skip one).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-RL_DEMO_REQUIRE_ALL=1 RL_DEMO_START_DELAY_MS=${RL_DEMO_START_DELAY_MS:-5000} \
+POLYLIMIT_DEMO_REQUIRE_ALL=1 POLYLIMIT_DEMO_START_DELAY_MS=${POLYLIMIT_DEMO_START_DELAY_MS:-5000} \
   exec "$root/tools/demo.sh" 2000 600

@@ -3,7 +3,7 @@
 # cgo pointer checkers (cgocheck=1, and GOEXPERIMENT=cgocheck2 where the
 # toolchain has it), and a CGO_ENABLED=0 build of the stub.
 #
-# tools/test.sh runs it with RL_PREFIX (an installed build) and
+# tools/test.sh runs it with POLYLIMIT_PREFIX (an installed build) and
 # PKG_CONFIG_PATH / LD_LIBRARY_PATH pointing there. Run alone, it builds and
 # installs the library into build/go-lib and build/go-prefix itself.
 # The tests start their own redis-server processes on free loopback ports.
@@ -14,10 +14,10 @@ cd "$root"
 command -v go >/dev/null || { echo "go: not found (tools/deps.sh go installs it)" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server: not found" >&2; exit 1; }
 
-if [ -z "${RL_PREFIX:-}" ]; then
+if [ -z "${POLYLIMIT_PREFIX:-}" ]; then
   prefix="$root/build/go-prefix"
   cmake -S "$root" -B "$root/build/go-lib" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DRL_BUILD_TESTS=OFF -DRL_BUILD_TOOLS=OFF >/dev/null
+    -DPOLYLIMIT_BUILD_TESTS=OFF -DPOLYLIMIT_BUILD_TOOLS=OFF >/dev/null
   cmake --build "$root/build/go-lib" -j 2 >/dev/null
   rm -rf "$prefix"
   cmake --install "$root/build/go-lib" --prefix "$prefix" >/dev/null
@@ -25,13 +25,13 @@ if [ -z "${RL_PREFIX:-}" ]; then
   export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-pkg-config --exists redlimit || { echo "pkg-config cannot find redlimit (PKG_CONFIG_PATH?)" >&2; exit 1; }
+pkg-config --exists polylimit || { echo "pkg-config cannot find polylimit (PKG_CONFIG_PATH?)" >&2; exit 1; }
 
 # Never fetch another toolchain; the binding has no module dependencies.
 export GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
 export CGO_ENABLED=1
 cd "$root/bindings/go"
-echo "go: $(go version), libredlimit $(pkg-config --modversion redlimit)"
+echo "go: $(go version), libpolylimit $(pkg-config --modversion polylimit)"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

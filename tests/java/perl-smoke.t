@@ -1,83 +1,83 @@
 #!/usr/bin/env perl
-# Smoke test of the Perl 5 SWIG binding (the raw RedlimitNative module) against
+# Smoke test of the Perl 5 SWIG binding (the raw PolylimitNative module) against
 # a real redis-server. Run by tests/java/run.sh:
-#   RL_TEST_REDIS_URL=redis://127.0.0.1:PORT perl -I<build>/perl tests/java/perl-smoke.t
+#   POLYLIMIT_TEST_REDIS_URL=redis://127.0.0.1:PORT perl -I<build>/perl tests/java/perl-smoke.t
 use strict;
 use warnings;
 use Test::More;
-use RedlimitNative;
+use PolylimitNative;
 
-my $url = $ENV{RL_TEST_REDIS_URL} or die "RL_TEST_REDIS_URL is not set\n";
-my $OK = $RedlimitNative::RL_OK;
-my $EINVALID = $RedlimitNative::RL_EINVALID;
+my $url = $ENV{POLYLIMIT_TEST_REDIS_URL} or die "POLYLIMIT_TEST_REDIS_URL is not set\n";
+my $OK = $PolylimitNative::POLYLIMIT_OK;
+my $EINVALID = $PolylimitNative::POLYLIMIT_EINVALID;
 
-cmp_ok(RedlimitNative::rl_version_number(), '>=', $RedlimitNative::RL_VERSION_NUMBER, 'library at least the header version');
-is(RedlimitNative::rl_status_name($EINVALID), 'RL_EINVALID', 'status names');
+cmp_ok(PolylimitNative::polylimit_version_number(), '>=', $PolylimitNative::POLYLIMIT_VERSION_NUMBER, 'library at least the header version');
+is(PolylimitNative::polylimit_status_name($EINVALID), 'POLYLIMIT_EINVALID', 'status names');
 
-my $err = RedlimitNative::rl_error->new();
-my ($rc, $client) = RedlimitNative::rl_client_open($url, undef, $err);
+my $err = PolylimitNative::polylimit_error->new();
+my ($rc, $client) = PolylimitNative::polylimit_client_open($url, undef, $err);
 is($rc, $OK, 'client opens') or diag($err->messageBytes());
 ok(defined $client, 'client handle returned');
 
-($rc, my $none) = RedlimitNative::rl_client_open('nonsense', undef, $err);
-is($rc, $EINVALID, 'bad URL is RL_EINVALID');
+($rc, my $none) = PolylimitNative::polylimit_client_open('nonsense', undef, $err);
+is($rc, $EINVALID, 'bad URL is POLYLIMIT_EINVALID');
 ok(!defined $none, 'no handle for a bad URL');
-is($err->{code}, $EINVALID, 'rl_error carries the code');
-like($err->messageBytes(), qr/\S/, 'rl_error carries a message');
+is($err->{code}, $EINVALID, 'polylimit_error carries the code');
+like($err->messageBytes(), qr/\S/, 'polylimit_error carries a message');
 
-my $opts = RedlimitNative::rl_limiter_options->new();
+my $opts = PolylimitNative::polylimit_limiter_options->new();
 $opts->{limit} = 3;
 $opts->{window_ms} = 60000;
 is($opts->setPrefix('perl-smoke'), $OK, 'prefix set');
-($rc, my $limiter) = RedlimitNative::rl_limiter_new($client, $opts, $err);
+($rc, my $limiter) = PolylimitNative::polylimit_limiter_new($client, $opts, $err);
 is($rc, $OK, 'limiter made') or diag($err->messageBytes());
 
 my $key = "key\0with-nul-" . $$ . '-' . time();
-my $d = RedlimitNative::rl_decision->new();
+my $d = PolylimitNative::polylimit_decision->new();
 for my $i (1 .. 3) {
-    is(RedlimitNative::rl_check($limiter, $key, 1, $d, $err), $OK, "check $i");
+    is(PolylimitNative::polylimit_check($limiter, $key, 1, $d, $err), $OK, "check $i");
     is($d->{allowed}, 1, "check $i admitted");
     is($d->{remaining}, 3 - $i, "check $i remaining");
 }
-is(RedlimitNative::rl_check($limiter, $key, 1, $d, $err), $OK, 'fourth check is a result, not an error');
+is(PolylimitNative::polylimit_check($limiter, $key, 1, $d, $err), $OK, 'fourth check is a result, not an error');
 is($d->{allowed}, 0, 'fourth check denied');
 cmp_ok($d->{retry_after_ms}, '>', 0, 'denial has a retry-after');
 
 # The NUL is part of the key: the prefix before it is another key.
-is(RedlimitNative::rl_check($limiter, "key", 1, $d, $err), $OK, 'key before the NUL');
+is(PolylimitNative::polylimit_check($limiter, "key", 1, $d, $err), $OK, 'key before the NUL');
 is($d->{allowed}, 1, 'is a different key');
 
-is(RedlimitNative::rl_check($limiter, $key, 0, $d, $err), $EINVALID, 'cost 0 is RL_EINVALID');
-is(RedlimitNative::rl_check($limiter, '', 1, $d, $err), $EINVALID, 'empty key is RL_EINVALID');
+is(PolylimitNative::polylimit_check($limiter, $key, 0, $d, $err), $EINVALID, 'cost 0 is POLYLIMIT_EINVALID');
+is(PolylimitNative::polylimit_check($limiter, '', 1, $d, $err), $EINVALID, 'empty key is POLYLIMIT_EINVALID');
 
-is(RedlimitNative::rl_reset($limiter, $key, $err), $OK, 'reset');
-is(RedlimitNative::rl_peek($limiter, $key, $d, $err), $OK, 'peek');
+is(PolylimitNative::polylimit_reset($limiter, $key, $err), $OK, 'reset');
+is(PolylimitNative::polylimit_peek($limiter, $key, $d, $err), $OK, 'peek');
 is($d->{remaining}, 3, 'full capacity after reset');
 
 # Rate specs are parsed by the core; GCRA with a burst, partial grants, refunds.
-my $gopts = RedlimitNative::rl_limiter_options->new();
-$gopts->{algorithm} = $RedlimitNative::RL_ALG_GCRA;
+my $gopts = PolylimitNative::polylimit_limiter_options->new();
+$gopts->{algorithm} = $PolylimitNative::POLYLIMIT_ALG_GCRA;
 is($gopts->setPrefix('perl-smoke'), $OK, 'prefix set (GCRA)');
-($rc, my $gcra) = RedlimitNative::rl_limiter_new_spec($client, '1/min burst 3', $gopts, $err);
+($rc, my $gcra) = PolylimitNative::polylimit_limiter_new_spec($client, '1/min burst 3', $gopts, $err);
 is($rc, $OK, 'limiter from a spec') or diag($err->messageBytes());
 my $gkey = "gcra-$$-" . time();
-is(RedlimitNative::rl_check_at_most($gcra, $gkey, 5, $d, $err), $OK, 'check_at_most');
+is(PolylimitNative::polylimit_check_at_most($gcra, $gkey, 5, $d, $err), $OK, 'check_at_most');
 is($d->{granted}, 3, 'check_at_most granted the burst');
-is(RedlimitNative::rl_refund($gcra, $gkey, 1, $d, $err), $OK, 'refund');
+is(PolylimitNative::polylimit_refund($gcra, $gkey, 1, $d, $err), $OK, 'refund');
 is($d->{allowed}, 1, 'one unit back after the refund');
-($rc, my $bad) = RedlimitNative::rl_limiter_new_spec($client, '100/fortnight', undef, $err);
-is($rc, $EINVALID, 'bad spec is RL_EINVALID');
+($rc, my $bad) = PolylimitNative::polylimit_limiter_new_spec($client, '100/fortnight', undef, $err);
+is($rc, $EINVALID, 'bad spec is POLYLIMIT_EINVALID');
 like($err->messageBytes(), qr/fortnight/, "the core's message quotes the bad part");
 
-my $stats = RedlimitNative::rl_stats->new();
-is(RedlimitNative::rl_client_stats($client, $stats, $err), $OK, 'client stats');
+my $stats = PolylimitNative::polylimit_stats->new();
+is(PolylimitNative::polylimit_client_stats($client, $stats, $err), $OK, 'client stats');
 cmp_ok($stats->{checks}, '>=', 6, 'stats count the checks');
 cmp_ok($stats->latencyLeUs(0), '>', 0, 'latency bucket bounds');
-($rc, my $text) = RedlimitNative::rl_client_stats_prometheus($client, $err);
+($rc, my $text) = PolylimitNative::polylimit_client_stats_prometheus($client, $err);
 is($rc, $OK, 'prometheus text');
-like($text, qr/^redlimit_checks_total \d+$/m, 'prometheus text has the counters');
+like($text, qr/^polylimit_checks_total \d+$/m, 'prometheus text has the counters');
 
-RedlimitNative::rl_limiter_free($gcra);
-RedlimitNative::rl_limiter_free($limiter);
-RedlimitNative::rl_client_close($client);
+PolylimitNative::polylimit_limiter_free($gcra);
+PolylimitNative::polylimit_limiter_free($limiter);
+PolylimitNative::polylimit_client_close($client);
 done_testing();

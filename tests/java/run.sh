@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Builds the Java binding and runs its tests against real redis-server processes:
-#   1. the C library, unless RL_PREFIX names an installed build (tools/test.sh
+#   1. the C library, unless POLYLIMIT_PREFIX names an installed build (tools/test.sh
 #      sets it); alone, this script builds build/java-lib and installs it
 #      into build/java-prefix;
-#   2. bindings/swig as its own CMake project (find_package(redlimit)): SWIG
-#      generates the io.redlimit.jni sources and libredlimit_jni.so, linked
-#      against the shared libredlimit.so.1;
+#   2. bindings/swig as its own CMake project (find_package(polylimit)): SWIG
+#      generates the io.polylimit.jni sources and libpolylimit_jni.so, linked
+#      against the shared libpolylimit.so.1;
 #   3. Maven compiles the generated and the hand-written sources, runs the
 #      JUnit suite (it starts its own redis-server) and packages the jar;
 #   4. the demo worker runs from that jar, in two processes on one key;
-#   5. the Perl 5 binding from the same redlimit.i gets a smoke test
+#   5. the Perl 5 binding from the same polylimit.i gets a smoke test
 #      (tests/java/perl-smoke.t), where perl's headers are installed.
 # Build output goes to build/java-* only.
 set -euo pipefail
@@ -27,18 +27,18 @@ fi
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 
-if [ -z "${RL_PREFIX:-}" ]; then
+if [ -z "${POLYLIMIT_PREFIX:-}" ]; then
   echo "--- building the C library (build/java-lib -> build/java-prefix)"
-  RL_PREFIX="$root/build/java-prefix"
+  POLYLIMIT_PREFIX="$root/build/java-prefix"
   cmake -S "$root" -B "$root/build/java-lib" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DRL_BUILD_TESTS=OFF -DRL_BUILD_TOOLS=OFF >/dev/null
+    -DPOLYLIMIT_BUILD_TESTS=OFF -DPOLYLIMIT_BUILD_TOOLS=OFF >/dev/null
   cmake --build "$root/build/java-lib" -j "$jobs"
-  rm -rf "$RL_PREFIX"
-  cmake --install "$root/build/java-lib" --prefix "$RL_PREFIX" >/dev/null
-  libdir=$(dirname "$(ls -d "$RL_PREFIX"/lib*/pkgconfig | head -n1)")
+  rm -rf "$POLYLIMIT_PREFIX"
+  cmake --install "$root/build/java-lib" --prefix "$POLYLIMIT_PREFIX" >/dev/null
+  libdir=$(dirname "$(ls -d "$POLYLIMIT_PREFIX"/lib*/pkgconfig | head -n1)")
   export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export CMAKE_PREFIX_PATH="$RL_PREFIX${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export CMAKE_PREFIX_PATH="$POLYLIMIT_PREFIX${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 fi
 
 # The Perl binding is optional: only where perl's headers are installed.
@@ -49,29 +49,29 @@ fi
 
 echo "--- SWIG: JNI library (and Perl module: $perl_on) (build/java-swig)"
 swig_build="$root/build/java-swig"
-# -U: find redlimit in this RL_PREFIX again, not in the one a previous run cached.
+# -U: find polylimit in this POLYLIMIT_PREFIX again, not in the one a previous run cached.
 cmake -S "$root/bindings/swig" -B "$swig_build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -Uredlimit_DIR -DCMAKE_PREFIX_PATH="$RL_PREFIX" -DRL_SWIG_PERL="$perl_on" >/dev/null
+  -Upolylimit_DIR -DCMAKE_PREFIX_PATH="$POLYLIMIT_PREFIX" -DPOLYLIMIT_SWIG_PERL="$perl_on" >/dev/null
 cmake --build "$swig_build" -j "$jobs"
-jni_dir=$(dirname "$(find "$swig_build" -maxdepth 1 -name 'libredlimit_jni.*' | head -n1)")
+jni_dir=$(dirname "$(find "$swig_build" -maxdepth 1 -name 'libpolylimit_jni.*' | head -n1)")
 
 echo "--- Maven: compile, JUnit, jar (build/java-mvn)"
 mvn_build="$root/build/java-mvn"
 # Not -q: surefire's "Tests run: N, Failures: 0" summary is logged at INFO.
 mvn -B -ntp -Dstyle.color=never -f "$root/bindings/swig/java/pom.xml" \
-  -Dredlimit.build.dir="$mvn_build" \
-  -Dredlimit.swig.sources="$swig_build/java" \
-  -Dredlimit.library.path="$jni_dir" \
+  -Dpolylimit.build.dir="$mvn_build" \
+  -Dpolylimit.swig.sources="$swig_build/java" \
+  -Dpolylimit.library.path="$jni_dir" \
   clean package
-jar="$mvn_build/redlimit-1.0.0.jar"
+jar="$mvn_build/polylimit-1.0.0.jar"
 [ -f "$jar" ]
 
 echo "--- demo worker from the jar, two processes on one key"
 eval "$("$root/tests/redis-server.sh" start)"
-trap '"$root/tests/redis-server.sh" stop "$RL_TEST_REDIS_PID" "$RL_TEST_REDIS_DIR"' EXIT
+trap '"$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"' EXIT
 worker() {
-  java -cp "$jar" -Djava.library.path="$jni_dir" io.redlimit.demo.Worker \
-    "$RL_TEST_REDIS_URL" java-run-sh 25 60000 40 "$1"
+  java -cp "$jar" -Djava.library.path="$jni_dir" io.polylimit.demo.Worker \
+    "$POLYLIMIT_TEST_REDIS_URL" java-run-sh 25 60000 40 "$1"
 }
 out_a=$(mktemp) out_b=$(mktemp)
 worker java-a >"$out_a" &

@@ -1,4 +1,4 @@
-"""Fixtures for the redlimit Python suite: throwaway redis-server processes
+"""Fixtures for the polylimit Python suite: throwaway redis-server processes
 on free loopback ports (as tests/redis-server.sh starts them), and a tiny RESP
 client so tests can poke the server without another dependency."""
 
@@ -86,7 +86,7 @@ def start_redis(*extra):
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.skip("redis-server is not installed")
-    directory = tempfile.mkdtemp(prefix="redlimit-py-redis-")
+    directory = tempfile.mkdtemp(prefix="polylimit-py-redis-")
     for _ in range(5):
         port = _free_port()
         proc = subprocess.Popen(

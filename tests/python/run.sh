@@ -2,9 +2,9 @@
 # The Python suite: builds the wheel, installs it into a virtualenv under
 # build/, and runs pytest against the installed package (not the sources).
 # Works alone from the repository root or from tools/test.sh (which sets
-# RL_SOURCE_DIR). Only PyPI is needed: pytest, scikit-build-core, pybind11.
+# POLYLIMIT_SOURCE_DIR). Only PyPI is needed: pytest, scikit-build-core, pybind11.
 set -euo pipefail
-root=${RL_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+root=${POLYLIMIT_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$root"
 
 build="$root/build"
@@ -25,11 +25,11 @@ rm -rf "$dist"
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
   "$py" -m pip wheel . -w "$dist" --no-build-isolation --no-deps -q \
   --config-settings=build-dir="$build/python-skbuild"
-wheels=("$dist"/redlimit-*.whl)
+wheels=("$dist"/polylimit-*.whl)
 [ -f "${wheels[0]}" ] || { echo "run.sh: no wheel was built" >&2; exit 1; }
 "$py" -m pip install -q --force-reinstall --no-deps "${wheels[0]}"
 
-export RL_PY_WHEEL="${wheels[0]}"
+export POLYLIMIT_PY_WHEEL="${wheels[0]}"
 status=0
 "$py" -m pytest "$root/tests/python" -p no:cacheprovider "$@" || status=$?
 if [ "$status" -eq 5 ]; then

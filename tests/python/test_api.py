@@ -1,4 +1,4 @@
-"""Every public call of the redlimit package, on memory:// and on Redis."""
+"""Every public call of the polylimit package, on memory:// and on Redis."""
 
 import datetime
 import os
@@ -6,50 +6,50 @@ import time
 
 import pytest
 
-import redlimit
-from redlimit import _core
+import polylimit
+from polylimit import _core
 
 
 # -- package ------------------------------------------------------------------
 
 def test_version_is_the_headers():
-    header = os.path.join(os.path.dirname(__file__), "..", "..", "capi", "include", "redlimit.h")
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "capi", "include", "polylimit.h")
     with open(header) as f:
         text = f.read()
-    assert '#define RL_VERSION_STRING "%s"' % redlimit.__version__ in text
-    assert _core.version_string() == redlimit.__version__
+    assert '#define POLYLIMIT_VERSION_STRING "%s"' % polylimit.__version__ in text
+    assert _core.version_string() == polylimit.__version__
     assert _core.version_number() >= _core.VERSION_NUMBER
 
 
 def test_installed_package_is_tested():
     # run.sh tests the wheel, not the source tree.
     src = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "..", "bindings"))
-    assert not os.path.realpath(redlimit.__file__).startswith(src)
+    assert not os.path.realpath(polylimit.__file__).startswith(src)
 
 
 def test_all_exports_exist():
-    for name in redlimit.__all__:
-        assert hasattr(redlimit, name), name
-    assert redlimit.ALGORITHMS == ("fixed_window", "gcra", "sliding_counter", "sliding_log")
-    assert redlimit.FAILURE_POLICIES == ("closed", "error", "local", "open")
-    assert not hasattr(redlimit, "parse_rate")  # one spec parser: the core's
+    for name in polylimit.__all__:
+        assert hasattr(polylimit, name), name
+    assert polylimit.ALGORITHMS == ("fixed_window", "gcra", "sliding_counter", "sliding_log")
+    assert polylimit.FAILURE_POLICIES == ("closed", "error", "local", "open")
+    assert not hasattr(polylimit, "parse_rate")  # one spec parser: the core's
 
 
 def test_error_hierarchy():
-    assert issubclass(redlimit.InvalidArgument, ValueError)
-    assert issubclass(redlimit.Unavailable, ConnectionError)
-    assert issubclass(redlimit.Timeout, TimeoutError)
-    for cls in (redlimit.InvalidArgument, redlimit.Unavailable, redlimit.Timeout, redlimit.AuthError,
-                redlimit.PermissionDenied, redlimit.ScriptError, redlimit.PoolExhausted, redlimit.RateLimited):
-        assert issubclass(cls, redlimit.Error)
-    assert redlimit.InvalidArgument.code == "RL_EINVALID"
-    assert redlimit.Timeout.code == "RL_ETIMEOUT"
+    assert issubclass(polylimit.InvalidArgument, ValueError)
+    assert issubclass(polylimit.Unavailable, ConnectionError)
+    assert issubclass(polylimit.Timeout, TimeoutError)
+    for cls in (polylimit.InvalidArgument, polylimit.Unavailable, polylimit.Timeout, polylimit.AuthError,
+                polylimit.PermissionDenied, polylimit.ScriptError, polylimit.PoolExhausted, polylimit.RateLimited):
+        assert issubclass(cls, polylimit.Error)
+    assert polylimit.InvalidArgument.code == "POLYLIMIT_EINVALID"
+    assert polylimit.Timeout.code == "POLYLIMIT_ETIMEOUT"
 
 
 # -- checks ---------------------------------------------------------------------
 
 def test_check_admits_up_to_the_limit(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("3/minute")
         decisions = [lim.check(key) for _ in range(4)]
     assert [d.allowed for d in decisions] == [True, True, True, False]
@@ -64,7 +64,7 @@ def test_check_admits_up_to_the_limit(url, key):
 
 
 def test_cost_is_all_or_nothing(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter(limit=5, window=60)
         assert lim.check(key, 3).remaining == 2
         d = lim.check(key, 3)
@@ -73,7 +73,7 @@ def test_cost_is_all_or_nothing(url, key):
 
 
 def test_peek_consumes_nothing(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("2/m")
         assert lim.peek(key).remaining == 2
         lim.check(key)
@@ -85,7 +85,7 @@ def test_peek_consumes_nothing(url, key):
 
 
 def test_reset_restores_capacity(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("1/h")
         assert lim.check(key)
         assert not lim.check(key)
@@ -94,7 +94,7 @@ def test_reset_restores_capacity(url, key):
 
 
 def test_check_many(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("2/m")
         keys = [key + ":a", key + ":b", key + ":a", key + ":a"]
         ds = lim.check_many(keys)
@@ -105,7 +105,7 @@ def test_check_many(url, key):
 
 
 def test_check_at_float_seconds_int_microseconds_and_datetime(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("2 per 10 seconds")
         t = time.time()
         assert lim.check_at(key, 1, t).allowed
@@ -117,7 +117,7 @@ def test_check_at_float_seconds_int_microseconds_and_datetime(url, key):
 
 
 def test_keys_are_bytes_nul_and_utf8(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("1/m")
         base = key.encode()
         assert lim.check(base + b"\x00a")
@@ -129,7 +129,7 @@ def test_keys_are_bytes_nul_and_utf8(url, key):
 
 
 def test_prefix_separates_limiters(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         a = client.limiter("1/m", prefix="a")
         b = client.limiter("1/m", prefix="b")
         same = client.limiter("1/m", prefix="a")
@@ -138,10 +138,10 @@ def test_prefix_separates_limiters(url, key):
         assert same.prefix == "a"
 
 
-@pytest.mark.parametrize("algorithm", redlimit.ALGORITHMS)
+@pytest.mark.parametrize("algorithm", polylimit.ALGORITHMS)
 @pytest.mark.parametrize("clock", ["server", "client"])
 def test_every_algorithm_and_clock(url, key, algorithm, clock):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("5/s", algorithm=algorithm, clock=clock)
         assert lim.algorithm == algorithm and lim.clock == clock
         assert sum(lim.check(key).allowed for _ in range(7)) == 5
@@ -149,7 +149,7 @@ def test_every_algorithm_and_clock(url, key, algorithm, clock):
 
 
 def test_window_slides(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("2 per 200 ms")
         assert lim.check(key) and lim.check(key)
         d = lim.check(key)
@@ -159,9 +159,9 @@ def test_window_slides(url, key):
 
 
 def test_limiter_description():
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         lim = client.limiter(limit=100, window=60)
-        assert lim.rate == redlimit.Rate(100, 60.0) and lim.spec is None
+        assert lim.rate == polylimit.Rate(100, 60.0) and lim.spec is None
         assert lim.rate.limit == 100 and lim.rate.window == 60.0
         assert client.limiter(limit=7, window=datetime.timedelta(milliseconds=1500)).rate == (7, 1.5)
         assert "100 per 60s" in repr(lim)
@@ -170,57 +170,57 @@ def test_limiter_description():
         # A spec is parsed by the core, which does not report the parsed limits.
         spec = client.limiter("10/s; 1000/hour", algorithm="fixed_window", on_failure="open", shadow=True)
         assert spec.spec == "10/s; 1000/hour" and spec.rate is None
-        assert repr(spec) == "<redlimit.Limiter '10/s; 1000/hour' fixed_window prefix='rl'>"
+        assert repr(spec) == "<polylimit.Limiter '10/s; 1000/hour' fixed_window prefix='pl'>"
         assert spec.on_failure == "open" and spec.shadow is True
 
 
 # -- client lifetime ----------------------------------------------------------
 
 def test_close_is_idempotent_and_closes_limiters(key):
-    client = redlimit.Client()
+    client = polylimit.Client()
     lim = client.limiter("5/s")
     assert lim.check(key)
     assert not client.closed
     client.close()
     client.close()
     assert client.closed and "closed" in repr(client)
-    with pytest.raises(redlimit.Error) as info:
+    with pytest.raises(polylimit.Error) as info:
         lim.check(key)
-    assert info.value.code == "RL_ECLOSED" and "closed" in str(info.value)
-    with pytest.raises(redlimit.Error) as info:
+    assert info.value.code == "POLYLIMIT_ECLOSED" and "closed" in str(info.value)
+    with pytest.raises(polylimit.Error) as info:
         client.limiter("1/s")
-    assert info.value.code == "RL_ECLOSED"
+    assert info.value.code == "POLYLIMIT_ECLOSED"
 
 
 def test_context_manager_closes():
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         pass
     assert client.closed
 
 
 def test_repr_hides_the_password():
-    with redlimit.Client("redis://user:s3cret@127.0.0.1:1") as client:
+    with polylimit.Client("redis://user:s3cret@127.0.0.1:1") as client:
         assert "s3cret" not in repr(client) and "***" in repr(client)
         assert client.url == "redis://user:s3cret@127.0.0.1:1"
 
 
 def test_options_are_accepted(redis_server, key):
-    with redlimit.Client(redis_server.url, pool_size=2, connect_timeout=0.5, command_timeout=0.25,
+    with polylimit.Client(redis_server.url, pool_size=2, connect_timeout=0.5, command_timeout=0.25,
                          acquire_timeout=datetime.timedelta(seconds=1), keepalive=False,
                          idle_check=0.0001) as client:
         assert client.limiter("1/s").check(key)
-    with redlimit.Client(redis_server.url, keepalive=30) as client:
+    with polylimit.Client(redis_server.url, keepalive=30) as client:
         assert client.limiter("1/s").check(key + "x")
 
 
 # -- helpers ----------------------------------------------------------------------
 
 def test_hit_context_manager(key):
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         lim = client.limiter("1/m")
         with lim.hit(key) as d:
             assert d.allowed and d.remaining == 0
-        with pytest.raises(redlimit.RateLimited) as info:
+        with pytest.raises(polylimit.RateLimited) as info:
             with lim.hit(key):
                 pytest.fail("the body must not run")
         e = info.value
@@ -229,7 +229,7 @@ def test_hit_context_manager(key):
 
 
 def test_limit_decorator(key):
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         lim = client.limiter("2/m")
 
         @lim.limit(lambda user, n=0: key + user)
@@ -239,7 +239,7 @@ def test_limit_decorator(key):
 
         assert handler("a", n=2) == "aa"
         assert handler("a") == ""
-        with pytest.raises(redlimit.RateLimited):
+        with pytest.raises(polylimit.RateLimited):
             handler("a")
         assert handler("b") == ""
         assert handler.__doc__ == "docstring kept" and handler.__name__ == "handler"
@@ -252,7 +252,7 @@ def test_limit_decorator(key):
 
         whole()
         whole()
-        with pytest.raises(redlimit.RateLimited):
+        with pytest.raises(polylimit.RateLimited):
             whole()
         assert len(calls) == 2
 
@@ -261,7 +261,7 @@ def test_limit_decorator(key):
             return True
 
         assert fixed()
-        with pytest.raises(redlimit.RateLimited):
+        with pytest.raises(polylimit.RateLimited):
             fixed()
 
 
@@ -269,7 +269,7 @@ def test_limit_decorator(key):
 
 @pytest.fixture
 def lim():
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         yield client.limiter("10/s")
 
 
@@ -292,9 +292,9 @@ def test_check_many_rejects_a_single_key(lim):
 
 
 def test_empty_key(lim):
-    with pytest.raises(redlimit.InvalidArgument, match="key is empty"):
+    with pytest.raises(polylimit.InvalidArgument, match="key is empty"):
         lim.check("")
-    with pytest.raises(redlimit.InvalidArgument, match=r"keys\[1\]: key is empty"):
+    with pytest.raises(polylimit.InvalidArgument, match=r"keys\[1\]: key is empty"):
         lim.check_many(["a", b""])
 
 
@@ -304,10 +304,10 @@ def test_lone_surrogate_key(lim):
 
 
 @pytest.mark.parametrize("cost,exc,message", [
-    (0, redlimit.InvalidArgument, "cost = 0 must be at least 1"),
-    (-1, redlimit.InvalidArgument, "cost = -1 must be at least 1"),
-    (11, redlimit.InvalidArgument, "cost = 11 exceeds limit = 10"),
-    (2**70, redlimit.InvalidArgument, "cost = 1180591620717411303424 is out of range"),
+    (0, polylimit.InvalidArgument, "cost = 0 must be at least 1"),
+    (-1, polylimit.InvalidArgument, "cost = -1 must be at least 1"),
+    (11, polylimit.InvalidArgument, "cost = 11 exceeds limit = 10"),
+    (2**70, polylimit.InvalidArgument, "cost = 1180591620717411303424 is out of range"),
     (1.0, TypeError, "cost must be an int, not float"),
     ("1", TypeError, "cost must be an int, not str"),
     (True, TypeError, "cost must be an int, not bool"),
@@ -323,19 +323,19 @@ def test_bad_cost(lim, cost, exc, message):
 
 
 def test_errors_carry_code_and_status(lim):
-    with pytest.raises(redlimit.InvalidArgument) as info:
+    with pytest.raises(polylimit.InvalidArgument) as info:
         lim.check("k", 0)
-    assert info.value.code == "RL_EINVALID" and info.value.status == -2
+    assert info.value.code == "POLYLIMIT_EINVALID" and info.value.status == -2
     assert isinstance(info.value, ValueError)
 
 
 @pytest.mark.parametrize("now,exc,message", [
-    (-1.0, redlimit.InvalidArgument, "now_us = -1000000 is out of range"),
-    (0, redlimit.InvalidArgument, "now_us = 0 is out of range"),
-    (2**60, redlimit.InvalidArgument, "is out of range"),
-    (float("nan"), redlimit.InvalidArgument, "not finite"),
+    (-1.0, polylimit.InvalidArgument, "now_us = -1000000 is out of range"),
+    (0, polylimit.InvalidArgument, "now_us = 0 is out of range"),
+    (2**60, polylimit.InvalidArgument, "is out of range"),
+    (float("nan"), polylimit.InvalidArgument, "not finite"),
     ("now", TypeError, "now must be float seconds, int microseconds"),
-    (datetime.datetime(2024, 1, 1), redlimit.InvalidArgument, "naive datetime"),
+    (datetime.datetime(2024, 1, 1), polylimit.InvalidArgument, "naive datetime"),
 ])
 def test_bad_check_at_time(lim, now, exc, message):
     with pytest.raises(exc, match=message):
@@ -347,14 +347,14 @@ def test_bad_check_at_time(lim, now, exc, message):
     "10/1.5ms", "10//s", "1e3/s", "10/s extra", "10 pers",
 ])
 def test_bad_spec(spec):
-    with redlimit.Client() as client:
-        with pytest.raises(redlimit.InvalidArgument, match="rate spec") as info:
+    with polylimit.Client() as client:
+        with pytest.raises(polylimit.InvalidArgument, match="rate spec") as info:
             client.limiter(spec)
-    assert info.value.code == "RL_EINVALID"
+    assert info.value.code == "POLYLIMIT_EINVALID"
 
 
 @pytest.mark.parametrize("spec,message", [
-    # The messages are the core's (capi rl_limiter_new_spec), quoting the bad part.
+    # The messages are the core's (capi polylimit_limiter_new_spec), quoting the bad part.
     ("", "rate spec is empty (expected e.g. '100/minute' or '10/s; 1000/hour')"),
     ("10", "rate spec '10': expected '/' or 'per' after the count"),
     ("ten/s", "rate spec 'ten/s': expected count (a whole number) at 'ten/s'"),
@@ -366,56 +366,56 @@ def test_bad_spec(spec):
     ("10/s burst 20", "rate spec '10/s burst 20': burst = 20 is only for the gcra algorithm"),
 ])
 def test_bad_spec_messages_come_from_the_core(spec, message):
-    with redlimit.Client() as client:
-        with pytest.raises(redlimit.InvalidArgument) as info:
+    with polylimit.Client() as client:
+        with pytest.raises(polylimit.InvalidArgument) as info:
             client.limiter(spec)
     assert str(info.value).startswith(message)
 
 
 def test_spec_of_wrong_type():
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         with pytest.raises(TypeError, match="rate spec must be a str"):
             client.limiter(100)
 
 
 @pytest.mark.parametrize("kwargs,exc,message", [
-    ({}, redlimit.InvalidArgument, "a rate is needed"),
-    ({"limit": 10}, redlimit.InvalidArgument, "a rate is needed"),
-    ({"spec": "1/s", "limit": 1}, redlimit.InvalidArgument, "not both"),
-    ({"limit": 0, "window": 1}, redlimit.InvalidArgument, r"limit = 0 is out of range 1\.\.1000000"),
-    ({"limit": 1000001, "window": 1}, redlimit.InvalidArgument, "limit = 1000001 is out of range"),
-    ({"limit": 2**64, "window": 1}, redlimit.InvalidArgument, "is out of range"),
+    ({}, polylimit.InvalidArgument, "a rate is needed"),
+    ({"limit": 10}, polylimit.InvalidArgument, "a rate is needed"),
+    ({"spec": "1/s", "limit": 1}, polylimit.InvalidArgument, "not both"),
+    ({"limit": 0, "window": 1}, polylimit.InvalidArgument, r"limit = 0 is out of range 1\.\.1000000"),
+    ({"limit": 1000001, "window": 1}, polylimit.InvalidArgument, "limit = 1000001 is out of range"),
+    ({"limit": 2**64, "window": 1}, polylimit.InvalidArgument, "is out of range"),
     ({"limit": 1.5, "window": 1}, TypeError, "limit must be an int, not float"),
     ({"limit": True, "window": 1}, TypeError, "limit must be an int, not bool"),
-    ({"limit": 1, "window": 0}, redlimit.InvalidArgument, "window = 0 must be a positive number of seconds"),
-    ({"limit": 1, "window": -1.0}, redlimit.InvalidArgument, "must be a positive number"),
-    ({"limit": 1, "window": 0.0001}, redlimit.InvalidArgument, "whole number of milliseconds"),
-    ({"limit": 1, "window": 1e12}, redlimit.InvalidArgument, "is longer than"),
+    ({"limit": 1, "window": 0}, polylimit.InvalidArgument, "window = 0 must be a positive number of seconds"),
+    ({"limit": 1, "window": -1.0}, polylimit.InvalidArgument, "must be a positive number"),
+    ({"limit": 1, "window": 0.0001}, polylimit.InvalidArgument, "whole number of milliseconds"),
+    ({"limit": 1, "window": 1e12}, polylimit.InvalidArgument, "is longer than"),
     ({"limit": 1, "window": "60"}, TypeError, "window must be a number of seconds, not str"),
-    ({"spec": "1/s", "algorithm": "token"}, redlimit.InvalidArgument,
+    ({"spec": "1/s", "algorithm": "token"}, polylimit.InvalidArgument,
      "algorithm 'token' is unknown; available: fixed_window, gcra, sliding_counter, sliding_log"),
-    ({"spec": "1/s", "on_failure": "ignore"}, redlimit.InvalidArgument, "on_failure 'ignore' is unknown"),
+    ({"spec": "1/s", "on_failure": "ignore"}, polylimit.InvalidArgument, "on_failure 'ignore' is unknown"),
     ({"spec": "1/s", "on_failure": None}, TypeError, "on_failure must be a str"),
-    ({"spec": "1/s", "burst": 5, "algorithm": "gcra"}, redlimit.InvalidArgument, "burst goes in the spec"),
-    ({"limit": 1, "window": 1, "burst": 5}, redlimit.InvalidArgument, "burst"),
-    ({"limit": 1, "window": 1, "burst": 0, "algorithm": "gcra"}, redlimit.InvalidArgument, "burst = 0 must be"),
+    ({"spec": "1/s", "burst": 5, "algorithm": "gcra"}, polylimit.InvalidArgument, "burst goes in the spec"),
+    ({"limit": 1, "window": 1, "burst": 5}, polylimit.InvalidArgument, "burst"),
+    ({"limit": 1, "window": 1, "burst": 0, "algorithm": "gcra"}, polylimit.InvalidArgument, "burst = 0 must be"),
     ({"limit": 1, "window": 1, "burst": 2.0, "algorithm": "gcra"}, TypeError, "burst must be an int"),
-    ({"spec": "1/s", "deny_cache": -1}, redlimit.InvalidArgument, "deny_cache_size = -1 is negative"),
+    ({"spec": "1/s", "deny_cache": -1}, polylimit.InvalidArgument, "deny_cache_size = -1 is negative"),
     ({"spec": "1/s", "deny_cache": 1.0}, TypeError, "deny_cache must be an int"),
-    ({"spec": "1/s", "breaker_cooldown": 0}, redlimit.InvalidArgument, "breaker_cooldown = 0 must be a positive number"),
-    ({"spec": "1/s", "block": -1}, redlimit.InvalidArgument, "block = -1 must be a number of seconds"),
-    ({"spec": "1/s", "block": 1e12}, redlimit.InvalidArgument, r"block = 1000000000000.0 is too large \(at most 31622400 s\)"),
+    ({"spec": "1/s", "breaker_cooldown": 0}, polylimit.InvalidArgument, "breaker_cooldown = 0 must be a positive number"),
+    ({"spec": "1/s", "block": -1}, polylimit.InvalidArgument, "block = -1 must be a number of seconds"),
+    ({"spec": "1/s", "block": 1e12}, polylimit.InvalidArgument, r"block = 1000000000000.0 is too large \(at most 31622400 s\)"),
     ({"spec": "1/s", "shadow": 1}, TypeError, "shadow must be a bool"),
     ({"spec": "1/s", "algorithm": 0}, TypeError, "algorithm must be a str"),
-    ({"spec": "1/s", "clock": "local"}, redlimit.InvalidArgument, "clock 'local' is unknown"),
-    ({"spec": "1/s", "prefix": ""}, redlimit.InvalidArgument, "prefix is empty"),
-    ({"spec": "1/s", "prefix": "a{b}"}, redlimit.InvalidArgument, "must not contain"),
-    ({"spec": "1/s", "prefix": "x" * 257}, redlimit.InvalidArgument, "prefix is longer than 256 bytes"),
-    ({"spec": "1/s", "prefix": "a\0b"}, redlimit.InvalidArgument, "prefix contains a NUL"),
-    ({"spec": "1/s", "prefix": b"rl"}, TypeError, "prefix must be a str"),
+    ({"spec": "1/s", "clock": "local"}, polylimit.InvalidArgument, "clock 'local' is unknown"),
+    ({"spec": "1/s", "prefix": ""}, polylimit.InvalidArgument, "prefix is empty"),
+    ({"spec": "1/s", "prefix": "a{b}"}, polylimit.InvalidArgument, "must not contain"),
+    ({"spec": "1/s", "prefix": "x" * 257}, polylimit.InvalidArgument, "prefix is longer than 256 bytes"),
+    ({"spec": "1/s", "prefix": "a\0b"}, polylimit.InvalidArgument, "prefix contains a NUL"),
+    ({"spec": "1/s", "prefix": b"pl"}, TypeError, "prefix must be a str"),
 ])
 def test_bad_limiter_arguments(kwargs, exc, message):
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         with pytest.raises(exc, match=message):
             client.limiter(**kwargs)
 
@@ -428,37 +428,37 @@ def test_bad_limiter_arguments(kwargs, exc, message):
     ("memory://\0", "NUL"),
 ])
 def test_bad_url(url, message):
-    with pytest.raises(redlimit.InvalidArgument, match=message) as info:
-        redlimit.Client(url)
-    assert info.value.code == "RL_EINVALID"
+    with pytest.raises(polylimit.InvalidArgument, match=message) as info:
+        polylimit.Client(url)
+    assert info.value.code == "POLYLIMIT_EINVALID"
 
 
 def test_url_of_wrong_type():
     with pytest.raises(TypeError, match="url must be a str, not bytes"):
-        redlimit.Client(b"memory://")
+        polylimit.Client(b"memory://")
 
 
 @pytest.mark.parametrize("kwargs,exc,message", [
-    ({"pool_size": 0}, redlimit.InvalidArgument, "pool_size = 0 must be at least 1"),
-    ({"pool_size": -3}, redlimit.InvalidArgument, "pool_size = -3"),
+    ({"pool_size": 0}, polylimit.InvalidArgument, "pool_size = 0 must be at least 1"),
+    ({"pool_size": -3}, polylimit.InvalidArgument, "pool_size = -3"),
     ({"pool_size": 2.0}, TypeError, "pool_size must be an int"),
-    ({"connect_timeout": 0}, redlimit.InvalidArgument, "connect_timeout = 0 must be a positive number of seconds"),
-    ({"command_timeout": -1}, redlimit.InvalidArgument, "command_timeout = -1"),
-    ({"acquire_timeout": float("inf")}, redlimit.InvalidArgument, "acquire_timeout = inf"),
-    ({"command_timeout": 1e10}, redlimit.InvalidArgument, "too large"),
+    ({"connect_timeout": 0}, polylimit.InvalidArgument, "connect_timeout = 0 must be a positive number of seconds"),
+    ({"command_timeout": -1}, polylimit.InvalidArgument, "command_timeout = -1"),
+    ({"acquire_timeout": float("inf")}, polylimit.InvalidArgument, "acquire_timeout = inf"),
+    ({"command_timeout": 1e10}, polylimit.InvalidArgument, "too large"),
     ({"connect_timeout": "1"}, TypeError, "connect_timeout must be a number of seconds, not str"),
-    ({"idle_check": -0.5}, redlimit.InvalidArgument, "idle_check = -0.5"),
-    ({"keepalive": -1}, redlimit.InvalidArgument, "keepalive = -1 must be a positive"),
+    ({"idle_check": -0.5}, polylimit.InvalidArgument, "idle_check = -0.5"),
+    ({"keepalive": -1}, polylimit.InvalidArgument, "keepalive = -1 must be a positive"),
     ({"keepalive": 1.5}, TypeError, "keepalive must be an int"),
 ])
 def test_bad_client_options(kwargs, exc, message):
     with pytest.raises(exc, match=message):
-        redlimit.Client("memory://", **kwargs)
+        polylimit.Client("memory://", **kwargs)
 
 
 def test_unknown_option_is_a_type_error():
     with pytest.raises(TypeError):
-        redlimit.Client("memory://", pool=3)
+        polylimit.Client("memory://", pool=3)
 
 
 # -- failures from the server ----------------------------------------------------
@@ -468,25 +468,25 @@ def test_unavailable_when_nothing_listens(key):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound but not listening: connection refused
-        with redlimit.Client("redis://127.0.0.1:%d" % port, connect_timeout=0.5) as client:
-            with pytest.raises(redlimit.Unavailable) as info:
+        with polylimit.Client("redis://127.0.0.1:%d" % port, connect_timeout=0.5) as client:
+            with pytest.raises(polylimit.Unavailable) as info:
                 client.limiter("1/s").check(key)
     e = info.value
-    assert isinstance(e, ConnectionError) and e.code == "RL_EUNAVAILABLE" and str(e)
+    assert isinstance(e, ConnectionError) and e.code == "POLYLIMIT_EUNAVAILABLE" and str(e)
 
 
 def test_auth_and_permission_errors(redis_server, key):
     user = "u" + key[-8:]
     redis_server.command("ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", "-evalsha", "-eval")
     try:
-        with redlimit.Client("redis://%s:wrong@127.0.0.1:%d" % (user, redis_server.port)) as client:
-            with pytest.raises(redlimit.AuthError) as info:
+        with polylimit.Client("redis://%s:wrong@127.0.0.1:%d" % (user, redis_server.port)) as client:
+            with pytest.raises(polylimit.AuthError) as info:
                 client.limiter("1/s").check(key)
-            assert info.value.code == "RL_EAUTH"
-        with redlimit.Client("redis://%s:pw@127.0.0.1:%d" % (user, redis_server.port)) as client:
-            with pytest.raises(redlimit.PermissionDenied) as info:
+            assert info.value.code == "POLYLIMIT_EAUTH"
+        with polylimit.Client("redis://%s:pw@127.0.0.1:%d" % (user, redis_server.port)) as client:
+            with pytest.raises(polylimit.PermissionDenied) as info:
                 client.limiter("1/s").check(key)
-            assert info.value.code == "RL_EPERM" and "NOPERM" in str(info.value).upper()
+            assert info.value.code == "POLYLIMIT_EPERM" and "NOPERM" in str(info.value).upper()
     finally:
         redis_server.command("ACL", "DELUSER", user)
 
@@ -503,16 +503,16 @@ def test_script_error_on_a_key_of_the_wrong_type(redis_server, key, prefix):
     storage = "%s:sliding_log:{%016x}:%s" % (prefix, _fnv1a64(key.encode()), key)
     redis_server.command("SET", storage, "not a zset")
     try:
-        with redlimit.Client(redis_server.url) as client:
-            with pytest.raises(redlimit.ScriptError) as info:
+        with polylimit.Client(redis_server.url) as client:
+            with pytest.raises(polylimit.ScriptError) as info:
                 client.limiter("1/s", prefix=prefix).check(key)
-        assert info.value.code == "RL_ESCRIPT" and "WRONGTYPE" in str(info.value)
+        assert info.value.code == "POLYLIMIT_ESCRIPT" and "WRONGTYPE" in str(info.value)
     finally:
         redis_server.command("DEL", storage)
 
 
 def test_script_flush_is_survived(redis_server, key):
-    with redlimit.Client(redis_server.url) as client:
+    with polylimit.Client(redis_server.url) as client:
         lim = client.limiter("3/m")
         assert lim.check(key)
         redis_server.command("SCRIPT", "FLUSH")
@@ -520,7 +520,7 @@ def test_script_flush_is_survived(redis_server, key):
 
 
 def test_decision_value_semantics(key):
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         lim = client.limiter("5/m")
         a = lim.peek(key)
         b = lim.peek(key)
@@ -529,7 +529,7 @@ def test_decision_value_semantics(key):
         assert (a == "x") is False
         with pytest.raises(TypeError):
             hash(a)
-        assert isinstance(a, redlimit.Decision)
+        assert isinstance(a, polylimit.Decision)
 
 
 @pytest.mark.parametrize("spec,limit,window_ms", [
@@ -547,6 +547,6 @@ def test_decision_value_semantics(key):
 def test_rate_specs(spec, limit, window_ms):
     # The core parses the spec; a sliding log's first check at a fixed time
     # shows the limit and (reset_after) the window.
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         d = client.limiter(spec, clock="client").check_at("k", 1, 1_700_000_000_000_000)
     assert d.limit == limit and d.remaining == limit - 1 and d.reset_after_ms == window_ms

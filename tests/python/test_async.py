@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-import redlimit
+import polylimit
 
 
 def _thousand_checks(url, key):
@@ -13,7 +13,7 @@ def _thousand_checks(url, key):
     Returns (decisions, max gap between ticks, ticks while checks were in flight)."""
 
     async def main():
-        with redlimit.Client(url) as client:
+        with polylimit.Client(url) as client:
             lim = client.limiter(limit=600, window=600)
             ticks = []
             stop = asyncio.Event()
@@ -62,7 +62,7 @@ def test_thousand_concurrent_acheck_keep_the_loop_responsive(redis_server, key):
 
 def test_async_variants(url, key):
     async def main():
-        with redlimit.Client(url) as client:
+        with polylimit.Client(url) as client:
             lim = client.limiter("3/m")
             d = await lim.acheck(key, 2)
             assert d.allowed and d.remaining == 1
@@ -74,7 +74,7 @@ def test_async_variants(url, key):
             assert await lim.areset(key) is None
             assert (await lim.apeek(key)).remaining == 3
             assert (await lim.acheck_at(key, 3, time.time())).allowed
-            with pytest.raises(redlimit.InvalidArgument, match="cost = 4 exceeds limit"):
+            with pytest.raises(polylimit.InvalidArgument, match="cost = 4 exceeds limit"):
                 await lim.acheck(key, 4)
             with pytest.raises(TypeError, match="key must be str or bytes"):
                 await lim.acheck(42)
@@ -84,7 +84,7 @@ def test_async_variants(url, key):
 
 def test_async_decorator_and_hit(key):
     async def main():
-        with redlimit.Client() as client:
+        with polylimit.Client() as client:
             lim = client.limiter("1/m")
 
             @lim.limit(lambda user: key + user)
@@ -93,13 +93,13 @@ def test_async_decorator_and_hit(key):
                 return "ok " + user
 
             assert await handler("a") == "ok a"
-            with pytest.raises(redlimit.RateLimited) as info:
+            with pytest.raises(polylimit.RateLimited) as info:
                 await handler("a")
             assert info.value.decision.allowed is False
 
             async with lim.hit(key + "h") as d:
                 assert d.allowed
-            with pytest.raises(redlimit.RateLimited):
+            with pytest.raises(polylimit.RateLimited):
                 async with lim.hit(key + "h"):
                     pytest.fail("the body must not run")
 
@@ -108,13 +108,13 @@ def test_async_decorator_and_hit(key):
 
 def test_async_after_close_raises(key):
     async def main():
-        client = redlimit.Client()
+        client = polylimit.Client()
         lim = client.limiter("1/m")
         await lim.acheck(key)
         client.close()
-        with pytest.raises(redlimit.Error) as info:
+        with pytest.raises(polylimit.Error) as info:
             await lim.acheck(key)
-        assert info.value.code == "RL_ECLOSED"
+        assert info.value.code == "POLYLIMIT_ECLOSED"
 
     asyncio.run(main())
 
@@ -124,7 +124,7 @@ def test_acheck_on_a_frozen_server_does_not_block_the_loop(private_redis, key):
     import signal
 
     async def main():
-        with redlimit.Client(private_redis.url, command_timeout=0.5, pool_size=4) as client:
+        with polylimit.Client(private_redis.url, command_timeout=0.5, pool_size=4) as client:
             lim = client.limiter("10/s")
             await lim.acheck(key)  # connected, script loaded
             os.kill(private_redis.pid, signal.SIGSTOP)
@@ -141,7 +141,7 @@ def test_acheck_on_a_frozen_server_does_not_block_the_loop(private_redis, key):
                 os.kill(private_redis.pid, signal.SIGCONT)
 
     results, ticks, elapsed = asyncio.run(main())
-    assert all(isinstance(r, redlimit.Timeout) for r in results), results
+    assert all(isinstance(r, polylimit.Timeout) for r in results), results
     assert elapsed >= 0.45
     # Blocking calls would have held the loop for 4 x 0.5 s with no tick.
     gaps = [b - a for a, b in zip(ticks, ticks[1:])]

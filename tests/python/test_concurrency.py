@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-import redlimit
+import polylimit
 
 PROCESSES = 8
 THREADS = 8
@@ -68,7 +68,7 @@ def _fork_workers(count, body):
 
 
 def test_threads_share_one_limit_exactly(url, key):
-    with redlimit.Client(url, pool_size=4) as client:
+    with polylimit.Client(url, pool_size=4) as client:
         lim = client.limiter(limit=LIMIT, window=600)
         assert _hammer(lim, key, 16, 100) == LIMIT
 
@@ -76,19 +76,19 @@ def test_threads_share_one_limit_exactly(url, key):
 def test_processes_times_threads_exact(redis_server, key):
     # Each child opens its own client: the usual multi-process deployment.
     def child():
-        with redlimit.Client(redis_server.url) as client:
+        with polylimit.Client(redis_server.url) as client:
             return _hammer(client.limiter(limit=LIMIT, window=600), key, THREADS, ATTEMPTS_PER_THREAD)
 
     results = _fork_workers(PROCESSES, child)
     assert sum(results) == LIMIT
-    with redlimit.Client(redis_server.url) as client:
+    with polylimit.Client(redis_server.url) as client:
         assert client.limiter(limit=LIMIT, window=600).peek(key).remaining == 0
 
 
 def test_client_created_before_fork_is_exact(redis_server, key):
     # The parent has live pooled connections when it forks; every child must
     # make its own (the core sees the pid change) and the total stays exact.
-    with redlimit.Client(redis_server.url) as client:
+    with polylimit.Client(redis_server.url) as client:
         lim = client.limiter(limit=LIMIT, window=600)
         assert _hammer(lim, key, THREADS, 5) == THREADS * 5
         already = THREADS * 5
@@ -103,7 +103,7 @@ def test_client_created_before_fork_is_exact(redis_server, key):
 def test_async_after_fork(redis_server, key):
     import asyncio
 
-    with redlimit.Client(redis_server.url) as client:
+    with polylimit.Client(redis_server.url) as client:
         lim = client.limiter("100/m")
 
         async def some():
@@ -118,7 +118,7 @@ def test_async_after_fork(redis_server, key):
 @pytest.mark.parametrize("backend", ["memory"])
 def test_memory_backend_is_per_process(backend, key):
     # memory:// state is this process's: a forked child starts from a copy.
-    with redlimit.Client("memory://") as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter("2/m")
         assert lim.check(key)
         results = _fork_workers(1, lambda: sum(lim.check(key).allowed for _ in range(3)))
@@ -127,8 +127,8 @@ def test_memory_backend_is_per_process(backend, key):
 
 
 def test_close_while_other_threads_check(url, key):
-    # Calls in flight finish; later ones raise RL_ECLOSED; nothing crashes.
-    client = redlimit.Client(url)
+    # Calls in flight finish; later ones raise POLYLIMIT_ECLOSED; nothing crashes.
+    client = polylimit.Client(url)
     lim = client.limiter(limit=LIMIT, window=600)
     outcomes = {"ok": 0, "closed": 0, "other": []}
     lock = threading.Lock()
@@ -140,8 +140,8 @@ def test_close_while_other_threads_check(url, key):
             try:
                 lim.check(key)
                 kind = "ok"
-            except redlimit.Error as e:
-                if e.code != "RL_ECLOSED":
+            except polylimit.Error as e:
+                if e.code != "POLYLIMIT_ECLOSED":
                     with lock:
                         outcomes["other"].append(repr(e))
                     return
@@ -164,7 +164,7 @@ def test_fork_while_parent_threads_are_mid_call(redis_server, key):
     # Children are forked while parent threads hold pooled connections and
     # sit inside the core: the children must neither deadlock nor reuse those
     # connections, and the total across all processes stays exact.
-    with redlimit.Client(redis_server.url, pool_size=4) as client:
+    with polylimit.Client(redis_server.url, pool_size=4) as client:
         lim = client.limiter(limit=LIMIT, window=600)
         parent_admitted = []
         t = threading.Thread(target=lambda: parent_admitted.append(_hammer(lim, key, 4, 150)))

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-import redlimit
+import polylimit
 
 # A time aligned to 60 s (fixed windows start at multiples of the window).
 T0 = 1_699_999_980.0
@@ -27,9 +27,9 @@ def _run_sequence(lim, key):
 
 # -- algorithms -------------------------------------------------------------------
 
-@pytest.mark.parametrize("algorithm", redlimit.ALGORITHMS)
+@pytest.mark.parametrize("algorithm", polylimit.ALGORITHMS)
 def test_every_algorithm_allows_then_denies(url, key, algorithm):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("3/minute", algorithm=algorithm)
         ds = [lim.check(key) for _ in range(4)]
         assert [d.allowed for d in ds] == [True, True, True, False]
@@ -40,13 +40,13 @@ def test_every_algorithm_allows_then_denies(url, key, algorithm):
         assert lim.check(key, 3).allowed
 
 
-@pytest.mark.parametrize("algorithm", redlimit.ALGORITHMS)
+@pytest.mark.parametrize("algorithm", polylimit.ALGORITHMS)
 def test_check_at_is_deterministic_and_backends_agree(redis_server, key, algorithm):
     """With the caller's clock, the same sequence gives the same Decisions
     every time, in process and in Redis."""
     results = []
     for url in ("memory://", redis_server.url, redis_server.url):
-        with redlimit.Client(url) as client:
+        with polylimit.Client(url) as client:
             lim = client.limiter("3 per 10 seconds", algorithm=algorithm, clock="client")
             results.append(_run_sequence(lim, "%s:%d" % (key, len(results))))
     assert results[0] == results[1] == results[2], results
@@ -56,7 +56,7 @@ def test_check_at_is_deterministic_and_backends_agree(redis_server, key, algorit
 
 
 def test_gcra_burst(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         spec = client.limiter("10/s burst 20", algorithm="gcra", clock="client")
         kw = client.limiter(limit=10, window=1, burst=20, algorithm="gcra", clock="client")
         for lim, k in ((spec, key + ":spec"), (kw, key + ":kw")):
@@ -67,7 +67,7 @@ def test_gcra_burst(url, key):
 
 
 def test_multi_limit_spec(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("2/s; 3/minute", clock="client")
         a, b, c = (lim.check_at(key, 1, T0 + t) for t in (0, 0.1, 0.2))
         assert a.allowed and b.allowed and not c.allowed
@@ -83,7 +83,7 @@ def test_multi_limit_spec(url, key):
 # -- batches ---------------------------------------------------------------------
 
 def test_check_many_is_one_round_trip(redis_server, key):
-    with redlimit.Client(redis_server.url) as client:
+    with polylimit.Client(redis_server.url) as client:
         lim = client.limiter("2/minute")
         lim.peek(key)  # connected, script loaded
         before = client.stats()
@@ -98,7 +98,7 @@ def test_check_many_is_one_round_trip(redis_server, key):
 def test_check_many_is_exact_across_threads(redis_server, key):
     keys = ["%s:%d" % (key, i) for i in range(10)]
     admitted = []
-    with redlimit.Client(redis_server.url, pool_size=4) as client:
+    with polylimit.Client(redis_server.url, pool_size=4) as client:
         lim = client.limiter("50/minute")
 
         def run():
@@ -117,25 +117,25 @@ def test_check_many_is_exact_across_threads(redis_server, key):
 
 
 def test_check_many_errors_raise_or_come_back_in_place(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("5/minute")
-        with pytest.raises(redlimit.InvalidArgument, match=r"^keys\[1\]: key is empty"):
+        with pytest.raises(polylimit.InvalidArgument, match=r"^keys\[1\]: key is empty"):
             lim.check_many([key, b"", key + ":z"])
         assert lim.peek(key).remaining == 4  # the other keys were decided all the same
         out = lim.check_many([key, "", key, b""], return_exceptions=True)
-        assert isinstance(out[0], redlimit.Decision) and out[0].remaining == 3
-        assert isinstance(out[1], redlimit.InvalidArgument) and str(out[1]) == "keys[1]: key is empty"
-        assert out[1].code == "RL_EINVALID"
+        assert isinstance(out[0], polylimit.Decision) and out[0].remaining == 3
+        assert isinstance(out[1], polylimit.InvalidArgument) and str(out[1]) == "keys[1]: key is empty"
+        assert out[1].code == "POLYLIMIT_EINVALID"
         assert out[2].remaining == 2
-        assert isinstance(out[3], redlimit.InvalidArgument) and str(out[3]).startswith("keys[3]: ")
-        with pytest.raises(redlimit.InvalidArgument, match="cost = 0"):  # the whole call: always raised
+        assert isinstance(out[3], polylimit.InvalidArgument) and str(out[3]).startswith("keys[3]: ")
+        with pytest.raises(polylimit.InvalidArgument, match="cost = 0"):  # the whole call: always raised
             lim.check_many([key], 0, return_exceptions=True)
 
 
 # -- deny cache -------------------------------------------------------------------
 
 def test_deny_cache_answers_locally(redis_server, key):
-    with redlimit.Client(redis_server.url) as client:
+    with polylimit.Client(redis_server.url) as client:
         lim = client.limiter("1/minute", deny_cache=100)
         assert lim.check(key).allowed
         first = lim.check(key)
@@ -167,12 +167,12 @@ def frozen_server(private_redis):
 
 def test_failure_policies_on_a_frozen_server(frozen_server, key):
     server, freeze = frozen_server
-    with redlimit.Client(server.url, command_timeout=0.2) as client:
-        lims = {p: client.limiter("2/minute", on_failure=p) for p in redlimit.FAILURE_POLICIES}
+    with polylimit.Client(server.url, command_timeout=0.2) as client:
+        lims = {p: client.limiter("2/minute", on_failure=p) for p in polylimit.FAILURE_POLICIES}
         for policy, lim in lims.items():
             assert lim.check(key + ":warm:" + policy).allowed  # connected, scripts loaded
         freeze()
-        with pytest.raises(redlimit.Timeout):
+        with pytest.raises(polylimit.Timeout):
             lims["error"].check(key)
         d = lims["open"].check(key)
         assert d.allowed and d.degraded and d.granted == 1
@@ -186,7 +186,7 @@ def test_failure_policies_on_a_frozen_server(frozen_server, key):
 
 def test_circuit_breaker_fails_fast(frozen_server, key):
     server, freeze = frozen_server
-    with redlimit.Client(server.url, command_timeout=0.2) as client:
+    with polylimit.Client(server.url, command_timeout=0.2) as client:
         lim = client.limiter("2/minute", on_failure="closed", breaker_failures=2, breaker_cooldown=30)
         lim.check(key)
         freeze()
@@ -204,7 +204,7 @@ def test_circuit_breaker_fails_fast(frozen_server, key):
 
 def test_check_many_on_a_frozen_server_keeps_the_gil_free(frozen_server, key):
     server, freeze = frozen_server
-    with redlimit.Client(server.url, command_timeout=0.3) as client:
+    with polylimit.Client(server.url, command_timeout=0.3) as client:
         lim = client.limiter("10/s")
         lim.check(key)
         freeze()
@@ -217,13 +217,13 @@ def test_check_many_on_a_frozen_server_keeps_the_gil_free(frozen_server, key):
             spins += 1
         t.join(5)
     assert spins > 10_000
-    assert all(isinstance(e, redlimit.Timeout) for e in out[0]), out
+    assert all(isinstance(e, polylimit.Timeout) for e in out[0]), out
 
 
 # -- shadow, block ------------------------------------------------------------------
 
 def test_shadow_mode_admits_and_flags(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("1/minute", shadow=True)
         a, b = lim.check(key), lim.check(key)
         assert a.allowed and not a.shadowed
@@ -234,7 +234,7 @@ def test_shadow_mode_admits_and_flags(url, key):
 
 
 def test_block_keeps_a_denied_key_denied(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("1/s", block=60, clock="client")
         assert lim.check_at(key, 1, T0).allowed
         d = lim.check_at(key, 1, T0 + 0.5)
@@ -247,7 +247,7 @@ def test_block_keeps_a_denied_key_denied(url, key):
 # -- partial grants, acquire, refund, per-call limits -------------------------------
 
 def test_check_at_most_grants_what_fits(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("5/minute")
         a, b, c = (lim.check_at_most(key, 3) for _ in range(3))
     assert (a.allowed, a.granted, a.remaining) == (True, 3, 2)
@@ -256,7 +256,7 @@ def test_check_at_most_grants_what_fits(url, key):
 
 
 def test_acquire_waits_for_admission(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("1 per 300 ms")
         assert lim.check(key)
         assert not lim.acquire(key, timeout=0).allowed  # one try
@@ -269,7 +269,7 @@ def test_acquire_waits_for_admission(url, key):
 
 
 def test_acquire_releases_the_gil(key):
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         lim = client.limiter("1 per 400 ms")
         lim.check(key)
         t = threading.Thread(target=lim.acquire, args=(key,), kwargs={"timeout": 2})
@@ -283,9 +283,9 @@ def test_acquire_releases_the_gil(key):
     assert spins > 10_000
 
 
-@pytest.mark.parametrize("algorithm", redlimit.ALGORITHMS)
+@pytest.mark.parametrize("algorithm", polylimit.ALGORITHMS)
 def test_refund_gives_units_back(url, key, algorithm):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("3/minute", algorithm=algorithm)
         assert lim.check(key, 3).allowed
         assert not lim.check(key).allowed
@@ -296,7 +296,7 @@ def test_refund_gives_units_back(url, key, algorithm):
 
 
 def test_refund_clears_the_deny_cache(redis_server, key):
-    with redlimit.Client(redis_server.url) as client:
+    with polylimit.Client(redis_server.url) as client:
         lim = client.limiter("1/minute", deny_cache=10)
         lim.check(key)
         lim.check(key)
@@ -306,30 +306,30 @@ def test_refund_clears_the_deny_cache(redis_server, key):
 
 
 def test_check_limit_per_call(url, key):
-    with redlimit.Client(url) as client:
+    with polylimit.Client(url) as client:
         lim = client.limiter("100/minute")
         ds = [lim.check_limit(key, 1, 2, 60) for _ in range(3)]
         assert [d.allowed for d in ds] == [True, True, False] and ds[0].limit == 2
         d = lim.check_limit(key + ":x", 3, limit=5, window=1.5)
         assert d.allowed and d.limit == 5 and d.remaining == 2
-        with pytest.raises(redlimit.InvalidArgument, match="limit"):
+        with pytest.raises(polylimit.InvalidArgument, match="limit"):
             lim.check_limit(key, 1, 0, 60)
-        with pytest.raises(redlimit.InvalidArgument, match="whole number of milliseconds"):
+        with pytest.raises(polylimit.InvalidArgument, match="whole number of milliseconds"):
             lim.check_limit(key, 1, 2, 0.0001)
 
 
 def test_bad_arguments_of_the_new_calls():
-    with redlimit.Client() as client:
+    with polylimit.Client() as client:
         lim = client.limiter("5/s")
-        with pytest.raises(redlimit.InvalidArgument):
+        with pytest.raises(polylimit.InvalidArgument):
             lim.check_at_most("k", 0)
         with pytest.raises(TypeError, match="max_cost must be an int"):
             lim.check_at_most("k", 1.5)
-        with pytest.raises(redlimit.InvalidArgument):
+        with pytest.raises(polylimit.InvalidArgument):
             lim.refund("k", 0)
         with pytest.raises(TypeError, match="units must be an int"):
             lim.refund("k", None)
-        with pytest.raises(redlimit.InvalidArgument, match="timeout = -1 must be"):
+        with pytest.raises(polylimit.InvalidArgument, match="timeout = -1 must be"):
             lim.acquire("k", timeout=-1)
         with pytest.raises(TypeError, match="key must be str or bytes"):
             lim.acquire(5)
@@ -338,7 +338,7 @@ def test_bad_arguments_of_the_new_calls():
 # -- metrics -----------------------------------------------------------------------
 
 def test_stats_and_prometheus(redis_server, key):
-    with redlimit.Client(redis_server.url) as client:
+    with polylimit.Client(redis_server.url) as client:
         assert client.stats()["checks"] == 0
         lim = client.limiter("2/minute")
         for _ in range(3):
@@ -353,20 +353,20 @@ def test_stats_and_prometheus(redis_server, key):
     assert len(buckets) == 16 and sum(n for _, n in buckets) == 3
     assert buckets[-1][0] == math.inf and [b for b, _ in buckets] == sorted(b for b, _ in buckets)
     assert isinstance(text, str)
-    assert "# TYPE redlimit_checks_total counter\nredlimit_checks_total 3\n" in text
-    assert "redlimit_admitted_total 2\n" in text and "redlimit_denied_total 1\n" in text
-    assert "redlimit_round_trips_total %d\n" % stats["round_trips"] in text
-    assert "# TYPE redlimit_check_latency_seconds histogram" in text
-    assert 'redlimit_check_latency_seconds_bucket{le="+Inf"} 3' in text
+    assert "# TYPE polylimit_checks_total counter\npolylimit_checks_total 3\n" in text
+    assert "polylimit_admitted_total 2\n" in text and "polylimit_denied_total 1\n" in text
+    assert "polylimit_round_trips_total %d\n" % stats["round_trips"] in text
+    assert "# TYPE polylimit_check_latency_seconds histogram" in text
+    assert 'polylimit_check_latency_seconds_bucket{le="+Inf"} 3' in text
 
 
 def test_stats_after_close_raise():
-    client = redlimit.Client()
+    client = polylimit.Client()
     client.close()
-    with pytest.raises(redlimit.Error) as info:
+    with pytest.raises(polylimit.Error) as info:
         client.stats()
-    assert info.value.code == "RL_ECLOSED"
-    with pytest.raises(redlimit.Error):
+    assert info.value.code == "POLYLIMIT_ECLOSED"
+    with pytest.raises(polylimit.Error):
         client.stats_prometheus()
 
 
@@ -374,7 +374,7 @@ def test_stats_after_close_raise():
 
 def test_async_variants_of_the_new_calls(url, key):
     async def main():
-        with redlimit.Client(url) as client:
+        with polylimit.Client(url) as client:
             lim = client.limiter("3 per 300 ms")
             d = await lim.acheck_at_most(key, 5)
             assert d.granted == 3
@@ -383,7 +383,7 @@ def test_async_variants_of_the_new_calls(url, key):
             d = await lim.acheck_limit(key + ":l", 2, 2, 60)
             assert d.allowed and d.limit == 2
             ds = await lim.acheck_many([key, ""], return_exceptions=True)
-            assert ds[0].allowed and isinstance(ds[1], redlimit.InvalidArgument)
+            assert ds[0].allowed and isinstance(ds[1], polylimit.InvalidArgument)
             assert not (await lim.aacquire(key, timeout=0)).allowed
             ticks = []
 

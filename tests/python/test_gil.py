@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-import redlimit
+import polylimit
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def frozen(private_redis):
 
 
 def test_gil_is_released_during_io(private_redis, frozen, key):
-    with redlimit.Client(private_redis.url, command_timeout=0.6) as client:
+    with polylimit.Client(private_redis.url, command_timeout=0.6) as client:
         lim = client.limiter("10/s")
         assert lim.check(key)  # connect and load the script first
         frozen()
@@ -39,7 +39,7 @@ def test_gil_is_released_during_io(private_redis, frozen, key):
             started = time.perf_counter()
             try:
                 lim.check(key)
-            except redlimit.Timeout as e:
+            except polylimit.Timeout as e:
                 outcome["error"] = e
             outcome["seconds"] = time.perf_counter() - started
 
@@ -53,8 +53,8 @@ def test_gil_is_released_during_io(private_redis, frozen, key):
         t.join(5)
         assert not t.is_alive()
     e = outcome.get("error")
-    assert isinstance(e, redlimit.Timeout) and isinstance(e, TimeoutError), outcome
-    assert e.code == "RL_ETIMEOUT" and str(e)
+    assert isinstance(e, polylimit.Timeout) and isinstance(e, TimeoutError), outcome
+    assert e.code == "POLYLIMIT_ETIMEOUT" and str(e)
     assert 0.5 <= outcome["seconds"] < 3.0
     # With the GIL held by the blocked call the loop would have spun ~0 times
     # in 0.4 s; released, it spins hundreds of thousands of times.
@@ -62,12 +62,12 @@ def test_gil_is_released_during_io(private_redis, frozen, key):
 
 
 def test_check_many_releases_the_gil_too(private_redis, frozen, key):
-    with redlimit.Client(private_redis.url, command_timeout=0.3) as client:
+    with polylimit.Client(private_redis.url, command_timeout=0.3) as client:
         lim = client.limiter("10/s")
         lim.check(key)
         frozen()
         errors = []
-        t = threading.Thread(target=lambda: errors.append(pytest.raises(redlimit.Timeout, lim.check_many, [key])))
+        t = threading.Thread(target=lambda: errors.append(pytest.raises(polylimit.Timeout, lim.check_many, [key])))
         t.start()
         spins = 0
         deadline = time.perf_counter() + 0.2
@@ -79,26 +79,26 @@ def test_check_many_releases_the_gil_too(private_redis, frozen, key):
 
 
 def test_pool_exhausted(private_redis, frozen, key):
-    with redlimit.Client(private_redis.url, pool_size=1, command_timeout=1.0, acquire_timeout=0.1) as client:
+    with polylimit.Client(private_redis.url, pool_size=1, command_timeout=1.0, acquire_timeout=0.1) as client:
         lim = client.limiter("10/s")
         lim.check(key)
         frozen()
-        holder = threading.Thread(target=lambda: pytest.raises(redlimit.Timeout, lim.check, key))
+        holder = threading.Thread(target=lambda: pytest.raises(polylimit.Timeout, lim.check, key))
         holder.start()
         time.sleep(0.2)  # the only connection is now busy waiting on the frozen server
-        with pytest.raises(redlimit.PoolExhausted) as info:
+        with pytest.raises(polylimit.PoolExhausted) as info:
             lim.check(key)
         holder.join(5)
-    assert info.value.code == "RL_EPOOL" and "acquire_timeout" in str(info.value)
+    assert info.value.code == "POLYLIMIT_EPOOL" and "acquire_timeout" in str(info.value)
 
 
 def test_recovers_after_the_server_returns(private_redis, key):
-    with redlimit.Client(private_redis.url, command_timeout=0.3) as client:
+    with polylimit.Client(private_redis.url, command_timeout=0.3) as client:
         lim = client.limiter("10/s")
         assert lim.check(key)
         os.kill(private_redis.pid, signal.SIGSTOP)
         try:
-            with pytest.raises(redlimit.Timeout):
+            with pytest.raises(polylimit.Timeout):
                 lim.check(key)
         finally:
             os.kill(private_redis.pid, signal.SIGCONT)

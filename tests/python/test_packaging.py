@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-import redlimit
-from redlimit import _core
+import polylimit
+from polylimit import _core
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -22,7 +22,7 @@ def _needed(path):
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) is not installed")
 def test_extension_needs_no_hiredis_and_exports_only_its_init():
     needed = _needed(_core.__file__)
-    assert not [n for n in needed if "hiredis" in n or "redlimit" in n], needed
+    assert not [n for n in needed if "hiredis" in n or "polylimit" in n], needed
     if shutil.which("nm"):
         out = subprocess.run(["nm", "-D", "--defined-only", _core.__file__], check=True,
                              capture_output=True, text=True).stdout
@@ -31,23 +31,23 @@ def test_extension_needs_no_hiredis_and_exports_only_its_init():
 
 
 def test_wheel_installs_into_a_clean_venv(tmp_path):
-    wheel = os.environ.get("RL_PY_WHEEL")
+    wheel = os.environ.get("POLYLIMIT_PY_WHEEL")
     if not wheel:
-        pytest.skip("RL_PY_WHEEL is not set (tests/python/run.sh sets it to the built wheel)")
+        pytest.skip("POLYLIMIT_PY_WHEEL is not set (tests/python/run.sh sets it to the built wheel)")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
     subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], check=True,
                    env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     script = (
-        "import redlimit, redlimit._core as c, sys\n"
+        "import polylimit, polylimit._core as c, sys\n"
         "assert sys.prefix != sys.base_prefix\n"
-        "lim = redlimit.Client('memory://').limiter('2/s')\n"
-        "print(redlimit.__version__, [lim.check(b'k').allowed for _ in range(3)], c.__file__)\n"
+        "lim = polylimit.Client('memory://').limiter('2/s')\n"
+        "print(polylimit.__version__, [lim.check(b'k').allowed for _ in range(3)], c.__file__)\n"
     )
     out = subprocess.run([py, "-c", script], check=True, capture_output=True, text=True, cwd=str(tmp_path)).stdout
     version, rest = out.split(" ", 1)
-    assert version == redlimit.__version__
+    assert version == polylimit.__version__
     assert "[True, True, False]" in rest
     so = rest.rsplit(" ", 1)[1].strip()
     assert so.startswith(str(venv))

@@ -2,9 +2,9 @@
  * worker.c - the demo's C worker: hammers one shared key and prints how many
  * of its attempts were admitted, as "<name> admitted=<n> attempts=<m>".
  *
- *   redlimit_demo_worker URL KEY LIMIT WINDOW_MS ATTEMPTS NAME
+ *   polylimit_demo_worker URL KEY LIMIT WINDOW_MS ATTEMPTS NAME
  *
- * With RL_DEMO_START_AT_MS set (Unix time in ms), the worker connects, then
+ * With POLYLIMIT_DEMO_START_AT_MS set (Unix time in ms), the worker connects, then
  * waits until that moment, so workers of every language start together.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -13,10 +13,10 @@
 #include <string.h>
 #include <time.h>
 
-#include <redlimit.h>
+#include <polylimit.h>
 
 static void wait_for_start(void) {
-    const char *at = getenv("RL_DEMO_START_AT_MS");
+    const char *at = getenv("POLYLIMIT_DEMO_START_AT_MS");
     if (!at) return;
     long long target = atoll(at);
     struct timespec now;
@@ -35,33 +35,33 @@ int main(int argc, char **argv) {
     }
     const char *url = argv[1], *key = argv[2], *name = argv[6];
     long long limit = atoll(argv[3]), window_ms = atoll(argv[4]), attempts = atoll(argv[5]);
-    rl_client *client = NULL;
-    rl_limiter *limiter = NULL;
-    rl_error err;
-    if (rl_client_open(url, NULL, &client, &err) != RL_OK) {
+    polylimit_client *client = NULL;
+    polylimit_limiter *limiter = NULL;
+    polylimit_error err;
+    if (polylimit_client_open(url, NULL, &client, &err) != POLYLIMIT_OK) {
         fprintf(stderr, "%s: %s\n", name, err.message);
         return 1;
     }
-    rl_limiter_options opts = RL_LIMITER_OPTIONS_INIT;
+    polylimit_limiter_options opts = POLYLIMIT_LIMITER_OPTIONS_INIT;
     opts.limit = limit;
     opts.window_ms = window_ms;
     opts.prefix = "demo";
-    if (rl_limiter_new(client, &opts, &limiter, &err) != RL_OK) {
+    if (polylimit_limiter_new(client, &opts, &limiter, &err) != POLYLIMIT_OK) {
         fprintf(stderr, "%s: %s\n", name, err.message);
         return 1;
     }
     long long admitted = 0, i;
     wait_for_start();
     for (i = 0; i < attempts; i++) {
-        rl_decision d;
-        if (rl_check(limiter, key, strlen(key), 1, &d, &err) != RL_OK) {
+        polylimit_decision d;
+        if (polylimit_check(limiter, key, strlen(key), 1, &d, &err) != POLYLIMIT_OK) {
             fprintf(stderr, "%s: %s\n", name, err.message);
             return 1;
         }
         admitted += d.allowed;
     }
     printf("%s admitted=%lld attempts=%lld\n", name, admitted, attempts);
-    rl_limiter_free(limiter);
-    rl_client_close(client);
+    polylimit_limiter_free(limiter);
+    polylimit_client_close(client);
     return 0;
 }

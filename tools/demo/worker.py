@@ -5,20 +5,20 @@ command line and output as worker.c).
 
     worker.py URL KEY LIMIT WINDOW_MS ATTEMPTS NAME
 
-Needs the redlimit package installed (pip install . at the repository root).
+Needs the polylimit package installed (pip install . at the repository root).
 """
 
 import os
 import sys
 import time
 
-import redlimit
+import polylimit
 
 
 def wait_for_start():
-    """With RL_DEMO_START_AT_MS (Unix ms) set, wait for that moment so that
+    """With POLYLIMIT_DEMO_START_AT_MS (Unix ms) set, wait for that moment so that
     workers of every language start together."""
-    at = os.environ.get("RL_DEMO_START_AT_MS")
+    at = os.environ.get("POLYLIMIT_DEMO_START_AT_MS")
     if at:
         time.sleep(max(0.0, int(at) / 1000.0 - time.time()))
 
@@ -35,7 +35,7 @@ def main(argv):
         return 2
     admitted = 0
     try:
-        with redlimit.Client(url) as client:
+        with polylimit.Client(url) as client:
             # Same prefix as worker.c, so workers in every language share the key.
             limiter = client.limiter(limit=limit, window=window_ms / 1000.0, prefix="demo")
             # The C worker passes strlen(key) bytes: send the same bytes.
@@ -43,7 +43,7 @@ def main(argv):
             wait_for_start()
             for _ in range(attempts):
                 admitted += limiter.check(key_bytes).allowed
-    except redlimit.Error as e:
+    except polylimit.Error as e:
         print("%s: %s" % (name, e), file=sys.stderr)
         return 1
     print("%s admitted=%d attempts=%d" % (name, admitted, attempts), flush=True)

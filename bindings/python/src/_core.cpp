@@ -1,12 +1,12 @@
-// _core.cpp - redlimit._core: pybind11 over the C ABI (redlimit.h).
+// _core.cpp - polylimit._core: pybind11 over the C ABI (polylimit.h).
 //
 // The module binds the C ABI rather than the C++ core so that Python goes
 // through the same surface as Go, Java and C. The pure-Python package
-// (redlimit/) adds the friendly API on top; this layer stays thin.
+// (polylimit/) adds the friendly API on top; this layer stays thin.
 //
 // GIL rules (pybind11 never releases it for us):
 //  - arguments become C++ values (std::string, int64_t) while the GIL is held;
-//  - the GIL is released only around rl_* calls that can touch the network;
+//  - the GIL is released only around polylimit_* calls that can touch the network;
 //  - no Python object is created, copied or destroyed while it is released.
 #include <pybind11/pybind11.h>
 
@@ -17,18 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "redlimit.h"
+#include "polylimit.h"
 
 namespace py = pybind11;
 
 namespace {
 
-// redlimit._errors classes. Leaked on purpose: calls made while the
+// polylimit._errors classes. Leaked on purpose: calls made while the
 // interpreter shuts down must still find them.
 py::dict* g_error_classes = nullptr;  // status (int) -> class
-py::object* g_base_error = nullptr;   // redlimit.Error
+py::object* g_base_error = nullptr;   // polylimit.Error
 
-// The redlimit exception object for `status` (not raised). Needs the GIL.
+// The polylimit exception object for `status` (not raised). Needs the GIL.
 py::object make_error(int status, const char* message, int sys_errno) {
   py::object cls = *g_base_error;
   py::int_ key(status);
@@ -39,24 +39,24 @@ py::object make_error(int status, const char* message, int sys_errno) {
       PyUnicode_DecodeUTF8(message, static_cast<Py_ssize_t>(std::strlen(message)), "replace"));
   if (!text) throw py::error_already_set();
   py::object exc = cls(text);
-  exc.attr("code") = py::str(rl_status_name(status));
+  exc.attr("code") = py::str(polylimit_status_name(status));
   exc.attr("status") = py::int_(status);
   exc.attr("sys_errno") = py::int_(sys_errno);
   return exc;
 }
 
-// Raises the redlimit exception for `status`. Needs the GIL.
+// Raises the polylimit exception for `status`. Needs the GIL.
 [[noreturn]] void raise_status(int status, const char* message, int sys_errno) {
   py::object exc = make_error(status, message, sys_errno);
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   throw py::error_already_set();
 }
 
-[[noreturn]] void raise_error(int status, const rl_error& err) {
-  raise_status(status, err.message[0] ? err.message : rl_status_name(status), err.sys_errno);
+[[noreturn]] void raise_error(int status, const polylimit_error& err) {
+  raise_status(status, err.message[0] ? err.message : polylimit_status_name(status), err.sys_errno);
 }
 
-[[noreturn]] void raise_invalid(const std::string& message) { raise_status(RL_EINVALID, message.c_str(), 0); }
+[[noreturn]] void raise_invalid(const std::string& message) { raise_status(POLYLIMIT_EINVALID, message.c_str(), 0); }
 
 std::string type_name(py::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
 
@@ -92,11 +92,11 @@ int64_t to_int64(py::handle value, const char* name) {
 
 // A decision as Python sees it; times are also offered in float seconds.
 struct Decision {
-  rl_decision d{};
+  polylimit_decision d{};
 };
 
 std::string decision_repr(const Decision& self) {
-  const rl_decision& d = self.d;
+  const polylimit_decision& d = self.d;
   std::string s = "Decision(allowed=";
   s += d.allowed ? "True" : "False";
   s += ", limit=" + std::to_string(d.limit) + ", remaining=" + std::to_string(d.remaining);
@@ -118,20 +118,20 @@ bool decision_equal(const Decision& a, const Decision& b) {
 
 class Client {
  public:
-  Client(const std::string& url, const rl_client_options& options) {
+  Client(const std::string& url, const polylimit_client_options& options) {
     if (url.find('\0') != std::string::npos) raise_invalid("url contains a NUL character");
-    rl_client* raw = nullptr;
-    rl_error err;
-    // rl_client_open only parses and allocates: connections are lazy, so the
+    polylimit_client* raw = nullptr;
+    polylimit_error err;
+    // polylimit_client_open only parses and allocates: connections are lazy, so the
     // GIL can stay held.
-    int st = rl_client_open(url.c_str(), &options, &raw, &err);
-    if (st != RL_OK) raise_error(st, err);
-    handle_.reset(raw, rl_client_close);
+    int st = polylimit_client_open(url.c_str(), &options, &raw, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    handle_.reset(raw, polylimit_client_close);
   }
 
   // Only touched with the GIL held, so no lock is needed.
-  rl_client* get() const {
-    if (!handle_) raise_status(RL_ECLOSED, "client is closed", 0);
+  polylimit_client* get() const {
+    if (!handle_) raise_status(POLYLIMIT_ECLOSED, "client is closed", 0);
     return handle_.get();
   }
   void close() { handle_.reset(); }
@@ -139,10 +139,10 @@ class Client {
 
   // Counters only: no I/O, so the GIL stays held.
   py::dict stats() const {
-    rl_stats s = RL_STATS_INIT;
-    rl_error err;
-    int st = rl_client_stats(get(), &s, &err);
-    if (st != RL_OK) raise_error(st, err);
+    polylimit_stats s = POLYLIMIT_STATS_INIT;
+    polylimit_error err;
+    int st = polylimit_client_stats(get(), &s, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
     py::dict out;
     out["checks"] = s.checks;
     out["admitted"] = s.admitted;
@@ -156,7 +156,7 @@ class Client {
     out["latency_count"] = s.latency_count;
     out["latency_sum_us"] = s.latency_sum_us;
     py::list buckets;
-    for (int i = 0; i < RL_STATS_LATENCY_BUCKETS; ++i) {
+    for (int i = 0; i < POLYLIMIT_STATS_LATENCY_BUCKETS; ++i) {
       py::object le = s.latency_le_us[i] == UINT64_MAX ? py::object(py::float_(INFINITY))
                                                        : py::object(py::int_(s.latency_le_us[i]));
       buckets.append(py::make_tuple(le, s.latency_buckets[i]));
@@ -168,15 +168,15 @@ class Client {
   std::string stats_prometheus() const {
     char* text = nullptr;
     size_t len = 0;
-    rl_error err;
-    int st = rl_client_stats_prometheus(get(), &text, &len, &err);
-    if (st != RL_OK) raise_error(st, err);
-    std::unique_ptr<char, void (*)(void*)> owned(text, rl_free);
+    polylimit_error err;
+    int st = polylimit_client_stats_prometheus(get(), &text, &len, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    std::unique_ptr<char, void (*)(void*)> owned(text, polylimit_free);
     return std::string(text, len);
   }
 
  private:
-  std::shared_ptr<rl_client> handle_;
+  std::shared_ptr<polylimit_client> handle_;
 };
 
 int to_int(py::handle value, const char* name) {
@@ -187,15 +187,15 @@ int to_int(py::handle value, const char* name) {
 
 class Limiter {
  public:
-  // spec: a rate spec (rl_limiter_new_spec), or None for limit/window_ms/burst
-  // (rl_limiter_new). Everything is validated by the core, before any I/O.
+  // spec: a rate spec (polylimit_limiter_new_spec), or None for limit/window_ms/burst
+  // (polylimit_limiter_new). Everything is validated by the core, before any I/O.
   Limiter(Client& client, py::object spec, py::handle limit, py::handle window_ms, py::handle burst, int algorithm,
           const std::string& prefix, int clock, py::handle deny_cache_size, int failure_policy,
           py::handle breaker_failures, py::handle breaker_cooldown_ms, bool shadow, py::handle block_ms)
       : algorithm_(algorithm), clock_(clock), prefix_(prefix) {
     if (prefix.find('\0') != std::string::npos) raise_invalid("prefix contains a NUL character");
-    rl_limiter_options opts;
-    rl_limiter_options_init(&opts, RL_LIMITER_OPTIONS_VERSION);
+    polylimit_limiter_options opts;
+    polylimit_limiter_options_init(&opts, POLYLIMIT_LIMITER_OPTIONS_VERSION);
     opts.algorithm = algorithm;
     opts.prefix = prefix.c_str();
     opts.clock = clock;
@@ -205,44 +205,44 @@ class Limiter {
     opts.breaker_cooldown_ms = to_int(breaker_cooldown_ms, "breaker_cooldown_ms");
     opts.shadow = shadow ? 1 : 0;
     opts.block_ms = to_int64(block_ms, "block_ms");
-    rl_limiter* raw = nullptr;
-    rl_error err;
+    polylimit_limiter* raw = nullptr;
+    polylimit_error err;
     int st;
     if (!spec.is_none()) {
       if (!PyUnicode_Check(spec.ptr())) throw py::type_error("rate spec must be a str, not " + type_name(spec));
       spec_ = spec.cast<std::string>();
       if (spec_.find('\0') != std::string::npos) raise_invalid("rate spec contains a NUL character");
-      st = rl_limiter_new_spec(client.get(), spec_.c_str(), &opts, &raw, &err);
+      st = polylimit_limiter_new_spec(client.get(), spec_.c_str(), &opts, &raw, &err);
     } else {
       limit_ = opts.limit = to_int64(limit, "limit");
       window_ms_ = opts.window_ms = to_int64(window_ms, "window_ms");
       burst_ = opts.burst = to_int64(burst, "burst");
-      st = rl_limiter_new(client.get(), &opts, &raw, &err);
+      st = polylimit_limiter_new(client.get(), &opts, &raw, &err);
     }
-    if (st != RL_OK) raise_error(st, err);
-    handle_.reset(raw, rl_limiter_free);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    handle_.reset(raw, polylimit_limiter_free);
   }
 
-  // Every call below: arguments converted with the GIL held, the rl_* call
+  // Every call below: arguments converted with the GIL held, the polylimit_* call
   // made without it, the Decision (or the error) built with it again.
   template <class Call>
   Decision decide(Call&& call) {
     auto h = handle();
     Decision out;
-    rl_error err;
+    polylimit_error err;
     int st;
     {
       py::gil_scoped_release nogil;
       st = call(h.get(), &out.d, &err);
     }
-    if (st != RL_OK) raise_error(st, err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
     return out;
   }
 
   Decision check(py::handle key, py::handle cost) {
     std::string k = key_bytes(key);
     int64_t c = to_int64(cost, "cost");
-    return decide([&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_check(l, k.data(), k.size(), c, d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_check(l, k.data(), k.size(), c, d, e); });
   }
 
   Decision check_at(py::handle key, py::handle cost, py::handle now_us) {
@@ -250,19 +250,19 @@ class Limiter {
     int64_t c = to_int64(cost, "cost");
     int64_t now = to_int64(now_us, "now_us");
     return decide(
-        [&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_check_at(l, k.data(), k.size(), c, now, d, e); });
+        [&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_check_at(l, k.data(), k.size(), c, now, d, e); });
   }
 
   Decision peek(py::handle key) {
     std::string k = key_bytes(key);
-    return decide([&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_peek(l, k.data(), k.size(), d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_peek(l, k.data(), k.size(), d, e); });
   }
 
   Decision check_at_most(py::handle key, py::handle max_cost) {
     std::string k = key_bytes(key);
     int64_t c = to_int64(max_cost, "max_cost");
     return decide(
-        [&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_check_at_most(l, k.data(), k.size(), c, d, e); });
+        [&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_check_at_most(l, k.data(), k.size(), c, d, e); });
   }
 
   Decision acquire(py::handle key, py::handle cost, py::handle timeout_ms) {
@@ -270,7 +270,7 @@ class Limiter {
     int64_t c = to_int64(cost, "cost");
     int64_t t = to_int64(timeout_ms, "timeout_ms");
     return decide(
-        [&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_acquire(l, k.data(), k.size(), c, t, d, e); });
+        [&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_acquire(l, k.data(), k.size(), c, t, d, e); });
   }
 
   Decision check_limit(py::handle key, py::handle cost, py::handle limit, py::handle window_ms) {
@@ -278,30 +278,30 @@ class Limiter {
     int64_t c = to_int64(cost, "cost");
     int64_t n = to_int64(limit, "limit");
     int64_t w = to_int64(window_ms, "window_ms");
-    return decide([&](rl_limiter* l, rl_decision* d, rl_error* e) {
-      return rl_check_limit(l, k.data(), k.size(), c, n, w, d, e);
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
+      return polylimit_check_limit(l, k.data(), k.size(), c, n, w, d, e);
     });
   }
 
   Decision refund(py::handle key, py::handle units) {
     std::string k = key_bytes(key);
     int64_t u = to_int64(units, "units");
-    return decide([&](rl_limiter* l, rl_decision* d, rl_error* e) { return rl_refund(l, k.data(), k.size(), u, d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_refund(l, k.data(), k.size(), u, d, e); });
   }
 
   void reset(py::handle key) {
     auto h = handle();
     std::string k = key_bytes(key);
-    rl_error err;
+    polylimit_error err;
     int st;
     {
       py::gil_scoped_release nogil;
-      st = rl_reset(h.get(), k.data(), k.size(), &err);
+      st = polylimit_reset(h.get(), k.data(), k.size(), &err);
     }
-    if (st != RL_OK) raise_error(st, err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
   }
 
-  // rl_check_many: one pipelined round trip for every key, the GIL released
+  // polylimit_check_many: one pipelined round trip for every key, the GIL released
   // around it. Per-key failures raise the first one (its message names the
   // index, "keys[3]: ..."), or with return_exceptions put an exception in
   // that key's place. Failures of the whole batch (a bad cost) always raise.
@@ -319,30 +319,30 @@ class Limiter {
       ptrs[i] = ks[i].data();
       lens[i] = ks[i].size();
     }
-    std::vector<rl_decision> ds(n);
-    std::vector<int> statuses(n, RL_OK);
-    rl_error err;
-    rl_error_clear(&err);
+    std::vector<polylimit_decision> ds(n);
+    std::vector<int> statuses(n, POLYLIMIT_OK);
+    polylimit_error err;
+    polylimit_error_clear(&err);
     int st;
     {
       py::gil_scoped_release nogil;
-      st = rl_check_many(h.get(), ptrs.data(), lens.data(), n, c, ds.data(), statuses.data(), &err);
+      st = polylimit_check_many(h.get(), ptrs.data(), lens.data(), n, c, ds.data(), statuses.data(), &err);
     }
-    if (st != RL_OK) {
+    if (st != POLYLIMIT_OK) {
       bool per_key = std::strncmp(err.message, "keys[", 5) == 0;
       if (!return_exceptions || !per_key) raise_error(st, err);
     }
     py::list out(n);
     bool first = true;
     for (size_t i = 0; i < n; ++i) {
-      if (statuses[i] == RL_OK) {
+      if (statuses[i] == POLYLIMIT_OK) {
         out[i] = py::cast(Decision{ds[i]});
       } else if (first) {  // the failure that err describes
         first = false;
-        out[i] = make_error(statuses[i], err.message[0] ? err.message : rl_status_name(statuses[i]), err.sys_errno);
+        out[i] = make_error(statuses[i], err.message[0] ? err.message : polylimit_status_name(statuses[i]), err.sys_errno);
       } else {
-        // rl_check_many details only the first failure.
-        std::string msg = "keys[" + std::to_string(i) + "]: failed (" + rl_status_name(statuses[i]) + ")";
+        // polylimit_check_many details only the first failure.
+        std::string msg = "keys[" + std::to_string(i) + "]: failed (" + polylimit_status_name(statuses[i]) + ")";
         out[i] = make_error(statuses[i], msg.c_str(), 0);
       }
     }
@@ -362,12 +362,12 @@ class Limiter {
  private:
   // A copy for the call: close() from another thread only drops the member,
   // and the handle is freed when the last in-flight call returns.
-  std::shared_ptr<rl_limiter> handle() const {
-    if (!handle_) raise_status(RL_ECLOSED, "limiter is closed (its client was closed)", 0);
+  std::shared_ptr<polylimit_limiter> handle() const {
+    if (!handle_) raise_status(POLYLIMIT_ECLOSED, "limiter is closed (its client was closed)", 0);
     return handle_;
   }
 
-  std::shared_ptr<rl_limiter> handle_;
+  std::shared_ptr<polylimit_limiter> handle_;
   int64_t limit_ = 0, window_ms_ = 0, burst_ = 0;  // 0 for a spec limiter
   int algorithm_, clock_;
   std::string prefix_, spec_;
@@ -376,43 +376,43 @@ class Limiter {
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "redlimit's extension module: the C ABI bound with pybind11. Use the redlimit package instead.";
+  m.doc() = "polylimit's extension module: the C ABI bound with pybind11. Use the polylimit package instead.";
 
   // A module built against a newer header than the library it runs with
   // would call functions that do not exist there.
-  if (rl_version_number() < RL_VERSION_NUMBER)
-    throw py::import_error(std::string("redlimit._core was built for redlimit ") + RL_VERSION_STRING +
-                           " but the library is " + rl_version_string());
+  if (polylimit_version_number() < POLYLIMIT_VERSION_NUMBER)
+    throw py::import_error(std::string("polylimit._core was built for polylimit ") + POLYLIMIT_VERSION_STRING +
+                           " but the library is " + polylimit_version_string());
 
-  py::module_ errors = py::module_::import("redlimit._errors");
+  py::module_ errors = py::module_::import("polylimit._errors");
   g_error_classes = new py::dict(errors.attr("BY_STATUS"));
   g_base_error = new py::object(errors.attr("Error"));
 
-  m.attr("VERSION_STRING") = RL_VERSION_STRING;  // compiled-in header version
-  m.attr("VERSION_NUMBER") = RL_VERSION_NUMBER;
-  m.def("version_string", [] { return std::string(rl_version_string()); }, "Run-time library version string.");
-  m.def("version_number", [] { return rl_version_number(); }, "Run-time library version number.");
-  m.def("status_name", [](int code) { return std::string(rl_status_name(code)); }, py::arg("code"));
-  m.attr("MAX_LIMIT") = RL_MAX_LIMIT;
-  m.attr("MAX_WINDOW_MS") = RL_MAX_WINDOW_MS;
-  m.attr("MAX_PREFIX_LEN") = RL_MAX_PREFIX_LEN;
+  m.attr("VERSION_STRING") = POLYLIMIT_VERSION_STRING;  // compiled-in header version
+  m.attr("VERSION_NUMBER") = POLYLIMIT_VERSION_NUMBER;
+  m.def("version_string", [] { return std::string(polylimit_version_string()); }, "Run-time library version string.");
+  m.def("version_number", [] { return polylimit_version_number(); }, "Run-time library version number.");
+  m.def("status_name", [](int code) { return std::string(polylimit_status_name(code)); }, py::arg("code"));
+  m.attr("MAX_LIMIT") = POLYLIMIT_MAX_LIMIT;
+  m.attr("MAX_WINDOW_MS") = POLYLIMIT_MAX_WINDOW_MS;
+  m.attr("MAX_PREFIX_LEN") = POLYLIMIT_MAX_PREFIX_LEN;
   // Names the Python API accepts, mapped to the C enums: the tables to
   // extend when the core gains algorithms or policies.
   py::dict algorithms;
-  algorithms["sliding_log"] = static_cast<int>(RL_ALG_SLIDING_LOG);
-  algorithms["sliding_counter"] = static_cast<int>(RL_ALG_SLIDING_COUNTER);
-  algorithms["fixed_window"] = static_cast<int>(RL_ALG_FIXED_WINDOW);
-  algorithms["gcra"] = static_cast<int>(RL_ALG_GCRA);
+  algorithms["sliding_log"] = static_cast<int>(POLYLIMIT_ALG_SLIDING_LOG);
+  algorithms["sliding_counter"] = static_cast<int>(POLYLIMIT_ALG_SLIDING_COUNTER);
+  algorithms["fixed_window"] = static_cast<int>(POLYLIMIT_ALG_FIXED_WINDOW);
+  algorithms["gcra"] = static_cast<int>(POLYLIMIT_ALG_GCRA);
   m.attr("ALGORITHMS") = algorithms;
   py::dict clocks;
-  clocks["server"] = static_cast<int>(RL_CLOCK_SERVER);
-  clocks["client"] = static_cast<int>(RL_CLOCK_CLIENT);
+  clocks["server"] = static_cast<int>(POLYLIMIT_CLOCK_SERVER);
+  clocks["client"] = static_cast<int>(POLYLIMIT_CLOCK_CLIENT);
   m.attr("CLOCKS") = clocks;
   py::dict policies;
-  policies["error"] = static_cast<int>(RL_FAIL_ERROR);
-  policies["open"] = static_cast<int>(RL_FAIL_OPEN);
-  policies["closed"] = static_cast<int>(RL_FAIL_CLOSED);
-  policies["local"] = static_cast<int>(RL_FAIL_LOCAL);
+  policies["error"] = static_cast<int>(POLYLIMIT_FAIL_ERROR);
+  policies["open"] = static_cast<int>(POLYLIMIT_FAIL_OPEN);
+  policies["closed"] = static_cast<int>(POLYLIMIT_FAIL_CLOSED);
+  policies["local"] = static_cast<int>(POLYLIMIT_FAIL_LOCAL);
   m.attr("FAILURE_POLICIES") = policies;
 
   py::class_<Decision>(m, "Decision", "The answer to one check; bool(decision) is decision.allowed.")
@@ -444,8 +444,8 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Client>(m, "Client")
       .def(py::init([](const std::string& url, int pool_size, int connect_timeout_ms, int command_timeout_ms,
                        int acquire_timeout_ms, int keepalive_s, bool disable_keepalive, int idle_check_ms) {
-             rl_client_options o;
-             rl_client_options_init(&o, RL_CLIENT_OPTIONS_VERSION);
+             polylimit_client_options o;
+             polylimit_client_options_init(&o, POLYLIMIT_CLIENT_OPTIONS_VERSION);
              o.pool_size = pool_size;
              o.connect_timeout_ms = connect_timeout_ms;
              o.command_timeout_ms = command_timeout_ms;
@@ -468,9 +468,9 @@ PYBIND11_MODULE(_core, m) {
                     py::handle, int, py::handle, py::handle, bool, py::handle>(),
            py::arg("client"), py::kw_only(), py::arg("spec") = py::none(), py::arg("limit") = 0,
            py::arg("window_ms") = 0, py::arg("burst") = 0,
-           py::arg("algorithm") = static_cast<int>(RL_ALG_SLIDING_LOG), py::arg("prefix") = "rl",
-           py::arg("clock") = static_cast<int>(RL_CLOCK_SERVER), py::arg("deny_cache_size") = 0,
-           py::arg("failure_policy") = static_cast<int>(RL_FAIL_ERROR), py::arg("breaker_failures") = 0,
+           py::arg("algorithm") = static_cast<int>(POLYLIMIT_ALG_SLIDING_LOG), py::arg("prefix") = "pl",
+           py::arg("clock") = static_cast<int>(POLYLIMIT_CLOCK_SERVER), py::arg("deny_cache_size") = 0,
+           py::arg("failure_policy") = static_cast<int>(POLYLIMIT_FAIL_ERROR), py::arg("breaker_failures") = 0,
            py::arg("breaker_cooldown_ms") = 0, py::arg("shadow") = false, py::arg("block_ms") = 0)
       .def("check", &Limiter::check, py::arg("key"), py::arg("cost") = 1)
       .def("check_at", &Limiter::check_at, py::arg("key"), py::arg("cost"), py::arg("now_us"))

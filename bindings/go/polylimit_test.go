@@ -1,0 +1,565 @@
+//go:build cgo
+// +build cgo
+
+package polylimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	polylimit "github.com/polylimit/polylimit/bindings/go"
+)
+
+var runID = func() *atomic.Int64 { var n atomic.Int64; n.Store(time.Now().UnixNano()); return &n }()
+
+func open(t *testing.T, url string, opts ...polylimit.Option) *polylimit.Client {
+	t.Helper()
+	c, err := polylimit.Open(url, opts...)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", url, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func limiter(t *testing.T, c *polylimit.Client, spec string, opts ...polylimit.LimiterOption) *polylimit.Limiter {
+	t.Helper()
+	// Each test (and each -count iteration) gets its own prefix, so keys
+	// never collide.
+	opts = append([]polylimit.LimiterOption{polylimit.WithPrefix(fmt.Sprintf("go-%d-%s", runID.Add(1), t.Name()))}, opts...)
+	l, err := c.Limiter(spec, opts...)
+	if err != nil {
+		t.Fatalf("Limiter(%q): %v", spec, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func wantCode(t *testing.T, what string, err error, code polylimit.ErrCode) {
+	t.Helper()
+	if !errors.Is(err, code) {
+		t.Fatalf("%s: error %v, want %s", what, err, code)
+	}
+	var e *polylimit.Error
+	if !errors.As(err, &e) || e.Msg == "" {
+		t.Fatalf("%s: %v is not a *polylimit.Error with a message", what, err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if v := polylimit.Version(); v == "" || v < polylimit.HeaderVersion {
+		t.Fatalf("Version() = %q, header %q", v, polylimit.HeaderVersion)
+	}
+}
+
+func TestAllowThenDeny(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "5/minute")
+	if l.Spec() != "5/minute" || l.Limit() != 0 || l.Window() != 0 {
+		t.Fatalf("Spec, Limit, Window = %q, %d, %v", l.Spec(), l.Limit(), l.Window())
+	}
+	for i := 0; i < 5; i++ {
+		r, err := l.Allow(ctx, "k")
+		if err != nil || !r.Allowed || r.Remaining != 4-i || r.Limit != 5 || r.RetryAfter != 0 {
+			t.Fatalf("call %d: %+v, %v", i, r, err)
+		}
+		if r.ResetAfter <= 0 || r.ResetAfter > time.Minute || r.Cached || r.Degraded {
+			t.Fatalf("call %d: %+v", i, r)
+		}
+	}
+	r, err := l.Allow(ctx, "k")
+	if err != nil || r.Allowed || r.Remaining != 0 || r.RetryAfter <= 0 || r.RetryAfter > time.Minute {
+		t.Fatalf("sixth call: %+v, %v", r, err)
+	}
+	if r, err := l.Allow(ctx, "other"); err != nil || !r.Allowed {
+		t.Fatalf("other key: %+v, %v", r, err)
+	}
+}
+
+func TestAllowNIsAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "5/s")
+	if r, err := l.AllowN(ctx, "k", 3); err != nil || !r.Allowed || r.Remaining != 2 {
+		t.Fatalf("AllowN 3: %+v, %v", r, err)
+	}
+	if r, err := l.AllowN(ctx, "k", 3); err != nil || r.Allowed || r.RetryAfter <= 0 {
+		t.Fatalf("AllowN 3 again: %+v, %v", r, err)
+	}
+	if r, err := l.Peek(ctx, "k"); err != nil || !r.Allowed || r.Remaining != 2 {
+		t.Fatalf("Peek after denial: %+v, %v", r, err)
+	}
+	if r, err := l.AllowN(ctx, "k", 2); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("AllowN 2: %+v, %v", r, err)
+	}
+}
+
+func TestBinaryKeys(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "2 per 10 seconds")
+	key := []byte("a\x00b\xff")
+	if r, err := l.AllowBytes(ctx, key, 1); err != nil || !r.Allowed || r.Remaining != 1 {
+		t.Fatalf("AllowBytes: %+v, %v", r, err)
+	}
+	// The same bytes as a string share the count; a key differing after the
+	// NUL does not.
+	if r, err := l.Allow(ctx, string(key)); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("Allow(string): %+v, %v", r, err)
+	}
+	if r, err := l.PeekBytes(ctx, key); err != nil || r.Allowed {
+		t.Fatalf("PeekBytes: %+v, %v", r, err)
+	}
+	if r, err := l.Allow(ctx, "a\x00c\xff"); err != nil || !r.Allowed || r.Remaining != 1 {
+		t.Fatalf("other key after NUL: %+v, %v", r, err)
+	}
+	if err := l.ResetBytes(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := l.PeekBytes(ctx, key); err != nil || !r.Allowed || r.Remaining != 2 {
+		t.Fatalf("PeekBytes after reset: %+v, %v", r, err)
+	}
+	// Same with a context that can end (the goroutine path copies the key).
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if r, err := l.AllowBytes(cctx, key, 2); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("AllowBytes with cancelable ctx: %+v, %v", r, err)
+	}
+}
+
+func TestPeekDoesNotConsume(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "3/minute")
+	for i := 0; i < 5; i++ {
+		r, err := l.Peek(ctx, "k")
+		if err != nil || !r.Allowed || r.Remaining != 3 || r.Limit != 3 {
+			t.Fatalf("Peek %d: %+v, %v", i, r, err)
+		}
+	}
+}
+
+func TestReset(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "1/minute")
+	if r, _ := l.Allow(ctx, "k"); !r.Allowed {
+		t.Fatal("first call denied")
+	}
+	if r, _ := l.Allow(ctx, "k"); r.Allowed {
+		t.Fatal("second call admitted")
+	}
+	if err := l.Reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+		t.Fatalf("after Reset: %+v, %v", r, err)
+	}
+	if err := l.Reset(ctx, "never-used"); err != nil {
+		t.Fatalf("Reset of an unknown key: %v", err)
+	}
+}
+
+func TestAllowAtAndClientClock(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	l := limiter(t, c, "2/s", polylimit.WithClientClock())
+	t0 := time.Now()
+	for i, want := range []bool{true, true, false} {
+		r, err := l.AllowAt(ctx, "k", 1, t0.Add(time.Duration(i)*time.Millisecond))
+		if err != nil || r.Allowed != want {
+			t.Fatalf("AllowAt %d: %+v, %v", i, r, err)
+		}
+	}
+	// A second later the window has slid past all three.
+	if r, err := l.AllowAt(ctx, "k", 2, t0.Add(1100*time.Millisecond)); err != nil || !r.Allowed {
+		t.Fatalf("AllowAt a second later: %+v, %v", r, err)
+	}
+	// The client clock is this process's: live calls agree with it.
+	l2 := limiter(t, c, "1/minute", polylimit.WithClientClock(), polylimit.WithAlgorithm("sliding_log"))
+	if r, err := l2.Allow(ctx, "k2"); err != nil || !r.Allowed {
+		t.Fatalf("client clock Allow: %+v, %v", r, err)
+	}
+}
+
+func TestAllowMany(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "2/minute")
+	rs, errs := l.AllowMany(ctx, []string{"a", "b", "a", "a"}, 1)
+	if errs != nil {
+		t.Fatalf("errs = %v", errs)
+	}
+	got := []bool{rs[0].Allowed, rs[1].Allowed, rs[2].Allowed, rs[3].Allowed}
+	if fmt.Sprint(got) != "[true true true false]" {
+		t.Fatalf("AllowMany = %v", got)
+	}
+	rs, errs = l.AllowMany(ctx, []string{"c", ""}, 1)
+	if len(errs) != 2 || errs[0] != nil || !rs[0].Allowed {
+		t.Fatalf("AllowMany with a bad key: %+v, %v", rs, errs)
+	}
+	wantCode(t, "empty key in AllowMany", errs[1], polylimit.ErrInvalidArgument)
+}
+
+func TestMemoryBackend(t *testing.T) {
+	l := limiter(t, open(t, "memory://"), "1/minute")
+	if r, err := l.Allow(context.Background(), "k"); err != nil || !r.Allowed {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if r, err := l.Allow(context.Background(), "k"); err != nil || r.Allowed {
+		t.Fatalf("%+v, %v", r, err)
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	ctx := context.Background()
+	_, err := polylimit.Open("nosuch://x")
+	wantCode(t, "bad URL scheme", err, polylimit.ErrInvalidArgument)
+	_, err = polylimit.Open("redis://127.0.0.1:6379\x00x")
+	wantCode(t, "URL with NUL", err, polylimit.ErrInvalidArgument)
+	for name, opt := range map[string]polylimit.Option{
+		"pool 0":            polylimit.WithPoolSize(0),
+		"pool -1":           polylimit.WithPoolSize(-1),
+		"connect -1s":       polylimit.WithConnectTimeout(-time.Second),
+		"command 0":         polylimit.WithCommandTimeout(0),
+		"acquire too large": polylimit.WithAcquireTimeout(1 << 62),
+		"keepalive 1ms":     polylimit.WithKeepAlive(time.Millisecond),
+		"idle check -1":     polylimit.WithIdleCheck(-1),
+	} {
+		_, err = polylimit.Open(shared.URL, opt)
+		wantCode(t, name, err, polylimit.ErrInvalidArgument)
+	}
+
+	c := open(t, shared.URL)
+	for name, mk := range map[string]func() (*polylimit.Limiter, error){
+		"limit 0":         func() (*polylimit.Limiter, error) { return c.Limiter("0/s") },
+		"limit too large": func() (*polylimit.Limiter, error) { return c.LimiterFor(1000001, time.Second) },
+		"negative limit":  func() (*polylimit.Limiter, error) { return c.LimiterFor(-5, time.Second) },
+		"window 0":        func() (*polylimit.Limiter, error) { return c.LimiterFor(10, 0) },
+		"window 1.5ms":    func() (*polylimit.Limiter, error) { return c.LimiterFor(10, 1500*time.Microsecond) },
+		"window > 366d":   func() (*polylimit.Limiter, error) { return c.Limiter("1/400days") },
+		"bad spec":        func() (*polylimit.Limiter, error) { return c.Limiter("lots") },
+		"unknown algorithm": func() (*polylimit.Limiter, error) {
+			return c.Limiter("10/s", polylimit.WithAlgorithm("token_bucket"))
+		},
+		"prefix with NUL": func() (*polylimit.Limiter, error) {
+			return c.Limiter("10/s", polylimit.WithPrefix("a\x00b"))
+		},
+		"prefix too long": func() (*polylimit.Limiter, error) {
+			return c.Limiter("10/s", polylimit.WithPrefix(strings.Repeat("p", 300)))
+		},
+	} {
+		l, err := mk()
+		if l != nil {
+			t.Errorf("%s: got a limiter", name)
+		}
+		wantCode(t, name, err, polylimit.ErrInvalidArgument)
+	}
+
+	l := limiter(t, c, "3/s")
+	_, err = l.AllowN(ctx, "k", 0)
+	wantCode(t, "cost 0", err, polylimit.ErrInvalidArgument)
+	_, err = l.AllowN(ctx, "k", -1)
+	wantCode(t, "cost -1", err, polylimit.ErrInvalidArgument)
+	_, err = l.AllowN(ctx, "k", 4)
+	wantCode(t, "cost above the limit", err, polylimit.ErrInvalidArgument)
+	_, err = l.Allow(ctx, "")
+	wantCode(t, "empty key", err, polylimit.ErrInvalidArgument)
+	_, err = l.AllowBytes(ctx, nil, 1)
+	wantCode(t, "nil key", err, polylimit.ErrInvalidArgument)
+	_, err = l.Peek(ctx, "")
+	wantCode(t, "Peek empty key", err, polylimit.ErrInvalidArgument)
+	wantCode(t, "Reset empty key", l.Reset(ctx, ""), polylimit.ErrInvalidArgument)
+	// None of that consumed anything.
+	if r, err := l.Peek(ctx, "k"); err != nil || r.Remaining != 3 {
+		t.Fatalf("after bad calls: %+v, %v", r, err)
+	}
+}
+
+func TestErrorValues(t *testing.T) {
+	e := &polylimit.Error{Code: polylimit.ErrTimeout, Errno: syscall.ETIMEDOUT, Msg: "command: timed out"}
+	if !errors.Is(e, polylimit.ErrTimeout) || errors.Is(e, polylimit.ErrUnavailable) || !errors.Is(e, syscall.ETIMEDOUT) {
+		t.Fatal("errors.Is on *Error")
+	}
+	if e.Error() != "polylimit: command: timed out" || !e.Temporary() || polylimit.ErrTimeout.String() != "POLYLIMIT_ETIMEOUT" {
+		t.Fatalf("Error() = %q", e.Error())
+	}
+	// A code from a newer library counts as ErrInternal.
+	if !errors.Is(&polylimit.Error{Code: -99}, polylimit.ErrInternal) {
+		t.Fatal("unknown code is not ErrInternal")
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	port := func() int {
+		srv := newRedis(t) // a port that was just free and nothing listens on after Stop
+		srv.Stop()
+		_, p, _ := strings.Cut(srv.Addr, ":")
+		var n int
+		fmt.Sscan(p, &n)
+		return n
+	}()
+	c := open(t, fmt.Sprintf("redis://127.0.0.1:%d", port), polylimit.WithConnectTimeout(500*time.Millisecond))
+	l := limiter(t, c, "10/s")
+	_, err := l.Allow(context.Background(), "k")
+	wantCode(t, "nothing listening", err, polylimit.ErrUnavailable)
+	if !err.(*polylimit.Error).Temporary() {
+		t.Fatal("ErrUnavailable should be temporary")
+	}
+}
+
+func TestContextAlreadyDone(t *testing.T) {
+	l := limiter(t, open(t, shared.URL), "5/minute")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Allow(ctx, "k"); err != context.Canceled {
+		t.Fatalf("Allow with a canceled ctx: %v", err)
+	}
+	dctx, dcancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer dcancel()
+	if err := l.Reset(dctx, "k"); err != context.DeadlineExceeded {
+		t.Fatalf("Reset with an expired ctx: %v", err)
+	}
+	// Nothing reached Redis.
+	if r, err := l.Peek(context.Background(), "k"); err != nil || r.Remaining != 5 {
+		t.Fatalf("after canceled calls: %+v, %v", r, err)
+	}
+}
+
+func TestContextDeadlineShorterThanCommandTimeout(t *testing.T) {
+	srv := newRedis(t)
+	c := open(t, srv.URL, polylimit.WithCommandTimeout(2*time.Second))
+	l := limiter(t, c, "100/minute")
+	if _, err := l.Allow(context.Background(), "k"); err != nil { // connect and load the script first
+		t.Fatal(err)
+	}
+	if err := srv.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Signal(syscall.SIGCONT)
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := l.Allow(ctx, "k")
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, polylimit.ErrTimeout) {
+		t.Fatalf("error %v, want DeadlineExceeded", err)
+	}
+	var ce *polylimit.ContextError
+	if !errors.As(err, &ce) || ce.Op != "allow" {
+		t.Fatalf("error %#v is not a ContextError", err)
+	}
+	if took > time.Second {
+		t.Fatalf("returned after %v, want about 100ms", took)
+	}
+
+	// Cancellation (not a deadline) is Canceled, and not a timeout.
+	cctx, ccancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, ccancel)
+	_, err = l.Peek(cctx, "k")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, polylimit.ErrTimeout) {
+		t.Fatalf("Peek canceled: %v", err)
+	}
+
+	// Without a context deadline the library's own command timeout answers.
+	start = time.Now()
+	_, err = l.Allow(context.Background(), "k2")
+	took = time.Since(start)
+	wantCode(t, "stopped server, no ctx deadline", err, polylimit.ErrTimeout)
+	if took < 1500*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("command timeout took %v, want about 2s", took)
+	}
+
+	srv.Signal(syscall.SIGCONT)
+	resumed = true
+	// Close waits for the abandoned calls, then the limiter is gone.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh limiter works on the resumed server: the timed-out connections
+	// were discarded, not reused.
+	l2 := limiter(t, c, "100/minute")
+	if r, err := l2.Allow(context.Background(), "k3"); err != nil || !r.Allowed {
+		t.Fatalf("after SIGCONT: %+v, %v", r, err)
+	}
+}
+
+func TestExactUnderConcurrency(t *testing.T) {
+	const limit, goroutines, attempts = 100, 64, 8
+	c := open(t, shared.URL, polylimit.WithPoolSize(16))
+	l := limiter(t, c, fmt.Sprintf("%d/minute", limit))
+	var admitted, denied int64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*attempts)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			ctx := context.Background()
+			if g%2 == 1 { // half take the goroutine path
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+			}
+			for i := 0; i < attempts; i++ {
+				r, err := l.Allow(ctx, "hot")
+				switch {
+				case err != nil:
+					errs <- err
+				case r.Allowed:
+					atomic.AddInt64(&admitted, 1)
+				default:
+					atomic.AddInt64(&denied, 1)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if admitted != limit || denied != goroutines*attempts-limit {
+		t.Fatalf("admitted %d, denied %d; want exactly %d admitted", admitted, denied, limit)
+	}
+}
+
+func TestCloseIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	c, err := polylimit.Open(shared.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter(t, c, "10/s")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	_, err = c.Limiter("1/s")
+	wantCode(t, "Limiter after Close", err, polylimit.ErrClosed)
+	// A limiter keeps its own reference to the connection pool.
+	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+		t.Fatalf("limiter after client Close: %+v, %v", r, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("second limiter Close: %v", err)
+	}
+	_, err = l.Allow(ctx, "k")
+	wantCode(t, "Allow after Close", err, polylimit.ErrClosed)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, err = l.Peek(cctx, "k")
+	wantCode(t, "Peek after Close (goroutine path)", err, polylimit.ErrClosed)
+	wantCode(t, "Reset after Close", l.Reset(ctx, "k"), polylimit.ErrClosed)
+}
+
+func TestConcurrentCloseAndAllow(t *testing.T) {
+	c := open(t, shared.URL, polylimit.WithPoolSize(4))
+	for round := 0; round < 5; round++ {
+		l, err := c.Limiter("1000000/minute", polylimit.WithPrefix("go-"+t.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var ok, closed int64
+		start := make(chan struct{})
+		for g := 0; g < 16; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				<-start
+				ctx := context.Background()
+				if g%2 == 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					defer cancel()
+				}
+				for i := 0; i < 50; i++ {
+					_, err := l.Allow(ctx, fmt.Sprint("k", g))
+					switch {
+					case err == nil:
+						atomic.AddInt64(&ok, 1)
+					case errors.Is(err, polylimit.ErrClosed):
+						atomic.AddInt64(&closed, 1)
+					default:
+						t.Errorf("Allow: %v", err)
+						return
+					}
+				}
+			}(g)
+		}
+		for g := 0; g < 4; g++ { // several closers race each other too
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				time.Sleep(2 * time.Millisecond)
+				if err := l.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if ok+closed != 16*50 {
+			t.Fatalf("ok %d + closed %d != %d", ok, closed, 16*50)
+		}
+	}
+	// Client Close racing Limiter creation.
+	c2, err := polylimit.Open(shared.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				l, err := c2.Limiter("5/s")
+				if err == nil {
+					l.Close()
+				} else if !errors.Is(err, polylimit.ErrClosed) {
+					t.Errorf("Limiter: %v", err)
+				}
+			}
+		}()
+	}
+	c2.Close()
+	wg.Wait()
+}
+
+// Forgotten handles are freed by finalizers; this only checks that doing so
+// is harmless (the finalizer and an explicit Close do not double free).
+func TestFinalizerSafetyNet(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		c, err := polylimit.Open("memory://")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Limiter("1/s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			l.Close()
+			c.Close()
+		}
+	}
+	runtime.GC()
+	runtime.GC()
+}

@@ -1,0 +1,66 @@
+"""polylimit: a distributed rate limiter on Redis.
+
+    import polylimit
+
+    with polylimit.Client("redis://localhost:6379") as client:
+        per_user = client.limiter("100/minute")
+        decision = per_user.check("user:42")
+        if not decision:
+            print("retry in", decision.retry_after, "s")
+
+Every decision is one atomic Lua script inside Redis (an exact sliding-window
+log by default; sliding counter, fixed window and GCRA too), so many processes
+and hosts share one limit exactly. ``memory://`` runs the same algorithms in
+this process, without a server. Rate specs (``"10/s; 1000/hour"``) are parsed
+by the core, the same way in every language.
+"""
+
+
+from ._errors import (
+    AuthError,
+    Error,
+    InvalidArgument,
+    PermissionDenied,
+    PoolExhausted,
+    RateLimited,
+    ScriptError,
+    Timeout,
+    Unavailable,
+)
+from . import _core
+from ._core import Decision
+from ._client import Client, Hit, Limiter, Rate, Stats
+
+__version__: str = _core.VERSION_STRING
+
+#: Algorithm names that Client.limiter() accepts.
+ALGORITHMS = tuple(sorted(_core.ALGORITHMS))
+#: Failure policies that Client.limiter(on_failure=...) accepts.
+FAILURE_POLICIES = tuple(sorted(_core.FAILURE_POLICIES))
+
+__all__ = [
+    "ALGORITHMS",
+    "AuthError",
+    "Client",
+    "Decision",
+    "Error",
+    "FAILURE_POLICIES",
+    "Hit",
+    "InvalidArgument",
+    "Limiter",
+    "PermissionDenied",
+    "PoolExhausted",
+    "Rate",
+    "RateLimited",
+    "ScriptError",
+    "Stats",
+    "Timeout",
+    "Unavailable",
+    "__version__",
+]
+
+# Tracebacks name the public module, not the private one that defines them.
+for _cls in (AuthError, Error, InvalidArgument, PermissionDenied, PoolExhausted, RateLimited, ScriptError,
+             Timeout, Unavailable, Client, Hit, Limiter, Rate):
+    _cls.__module__ = __name__
+del _cls

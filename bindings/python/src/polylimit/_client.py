@@ -1,0 +1,635 @@
+"""Client and Limiter: the Pythonic layer over polylimit._core."""
+
+import asyncio
+import datetime
+import functools
+import inspect
+import math
+import os
+import re
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, List, NamedTuple, Optional, Tuple, TypedDict, TypeVar, Union
+
+from . import _core
+from ._core import Decision
+from ._errors import InvalidArgument, RateLimited
+
+Key = Union[str, bytes]
+Seconds = Union[float, int, datetime.timedelta]
+
+
+class Rate(NamedTuple):
+    limit: int  # units admitted per window
+    window: float  # seconds
+
+
+class Stats(TypedDict):
+    """Counters of one client (all its limiters) since it was opened, as
+    ``Client.stats()`` returns them (a plain dict)."""
+
+    checks: int  # checks decided or failed (each key of check_many counts)
+    admitted: int
+    denied: int
+    errors: int  # checks that raised
+    round_trips: int  # to Redis; a pipelined check_many is one
+    noscript_reloads: int
+    cache_hits: int  # answered by the local deny cache
+    degraded: int  # answered by the failure policy
+    near_limit: int  # admitted with less than 10% of the limit left
+    latency_count: int
+    latency_sum_us: int
+    # (upper bound in microseconds, checks in this bucket): not cumulative;
+    # the last bound is math.inf.
+    latency_buckets: List[Tuple[float, int]]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+_INT_MAX = 2**31 - 1
+_DEFAULT_POOL_SIZE = 8  # the core's default; also sizes the async executor
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _seconds_to_ms(name: str, value: Any) -> int:
+    """A positive duration in seconds as whole milliseconds (rounded up, so a
+    tiny positive value never becomes 0, which the C ABI reads as 'default')."""
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if not _is_number(value):
+        raise TypeError("%s must be a number of seconds, not %s" % (name, type(value).__name__))
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidArgument("%s = %r must be a positive number of seconds" % (name, value))
+    ms = math.ceil(value * 1000 - 1e-9)
+    if ms > _INT_MAX:
+        raise InvalidArgument("%s = %r is too large (at most %d s)" % (name, value, _INT_MAX // 1000))
+    return max(int(ms), 1)
+
+
+def _duration_ms(name: str, value: Any, max_ms: int) -> int:
+    """A duration in seconds (0 allowed) as whole milliseconds, rounded up."""
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if not _is_number(value):
+        raise TypeError("%s must be a number of seconds, not %s" % (name, type(value).__name__))
+    if not math.isfinite(value) or value < 0:
+        raise InvalidArgument("%s = %r must be a number of seconds, at least 0" % (name, value))
+    if value == 0:
+        return 0
+    ms = max(int(math.ceil(value * 1000 - 1e-9)), 1)
+    if ms > max_ms:
+        raise InvalidArgument("%s = %r is too large (at most %d s)" % (name, value, max_ms // 1000))
+    return ms
+
+
+def _check_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError("%s must be an int, not %s" % (name, type(value).__name__))
+    return value
+
+
+def _choice(name: str, value: Any, table: Any, hint: str) -> int:
+    if not isinstance(value, str):
+        raise TypeError("%s must be a str, not %s" % (name, type(value).__name__))
+    if value not in table:
+        raise InvalidArgument("%s %r is unknown; %s" % (name, value, hint))
+    return int(table[value])
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for repr and messages."""
+    return re.sub(r"(//[^/@]*?:)[^/@]*@", r"\1***@", url)
+
+
+class Client:
+    """A connection pool to one deployment, named by a URL.
+
+    ``redis://[user:pass@]host:port[/db]``, ``unix:///path/to.sock[?db=N]``
+    or ``memory://`` (in-process, no server). Connections are made lazily, on
+    the first command. Durations are in seconds (float); ``None`` picks the
+    library default. Thread-safe, and safe to use after ``os.fork()``: the
+    child makes fresh connections.
+
+    Use as a context manager or call :meth:`close`; closing also closes every
+    limiter made from this client.
+    """
+
+    def __init__(
+        self,
+        url: str = "memory://",
+        *,
+        pool_size: Optional[int] = None,
+        connect_timeout: Optional[float] = None,
+        command_timeout: Optional[float] = None,
+        acquire_timeout: Optional[float] = None,
+        keepalive: Union[None, bool, int] = None,
+        idle_check: Optional[float] = None,
+    ) -> None:
+        if not isinstance(url, str):
+            raise TypeError("url must be a str, not %s" % type(url).__name__)
+        if pool_size is not None:
+            if not isinstance(pool_size, int) or isinstance(pool_size, bool):
+                raise TypeError("pool_size must be an int, not %s" % type(pool_size).__name__)
+            if not 1 <= pool_size <= _INT_MAX:
+                raise InvalidArgument("pool_size = %d must be at least 1" % pool_size)
+        keepalive_s, no_keepalive = 0, False
+        if keepalive is None or keepalive is True:
+            pass  # the library default
+        elif keepalive is False or (isinstance(keepalive, int) and keepalive == 0):
+            no_keepalive = True
+        elif isinstance(keepalive, int):
+            if not 1 <= keepalive <= _INT_MAX:
+                raise InvalidArgument("keepalive = %d must be a positive number of seconds (or False)" % keepalive)
+            keepalive_s = keepalive
+        else:
+            raise TypeError("keepalive must be an int of seconds, True or False, not %s" % type(keepalive).__name__)
+
+        def ms(name: str, value: Any) -> int:
+            return 0 if value is None else _seconds_to_ms(name, value)
+
+        self._core = _core.Client(
+            url,
+            pool_size=pool_size or 0,
+            connect_timeout_ms=ms("connect_timeout", connect_timeout),
+            command_timeout_ms=ms("command_timeout", command_timeout),
+            acquire_timeout_ms=ms("acquire_timeout", acquire_timeout),
+            keepalive_s=keepalive_s,
+            disable_keepalive=no_keepalive,
+            idle_check_ms=ms("idle_check", idle_check),
+        )
+        self._url = url
+        self._pool_size = pool_size or _DEFAULT_POOL_SIZE
+        self._lock = threading.Lock()
+        _ALL_CLIENTS.add(self)
+        self._limiters: "weakref.WeakSet[Limiter]" = weakref.WeakSet()
+        self._executor: Optional[ThreadPoolExecutor] = None
+        self._executor_pid = 0
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def limiter(
+        self,
+        spec: Optional[str] = None,
+        algorithm: str = "sliding_log",
+        prefix: str = "pl",
+        clock: str = "server",
+        *,
+        limit: Optional[int] = None,
+        window: Optional[Seconds] = None,
+        burst: Optional[int] = None,
+        deny_cache: int = 0,
+        on_failure: str = "error",
+        breaker_failures: int = 0,
+        breaker_cooldown: Seconds = 1.0,
+        shadow: bool = False,
+        block: Seconds = 0.0,
+    ) -> "Limiter":
+        """A limiter for a rate ``spec``, or ``limit`` units per ``window`` seconds.
+
+        ``spec`` is parsed by the core (the same parser in every language):
+        ``"100/minute"``, ``"5 per 2 seconds"``, several limits that must all
+        admit (``"10/s; 1000/hour"``) and, for ``gcra``, a burst
+        (``"10/s burst 20"``). A bad spec raises InvalidArgument with the
+        core's message, which quotes the bad part.
+
+        - ``algorithm``: ``"sliding_log"`` (exact, the default),
+          ``"sliding_counter"`` (approximate, O(1)), ``"fixed_window"``
+          (O(1), up to 2 x limit around a window edge) or ``"gcra"``
+          (smooth; ``burst`` units at once, default ``limit``).
+        - ``clock``: ``"server"`` (Redis TIME) or ``"client"`` (this host).
+        - ``burst``: gcra only, with ``limit=``/``window=`` (a spec carries
+          its own: ``"10/s burst 20"``).
+        - ``deny_cache``: remember up to this many denied keys in this process
+          and deny them again locally (``decision.cached``) until their
+          retry_after has passed; 0 (the default) is off.
+        - ``on_failure``: what a check answers when Redis does not
+          (timeout, refused or broken connection, pool exhausted, breaker
+          open): ``"error"`` raises (the default), ``"open"`` admits,
+          ``"closed"`` denies, ``"local"`` decides with an in-process limiter;
+          the last three set ``decision.degraded``.
+        - ``breaker_failures``: after this many consecutive outages, fail fast
+          for ``breaker_cooldown`` seconds, then let one probe through;
+          0 (the default) is no breaker.
+        - ``shadow``: dry run; decide and count as usual but always admit,
+          with ``decision.shadowed`` set on would-be denials.
+        - ``block``: seconds a denied key stays denied (punitive block);
+          0 is off.
+        """
+        if spec is not None:
+            if limit is not None or window is not None:
+                raise InvalidArgument("give either a rate spec or limit= and window=, not both")
+            if not isinstance(spec, str):
+                raise TypeError("rate spec must be a str, not %s" % type(spec).__name__)
+            if burst is not None:
+                raise InvalidArgument("with a rate spec the burst goes in the spec, e.g. '10/s burst 20'")
+            limit_n, window_ms, burst_n = 0, 0, 0
+        else:
+            if limit is None or window is None:
+                raise InvalidArgument("a rate is needed: limiter('100/minute') or limiter(limit=100, window=60)")
+            limit_n, window_ms = _check_int("limit", limit), _window_ms(window)
+            if not -(2**63) <= limit_n < 2**63:
+                raise InvalidArgument("limit = %d is out of range 1..%d" % (limit_n, _core.MAX_LIMIT))
+            burst_n = 0 if burst is None else _check_int("burst", burst)
+            if burst is not None and burst_n < 1:
+                raise InvalidArgument("burst = %d must be at least 1 (or None for the limit)" % burst_n)
+        alg = _choice("algorithm", algorithm, _core.ALGORITHMS, "available: " + ", ".join(sorted(_core.ALGORITHMS)))
+        clk = _choice("clock", clock, _core.CLOCKS, "use 'server' or 'client'")
+        policy = _choice("on_failure", on_failure, _core.FAILURE_POLICIES,
+                         "use " + ", ".join(repr(p) for p in sorted(_core.FAILURE_POLICIES)))
+        if not isinstance(prefix, str):
+            raise TypeError("prefix must be a str, not %s" % type(prefix).__name__)
+        if not isinstance(shadow, bool):
+            raise TypeError("shadow must be a bool, not %s" % type(shadow).__name__)
+        options = dict(
+            algorithm=alg,
+            prefix=prefix,
+            clock=clk,
+            deny_cache_size=_check_int("deny_cache", deny_cache),
+            failure_policy=policy,
+            breaker_failures=_check_int("breaker_failures", breaker_failures),
+            breaker_cooldown_ms=_seconds_to_ms("breaker_cooldown", breaker_cooldown),
+            shadow=shadow,
+            block_ms=_duration_ms("block", block, _core.MAX_WINDOW_MS),
+        )
+        with self._lock:
+            if spec is not None:
+                core = _core.Limiter(self._core, spec=spec, **options)
+            else:
+                core = _core.Limiter(self._core, limit=limit_n, window_ms=window_ms, burst=burst_n, **options)
+            lim = Limiter(self, core, algorithm, clock, on_failure, shadow)
+            self._limiters.add(lim)
+        return lim
+
+    def stats(self) -> Stats:
+        """This client's counters (all its limiters) since it was opened, as
+        a dict: ``checks``, ``admitted``, ``denied``, ``errors``,
+        ``round_trips``, ``noscript_reloads``, ``cache_hits``, ``degraded``,
+        ``near_limit``, ``latency_count``, ``latency_sum_us`` and
+        ``latency_buckets`` (a list of ``(upper_bound_us, count)``, not
+        cumulative, the last bound ``math.inf``). No I/O."""
+        return self._core.stats()  # type: ignore[return-value]
+
+    def stats_prometheus(self) -> str:
+        """The same counters in the Prometheus text exposition format (metric
+        names start with ``polylimit_``), ready to serve on /metrics."""
+        return self._core.stats_prometheus()
+
+    def close(self) -> None:
+        """Closes the client and its limiters. Idempotent. Calls already in
+        flight finish; later calls raise Error with code POLYLIMIT_ECLOSED."""
+        with self._lock:
+            for lim in list(self._limiters):
+                lim._core.close()
+            self._limiters = weakref.WeakSet()
+            self._core.close()
+            executor, self._executor = self._executor, None
+        if executor is not None and self._executor_pid == os.getpid():
+            executor.shutdown(wait=False)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "<polylimit.Client %r%s>" % (_redact(self._url), " closed" if self.closed else "")
+
+    def _async_executor(self) -> ThreadPoolExecutor:
+        # One thread per pooled connection: more would only queue on the pool.
+        # A fresh executor after fork(): the parent's threads do not exist here.
+        pid = os.getpid()
+        executor = self._executor
+        if executor is None or self._executor_pid != pid:
+            with self._lock:
+                if self._executor is None or self._executor_pid != pid:
+                    self._executor = ThreadPoolExecutor(self._pool_size, thread_name_prefix="polylimit")
+                    self._executor_pid = pid
+                executor = self._executor
+        return executor
+
+
+# A fork() while another thread holds a client's lock would leave the child's
+# copy locked forever: the child gets fresh locks (the core makes fresh
+# connections by itself).
+_ALL_CLIENTS: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for client in list(_ALL_CLIENTS):
+        client._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _window_ms(window: Any) -> int:
+    if isinstance(window, datetime.timedelta):
+        window = window.total_seconds()
+    if not _is_number(window):
+        raise TypeError("window must be a number of seconds, not %s" % type(window).__name__)
+    if not math.isfinite(window) or window <= 0:
+        raise InvalidArgument("window = %r must be a positive number of seconds" % (window,))
+    ms = window * 1000
+    if abs(ms - round(ms)) > 1e-6 * max(1.0, ms) or round(ms) < 1:
+        raise InvalidArgument("window = %r s must be a whole number of milliseconds, at least 0.001" % (window,))
+    if round(ms) > _core.MAX_WINDOW_MS:
+        raise InvalidArgument("window = %r s is longer than %d s" % (window, _core.MAX_WINDOW_MS // 1000))
+    return int(round(ms))
+
+
+def _timeout_ms(timeout: Any) -> int:
+    if timeout is None:
+        return int(_core.MAX_WINDOW_MS)
+    return _duration_ms("timeout", timeout, _core.MAX_WINDOW_MS)
+
+
+def _now_us(now: Any) -> int:
+    """check_at's time: float seconds since the epoch, int microseconds since
+    the epoch, or an aware datetime."""
+    if isinstance(now, datetime.datetime):
+        if now.tzinfo is None:
+            raise InvalidArgument("now is a naive datetime; give it a timezone")
+        delta = now - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if isinstance(now, float):
+        if not math.isfinite(now):
+            raise InvalidArgument("now = %r is not finite" % (now,))
+        return int(round(now * 1_000_000))
+    if isinstance(now, int) and not isinstance(now, bool):
+        return now
+    raise TypeError(
+        "now must be float seconds, int microseconds since the epoch or a datetime, not %s" % type(now).__name__
+    )
+
+
+class Limiter:
+    """A rate (one or more limits) applied to keys.
+
+    Keys are ``str`` (sent as UTF-8) or ``bytes`` (binary safe). Every
+    method is thread-safe and releases the GIL while it waits on Redis; the
+    ``a*`` variants run the same call in the client's thread pool, so they
+    never block the event loop.
+    """
+
+    def __init__(self, client: Client, core: "_core.Limiter", algorithm: str, clock: str,
+                 on_failure: str = "error", shadow: bool = False) -> None:
+        self._client = client
+        self._core = core
+        self._algorithm = algorithm
+        self._clock = clock
+        self._on_failure = on_failure
+        self._shadow = shadow
+
+    # -- description --------------------------------------------------------
+    @property
+    def spec(self) -> Optional[str]:
+        """The rate spec the limiter was made from, or None for
+        ``limit=``/``window=``."""
+        return self._core.spec
+
+    @property
+    def rate(self) -> Optional[Rate]:
+        """``Rate(limit, window)`` (limit units per window seconds) of a
+        limiter made with ``limit=``/``window=``; None for one made from a
+        spec (the core parses specs, and the C ABI does not report the
+        parsed limits; see :attr:`spec`). (The name ``limit`` is the
+        decorator, as in ``@limiter.limit(key)``.)"""
+        if self._core.spec is not None:
+            return None
+        return Rate(self._core.limit, self._core.window_ms / 1000.0)
+
+    @property
+    def algorithm(self) -> str:
+        return self._algorithm
+
+    @property
+    def clock(self) -> str:
+        return self._clock
+
+    @property
+    def on_failure(self) -> str:
+        return self._on_failure
+
+    @property
+    def shadow(self) -> bool:
+        return self._shadow
+
+    @property
+    def prefix(self) -> str:
+        return self._core.prefix
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    def __repr__(self) -> str:
+        if self._core.spec is not None:
+            rate = repr(self._core.spec)
+        else:
+            rate = "%d per %gs" % (self._core.limit, self._core.window_ms / 1000.0)
+        return "<polylimit.Limiter %s %s prefix=%r%s>" % (
+            rate, self._algorithm, self.prefix, " closed" if self._core.closed else "")
+
+    # -- blocking calls -----------------------------------------------------
+    def check(self, key: Key, cost: int = 1) -> Decision:
+        """Admits ``cost`` units for ``key``, all or nothing. A denial is a
+        Decision with ``allowed=False``, not an exception."""
+        return self._core.check(key, cost)
+
+    def check_at(self, key: Key, cost: int, now: Union[float, int, datetime.datetime]) -> Decision:
+        """As check, at the given time instead of the limiter's clock.
+
+        ``now`` is a float of *seconds* since the Unix epoch
+        (``time.time()``), an int of *microseconds* since the epoch, or an
+        aware ``datetime``.
+        """
+        return self._core.check_at(key, cost, _now_us(now))
+
+    def peek(self, key: Key) -> Decision:
+        """What a check of cost 1 would answer now, consuming nothing."""
+        return self._core.peek(key)
+
+    def reset(self, key: Key) -> None:
+        """Clears the key: it is back to full capacity."""
+        self._core.reset(key)
+
+    def check_many(self, keys: Iterable[Key], cost: int = 1, *,
+                   return_exceptions: bool = False) -> List[Decision]:
+        """check(key, cost) for every key, in order, in one pipelined round
+        trip to Redis (one GIL release). Each key is decided on its own (all
+        or nothing per key, not across keys).
+
+        Returns one Decision per key. When some keys fail (a timeout, an
+        empty key), the first failure is raised (its message names the index,
+        ``"keys[3]: ..."``); the other keys were decided all the same. With
+        ``return_exceptions=True`` (as in ``asyncio.gather``) the list holds
+        the :class:`polylimit.Error` of each failing key in its place instead.
+        Errors of the whole call (a bad cost) always raise.
+        """
+        return self._core.check_many(keys, cost, return_exceptions)
+
+    def check_at_most(self, key: Key, max_cost: int) -> Decision:
+        """Admits as many units as fit now, up to ``max_cost``:
+        ``decision.granted`` says how many (``allowed`` when at least one).
+        Never over-admits; may take two round trips."""
+        return self._core.check_at_most(key, max_cost)
+
+    def acquire(self, key: Key, cost: int = 1, timeout: Optional[Seconds] = None) -> Decision:
+        """Waits until ``cost`` units are admitted, sleeping retry_after
+        between tries (in the core, with the GIL released), for at most
+        ``timeout`` seconds (0: one try; None: as long as it takes, up to the
+        core's bound of 366 days). Returns a denied Decision, early, when
+        admission would come later than the timeout. The core sleeps in C, so
+        a signal (Ctrl-C) is handled when the call returns; from asyncio use
+        :meth:`aacquire`, which can be cancelled."""
+        return self._core.acquire(key, cost, _timeout_ms(timeout))
+
+    def check_limit(self, key: Key, cost: int, limit: int, window: Seconds) -> Decision:
+        """As check, with ``limit`` units per ``window`` seconds for this call
+        only (limits that change at run time), in the limiter's algorithm
+        (gcra: burst = limit). Replaces all of the limiter's limits for this
+        call; the deny cache is not used."""
+        return self._core.check_limit(key, cost, limit, _window_ms(window))
+
+    def refund(self, key: Key, units: int) -> Decision:
+        """Gives back up to ``units`` units taken earlier (e.g. the operation
+        they paid for failed) and returns what peek would answer then. Clears
+        the key's deny-cache entry."""
+        return self._core.refund(key, units)
+
+    # -- asyncio --------------------------------------------------------------
+    def _run(self, fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":
+        if self._core.closed:
+            fn(*args)  # raises POLYLIMIT_ECLOSED here rather than start a thread pool for nothing
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(self._client._async_executor(), fn, *args)
+
+    async def acheck(self, key: Key, cost: int = 1) -> Decision:
+        return await self._run(self._core.check, key, cost)
+
+    async def acheck_at(self, key: Key, cost: int, now: Union[float, int, datetime.datetime]) -> Decision:
+        return await self._run(self._core.check_at, key, cost, _now_us(now))
+
+    async def apeek(self, key: Key) -> Decision:
+        return await self._run(self._core.peek, key)
+
+    async def areset(self, key: Key) -> None:
+        await self._run(self._core.reset, key)
+
+    async def acheck_many(self, keys: Iterable[Key], cost: int = 1, *,
+                          return_exceptions: bool = False) -> List[Decision]:
+        """check_many for asyncio: one round trip, in the client's thread pool."""
+        if not isinstance(keys, (str, bytes)):
+            keys = list(keys)  # iterate here: a generator must not run in a worker thread
+        return await self._run(self._core.check_many, keys, cost, return_exceptions)
+
+    async def acheck_at_most(self, key: Key, max_cost: int) -> Decision:
+        return await self._run(self._core.check_at_most, key, max_cost)
+
+    async def acheck_limit(self, key: Key, cost: int, limit: int, window: Seconds) -> Decision:
+        return await self._run(self._core.check_limit, key, cost, limit, _window_ms(window))
+
+    async def arefund(self, key: Key, units: int) -> Decision:
+        return await self._run(self._core.refund, key, units)
+
+    async def aacquire(self, key: Key, cost: int = 1, timeout: Optional[Seconds] = None) -> Decision:
+        """acquire for asyncio: the same loop as the core's (check; if denied
+        and admission fits in the timeout, wait retry_after and try again),
+        but it waits with ``asyncio.sleep``, so no thread is held while it
+        waits and cancelling the task stops it."""
+        timeout_ms = _timeout_ms(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000.0
+        while True:
+            d = await self._run(self._core.check, key, cost)
+            if d.allowed:
+                return d
+            wait = max(1, d.retry_after_ms) / 1000.0
+            if loop.time() + wait > deadline:
+                return d
+            await asyncio.sleep(wait)
+
+    # -- helpers ----------------------------------------------------------------
+    def hit(self, key: Key, cost: int = 1) -> "Hit":
+        """``with limiter.hit(key) as decision:`` (or ``async with``) checks on
+        entry and raises RateLimited when denied."""
+        return Hit(self, key, cost)
+
+    def limit(self, key: Union[None, Key, Callable[..., Key]] = None, *, cost: int = 1) -> Callable[[F], F]:
+        """Decorator that checks before each call and raises RateLimited when
+        denied. ``key`` is a callable given the call's arguments
+        (``@limiter.limit(lambda user, **kw: user)``), a fixed key, or None
+        (one limit for the whole function). Works on ``async def`` too,
+        through acheck."""
+
+        def decorate(fn: F) -> F:
+            def key_for(args: Any, kwargs: Any) -> Key:
+                if key is None:
+                    return fn.__module__ + "." + fn.__qualname__
+                if isinstance(key, (str, bytes)):
+                    return key
+                return key(*args, **kwargs)
+
+            if inspect.iscoroutinefunction(fn):
+                @functools.wraps(fn)
+                async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                    decision = await self.acheck(key_for(args, kwargs), cost)
+                    if not decision.allowed:
+                        raise RateLimited(decision)
+                    return await fn(*args, **kwargs)
+
+                return async_wrapper  # type: ignore[return-value]
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                decision = self._core.check(key_for(args, kwargs), cost)
+                if not decision.allowed:
+                    raise RateLimited(decision)
+                return fn(*args, **kwargs)
+
+            return wrapper  # type: ignore[return-value]
+
+        return decorate
+
+
+class Hit:
+    """Context manager returned by Limiter.hit()."""
+
+    def __init__(self, limiter: Limiter, key: Key, cost: int) -> None:
+        self._limiter = limiter
+        self._key = key
+        self._cost = cost
+        self.decision: Optional[Decision] = None
+
+    def __enter__(self) -> Decision:
+        d = self._limiter.check(self._key, self._cost)
+        self.decision = d
+        if not d.allowed:
+            raise RateLimited(d)
+        return d
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    async def __aenter__(self) -> Decision:
+        d = await self._limiter.acheck(self._key, self._cost)
+        self.decision = d
+        if not d.allowed:
+            raise RateLimited(d)
+        return d
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None

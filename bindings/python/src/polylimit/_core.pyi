@@ -1,0 +1,116 @@
+# Type stubs for polylimit._core (the pybind11 module over the C ABI).
+from typing import Dict, Iterable, List, Optional, Union
+
+_Key = Union[str, bytes]
+
+VERSION_STRING: str
+VERSION_NUMBER: int
+MAX_LIMIT: int
+MAX_WINDOW_MS: int
+MAX_PREFIX_LEN: int
+ALGORITHMS: Dict[str, int]  # "sliding_log", "sliding_counter", "fixed_window", "gcra"
+CLOCKS: Dict[str, int]  # "server", "client"
+FAILURE_POLICIES: Dict[str, int]  # "error", "open", "closed", "local"
+
+def version_string() -> str: ...
+def version_number() -> int: ...
+def status_name(code: int) -> str: ...
+
+class Decision:
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def remaining(self) -> int: ...
+    @property
+    def retry_after(self) -> float: ...
+    @property
+    def reset_after(self) -> float: ...
+    @property
+    def retry_after_ms(self) -> int: ...
+    @property
+    def reset_after_ms(self) -> int: ...
+    @property
+    def cached(self) -> bool:
+        """Denied by the local deny cache, without a round trip."""
+    @property
+    def degraded(self) -> bool:
+        """Answered by the failure policy (Redis did not answer)."""
+    @property
+    def shadowed(self) -> bool:
+        """Would have been denied; admitted because the limiter is in shadow mode."""
+    @property
+    def granted(self) -> int:
+        """Units admitted: the cost or 0; check_at_most: how many."""
+    def __bool__(self) -> bool: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class Client:
+    def __init__(
+        self,
+        url: str,
+        pool_size: int = 0,
+        connect_timeout_ms: int = 0,
+        command_timeout_ms: int = 0,
+        acquire_timeout_ms: int = 0,
+        keepalive_s: int = 0,
+        disable_keepalive: bool = False,
+        idle_check_ms: int = 0,
+    ) -> None: ...
+    def close(self) -> None: ...
+    def stats(self) -> Dict[str, object]: ...
+    def stats_prometheus(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
+
+class Limiter:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        spec: Optional[str] = None,
+        limit: int = 0,
+        window_ms: int = 0,
+        burst: int = 0,
+        algorithm: int = 0,
+        prefix: str = "pl",
+        clock: int = 0,
+        deny_cache_size: int = 0,
+        failure_policy: int = 0,
+        breaker_failures: int = 0,
+        breaker_cooldown_ms: int = 0,
+        shadow: bool = False,
+        block_ms: int = 0,
+    ) -> None: ...
+    def check(self, key: _Key, cost: int = 1) -> Decision: ...
+    def check_at(self, key: _Key, cost: int, now_us: int) -> Decision: ...
+    def peek(self, key: _Key) -> Decision: ...
+    def reset(self, key: _Key) -> None: ...
+    def check_many(
+        self, keys: Iterable[_Key], cost: int = 1, return_exceptions: bool = False
+    ) -> List[Decision]:
+        """polylimit_check_many: one pipelined round trip. Raises the first per-key
+        error (message "keys[i]: ..."), or with return_exceptions puts an
+        Error in each failing key's place; whole-call errors always raise."""
+    def check_at_most(self, key: _Key, max_cost: int) -> Decision: ...
+    def acquire(self, key: _Key, cost: int, timeout_ms: int) -> Decision: ...
+    def check_limit(self, key: _Key, cost: int, limit: int, window_ms: int) -> Decision: ...
+    def refund(self, key: _Key, units: int) -> Decision: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def spec(self) -> Optional[str]: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def window_ms(self) -> int: ...
+    @property
+    def burst(self) -> int: ...
+    @property
+    def algorithm(self) -> int: ...
+    @property
+    def clock(self) -> int: ...
+    @property
+    def prefix(self) -> str: ...

@@ -1,0 +1,161 @@
+package io.polylimit;
+
+import io.polylimit.jni.PolylimitNative;
+import io.polylimit.jni.SWIGTYPE_p_polylimit_client;
+import io.polylimit.jni.polylimit_client_options;
+import io.polylimit.jni.PolylimitNativeConstants;
+import io.polylimit.jni.polylimit_error;
+import java.lang.ref.Cleaner;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A connection pool to one Redis deployment; thread-safe, meant to be shared
+ * and kept for the life of the application.
+ *
+ * <pre>{@code
+ * try (Client client = Client.open("redis://127.0.0.1:6379");
+ *      Limiter limiter = client.limiter("100/minute")) {
+ *     Decision d = limiter.check("user:42");
+ *     if (!d.allowed()) { ... retry after d.retryAfter() ... }
+ * }
+ * }</pre>
+ *
+ * <p>URLs: {@code redis://[user:pass@]host:port[/db]}, {@code unix:///path.sock[?db=N]},
+ * {@code memory://} (in-process, no server). Connections are made lazily, on
+ * the first command.
+ *
+ * <p>{@link #close()} is idempotent and thread-safe. Limiters made from a client
+ * hold their own reference to it and keep working after it is closed, until
+ * they are closed themselves.
+ */
+public final class Client implements AutoCloseable {
+    private final NativeRef<SWIGTYPE_p_polylimit_client> ref;
+    private final Cleaner.Cleanable cleanable;
+    private final String url; // password removed
+
+    private Client(SWIGTYPE_p_polylimit_client handle, String url) {
+        this.ref = new NativeRef<>(handle, PolylimitNative::polylimit_client_close, "client");
+        this.cleanable = Natives.CLEANER.register(this, ref);
+        this.url = url;
+    }
+
+    /** Opens a client with default options. */
+    public static Client open(String url) {
+        return open(url, ClientOptions.defaults());
+    }
+
+    /**
+     * Opens a client.
+     *
+     * @throws InvalidArgumentException for a malformed URL or option
+     * @throws NullPointerException if url or options is null
+     */
+    public static Client open(String url, ClientOptions options) {
+        Objects.requireNonNull(url, "url");
+        Objects.requireNonNull(options, "options");
+        if (url.indexOf('\0') >= 0) throw new InvalidArgumentException("url contains a NUL character");
+        NativeLibrary.load();
+        polylimit_client_options nativeOpts = options.toNative();
+        polylimit_error err = new polylimit_error();
+        try {
+            SWIGTYPE_p_polylimit_client[] out = new SWIGTYPE_p_polylimit_client[1];
+            Status.check(PolylimitNative.polylimit_client_open(url, nativeOpts, out, err), err);
+            return new Client(out[0], redact(url));
+        } finally {
+            nativeOpts.delete();
+            err.delete();
+        }
+    }
+
+    /**
+     * A limiter from a rate spec, parsed by the C core: {@code "100/minute"},
+     * {@code "10/s"}, {@code "5 per 2 seconds"}, several limits that must all
+     * admit ({@code "10/s; 1000/hour"}), a GCRA burst ({@code "10/s burst 20"},
+     * with {@code Algorithm.GCRA}). A bad spec is an {@link InvalidArgumentException}
+     * whose message quotes the bad part.
+     */
+    public Limiter limiter(String spec) {
+        return limiterBuilder(spec).build();
+    }
+
+    /** A limiter admitting {@code limit} units per sliding {@code window}. */
+    public Limiter limiter(long limit, Duration window) {
+        return limiterBuilder(limit, window).build();
+    }
+
+    /** A builder for a limiter from a rate spec, to set the algorithm, prefix, clock and options. */
+    public Limiter.Builder limiterBuilder(String spec) {
+        return new Limiter.Builder(this, spec);
+    }
+
+    /** A builder for a limiter of {@code limit} units per {@code window}. */
+    public Limiter.Builder limiterBuilder(long limit, Duration window) {
+        return new Limiter.Builder(this, limit, window);
+    }
+
+    /** The counters of this client (all its limiters) since it was opened. */
+    public Stats stats() {
+        long[] v = new long[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS];
+        SWIGTYPE_p_polylimit_client h = ref.acquire();
+        polylimit_error err = new polylimit_error();
+        try {
+            Status.check(PolylimitNative.polylimit_client_stats_packed(h, v, err), err);
+        } finally {
+            err.delete();
+            ref.release();
+        }
+        int n = PolylimitNativeConstants.POLYLIMIT_STATS_LATENCY_BUCKETS;
+        List<Stats.Bucket> buckets = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) buckets.add(new Stats.Bucket(v[11 + i], v[11 + n + i]));
+        return new Stats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
+                Duration.of(v[10], ChronoUnit.MICROS), buckets);
+    }
+
+    /** The same counters in the Prometheus text format (metric names start with "polylimit_"). */
+    public String statsPrometheus() {
+        byte[][] out = new byte[1][];
+        SWIGTYPE_p_polylimit_client h = ref.acquire();
+        polylimit_error err = new polylimit_error();
+        try {
+            Status.check(PolylimitNative.polylimit_client_stats_prometheus(h, out, err), err);
+        } finally {
+            err.delete();
+            ref.release();
+        }
+        return out[0] == null ? "" : new String(out[0], StandardCharsets.UTF_8);
+    }
+
+    /** Lends the native handle to one call; {@link #release()} must follow. */
+    SWIGTYPE_p_polylimit_client acquire() {
+        return ref.acquire();
+    }
+
+    void release() {
+        ref.release();
+    }
+
+    public boolean isClosed() {
+        return ref.isClosed();
+    }
+
+    /** Closes the client; a second call does nothing. Calls in flight finish first. */
+    @Override
+    public void close() {
+        cleanable.clean();
+    }
+
+    @Override
+    public String toString() {
+        return "Client[" + url + (isClosed() ? ", closed]" : "]");
+    }
+
+    // Keeps passwords out of toString and logs.
+    private static String redact(String url) {
+        return url.replaceFirst("^([A-Za-z0-9+.-]+://[^/@:]*):[^/@]*@", "$1:***@");
+    }
+}

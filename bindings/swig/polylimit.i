@@ -1,0 +1,541 @@
+/*
+ * polylimit.i - SWIG interface over the C ABI (capi/include/polylimit.h).
+ * Targets: Java (JNI, the main one) and Perl 5 (a thin raw module).
+ *
+ * The generated layer (Java package io.polylimit.jni, Perl package
+ * PolylimitNative) mirrors the C functions one to one: every call returns the
+ * polylimit_status code and never throws for a failed call; the idiomatic layer
+ * (io.polylimit) turns codes into exceptions. The only Java exceptions raised
+ * here are JVM-level ones (out of memory while copying an argument), raised
+ * with a pending-exception return as JNI requires.
+ *
+ * Conventions applied below (Java; Perl differs where noted in its section):
+ *  - polylimit_client / polylimit_limiter stay opaque pointers (SWIGTYPE_p_polylimit_client, ...).
+ *  - "TYPE **out" becomes a one-element array of that pointer type.
+ *  - "const void *key, size_t key_len" becomes byte[]; the bytes are copied
+ *    for the duration of the call only, the Java array is never kept.
+ *  - polylimit_decision / polylimit_error are read-only structs the caller allocates.
+ *  - Option structs are built with their *_init() defaults, never calloc'd
+ *    zeros (version 0 would be rejected).
+ *  - const char *url / *spec are passed as UTF-8 bytes (not modified UTF-8).
+ *  - Batches: (keys, key_lens, n) is a byte[][] (every key copied); results
+ *    come back in long[] / int[] the caller allocates (polylimit_check_many_packed,
+ *    polylimit_client_stats_packed, defined at the end).
+ *  - char **out, size_t *len (library memory) is a one-element byte[][]; the
+ *    wrapper copies the string and releases it with polylimit_free.
+ * The wrapper is compiled as C, so no C++ exception can reach a JNI frame, and
+ * every C entry point is noexcept behind the ABI.
+ */
+%module PolylimitNative
+
+%{
+#include <stdlib.h>
+#include <string.h>
+#include "polylimit.h"
+
+/* A borrowed byte range, returned to the target language as a fresh copy. */
+typedef struct polylimit_bytes {
+    const char *data;
+    size_t len;
+} polylimit_bytes;
+%}
+
+%include <stdint.i>
+
+#ifdef SWIGJAVA
+/* polylimit_status and friends become plain int constants: the functions return int. */
+%include <enumtypeunsafe.swg>
+%javaconst(1);
+/* Java has no LL suffix; let these be read from C at class-load time instead. */
+%javaconst(0) POLYLIMIT_MAX_LIMIT;
+%javaconst(0) POLYLIMIT_MAX_WINDOW_MS;
+
+/* Load the JNI library before the first native call of any generated class,
+   and refuse a C library older than the header this was generated from. */
+%pragma(java) jniclasscode=%{
+  static {
+    io.polylimit.NativeLibrary.link();
+    io.polylimit.NativeLibrary.checkVersion(polylimit_version_number(), polylimit_version_string());
+  }
+%}
+%pragma(java) jniclassclassmodifiers="public final class"
+%pragma(java) moduleclassmodifiers="public final class"
+
+/* No finalize() (deprecated for removal): proxies are freed explicitly with
+   delete(), and the idiomatic layer registers a Cleaner as the safety net. */
+%typemap(javafinalize) SWIGTYPE ""
+
+/* ---- URL: Java String -> proper UTF-8 (not JNI's modified UTF-8) --------- */
+
+%typemap(jni) const char *url "jbyteArray"
+%typemap(jtype) const char *url "byte[]"
+%typemap(jstype) const char *url "String"
+%typemap(javain) const char *url
+  "$javainput == null ? null : $javainput.getBytes(java.nio.charset.StandardCharsets.UTF_8)"
+/* NUL-terminated copy; an embedded NUL ends the string early (the idiomatic
+   layer rejects those before the call). A null String passes NULL. */
+%typemap(in) const char *url {
+  $1 = NULL;
+  if ($input) {
+    jsize n = (*jenv)->GetArrayLength(jenv, $input);
+    char *copy = (char *)malloc((size_t)n + 1);
+    if (!copy) {
+      SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "copying a URL");
+      return $null;
+    }
+    (*jenv)->GetByteArrayRegion(jenv, $input, 0, n, (jbyte *)copy);
+    copy[n] = '\0';
+    $1 = copy;
+  }
+}
+%typemap(freearg) const char *url {
+  free((char *)$1);
+}
+/* Rate specs ("10/s; 1000/hour") take the same path. */
+%apply const char *url { const char *spec };
+
+/* ---- opaque handles: TYPE **out -> TYPE[] of length >= 1 ---------------- */
+
+%define POLYLIMIT_HANDLE_OUT(TYPE)
+%typemap(jni) TYPE **out "jlongArray"
+%typemap(jtype) TYPE **out "long[]"
+%typemap(jstype) TYPE **out "$*javaclassname[]"
+/* A null or empty array passes NULL, and C answers POLYLIMIT_EINVALID "out is NULL". */
+%typemap(javain,
+         pre="    long[] temp$javainput = ($javainput != null && $javainput.length > 0) ? new long[1] : null;",
+         post="      if (temp$javainput != null) $javainput[0] = temp$javainput[0] == 0 ? null : new $*javaclassname(temp$javainput[0], false);")
+         TYPE **out "temp$javainput"
+%typemap(in) TYPE **out (TYPE *handle = NULL) {
+  $1 = $input ? &handle : NULL;
+}
+%typemap(argout) TYPE **out {
+  if ($input) {
+    jlong value = 0;
+    *(TYPE **)&value = handle$argnum;
+    (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &value);
+  }
+}
+%enddef
+
+POLYLIMIT_HANDLE_OUT(polylimit_client)
+POLYLIMIT_HANDLE_OUT(polylimit_limiter)
+
+/* ---- binary keys: (const void *, size_t) <- byte[] ----------------------- */
+
+%define POLYLIMIT_BYTES_IN(PTR, LEN)
+%typemap(jni) (PTR, LEN) "jbyteArray"
+%typemap(jtype) (PTR, LEN) "byte[]"
+%typemap(jstype) (PTR, LEN) "byte[]"
+%typemap(javain) (PTR, LEN) "$javainput"
+/* Copy, don't pin: the call does network I/O, which must not happen inside a
+   critical region, and the copy ends all use of the Java array right here.
+   Short keys (the usual case) use the stack. A null array passes NULL / 0. */
+%typemap(in) (PTR, LEN) (jbyte stackbuf[256], jbyte *heapbuf = NULL) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input) {
+    jsize n = (*jenv)->GetArrayLength(jenv, $input);
+    jbyte *buf = stackbuf;
+    if ((size_t)n > sizeof stackbuf) {
+      heapbuf = (jbyte *)malloc((size_t)n);
+      if (!heapbuf) {
+        SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "copying a key");
+        return $null;
+      }
+      buf = heapbuf;
+    }
+    (*jenv)->GetByteArrayRegion(jenv, $input, 0, n, buf);
+    $1 = buf;
+    $2 = (size_t)n;
+  }
+}
+%typemap(freearg) (PTR, LEN) {
+  free(heapbuf$argnum);
+}
+%enddef
+
+POLYLIMIT_BYTES_IN(const void *key, size_t key_len)
+POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
+
+/* ---- byte ranges out: polylimit_bytes -> byte[] --------------------------------- */
+
+%typemap(jni) polylimit_bytes "jbyteArray"
+%typemap(jtype) polylimit_bytes "byte[]"
+%typemap(jstype) polylimit_bytes "byte[]"
+%typemap(javaout) polylimit_bytes { return $jnicall; }
+/* A byte[] rather than NewStringUTF: the message is C bytes, not necessarily
+   modified UTF-8; Java decodes it with replacement characters if need be. */
+%typemap(out) polylimit_bytes {
+  $result = (*jenv)->NewByteArray(jenv, (jsize)$1.len);
+  if ($result && $1.len)
+    (*jenv)->SetByteArrayRegion(jenv, $result, 0, (jsize)$1.len, (const jbyte *)$1.data);
+}
+
+
+/* ---- batches: byte[][] -> (keys, key_lens, n) ---------------------------- */
+
+/* Every key is copied (see the single-key typemap for why); a null element
+   passes NULL / 0, which C rejects for that key alone. */
+%typemap(jni) (const void *const *keys, const size_t *key_lens, size_t n) "jobjectArray"
+%typemap(jtype) (const void *const *keys, const size_t *key_lens, size_t n) "byte[][]"
+%typemap(jstype) (const void *const *keys, const size_t *key_lens, size_t n) "byte[][]"
+%typemap(javain) (const void *const *keys, const size_t *key_lens, size_t n) "$javainput"
+%typemap(in) (const void *const *keys, const size_t *key_lens, size_t n)
+    (void **copies = NULL, size_t *lens = NULL, size_t count = 0) {
+  $1 = NULL;
+  $2 = NULL;
+  $3 = 0;
+  if ($input) {
+    jsize total = (*jenv)->GetArrayLength(jenv, $input);
+    jsize i;
+    copies = (void **)calloc((size_t)total + 1, sizeof *copies);
+    lens = (size_t *)calloc((size_t)total + 1, sizeof *lens);
+    if (!copies || !lens) {
+      free(copies);
+      free(lens);
+      SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "copying keys");
+      return $null;
+    }
+    count = (size_t)total;
+    for (i = 0; i < total; i++) {
+      jbyteArray k = (jbyteArray)(*jenv)->GetObjectArrayElement(jenv, $input, i);
+      if (!k) continue;
+      {
+        jsize len = (*jenv)->GetArrayLength(jenv, k);
+        copies[i] = malloc((size_t)len + 1);
+        if (!copies[i]) {
+          size_t j;
+          for (j = 0; j < (size_t)i; j++) free(copies[j]);
+          free(copies);
+          free(lens);
+          SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "copying keys");
+          return $null;
+        }
+        (*jenv)->GetByteArrayRegion(jenv, k, 0, len, (jbyte *)copies[i]);
+        lens[i] = (size_t)len;
+      }
+      (*jenv)->DeleteLocalRef(jenv, k);
+    }
+    $1 = ($1_ltype)copies;
+    $2 = lens;
+    $3 = count;
+  }
+}
+%typemap(freearg) (const void *const *keys, const size_t *key_lens, size_t n) {
+  if (copies$argnum) {
+    size_t i;
+    for (i = 0; i < count$argnum; i++) free(copies$argnum[i]);
+  }
+  free(copies$argnum);
+  free(lens$argnum);
+}
+
+/* ---- results out: long[] / int[] filled by C ----------------------------- */
+
+%define POLYLIMIT_ARRAY_OUT(CTYPE, NAME, LEN, JNITYPE, JNIARRAY, JAVATYPE, JNAME)
+%typemap(jni) (CTYPE *NAME, size_t LEN) JNIARRAY
+%typemap(jtype) (CTYPE *NAME, size_t LEN) JAVATYPE
+%typemap(jstype) (CTYPE *NAME, size_t LEN) JAVATYPE
+%typemap(javain) (CTYPE *NAME, size_t LEN) "$javainput"
+%typemap(in) (CTYPE *NAME, size_t LEN) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input) {
+    $1 = (CTYPE *)(*jenv)->Get##JNAME##ArrayElements(jenv, $input, NULL);
+    if (!$1) return $null; /* OutOfMemoryError is pending */
+    $2 = (size_t)(*jenv)->GetArrayLength(jenv, $input);
+  }
+}
+/* Mode 0: copy back (if it was a copy) and release, on every path. */
+%typemap(freearg) (CTYPE *NAME, size_t LEN) {
+  if ($1) (*jenv)->Release##JNAME##ArrayElements(jenv, $input, (JNITYPE *)$1, 0);
+}
+%enddef
+
+POLYLIMIT_ARRAY_OUT(int64_t, values, values_len, jlong, "jlongArray", "long[]", Long)
+POLYLIMIT_ARRAY_OUT(int, codes, codes_len, jint, "jintArray", "int[]", Int)
+
+/* ---- library-allocated strings: char **out -> byte[][] of length >= 1 ---- */
+
+%typemap(jni) (char **out, size_t *len) "jobjectArray"
+%typemap(jtype) (char **out, size_t *len) "byte[][]"
+%typemap(jstype) (char **out, size_t *len) "byte[][]"
+%typemap(javain) (char **out, size_t *len) "$javainput"
+%typemap(in) (char **out, size_t *len) (char *text = NULL, size_t text_len = 0) {
+  $1 = $input ? &text : NULL;
+  $2 = &text_len;
+}
+%typemap(argout) (char **out, size_t *len) {
+  if ($input && text$argnum && (*jenv)->GetArrayLength(jenv, $input) > 0) {
+    jbyteArray b = (*jenv)->NewByteArray(jenv, (jsize)text_len$argnum);
+    if (!b) { /* OutOfMemoryError is pending; freearg would be skipped */
+      polylimit_free(text$argnum);
+      return $null;
+    }
+    (*jenv)->SetByteArrayRegion(jenv, b, 0, (jsize)text_len$argnum, (const jbyte *)text$argnum);
+    (*jenv)->SetObjectArrayElement(jenv, $input, 0, b);
+    (*jenv)->DeleteLocalRef(jenv, b);
+  }
+}
+%typemap(freearg) (char **out, size_t *len) {
+  polylimit_free(text$argnum);
+}
+
+#endif /* SWIGJAVA */
+
+#ifdef SWIGPERL
+/* Perl: ($rc, $client) = PolylimitNative::polylimit_client_open($url, undef, $err);
+   keys are byte strings (NUL allowed), borrowed for the call only. */
+
+/* TYPE **out is no argument: the handle (or undef) joins the return list. */
+%define POLYLIMIT_HANDLE_OUT(TYPE)
+%typemap(in, numinputs=0) TYPE **out (TYPE *handle = NULL) {
+  $1 = &handle;
+}
+%typemap(argout) TYPE **out {
+  if (argvi >= items) EXTEND(sp, argvi + 1);
+  $result = handle$argnum ? SWIG_NewPointerObj(handle$argnum, $*1_descriptor, 0) : sv_newmortal();
+  argvi++;
+}
+%enddef
+
+POLYLIMIT_HANDLE_OUT(polylimit_client)
+POLYLIMIT_HANDLE_OUT(polylimit_limiter)
+
+/* Byte strings; a string with characters above 0xFF dies ("Wide character"),
+   as Perl's own byte APIs do; undef passes NULL / 0. */
+%define POLYLIMIT_BYTES_IN(PTR, LEN)
+%typemap(in) (PTR, LEN) {
+  $1 = NULL;
+  $2 = 0;
+  if (SvOK($input)) {
+    STRLEN n;
+    $1 = ($1_ltype)SvPVbyte($input, n);
+    $2 = (size_t)n;
+  }
+}
+%enddef
+
+POLYLIMIT_BYTES_IN(const void *key, size_t key_len)
+POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
+
+%typemap(out) polylimit_bytes {
+  $result = sv_2mortal(newSVpvn($1.data, $1.len));
+  argvi++;
+}
+
+/* ($rc, $text) = polylimit_client_stats_prometheus($client, $err): the library's
+   string joins the return list (undef on failure) and is freed here. */
+%typemap(in, numinputs=0) (char **out, size_t *len) (char *text = NULL, size_t text_len = 0) {
+  $1 = &text;
+  $2 = &text_len;
+}
+%typemap(argout) (char **out, size_t *len) {
+  if (argvi >= items) EXTEND(sp, argvi + 1);
+  $result = text$argnum ? sv_2mortal(newSVpvn(text$argnum, text_len$argnum)) : sv_newmortal();
+  argvi++;
+}
+%typemap(freearg) (char **out, size_t *len) {
+  polylimit_free(text$argnum);
+}
+
+#endif /* SWIGPERL */
+
+/* ---- structs ------------------------------------------------------------- */
+
+/* Results: the caller reads them, only C writes them. */
+%immutable polylimit_decision::allowed;
+%immutable polylimit_decision::cached;
+%immutable polylimit_decision::degraded;
+%immutable polylimit_decision::limit;
+%immutable polylimit_decision::remaining;
+%immutable polylimit_decision::retry_after_ms;
+%immutable polylimit_decision::reset_after_ms;
+%immutable polylimit_decision::shadowed;
+%immutable polylimit_decision::granted;
+%ignore polylimit_decision::reserved_flags_;
+%ignore polylimit_decision::reserved_;
+
+%immutable polylimit_error::code;
+%immutable polylimit_error::sys_errno;
+%ignore polylimit_error::message;
+%extend polylimit_error {
+  polylimit_error() {
+    polylimit_error *e = (polylimit_error *)malloc(sizeof *e);
+    polylimit_error_clear(e);
+    return e;
+  }
+  ~polylimit_error() { free($self); }
+  /* The NUL-terminated message as bytes (never reads past the buffer). */
+  polylimit_bytes messageBytes() {
+    polylimit_bytes b;
+    const char *end = (const char *)memchr($self->message, 0, sizeof $self->message);
+    b.data = $self->message;
+    b.len = end ? (size_t)(end - $self->message) : sizeof $self->message;
+    return b;
+  }
+}
+
+%immutable polylimit_client_options::version;
+%extend polylimit_client_options {
+  /* Defaults of this header's version; the C default of calloc would be 0. */
+  polylimit_client_options() {
+    polylimit_client_options *o = (polylimit_client_options *)malloc(sizeof *o);
+    if (o) polylimit_client_options_init(o, POLYLIMIT_CLIENT_OPTIONS_VERSION);
+    return o;
+  }
+  ~polylimit_client_options() { free($self); }
+}
+
+/* prefix is owned by the struct (copied in setPrefix, freed with it), which
+   avoids SWIG's leaking default setter for const char * members. */
+%immutable polylimit_limiter_options::version;
+%ignore polylimit_limiter_options::prefix;
+%extend polylimit_limiter_options {
+  polylimit_limiter_options() {
+    polylimit_limiter_options *o = (polylimit_limiter_options *)malloc(sizeof *o);
+    if (o) polylimit_limiter_options_init(o, POLYLIMIT_LIMITER_OPTIONS_VERSION);
+    return o;
+  }
+  ~polylimit_limiter_options() {
+    free((char *)$self->prefix);
+    free($self);
+  }
+  /* Sets the prefix from UTF-8 bytes; null resets it to the default.
+     Returns POLYLIMIT_EINVALID for an embedded NUL, POLYLIMIT_ENOMEM, or POLYLIMIT_OK. */
+  int setPrefix(const void *bytes, size_t len) {
+    char *copy = NULL;
+    if (bytes) {
+      if (memchr(bytes, 0, len)) return POLYLIMIT_EINVALID;
+      copy = (char *)malloc(len + 1);
+      if (!copy) return POLYLIMIT_ENOMEM;
+      memcpy(copy, bytes, len);
+      copy[len] = '\0';
+    }
+    free((char *)$self->prefix);
+    $self->prefix = copy;
+    return POLYLIMIT_OK;
+  }
+}
+
+/* Counters: the caller allocates (with the version set), C fills. The two
+   histogram arrays are read one bucket at a time. */
+%immutable polylimit_stats::version;
+%ignore polylimit_stats::latency_le_us;
+%ignore polylimit_stats::latency_buckets;
+%extend polylimit_stats {
+  polylimit_stats() {
+    polylimit_stats *s = (polylimit_stats *)calloc(1, sizeof *s);
+    if (s) s->version = POLYLIMIT_STATS_VERSION;
+    return s;
+  }
+  ~polylimit_stats() { free($self); }
+  /* Upper bound (us) of bucket i; the last is UINT64_MAX (+Inf). 0 out of range. */
+  uint64_t latencyLeUs(int i) {
+    return i >= 0 && i < POLYLIMIT_STATS_LATENCY_BUCKETS ? $self->latency_le_us[i] : 0;
+  }
+  /* Checks in bucket i (not cumulative). 0 out of range. */
+  uint64_t latencyBucket(int i) {
+    return i >= 0 && i < POLYLIMIT_STATS_LATENCY_BUCKETS ? $self->latency_buckets[i] : 0;
+  }
+}
+
+/* The only library memory handed over (polylimit_client_stats_prometheus) is freed
+   by the typemaps above; polylimit_free itself stays C-only. */
+%ignore polylimit_free;
+
+/* The raw polylimit_check_many takes arrays of pointers and structs; Java calls the
+   packed form at the end instead (one JNI call, one pipelined round trip);
+   Perl has no batch call yet. */
+%ignore polylimit_check_many;
+
+%include "polylimit.h"
+
+#ifdef SWIGJAVA
+%inline %{
+/* Longs per decision in polylimit_check_many_packed's values, in this order:
+   allowed, cached, degraded, shadowed, limit, remaining, retry_after_ms,
+   reset_after_ms, granted. */
+enum { POLYLIMIT_PACKED_DECISION = 9 };
+/* Longs filled by polylimit_client_stats_packed: the 11 counters of polylimit_stats in
+   declaration order (checks .. latency_sum_us), then the 16 bucket bounds
+   (UINT64_MAX clamped to INT64_MAX), then the 16 bucket counts. */
+enum { POLYLIMIT_PACKED_STATS = 11 + 2 * POLYLIMIT_STATS_LATENCY_BUCKETS };
+
+/* polylimit_check_many with the decisions packed into values (n * POLYLIMIT_PACKED_DECISION
+   longs) and the per-key statuses in codes (n ints); a key whose status is
+   not POLYLIMIT_OK leaves its longs untouched. Returns what polylimit_check_many returns. */
+int polylimit_check_many_packed(polylimit_limiter *limiter, const void *const *keys, const size_t *key_lens, size_t n,
+                         int64_t cost, int64_t *values, size_t values_len, int *codes, size_t codes_len,
+                         polylimit_error *err) {
+  polylimit_decision *d;
+  size_t i;
+  int rc;
+  if (err) polylimit_error_clear(err);
+  if (n > 0 && (!values || values_len / POLYLIMIT_PACKED_DECISION < n || !codes || codes_len < n)) {
+    if (err) {
+      err->code = POLYLIMIT_EINVALID;
+      strcpy(err->message, "values or codes is too short for the keys");
+    }
+    return POLYLIMIT_EINVALID;
+  }
+  d = (polylimit_decision *)calloc(n ? n : 1, sizeof *d);
+  if (!d) {
+    if (err) {
+      err->code = POLYLIMIT_ENOMEM;
+      strcpy(err->message, "out of memory for the decisions");
+    }
+    return POLYLIMIT_ENOMEM;
+  }
+  rc = polylimit_check_many(limiter, keys, key_lens, n, cost, d, codes, err);
+  for (i = 0; i < n; i++) {
+    int64_t *v = values + i * POLYLIMIT_PACKED_DECISION;
+    if (codes[i] != POLYLIMIT_OK) continue;
+    v[0] = d[i].allowed;
+    v[1] = d[i].cached;
+    v[2] = d[i].degraded;
+    v[3] = d[i].shadowed;
+    v[4] = d[i].limit;
+    v[5] = d[i].remaining;
+    v[6] = d[i].retry_after_ms;
+    v[7] = d[i].reset_after_ms;
+    v[8] = d[i].granted;
+  }
+  free(d);
+  return rc;
+}
+
+/* polylimit_client_stats into POLYLIMIT_PACKED_STATS longs (no unsigned type in Java). */
+int polylimit_client_stats_packed(polylimit_client *client, int64_t *values, size_t values_len, polylimit_error *err) {
+  polylimit_stats s = POLYLIMIT_STATS_INIT;
+  int rc, i;
+  if (!values || values_len < POLYLIMIT_PACKED_STATS) {
+    if (err) {
+      polylimit_error_clear(err);
+      err->code = POLYLIMIT_EINVALID;
+      strcpy(err->message, "values is too short for the counters");
+    }
+    return POLYLIMIT_EINVALID;
+  }
+  rc = polylimit_client_stats(client, &s, err);
+  if (rc != POLYLIMIT_OK) return rc;
+  values[0] = (int64_t)s.checks;
+  values[1] = (int64_t)s.admitted;
+  values[2] = (int64_t)s.denied;
+  values[3] = (int64_t)s.errors;
+  values[4] = (int64_t)s.round_trips;
+  values[5] = (int64_t)s.noscript_reloads;
+  values[6] = (int64_t)s.cache_hits;
+  values[7] = (int64_t)s.degraded;
+  values[8] = (int64_t)s.near_limit;
+  values[9] = (int64_t)s.latency_count;
+  values[10] = (int64_t)s.latency_sum_us;
+  for (i = 0; i < POLYLIMIT_STATS_LATENCY_BUCKETS; i++) {
+    uint64_t le = s.latency_le_us[i];
+    values[11 + i] = le > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)le;
+    values[11 + POLYLIMIT_STATS_LATENCY_BUCKETS + i] = (int64_t)s.latency_buckets[i];
+  }
+  return POLYLIMIT_OK;
+}
+%}
+#endif /* SWIGJAVA */

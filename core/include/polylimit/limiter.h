@@ -1,0 +1,139 @@
+// limiter.h - polylimit::Limiter: one or more limits applied to caller keys.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "polylimit/backend.h"
+#include "polylimit/client.h"
+#include "polylimit/decision.h"
+#include "polylimit/errors.h"
+
+namespace polylimit {
+
+// Bounds that keep every number exact in C++ and in Lua (doubles, < 2^53).
+constexpr int64_t kMaxLimit = 1000000;             // units per window
+constexpr int64_t kMaxWindowMs = 31622400000;      // 366 days
+constexpr int64_t kMaxTimestampUs = int64_t{1} << 52;  // ~year 2112
+constexpr size_t kMaxPrefixLength = 256;
+constexpr size_t kMaxKeyLength = 64 * 1024 * 1024;  // bytes; Redis allows 512 MiB
+constexpr size_t kMaxLimitsPerLimiter = 16;
+constexpr size_t kMaxBatch = 100000;  // keys in one check_many
+
+enum class ClockSource {
+  kServer,  // Redis TIME inside the script (the memory backend's clock for memory://)
+  kClient,  // this process's realtime clock
+};
+
+// What a check answers when the backend cannot (timeout, refused, broken
+// connection, pool exhausted, circuit breaker open).
+enum class FailurePolicy {
+  kError,       // throw the error (the default)
+  kFailOpen,    // admit, Decision::degraded
+  kFailClosed,  // deny, Decision::degraded, retry_after = the breaker cool-down (or 1 s)
+  kLocal,       // decide with an in-process limiter (same algorithm and limits), degraded
+};
+
+struct LimiterOptions {
+  LimitParams limit;                // the limit, when `limits` is empty
+  std::vector<LimitParams> limits;  // several limits (10/s AND 1000/h): all admit or none
+                                    // consumes; one algorithm for all
+  std::string prefix = "pl";
+  ClockSource clock = ClockSource::kServer;
+  // Local deny cache: after the backend denies a key with retry_after R,
+  // check() of that key (same or larger cost) in this process is denied
+  // locally (Decision::cached) until R has passed. 0: off; else the most
+  // keys remembered (least recently used dropped first).
+  size_t deny_cache_size = 0;
+  FailurePolicy failure_policy = FailurePolicy::kError;
+  // Circuit breaker: after this many consecutive outages, fail fast (then
+  // apply failure_policy) for breaker_cooldown_ms, then let one probe
+  // through. 0: no breaker.
+  int breaker_failures = 0;
+  int breaker_cooldown_ms = 1000;
+  // Shadow (dry-run) mode: decide, consume and count as usual, but always
+  // admit; a would-be denial is admitted with Decision::shadowed set.
+  bool shadow = false;
+  // Punitive block: a key denied by a check stays denied for block_ms (even
+  // once the limit would admit it again). 0: off.
+  int64_t block_ms = 0;
+};
+
+// Throws Error(kInvalidArgument) naming the bad part of one limit.
+void validate(const LimitParams& limit);
+
+class DenyCache;
+class Breaker;
+class MemoryBackend;
+
+class Limiter {
+ public:
+  // Validates the options; throws Error(kInvalidArgument) naming the field.
+  Limiter(std::shared_ptr<Client> client, LimiterOptions options);
+  ~Limiter();
+  Limiter(Limiter&&) noexcept;
+
+  Decision check(std::string_view key, int64_t cost = 1);
+  // As check, at an explicit time (microseconds since the epoch).
+  Decision check_at(std::string_view key, int64_t cost, int64_t now_us);
+  Decision peek(std::string_view key);
+  void reset(std::string_view key);
+
+  // Gives back up to `units` units taken earlier (after a failed operation),
+  // then reports like peek. Sliding log: the newest units; fixed window and
+  // sliding counter: units of the current window; GCRA: moves the TAT back.
+  Decision refund(std::string_view key, int64_t units);
+
+  // As check, with limits given for this call only (the limit can change at
+  // run time): same algorithm as the limiter; no deny cache.
+  Decision check_with(std::string_view key, int64_t cost, const std::vector<LimitParams>& limits);
+
+  // Admits as many units as fit now, up to max_cost (at least 1 to be
+  // admitted); Decision::granted says how many. Never over-admits: the grant
+  // is an all-or-nothing check of what a peek found free (a race retries).
+  Decision check_at_most(std::string_view key, int64_t max_cost);
+
+  // Blocks until cost units are admitted or until `timeout` would pass
+  // (sleeping retry_after between tries); returns the last decision, denied
+  // when the wait would outlast the timeout.
+  Decision acquire(std::string_view key, int64_t cost, std::chrono::milliseconds timeout);
+
+  // Decides many keys, pipelined in one round trip; one Outcome per key, in
+  // order (an error for one key does not fail the others).
+  std::vector<Outcome> check_many(const std::vector<std::string_view>& keys, int64_t cost = 1);
+
+  // The storage key for a caller key: prefix, algorithm, a hash tag derived
+  // from the key (so a caller's braces cannot pick the Cluster slot), the key.
+  // Limit i > 0 of a multi-limit limiter appends ":<i>" (same tag, same slot).
+  std::string storage_key(std::string_view key) const;
+  std::vector<std::string> storage_keys(std::string_view key) const;
+
+  const LimiterOptions& options() const { return options_; }
+  const std::vector<LimitParams>& limits() const { return limits_; }
+
+ private:
+  int64_t now() const;
+  void validate_key(std::string_view key) const;
+  void validate_cost(int64_t cost) const;
+  void validate_cost(int64_t cost, const std::vector<LimitParams>& limits) const;
+  Request request(Op op, std::string_view key, int64_t cost, int64_t now_us,
+                  const std::vector<LimitParams>* limits = nullptr) const;
+  Decision finish(Decision d) const;  // shadow mode
+
+  std::shared_ptr<Client> client_;
+  LimiterOptions options_;
+  std::vector<LimitParams> limits_;  // options_.limits, or {options_.limit}
+  Decision decide(const Request& request);
+  std::vector<Outcome> decide_many(const std::vector<Request>& requests);
+  Decision degrade(const Request& request, const Error& error);
+
+  std::unique_ptr<DenyCache> deny_cache_;
+  std::unique_ptr<Breaker> breaker_;
+  std::unique_ptr<MemoryBackend> fallback_;  // FailurePolicy::kLocal
+};
+
+}  // namespace polylimit

@@ -1,0 +1,48 @@
+// url.h - where a client connects, parsed from a URL.
+//
+//   redis://[user:pass@]host:port[/db]
+//   unix:///path/to.sock[?db=N]
+//   memory://
+//   redis+cluster://[user:pass@]host:port[,host:port...]
+//   redis+sentinel://[user:pass@]host:port[,host:port...]/master-name[/db]
+//       [?sentinel_user=U&sentinel_password=P]
+//
+// Cluster: the hosts are seeds (any reachable one yields the slot map); the
+// credentials apply to every node. Sentinel: the hosts are sentinels (port
+// 26379 by default); the credentials in the userinfo are the data nodes', the
+// sentinels' own (if any) go in the query.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace polylimit {
+
+struct HostPort {
+  std::string host;  // IPv6 literals without brackets
+  int port = 0;
+  std::string describe() const;  // host:port, [v6]:port
+};
+
+struct Endpoint {
+  enum class Kind { kTcp, kUnix, kMemory, kCluster, kSentinel };
+  Kind kind = Kind::kMemory;
+  std::string host;      // kTcp; IPv6 literals without brackets
+  int port = 6379;       // kTcp
+  std::string path;      // kUnix
+  std::string user;      // ACL user; empty: password-only AUTH
+  std::string password;  // empty: no AUTH
+  int db = 0;            // SELECT after connect when non-zero
+  std::vector<HostPort> seeds;    // kCluster: seed nodes; kSentinel: sentinels
+  std::string master_name;        // kSentinel
+  std::string sentinel_user;      // kSentinel: ACL user for the sentinels
+  std::string sentinel_password;  // kSentinel: empty: no AUTH to the sentinels
+
+  // host:port, the socket path or the seed list, for messages.
+  std::string describe() const;
+};
+
+// Throws Error(kInvalidArgument) naming what is wrong with the URL.
+Endpoint parse_url(const std::string& url);
+
+}  // namespace polylimit
