@@ -245,8 +245,33 @@ ClusterTransport::NodePtr ClusterTransport::node_at(const HostPort& address) {
   return node;
 }
 
+void ClusterTransport::close() {
+  std::shared_lock<std::shared_mutex> lock(locks().map);
+  for (auto& entry : nodes_) entry.second->pool.close();
+}
+
+namespace {
+
+// The pause before redirection number `n` (n >= 2): 1 ms doubling to 32 ms,
+// jittered down to half so that callers of one slot spread out, never past
+// `deadline`. False when the deadline has passed.
+bool pause_before_redirect(int n, std::chrono::steady_clock::time_point deadline) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= deadline) return false;
+  const long base_us = 1000L << std::min(n - 2, 5);
+  static thread_local unsigned seed = static_cast<unsigned>(reinterpret_cast<uintptr_t>(&seed) ^ ::getpid());
+  seed = seed * 1103515245u + 12345u;
+  auto pause = std::chrono::microseconds(base_us / 2 + static_cast<long>((seed >> 8) % (base_us / 2 + 1)));
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - now);
+  std::this_thread::sleep_for(std::min(pause, left));
+  return true;
+}
+
+}  // namespace
+
 ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
   ensure_map();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.command_timeout_ms);
   NodePtr node = node_for_slot(slot);
   bool asking = false;
   int redirects = 0, connect_failures = 0;
@@ -285,8 +310,8 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
     Redirect rd;
     if (parse_redirect(r.get(), host_of(here->address), rd)) {
       redirects_.fetch_add(1, std::memory_order_relaxed);
-      if (++redirects > kMaxRedirects)
-        throw Error(ErrorCode::kUnavailable, "redis+cluster://: more than " + std::to_string(kMaxRedirects) +
+      if (++redirects > kMaxRedirects || (redirects >= 2 && !pause_before_redirect(redirects, deadline)))
+        throw Error(ErrorCode::kUnavailable, "redis+cluster://: still redirected after " + std::to_string(redirects - 1) +
                                                  " redirections for slot " + std::to_string(slot) + " (last: " +
                                                  std::string(r->str, r->len) + ")");
       NodePtr target = node_at(rd.address);
@@ -302,10 +327,9 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
       continue;
     }
     // TRYAGAIN: a multi-key command met a slot in mid-migration; it did not run.
-    if (reply_starts_with(r.get(), "TRYAGAIN") && ++redirects <= kMaxRedirects) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10 * redirects));
+    if (reply_starts_with(r.get(), "TRYAGAIN") && ++redirects <= kMaxRedirects &&
+        pause_before_redirect(redirects + 1, deadline))
       continue;
-    }
     if (reply_starts_with(r.get(), "CLUSTERDOWN")) refresh(false);
     return r;
   }

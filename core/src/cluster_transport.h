@@ -32,7 +32,11 @@ namespace polylimit {
 
 class ClusterTransport : public Transport {
  public:
-  static constexpr int kMaxRedirects = 5;
+  // Redirections (MOVED/ASK/TRYAGAIN) followed per call. From the second on
+  // the call pauses (jittered, 1 ms doubling to 32 ms) so that a slot whose
+  // owners briefly point at each other during a handover settles; the pauses
+  // end at the command timeout.
+  static constexpr int kMaxRedirects = 16;
   static constexpr int kMaxConnectRetries = 3;
   static constexpr std::chrono::milliseconds kMinRefreshInterval{100};
   static constexpr std::chrono::milliseconds kPeriodicRefresh{10000};
@@ -48,6 +52,7 @@ class ClusterTransport : public Transport {
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
   ReplyPtr run_command(std::string_view key, const Argv& argv) override;
   long noscript_reloads() const override { return scripts_.reloads(); }
+  void close() override;
 
   // host:port of the master that owns `key` in the current map (loads it).
   std::string master_for(std::string_view key);
