@@ -29,6 +29,7 @@ for component in "${want[@]}"; do
       need_pkg pkg-config pkg-config
       need_pkg libhiredis-dev
       need_pkg libgtest-dev
+      need_pkg abigail-tools abidiff   # tools/abi-check.sh
       need_pkg libreadline8   # tests: our exports must not collide with readline's rl_*
       need_pkg redis-server redis-server
       need_pkg redis-tools redis-cli

@@ -37,6 +37,7 @@ if [ $failed -ne 0 ]; then
   exit 1
 fi
 
+run_suite "C ABI (abidiff against capi/abi)" "$root/tools/abi-check.sh" "$POLYLIMIT_BUILD_DIR/capi/libpolylimit.so.1"
 run_suite "C/C++ (ctest)" ctest --test-dir "$POLYLIMIT_BUILD_DIR" --output-on-failure
 
 if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ]; then

@@ -37,10 +37,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *key = "user:42";
-    polylimit_reset(limiter, key, strlen(key), NULL);
+    polylimit_limiter_reset(limiter, key, strlen(key), NULL);
     for (i = 0; i < 8; i++) {
         polylimit_decision d;
-        if (polylimit_check(limiter, key, strlen(key), 1, &d, &err) != POLYLIMIT_OK) {
+        if (polylimit_limiter_check(limiter, key, strlen(key), 1, &d, &err) != POLYLIMIT_OK) {
             fprintf(stderr, "check: %s: %s\n", polylimit_status_name(err.code), err.message);
             break;
         }

@@ -34,41 +34,12 @@ namespace {
 using polylimit::Error;
 using polylimit::ErrorCode;
 
-int to_status(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kInternal: return POLYLIMIT_ERROR;
-    case ErrorCode::kInvalidArgument: return POLYLIMIT_EINVALID;
-    case ErrorCode::kUnavailable: return POLYLIMIT_EUNAVAILABLE;
-    case ErrorCode::kTimeout: return POLYLIMIT_ETIMEOUT;
-    case ErrorCode::kAuth: return POLYLIMIT_EAUTH;
-    case ErrorCode::kPermission: return POLYLIMIT_EPERM;
-    case ErrorCode::kScript: return POLYLIMIT_ESCRIPT;
-    case ErrorCode::kPoolExhausted: return POLYLIMIT_EPOOL;
-    case ErrorCode::kNoMemory: return POLYLIMIT_ENOMEM;
-    case ErrorCode::kServer: return POLYLIMIT_ESERVER;
-    case ErrorCode::kClosed: return POLYLIMIT_ECLOSED;
-  }
-  return POLYLIMIT_ERROR;
-}
-
-ErrorCode from_status(int status) {
-  switch (status) {
-    case POLYLIMIT_EINVALID: return ErrorCode::kInvalidArgument;
-    case POLYLIMIT_EUNAVAILABLE: return ErrorCode::kUnavailable;
-    case POLYLIMIT_ETIMEOUT: return ErrorCode::kTimeout;
-    case POLYLIMIT_EAUTH: return ErrorCode::kAuth;
-    case POLYLIMIT_EPERM: return ErrorCode::kPermission;
-    case POLYLIMIT_ESCRIPT: return ErrorCode::kScript;
-    case POLYLIMIT_EPOOL: return ErrorCode::kPoolExhausted;
-    case POLYLIMIT_ENOMEM: return ErrorCode::kNoMemory;
-    case POLYLIMIT_ESERVER: return ErrorCode::kServer;
-    case POLYLIMIT_ECLOSED: return ErrorCode::kClosed;
-    default: return ErrorCode::kInternal;
-  }
-}
+// ErrorCode values are the C statuses (both come from the vocabulary).
+int to_status(ErrorCode code) { return static_cast<int>(code); }
 
 int fail(polylimit_error* err, int code, const char* message, int sys_errno = 0) {
   if (err) {
+    std::memset(err, 0, offsetof(polylimit_error, message));
     err->code = code;
     err->sys_errno = sys_errno;
     std::snprintf(err->message, sizeof err->message, "%s", message);
@@ -78,11 +49,30 @@ int fail(polylimit_error* err, int code, const char* message, int sys_errno = 0)
 
 int ok(polylimit_error* err) {
   if (err) {
-    err->code = POLYLIMIT_OK;
-    err->sys_errno = 0;
+    std::memset(err, 0, offsetof(polylimit_error, message));
     err->message[0] = '\0';
   }
   return POLYLIMIT_OK;
+}
+
+// The status and message of whatever an exception_ptr holds.
+int describe(const std::exception_ptr& error, std::string& message, int& sys_errno) {
+  sys_errno = 0;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    message = e.what();
+    sys_errno = e.sys_errno();
+    return to_status(e.code());
+  } catch (const std::bad_alloc&) {
+    message = "out of memory";
+    return POLYLIMIT_ENOMEM;
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "unknown internal error";
+  }
+  return POLYLIMIT_ERROR;
 }
 
 // Runs body; converts whatever it throws. body returns nothing.
@@ -91,14 +81,11 @@ int guarded(polylimit_error* err, F&& body) noexcept {
   try {
     body();
     return ok(err);
-  } catch (const Error& e) {
-    return fail(err, to_status(e.code()), e.what(), e.sys_errno());
-  } catch (const std::bad_alloc&) {
-    return fail(err, POLYLIMIT_ENOMEM, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(err, POLYLIMIT_ERROR, e.what());
   } catch (...) {
-    return fail(err, POLYLIMIT_ERROR, "unknown internal error");
+    std::string message;
+    int sys_errno = 0;
+    int code = describe(std::current_exception(), message, sys_errno);
+    return fail(err, code, message.c_str(), sys_errno);
   }
 }
 
@@ -109,15 +96,10 @@ int null_argument(polylimit_error* err, const char* name) {
 
 void fill(polylimit_decision* out, const polylimit::Decision& d) {
   std::memset(out, 0, sizeof *out);
-  out->allowed = d.allowed ? 1 : 0;
-  out->cached = d.cached ? 1 : 0;
-  out->degraded = d.degraded ? 1 : 0;
-  out->limit = d.limit;
-  out->remaining = d.remaining;
-  out->retry_after_ms = d.retry_after_ms;
-  out->reset_after_ms = d.reset_after_ms;
-  out->shadowed = d.shadowed ? 1 : 0;
-  out->granted = d.granted;
+  // Every field of the C struct has a namesake in the core's Decision.
+#define POLYLIMIT_FILL(name) out->name = static_cast<decltype(out->name)>(d.name);
+  POLYLIMIT_DECISION_FIELDS(POLYLIMIT_FILL)
+#undef POLYLIMIT_FILL
 }
 
 // Bytes of polylimit_limiter_options a caller of `version` owns; 0 for unknown.
@@ -142,37 +124,28 @@ polylimit_limiter_options read_limiter_options(const polylimit_limiter_options* 
   return o;
 }
 
-polylimit::Algorithm to_algorithm(int algorithm) {
-  switch (algorithm) {
-    case POLYLIMIT_ALG_SLIDING_LOG: return polylimit::Algorithm::kSlidingLog;
-    case POLYLIMIT_ALG_SLIDING_COUNTER: return polylimit::Algorithm::kSlidingCounter;
-    case POLYLIMIT_ALG_FIXED_WINDOW: return polylimit::Algorithm::kFixedWindow;
-    case POLYLIMIT_ALG_GCRA: return polylimit::Algorithm::kGcra;
-  }
-  polylimit::throw_invalid("algorithm = " + std::to_string(algorithm) + " is unknown");
+// An enum value from C: checked against the generated names, then cast (the
+// C and C++ enums share their values).
+template <typename E, size_t N>
+E to_enum(const char* what, int value, const char* const (&names)[N]) {
+  if (value < 0 || static_cast<size_t>(value) >= N)
+    polylimit::throw_invalid(std::string(what) + " = " + std::to_string(value) + " is unknown (0.." +
+                             std::to_string(N - 1) + ")");
+  return static_cast<E>(value);
 }
 
-polylimit::ClockSource to_clock(int clock) {
-  switch (clock) {
-    case POLYLIMIT_CLOCK_SERVER: return polylimit::ClockSource::kServer;
-    case POLYLIMIT_CLOCK_CLIENT: return polylimit::ClockSource::kClient;
-  }
-  polylimit::throw_invalid("clock = " + std::to_string(clock) + " is unknown");
+polylimit::Algorithm to_algorithm(int v) {
+  return to_enum<polylimit::Algorithm>("algorithm", v, polylimit::kAlgorithmNames);
 }
+polylimit::ClockSource to_clock(int v) { return to_enum<polylimit::ClockSource>("clock", v, polylimit::kClockNames); }
 
 // The options that polylimit_limiter_new and polylimit_limiter_new_spec share.
 void apply_common(const polylimit_limiter_options& o, polylimit::LimiterOptions& lo) {
   if (o.prefix != nullptr) lo.prefix = o.prefix;
-  if (o.deny_cache_size < 0)
-    polylimit::throw_invalid("deny_cache_size = " + std::to_string(o.deny_cache_size) + " is negative");
+  polylimit::check_bound(polylimit::bounds::kDenyCacheSize, o.deny_cache_size);  // before the size_t cast
   lo.deny_cache_size = static_cast<size_t>(o.deny_cache_size);
-  switch (o.failure_policy) {
-    case POLYLIMIT_FAIL_ERROR: lo.failure_policy = polylimit::FailurePolicy::kError; break;
-    case POLYLIMIT_FAIL_OPEN: lo.failure_policy = polylimit::FailurePolicy::kFailOpen; break;
-    case POLYLIMIT_FAIL_CLOSED: lo.failure_policy = polylimit::FailurePolicy::kFailClosed; break;
-    case POLYLIMIT_FAIL_LOCAL: lo.failure_policy = polylimit::FailurePolicy::kLocal; break;
-    default: polylimit::throw_invalid("failure_policy = " + std::to_string(o.failure_policy) + " is unknown");
-  }
+  lo.failure_policy =
+      to_enum<polylimit::FailurePolicy>("failure_policy", o.failure_policy, polylimit::kFailurePolicyNames);
   lo.breaker_failures = o.breaker_failures;
   lo.shadow = o.shadow != 0;
   lo.block_ms = o.block_ms;
@@ -193,21 +166,9 @@ extern "C" {
 void polylimit_error_clear(polylimit_error* err) { ok(err); }
 
 const char* polylimit_status_name(int code) {
-  switch (code) {
-    case POLYLIMIT_OK: return "POLYLIMIT_OK";
-    case POLYLIMIT_ERROR: return "POLYLIMIT_ERROR";
-    case POLYLIMIT_EINVALID: return "POLYLIMIT_EINVALID";
-    case POLYLIMIT_EUNAVAILABLE: return "POLYLIMIT_EUNAVAILABLE";
-    case POLYLIMIT_ETIMEOUT: return "POLYLIMIT_ETIMEOUT";
-    case POLYLIMIT_EAUTH: return "POLYLIMIT_EAUTH";
-    case POLYLIMIT_EPERM: return "POLYLIMIT_EPERM";
-    case POLYLIMIT_ESCRIPT: return "POLYLIMIT_ESCRIPT";
-    case POLYLIMIT_EPOOL: return "POLYLIMIT_EPOOL";
-    case POLYLIMIT_ENOMEM: return "POLYLIMIT_ENOMEM";
-    case POLYLIMIT_ESERVER: return "POLYLIMIT_ESERVER";
-    case POLYLIMIT_ECLOSED: return "POLYLIMIT_ECLOSED";
-    default: return "POLYLIMIT_UNKNOWN";
-  }
+  for (const polylimit::StatusInfo& info : polylimit::kStatuses)
+    if (info.status == code) return info.c_name;
+  return "POLYLIMIT_UNKNOWN";
 }
 
 int polylimit_version_number(void) { return POLYLIMIT_VERSION_NUMBER; }
@@ -249,9 +210,6 @@ int polylimit_client_open(const char* url, const polylimit_client_options* optio
       co.pool.command_timeout_ms = pick(options->command_timeout_ms, co.pool.command_timeout_ms);
       co.pool.acquire_timeout_ms = pick(options->acquire_timeout_ms, co.pool.acquire_timeout_ms);
       co.pool.keepalive_s = options->disable_keepalive ? 0 : pick(options->keepalive_s, co.pool.keepalive_s);
-      if (options->disable_keepalive == 0 && options->keepalive_s < 0)
-        polylimit::throw_invalid("keepalive_s = " + std::to_string(options->keepalive_s) +
-                                " is negative (set disable_keepalive to turn keepalive off)");
       co.pool.idle_check_ms = pick(options->idle_check_ms, co.pool.idle_check_ms);
     }
     auto client = std::make_unique<polylimit_client>();
@@ -260,7 +218,11 @@ int polylimit_client_open(const char* url, const polylimit_client_options* optio
   });
 }
 
-void polylimit_client_close(polylimit_client* client) { delete client; }
+void polylimit_client_close(polylimit_client* client) {
+  if (client == nullptr) return;
+  client->rep->close();  // limiters keep the core client alive, closed
+  delete client;
+}
 
 int polylimit_limiter_new(polylimit_client* client, const polylimit_limiter_options* options, polylimit_limiter** out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
@@ -303,7 +265,7 @@ int polylimit_limiter_new_spec(polylimit_client* client, const char* spec, const
 
 void polylimit_limiter_free(polylimit_limiter* limiter) { delete limiter; }
 
-int polylimit_check(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, polylimit_decision* out, polylimit_error* err) {
+int polylimit_limiter_check(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -311,7 +273,7 @@ int polylimit_check(polylimit_limiter* limiter, const void* key, size_t key_len,
   return guarded(err, [&] { fill(out, limiter->rep->check(key_view(key, key_len), cost)); });
 }
 
-int polylimit_check_at(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t now_us,
+int polylimit_limiter_check_at(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t now_us,
                 polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
@@ -320,7 +282,7 @@ int polylimit_check_at(polylimit_limiter* limiter, const void* key, size_t key_l
   return guarded(err, [&] { fill(out, limiter->rep->check_at(key_view(key, key_len), cost, now_us)); });
 }
 
-int polylimit_peek(polylimit_limiter* limiter, const void* key, size_t key_len, polylimit_decision* out, polylimit_error* err) {
+int polylimit_limiter_peek(polylimit_limiter* limiter, const void* key, size_t key_len, polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -328,73 +290,75 @@ int polylimit_peek(polylimit_limiter* limiter, const void* key, size_t key_len, 
   return guarded(err, [&] { fill(out, limiter->rep->peek(key_view(key, key_len))); });
 }
 
-int polylimit_check_many(polylimit_limiter* limiter, const void* const* keys, const size_t* key_lens, size_t n, int64_t cost,
-                  polylimit_decision* out, int* statuses, polylimit_error* err) {
-  if (limiter == nullptr) return null_argument(err, "limiter");
+int polylimit_limiter_check_many(polylimit_limiter* limiter, const void* const* keys, const size_t* key_lens,
+                                 size_t n, int64_t cost, polylimit_decision* out, int* statuses,
+                                 polylimit_error* key_errors, polylimit_error* err) {
+  // Bad array arguments: every key gets the same status (when it can be told).
+  auto reject = [&](int code, const std::string& message) {
+    if (statuses != nullptr)
+      for (size_t i = 0; i < n; ++i) statuses[i] = code;
+    if (key_errors != nullptr)
+      for (size_t i = 0; i < n; ++i) fail(&key_errors[i], code, message.c_str());
+    return fail(err, code, message.c_str());
+  };
+  if (limiter == nullptr) return reject(POLYLIMIT_EINVALID, "limiter is NULL");
   if (n == 0) return ok(err);
-  if (keys == nullptr) return null_argument(err, "keys");
-  if (key_lens == nullptr) return null_argument(err, "key_lens");
-  if (out == nullptr) return null_argument(err, "out");
-  if (statuses == nullptr) return null_argument(err, "statuses");
-  if (n > polylimit::kMaxBatch)
-    return fail(err, POLYLIMIT_EINVALID, ("n = " + std::to_string(n) + " is larger than " +
-                                   std::to_string(polylimit::kMaxBatch)).c_str());
-  return guarded(err, [&] {
-    std::vector<std::string_view> views(n);
+  if (statuses == nullptr) return reject(POLYLIMIT_EINVALID, "statuses is NULL");
+  try {
+    polylimit::check_batch_size(n);
+  } catch (const Error& e) {
+    return fail(err, POLYLIMIT_EINVALID, e.what());  // arrays untouched: n may not be their length
+  }
+  if (keys == nullptr) return reject(POLYLIMIT_EINVALID, "keys is NULL");
+  if (key_lens == nullptr) return reject(POLYLIMIT_EINVALID, "key_lens is NULL");
+  if (out == nullptr) return reject(POLYLIMIT_EINVALID, "out is NULL");
+  std::vector<polylimit::Outcome> outcomes;
+  std::vector<std::string_view> views;
+  try {
+    views.resize(n);
     for (size_t i = 0; i < n; ++i) {
       std::memset(&out[i], 0, sizeof out[i]);
-      statuses[i] = POLYLIMIT_OK;
-      // A NULL key with a length cannot be read; the core rejects empty keys.
+      // A NULL key with a length cannot be read: it is reported below, and
+      // the core sees an empty key in its place.
       views[i] = bad_key(keys[i], key_lens[i]) ? std::string_view() : key_view(keys[i], key_lens[i]);
     }
-    std::vector<polylimit::Outcome> outcomes;
-    try {
-      outcomes = limiter->rep->check_many(views, cost);
-    } catch (const Error& e) {  // the whole batch failed (e.g. a bad cost)
-      for (size_t i = 0; i < n; ++i) statuses[i] = to_status(e.code());
-      throw;
+    outcomes = limiter->rep->check_many(views, cost);
+  } catch (...) {  // the whole batch failed (a bad cost, a closed client)
+    std::string message;
+    int sys_errno = 0;
+    int code = describe(std::current_exception(), message, sys_errno);
+    return reject(code, message);
+  }
+  int first = POLYLIMIT_OK;
+  std::string first_message;
+  for (size_t i = 0; i < n; ++i) {
+    std::string message;
+    int sys_errno = 0;
+    int code = POLYLIMIT_OK;
+    if (bad_key(keys[i], key_lens[i])) {
+      code = POLYLIMIT_EINVALID;
+      message = "key is NULL";
+    } else if (outcomes[i].error) {
+      code = describe(outcomes[i].error, message, sys_errno);
+    } else {
+      fill(&out[i], outcomes[i].decision);
     }
-    int first = POLYLIMIT_OK;
-    std::string first_message;
-    for (size_t i = 0; i < n; ++i) {
-      if (bad_key(keys[i], key_lens[i])) {
-        statuses[i] = POLYLIMIT_EINVALID;
-        if (first == POLYLIMIT_OK) {
-          first = POLYLIMIT_EINVALID;
-          first_message = "keys[" + std::to_string(i) + "] is NULL";
-        }
-        continue;
-      }
-      if (!outcomes[i].error) {
-        fill(&out[i], outcomes[i].decision);
-        continue;
-      }
-      int code = POLYLIMIT_ERROR;
-      std::string message;
-      try {
-        std::rethrow_exception(outcomes[i].error);
-      } catch (const Error& e) {
-        code = to_status(e.code());
-        message = e.what();
-      } catch (const std::bad_alloc&) {
-        code = POLYLIMIT_ENOMEM;
-        message = "out of memory";
-      } catch (const std::exception& e) {
-        message = e.what();
-      } catch (...) {
-        message = "unknown internal error";
-      }
-      statuses[i] = code;
-      if (first == POLYLIMIT_OK) {
-        first = code;
-        first_message = "keys[" + std::to_string(i) + "]: " + message;
-      }
+    statuses[i] = code;
+    if (key_errors != nullptr) {
+      if (code == POLYLIMIT_OK)
+        ok(&key_errors[i]);
+      else
+        fail(&key_errors[i], code, message.c_str(), sys_errno);
     }
-    if (first != POLYLIMIT_OK) throw Error(from_status(first), first_message);
-  });
+    if (code != POLYLIMIT_OK && first == POLYLIMIT_OK) {
+      first = code;
+      first_message = "keys[" + std::to_string(i) + "]: " + message;
+    }
+  }
+  return first == POLYLIMIT_OK ? ok(err) : fail(err, first, first_message.c_str());
 }
 
-int polylimit_check_at_most(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t max_cost, polylimit_decision* out,
+int polylimit_limiter_check_at_most(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t max_cost, polylimit_decision* out,
                      polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
@@ -403,21 +367,18 @@ int polylimit_check_at_most(polylimit_limiter* limiter, const void* key, size_t 
   return guarded(err, [&] { fill(out, limiter->rep->check_at_most(key_view(key, key_len), max_cost)); });
 }
 
-int polylimit_acquire(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t timeout_ms,
+int polylimit_limiter_acquire(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t timeout_ms,
                polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
   if (bad_key(key, key_len)) return null_argument(err, "key");
-  if (timeout_ms < 0 || timeout_ms > polylimit::kMaxWindowMs)
-    return fail(err, POLYLIMIT_EINVALID, ("timeout_ms = " + std::to_string(timeout_ms) + " is out of range 0.." +
-                                   std::to_string(polylimit::kMaxWindowMs)).c_str());
   return guarded(err, [&] {
     fill(out, limiter->rep->acquire(key_view(key, key_len), cost, std::chrono::milliseconds(timeout_ms)));
   });
 }
 
-int polylimit_check_limit(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t limit,
+int polylimit_limiter_check_limit(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t limit,
                    int64_t window_ms, polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
@@ -432,7 +393,7 @@ int polylimit_check_limit(polylimit_limiter* limiter, const void* key, size_t ke
   });
 }
 
-int polylimit_refund(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t units, polylimit_decision* out,
+int polylimit_limiter_refund(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t units, polylimit_decision* out,
               polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
@@ -441,7 +402,7 @@ int polylimit_refund(polylimit_limiter* limiter, const void* key, size_t key_len
   return guarded(err, [&] { fill(out, limiter->rep->refund(key_view(key, key_len), units)); });
 }
 
-int polylimit_reset(polylimit_limiter* limiter, const void* key, size_t key_len, polylimit_error* err) {
+int polylimit_limiter_reset(polylimit_limiter* limiter, const void* key, size_t key_len, polylimit_error* err) {
   if (limiter == nullptr) return null_argument(err, "limiter");
   if (bad_key(key, key_len)) return null_argument(err, "key");
   return guarded(err, [&] { limiter->rep->reset(key_view(key, key_len)); });
@@ -459,17 +420,9 @@ int polylimit_client_stats(polylimit_client* client, polylimit_stats* out, polyl
     polylimit_stats r;
     std::memset(&r, 0, sizeof r);
     r.version = POLYLIMIT_STATS_VERSION;
-    r.checks = s.checks;
-    r.admitted = s.admitted;
-    r.denied = s.denied;
-    r.errors = s.errors;
-    r.round_trips = s.round_trips;
-    r.noscript_reloads = s.noscript_reloads;
-    r.cache_hits = s.cache_hits;
-    r.degraded = s.degraded;
-    r.near_limit = s.near_limit;
-    r.latency_count = s.latency_count;
-    r.latency_sum_us = s.latency_sum_us;
+#define POLYLIMIT_COPY(name) r.name = s.name;
+    POLYLIMIT_STATS_COUNTERS(POLYLIMIT_COPY)
+#undef POLYLIMIT_COPY
     for (size_t i = 0; i < polylimit::kLatencyBuckets; ++i) {
       r.latency_le_us[i] = i + 1 < polylimit::kLatencyBuckets ? polylimit::kLatencyBoundsUs[i] : UINT64_MAX;
       r.latency_buckets[i] = s.latency_buckets[i];

@@ -11,12 +11,6 @@
 namespace polylimit {
 namespace {
 
-void check_range(const char* name, long long value, long long lo, long long hi) {
-  if (value < lo || value > hi)
-    throw_invalid(std::string(name) + " = " + std::to_string(value) + " is out of range " + std::to_string(lo) +
-                  ".." + std::to_string(hi));
-}
-
 std::unique_ptr<Transport> make_transport(const Endpoint& ep, const PoolOptions& pool) {
   if (ep.kind == Endpoint::Kind::kCluster) return std::make_unique<ClusterTransport>(ep, pool);
   if (ep.kind == Endpoint::Kind::kSentinel) return std::make_unique<SentinelTransport>(ep, pool);
@@ -26,12 +20,12 @@ std::unique_ptr<Transport> make_transport(const Endpoint& ep, const PoolOptions&
 }  // namespace
 
 void validate(const PoolOptions& o) {
-  check_range("pool_size", o.size, 1, 4096);
-  check_range("connect_timeout_ms", o.connect_timeout_ms, 1, 3600000);
-  check_range("command_timeout_ms", o.command_timeout_ms, 1, 3600000);
-  check_range("acquire_timeout_ms", o.acquire_timeout_ms, 0, 3600000);
-  check_range("keepalive_s", o.keepalive_s, 0, 86400);
-  check_range("idle_check_ms", o.idle_check_ms, 0, 86400000);
+  check_bound(bounds::kPoolSize, o.size);
+  check_bound(bounds::kConnectTimeoutMs, o.connect_timeout_ms);
+  check_bound(bounds::kCommandTimeoutMs, o.command_timeout_ms);
+  check_bound(bounds::kAcquireTimeoutMs, o.acquire_timeout_ms);
+  check_bound(bounds::kKeepaliveS, o.keepalive_s);
+  check_bound(bounds::kIdleCheckMs, o.idle_check_ms);
 }
 
 std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions& options) {
@@ -43,6 +37,15 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
   else
     backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool));
   return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend)));
+}
+
+void Client::close() {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  backend_->close();
+}
+
+void Client::ensure_open() const {
+  if (closed()) throw Error(ErrorCode::kClosed, "the client is closed");
 }
 
 Stats Client::stats() const {

@@ -1,34 +1,29 @@
-// errors.cpp - names of error codes and algorithms.
-#include "polylimit/backend.h"
+// errors.cpp - what the generated status table says about each error code.
 #include "polylimit/errors.h"
+
+#include "polylimit/backend.h"
 
 namespace polylimit {
 
-const char* error_code_name(ErrorCode code) noexcept {
-  switch (code) {
-    case ErrorCode::kInternal: return "internal";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kAuth: return "authentication failed";
-    case ErrorCode::kPermission: return "permission denied";
-    case ErrorCode::kScript: return "script error";
-    case ErrorCode::kPoolExhausted: return "pool exhausted";
-    case ErrorCode::kNoMemory: return "out of memory";
-    case ErrorCode::kServer: return "server error";
-    case ErrorCode::kClosed: return "closed";
-  }
-  return "unknown";
+const StatusInfo& status_info(ErrorCode code) noexcept {
+  for (const StatusInfo& info : kStatuses)
+    if (info.status == static_cast<int>(code)) return info;
+  return kStatuses[1];  // POLYLIMIT_ERROR: every ErrorCode is in the table
+}
+
+const char* error_code_name(ErrorCode code) noexcept { return status_info(code).text; }
+bool retryable(ErrorCode code) noexcept { return status_info(code).retryable; }
+bool is_outage(ErrorCode code) noexcept { return status_info(code).outage; }
+
+void check_bound(const Bound& bound, long long value) {
+  if (value < bound.min || value > bound.max)
+    throw_invalid(std::string(bound.name) + " = " + std::to_string(value) + " is out of range " +
+                  std::to_string(bound.min) + ".." + std::to_string(bound.max));
 }
 
 const char* algorithm_name(Algorithm algorithm) noexcept {
-  switch (algorithm) {
-    case Algorithm::kSlidingLog: return "sliding_log";
-    case Algorithm::kSlidingCounter: return "sliding_counter";
-    case Algorithm::kFixedWindow: return "fixed_window";
-    case Algorithm::kGcra: return "gcra";
-  }
-  return "unknown";
+  const auto i = static_cast<size_t>(algorithm);
+  return i < std::size(kAlgorithmNames) ? kAlgorithmNames[i] : "unknown";
 }
 
 }  // namespace polylimit

@@ -15,14 +15,7 @@ namespace polylimit {
 namespace {
 
 // Errors that mean "the server did not answer", as opposed to "it answered no".
-bool is_outage(const Error& e) {
-  switch (e.code()) {
-    case ErrorCode::kUnavailable:
-    case ErrorCode::kTimeout:
-    case ErrorCode::kPoolExhausted: return true;
-    default: return false;
-  }
-}
+bool is_outage(const Error& e) { return is_outage(e.code()); }
 
 uint64_t us_since(std::chrono::steady_clock::time_point t) {
   return static_cast<uint64_t>(
@@ -56,6 +49,13 @@ uint64_t fnv1a64(std::string_view s) {
 
 }  // namespace
 
+void check_batch_size(size_t n) {
+  const Bound& b = bounds::kBatch;
+  if (n > static_cast<size_t>(b.max))  // the message of check_bound, for an unsigned n
+    throw_invalid(std::string(b.name) + " = " + std::to_string(n) + " is out of range " + std::to_string(b.min) +
+                  ".." + std::to_string(b.max));
+}
+
 void validate(const LimitParams& p) {
   switch (p.algorithm) {
     case Algorithm::kSlidingLog:
@@ -64,20 +64,15 @@ void validate(const LimitParams& p) {
     case Algorithm::kGcra: break;
     default: throw_invalid("algorithm: unknown value");
   }
-  if (p.limit < 1 || p.limit > kMaxLimit)
-    throw_invalid("limit = " + std::to_string(p.limit) + " is out of range 1.." + std::to_string(kMaxLimit));
-  if (p.window_ms < 1 || p.window_ms > kMaxWindowMs)
-    throw_invalid("window_ms = " + std::to_string(p.window_ms) + " is out of range 1.." +
-                  std::to_string(kMaxWindowMs));
+  check_bound(bounds::kLimit, p.limit);
+  check_bound(bounds::kWindowMs, p.window_ms);
   if (p.algorithm != Algorithm::kGcra) {
     if (p.burst != 0)
       throw_invalid("burst = " + std::to_string(p.burst) + " is only for the gcra algorithm (use 0 for " +
                     algorithm_name(p.algorithm) + ")");
     return;
   }
-  if (p.burst < 0 || p.burst > kMaxLimit)
-    throw_invalid("burst = " + std::to_string(p.burst) + " is out of range 0.." + std::to_string(kMaxLimit) +
-                  " (0: the limit)");
+  check_bound(bounds::kBurst, p.burst);
   // interval * burst bounds every TAT offset: at most 2^50 us (35 years), so
   // now + 2 * tau stays below 2^53 for any now up to kMaxTimestampUs.
   if (p.interval_us() > (kMaxTimestampUs / 4) / p.capacity())
@@ -88,10 +83,9 @@ void validate(const LimitParams& p) {
 Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
     : client_(std::move(client)), options_(std::move(options)) {
   if (!client_) throw_invalid("client is null");
+  client_->ensure_open();
   limits_ = options_.limits.empty() ? std::vector<LimitParams>{options_.limit} : options_.limits;
-  if (limits_.size() > kMaxLimitsPerLimiter)
-    throw_invalid("limits: " + std::to_string(limits_.size()) + " given; at most " +
-                  std::to_string(kMaxLimitsPerLimiter));
+  check_bound(bounds::kLimits, static_cast<long long>(limits_.size()));
   for (size_t i = 0; i < limits_.size(); ++i) {
     try {
       validate(limits_[i]);
@@ -103,27 +97,21 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
       throw_invalid("limits[" + std::to_string(i) + "]: algorithm " + algorithm_name(limits_[i].algorithm) +
                     " differs from " + algorithm_name(limits_[0].algorithm) + " (one algorithm per limiter)");
   }
-  if (options_.deny_cache_size > 10000000)
-    throw_invalid("deny_cache_size = " + std::to_string(options_.deny_cache_size) + " is larger than 10000000");
+  check_bound(bounds::kDenyCacheSize, static_cast<long long>(options_.deny_cache_size));
   if (options_.deny_cache_size > 0) deny_cache_ = std::make_unique<DenyCache>(options_.deny_cache_size);
   switch (options_.failure_policy) {
     case FailurePolicy::kError:
-    case FailurePolicy::kFailOpen:
-    case FailurePolicy::kFailClosed: break;
+    case FailurePolicy::kOpen:
+    case FailurePolicy::kClosed: break;
     case FailurePolicy::kLocal: fallback_ = std::make_unique<MemoryBackend>(); break;
     default: throw_invalid("failure_policy: unknown value");
   }
-  if (options_.breaker_failures < 0 || options_.breaker_failures > 1000000)
-    throw_invalid("breaker_failures = " + std::to_string(options_.breaker_failures) + " is out of range 0..1000000");
-  if (options_.breaker_cooldown_ms < 1 || options_.breaker_cooldown_ms > 3600000)
-    throw_invalid("breaker_cooldown_ms = " + std::to_string(options_.breaker_cooldown_ms) +
-                  " is out of range 1..3600000");
+  check_bound(bounds::kBreakerFailures, options_.breaker_failures);
+  check_bound(bounds::kBreakerCooldownMs, options_.breaker_cooldown_ms);
   if (options_.breaker_failures > 0)
     breaker_ = std::make_unique<Breaker>(options_.breaker_failures,
                                          std::chrono::milliseconds(options_.breaker_cooldown_ms));
-  if (options_.block_ms < 0 || options_.block_ms > kMaxWindowMs)
-    throw_invalid("block_ms = " + std::to_string(options_.block_ms) + " is out of range 0.." +
-                  std::to_string(kMaxWindowMs));
+  check_bound(bounds::kBlockMs, options_.block_ms);
   if (options_.prefix.empty()) throw_invalid("prefix is empty");
   if (options_.prefix.size() > kMaxPrefixLength)
     throw_invalid("prefix is longer than " + std::to_string(kMaxPrefixLength) + " bytes");
@@ -190,6 +178,7 @@ Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_
 }
 
 Decision Limiter::check(std::string_view key, int64_t cost) {
+  client_->ensure_open();
   validate_key(key);
   validate_cost(cost);
   return finish(measured(client_->metrics(), [&] {
@@ -206,19 +195,21 @@ Decision Limiter::check(std::string_view key, int64_t cost) {
 }
 
 Decision Limiter::check_at(std::string_view key, int64_t cost, int64_t now_us) {
+  client_->ensure_open();
   validate_key(key);
   validate_cost(cost);
-  if (now_us < 1 || now_us > kMaxTimestampUs)
-    throw_invalid("now_us = " + std::to_string(now_us) + " is out of range 1.." + std::to_string(kMaxTimestampUs));
+  check_bound(bounds::kNowUs, now_us);
   return finish(measured(client_->metrics(), [&] { return decide(request(Op::kCheck, key, cost, now_us)); }));
 }
 
 Decision Limiter::peek(std::string_view key) {
+  client_->ensure_open();
   validate_key(key);
   return decide(request(Op::kPeek, key, 1, now()));
 }
 
 void Limiter::reset(std::string_view key) {
+  client_->ensure_open();
   validate_key(key);
   std::vector<std::string> keys = storage_keys(key);
   if (options_.block_ms > 0) keys.push_back(keys[0] + ":block");
@@ -230,9 +221,9 @@ void Limiter::reset(std::string_view key) {
 }
 
 std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& keys, int64_t cost) {
+  client_->ensure_open();
   validate_cost(cost);
-  if (keys.size() > kMaxBatch)
-    throw_invalid("keys: " + std::to_string(keys.size()) + " given; at most " + std::to_string(kMaxBatch));
+  check_batch_size(keys.size());
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Outcome> out(keys.size());
   std::vector<Request> requests;
@@ -281,20 +272,18 @@ Decision Limiter::finish(Decision d) const {
 }
 
 Decision Limiter::refund(std::string_view key, int64_t units) {
+  client_->ensure_open();
   validate_key(key);
-  if (units < 1 || units > kMaxLimit)
-    throw_invalid("units = " + std::to_string(units) + " is out of range 1.." + std::to_string(kMaxLimit));
+  check_bound(bounds::kUnits, units);
   Decision d = decide(request(Op::kRefund, key, units, now()));
   if (deny_cache_) deny_cache_->erase(key);  // the key may fit again
   return d;
 }
 
 Decision Limiter::check_with(std::string_view key, int64_t cost, const std::vector<LimitParams>& limits) {
+  client_->ensure_open();
   validate_key(key);
-  if (limits.empty()) throw_invalid("limits is empty");
-  if (limits.size() > kMaxLimitsPerLimiter)
-    throw_invalid("limits: " + std::to_string(limits.size()) + " given; at most " +
-                  std::to_string(kMaxLimitsPerLimiter));
+  check_bound(bounds::kLimits, static_cast<long long>(limits.size()));
   for (size_t i = 0; i < limits.size(); ++i) {
     validate(limits[i]);
     if (limits[i].algorithm != limits_[0].algorithm)
@@ -306,6 +295,7 @@ Decision Limiter::check_with(std::string_view key, int64_t cost, const std::vect
 }
 
 Decision Limiter::check_at_most(std::string_view key, int64_t max_cost) {
+  client_->ensure_open();
   validate_key(key);
   if (max_cost < 1) throw_invalid("max_cost = " + std::to_string(max_cost) + " must be at least 1");
   int64_t cap = limits_[0].capacity();
@@ -327,7 +317,8 @@ Decision Limiter::check_at_most(std::string_view key, int64_t max_cost) {
 }
 
 Decision Limiter::acquire(std::string_view key, int64_t cost, std::chrono::milliseconds timeout) {
-  if (timeout.count() < 0) throw_invalid("timeout_ms = " + std::to_string(timeout.count()) + " is negative");
+  client_->ensure_open();
+  check_bound(bounds::kTimeoutMs, timeout.count());
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     Decision d = check(key, cost);
@@ -342,12 +333,12 @@ Decision Limiter::degrade(const Request& rq, const Error& error) {
   Decision d;
   switch (options_.failure_policy) {
     case FailurePolicy::kError: throw error;
-    case FailurePolicy::kFailOpen:
-    case FailurePolicy::kFailClosed: {
+    case FailurePolicy::kOpen:
+    case FailurePolicy::kClosed: {
       int64_t cap = limits_[0].capacity();
       for (const LimitParams& p : limits_) cap = std::min(cap, p.capacity());
       d.limit = cap;
-      if (options_.failure_policy == FailurePolicy::kFailOpen) {
+      if (options_.failure_policy == FailurePolicy::kOpen) {
         d.allowed = true;
         d.granted = rq.op == Op::kCheck ? rq.cost : 0;
         d.remaining = rq.op == Op::kCheck ? cap - rq.cost : cap;

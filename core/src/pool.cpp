@@ -41,7 +41,22 @@ bool ConnectionPool::usable(Connection& conn) {
   }
 }
 
+void ConnectionPool::close() {
+  closed_.store(true);
+  State* s = current();
+  std::vector<std::unique_ptr<Connection>> idle;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    idle.swap(s->idle);
+    s->open -= static_cast<int>(idle.size());
+    s->cv.notify_all();
+  }
+  // `idle` closes its sockets here, outside the lock; leased ones close when
+  // they come back.
+}
+
 PooledConnection ConnectionPool::acquire() {
+  if (closed_.load()) throw Error(ErrorCode::kClosed, "the client is closed");
   State* s = current();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.acquire_timeout_ms);
   std::unique_lock<std::mutex> lock(s->mu);
@@ -84,7 +99,7 @@ void ConnectionPool::release(State* s, std::unique_ptr<Connection> conn) {
     conn.reset();  // leased before fork(): our copy of the socket is only closed
     return;
   }
-  bool keep = !conn->broken();
+  bool keep = !conn->broken() && !closed_.load();
   if (!keep) conn.reset();
   std::lock_guard<std::mutex> lock(s->mu);
   if (keep)

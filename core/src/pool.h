@@ -50,6 +50,10 @@ class ConnectionPool {
   const Endpoint& endpoint() const { return endpoint_; }
   const PoolOptions& options() const { return options_; }
 
+  // Closes the idle connections now and leased ones when they come back;
+  // acquire() then throws kClosed.
+  void close();
+
   // Connections open now (idle plus leased), for tests and stats.
   int open_connections();
   // Connections made since the pool started (this process only).
@@ -71,6 +75,7 @@ class ConnectionPool {
   PoolOptions options_;
   PerProcess<State> states_;
   std::atomic<long> made_{0};
+  std::atomic<bool> closed_{false};
 };
 
 }  // namespace polylimit

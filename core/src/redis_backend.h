@@ -22,6 +22,7 @@ class RedisBackend : public Backend {
   void reset(const std::vector<std::string>& keys) override;
   long round_trips() const override { return round_trips_.load(std::memory_order_relaxed); }
   long noscript_reloads() const override { return transport_->noscript_reloads(); }
+  void close() override { transport_->close(); }
 
   Transport& transport() { return *transport_; }
 

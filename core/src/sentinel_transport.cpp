@@ -222,3 +222,16 @@ std::vector<ReplyPtr> SentinelTransport::run_scripts(const scripts::Script& scri
 std::string SentinelTransport::master_address() { return current()->address; }
 
 }  // namespace polylimit
+
+namespace polylimit {
+
+void SentinelTransport::close() {
+  MasterPtr master;
+  {
+    std::lock_guard<std::mutex> lock(locks().master);
+    master = master_;
+  }
+  if (master) master->pool.close();
+}
+
+}  // namespace polylimit

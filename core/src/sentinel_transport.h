@@ -45,6 +45,7 @@ class SentinelTransport : public Transport {
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
   ReplyPtr run_command(std::string_view key, const Argv& argv) override;
   long noscript_reloads() const override { return scripts_.reloads(); }
+  void close() override;
 
   // host:port of the master in use (resolves it first if needed).
   std::string master_address();

@@ -38,6 +38,9 @@ class Transport {
 
   // SCRIPT LOADs done after a NOSCRIPT reply, over all nodes.
   virtual long noscript_reloads() const = 0;
+
+  // Releases the connections; later calls throw kClosed.
+  virtual void close() = 0;
 };
 
 // One server (redis:// or unix://).
@@ -49,6 +52,7 @@ class StandaloneTransport : public Transport {
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
   ReplyPtr run_command(std::string_view key, const Argv& argv) override;
   long noscript_reloads() const override { return scripts_.reloads(); }
+  void close() override { pool_.close(); }
 
   ConnectionPool& pool() { return pool_; }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's names stay its own:
-#  1. no identifier of the old name (redlimit, the rl_ prefix) is left in the
+#  1. no identifier of the old name (see README.md, History) is left in the
 #     tracked tree, apart from the one history line in README.md;
 #  2. no symbol the shared library exports is also exported by GNU readline,
 #     which owns the rl_ prefix (checked where libreadline.so.8 is installed;

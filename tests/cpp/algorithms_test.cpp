@@ -333,7 +333,7 @@ TEST(Limits, BadParamsAreRejected) {
   expect_invalid({{Algorithm::kGcra, 1, kMaxWindowMs, kMaxLimit}}, "too long");
   expect_invalid({{Algorithm::kGcra, 10, 1000}, {Algorithm::kFixedWindow, 10, 1000}}, "one algorithm per limiter");
   expect_invalid({{Algorithm::kGcra, 10, 1000}, {Algorithm::kGcra, 0, 1000}}, "limits[1]: limit = 0");
-  expect_invalid(std::vector<LimitParams>(17, {Algorithm::kGcra, 10, 1000}), "at most 16");
+  expect_invalid(std::vector<LimitParams>(17, {Algorithm::kGcra, 10, 1000}), "limits = 17 is out of range 1..16");
 }
 
 TEST_P(EveryAlgorithm, RefundGivesUnitsBack) {

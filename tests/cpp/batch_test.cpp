@@ -69,10 +69,19 @@ TEST(Batch, CApi) {
   size_t lens[] = {1, 1, 1, 3, 3};
   polylimit_decision out[5];
   int statuses[5];
+  polylimit_error key_errors[5];
   polylimit_error err;
-  int rc = polylimit_check_many(l, reinterpret_cast<const void* const*>(k), lens, 5, 1, out, statuses, &err);
+  int rc = polylimit_limiter_check_many(l, reinterpret_cast<const void* const*>(k), lens, 5, 1, out, statuses,
+                                        key_errors, &err);
   EXPECT_EQ(rc, POLYLIMIT_EINVALID);
-  EXPECT_NE(std::strstr(err.message, "keys[3] is NULL"), nullptr) << err.message;
+  EXPECT_STREQ(err.message, "keys[3]: key is NULL");
+  // Each key reports its own status and message.
+  EXPECT_EQ(key_errors[3].code, POLYLIMIT_EINVALID);
+  EXPECT_STREQ(key_errors[3].message, "key is NULL");
+  for (int i : {0, 1, 2, 4}) {
+    EXPECT_EQ(key_errors[i].code, POLYLIMIT_OK) << i;
+    EXPECT_STREQ(key_errors[i].message, "") << i;
+  }
   EXPECT_EQ(statuses[0], POLYLIMIT_OK);
   EXPECT_EQ(out[0].allowed, 1);
   EXPECT_EQ(out[1].allowed, 1);
@@ -84,25 +93,38 @@ TEST(Batch, CApi) {
   // All good: POLYLIMIT_OK.
   const char* k2[] = {"p", "q"};
   size_t l2[] = {1, 1};
-  EXPECT_EQ(polylimit_check_many(l, reinterpret_cast<const void* const*>(k2), l2, 2, 1, out, statuses, &err), POLYLIMIT_OK);
+  EXPECT_EQ(polylimit_limiter_check_many(l, reinterpret_cast<const void* const*>(k2), l2, 2, 1, out, statuses, nullptr,
+                                         &err),
+            POLYLIMIT_OK);
+  // An empty key among good ones: only that key fails, with its own message.
+  const char* k3[] = {"r", "", "s"};
+  size_t l3[] = {1, 0, 1};
+  EXPECT_EQ(polylimit_limiter_check_many(l, reinterpret_cast<const void* const*>(k3), l3, 3, 1, out, statuses,
+                                         key_errors, &err),
+            POLYLIMIT_EINVALID);
+  EXPECT_EQ(statuses[0], POLYLIMIT_OK);
+  EXPECT_EQ(statuses[1], POLYLIMIT_EINVALID);
+  EXPECT_STREQ(key_errors[1].message, "key is empty");
+  EXPECT_EQ(statuses[2], POLYLIMIT_OK);
+  EXPECT_EQ(out[2].allowed, 1);
   // Bad arguments.
   const void* const* kk = reinterpret_cast<const void* const*>(k2);
-  EXPECT_EQ(polylimit_check_many(nullptr, kk, l2, 2, 1, out, statuses, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_check_many(nullptr, kk, l2, 2, 1, out, statuses, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "limiter is NULL"), nullptr);
-  EXPECT_EQ(polylimit_check_many(l, nullptr, l2, 2, 1, out, statuses, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_check_many(l, nullptr, l2, 2, 1, out, statuses, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "keys is NULL"), nullptr);
-  EXPECT_EQ(polylimit_check_many(l, kk, nullptr, 2, 1, out, statuses, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_check_many(l, kk, nullptr, 2, 1, out, statuses, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "key_lens is NULL"), nullptr);
-  EXPECT_EQ(polylimit_check_many(l, kk, l2, 2, 1, nullptr, statuses, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_check_many(l, kk, l2, 2, 1, nullptr, statuses, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "out is NULL"), nullptr);
-  EXPECT_EQ(polylimit_check_many(l, kk, l2, 2, 1, out, nullptr, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_check_many(l, kk, l2, 2, 1, out, nullptr, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "statuses is NULL"), nullptr);
-  EXPECT_EQ(polylimit_check_many(l, kk, l2, 2, 0, out, statuses, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_check_many(l, kk, l2, 2, 0, out, statuses, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "cost = 0"), nullptr);
   EXPECT_EQ(statuses[0], POLYLIMIT_EINVALID);
-  EXPECT_EQ(polylimit_check_many(l, kk, l2, SIZE_MAX, 1, out, statuses, &err), POLYLIMIT_EINVALID);
-  EXPECT_NE(std::strstr(err.message, "n = "), nullptr);
-  EXPECT_EQ(polylimit_check_many(l, nullptr, nullptr, 0, 1, nullptr, nullptr, &err), POLYLIMIT_OK);  // nothing to do
+  EXPECT_EQ(polylimit_limiter_check_many(l, kk, l2, SIZE_MAX, 1, out, statuses, nullptr, &err), POLYLIMIT_EINVALID);
+  EXPECT_STREQ(err.message, "batch = 18446744073709551615 is out of range 0..100000");
+  EXPECT_EQ(polylimit_limiter_check_many(l, nullptr, nullptr, 0, 1, nullptr, nullptr, nullptr, &err), POLYLIMIT_OK);  // nothing to do
   polylimit_limiter_free(l);
   polylimit_client_close(client);
 }

@@ -2,6 +2,7 @@
 // argument, never a crash. Plus a round trip through the C ABI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -130,27 +131,27 @@ TEST(CApi, LimiterNewBadInput) {
 TEST(CApi, CallsBadInput) {
   Handles h("memory://", 10, 1000);
   polylimit_decision d;
-  EXPECT_ERR(polylimit_check(nullptr, "k", 1, 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
-  EXPECT_ERR(polylimit_check(h.limiter, nullptr, 1, 1, &d, err), POLYLIMIT_EINVALID, "key is NULL");
-  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, 1, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
-  EXPECT_ERR(polylimit_check(h.limiter, "", 0, 1, &d, err), POLYLIMIT_EINVALID, "key is empty");
-  EXPECT_ERR(polylimit_check(h.limiter, nullptr, 0, 1, &d, err), POLYLIMIT_EINVALID, "key is empty");
-  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, 0, &d, err), POLYLIMIT_EINVALID, "cost = 0");
-  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, -3, &d, err), POLYLIMIT_EINVALID, "cost = -3");
-  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, 11, &d, err), POLYLIMIT_EINVALID, "exceeds limit = 10");
-  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, INT64_MAX, &d, err), POLYLIMIT_EINVALID, "exceeds limit");
-  EXPECT_ERR(polylimit_check(h.limiter, "k", SIZE_MAX, 1, &d, err), POLYLIMIT_EINVALID, "key is");
-  EXPECT_ERR(polylimit_check_at(h.limiter, "k", 1, 1, -1, &d, err), POLYLIMIT_EINVALID, "now_us = -1");
-  EXPECT_ERR(polylimit_check_at(h.limiter, "k", 1, 1, INT64_MAX, &d, err), POLYLIMIT_EINVALID, "now_us");
-  EXPECT_ERR(polylimit_check_at(nullptr, "k", 1, 1, 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
-  EXPECT_ERR(polylimit_peek(nullptr, "k", 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
-  EXPECT_ERR(polylimit_peek(h.limiter, nullptr, 4, &d, err), POLYLIMIT_EINVALID, "key is NULL");
-  EXPECT_ERR(polylimit_peek(h.limiter, "k", 1, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
-  EXPECT_ERR(polylimit_reset(nullptr, "k", 1, err), POLYLIMIT_EINVALID, "limiter is NULL");
-  EXPECT_ERR(polylimit_reset(h.limiter, nullptr, 1, err), POLYLIMIT_EINVALID, "key is NULL");
-  EXPECT_ERR(polylimit_reset(h.limiter, "k", 0, err), POLYLIMIT_EINVALID, "key is empty");
+  EXPECT_ERR(polylimit_limiter_check(nullptr, "k", 1, 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, nullptr, 1, 1, &d, err), POLYLIMIT_EINVALID, "key is NULL");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, "k", 1, 1, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, "", 0, 1, &d, err), POLYLIMIT_EINVALID, "key is empty");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, nullptr, 0, 1, &d, err), POLYLIMIT_EINVALID, "key is empty");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, "k", 1, 0, &d, err), POLYLIMIT_EINVALID, "cost = 0");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, "k", 1, -3, &d, err), POLYLIMIT_EINVALID, "cost = -3");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, "k", 1, 11, &d, err), POLYLIMIT_EINVALID, "exceeds limit = 10");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, "k", 1, INT64_MAX, &d, err), POLYLIMIT_EINVALID, "exceeds limit");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, "k", SIZE_MAX, 1, &d, err), POLYLIMIT_EINVALID, "key is");
+  EXPECT_ERR(polylimit_limiter_check_at(h.limiter, "k", 1, 1, -1, &d, err), POLYLIMIT_EINVALID, "now_us = -1");
+  EXPECT_ERR(polylimit_limiter_check_at(h.limiter, "k", 1, 1, INT64_MAX, &d, err), POLYLIMIT_EINVALID, "now_us");
+  EXPECT_ERR(polylimit_limiter_check_at(nullptr, "k", 1, 1, 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
+  EXPECT_ERR(polylimit_limiter_peek(nullptr, "k", 1, &d, err), POLYLIMIT_EINVALID, "limiter is NULL");
+  EXPECT_ERR(polylimit_limiter_peek(h.limiter, nullptr, 4, &d, err), POLYLIMIT_EINVALID, "key is NULL");
+  EXPECT_ERR(polylimit_limiter_peek(h.limiter, "k", 1, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
+  EXPECT_ERR(polylimit_limiter_reset(nullptr, "k", 1, err), POLYLIMIT_EINVALID, "limiter is NULL");
+  EXPECT_ERR(polylimit_limiter_reset(h.limiter, nullptr, 1, err), POLYLIMIT_EINVALID, "key is NULL");
+  EXPECT_ERR(polylimit_limiter_reset(h.limiter, "k", 0, err), POLYLIMIT_EINVALID, "key is empty");
   // NULL err, and the free functions with NULL.
-  EXPECT_EQ(polylimit_check(nullptr, "k", 1, 1, &d, nullptr), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_check(nullptr, "k", 1, 1, &d, nullptr), POLYLIMIT_EINVALID);
   polylimit_limiter_free(nullptr);
   polylimit_client_close(nullptr);
   polylimit_free(nullptr);
@@ -163,48 +164,99 @@ TEST(CApi, RoundTripOnRedis) {
   std::string key("bin\0key", 7);
   polylimit_decision d;
   polylimit_error err;
-  ASSERT_EQ(polylimit_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_limiter_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK) << err.message;
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.remaining, 1);
-  ASSERT_EQ(polylimit_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK);
-  ASSERT_EQ(polylimit_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK);  // denied is not an error
+  ASSERT_EQ(polylimit_limiter_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK);  // denied is not an error
   EXPECT_EQ(d.allowed, 0);
   EXPECT_EQ(err.code, POLYLIMIT_OK);
   EXPECT_GT(d.retry_after_ms, 0);
-  ASSERT_EQ(polylimit_peek(h.limiter, key.data(), key.size(), &d, &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_peek(h.limiter, key.data(), key.size(), &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 0);
-  ASSERT_EQ(polylimit_reset(h.limiter, key.data(), key.size(), &err), POLYLIMIT_OK);
-  ASSERT_EQ(polylimit_check(h.limiter, key.data(), key.size(), 2, &d, &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_reset(h.limiter, key.data(), key.size(), &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(h.limiter, key.data(), key.size(), 2, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   std::string big(1 << 20, '\0');
-  ASSERT_EQ(polylimit_check(h.limiter, big.data(), big.size(), 1, &d, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_limiter_check(h.limiter, big.data(), big.size(), 1, &d, &err), POLYLIMIT_OK) << err.message;
   EXPECT_EQ(d.allowed, 1);
 }
 
-TEST(CApi, LimiterOutlivesClientHandle) {
+// Closing a client closes its limiters: their calls return POLYLIMIT_ECLOSED
+// (and its connections are gone), while the limiter handle stays valid until
+// it is freed.
+TEST(CApi, ClosingTheClientClosesItsLimiters) {
   pltest::RedisServer server;
   polylimit_client* client = nullptr;
   ASSERT_EQ(polylimit_client_open(server.url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
   polylimit_limiter_options o = limiter_opts(5, 1000);
   polylimit_limiter* l = nullptr;
   ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
-  polylimit_client_close(client);
   polylimit_decision d;
-  EXPECT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
+  auto clients = [&] {
+    std::string list = server.command({"CLIENT", "LIST"});
+    return std::count(list.begin(), list.end(), '\n');
+  };
+  const auto before = clients();
+  polylimit_client_close(client);
+  EXPECT_EQ(clients(), before - 1);  // our pooled connection was closed
+  polylimit_error err;
+  EXPECT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, &err), POLYLIMIT_ECLOSED);
+  EXPECT_STREQ(err.message, "the client is closed");
+  EXPECT_EQ(polylimit_limiter_peek(l, "k", 1, &d, &err), POLYLIMIT_ECLOSED);
+  EXPECT_EQ(polylimit_limiter_reset(l, "k", 1, &err), POLYLIMIT_ECLOSED);
+  const void* keys[] = {"a", "b"};
+  size_t lens[] = {1, 1};
+  polylimit_decision out[2];
+  int statuses[2];
+  EXPECT_EQ(polylimit_limiter_check_many(l, keys, lens, 2, 1, out, statuses, nullptr, &err), POLYLIMIT_ECLOSED);
+  EXPECT_EQ(statuses[0], POLYLIMIT_ECLOSED);
+  EXPECT_EQ(statuses[1], POLYLIMIT_ECLOSED);
+  polylimit_limiter_free(l);  // after the client: still safe
+}
+
+TEST(CApi, NoLimiterFromAClosedClient) {
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open("memory://", nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_options o = limiter_opts(5, 1000);
+  polylimit_limiter* l = nullptr;
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
+  polylimit_client_close(client);
+  // The limiter keeps the core client alive; a second limiter cannot be made
+  // from the closed client's handle (it is gone), so check the core rule
+  // through the first limiter instead: memory:// closes too.
+  polylimit_decision d;
+  polylimit_error err;
+  EXPECT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, &err), POLYLIMIT_ECLOSED);
+  EXPECT_STREQ(polylimit_status_name(err.code), "POLYLIMIT_ECLOSED");
   polylimit_limiter_free(l);
+}
+
+// The other order: the limiter freed first, then the client.
+TEST(CApi, FreeingInEitherOrderIsSafe) {
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open("memory://", nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_options o = limiter_opts(5, 1000);
+  polylimit_limiter* l = nullptr;
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_free(l);
+  polylimit_client_close(client);
+  polylimit_client_close(nullptr);
+  polylimit_limiter_free(nullptr);
 }
 
 TEST(CApi, ErrorsFromAServerThatIsGone) {
   std::string url = "redis://127.0.0.1:" + std::to_string(pltest::free_port());
   Handles h(url);
   polylimit_decision d;
-  EXPECT_ERR(polylimit_check(h.limiter, "k", 1, 1, &d, err), POLYLIMIT_EUNAVAILABLE, "refused");
+  EXPECT_ERR(polylimit_limiter_check(h.limiter, "k", 1, 1, &d, err), POLYLIMIT_EUNAVAILABLE, "refused");
   polylimit_error e;
-  polylimit_check(h.limiter, "k", 1, 1, &d, &e);
+  polylimit_limiter_check(h.limiter, "k", 1, 1, &d, &e);
   EXPECT_NE(e.sys_errno, 0);
-  EXPECT_ERR(polylimit_peek(h.limiter, "k", 1, &d, err), POLYLIMIT_EUNAVAILABLE, "connect to 127.0.0.1");
-  EXPECT_ERR(polylimit_reset(h.limiter, "k", 1, err), POLYLIMIT_EUNAVAILABLE, "connect");
+  EXPECT_ERR(polylimit_limiter_peek(h.limiter, "k", 1, &d, err), POLYLIMIT_EUNAVAILABLE, "connect to 127.0.0.1");
+  EXPECT_ERR(polylimit_limiter_reset(h.limiter, "k", 1, err), POLYLIMIT_EUNAVAILABLE, "connect");
 }
 
 // The 1.0 layout of polylimit_limiter_options, as an old caller compiled it.
@@ -236,7 +288,7 @@ TEST(CApi, LimiterOptionsVersion1StillAccepted) {
   std::memset(old.canary, 0x7F, sizeof old.canary);  // garbage where `burst` would be: ignored
   ASSERT_EQ(polylimit_limiter_new(client, reinterpret_cast<polylimit_limiter_options*>(&old.v1), &l, &err), POLYLIMIT_OK) << err.message;
   polylimit_decision d;
-  EXPECT_EQ(polylimit_check(l, "k", 1, 2, &d, nullptr), POLYLIMIT_OK);
+  EXPECT_EQ(polylimit_limiter_check(l, "k", 1, 2, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   polylimit_limiter_free(l);
   polylimit_limiter_options o;
@@ -263,14 +315,14 @@ TEST(CApi, EveryAlgorithmAndBurst) {
       int64_t cap = alg == POLYLIMIT_ALG_GCRA ? 2 : 3;
       polylimit_decision d;
       for (int64_t i = 0; i < cap; ++i) {
-        ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, &err), POLYLIMIT_OK) << err.message;
+        ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, &err), POLYLIMIT_OK) << err.message;
         EXPECT_EQ(d.allowed, 1) << alg;
         EXPECT_EQ(d.limit, cap);
       }
-      ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, &err), POLYLIMIT_OK);
+      ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, &err), POLYLIMIT_OK);
       EXPECT_EQ(d.allowed, 0) << alg;
       EXPECT_GT(d.retry_after_ms, 0);
-      EXPECT_ERR(polylimit_check(l, "k", 1, cap + 1, &d, err), POLYLIMIT_EINVALID, "exceeds");
+      EXPECT_ERR(polylimit_limiter_check(l, "k", 1, cap + 1, &d, err), POLYLIMIT_EINVALID, "exceeds");
       polylimit_limiter_free(l);
     }
     polylimit_limiter_options o = limiter_opts(3, 60000);
@@ -295,14 +347,14 @@ TEST(CApi, DenyCacheOption) {
   polylimit_limiter* l = nullptr;
   ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
   polylimit_decision d;
-  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
-  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.cached, 0);
-  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);
   EXPECT_EQ(d.cached, 1);
-  ASSERT_EQ(polylimit_reset(l, "k", 1, nullptr), POLYLIMIT_OK);
-  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_reset(l, "k", 1, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   polylimit_limiter_free(l);
   o.deny_cache_size = -1;
@@ -322,7 +374,7 @@ TEST(CApi, FailurePolicyOptions) {
   polylimit_decision d;
   o.failure_policy = POLYLIMIT_FAIL_OPEN;
   ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
-  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.degraded, 1);
   polylimit_limiter_free(l);
@@ -330,23 +382,23 @@ TEST(CApi, FailurePolicyOptions) {
   o.breaker_failures = 1;
   o.breaker_cooldown_ms = 250;
   ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
-  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);
   EXPECT_EQ(d.degraded, 1);
   EXPECT_EQ(d.retry_after_ms, 250);
   polylimit_limiter_free(l);
   o.failure_policy = POLYLIMIT_FAIL_LOCAL;
   ASSERT_EQ(polylimit_limiter_new_spec(client, "1/minute", &o, &l, nullptr), POLYLIMIT_OK);
-  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.degraded, 1);
-  ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);
   polylimit_limiter_free(l);
   o.failure_policy = POLYLIMIT_FAIL_ERROR;
   o.breaker_failures = 0;
   ASSERT_EQ(polylimit_limiter_new(client, &o, &l, nullptr), POLYLIMIT_OK);
-  EXPECT_ERR(polylimit_check(l, "k", 1, 1, &d, err), POLYLIMIT_EUNAVAILABLE, "refused");
+  EXPECT_ERR(polylimit_limiter_check(l, "k", 1, 1, &d, err), POLYLIMIT_EUNAVAILABLE, "refused");
   polylimit_limiter_free(l);
   l = nullptr;
   o.failure_policy = 7;
@@ -358,4 +410,53 @@ TEST(CApi, FailurePolicyOptions) {
   o.breaker_cooldown_ms = -1;
   EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "breaker_cooldown_ms = -1");
   polylimit_client_close(client);
+}
+
+// Bounds are checked once, in the core, with one message: the Python, Go and
+// Java suites assert these same strings.
+TEST(CApi, BoundsHaveOneMessage) {
+  polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
+  co.pool_size = 5000;
+  polylimit_client* client = nullptr;
+  polylimit_error err;
+  EXPECT_EQ(polylimit_client_open("memory://", &co, &client, &err), POLYLIMIT_EINVALID);
+  EXPECT_STREQ(err.message, "pool_size = 5000 is out of range 1..4096");
+  EXPECT_EQ(client, nullptr);
+  co.pool_size = 0;  // 0: the default
+  co.keepalive_s = -1;
+  EXPECT_EQ(polylimit_client_open("memory://", &co, &client, &err), POLYLIMIT_EINVALID);
+  EXPECT_STREQ(err.message, "keepalive_s = -1 is out of range 0..86400");
+
+  ASSERT_EQ(polylimit_client_open("memory://", nullptr, &client, &err), POLYLIMIT_OK);
+  polylimit_limiter_options o = limiter_opts(5, 1000);
+  o.deny_cache_size = 20000000;
+  polylimit_limiter* l = nullptr;
+  EXPECT_EQ(polylimit_limiter_new(client, &o, &l, &err), POLYLIMIT_EINVALID);
+  EXPECT_STREQ(err.message, "deny_cache_size = 20000000 is out of range 0..10000000");
+  o = limiter_opts(POLYLIMIT_MAX_LIMIT + 1, 1000);
+  EXPECT_EQ(polylimit_limiter_new(client, &o, &l, &err), POLYLIMIT_EINVALID);
+  EXPECT_STREQ(err.message, "limit = 1000001 is out of range 1..1000000");
+  o = limiter_opts(5, 1000);
+  o.algorithm = 7;
+  EXPECT_EQ(polylimit_limiter_new(client, &o, &l, &err), POLYLIMIT_EINVALID);
+  EXPECT_STREQ(err.message, "algorithm = 7 is unknown (0..3)");
+  o = limiter_opts(5, 1000);
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, &err), POLYLIMIT_OK);
+  polylimit_decision d;
+  EXPECT_EQ(polylimit_limiter_acquire(l, "k", 1, 1, -1, &d, &err), POLYLIMIT_EINVALID);
+  EXPECT_STREQ(err.message, "timeout_ms = -1 is out of range 0..31622400000");
+  EXPECT_EQ(polylimit_limiter_refund(l, "k", 1, 0, &d, &err), POLYLIMIT_EINVALID);
+  EXPECT_STREQ(err.message, "units = 0 is out of range 1..1000000");
+  polylimit_limiter_free(l);
+  polylimit_client_close(client);
+}
+
+// Every status of the header has a name, and the names come from the table.
+TEST(CApi, StatusNames) {
+  EXPECT_STREQ(polylimit_status_name(POLYLIMIT_OK), "POLYLIMIT_OK");
+  EXPECT_STREQ(polylimit_status_name(POLYLIMIT_ETIMEOUT), "POLYLIMIT_ETIMEOUT");
+  EXPECT_STREQ(polylimit_status_name(POLYLIMIT_ECLOSED), "POLYLIMIT_ECLOSED");
+  EXPECT_STREQ(polylimit_status_name(-1000), "POLYLIMIT_UNKNOWN");
+  for (int code = POLYLIMIT_OK; code >= POLYLIMIT_ECLOSED; --code)
+    EXPECT_STRNE(polylimit_status_name(code), "POLYLIMIT_UNKNOWN") << code;
 }

@@ -32,8 +32,8 @@ int hammer(polylimit_limiter* limiter, Mode mode) {
       for (int i = 0; i < kAttemptsPerThread; ++i) {
         polylimit_decision d;
         polylimit_error err;
-        int rc = mode == Mode::kServerClock ? polylimit_check(limiter, "hot", 3, 1, &d, &err)
-                                            : polylimit_check_at(limiter, "hot", 3, 1, kFixedNowUs, &d, &err);
+        int rc = mode == Mode::kServerClock ? polylimit_limiter_check(limiter, "hot", 3, 1, &d, &err)
+                                            : polylimit_limiter_check_at(limiter, "hot", 3, 1, kFixedNowUs, &d, &err);
         if (rc != POLYLIMIT_OK) {
           std::fprintf(stderr, "check failed: %s\n", err.message);
           ++errors;
@@ -119,10 +119,10 @@ TEST(Exactness, ClientMadeBeforeFork) {
   polylimit_limiter* l = open_limiter(server.url(), "exact-fork", &client);
   ASSERT_NE(l, nullptr);
   polylimit_decision d;
-  ASSERT_EQ(polylimit_check(l, "warm", 4, 1, &d, nullptr), POLYLIMIT_OK);  // the parent holds a live connection
+  ASSERT_EQ(polylimit_limiter_check(l, "warm", 4, 1, &d, nullptr), POLYLIMIT_OK);  // the parent holds a live connection
   int total = run(server.url(), nullptr, Mode::kSameClientTimestamp, l);
   EXPECT_EQ(total, kLimit);
-  ASSERT_EQ(polylimit_check(l, "warm", 4, 1, &d, nullptr), POLYLIMIT_OK);  // still usable in the parent
+  ASSERT_EQ(polylimit_limiter_check(l, "warm", 4, 1, &d, nullptr), POLYLIMIT_OK);  // still usable in the parent
   EXPECT_EQ(d.remaining, kLimit - 2);
   polylimit_limiter_free(l);
   polylimit_client_close(client);

@@ -54,8 +54,8 @@ TEST(FailurePolicy, EachPolicyWithPausedAndKilledServer) {
   pltest::RedisServer server;
   auto c = client_for(server);
   Limiter error = make(c, FailurePolicy::kError);
-  Limiter open = make(c, FailurePolicy::kFailOpen);
-  Limiter closed = make(c, FailurePolicy::kFailClosed);
+  Limiter open = make(c, FailurePolicy::kOpen);
+  Limiter closed = make(c, FailurePolicy::kClosed);
   Limiter local = make(c, FailurePolicy::kLocal);
   for (Limiter* l : {&error, &open, &closed, &local}) {
     Decision d = l->check("k");
@@ -99,14 +99,14 @@ TEST(FailurePolicy, EachPolicyWithPausedAndKilledServer) {
 
 TEST(FailurePolicy, ConfigErrorsAreNotOutages) {
   pltest::RedisServer server;
-  Limiter open = make(client_for(server), FailurePolicy::kFailOpen);
+  Limiter open = make(client_for(server), FailurePolicy::kOpen);
   server.command({"SET", open.storage_key("k"), "not a zset"});
   EXPECT_EQ(code_of([&] { open.check("k"); }), ErrorCode::kScript);  // not hidden by the policy
 }
 
 TEST(Breaker, OpensFailsFastAndClosesWhenServerIsBack) {
   pltest::RedisServer server;
-  Limiter l = make(client_for(server), FailurePolicy::kFailClosed, /*breaker=*/3, /*cooldown_ms=*/400);
+  Limiter l = make(client_for(server), FailurePolicy::kClosed, /*breaker=*/3, /*cooldown_ms=*/400);
   ASSERT_FALSE(l.check("k").degraded);
   server.pause();
   // Three timeouts open the breaker...

@@ -16,16 +16,18 @@ TEST(Metrics, CountsEverything) {
   polylimit_limiter* l = nullptr;
   ASSERT_EQ(polylimit_limiter_new_spec(client, "20/minute", &o, &l, nullptr), POLYLIMIT_OK);
   polylimit_decision d;
-  for (int i = 0; i < 25; ++i) ASSERT_EQ(polylimit_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);  // 20 admitted, 5 denied
+  for (int i = 0; i < 25; ++i) ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);  // 20 admitted, 5 denied
   server.command({"SCRIPT", "FLUSH"});
-  ASSERT_EQ(polylimit_check(l, "other", 5, 1, &d, nullptr), POLYLIMIT_OK);  // NOSCRIPT, reload
+  ASSERT_EQ(polylimit_limiter_check(l, "other", 5, 1, &d, nullptr), POLYLIMIT_OK);  // NOSCRIPT, reload
   const char* keys[] = {"b1", "b2"};
   size_t lens[] = {2, 2};
   polylimit_decision out[2];
   int st[2];
-  ASSERT_EQ(polylimit_check_many(l, reinterpret_cast<const void* const*>(keys), lens, 2, 1, out, st, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check_many(l, reinterpret_cast<const void* const*>(keys), lens, 2, 1, out, st, nullptr,
+                                         nullptr),
+            POLYLIMIT_OK);
   server.stop();
-  EXPECT_NE(polylimit_check(l, "x", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  EXPECT_NE(polylimit_limiter_check(l, "x", 1, 1, &d, nullptr), POLYLIMIT_OK);
 
   polylimit_stats s = POLYLIMIT_STATS_INIT;
   polylimit_error err;

@@ -80,10 +80,10 @@ TEST(RateSpec, CApi) {
   polylimit_error err;
   ASSERT_EQ(polylimit_limiter_new_spec(client, "2/s; 3/minute", nullptr, &l, &err), POLYLIMIT_OK) << err.message;
   polylimit_decision d;
-  ASSERT_EQ(polylimit_check_at(l, "k", 1, 2, 1700000000000000, &d, &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check_at(l, "k", 1, 2, 1700000000000000, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.limit, 2);
-  ASSERT_EQ(polylimit_check_at(l, "k", 1, 2, 1700000002000000, &d, &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check_at(l, "k", 1, 2, 1700000002000000, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 0);  // the per-minute limit has 1 left
   EXPECT_EQ(d.limit, 3);
   EXPECT_EQ(d.remaining, 1);
@@ -93,7 +93,7 @@ TEST(RateSpec, CApi) {
   o.algorithm = POLYLIMIT_ALG_GCRA;
   o.limit = -5;  // ignored
   ASSERT_EQ(polylimit_limiter_new_spec(client, "10/s burst 4", &o, &l, &err), POLYLIMIT_OK) << err.message;
-  ASSERT_EQ(polylimit_check(l, "k", 1, 4, &d, &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 4, &d, &err), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.limit, 4);
   polylimit_limiter_free(l);

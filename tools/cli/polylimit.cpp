@@ -151,7 +151,7 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
         x ^= x << 17;
         std::string key = "bench:" + std::to_string(x % static_cast<uint64_t>(a.keys));
         auto t0 = std::chrono::steady_clock::now();
-        int rc = polylimit_check(l, key.data(), key.size(), a.cost, &d, nullptr);
+        int rc = polylimit_limiter_check(l, key.data(), key.size(), a.cost, &d, nullptr);
         auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
         latencies[t].push_back(static_cast<uint32_t>(std::min<long long>(us.count(), UINT32_MAX)));
         if (rc != POLYLIMIT_OK)
@@ -216,17 +216,17 @@ int main(int argc, char** argv) {
   polylimit_decision d;
   if (a.command == "check" || a.command == "peek") {
     const std::string& key = a.rest[0];
-    int rc = a.command == "check" ? polylimit_check(l, key.data(), key.size(), a.cost, &d, &err)
-                                  : polylimit_peek(l, key.data(), key.size(), &d, &err);
+    int rc = a.command == "check" ? polylimit_limiter_check(l, key.data(), key.size(), a.cost, &d, &err)
+                                  : polylimit_limiter_peek(l, key.data(), key.size(), &d, &err);
     if (rc != POLYLIMIT_OK) die(a.command.c_str(), err);
     print(key, d);
     status = d.allowed ? 0 : 1;
   } else if (a.command == "reset") {
-    if (polylimit_reset(l, a.rest[0].data(), a.rest[0].size(), &err) != POLYLIMIT_OK) die("reset", err);
+    if (polylimit_limiter_reset(l, a.rest[0].data(), a.rest[0].size(), &err) != POLYLIMIT_OK) die("reset", err);
     std::printf("key=%s reset\n", a.rest[0].c_str());
   } else if (a.command == "stats") {
     for (const std::string& key : a.rest) {
-      if (polylimit_peek(l, key.data(), key.size(), &d, &err) != POLYLIMIT_OK) die("peek", err);
+      if (polylimit_limiter_peek(l, key.data(), key.size(), &d, &err) != POLYLIMIT_OK) die("peek", err);
       print(key, d);
     }
     char* text = nullptr;

@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
     wait_for_start();
     for (i = 0; i < attempts; i++) {
         polylimit_decision d;
-        if (polylimit_check(limiter, key, strlen(key), 1, &d, &err) != POLYLIMIT_OK) {
+        if (polylimit_limiter_check(limiter, key, strlen(key), 1, &d, &err) != POLYLIMIT_OK) {
             fprintf(stderr, "%s: %s\n", name, err.message);
             return 1;
         }

@@ -7,15 +7,11 @@
 #include <vector>
 
 #include "polylimit/decision.h"
+#include "polylimit/vocabulary.h"
 
 namespace polylimit {
 
-enum class Algorithm {
-  kSlidingLog,      // exact sliding-window log: one entry per admitted unit
-  kSlidingCounter,  // two fixed windows weighted by elapsed time: O(1), approximate
-  kFixedWindow,     // a counter per window-aligned interval: O(1), bursts at edges
-  kGcra,            // GCRA / token bucket: stored theoretical arrival time, O(1)
-};
+// enum class Algorithm is generated (polylimit/vocabulary.h, via errors.h).
 
 const char* algorithm_name(Algorithm algorithm) noexcept;
 
@@ -91,6 +87,9 @@ class Backend {
   // Round trips to the server (0 for in-process backends).
   virtual long round_trips() const { return 0; }
   virtual long noscript_reloads() const { return 0; }
+  // Releases connections (the client was closed); in-process backends keep
+  // nothing to release.
+  virtual void close() {}
 
   // One limit, one key: the shape of 1.0.
   Decision evaluate(Op op, const LimitParams& params, const std::string& key, int64_t cost, int64_t now_us);

@@ -1,6 +1,7 @@
 // client.h - polylimit::Client: one deployment (URL), its pool and script cache.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -12,14 +13,14 @@
 
 namespace polylimit {
 
-// Pool and transport knobs. Every field has a usable default.
+// Pool and transport knobs; defaults and bounds come from the vocabulary.
 struct PoolOptions {
-  int size = 8;                   // most connections open at once (>= 1)
-  int connect_timeout_ms = 1000;  // TCP / unix connect (>= 1)
-  int command_timeout_ms = 1000;  // send and reply of one command (>= 1)
-  int acquire_timeout_ms = 1000;  // wait for a free connection when all are busy (>= 0)
-  int keepalive_s = 15;           // TCP keepalive interval; 0: keepalive off
-  int idle_check_ms = 30000;      // PING a connection idle longer than this before reuse
+  int size = bounds::kPoolSize.def;                              // most connections open at once
+  int connect_timeout_ms = bounds::kConnectTimeoutMs.def;        // TCP / unix connect
+  int command_timeout_ms = bounds::kCommandTimeoutMs.def;        // send and reply of one command
+  int acquire_timeout_ms = bounds::kAcquireTimeoutMs.def;        // wait for a free connection when all are busy
+  int keepalive_s = bounds::kKeepaliveS.def;                     // TCP keepalive interval; 0: keepalive off
+  int idle_check_ms = bounds::kIdleCheckMs.def;                  // PING a connection idle longer than this before reuse
 };
 
 struct ClientOptions {
@@ -43,12 +44,21 @@ class Client {
   Stats stats() const;
   const Endpoint& endpoint() const { return endpoint_; }
 
+  // Closes the client for every limiter made from it: connections are
+  // released and later calls throw kClosed. Idempotent; calls in flight
+  // finish on the connections they hold.
+  void close();
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  // Throws kClosed when the client is closed.
+  void ensure_open() const;
+
  private:
   Client(Endpoint endpoint, std::unique_ptr<Backend> backend)
       : endpoint_(std::move(endpoint)), backend_(std::move(backend)), metrics_(std::make_unique<Metrics>()) {}
   Endpoint endpoint_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
+  std::atomic<bool> closed_{false};
 };
 
 }  // namespace polylimit

@@ -8,22 +8,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "polylimit/vocabulary.h"
+
 namespace polylimit {
 
-enum class ErrorCode {
-  kInternal,        // a bug or an impossible state; do not retry
-  kInvalidArgument, // the call is wrong; do not retry
-  kUnavailable,     // no connection could be made or it broke; retry later
-  kTimeout,         // the server did not answer in time; retry later
-  kAuth,            // AUTH failed; fix the credentials
-  kPermission,      // ACL NOPERM; fix the ACL
-  kScript,          // the Lua script failed inside Redis; a bug or a bad key type
-  kPoolExhausted,   // every pooled connection stayed busy; retry later
-  kNoMemory,        // OOM here or in Redis
-  kServer,          // an unexpected error reply from the server
-  kClosed,          // the handle was closed
-};
-
+// ErrorCode (each value is the C ABI's status), the status table and the
+// option bounds are generated from capi/vocabulary/vocabulary.json.
+const StatusInfo& status_info(ErrorCode code) noexcept;
+// The code's short text, e.g. "timed out".
 const char* error_code_name(ErrorCode code) noexcept;
 
 class Error : public std::runtime_error {
@@ -41,5 +33,16 @@ class Error : public std::runtime_error {
 [[noreturn]] inline void throw_invalid(const std::string& message) {
   throw Error(ErrorCode::kInvalidArgument, message);
 }
+
+// Throws kInvalidArgument "<name> = <value> is out of range <min>..<max>"
+// unless bound.min <= value <= bound.max: the one message for every bound, in
+// every language.
+void check_bound(const Bound& bound, long long value);
+
+// A retry later may succeed (timeouts, refused or broken connections).
+bool retryable(ErrorCode code) noexcept;
+// The server did not answer (as opposed to answering no): the failure policy
+// and the circuit breaker apply.
+bool is_outage(ErrorCode code) noexcept;
 
 }  // namespace polylimit

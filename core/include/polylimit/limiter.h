@@ -15,28 +15,17 @@
 
 namespace polylimit {
 
-// Bounds that keep every number exact in C++ and in Lua (doubles, < 2^53).
-constexpr int64_t kMaxLimit = 1000000;             // units per window
-constexpr int64_t kMaxWindowMs = 31622400000;      // 366 days
-constexpr int64_t kMaxTimestampUs = int64_t{1} << 52;  // ~year 2112
-constexpr size_t kMaxPrefixLength = 256;
-constexpr size_t kMaxKeyLength = 64 * 1024 * 1024;  // bytes; Redis allows 512 MiB
-constexpr size_t kMaxLimitsPerLimiter = 16;
-constexpr size_t kMaxBatch = 100000;  // keys in one check_many
+// Bounds that keep every number exact in C++ and in Lua (doubles, < 2^53),
+// from the generated vocabulary (bounds::k*).
+constexpr int64_t kMaxLimit = bounds::kLimit.max;         // units per window
+constexpr int64_t kMaxWindowMs = bounds::kWindowMs.max;   // 366 days
+constexpr int64_t kMaxTimestampUs = bounds::kNowUs.max;   // 2^52, ~year 2112
+constexpr size_t kMaxPrefixLength = bounds::kPrefixLen.max;
+constexpr size_t kMaxKeyLength = bounds::kKeyLen.max;     // bytes; Redis allows 512 MiB
+constexpr size_t kMaxLimitsPerLimiter = bounds::kLimits.max;
+constexpr size_t kMaxBatch = bounds::kBatch.max;          // keys in one check_many
 
-enum class ClockSource {
-  kServer,  // Redis TIME inside the script (the memory backend's clock for memory://)
-  kClient,  // this process's realtime clock
-};
-
-// What a check answers when the backend cannot (timeout, refused, broken
-// connection, pool exhausted, circuit breaker open).
-enum class FailurePolicy {
-  kError,       // throw the error (the default)
-  kFailOpen,    // admit, Decision::degraded
-  kFailClosed,  // deny, Decision::degraded, retry_after = the breaker cool-down (or 1 s)
-  kLocal,       // decide with an in-process limiter (same algorithm and limits), degraded
-};
+// ClockSource and FailurePolicy are generated (polylimit/vocabulary.h).
 
 struct LimiterOptions {
   LimitParams limit;                // the limit, when `limits` is empty
@@ -54,7 +43,7 @@ struct LimiterOptions {
   // apply failure_policy) for breaker_cooldown_ms, then let one probe
   // through. 0: no breaker.
   int breaker_failures = 0;
-  int breaker_cooldown_ms = 1000;
+  int breaker_cooldown_ms = bounds::kBreakerCooldownMs.def;
   // Shadow (dry-run) mode: decide, consume and count as usual, but always
   // admit; a would-be denial is admitted with Decision::shadowed set.
   bool shadow = false;
@@ -62,6 +51,9 @@ struct LimiterOptions {
   // once the limit would admit it again). 0: off.
   int64_t block_ms = 0;
 };
+
+// Throws Error(kInvalidArgument) unless n keys fit in one batch.
+void check_batch_size(size_t n);
 
 // Throws Error(kInvalidArgument) naming the bad part of one limit.
 void validate(const LimitParams& limit);

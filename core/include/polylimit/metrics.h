@@ -7,11 +7,12 @@
 #include <string>
 
 #include "polylimit/decision.h"
+#include "polylimit/vocabulary.h"
 
 namespace polylimit {
 
 // Upper bounds (microseconds) of the latency buckets; the last bucket is +Inf.
-constexpr size_t kLatencyBuckets = 16;
+constexpr size_t kLatencyBuckets = kLatencyBucketCount;  // from the vocabulary
 constexpr std::array<uint64_t, kLatencyBuckets - 1> kLatencyBoundsUs = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000};
 
