@@ -2,6 +2,7 @@ package polylimit_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	polylimit "github.com/polylimit/polylimit/bindings/go"
@@ -39,8 +40,13 @@ var _ interface {
 var _ = polylimit.Open
 var _ = []polylimit.Algorithm{polylimit.SlidingLog, polylimit.SlidingCounter, polylimit.FixedWindow, polylimit.GCRA}
 var _ = []polylimit.FailurePolicy{polylimit.FailError, polylimit.FailOpen, polylimit.FailClosed, polylimit.FailLocal}
+var _ = []polylimit.Clock{polylimit.ClockServer, polylimit.ClockClient}
+var _ = []fmt.Stringer{polylimit.GCRA, polylimit.ClockClient, polylimit.FailOpen, polylimit.ErrTimeout}
+var _ func(string) (polylimit.Algorithm, error) = polylimit.ParseAlgorithm
+var _ = []int64{polylimit.MinPoolSize, polylimit.MaxPoolSize, polylimit.DefaultPoolSize, polylimit.MaxWindowMs, polylimit.MaxBatch}
 var _ = []polylimit.LimiterOption{
-	polylimit.WithPrefix("p"), polylimit.WithClientClock(), polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(2),
+	polylimit.WithPrefix("p"), polylimit.WithClientClock(), polylimit.WithClock(polylimit.ClockServer),
+	polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(2),
 	polylimit.WithDenyCache(10), polylimit.WithFailurePolicy(polylimit.FailOpen),
 	polylimit.WithCircuitBreaker(3, time.Second), polylimit.WithShadow(), polylimit.WithBlock(time.Second),
 }

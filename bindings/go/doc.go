@@ -60,8 +60,17 @@
 // connect and acquire timeouts bound how long such a call lives.
 //
 // Client and Limiter are safe for concurrent use. Close them explicitly;
-// finalizers are only a safety net. No Go pointer is ever kept by C: keys
-// are copied into C memory, or lent for the duration of one direct call;
-// AllowMany builds its key array, key bytes, decisions and statuses in C
-// memory.
+// finalizers are only a safety net. Closing a Client closes every Limiter
+// made from it (their calls then return ErrClosed, "the client is closed"),
+// as in every language polylimit binds; Limiter.Close frees a limiter's
+// handle, before or after Client.Close.
+//
+// The options convert Go types to the C ABI's and nothing more: the library
+// checks every range, with the same message in every language ("pool_size =
+// 5000 is out of range 1..4096"); the bounds are the Min*, Max* and Default*
+// constants. Durations are rounded up to whole milliseconds.
+//
+// No Go pointer is ever kept by C: keys are copied into C memory, or lent for
+// the duration of one direct call; AllowMany builds its key array, key bytes,
+// decisions, statuses and per-key errors in C memory.
 package polylimit

@@ -14,39 +14,16 @@ import (
 //	if errors.Is(err, polylimit.ErrTimeout) { retry later }
 type ErrCode int
 
-// The codes, with the same values as POLYLIMIT_E* in polylimit.h. A code the binding
-// does not know (from a newer library) matches ErrInternal, as the C ABI asks.
-const (
-	ErrInternal        ErrCode = -1  // POLYLIMIT_ERROR: internal error; not retryable
-	ErrInvalidArgument ErrCode = -2  // POLYLIMIT_EINVALID: bad argument; fix the call
-	ErrUnavailable     ErrCode = -3  // POLYLIMIT_EUNAVAILABLE: cannot connect or connection broke; retry later
-	ErrTimeout         ErrCode = -4  // POLYLIMIT_ETIMEOUT: the server did not answer in time; retry later
-	ErrAuth            ErrCode = -5  // POLYLIMIT_EAUTH: authentication failed
-	ErrPermission      ErrCode = -6  // POLYLIMIT_EPERM: ACL denied a command or key
-	ErrScript          ErrCode = -7  // POLYLIMIT_ESCRIPT: the Lua script failed inside Redis
-	ErrPoolExhausted   ErrCode = -8  // POLYLIMIT_EPOOL: no pooled connection became free in time; retry later
-	ErrNoMemory        ErrCode = -9  // POLYLIMIT_ENOMEM: out of memory, here or in Redis
-	ErrServer          ErrCode = -10 // POLYLIMIT_ESERVER: unexpected error or reply from the server
-	ErrClosed          ErrCode = -11 // POLYLIMIT_ECLOSED: the client or limiter was closed
-)
+//go:generate python3 ../../capi/vocabulary/generate.py go
 
-var codeInfo = map[ErrCode]struct{ name, text string }{
-	ErrInternal:        {"POLYLIMIT_ERROR", "internal error"},
-	ErrInvalidArgument: {"POLYLIMIT_EINVALID", "invalid argument"},
-	ErrUnavailable:     {"POLYLIMIT_EUNAVAILABLE", "server unavailable"},
-	ErrTimeout:         {"POLYLIMIT_ETIMEOUT", "timed out"},
-	ErrAuth:            {"POLYLIMIT_EAUTH", "authentication failed"},
-	ErrPermission:      {"POLYLIMIT_EPERM", "permission denied"},
-	ErrScript:          {"POLYLIMIT_ESCRIPT", "script error"},
-	ErrPoolExhausted:   {"POLYLIMIT_EPOOL", "connection pool exhausted"},
-	ErrNoMemory:        {"POLYLIMIT_ENOMEM", "out of memory"},
-	ErrServer:          {"POLYLIMIT_ESERVER", "unexpected server reply"},
-	ErrClosed:          {"POLYLIMIT_ECLOSED", "closed"},
-}
+// The codes themselves (ErrInternal, ErrInvalidArgument, ... ErrClosed), their
+// names and texts are generated from capi/vocabulary/vocabulary.json into
+// vocabulary_gen.go, with the same values as POLYLIMIT_E* in polylimit.h.
 
-// known folds codes this binding does not know into ErrInternal.
+// known folds codes this binding does not know into ErrInternal, as the C ABI
+// asks.
 func (c ErrCode) known() ErrCode {
-	if _, ok := codeInfo[c]; ok {
+	if _, ok := codeInfos[c]; ok {
 		return c
 	}
 	return ErrInternal
@@ -54,7 +31,7 @@ func (c ErrCode) known() ErrCode {
 
 // String returns the C constant name, e.g. "POLYLIMIT_ETIMEOUT".
 func (c ErrCode) String() string {
-	if info, ok := codeInfo[c]; ok {
+	if info, ok := codeInfos[c]; ok {
 		return info.name
 	}
 	return fmt.Sprintf("POLYLIMIT_UNKNOWN(%d)", int(c))
@@ -62,28 +39,14 @@ func (c ErrCode) String() string {
 
 // Error describes the code in words.
 func (c ErrCode) Error() string {
-	if info, ok := codeInfo[c]; ok {
+	if info, ok := codeInfos[c]; ok {
 		return "polylimit: " + info.text
 	}
 	return fmt.Sprintf("polylimit: unknown error code %d", int(c))
 }
 
-// describe is the code's text without the "polylimit: " prefix.
-func (c ErrCode) describe() string {
-	if info, ok := codeInfo[c]; ok {
-		return info.text
-	}
-	return fmt.Sprintf("unknown error code %d", int(c))
-}
-
 // Temporary reports whether retrying later may succeed.
-func (c ErrCode) Temporary() bool {
-	switch c {
-	case ErrUnavailable, ErrTimeout, ErrPoolExhausted:
-		return true
-	}
-	return false
-}
+func (c ErrCode) Temporary() bool { return codeInfos[c].retryable }
 
 // Error is what every failing call of this package returns (apart from
 // context errors): the status code, the errno of the failing system call (0

@@ -28,7 +28,7 @@ func TestAlgorithms(t *testing.T) {
 	c := open(t, shared.URL)
 	for _, alg := range algorithms {
 		alg := alg
-		t.Run(string(alg), func(t *testing.T) {
+		t.Run(alg.String(), func(t *testing.T) {
 			l := limiter(t, c, "3/s", polylimit.WithAlgorithm(alg))
 			steps := []struct {
 				ms   int
@@ -85,7 +85,11 @@ func TestGCRABurst(t *testing.T) {
 		t.Fatalf("a second later: %+v, %v", r, err)
 	}
 
-	s := limiter(t, c, "10/s burst 20", polylimit.WithAlgorithm("gcra"))
+	gcra, err := polylimit.ParseAlgorithm("gcra")
+	if err != nil || gcra != polylimit.GCRA {
+		t.Fatalf("ParseAlgorithm(gcra) = %v, %v", gcra, err)
+	}
+	s := limiter(t, c, "10/s burst 20", polylimit.WithAlgorithm(gcra))
 	for i := 0; i < 21; i++ {
 		r, err := s.AllowAt(ctx, "k", 1, at(0))
 		if err != nil || r.Allowed != (i < 20) || r.Limit != 20 {
@@ -96,9 +100,19 @@ func TestGCRABurst(t *testing.T) {
 	_, err = c.Limiter("10/s", polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(20))
 	wantCode(t, "WithBurst on a spec", err, polylimit.ErrInvalidArgument)
 	_, err = c.LimiterFor(10, time.Second, polylimit.WithBurst(20))
-	wantCode(t, "burst with sliding_log", err, polylimit.ErrInvalidArgument)
-	_, err = c.LimiterFor(10, time.Second, polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(0))
-	wantCode(t, "burst 0", err, polylimit.ErrInvalidArgument)
+	wantError(t, "burst with sliding_log", err, polylimit.ErrInvalidArgument, "burst = 20 is only for the gcra algorithm")
+	_, err = c.LimiterFor(10, time.Second, polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(-1))
+	wantError(t, "burst -1", err, polylimit.ErrInvalidArgument, "burst = -1 is out of range 0..1000000")
+	// Burst 0 is the library's default: the limit.
+	z, err := c.LimiterFor(3, time.Second, polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(0),
+		polylimit.WithPrefix(fmt.Sprintf("go-%d-burst0", runID.Add(1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	if r, err := z.AllowAt(ctx, "k", 1, at(0)); err != nil || r.Limit != 3 {
+		t.Fatalf("burst 0: %+v, %v", r, err)
+	}
 }
 
 func TestMultiLimitSpec(t *testing.T) {
@@ -238,10 +252,22 @@ func TestDenyCache(t *testing.T) {
 	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
 		t.Fatalf("after Reset: %+v, %v", r, err)
 	}
-	_, err := c.Limiter("1/s", polylimit.WithDenyCache(0))
-	wantCode(t, "deny cache 0", err, polylimit.ErrInvalidArgument)
-	_, err = c.Limiter("1/s", polylimit.WithDenyCache(20000000))
-	wantCode(t, "deny cache too large", err, polylimit.ErrInvalidArgument)
+	// The bound is the library's, with the message every language shows.
+	_, err := c.Limiter("1/s", polylimit.WithDenyCache(20000000))
+	wantError(t, "deny cache too large", err, polylimit.ErrInvalidArgument,
+		"deny_cache_size = 20000000 is out of range 0..10000000")
+	_, err = c.Limiter("1/s", polylimit.WithDenyCache(-1))
+	wantError(t, "deny cache -1", err, polylimit.ErrInvalidArgument, "deny_cache_size = -1 is out of range 0..10000000")
+	_, err = c.Limiter("1/s", polylimit.WithDenyCache(math.MaxInt64)) // clamped to a C int the library refuses
+	wantError(t, "deny cache beyond int32", err, polylimit.ErrInvalidArgument,
+		"deny_cache_size = 2147483647 is out of range 0..10000000")
+	// 0 is off: Redis answers every check.
+	off := limiter(t, c, "1/minute", polylimit.WithDenyCache(0))
+	for i, want := range []bool{true, false, false} {
+		if r, err := off.Allow(ctx, "k"); err != nil || r.Allowed != want || r.Cached {
+			t.Fatalf("deny cache off, call %d: %+v, %v", i, r, err)
+		}
+	}
 }
 
 func TestFailurePolicies(t *testing.T) {
@@ -310,11 +336,19 @@ func TestFailurePolicies(t *testing.T) {
 	}
 
 	_, err = c.Limiter("1/s", polylimit.WithFailurePolicy(polylimit.FailurePolicy(9)))
-	wantCode(t, "unknown policy", err, polylimit.ErrInvalidArgument)
-	_, err = c.Limiter("1/s", polylimit.WithCircuitBreaker(0, time.Second))
-	wantCode(t, "breaker 0", err, polylimit.ErrInvalidArgument)
-	if polylimit.FailLocal.String() != "FailLocal" {
-		t.Fatal(polylimit.FailLocal.String())
+	wantError(t, "unknown policy", err, polylimit.ErrInvalidArgument, "failure_policy = 9 is unknown (0..3)")
+	_, err = c.Limiter("1/s", polylimit.WithCircuitBreaker(-1, time.Second))
+	wantError(t, "breaker -1", err, polylimit.ErrInvalidArgument, "breaker_failures = -1 is out of range 0..1000000")
+	_, err = c.Limiter("1/s", polylimit.WithCircuitBreaker(3, 2*time.Hour))
+	wantError(t, "breaker cool-down 2h", err, polylimit.ErrInvalidArgument,
+		"breaker_cooldown_ms = 7200000 is out of range 1..3600000")
+	if l, err := c.Limiter("1/s", polylimit.WithCircuitBreaker(0, 0)); err != nil { // 0: no breaker, default cool-down
+		t.Fatalf("breaker 0: %v", err)
+	} else {
+		l.Close()
+	}
+	if polylimit.FailLocal.String() != "local" || polylimit.FailurePolicy(9).String() != "FailurePolicy(9)" {
+		t.Fatal(polylimit.FailLocal.String(), polylimit.FailurePolicy(9).String())
 	}
 }
 
@@ -350,8 +384,40 @@ func TestBlock(t *testing.T) {
 			t.Fatalf("blocked, RetryAfter %v, want about 3s", r.RetryAfter)
 		}
 	}
-	_, err := open(t, shared.URL).Limiter("1/s", polylimit.WithBlock(1500*time.Microsecond))
-	wantCode(t, "block 1.5ms", err, polylimit.ErrInvalidArgument)
+	_, err := open(t, shared.URL).Limiter("1/s", polylimit.WithBlock(-time.Second))
+	wantError(t, "block -1s", err, polylimit.ErrInvalidArgument, "block_ms = -1000 is out of range 0..31622400000")
+}
+
+// A duration converts to whole milliseconds rounded up, as in Python and
+// Java: a block of 1.2ms is 2ms (truncating made it 1ms). The denial that
+// starts the block reports it: RetryAfter is the block (the 1ms window alone
+// would say 1ms).
+func TestDurationsRoundUp(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	us := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Microsecond) }
+	for _, tc := range []struct {
+		block, retryAfter time.Duration
+	}{
+		{1200 * time.Microsecond, 2 * time.Millisecond},
+		{1800 * time.Microsecond, 2 * time.Millisecond},
+		{2001 * time.Microsecond, 3 * time.Millisecond},
+		{2 * time.Millisecond, 2 * time.Millisecond},
+	} {
+		l, err := c.LimiterFor(1, time.Millisecond, polylimit.WithBlock(tc.block),
+			polylimit.WithPrefix(fmt.Sprintf("go-%d-round", runID.Add(1))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if r, err := l.AllowAt(ctx, "k", 1, us(0)); err != nil || !r.Allowed {
+			t.Fatalf("block %v, first: %+v, %v", tc.block, r, err)
+		}
+		r, err := l.AllowAt(ctx, "k", 1, us(0))
+		if err != nil || r.Allowed || r.RetryAfter != tc.retryAfter {
+			t.Fatalf("block %v, denied: %+v, %v; want RetryAfter %v", tc.block, r, err, tc.retryAfter)
+		}
+	}
 }
 
 func TestAllowAtMost(t *testing.T) {
@@ -453,7 +519,7 @@ func TestRefund(t *testing.T) {
 			}
 		}
 		_, err = l.Refund(ctx, "k", 0)
-		wantCode(t, string(alg)+" Refund 0", err, polylimit.ErrInvalidArgument)
+		wantCode(t, alg.String()+" Refund 0", err, polylimit.ErrInvalidArgument)
 	}
 }
 

@@ -11,7 +11,6 @@ import "C"
 
 import (
 	"context"
-	"fmt"
 	"time"
 	"unsafe"
 )
@@ -26,14 +25,14 @@ func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int) (Result, e
 // AllowWithLimit admits n units for key under limit units per window given
 // for this call only (limits that change at run time), with the limiter's
 // algorithm (GCRA: burst = limit). It replaces all of the limiter's limits
-// for the call and does not use the deny cache. The window is a whole number
-// of milliseconds.
+// for the call and does not use the deny cache. The window must be a whole
+// number of milliseconds.
 func (l *Limiter) AllowWithLimit(ctx context.Context, key string, n, limit int, window time.Duration) (Result, error) {
-	if window%time.Millisecond != 0 {
-		return Result{}, newError(ErrInvalidArgument, "window %v is not a whole number of milliseconds", window)
+	windowMS, err := exactMillis("window", window)
+	if err != nil {
+		return Result{}, err
 	}
-	return l.do(ctx, &call{op: opCheckLimit, cost: int64(n), limit: int64(limit), window: int64(window / time.Millisecond)},
-		key, nil, false)
+	return l.do(ctx, &call{op: opCheckLimit, cost: int64(n), limit: int64(limit), window: windowMS}, key, nil, false)
 }
 
 // Refund gives back up to n units taken earlier (say, the operation they paid
@@ -43,12 +42,10 @@ func (l *Limiter) Refund(ctx context.Context, key string, n int) (Result, error)
 	return l.do(ctx, &call{op: opRefund, cost: int64(n)}, key, nil, false)
 }
 
-// acquireSlice bounds one library call of Acquire when ctx has no deadline,
-// so that a canceled ctx leaves no long call behind.
+// acquireSlice bounds one library call of Acquire, so that neither a
+// canceled ctx nor Close (which waits for calls in flight) is held up by a
+// long wait inside C: a longer wait sleeps in Go, between library calls.
 const acquireSlice = time.Second
-
-// maxAcquireTimeout is the most polylimit_acquire accepts: POLYLIMIT_MAX_WINDOW_MS.
-const maxAcquireTimeout = time.Duration(C.POLYLIMIT_MAX_WINDOW_MS) * time.Millisecond
 
 // Acquire waits until n units for key are admitted, sleeping the retry-after
 // between tries. The context's deadline bounds the wait: when admission would
@@ -63,22 +60,25 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int) (Result, error
 		}
 		timeout := acquireSlice
 		dl, hasDeadline := ctx.Deadline()
+		last := false // the library's answer is final: the deadline is within this slice
 		if hasDeadline {
-			if timeout = time.Until(dl); timeout < 0 {
-				timeout = 0
-			}
-			// No wait is longer than the longest window or block, so a
-			// farther deadline changes nothing (and the library rejects it).
-			if timeout > maxAcquireTimeout {
-				timeout = maxAcquireTimeout
+			if left := time.Until(dl); left <= acquireSlice {
+				timeout, last = left, true
+				if timeout < 0 {
+					timeout = 0
+				}
 			}
 		}
-		r, err := l.do(ctx, &call{op: opAcquire, cost: int64(n), window: int64(timeout / time.Millisecond)}, key, nil, false)
-		if err != nil || r.Allowed || hasDeadline || r.Degraded {
+		r, err := l.do(ctx, &call{op: opAcquire, cost: int64(n), window: millis(timeout)}, key, nil, false)
+		if err != nil || r.Allowed || r.Degraded || last {
 			return r, err
 		}
-		// No deadline: admission is further off than one slice. Sleep until
-		// just before it, then let the library take over again.
+		// Admission is further off than one slice. Past the deadline: denied
+		// now. Otherwise sleep until just before it, then let the library
+		// take over again.
+		if hasDeadline && r.RetryAfter > time.Until(dl) {
+			return r, nil
+		}
 		wait := r.RetryAfter - acquireSlice/2
 		if wait <= 0 {
 			continue
@@ -93,9 +93,10 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int) (Result, error
 	}
 }
 
-// manyCall is one polylimit_check_many call. Everything C reads or writes is in C
-// memory (keys, their pointer and length arrays, decisions, statuses), so no
-// Go pointer is passed inside C memory and the call may outlive its caller.
+// manyCall is one polylimit_limiter_check_many call. Everything C reads or
+// writes is in C memory (keys, their pointer and length arrays, decisions,
+// statuses, per-key errors), so no Go pointer is passed inside C memory and
+// the call may outlive its caller.
 type manyCall struct {
 	n        int
 	cost     int64
@@ -104,12 +105,13 @@ type manyCall struct {
 	buf      unsafe.Pointer
 	out      *C.polylimit_decision
 	statuses *C.int
+	keyErrs  *C.polylimit_error // n per-key errors: code and message
 	closed   bool
 	st       C.int
 	cerr     C.polylimit_error
 }
 
-// untouched marks a status polylimit_check_many did not write (no POLYLIMIT_* code is positive).
+// untouched marks a status polylimit_limiter_check_many did not write (no POLYLIMIT_* code is positive).
 const untouched = 1
 
 func newManyCall(keys []string, cost int64) *manyCall {
@@ -124,7 +126,8 @@ func newManyCall(keys []string, cost int64) *manyCall {
 	m.lens = (*C.size_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.size_t(0)))))
 	m.out = (*C.polylimit_decision)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.polylimit_decision{}))))
 	m.statuses = (*C.int)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.int(0)))))
-	if m.buf == nil || m.keys == nil || m.lens == nil || m.out == nil || m.statuses == nil {
+	m.keyErrs = (*C.polylimit_error)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.polylimit_error{}))))
+	if m.buf == nil || m.keys == nil || m.lens == nil || m.out == nil || m.statuses == nil || m.keyErrs == nil {
 		m.free()
 		panic("polylimit: out of C memory")
 	}
@@ -149,54 +152,57 @@ func (m *manyCall) free() {
 	C.free(unsafe.Pointer(m.lens))
 	C.free(unsafe.Pointer(m.out))
 	C.free(unsafe.Pointer(m.statuses))
+	C.free(unsafe.Pointer(m.keyErrs))
 }
 
 func (l *Limiter) invokeMany(m *manyCall) {
+	l.client.mu.RLock()
+	defer l.client.mu.RUnlock()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.h == nil {
 		m.closed = true
 		return
 	}
-	m.st = C.polylimit_check_many(l.h, m.keys, m.lens, C.size_t(m.n), C.int64_t(m.cost), m.out, m.statuses, &m.cerr)
+	m.st = C.polylimit_limiter_check_many(l.h, m.keys, m.lens, C.size_t(m.n), C.int64_t(m.cost), m.out, m.statuses,
+		m.keyErrs, &m.cerr)
 }
 
-// results turns a finished call into AllowMany's answer (before m is freed).
+// results turns a finished call into AllowMany's answer (before m is freed):
+// each key's own status and message, as the library reported them.
 func (m *manyCall) results() ([]Result, []error) {
 	results := make([]Result, m.n)
 	if m.closed {
-		return results, sameError(m.n, newError(ErrClosed, "limiter is closed"))
+		return results, sameError(m.n, errLimiterClosed())
 	}
 	sts := unsafe.Slice(m.statuses, m.n)
 	decs := unsafe.Slice(m.out, m.n)
+	kerrs := unsafe.Slice(m.keyErrs, m.n)
 	var errs []error
-	first := true
+	var whole error // the call's own error, for keys it did not reach
 	for i := range results {
-		switch st := sts[i]; {
-		case st == C.POLYLIMIT_OK:
+		st := sts[i]
+		if st == C.POLYLIMIT_OK {
 			results[i] = decision(&decs[i])
-		case st == untouched:
-			// The call failed as a whole (bad arguments), before any key.
-			if errs == nil {
-				errs = make([]error, m.n)
-			}
-			if m.st != C.POLYLIMIT_OK {
-				errs[i] = cError(m.st, &m.cerr)
-			} else {
-				errs[i] = newError(ErrInternal, "keys[%d]: no status", i)
-			}
-		default:
-			if errs == nil {
-				errs = make([]error, m.n)
-			}
-			if first && st == m.st {
-				// err names the first key that failed.
-				errs[i] = cError(st, &m.cerr)
-			} else {
-				errs[i] = &Error{Code: ErrCode(st), Msg: fmt.Sprintf("keys[%d]: %s", i, ErrCode(st).describe())}
-			}
-			first = false
+			continue
 		}
+		if errs == nil {
+			errs = make([]error, m.n)
+		}
+		if st != untouched {
+			errs[i] = cError(st, &kerrs[i])
+			continue
+		}
+		// The library refused the call as a whole before looking at any
+		// key (e.g. more keys than MaxBatch): every key gets its error.
+		if whole == nil {
+			if m.st != C.POLYLIMIT_OK {
+				whole = cError(m.st, &m.cerr)
+			} else {
+				whole = newError(ErrInternal, "polylimit_limiter_check_many left a status unset")
+			}
+		}
+		errs[i] = whole
 	}
 	return results, errs
 }
@@ -212,7 +218,10 @@ func sameError(n int, err error) []error {
 // AllowMany admits n units for each key, independently (all or nothing per
 // key, not across keys), pipelined: one round trip to Redis for the whole
 // batch. results[i] and errs[i] belong to keys[i]; errs is nil when every key
-// was decided. If ctx ends first, every key gets the *ContextError (the batch
+// was decided. errs[i] is the library's error for that key, with its own
+// code and message (e.g. an empty key among good ones fails alone, with
+// ErrInvalidArgument); an error of the whole call (a bad cost, a closed
+// client) is every key's. If ctx ends first, every key gets the *ContextError (the batch
 // still runs to completion in the background).
 func (l *Limiter) AllowMany(ctx context.Context, keys []string, n int) ([]Result, []error) {
 	if err := ctx.Err(); err != nil {

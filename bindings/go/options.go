@@ -7,105 +7,113 @@ import (
 	"time"
 )
 
+// The options only convert Go types to the C ABI's: every range is checked
+// once, by the library, whose error (ErrInvalidArgument, "<name> = <value> is
+// out of range <min>..<max>") is the same in every language. The bounds are
+// the Min*/Max* constants of vocabulary_gen.go. A client option left at 0
+// takes the library's default (Default*).
+
 // clientConfig mirrors polylimit_client_options; 0 means the library's default.
 type clientConfig struct {
-	poolSize         int
-	connectTimeout   time.Duration
-	commandTimeout   time.Duration
-	acquireTimeout   time.Duration
-	keepalive        time.Duration
+	poolSize         int32
+	connectTimeout   int32 // ms
+	commandTimeout   int32 // ms
+	acquireTimeout   int32 // ms
+	keepalive        int32 // s
 	disableKeepalive bool
-	idleCheck        time.Duration
-	err              *Error // first bad option, reported by Open
+	idleCheck        int32 // ms
 }
 
 // Option configures Open.
 type Option func(*clientConfig)
 
-func (c *clientConfig) fail(format string, args ...interface{}) {
-	if c.err == nil {
-		c.err = newError(ErrInvalidArgument, format, args...)
-	}
-}
-
-// WithPoolSize bounds the connections open at once (default 8).
+// WithPoolSize bounds the connections open at once (MinPoolSize..MaxPoolSize;
+// 0: DefaultPoolSize, 8).
 func WithPoolSize(n int) Option {
-	return func(c *clientConfig) {
-		if n <= 0 || n > math.MaxInt32 {
-			c.fail("pool size %d is out of range (1..%d)", n, math.MaxInt32)
-			return
-		}
-		c.poolSize = n
-	}
+	return func(c *clientConfig) { c.poolSize = cInt(int64(n)) }
 }
 
 // WithConnectTimeout bounds a TCP or unix-socket connect (default 1 s).
+// Durations are whole milliseconds, rounded up; 0 selects the default.
 func WithConnectTimeout(d time.Duration) Option {
-	return func(c *clientConfig) { c.connectTimeout = c.positive("connect timeout", d) }
+	return func(c *clientConfig) { c.connectTimeout = cInt(millis(d)) }
 }
 
 // WithCommandTimeout bounds the send plus reply of one command (default 1 s).
+// Rounded up to whole milliseconds; 0 selects the default.
 func WithCommandTimeout(d time.Duration) Option {
-	return func(c *clientConfig) { c.commandTimeout = c.positive("command timeout", d) }
+	return func(c *clientConfig) { c.commandTimeout = cInt(millis(d)) }
 }
 
-// WithAcquireTimeout bounds the wait for a free pooled connection (default 1 s).
+// WithAcquireTimeout bounds the wait for a free pooled connection (default
+// 1 s). Rounded up to whole milliseconds; 0 selects the default.
 func WithAcquireTimeout(d time.Duration) Option {
-	return func(c *clientConfig) { c.acquireTimeout = c.positive("acquire timeout", d) }
+	return func(c *clientConfig) { c.acquireTimeout = cInt(millis(d)) }
 }
 
-// WithKeepAlive sets the TCP keepalive interval (default 15 s); whole seconds.
+// WithKeepAlive sets the TCP keepalive interval (default 15 s), in whole
+// seconds rounded up; 0 selects the default. WithoutKeepAlive turns it off.
 func WithKeepAlive(d time.Duration) Option {
-	return func(c *clientConfig) {
-		if d < time.Second || d > math.MaxInt32*time.Second {
-			c.fail("keepalive %v is out of range (at least 1s)", d)
-			return
-		}
-		c.keepalive = d
-	}
+	return func(c *clientConfig) { c.keepalive = cInt(ceilDiv(d, time.Second)) }
 }
 
 // WithoutKeepAlive turns TCP keepalive off.
 func WithoutKeepAlive() Option { return func(c *clientConfig) { c.disableKeepalive = true } }
 
 // WithIdleCheck PINGs a connection idle longer than d before reusing it
-// (default 30 s).
+// (default 30 s). Rounded up to whole milliseconds; 0 selects the default.
 func WithIdleCheck(d time.Duration) Option {
-	return func(c *clientConfig) { c.idleCheck = c.positive("idle check", d) }
+	return func(c *clientConfig) { c.idleCheck = cInt(millis(d)) }
 }
 
-// positive checks a duration that goes to C as milliseconds in an int. A
-// positive duration below 1 ms becomes 1 ms, since 0 would mean "default".
-func (c *clientConfig) positive(what string, d time.Duration) time.Duration {
-	if d <= 0 || d/time.Millisecond > math.MaxInt32 {
-		c.fail("%s %v is out of range (1ms..%dms)", what, d, math.MaxInt32)
-		return 0
+// millis converts a duration to whole milliseconds, rounded up (as the
+// Python and Java bindings do): a positive duration below 1 ms is 1 ms, never
+// 0 (which the C ABI reads as "default"). A negative duration is rounded
+// away from zero, so it stays negative and the library rejects it.
+func millis(d time.Duration) int64 { return ceilDiv(d, time.Millisecond) }
+
+// ceilDiv divides d by unit, rounding away from zero.
+func ceilDiv(d, unit time.Duration) int64 {
+	q, r := d/unit, d%unit
+	switch {
+	case r > 0:
+		q++
+	case r < 0:
+		q--
 	}
-	return d
+	return int64(q)
 }
 
-func millis(d time.Duration) int {
-	ms := int(d / time.Millisecond)
-	if d > 0 && ms == 0 {
-		ms = 1
+// cInt converts to a C int field. A value beyond the int32 range is clamped
+// to math.MaxInt32 / math.MinInt32 rather than wrapped: every bound of an int
+// field is far inside the int32 range (a test checks it), so the library
+// still rejects the clamped value with its own message ("pool_size =
+// 2147483647 is out of range 1..4096"); only the value it quotes differs from
+// the caller's. Wrapping instead could turn a huge value into a valid one.
+func cInt(v int64) int32 {
+	switch {
+	case v > math.MaxInt32:
+		return math.MaxInt32
+	case v < math.MinInt32:
+		return math.MinInt32
 	}
-	return ms
+	return int32(v)
 }
 
 // limiterConfig mirrors polylimit_limiter_options.
 type limiterConfig struct {
 	prefix          string
 	prefixSet       bool
-	clientClock     bool
-	algorithm       Algorithm
+	clock           int32
+	algorithm       int32
 	burst           int64
 	burstSet        bool
-	denyCache       int
-	failurePolicy   FailurePolicy
-	breakerFailures int
-	breakerCooldown time.Duration
+	denyCache       int32
+	failurePolicy   int32
+	breakerFailures int32
+	breakerCooldown int32 // ms
 	shadow          bool
-	block           time.Duration
+	block           int64 // ms
 	err             *Error
 }
 
@@ -118,9 +126,11 @@ func (c *limiterConfig) fail(format string, args ...interface{}) {
 // LimiterOption configures Client.Limiter and Client.LimiterFor.
 type LimiterOption func(*limiterConfig)
 
-// WithPrefix sets the Redis key prefix (default "pl"). Limiters that share a
-// prefix and a key share the count, whatever the process or language (with
-// the same algorithm: each algorithm keeps its own kind of state).
+// WithPrefix sets the Redis key prefix (default "pl"; 1..MaxPrefixLen bytes).
+// Limiters that share a prefix and a key share the count, whatever the
+// process or language (with the same algorithm: each algorithm keeps its own
+// kind of state). A prefix goes to C as a NUL-terminated string, so it cannot
+// contain a NUL byte.
 func WithPrefix(prefix string) LimiterOption {
 	return func(c *limiterConfig) {
 		if strings.IndexByte(prefix, 0) >= 0 {
@@ -131,120 +141,88 @@ func WithPrefix(prefix string) LimiterOption {
 	}
 }
 
-// WithClientClock takes time from this process's clock instead of the Redis
-// server's TIME. Only for tests and hosts with trusted clocks: skewed clients
-// then disagree about the window.
-func WithClientClock() LimiterOption { return func(c *limiterConfig) { c.clientClock = true } }
+// Clock says where a limiter's time comes from (polylimit_clock): ClockServer
+// (the Redis server's TIME, the default) or ClockClient.
+type Clock int
 
-// Algorithm names a rate-limiting algorithm (polylimit_algorithm).
-type Algorithm string
+// String returns the clock's name, e.g. "server".
+func (c Clock) String() string { return enumName(int(c), clockNames[:], "Clock") }
 
-// The algorithms; see docs/limiter.md for their exactness and cost.
-const (
-	SlidingLog     Algorithm = "sliding_log"     // exact sliding-window log (a ZSET per key); the default
-	SlidingCounter Algorithm = "sliding_counter" // two fixed windows weighted by elapsed time; O(1), approximate
-	FixedWindow    Algorithm = "fixed_window"    // a counter per aligned window; O(1), up to 2x limit across an edge
-	GCRA           Algorithm = "gcra"            // GCRA / token bucket: smooth, up to the burst at once; O(1)
-)
-
-// WithAlgorithm picks the algorithm: SlidingLog (the default),
-// SlidingCounter, FixedWindow or GCRA (or their names, e.g. "gcra").
-func WithAlgorithm(a Algorithm) LimiterOption { return func(c *limiterConfig) { c.algorithm = a } }
-
-// algorithmID maps an algorithm name to polylimit_algorithm.
-func algorithmID(a Algorithm) (int, *Error) {
-	switch a {
-	case "", SlidingLog:
-		return 0, nil
-	case SlidingCounter:
-		return 1, nil
-	case FixedWindow:
-		return 2, nil
-	case GCRA:
-		return 3, nil
-	}
-	return 0, newError(ErrInvalidArgument, "algorithm %q is unknown (known: sliding_log, sliding_counter, fixed_window, gcra)", string(a))
+// WithClock sets where time comes from: ClockServer (the default) or
+// ClockClient.
+func WithClock(clock Clock) LimiterOption {
+	return func(c *limiterConfig) { c.clock = cInt(int64(clock)) }
 }
 
-// WithBurst sets how many units GCRA admits at once (default: the limit).
-// Only for LimiterFor with GCRA; in a spec write "10/s burst 20".
-func WithBurst(n int) LimiterOption {
-	return func(c *limiterConfig) {
-		if n <= 0 {
-			c.fail("burst %d is out of range (at least 1)", n)
-			return
+// WithClientClock takes time from this process's clock instead of the Redis
+// server's TIME: WithClock(ClockClient). Only for tests and hosts with
+// trusted clocks: skewed clients then disagree about the window.
+func WithClientClock() LimiterOption { return WithClock(ClockClient) }
+
+// Algorithm is a rate-limiting algorithm (polylimit_algorithm): SlidingLog,
+// SlidingCounter, FixedWindow or GCRA; see docs/limiter.md for their
+// exactness and cost.
+type Algorithm int
+
+// String returns the algorithm's name, e.g. "gcra".
+func (a Algorithm) String() string { return enumName(int(a), algorithmNames[:], "Algorithm") }
+
+// ParseAlgorithm returns the algorithm of a name ("sliding_log",
+// "sliding_counter", "fixed_window", "gcra"), as configuration files and
+// the other bindings spell it.
+func ParseAlgorithm(name string) (Algorithm, error) {
+	for i, n := range algorithmNames {
+		if n == name {
+			return Algorithm(i), nil
 		}
-		c.burst, c.burstSet = int64(n), true
 	}
+	return 0, newError(ErrInvalidArgument, "algorithm %q is unknown (%s)", name, strings.Join(algorithmNames[:], ", "))
+}
+
+// WithAlgorithm picks the algorithm: SlidingLog (the default),
+// SlidingCounter, FixedWindow or GCRA.
+func WithAlgorithm(a Algorithm) LimiterOption {
+	return func(c *limiterConfig) { c.algorithm = cInt(int64(a)) }
+}
+
+// WithBurst sets how many units GCRA admits at once (0..MaxBurst; 0: the
+// limit). Only for LimiterFor; in a spec write "10/s burst 20".
+func WithBurst(n int) LimiterOption {
+	return func(c *limiterConfig) { c.burst, c.burstSet = int64(n), true }
 }
 
 // WithDenyCache turns on the local deny cache, remembering up to size keys
-// (LRU): after Redis denies a key, later checks of it in this process are
-// denied locally (Result.Cached) without a round trip until RetryAfter has
-// passed. Reset and Refund clear a key's entry.
+// (LRU; 0: off, at most MaxDenyCacheSize): after Redis denies a key, later
+// checks of it in this process are denied locally (Result.Cached) without a
+// round trip until RetryAfter has passed. Reset and Refund clear a key's
+// entry.
 func WithDenyCache(size int) LimiterOption {
-	return func(c *limiterConfig) {
-		if size <= 0 || size > math.MaxInt32 {
-			c.fail("deny cache size %d is out of range (1..10000000)", size)
-			return
-		}
-		c.denyCache = size
-	}
+	return func(c *limiterConfig) { c.denyCache = cInt(int64(size)) }
 }
 
 // FailurePolicy says what a check answers when Redis cannot (timeout,
-// refused or broken connection, pool exhausted, circuit breaker open).
+// refused or broken connection, pool exhausted, circuit breaker open):
+// FailError, FailOpen, FailClosed or FailLocal (polylimit_failure_policy).
 // Error replies (script, ACL, auth) are never hidden.
 type FailurePolicy int
 
-// The policies, with the values of polylimit_failure_policy.
-const (
-	FailError  FailurePolicy = 0 // return the error (the default)
-	FailOpen   FailurePolicy = 1 // admit, with Result.Degraded
-	FailClosed FailurePolicy = 2 // deny, with Result.Degraded; RetryAfter is the breaker cool-down (or 1s)
-	FailLocal  FailurePolicy = 3 // decide with an in-process limiter (same algorithm and limits); Result.Degraded
-)
-
-// String returns the policy's name, e.g. "FailOpen".
+// String returns the policy's name, e.g. "open".
 func (p FailurePolicy) String() string {
-	switch p {
-	case FailError:
-		return "FailError"
-	case FailOpen:
-		return "FailOpen"
-	case FailClosed:
-		return "FailClosed"
-	case FailLocal:
-		return "FailLocal"
-	}
-	return "FailurePolicy(" + strconv.Itoa(int(p)) + ")"
+	return enumName(int(p), failurePolicyNames[:], "FailurePolicy")
 }
 
 // WithFailurePolicy sets what checks answer while Redis is unreachable.
 func WithFailurePolicy(p FailurePolicy) LimiterOption {
-	return func(c *limiterConfig) {
-		if p < FailError || p > FailLocal {
-			c.fail("failure policy %d is unknown", int(p))
-			return
-		}
-		c.failurePolicy = p
-	}
+	return func(c *limiterConfig) { c.failurePolicy = cInt(int64(p)) }
 }
 
 // WithCircuitBreaker opens a circuit breaker after failures consecutive
-// outages: calls then fail fast (and the failure policy answers) for
-// cooldown (0: 1s, at most 1h), after which one probe goes through.
+// outages (0: no breaker): calls then fail fast (and the failure policy
+// answers) for cooldown (rounded up to whole milliseconds; 0: the default,
+// 1s; at most MaxBreakerCooldownMs), after which one probe goes through.
 func WithCircuitBreaker(failures int, cooldown time.Duration) LimiterOption {
 	return func(c *limiterConfig) {
-		if failures <= 0 || failures > math.MaxInt32 {
-			c.fail("circuit breaker failures %d is out of range (at least 1)", failures)
-			return
-		}
-		if cooldown < 0 || cooldown > time.Hour {
-			c.fail("circuit breaker cool-down %v is out of range (0..1h)", cooldown)
-			return
-		}
-		c.breakerFailures, c.breakerCooldown = failures, cooldown
+		c.breakerFailures, c.breakerCooldown = cInt(int64(failures)), cInt(millis(cooldown))
 	}
 }
 
@@ -255,16 +233,27 @@ func WithShadow() LimiterOption { return func(c *limiterConfig) { c.shadow = tru
 
 // WithBlock turns on the punitive block: a key denied by a check stays
 // denied for d (RetryAfter says so), even once the limit would admit it.
+// Rounded up to whole milliseconds; 0: off.
 func WithBlock(d time.Duration) LimiterOption {
-	return func(c *limiterConfig) {
-		if d <= 0 {
-			c.fail("block %v is out of range (positive, whole milliseconds)", d)
-			return
-		}
-		if d%time.Millisecond != 0 {
-			c.fail("block %v is not a whole number of milliseconds", d)
-			return
-		}
-		c.block = d
+	return func(c *limiterConfig) { c.block = millis(d) }
+}
+
+// exactMillis converts a window, which sets the rate, to milliseconds. It is
+// not rounded: a window that is not a whole number of milliseconds is
+// refused (as in the Python and Java bindings) rather than silently made
+// slower. Its range is the library's to check.
+func exactMillis(what string, d time.Duration) (int64, *Error) {
+	if d%time.Millisecond != 0 {
+		return 0, newError(ErrInvalidArgument, "%s %v is not a whole number of milliseconds", what, d)
 	}
+	return int64(d / time.Millisecond), nil
+}
+
+// enumName is the vocabulary name of value, or "Type(value)" for a value the
+// table lacks.
+func enumName(value int, names []string, typ string) string {
+	if value >= 0 && value < len(names) {
+		return names[value]
+	}
+	return typ + "(" + strconv.Itoa(value) + ")"
 }

@@ -37,10 +37,13 @@ func checkVersion() error {
 	return nil
 }
 
+// statusName is the library's name of a status code, e.g. "POLYLIMIT_ETIMEOUT".
+func statusName(code ErrCode) string { return C.GoString(C.polylimit_status_name(C.int(code))) }
+
 func cError(st C.int, e *C.polylimit_error) error {
 	msg := C.GoString(&e.message[0])
 	if msg == "" {
-		msg = C.GoString(C.polylimit_status_name(st))
+		msg = statusName(ErrCode(st))
 	}
 	return &Error{Code: ErrCode(st), Errno: syscall.Errno(e.sys_errno), Msg: msg}
 }
@@ -57,12 +60,20 @@ func cString(what, s string) (*C.char, error) {
 }
 
 // Client is a connection pool to one Redis deployment. It is safe for
-// concurrent use. Close it when done; a finalizer closes a forgotten Client,
-// but only as a safety net.
+// concurrent use. Close it when done: that closes its limiters too. A
+// finalizer closes a forgotten Client (once no Limiter made from it is
+// reachable either), but only as a safety net.
 type Client struct {
-	mu sync.RWMutex // held shared by calls into C, exclusively by Close
+	// mu is held shared by every call into C on the client or on any of its
+	// limiters (even abandoned ones), exclusively by Close: the C ABI forbids
+	// closing a client while calls are in flight on it or its limiters.
+	mu sync.RWMutex
 	h  *C.polylimit_client
 }
+
+// errClientClosed is what calls on a closed Client return, in the words of
+// the library's own error for calls on its limiters.
+func errClientClosed() error { return newError(ErrClosed, "the client is closed") }
 
 // Open opens a client for a URL:
 //
@@ -77,9 +88,6 @@ func Open(url string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.err != nil {
-		return nil, cfg.err
-	}
 	curl, err := cString("url", url)
 	if err != nil {
 		return nil, err
@@ -91,14 +99,14 @@ func Open(url string, opts ...Option) (*Client, error) {
 		return nil, newError(ErrInternal, "polylimit_client_options_init failed (%d)", int(st))
 	}
 	copts.pool_size = C.int(cfg.poolSize)
-	copts.connect_timeout_ms = C.int(millis(cfg.connectTimeout))
-	copts.command_timeout_ms = C.int(millis(cfg.commandTimeout))
-	copts.acquire_timeout_ms = C.int(millis(cfg.acquireTimeout))
-	copts.keepalive_s = C.int(cfg.keepalive / time.Second)
+	copts.connect_timeout_ms = C.int(cfg.connectTimeout)
+	copts.command_timeout_ms = C.int(cfg.commandTimeout)
+	copts.acquire_timeout_ms = C.int(cfg.acquireTimeout)
+	copts.keepalive_s = C.int(cfg.keepalive)
 	if cfg.disableKeepalive {
 		copts.disable_keepalive = 1
 	}
-	copts.idle_check_ms = C.int(millis(cfg.idleCheck))
+	copts.idle_check_ms = C.int(cfg.idleCheck)
 
 	var h *C.polylimit_client
 	var cerr C.polylimit_error
@@ -110,9 +118,15 @@ func Open(url string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the client. Limiters made from it keep working until they are
-// closed themselves. Close is idempotent; calls on the Client after Close
-// return ErrClosed.
+// Close closes the client and, with it, every limiter made from it: their
+// calls return ErrClosed ("the client is closed") from then on, as in every
+// language polylimit binds. Each Limiter still frees its own handle with
+// Limiter.Close (or its finalizer), before or after Client.Close.
+//
+// Close waits for calls in flight on the client and its limiters, including
+// calls a context abandoned (the command, connect and acquire timeouts bound
+// them; Acquire waits in slices of at most a second). Close is idempotent;
+// calls on the Client after Close return ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -149,19 +163,20 @@ func (c *Client) Limiter(spec string, opts ...LimiterOption) (*Limiter, error) {
 }
 
 // LimiterFor makes a limiter admitting limit units per window (GCRA: up to
-// the burst at once, see WithBurst). The window is a whole number of
-// milliseconds. Everything is validated before any I/O.
+// the burst at once, see WithBurst). The window must be a whole number of
+// milliseconds. The library validates everything before any I/O.
 func (c *Client) LimiterFor(limit int, window time.Duration, opts ...LimiterOption) (*Limiter, error) {
 	cfg, err := limiterOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	if window%time.Millisecond != 0 {
-		return nil, newError(ErrInvalidArgument, "window %v is not a whole number of milliseconds", window)
+	windowMS, werr := exactMillis("window", window)
+	if werr != nil {
+		return nil, werr
 	}
 	return c.newLimiter(cfg, func(lo *C.polylimit_limiter_options, out **C.polylimit_limiter, cerr *C.polylimit_error) C.int {
 		lo.limit = C.int64_t(limit)
-		lo.window_ms = C.int64_t(window / time.Millisecond)
+		lo.window_ms = C.int64_t(windowMS)
 		lo.burst = C.int64_t(cfg.burst)
 		return C.polylimit_limiter_new(c.h, lo, out, cerr)
 	}, limit, window, "")
@@ -182,18 +197,12 @@ func limiterOptions(opts []LimiterOption) (*limiterConfig, error) {
 // client's shared lock.
 func (c *Client) newLimiter(cfg *limiterConfig, mk func(*C.polylimit_limiter_options, **C.polylimit_limiter, *C.polylimit_error) C.int,
 	limit int, window time.Duration, spec string) (*Limiter, error) {
-	alg, aerr := algorithmID(cfg.algorithm)
-	if aerr != nil {
-		return nil, aerr
-	}
 	var lo C.polylimit_limiter_options
 	if st := C.polylimit_limiter_options_init(&lo, C.POLYLIMIT_LIMITER_OPTIONS_VERSION); st != C.POLYLIMIT_OK {
 		return nil, newError(ErrInternal, "polylimit_limiter_options_init failed (%d)", int(st))
 	}
-	lo.algorithm = C.int(alg)
-	if cfg.clientClock {
-		lo.clock = C.POLYLIMIT_CLOCK_CLIENT
-	}
+	lo.algorithm = C.int(cfg.algorithm)
+	lo.clock = C.int(cfg.clock)
 	if cfg.prefixSet {
 		// C copies the prefix, so it is freed right after the limiter is made.
 		lo.prefix = C.CString(cfg.prefix)
@@ -202,23 +211,23 @@ func (c *Client) newLimiter(cfg *limiterConfig, mk func(*C.polylimit_limiter_opt
 	lo.deny_cache_size = C.int(cfg.denyCache)
 	lo.failure_policy = C.int(cfg.failurePolicy)
 	lo.breaker_failures = C.int(cfg.breakerFailures)
-	lo.breaker_cooldown_ms = C.int(millis(cfg.breakerCooldown))
+	lo.breaker_cooldown_ms = C.int(cfg.breakerCooldown)
 	if cfg.shadow {
 		lo.shadow = 1
 	}
-	lo.block_ms = C.int64_t(cfg.block / time.Millisecond)
+	lo.block_ms = C.int64_t(cfg.block)
 
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.h == nil {
-		return nil, newError(ErrClosed, "client is closed")
+		return nil, errClientClosed()
 	}
 	var h *C.polylimit_limiter
 	var cerr C.polylimit_error
 	if st := mk(&lo, &h, &cerr); st != C.POLYLIMIT_OK {
 		return nil, cError(st, &cerr)
 	}
-	l := &Limiter{h: h, limit: limit, window: window, spec: spec}
+	l := &Limiter{client: c, h: h, limit: limit, window: window, spec: spec}
 	runtime.SetFinalizer(l, (*Limiter).Close)
 	return l, nil
 }
@@ -228,7 +237,7 @@ func (c *Client) Stats() (Stats, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.h == nil {
-		return Stats{}, newError(ErrClosed, "client is closed")
+		return Stats{}, errClientClosed()
 	}
 	var cs C.polylimit_stats
 	cs.version = C.POLYLIMIT_STATS_VERSION
@@ -270,7 +279,7 @@ func (c *Client) StatsPrometheus() (string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.h == nil {
-		return "", newError(ErrClosed, "client is closed")
+		return "", errClientClosed()
 	}
 	var out *C.char
 	var n C.size_t
@@ -292,7 +301,11 @@ func (c *Client) StatsPrometheus() (string, error) {
 // call still finishes in the background and its result is dropped, so the
 // decision may have consumed units nobody was told of. With
 // context.Background() the call is made directly, a little cheaper.
+//
+// A Limiter belongs to the Client it was made from: Client.Close closes it
+// too (its calls then return ErrClosed), and it keeps that Client reachable.
 type Limiter struct {
+	client *Client      // its shared lock is held around every C call, before mu
 	mu     sync.RWMutex // held shared by every C call (even abandoned ones), exclusively by Close
 	h      *C.polylimit_limiter
 	limit  int
@@ -313,8 +326,11 @@ func (l *Limiter) Spec() string { return l.spec }
 
 // Close frees the limiter. It waits for calls in flight, including abandoned
 // ones, which the command and acquire timeouts bound. Idempotent; calls after
-// Close return ErrClosed.
+// Close return ErrClosed. Closing the Client first is fine: the limiter is
+// then closed already, and Close only frees its handle.
 func (l *Limiter) Close() error {
+	l.client.mu.RLock() // the C ABI: no free while the client closes
+	defer l.client.mu.RUnlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.h != nil {
@@ -356,8 +372,12 @@ type call struct {
 	cerr   C.polylimit_error
 }
 
-// invoke makes the C call under the shared lock.
+// invoke makes the C call under the shared locks of the client and the
+// limiter. A closed client is not checked here: the library answers
+// ErrClosed itself.
 func (l *Limiter) invoke(c *call) {
+	l.client.mu.RLock()
+	defer l.client.mu.RUnlock()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.h == nil {
@@ -366,22 +386,22 @@ func (l *Limiter) invoke(c *call) {
 	}
 	switch c.op {
 	case opCheck:
-		c.st = C.polylimit_check(l.h, c.key, c.klen, C.int64_t(c.cost), &c.dec, &c.cerr)
+		c.st = C.polylimit_limiter_check(l.h, c.key, c.klen, C.int64_t(c.cost), &c.dec, &c.cerr)
 	case opCheckAt:
-		c.st = C.polylimit_check_at(l.h, c.key, c.klen, C.int64_t(c.cost), C.int64_t(c.nowUS), &c.dec, &c.cerr)
+		c.st = C.polylimit_limiter_check_at(l.h, c.key, c.klen, C.int64_t(c.cost), C.int64_t(c.nowUS), &c.dec, &c.cerr)
 	case opPeek:
-		c.st = C.polylimit_peek(l.h, c.key, c.klen, &c.dec, &c.cerr)
+		c.st = C.polylimit_limiter_peek(l.h, c.key, c.klen, &c.dec, &c.cerr)
 	case opReset:
-		c.st = C.polylimit_reset(l.h, c.key, c.klen, &c.cerr)
+		c.st = C.polylimit_limiter_reset(l.h, c.key, c.klen, &c.cerr)
 	case opCheckAtMost:
-		c.st = C.polylimit_check_at_most(l.h, c.key, c.klen, C.int64_t(c.cost), &c.dec, &c.cerr)
+		c.st = C.polylimit_limiter_check_at_most(l.h, c.key, c.klen, C.int64_t(c.cost), &c.dec, &c.cerr)
 	case opAcquire:
-		c.st = C.polylimit_acquire(l.h, c.key, c.klen, C.int64_t(c.cost), C.int64_t(c.window), &c.dec, &c.cerr)
+		c.st = C.polylimit_limiter_acquire(l.h, c.key, c.klen, C.int64_t(c.cost), C.int64_t(c.window), &c.dec, &c.cerr)
 	case opCheckLimit:
-		c.st = C.polylimit_check_limit(l.h, c.key, c.klen, C.int64_t(c.cost), C.int64_t(c.limit), C.int64_t(c.window),
+		c.st = C.polylimit_limiter_check_limit(l.h, c.key, c.klen, C.int64_t(c.cost), C.int64_t(c.limit), C.int64_t(c.window),
 			&c.dec, &c.cerr)
 	case opRefund:
-		c.st = C.polylimit_refund(l.h, c.key, c.klen, C.int64_t(c.cost), &c.dec, &c.cerr)
+		c.st = C.polylimit_limiter_refund(l.h, c.key, c.klen, C.int64_t(c.cost), &c.dec, &c.cerr)
 	}
 }
 
@@ -441,9 +461,12 @@ func (l *Limiter) do(ctx context.Context, c *call, skey string, bkey []byte, isB
 	}
 }
 
+// errLimiterClosed is what calls on a Limiter return after its own Close.
+func errLimiterClosed() error { return newError(ErrClosed, "the limiter is closed") }
+
 func (c *call) result() (Result, error) {
 	if c.closed {
-		return Result{}, newError(ErrClosed, "limiter is closed")
+		return Result{}, errLimiterClosed()
 	}
 	if c.st != C.POLYLIMIT_OK {
 		return Result{}, cError(c.st, &c.cerr)
@@ -484,7 +507,7 @@ func (l *Limiter) AllowBytes(ctx context.Context, key []byte, n int) (Result, er
 // AllowAt admits n units for key as if the time were t, whatever the
 // limiter's clock: for replays and tests.
 func (l *Limiter) AllowAt(ctx context.Context, key string, n int, t time.Time) (Result, error) {
-	return l.do(ctx, &call{op: opCheckAt, cost: int64(n), nowUS: t.UnixNano() / 1000}, key, nil, false)
+	return l.do(ctx, &call{op: opCheckAt, cost: int64(n), nowUS: t.UnixMicro()}, key, nil, false)
 }
 
 // Peek reports what Allow would answer now, without consuming anything.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -51,6 +52,16 @@ func wantCode(t *testing.T, what string, err error, code polylimit.ErrCode) {
 	var e *polylimit.Error
 	if !errors.As(err, &e) || e.Msg == "" {
 		t.Fatalf("%s: %v is not a *polylimit.Error with a message", what, err)
+	}
+}
+
+// wantError checks the code and that the message contains want: the
+// library's own words, which every language's tests assert alike.
+func wantError(t *testing.T, what string, err error, code polylimit.ErrCode, want string) {
+	t.Helper()
+	wantCode(t, what, err, code)
+	if msg := err.(*polylimit.Error).Msg; !strings.Contains(msg, want) {
+		t.Fatalf("%s: message %q does not contain %q", what, msg, want)
 	}
 }
 
@@ -180,7 +191,7 @@ func TestAllowAtAndClientClock(t *testing.T) {
 		t.Fatalf("AllowAt a second later: %+v, %v", r, err)
 	}
 	// The client clock is this process's: live calls agree with it.
-	l2 := limiter(t, c, "1/minute", polylimit.WithClientClock(), polylimit.WithAlgorithm("sliding_log"))
+	l2 := limiter(t, c, "1/minute", polylimit.WithClientClock(), polylimit.WithAlgorithm(polylimit.SlidingLog))
 	if r, err := l2.Allow(ctx, "k2"); err != nil || !r.Allowed {
 		t.Fatalf("client clock Allow: %+v, %v", r, err)
 	}
@@ -197,11 +208,55 @@ func TestAllowMany(t *testing.T) {
 	if fmt.Sprint(got) != "[true true true false]" {
 		t.Fatalf("AllowMany = %v", got)
 	}
-	rs, errs = l.AllowMany(ctx, []string{"c", ""}, 1)
-	if len(errs) != 2 || errs[0] != nil || !rs[0].Allowed {
-		t.Fatalf("AllowMany with a bad key: %+v, %v", rs, errs)
+}
+
+// Each key of AllowMany reports its own error, with the library's message
+// for that key (the same as a single call's, without a "keys[i]:" prefix);
+// the good keys around it are decided.
+func TestAllowManyPerKeyErrors(t *testing.T) {
+	ctx := context.Background()
+	l := limiter(t, open(t, shared.URL), "2/minute")
+	_, single := l.Allow(ctx, "")
+	wantCode(t, "Allow(\"\")", single, polylimit.ErrInvalidArgument)
+	want := single.(*polylimit.Error).Msg
+
+	cctx, cancel := context.WithCancel(ctx) // and the goroutine path
+	defer cancel()
+	for name, ctx := range map[string]context.Context{"direct": ctx, "goroutine": cctx} {
+		keys := []string{name + "c", "", name + "d", "", name + "c", name + "c"}
+		rs, errs := l.AllowMany(ctx, keys, 1)
+		if len(rs) != len(keys) || len(errs) != len(keys) {
+			t.Fatalf("%s: %d results, %d errors for %d keys", name, len(rs), len(errs), len(keys))
+		}
+		for i, wantAllowed := range []bool{true, false, true, false, true, false} {
+			if keys[i] == "" {
+				wantError(t, fmt.Sprintf("%s: empty keys[%d]", name, i), errs[i], polylimit.ErrInvalidArgument, want)
+				if msg := errs[i].(*polylimit.Error).Msg; msg != want {
+					t.Fatalf("%s: keys[%d] message %q, want the key's own %q", name, i, msg, want)
+				}
+				continue
+			}
+			if errs[i] != nil || rs[i].Allowed != wantAllowed {
+				t.Fatalf("%s: keys[%d] = %q: %+v, %v; want allowed=%v", name, i, keys[i], rs[i], errs[i], wantAllowed)
+			}
+		}
 	}
-	wantCode(t, "empty key in AllowMany", errs[1], polylimit.ErrInvalidArgument)
+	// More keys than a batch may hold: the whole call fails, before any key,
+	// and every key gets the library's error.
+	keys := make([]string, polylimit.MaxBatch+1)
+	for i := range keys {
+		keys[i] = "k"
+	}
+	_, errs := l.AllowMany(ctx, keys, 1)
+	if len(errs) != len(keys) {
+		t.Fatalf("oversized batch: %d errors", len(errs))
+	}
+	wantError(t, "oversized batch, first key", errs[0], polylimit.ErrInvalidArgument,
+		fmt.Sprintf("batch = %d is out of range 0..%d", polylimit.MaxBatch+1, polylimit.MaxBatch))
+	wantCode(t, "oversized batch, last key", errs[len(keys)-1], polylimit.ErrInvalidArgument)
+	if r, err := l.Peek(ctx, "k"); err != nil || r.Remaining != 2 {
+		t.Fatalf("the oversized batch consumed: %+v, %v", r, err)
+	}
 }
 
 func TestMemoryBackend(t *testing.T) {
@@ -220,17 +275,45 @@ func TestBadArguments(t *testing.T) {
 	wantCode(t, "bad URL scheme", err, polylimit.ErrInvalidArgument)
 	_, err = polylimit.Open("redis://127.0.0.1:6379\x00x")
 	wantCode(t, "URL with NUL", err, polylimit.ErrInvalidArgument)
+	// Every range is the library's to check, with one message for every
+	// language; the binding only converts (durations round up to whole ms,
+	// and a value beyond a C int is clamped to one the library refuses).
+	for name, tc := range map[string]struct {
+		opt  polylimit.Option
+		want string
+	}{
+		"pool 5000":         {polylimit.WithPoolSize(5000), "pool_size = 5000 is out of range 1..4096"},
+		"pool -1":           {polylimit.WithPoolSize(-1), "pool_size = -1 is out of range 1..4096"},
+		"pool beyond int32": {polylimit.WithPoolSize(math.MaxInt64), "pool_size = 2147483647 is out of range 1..4096"},
+		"connect -1s":       {polylimit.WithConnectTimeout(-time.Second), "connect_timeout_ms = -1000 is out of range 1..3600000"},
+		"command 2h":        {polylimit.WithCommandTimeout(2 * time.Hour), "command_timeout_ms = 7200000 is out of range 1..3600000"},
+		"acquire too large": {polylimit.WithAcquireTimeout(1 << 62), "acquire_timeout_ms = 2147483647 is out of range 0..3600000"},
+		"keepalive 2 days":  {polylimit.WithKeepAlive(48 * time.Hour), "keepalive_s = 172800 is out of range 0..86400"},
+		"keepalive -1ns":    {polylimit.WithKeepAlive(-1), "keepalive_s = -1 is out of range 0..86400"},
+		"idle check -1ns":   {polylimit.WithIdleCheck(-1), "idle_check_ms = -1 is out of range 0..86400000"},
+	} {
+		_, err = polylimit.Open(shared.URL, tc.opt)
+		wantError(t, name, err, polylimit.ErrInvalidArgument, tc.want)
+	}
+	// 0 selects the library's default; a positive duration below the unit
+	// rounds up to one unit, never down to 0.
 	for name, opt := range map[string]polylimit.Option{
 		"pool 0":            polylimit.WithPoolSize(0),
-		"pool -1":           polylimit.WithPoolSize(-1),
-		"connect -1s":       polylimit.WithConnectTimeout(-time.Second),
+		"pool 4096":         polylimit.WithPoolSize(4096),
 		"command 0":         polylimit.WithCommandTimeout(0),
-		"acquire too large": polylimit.WithAcquireTimeout(1 << 62),
+		"command 1ns":       polylimit.WithCommandTimeout(1),
+		"connect 1h":        polylimit.WithConnectTimeout(time.Hour),
+		"acquire 0":         polylimit.WithAcquireTimeout(0),
 		"keepalive 1ms":     polylimit.WithKeepAlive(time.Millisecond),
-		"idle check -1":     polylimit.WithIdleCheck(-1),
+		"keepalive 1 day":   polylimit.WithKeepAlive(24 * time.Hour),
+		"without keepalive": polylimit.WithoutKeepAlive(),
+		"idle check 1.2ms":  polylimit.WithIdleCheck(1200 * time.Microsecond),
 	} {
-		_, err = polylimit.Open(shared.URL, opt)
-		wantCode(t, name, err, polylimit.ErrInvalidArgument)
+		c, err := polylimit.Open(shared.URL, opt)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c.Close()
 	}
 
 	c := open(t, shared.URL)
@@ -243,7 +326,10 @@ func TestBadArguments(t *testing.T) {
 		"window > 366d":   func() (*polylimit.Limiter, error) { return c.Limiter("1/400days") },
 		"bad spec":        func() (*polylimit.Limiter, error) { return c.Limiter("lots") },
 		"unknown algorithm": func() (*polylimit.Limiter, error) {
-			return c.Limiter("10/s", polylimit.WithAlgorithm("token_bucket"))
+			return c.Limiter("10/s", polylimit.WithAlgorithm(polylimit.Algorithm(7)))
+		},
+		"unknown clock": func() (*polylimit.Limiter, error) {
+			return c.LimiterFor(10, time.Second, polylimit.WithClock(polylimit.Clock(-1)))
 		},
 		"prefix with NUL": func() (*polylimit.Limiter, error) {
 			return c.Limiter("10/s", polylimit.WithPrefix("a\x00b"))
@@ -258,6 +344,14 @@ func TestBadArguments(t *testing.T) {
 		}
 		wantCode(t, name, err, polylimit.ErrInvalidArgument)
 	}
+	_, err = c.Limiter("10/s", polylimit.WithAlgorithm(polylimit.Algorithm(7)))
+	wantError(t, "algorithm 7", err, polylimit.ErrInvalidArgument, "algorithm = 7 is unknown (0..3)")
+	_, err = c.LimiterFor(1000001, time.Second)
+	wantError(t, "limit too large", err, polylimit.ErrInvalidArgument, "limit = 1000001 is out of range 1..1000000")
+	_, err = c.LimiterFor(10, 0)
+	wantError(t, "window 0", err, polylimit.ErrInvalidArgument, "window_ms = 0 is out of range 1..31622400000")
+	_, err = c.LimiterFor(10, 1500*time.Microsecond) // a window sets the rate: never rounded
+	wantError(t, "window 1.5ms", err, polylimit.ErrInvalidArgument, "window 1.5ms is not a whole number of milliseconds")
 
 	l := limiter(t, c, "3/s")
 	_, err = l.AllowN(ctx, "k", 0)
@@ -273,6 +367,10 @@ func TestBadArguments(t *testing.T) {
 	_, err = l.Peek(ctx, "")
 	wantCode(t, "Peek empty key", err, polylimit.ErrInvalidArgument)
 	wantCode(t, "Reset empty key", l.Reset(ctx, ""), polylimit.ErrInvalidArgument)
+	_, err = l.Refund(ctx, "k", 0)
+	wantError(t, "Refund 0", err, polylimit.ErrInvalidArgument, "units = 0 is out of range 1..1000000")
+	_, err = l.AllowAt(ctx, "k", 1, time.Unix(0, 0))
+	wantError(t, "AllowAt the epoch", err, polylimit.ErrInvalidArgument, "now_us = 0 is out of range 1..4503599627370496")
 	// None of that consumed anything.
 	if r, err := l.Peek(ctx, "k"); err != nil || r.Remaining != 3 {
 		t.Fatalf("after bad calls: %+v, %v", r, err)
@@ -440,6 +538,9 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := limiter(t, c, "10/s")
+	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+		t.Fatalf("Allow: %+v, %v", r, err)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -447,11 +548,12 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	_, err = c.Limiter("1/s")
-	wantCode(t, "Limiter after Close", err, polylimit.ErrClosed)
-	// A limiter keeps its own reference to the connection pool.
-	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
-		t.Fatalf("limiter after client Close: %+v, %v", r, err)
-	}
+	wantError(t, "Limiter after Close", err, polylimit.ErrClosed, "the client is closed")
+	_, err = c.LimiterFor(1, time.Second)
+	wantError(t, "LimiterFor after Close", err, polylimit.ErrClosed, "the client is closed")
+	// Closing the client closed its limiter.
+	_, err = l.Allow(ctx, "k")
+	wantError(t, "limiter after client Close", err, polylimit.ErrClosed, "the client is closed")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -459,12 +561,88 @@ func TestCloseIsIdempotent(t *testing.T) {
 		t.Fatalf("second limiter Close: %v", err)
 	}
 	_, err = l.Allow(ctx, "k")
-	wantCode(t, "Allow after Close", err, polylimit.ErrClosed)
+	wantError(t, "Allow after Close", err, polylimit.ErrClosed, "the limiter is closed")
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	_, err = l.Peek(cctx, "k")
 	wantCode(t, "Peek after Close (goroutine path)", err, polylimit.ErrClosed)
 	wantCode(t, "Reset after Close", l.Reset(ctx, "k"), polylimit.ErrClosed)
+}
+
+// Closing a client closes every limiter made from it, in every language:
+// each call then fails with ErrClosed and the library's "the client is
+// closed"; Limiter.Close still frees each handle, in either order.
+func TestClientCloseClosesLimiters(t *testing.T) {
+	ctx := context.Background()
+	cctx, cancel := context.WithCancel(ctx) // the goroutine path
+	defer cancel()
+	for _, url := range []string{shared.URL, "memory://"} {
+		c, err := polylimit.Open(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := limiter(t, c, "10/s")
+		b, err := c.LimiterFor(5, time.Minute, polylimit.WithAlgorithm(polylimit.GCRA),
+			polylimit.WithPrefix(fmt.Sprintf("go-%d-close", runID.Add(1))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		freed := limiter(t, c, "10/s")
+		for _, l := range []*polylimit.Limiter{a, b, freed} {
+			if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+				t.Fatalf("%s: before Close: %+v, %v", url, r, err)
+			}
+		}
+		if err := freed.Close(); err != nil { // a limiter freed before its client
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range []*polylimit.Limiter{a, b} {
+			closed := func(what string, err error) {
+				t.Helper()
+				wantError(t, fmt.Sprintf("%s: limiter %d: %s", url, i, what), err, polylimit.ErrClosed, "the client is closed")
+			}
+			for name, ctx := range map[string]context.Context{"direct": ctx, "goroutine": cctx} {
+				_, err := l.Allow(ctx, "k")
+				closed("Allow, "+name, err)
+				_, err = l.Peek(ctx, "k")
+				closed("Peek, "+name, err)
+				closed("Reset, "+name, l.Reset(ctx, "k"))
+				_, err = l.AllowBytes(ctx, []byte("k"), 1)
+				closed("AllowBytes, "+name, err)
+				_, err = l.AllowAtMost(ctx, "k", 2)
+				closed("AllowAtMost, "+name, err)
+				_, err = l.AllowWithLimit(ctx, "k", 1, 3, time.Second)
+				closed("AllowWithLimit, "+name, err)
+				_, err = l.Refund(ctx, "k", 1)
+				closed("Refund, "+name, err)
+				_, err = l.Acquire(ctx, "k", 1)
+				closed("Acquire, "+name, err)
+				_, errs := l.AllowMany(ctx, []string{"k", "j"}, 1)
+				if len(errs) != 2 {
+					t.Fatalf("AllowMany after client Close: %v", errs)
+				}
+				closed("AllowMany[0], "+name, errs[0])
+				closed("AllowMany[1], "+name, errs[1])
+			}
+			if !errors.Is(func() error { _, err := l.Allow(ctx, "k"); return err }(), polylimit.ErrClosed) {
+				t.Fatal("errors.Is(err, ErrClosed)")
+			}
+			// The handle stays valid until freed; freeing is idempotent.
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := l.Allow(ctx, "k")
+			wantError(t, "Allow after both Close", err, polylimit.ErrClosed, "the limiter is closed")
+		}
+		_, err = c.Stats()
+		wantError(t, "Stats after Close", err, polylimit.ErrClosed, "the client is closed")
+	}
 }
 
 func TestConcurrentCloseAndAllow(t *testing.T) {
@@ -519,6 +697,78 @@ func TestConcurrentCloseAndAllow(t *testing.T) {
 			t.Fatalf("ok %d + closed %d != %d", ok, closed, 16*50)
 		}
 	}
+	// Client Close racing calls on its limiters: every call is decided or
+	// fails with ErrClosed, and Close waits for the calls in flight.
+	for round := 0; round < 5; round++ {
+		cc, err := polylimit.Open(shared.URL, polylimit.WithPoolSize(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := make([]*polylimit.Limiter, 3)
+		for i := range ls {
+			if ls[i], err = cc.Limiter("1000000/minute", polylimit.WithPrefix("go-"+t.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		var ok, closed int64
+		start := make(chan struct{})
+		for g := 0; g < 12; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				<-start
+				ctx := context.Background()
+				if g%2 == 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					defer cancel()
+				}
+				l := ls[g%len(ls)]
+				for i := 0; i < 50; i++ {
+					var err error
+					if i%10 == 0 {
+						_, errs := l.AllowMany(ctx, []string{"a", "b"}, 1)
+						if errs != nil {
+							err = errs[0]
+						}
+					} else {
+						_, err = l.Allow(ctx, fmt.Sprint("k", g))
+					}
+					switch {
+					case err == nil:
+						atomic.AddInt64(&ok, 1)
+					case errors.Is(err, polylimit.ErrClosed):
+						atomic.AddInt64(&closed, 1)
+					default:
+						t.Errorf("Allow: %v", err)
+						return
+					}
+				}
+				if g == 0 { // a limiter freed while its client closes
+					l.Close()
+				}
+			}(g)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			time.Sleep(2 * time.Millisecond)
+			if err := cc.Close(); err != nil {
+				t.Errorf("Client.Close: %v", err)
+			}
+		}()
+		close(start)
+		wg.Wait()
+		if ok+closed != 12*50 {
+			t.Fatalf("ok %d + closed %d != %d", ok, closed, 12*50)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+	}
+
 	// Client Close racing Limiter creation.
 	c2, err := polylimit.Open(shared.URL)
 	if err != nil {

@@ -19,8 +19,12 @@
  *    zeros (version 0 would be rejected).
  *  - const char *url / *spec are passed as UTF-8 bytes (not modified UTF-8).
  *  - Batches: (keys, key_lens, n) is a byte[][] (every key copied); results
- *    come back in long[] / int[] the caller allocates (polylimit_check_many_packed,
- *    polylimit_client_stats_packed, defined at the end).
+ *    come back in long[] / int[] the caller allocates, and each key's own
+ *    error in a polylimit_error_list (polylimit_limiter_check_many_packed,
+ *    polylimit_client_stats_packed, defined at the end). The packing order
+ *    comes from the header's X-macros (POLYLIMIT_DECISION_FIELDS,
+ *    POLYLIMIT_STATS_COUNTERS); Java reads it through the generated index
+ *    constants POLYLIMIT_PACKED_DECISION_<field> / POLYLIMIT_PACKED_STATS_<counter>.
  *  - char **out, size_t *len (library memory) is a one-element byte[][]; the
  *    wrapper copies the string and releases it with polylimit_free.
  * The wrapper is compiled as C, so no C++ exception can reach a JNI frame, and
@@ -46,9 +50,11 @@ typedef struct polylimit_bytes {
 /* polylimit_status and friends become plain int constants: the functions return int. */
 %include <enumtypeunsafe.swg>
 %javaconst(1);
-/* Java has no LL suffix; let these be read from C at class-load time instead. */
-%javaconst(0) POLYLIMIT_MAX_LIMIT;
-%javaconst(0) POLYLIMIT_MAX_WINDOW_MS;
+/* The option bounds (POLYLIMIT_MIN_*, _MAX_*, _DEFAULT_*) are not wrapped for
+   Java: their LL suffix is no Java literal, and the Java binding checks no
+   range (the core does, with one message format). io.polylimit.Vocabulary,
+   generated from the same table (capi/vocabulary/vocabulary.json), has them. */
+%rename("$ignore", regextarget=1, %$isconstant) "^POLYLIMIT_(MIN|MAX|DEFAULT)_";
 
 /* Load the JNI library before the first native call of any generated class,
    and refuse a C library older than the header this was generated from. */
@@ -343,6 +349,10 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
 
 /* ---- structs ------------------------------------------------------------- */
 
+/* Reserved fields (reserved_, reserved_flags_, ... in any struct) are room for
+   later versions, not API. */
+%rename("$ignore", regextarget=1, %$isvariable) "^reserved.*_$";
+
 /* Results: the caller reads them, only C writes them. */
 %immutable polylimit_decision::allowed;
 %immutable polylimit_decision::cached;
@@ -353,8 +363,6 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
 %immutable polylimit_decision::reset_after_ms;
 %immutable polylimit_decision::shadowed;
 %immutable polylimit_decision::granted;
-%ignore polylimit_decision::reserved_flags_;
-%ignore polylimit_decision::reserved_;
 
 %immutable polylimit_error::code;
 %immutable polylimit_error::sys_errno;
@@ -444,38 +452,112 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
    by the typemaps above; polylimit_free itself stays C-only. */
 %ignore polylimit_free;
 
-/* The raw polylimit_check_many takes arrays of pointers and structs; Java calls the
+/* The raw polylimit_limiter_check_many takes arrays of pointers and structs; Java calls the
    packed form at the end instead (one JNI call, one pipelined round trip);
    Perl has no batch call yet. */
-%ignore polylimit_check_many;
+%ignore polylimit_limiter_check_many;
 
 %include "polylimit.h"
 
 #ifdef SWIGJAVA
-%inline %{
-/* Longs per decision in polylimit_check_many_packed's values, in this order:
-   allowed, cached, degraded, shadowed, limit, remaining, retry_after_ms,
-   reset_after_ms, granted. */
-enum { POLYLIMIT_PACKED_DECISION = 9 };
-/* Longs filled by polylimit_client_stats_packed: the 11 counters of polylimit_stats in
-   declaration order (checks .. latency_sum_us), then the 16 bucket bounds
-   (UINT64_MAX clamped to INT64_MAX), then the 16 bucket counts. */
-enum { POLYLIMIT_PACKED_STATS = 11 + 2 * POLYLIMIT_STATS_LATENCY_BUCKETS };
+/* Each key's own error of a batch: the caller allocates one per key and reads
+   them back one at a time (code, errno, message bytes). An index out of range
+   reads as POLYLIMIT_OK with an empty message. */
+%immutable polylimit_error_list::n;
+%ignore polylimit_error_list::items;
+%extend polylimit_error_list {
+  polylimit_error_list(int n) {
+    size_t count = n > 0 ? (size_t)n : 0;
+    polylimit_error_list *l = (polylimit_error_list *)malloc(sizeof *l);
+    if (!l) return NULL;
+    l->items = (polylimit_error *)calloc(count ? count : 1, sizeof *l->items);
+    if (!l->items) {
+      free(l);
+      return NULL;
+    }
+    l->n = count;
+    return l;
+  }
+  ~polylimit_error_list() {
+    free($self->items);
+    free($self);
+  }
+  int code(int i) {
+    return i >= 0 && (size_t)i < $self->n ? $self->items[i].code : POLYLIMIT_OK;
+  }
+  int sysErrno(int i) {
+    return i >= 0 && (size_t)i < $self->n ? $self->items[i].sys_errno : 0;
+  }
+  /* The NUL-terminated message of key i as bytes. */
+  polylimit_bytes messageBytes(int i) {
+    polylimit_bytes b = { "", 0 };
+    if (i >= 0 && (size_t)i < $self->n) {
+      const char *m = $self->items[i].message;
+      const char *end = (const char *)memchr(m, 0, sizeof $self->items[i].message);
+      b.data = m;
+      b.len = end ? (size_t)(end - m) : sizeof $self->items[i].message;
+    }
+    return b;
+  }
+}
+/* A failed allocation is an OutOfMemoryError, not a proxy around NULL. */
+%exception polylimit_error_list::polylimit_error_list {
+  $action
+  if (!result) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "allocating the per-key errors");
+    return $null;
+  }
+}
 
-/* polylimit_check_many with the decisions packed into values (n * POLYLIMIT_PACKED_DECISION
-   longs) and the per-key statuses in codes (n ints); a key whose status is
-   not POLYLIMIT_OK leaves its longs untouched. Returns what polylimit_check_many returns. */
-int polylimit_check_many_packed(polylimit_limiter *limiter, const void *const *keys, const size_t *key_lens, size_t n,
-                         int64_t cost, int64_t *values, size_t values_len, int *codes, size_t codes_len,
-                         polylimit_error *err) {
+%inline %{
+/* polylimit_limiter_check_many_packed writes each decision as
+   POLYLIMIT_PACKED_DECISION longs, the fields of polylimit_decision in the
+   order of POLYLIMIT_DECISION_FIELDS; POLYLIMIT_PACKED_DECISION_<field> is
+   the index of each (generated from the same X-macro, so the order cannot
+   drift). */
+#define POLYLIMIT_PACKED_DECISION_INDEX_(name) POLYLIMIT_PACKED_DECISION_##name,
+enum { POLYLIMIT_DECISION_FIELDS(POLYLIMIT_PACKED_DECISION_INDEX_) POLYLIMIT_PACKED_DECISION };
+#undef POLYLIMIT_PACKED_DECISION_INDEX_
+
+/* polylimit_client_stats_packed writes the counters of polylimit_stats in the
+   order of POLYLIMIT_STATS_COUNTERS (index POLYLIMIT_PACKED_STATS_<counter>),
+   then the POLYLIMIT_STATS_LATENCY_BUCKETS bucket bounds from
+   POLYLIMIT_PACKED_STATS_LATENCY_LE_US (UINT64_MAX clamped to INT64_MAX), then
+   the bucket counts from POLYLIMIT_PACKED_STATS_LATENCY_BUCKETS:
+   POLYLIMIT_PACKED_STATS longs in all. */
+#define POLYLIMIT_PACKED_STATS_INDEX_(name) POLYLIMIT_PACKED_STATS_##name,
+enum { POLYLIMIT_STATS_COUNTERS(POLYLIMIT_PACKED_STATS_INDEX_) POLYLIMIT_PACKED_STATS_LATENCY_LE_US };
+#undef POLYLIMIT_PACKED_STATS_INDEX_
+enum {
+  POLYLIMIT_PACKED_STATS_LATENCY_BUCKETS = POLYLIMIT_PACKED_STATS_LATENCY_LE_US + POLYLIMIT_STATS_LATENCY_BUCKETS,
+  POLYLIMIT_PACKED_STATS = POLYLIMIT_PACKED_STATS_LATENCY_BUCKETS + POLYLIMIT_STATS_LATENCY_BUCKETS
+};
+
+/* The polylimit_error list of a batch, one per key (see the %extend above). */
+typedef struct polylimit_error_list {
+  polylimit_error *items;
+  size_t n;
+} polylimit_error_list;
+
+/* polylimit_limiter_check_many with the decisions packed into values
+   (n * POLYLIMIT_PACKED_DECISION longs), the per-key statuses in codes (n ints)
+   and, unless key_errors is NULL, each key's own code and message in
+   key_errors (at least n). A key whose status is not POLYLIMIT_OK leaves its
+   longs untouched; when the call fails before any key (n too large, short
+   arrays), codes is untouched too. Returns what polylimit_limiter_check_many
+   returns. */
+int polylimit_limiter_check_many_packed(polylimit_limiter *limiter, const void *const *keys, const size_t *key_lens,
+                                        size_t n, int64_t cost, int64_t *values, size_t values_len, int *codes,
+                                        size_t codes_len, polylimit_error_list *key_errors, polylimit_error *err) {
   polylimit_decision *d;
   size_t i;
   int rc;
   if (err) polylimit_error_clear(err);
-  if (n > 0 && (!values || values_len / POLYLIMIT_PACKED_DECISION < n || !codes || codes_len < n)) {
+  if (n > 0 && (!values || values_len / POLYLIMIT_PACKED_DECISION < n || !codes || codes_len < n ||
+                (key_errors && key_errors->n < n))) {
     if (err) {
       err->code = POLYLIMIT_EINVALID;
-      strcpy(err->message, "values or codes is too short for the keys");
+      strcpy(err->message, "values, codes or key_errors is too short for the keys");
     }
     return POLYLIMIT_EINVALID;
   }
@@ -487,19 +569,14 @@ int polylimit_check_many_packed(polylimit_limiter *limiter, const void *const *k
     }
     return POLYLIMIT_ENOMEM;
   }
-  rc = polylimit_check_many(limiter, keys, key_lens, n, cost, d, codes, err);
+  rc = polylimit_limiter_check_many(limiter, keys, key_lens, n, cost, d, codes,
+                                    key_errors ? key_errors->items : NULL, err);
   for (i = 0; i < n; i++) {
     int64_t *v = values + i * POLYLIMIT_PACKED_DECISION;
     if (codes[i] != POLYLIMIT_OK) continue;
-    v[0] = d[i].allowed;
-    v[1] = d[i].cached;
-    v[2] = d[i].degraded;
-    v[3] = d[i].shadowed;
-    v[4] = d[i].limit;
-    v[5] = d[i].remaining;
-    v[6] = d[i].retry_after_ms;
-    v[7] = d[i].reset_after_ms;
-    v[8] = d[i].granted;
+#define POLYLIMIT_PACK_(name) v[POLYLIMIT_PACKED_DECISION_##name] = (int64_t)d[i].name;
+    POLYLIMIT_DECISION_FIELDS(POLYLIMIT_PACK_)
+#undef POLYLIMIT_PACK_
   }
   free(d);
   return rc;
@@ -519,21 +596,13 @@ int polylimit_client_stats_packed(polylimit_client *client, int64_t *values, siz
   }
   rc = polylimit_client_stats(client, &s, err);
   if (rc != POLYLIMIT_OK) return rc;
-  values[0] = (int64_t)s.checks;
-  values[1] = (int64_t)s.admitted;
-  values[2] = (int64_t)s.denied;
-  values[3] = (int64_t)s.errors;
-  values[4] = (int64_t)s.round_trips;
-  values[5] = (int64_t)s.noscript_reloads;
-  values[6] = (int64_t)s.cache_hits;
-  values[7] = (int64_t)s.degraded;
-  values[8] = (int64_t)s.near_limit;
-  values[9] = (int64_t)s.latency_count;
-  values[10] = (int64_t)s.latency_sum_us;
+#define POLYLIMIT_PACK_(name) values[POLYLIMIT_PACKED_STATS_##name] = (int64_t)s.name;
+  POLYLIMIT_STATS_COUNTERS(POLYLIMIT_PACK_)
+#undef POLYLIMIT_PACK_
   for (i = 0; i < POLYLIMIT_STATS_LATENCY_BUCKETS; i++) {
     uint64_t le = s.latency_le_us[i];
-    values[11 + i] = le > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)le;
-    values[11 + POLYLIMIT_STATS_LATENCY_BUCKETS + i] = (int64_t)s.latency_buckets[i];
+    values[POLYLIMIT_PACKED_STATS_LATENCY_LE_US + i] = le > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)le;
+    values[POLYLIMIT_PACKED_STATS_LATENCY_BUCKETS + i] = (int64_t)s.latency_buckets[i];
   }
   return POLYLIMIT_OK;
 }

@@ -157,9 +157,9 @@ typedef enum polylimit_failure_policy {
 /* prefix_len: bytes of the Redis key prefix */
 #define POLYLIMIT_MIN_PREFIX_LEN 1LL
 #define POLYLIMIT_MAX_PREFIX_LEN 256LL
-/* key_len: bytes of a caller key */
+/* key_len: bytes of a caller key; above 128 the Redis key holds its SHA-256 */
 #define POLYLIMIT_MIN_KEY_LEN 1LL
-#define POLYLIMIT_MAX_KEY_LEN 67108864LL
+#define POLYLIMIT_MAX_KEY_LEN 1048576LL
 /* batch: keys in one check_many */
 #define POLYLIMIT_MIN_BATCH 0LL
 #define POLYLIMIT_MAX_BATCH 100000LL
@@ -480,7 +480,7 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_reset(polylimit_limiter *limiter, const 
 
 /**
  * Copies the client's counters into out. Set out->version = POLYLIMIT_STATS_VERSION
- * first (POLYLIMIT_STATS_INIT does). Works on a closed client too.
+ * first (POLYLIMIT_STATS_INIT does).
  * @return POLYLIMIT_OK, or POLYLIMIT_EINVALID for NULL arguments or an unknown version
  */
 POLYLIMIT_EXTERN(int) polylimit_client_stats(polylimit_client *client, polylimit_stats *out, polylimit_error *err);

@@ -10,7 +10,7 @@ value or an option bound is written. This script writes:
           `go generate` runs this)
   cpp     <dir>/polylimit/vocabulary.h for the C++ core (build time)
   python  <dir>/_vocabulary.py for the Python package (build time)
-  java    <dir>/io/polylimit/*.java: Status, Bounds and one exception class
+  java    <dir>/io/polylimit/*.java: Status, Vocabulary and one exception class
           per status (build time)
 
   generate.py c|go [--check]      rewrite (or, with --check, compare) the committed file

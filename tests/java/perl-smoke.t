@@ -35,23 +35,23 @@ is($rc, $OK, 'limiter made') or diag($err->messageBytes());
 my $key = "key\0with-nul-" . $$ . '-' . time();
 my $d = PolylimitNative::polylimit_decision->new();
 for my $i (1 .. 3) {
-    is(PolylimitNative::polylimit_check($limiter, $key, 1, $d, $err), $OK, "check $i");
+    is(PolylimitNative::polylimit_limiter_check($limiter, $key, 1, $d, $err), $OK, "check $i");
     is($d->{allowed}, 1, "check $i admitted");
     is($d->{remaining}, 3 - $i, "check $i remaining");
 }
-is(PolylimitNative::polylimit_check($limiter, $key, 1, $d, $err), $OK, 'fourth check is a result, not an error');
+is(PolylimitNative::polylimit_limiter_check($limiter, $key, 1, $d, $err), $OK, 'fourth check is a result, not an error');
 is($d->{allowed}, 0, 'fourth check denied');
 cmp_ok($d->{retry_after_ms}, '>', 0, 'denial has a retry-after');
 
 # The NUL is part of the key: the prefix before it is another key.
-is(PolylimitNative::polylimit_check($limiter, "key", 1, $d, $err), $OK, 'key before the NUL');
+is(PolylimitNative::polylimit_limiter_check($limiter, "key", 1, $d, $err), $OK, 'key before the NUL');
 is($d->{allowed}, 1, 'is a different key');
 
-is(PolylimitNative::polylimit_check($limiter, $key, 0, $d, $err), $EINVALID, 'cost 0 is POLYLIMIT_EINVALID');
-is(PolylimitNative::polylimit_check($limiter, '', 1, $d, $err), $EINVALID, 'empty key is POLYLIMIT_EINVALID');
+is(PolylimitNative::polylimit_limiter_check($limiter, $key, 0, $d, $err), $EINVALID, 'cost 0 is POLYLIMIT_EINVALID');
+is(PolylimitNative::polylimit_limiter_check($limiter, '', 1, $d, $err), $EINVALID, 'empty key is POLYLIMIT_EINVALID');
 
-is(PolylimitNative::polylimit_reset($limiter, $key, $err), $OK, 'reset');
-is(PolylimitNative::polylimit_peek($limiter, $key, $d, $err), $OK, 'peek');
+is(PolylimitNative::polylimit_limiter_reset($limiter, $key, $err), $OK, 'reset');
+is(PolylimitNative::polylimit_limiter_peek($limiter, $key, $d, $err), $OK, 'peek');
 is($d->{remaining}, 3, 'full capacity after reset');
 
 # Rate specs are parsed by the core; GCRA with a burst, partial grants, refunds.
@@ -61,9 +61,9 @@ is($gopts->setPrefix('perl-smoke'), $OK, 'prefix set (GCRA)');
 ($rc, my $gcra) = PolylimitNative::polylimit_limiter_new_spec($client, '1/min burst 3', $gopts, $err);
 is($rc, $OK, 'limiter from a spec') or diag($err->messageBytes());
 my $gkey = "gcra-$$-" . time();
-is(PolylimitNative::polylimit_check_at_most($gcra, $gkey, 5, $d, $err), $OK, 'check_at_most');
+is(PolylimitNative::polylimit_limiter_check_at_most($gcra, $gkey, 5, $d, $err), $OK, 'check_at_most');
 is($d->{granted}, 3, 'check_at_most granted the burst');
-is(PolylimitNative::polylimit_refund($gcra, $gkey, 1, $d, $err), $OK, 'refund');
+is(PolylimitNative::polylimit_limiter_refund($gcra, $gkey, 1, $d, $err), $OK, 'refund');
 is($d->{allowed}, 1, 'one unit back after the refund');
 ($rc, my $bad) = PolylimitNative::polylimit_limiter_new_spec($client, '100/fortnight', undef, $err);
 is($rc, $EINVALID, 'bad spec is POLYLIMIT_EINVALID');
@@ -77,7 +77,29 @@ cmp_ok($stats->latencyLeUs(0), '>', 0, 'latency bucket bounds');
 is($rc, $OK, 'prometheus text');
 like($text, qr/^polylimit_checks_total \d+$/m, 'prometheus text has the counters');
 
+# Every range is checked once, in the core, with one message in every language.
+my $copts = PolylimitNative::polylimit_client_options->new();
+$copts->{pool_size} = 5000;
+($rc, my $big) = PolylimitNative::polylimit_client_open($url, $copts, $err);
+is($rc, $EINVALID, 'pool_size 5000 is POLYLIMIT_EINVALID');
+ok(!defined $big, 'no handle for a bad option');
+like($err->messageBytes(), qr/\Qpool_size = 5000 is out of range 1..4096\E/, "the core's message for a bound");
+my $dopts = PolylimitNative::polylimit_limiter_options->new();
+$dopts->{limit} = 1;
+$dopts->{window_ms} = 1000;
+$dopts->{deny_cache_size} = 20000000;
+($rc, my $none2) = PolylimitNative::polylimit_limiter_new($client, $dopts, $err);
+is($rc, $EINVALID, 'deny_cache_size 20000000 is POLYLIMIT_EINVALID');
+like($err->messageBytes(), qr/\Qdeny_cache_size = 20000000 is out of range 0..10000000\E/, "the same format for a limiter option");
+
+# Closing the client closes its limiters: their calls fail with POLYLIMIT_ECLOSED,
+# and each handle stays valid until it is freed.
+PolylimitNative::polylimit_client_close($client);
+is(PolylimitNative::polylimit_limiter_check($limiter, $key, 1, $d, $err), $PolylimitNative::POLYLIMIT_ECLOSED,
+   'a limiter of a closed client is POLYLIMIT_ECLOSED');
+is($err->messageBytes(), 'the client is closed', "the C library's message");
+is(PolylimitNative::polylimit_limiter_peek($gcra, $gkey, $d, $err), $PolylimitNative::POLYLIMIT_ECLOSED,
+   'every limiter of that client');
 PolylimitNative::polylimit_limiter_free($gcra);
 PolylimitNative::polylimit_limiter_free($limiter);
-PolylimitNative::polylimit_client_close($client);
 done_testing();

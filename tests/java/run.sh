@@ -5,7 +5,8 @@
 #      into build/java-prefix;
 #   2. bindings/swig as its own CMake project (find_package(polylimit)): SWIG
 #      generates the io.polylimit.jni sources and libpolylimit_jni.so, linked
-#      against the shared libpolylimit.so.1;
+#      against the shared libpolylimit.so.1, and capi/vocabulary/generate.py
+#      the io.polylimit vocabulary classes (Status, exceptions, Vocabulary);
 #   3. Maven compiles the generated and the hand-written sources, runs the
 #      JUnit suite (it starts its own redis-server) and packages the jar;
 #   4. the demo worker runs from that jar, in two processes on one key;
@@ -61,6 +62,7 @@ mvn_build="$root/build/java-mvn"
 mvn -B -ntp -Dstyle.color=never -f "$root/bindings/swig/java/pom.xml" \
   -Dpolylimit.build.dir="$mvn_build" \
   -Dpolylimit.swig.sources="$swig_build/java" \
+  -Dpolylimit.vocabulary.sources="$swig_build/java-vocabulary" \
   -Dpolylimit.library.path="$jni_dir" \
   clean package
 jar="$mvn_build/polylimit-1.0.0.jar"

@@ -119,17 +119,27 @@ def test_check_many_is_exact_across_threads(redis_server, key):
 def test_check_many_errors_raise_or_come_back_in_place(url, key):
     with polylimit.Client(url) as client:
         lim = client.limiter("5/minute")
-        with pytest.raises(polylimit.InvalidArgument, match=r"^keys\[1\]: key is empty"):
+        with pytest.raises(polylimit.InvalidArgument, match=r"^keys\[1\]: key is empty$") as info:
             lim.check_many([key, b"", key + ":z"])
-        assert lim.peek(key).remaining == 4  # the other keys were decided all the same
+        e = info.value
+        assert e.index == 1 and e.code == "POLYLIMIT_EINVALID"
+        # The other keys were decided (and consumed) all the same: .results has them.
+        assert [type(r).__name__ for r in e.results] == ["Decision", "InvalidArgument", "Decision"]
+        assert e.results[0].remaining == 4 and str(e.results[1]) == "key is empty"
+        assert lim.peek(key).remaining == 4
         out = lim.check_many([key, "", key, b""], return_exceptions=True)
         assert isinstance(out[0], polylimit.Decision) and out[0].remaining == 3
-        assert isinstance(out[1], polylimit.InvalidArgument) and str(out[1]) == "keys[1]: key is empty"
-        assert out[1].code == "POLYLIMIT_EINVALID"
+        # Each failing key has its own status and message (no "keys[i]:" in it) and its index.
+        assert isinstance(out[1], polylimit.InvalidArgument) and str(out[1]) == "key is empty"
+        assert out[1].code == "POLYLIMIT_EINVALID" and out[1].index == 1
         assert out[2].remaining == 2
-        assert isinstance(out[3], polylimit.InvalidArgument) and str(out[3]).startswith("keys[3]: ")
-        with pytest.raises(polylimit.InvalidArgument, match="cost = 0"):  # the whole call: always raised
-            lim.check_many([key], 0, return_exceptions=True)
+        assert isinstance(out[3], polylimit.InvalidArgument) and str(out[3]) == "key is empty" and out[3].index == 3
+        # An error of the whole call (a bad cost) raises, or is every key's error.
+        with pytest.raises(polylimit.InvalidArgument, match="^cost = 0 must be at least 1$"):
+            lim.check_many([key, key + ":y"], 0)
+        out = lim.check_many([key, key + ":y"], 0, return_exceptions=True)
+        assert [str(x) for x in out] == ["cost = 0 must be at least 1"] * 2 and [x.index for x in out] == [0, 1]
+        assert lim.peek(key).remaining == 2
 
 
 # -- deny cache -------------------------------------------------------------------
@@ -218,6 +228,7 @@ def test_check_many_on_a_frozen_server_keeps_the_gil_free(frozen_server, key):
         t.join(5)
     assert spins > 10_000
     assert all(isinstance(e, polylimit.Timeout) for e in out[0]), out
+    assert [e.index for e in out[0]] == [0, 1] and all(str(e) and "keys[" not in str(e) for e in out[0])
 
 
 # -- shadow, block ------------------------------------------------------------------
@@ -329,8 +340,12 @@ def test_bad_arguments_of_the_new_calls():
             lim.refund("k", 0)
         with pytest.raises(TypeError, match="units must be an int"):
             lim.refund("k", None)
-        with pytest.raises(polylimit.InvalidArgument, match="timeout = -1 must be"):
+        with pytest.raises(polylimit.InvalidArgument, match=r"^timeout_ms = -1000 is out of range 0\.\.31622400000$"):
             lim.acquire("k", timeout=-1)
+        with pytest.raises(polylimit.InvalidArgument, match=r"^timeout_ms = -1 is out of range 0\.\.31622400000$"):
+            lim.acquire("k", timeout=-0.001)
+        with pytest.raises(polylimit.InvalidArgument, match=r"^units = 0 is out of range 1\.\.1000000$"):
+            lim.refund("k", 0)
         with pytest.raises(TypeError, match="key must be str or bytes"):
             lim.acquire(5)
 

@@ -10,6 +10,7 @@
 //  - no Python object is created, copied or destroyed while it is released.
 #include <pybind11/pybind11.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -23,10 +24,11 @@ namespace py = pybind11;
 
 namespace {
 
-// polylimit._errors classes. Leaked on purpose: calls made while the
-// interpreter shuts down must still find them.
-py::dict* g_error_classes = nullptr;  // status (int) -> class
+// From the pure-Python package, read once at import. Leaked on purpose: calls
+// made while the interpreter shuts down must still find them.
+py::dict* g_error_classes = nullptr;  // polylimit._errors.BY_STATUS: status (int) -> class
 py::object* g_base_error = nullptr;   // polylimit.Error
+py::dict* g_bounds = nullptr;         // polylimit._vocabulary.BOUNDS: name -> (min, max)
 
 // The polylimit exception object for `status` (not raised). Needs the GIL.
 py::object make_error(int status, const char* message, int sys_errno) {
@@ -75,8 +77,22 @@ std::string key_bytes(py::handle key, const char* what = "key") {
   throw py::type_error(std::string(what) + " must be str or bytes, not " + type_name(key));
 }
 
+// A value that does not fit the C type never reaches the core, so the binding
+// reports it, in the core's words: "<name> = <value> is out of range <min>..<max>"
+// with the bounds of the generated table (just "is out of range" for a name
+// without a bound, such as cost).
+[[noreturn]] void raise_out_of_range(const char* name, const std::string& value) {
+  std::string message = std::string(name) + " = " + value + " is out of range";
+  py::str key(name);
+  if (g_bounds != nullptr && g_bounds->contains(key)) {
+    py::tuple bound = (*g_bounds)[key];
+    message += " " + py::str(bound[0]).cast<std::string>() + ".." + py::str(bound[1]).cast<std::string>();
+  }
+  raise_invalid(message);
+}
+
 // An integer argument: int or anything with __index__, but not bool (a bool
-// cost or time is always a mistake).
+// cost or time is always a mistake). `name` is the core's name for it.
 int64_t to_int64(py::handle value, const char* name) {
   PyObject* o = value.ptr();
   if (PyBool_Check(o) || !PyIndex_Check(o))
@@ -86,8 +102,15 @@ int64_t to_int64(py::handle value, const char* name) {
   int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
   if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
-  if (overflow != 0) raise_invalid(std::string(name) + " = " + py::str(index).cast<std::string>() + " is out of range");
+  if (overflow != 0) raise_out_of_range(name, py::str(index).cast<std::string>());
   return static_cast<int64_t>(v);
+}
+
+// The same for the C `int` fields of the options structs.
+int to_int(py::handle value, const char* name) {
+  int64_t v = to_int64(value, name);
+  if (v < INT_MIN || v > INT_MAX) raise_out_of_range(name, std::to_string(v));
+  return static_cast<int>(v);
 }
 
 // A decision as Python sees it; times are also offered in float seconds.
@@ -110,10 +133,11 @@ std::string decision_repr(const Decision& self) {
 }
 
 bool decision_equal(const Decision& a, const Decision& b) {
-  return a.d.allowed == b.d.allowed && a.d.cached == b.d.cached && a.d.degraded == b.d.degraded &&
-         a.d.shadowed == b.d.shadowed && a.d.limit == b.d.limit && a.d.remaining == b.d.remaining &&
-         a.d.retry_after_ms == b.d.retry_after_ms && a.d.reset_after_ms == b.d.reset_after_ms &&
-         a.d.granted == b.d.granted;
+  bool same = true;
+#define POLYLIMIT_SAME(name) same = same && a.d.name == b.d.name;
+  POLYLIMIT_DECISION_FIELDS(POLYLIMIT_SAME)
+#undef POLYLIMIT_SAME
+  return same;
 }
 
 class Client {
@@ -129,11 +153,15 @@ class Client {
     handle_.reset(raw, polylimit_client_close);
   }
 
-  // Only touched with the GIL held, so no lock is needed.
+  // Only touched with the GIL held, so no lock is needed. After close() the C
+  // handle is gone (polylimit_client_close frees it), so the binding answers
+  // for it, with the core's status and words.
   polylimit_client* get() const {
-    if (!handle_) raise_status(POLYLIMIT_ECLOSED, "client is closed", 0);
+    if (!handle_) raise_status(POLYLIMIT_ECLOSED, "the client is closed", 0);
     return handle_.get();
   }
+  // polylimit_client_close: the core closes every limiter made from this
+  // client; their later calls fail with POLYLIMIT_ECLOSED, from the core.
   void close() { handle_.reset(); }
   bool closed() const { return !handle_; }
 
@@ -144,17 +172,9 @@ class Client {
     int st = polylimit_client_stats(get(), &s, &err);
     if (st != POLYLIMIT_OK) raise_error(st, err);
     py::dict out;
-    out["checks"] = s.checks;
-    out["admitted"] = s.admitted;
-    out["denied"] = s.denied;
-    out["errors"] = s.errors;
-    out["round_trips"] = s.round_trips;
-    out["noscript_reloads"] = s.noscript_reloads;
-    out["cache_hits"] = s.cache_hits;
-    out["degraded"] = s.degraded;
-    out["near_limit"] = s.near_limit;
-    out["latency_count"] = s.latency_count;
-    out["latency_sum_us"] = s.latency_sum_us;
+#define POLYLIMIT_COUNTER(name) out[#name] = s.name;
+    POLYLIMIT_STATS_COUNTERS(POLYLIMIT_COUNTER)
+#undef POLYLIMIT_COUNTER
     py::list buckets;
     for (int i = 0; i < POLYLIMIT_STATS_LATENCY_BUCKETS; ++i) {
       py::object le = s.latency_le_us[i] == UINT64_MAX ? py::object(py::float_(INFINITY))
@@ -179,28 +199,24 @@ class Client {
   std::shared_ptr<polylimit_client> handle_;
 };
 
-int to_int(py::handle value, const char* name) {
-  int64_t v = to_int64(value, name);
-  if (v < INT32_MIN || v > INT32_MAX) raise_invalid(std::string(name) + " = " + std::to_string(v) + " is out of range");
-  return static_cast<int>(v);
-}
-
 class Limiter {
  public:
   // spec: a rate spec (polylimit_limiter_new_spec), or None for limit/window_ms/burst
-  // (polylimit_limiter_new). Everything is validated by the core, before any I/O.
-  Limiter(Client& client, py::object spec, py::handle limit, py::handle window_ms, py::handle burst, int algorithm,
-          const std::string& prefix, int clock, py::handle deny_cache_size, int failure_policy,
-          py::handle breaker_failures, py::handle breaker_cooldown_ms, bool shadow, py::handle block_ms)
-      : algorithm_(algorithm), clock_(clock), prefix_(prefix) {
+  // (polylimit_limiter_new). Everything is validated by the core, before any I/O;
+  // the binding only converts types.
+  Limiter(Client& client, py::object spec, py::handle limit, py::handle window_ms, py::handle burst,
+          py::handle algorithm, const std::string& prefix, py::handle clock, py::handle deny_cache_size,
+          py::handle failure_policy, py::handle breaker_failures, py::handle breaker_cooldown_ms, bool shadow,
+          py::handle block_ms)
+      : prefix_(prefix) {
     if (prefix.find('\0') != std::string::npos) raise_invalid("prefix contains a NUL character");
     polylimit_limiter_options opts;
     polylimit_limiter_options_init(&opts, POLYLIMIT_LIMITER_OPTIONS_VERSION);
-    opts.algorithm = algorithm;
+    algorithm_ = opts.algorithm = to_int(algorithm, "algorithm");
     opts.prefix = prefix.c_str();
-    opts.clock = clock;
+    clock_ = opts.clock = to_int(clock, "clock");
     opts.deny_cache_size = to_int(deny_cache_size, "deny_cache_size");
-    opts.failure_policy = failure_policy;
+    opts.failure_policy = to_int(failure_policy, "failure_policy");
     opts.breaker_failures = to_int(breaker_failures, "breaker_failures");
     opts.breaker_cooldown_ms = to_int(breaker_cooldown_ms, "breaker_cooldown_ms");
     opts.shadow = shadow ? 1 : 0;
@@ -220,20 +236,22 @@ class Limiter {
       st = polylimit_limiter_new(client.get(), &opts, &raw, &err);
     }
     if (st != POLYLIMIT_OK) raise_error(st, err);
-    handle_.reset(raw, polylimit_limiter_free);
+    handle_.reset(raw);
   }
 
   // Every call below: arguments converted with the GIL held, the polylimit_* call
-  // made without it, the Decision (or the error) built with it again.
+  // made without it, the Decision (or the error) built with it again. The
+  // handle lives as long as this object, which the caller holds during the
+  // call; after the client is closed the core answers POLYLIMIT_ECLOSED.
   template <class Call>
   Decision decide(Call&& call) {
-    auto h = handle();
+    polylimit_limiter* h = handle_.get();
     Decision out;
     polylimit_error err;
     int st;
     {
       py::gil_scoped_release nogil;
-      st = call(h.get(), &out.d, &err);
+      st = call(h, &out.d, &err);
     }
     if (st != POLYLIMIT_OK) raise_error(st, err);
     return out;
@@ -242,35 +260,42 @@ class Limiter {
   Decision check(py::handle key, py::handle cost) {
     std::string k = key_bytes(key);
     int64_t c = to_int64(cost, "cost");
-    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_check(l, k.data(), k.size(), c, d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
+      return polylimit_limiter_check(l, k.data(), k.size(), c, d, e);
+    });
   }
 
   Decision check_at(py::handle key, py::handle cost, py::handle now_us) {
     std::string k = key_bytes(key);
     int64_t c = to_int64(cost, "cost");
     int64_t now = to_int64(now_us, "now_us");
-    return decide(
-        [&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_check_at(l, k.data(), k.size(), c, now, d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
+      return polylimit_limiter_check_at(l, k.data(), k.size(), c, now, d, e);
+    });
   }
 
   Decision peek(py::handle key) {
     std::string k = key_bytes(key);
-    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_peek(l, k.data(), k.size(), d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
+      return polylimit_limiter_peek(l, k.data(), k.size(), d, e);
+    });
   }
 
   Decision check_at_most(py::handle key, py::handle max_cost) {
     std::string k = key_bytes(key);
     int64_t c = to_int64(max_cost, "max_cost");
-    return decide(
-        [&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_check_at_most(l, k.data(), k.size(), c, d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
+      return polylimit_limiter_check_at_most(l, k.data(), k.size(), c, d, e);
+    });
   }
 
   Decision acquire(py::handle key, py::handle cost, py::handle timeout_ms) {
     std::string k = key_bytes(key);
     int64_t c = to_int64(cost, "cost");
     int64_t t = to_int64(timeout_ms, "timeout_ms");
-    return decide(
-        [&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_acquire(l, k.data(), k.size(), c, t, d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
+      return polylimit_limiter_acquire(l, k.data(), k.size(), c, t, d, e);
+    });
   }
 
   Decision check_limit(py::handle key, py::handle cost, py::handle limit, py::handle window_ms) {
@@ -279,34 +304,42 @@ class Limiter {
     int64_t n = to_int64(limit, "limit");
     int64_t w = to_int64(window_ms, "window_ms");
     return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
-      return polylimit_check_limit(l, k.data(), k.size(), c, n, w, d, e);
+      return polylimit_limiter_check_limit(l, k.data(), k.size(), c, n, w, d, e);
     });
   }
 
   Decision refund(py::handle key, py::handle units) {
     std::string k = key_bytes(key);
     int64_t u = to_int64(units, "units");
-    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) { return polylimit_refund(l, k.data(), k.size(), u, d, e); });
+    return decide([&](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
+      return polylimit_limiter_refund(l, k.data(), k.size(), u, d, e);
+    });
   }
 
   void reset(py::handle key) {
-    auto h = handle();
     std::string k = key_bytes(key);
+    polylimit_limiter* h = handle_.get();
     polylimit_error err;
     int st;
     {
       py::gil_scoped_release nogil;
-      st = polylimit_reset(h.get(), k.data(), k.size(), &err);
+      st = polylimit_limiter_reset(h, k.data(), k.size(), &err);
     }
     if (st != POLYLIMIT_OK) raise_error(st, err);
   }
 
-  // polylimit_check_many: one pipelined round trip for every key, the GIL released
-  // around it. Per-key failures raise the first one (its message names the
-  // index, "keys[3]: ..."), or with return_exceptions put an exception in
-  // that key's place. Failures of the whole batch (a bad cost) always raise.
+  // polylimit_limiter_check_many: one pipelined round trip for every key, the
+  // GIL released around it. Every key comes back with its own status and
+  // message (statuses[i], key_errors[i]): the binding reads them, it never
+  // parses a message or guesses which key failed.
+  //  - The call rejected before any key (statuses untouched, e.g. too many
+  //    keys): raised, whatever return_exceptions says.
+  //  - return_exceptions: a list with a Decision or an Error (.index = i) per key.
+  //  - otherwise, if a key failed: the call's error (err, "keys[i]: ..." as the
+  //    core words it) is raised, with .index (the first key that failed) and
+  //    .results (what return_exceptions would have returned: the other keys
+  //    were decided, and consumed, all the same).
   py::list check_many(py::handle keys, py::handle cost, bool return_exceptions) {
-    auto h = handle();
     if (PyUnicode_Check(keys.ptr()) || PyBytes_Check(keys.ptr()))
       throw py::type_error("keys must be an iterable of keys, not a single " + type_name(keys));
     int64_t c = to_int64(cost, "cost");
@@ -319,38 +352,44 @@ class Limiter {
       ptrs[i] = ks[i].data();
       lens[i] = ks[i].size();
     }
+    constexpr int kUntouched = 1;  // no POLYLIMIT_* status is positive
     std::vector<polylimit_decision> ds(n);
-    std::vector<int> statuses(n, POLYLIMIT_OK);
+    std::vector<int> statuses(n, kUntouched);
+    std::vector<polylimit_error> key_errors(n);
     polylimit_error err;
     polylimit_error_clear(&err);
+    polylimit_limiter* h = handle_.get();
     int st;
     {
       py::gil_scoped_release nogil;
-      st = polylimit_check_many(h.get(), ptrs.data(), lens.data(), n, c, ds.data(), statuses.data(), &err);
+      st = polylimit_limiter_check_many(h, ptrs.data(), lens.data(), n, c, ds.data(), statuses.data(),
+                                        key_errors.data(), &err);
     }
-    if (st != POLYLIMIT_OK) {
-      bool per_key = std::strncmp(err.message, "keys[", 5) == 0;
-      if (!return_exceptions || !per_key) raise_error(st, err);
-    }
+    if (st != POLYLIMIT_OK && (n == 0 || statuses[0] == kUntouched)) raise_error(st, err);
     py::list out(n);
-    bool first = true;
+    size_t first_failed = n;
     for (size_t i = 0; i < n; ++i) {
       if (statuses[i] == POLYLIMIT_OK) {
         out[i] = py::cast(Decision{ds[i]});
-      } else if (first) {  // the failure that err describes
-        first = false;
-        out[i] = make_error(statuses[i], err.message[0] ? err.message : polylimit_status_name(statuses[i]), err.sys_errno);
-      } else {
-        // polylimit_check_many details only the first failure.
-        std::string msg = "keys[" + std::to_string(i) + "]: failed (" + polylimit_status_name(statuses[i]) + ")";
-        out[i] = make_error(statuses[i], msg.c_str(), 0);
+        continue;
       }
+      const polylimit_error& ke = key_errors[i];
+      py::object e = make_error(statuses[i], ke.message[0] ? ke.message : polylimit_status_name(statuses[i]),
+                                ke.sys_errno);
+      e.attr("index") = py::int_(i);
+      out[i] = e;
+      if (first_failed == n) first_failed = i;
     }
-    return out;
+    if (return_exceptions || st == POLYLIMIT_OK) return out;
+    if (first_failed == n) raise_error(st, err);  // not a key's failure (the ABI says it cannot happen)
+    py::object exc = make_error(st, err.message[0] ? err.message : polylimit_status_name(st),
+                                key_errors[first_failed].sys_errno);
+    exc.attr("index") = py::int_(first_failed);
+    exc.attr("results") = out;
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    throw py::error_already_set();
   }
 
-  void close() { handle_.reset(); }
-  bool closed() const { return !handle_; }
   py::object spec() const { return spec_.empty() ? py::object(py::none()) : py::object(py::str(spec_)); }
   int64_t limit() const { return limit_; }
   int64_t window_ms() const { return window_ms_; }
@@ -360,16 +399,12 @@ class Limiter {
   const std::string& prefix() const { return prefix_; }
 
  private:
-  // A copy for the call: close() from another thread only drops the member,
-  // and the handle is freed when the last in-flight call returns.
-  std::shared_ptr<polylimit_limiter> handle() const {
-    if (!handle_) raise_status(POLYLIMIT_ECLOSED, "limiter is closed (its client was closed)", 0);
-    return handle_;
-  }
-
-  std::shared_ptr<polylimit_limiter> handle_;
+  struct Free {
+    void operator()(polylimit_limiter* l) const { polylimit_limiter_free(l); }
+  };
+  std::unique_ptr<polylimit_limiter, Free> handle_;
   int64_t limit_ = 0, window_ms_ = 0, burst_ = 0;  // 0 for a spec limiter
-  int algorithm_, clock_;
+  int algorithm_ = 0, clock_ = 0;
   std::string prefix_, spec_;
 };
 
@@ -387,33 +422,15 @@ PYBIND11_MODULE(_core, m) {
   py::module_ errors = py::module_::import("polylimit._errors");
   g_error_classes = new py::dict(errors.attr("BY_STATUS"));
   g_base_error = new py::object(errors.attr("Error"));
+  g_bounds = new py::dict(py::module_::import("polylimit._vocabulary").attr("BOUNDS"));
 
   m.attr("VERSION_STRING") = POLYLIMIT_VERSION_STRING;  // compiled-in header version
   m.attr("VERSION_NUMBER") = POLYLIMIT_VERSION_NUMBER;
   m.def("version_string", [] { return std::string(polylimit_version_string()); }, "Run-time library version string.");
   m.def("version_number", [] { return polylimit_version_number(); }, "Run-time library version number.");
   m.def("status_name", [](int code) { return std::string(polylimit_status_name(code)); }, py::arg("code"));
-  m.attr("MAX_LIMIT") = POLYLIMIT_MAX_LIMIT;
-  m.attr("MAX_WINDOW_MS") = POLYLIMIT_MAX_WINDOW_MS;
-  m.attr("MAX_PREFIX_LEN") = POLYLIMIT_MAX_PREFIX_LEN;
-  // Names the Python API accepts, mapped to the C enums: the tables to
-  // extend when the core gains algorithms or policies.
-  py::dict algorithms;
-  algorithms["sliding_log"] = static_cast<int>(POLYLIMIT_ALG_SLIDING_LOG);
-  algorithms["sliding_counter"] = static_cast<int>(POLYLIMIT_ALG_SLIDING_COUNTER);
-  algorithms["fixed_window"] = static_cast<int>(POLYLIMIT_ALG_FIXED_WINDOW);
-  algorithms["gcra"] = static_cast<int>(POLYLIMIT_ALG_GCRA);
-  m.attr("ALGORITHMS") = algorithms;
-  py::dict clocks;
-  clocks["server"] = static_cast<int>(POLYLIMIT_CLOCK_SERVER);
-  clocks["client"] = static_cast<int>(POLYLIMIT_CLOCK_CLIENT);
-  m.attr("CLOCKS") = clocks;
-  py::dict policies;
-  policies["error"] = static_cast<int>(POLYLIMIT_FAIL_ERROR);
-  policies["open"] = static_cast<int>(POLYLIMIT_FAIL_OPEN);
-  policies["closed"] = static_cast<int>(POLYLIMIT_FAIL_CLOSED);
-  policies["local"] = static_cast<int>(POLYLIMIT_FAIL_LOCAL);
-  m.attr("FAILURE_POLICIES") = policies;
+  // Status codes, enum names and bounds: polylimit._vocabulary, generated
+  // from the same table as polylimit.h.
 
   py::class_<Decision>(m, "Decision", "The answer to one check; bool(decision) is decision.allowed.")
       .def_property_readonly("allowed", [](const Decision& s) { return s.d.allowed != 0; })
@@ -442,17 +459,19 @@ PYBIND11_MODULE(_core, m) {
       .attr("__hash__") = py::none();
 
   py::class_<Client>(m, "Client")
-      .def(py::init([](const std::string& url, int pool_size, int connect_timeout_ms, int command_timeout_ms,
-                       int acquire_timeout_ms, int keepalive_s, bool disable_keepalive, int idle_check_ms) {
+      // Options as the C struct has them: 0 selects the library's default.
+      .def(py::init([](const std::string& url, py::handle pool_size, py::handle connect_timeout_ms,
+                       py::handle command_timeout_ms, py::handle acquire_timeout_ms, py::handle keepalive_s,
+                       bool disable_keepalive, py::handle idle_check_ms) {
              polylimit_client_options o;
              polylimit_client_options_init(&o, POLYLIMIT_CLIENT_OPTIONS_VERSION);
-             o.pool_size = pool_size;
-             o.connect_timeout_ms = connect_timeout_ms;
-             o.command_timeout_ms = command_timeout_ms;
-             o.acquire_timeout_ms = acquire_timeout_ms;
-             o.keepalive_s = keepalive_s;
+             o.pool_size = to_int(pool_size, "pool_size");
+             o.connect_timeout_ms = to_int(connect_timeout_ms, "connect_timeout_ms");
+             o.command_timeout_ms = to_int(command_timeout_ms, "command_timeout_ms");
+             o.acquire_timeout_ms = to_int(acquire_timeout_ms, "acquire_timeout_ms");
+             o.keepalive_s = to_int(keepalive_s, "keepalive_s");
              o.disable_keepalive = disable_keepalive ? 1 : 0;
-             o.idle_check_ms = idle_check_ms;
+             o.idle_check_ms = to_int(idle_check_ms, "idle_check_ms");
              return std::make_unique<Client>(url, o);
            }),
            py::arg("url"), py::arg("pool_size") = 0, py::arg("connect_timeout_ms") = 0,
@@ -464,8 +483,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("closed", &Client::closed);
 
   py::class_<Limiter>(m, "Limiter")
-      .def(py::init<Client&, py::object, py::handle, py::handle, py::handle, int, const std::string&, int,
-                    py::handle, int, py::handle, py::handle, bool, py::handle>(),
+      // Options as the C struct has them (polylimit_limiter_options_init's defaults).
+      .def(py::init<Client&, py::object, py::handle, py::handle, py::handle, py::handle, const std::string&,
+                    py::handle, py::handle, py::handle, py::handle, py::handle, bool, py::handle>(),
            py::arg("client"), py::kw_only(), py::arg("spec") = py::none(), py::arg("limit") = 0,
            py::arg("window_ms") = 0, py::arg("burst") = 0,
            py::arg("algorithm") = static_cast<int>(POLYLIMIT_ALG_SLIDING_LOG), py::arg("prefix") = "pl",
@@ -483,8 +503,6 @@ PYBIND11_MODULE(_core, m) {
       .def("check_limit", &Limiter::check_limit, py::arg("key"), py::arg("cost"), py::arg("limit"),
            py::arg("window_ms"))
       .def("refund", &Limiter::refund, py::arg("key"), py::arg("units"))
-      .def("close", &Limiter::close)
-      .def_property_readonly("closed", &Limiter::closed)
       .def_property_readonly("spec", &Limiter::spec)
       .def_property_readonly("limit", &Limiter::limit)
       .def_property_readonly("window_ms", &Limiter::window_ms)

@@ -18,41 +18,50 @@ by the core, the same way in every language.
 
 from ._errors import (
     AuthError,
+    ClosedError,
     Error,
     InvalidArgument,
+    NoMemory,
     PermissionDenied,
     PoolExhausted,
     RateLimited,
     ScriptError,
+    ServerError,
     Timeout,
     Unavailable,
 )
-from . import _core
+from . import _core, _vocabulary
 from ._core import Decision
 from ._client import Client, Hit, Limiter, Rate, Stats
 
 __version__: str = _core.VERSION_STRING
 
 #: Algorithm names that Client.limiter() accepts.
-ALGORITHMS = tuple(sorted(_core.ALGORITHMS))
+ALGORITHMS = tuple(sorted(_vocabulary.ALGORITHMS))
+#: Clock names that Client.limiter(clock=...) accepts.
+CLOCKS = tuple(sorted(_vocabulary.CLOCKS))
 #: Failure policies that Client.limiter(on_failure=...) accepts.
-FAILURE_POLICIES = tuple(sorted(_core.FAILURE_POLICIES))
+FAILURE_POLICIES = tuple(sorted(_vocabulary.FAILURE_POLICIES))
 
 __all__ = [
     "ALGORITHMS",
     "AuthError",
+    "CLOCKS",
     "Client",
+    "ClosedError",
     "Decision",
     "Error",
     "FAILURE_POLICIES",
     "Hit",
     "InvalidArgument",
     "Limiter",
+    "NoMemory",
     "PermissionDenied",
     "PoolExhausted",
     "Rate",
     "RateLimited",
     "ScriptError",
+    "ServerError",
     "Stats",
     "Timeout",
     "Unavailable",
@@ -60,7 +69,7 @@ __all__ = [
 ]
 
 # Tracebacks name the public module, not the private one that defines them.
-for _cls in (AuthError, Error, InvalidArgument, PermissionDenied, PoolExhausted, RateLimited, ScriptError,
-             Timeout, Unavailable, Client, Hit, Limiter, Rate):
+for _cls in (AuthError, ClosedError, Error, InvalidArgument, NoMemory, PermissionDenied, PoolExhausted,
+             RateLimited, ScriptError, ServerError, Timeout, Unavailable, Client, Hit, Limiter, Rate):
     _cls.__module__ = __name__
 del _cls

@@ -2,6 +2,7 @@
 
 import asyncio
 import datetime
+import decimal
 import functools
 import inspect
 import math
@@ -10,11 +11,12 @@ import re
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, List, NamedTuple, Optional, Tuple, TypedDict, TypeVar, Union
+from typing import (Any, Callable, Dict, Iterable, List, Literal, NamedTuple, Optional, Tuple, TypedDict, TypeVar,
+                    Union, overload)
 
-from . import _core
+from . import _core, _vocabulary
 from ._core import Decision
-from ._errors import InvalidArgument, RateLimited
+from ._errors import Error, InvalidArgument, RateLimited
 
 Key = Union[str, bytes]
 Seconds = Union[float, int, datetime.timedelta]
@@ -48,43 +50,61 @@ class Stats(TypedDict):
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-_INT_MAX = 2**31 - 1
-_DEFAULT_POOL_SIZE = 8  # the core's default; also sizes the async executor
+# The binding converts types (seconds to milliseconds, names to enum values);
+# the core checks every range, with one message format everywhere:
+# "<name> = <value> is out of range <min>..<max>" (names as the core has them).
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _seconds_to_ms(name: str, value: Any) -> int:
-    """A positive duration in seconds as whole milliseconds (rounded up, so a
-    tiny positive value never becomes 0, which the C ABI reads as 'default')."""
-    if isinstance(value, datetime.timedelta):
-        value = value.total_seconds()
-    if not _is_number(value):
-        raise TypeError("%s must be a number of seconds, not %s" % (name, type(value).__name__))
-    if not math.isfinite(value) or value <= 0:
-        raise InvalidArgument("%s = %r must be a positive number of seconds" % (name, value))
-    ms = math.ceil(value * 1000 - 1e-9)
-    if ms > _INT_MAX:
-        raise InvalidArgument("%s = %r is too large (at most %d s)" % (name, value, _INT_MAX // 1000))
-    return max(int(ms), 1)
+# Our own context: the caller's decimal context (precision, traps) must not
+# change how a duration converts. 64 digits hold any float's decimal times 1000.
+_DECIMAL = decimal.Context(prec=64)
 
 
-def _duration_ms(name: str, value: Any, max_ms: int) -> int:
-    """A duration in seconds (0 allowed) as whole milliseconds, rounded up."""
+def _exact_ms(name: str, value: Any) -> decimal.Decimal:
+    """Seconds (int, float or timedelta) as an exact number of milliseconds.
+    A float counts as the decimal it prints as (0.3 is 300 ms, not
+    299.99999999999997)."""
     if isinstance(value, datetime.timedelta):
-        value = value.total_seconds()
+        return _DECIMAL.divide(decimal.Decimal(value // datetime.timedelta(microseconds=1)), 1000)
     if not _is_number(value):
         raise TypeError("%s must be a number of seconds, not %s" % (name, type(value).__name__))
-    if not math.isfinite(value) or value < 0:
-        raise InvalidArgument("%s = %r must be a number of seconds, at least 0" % (name, value))
-    if value == 0:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidArgument("%s = %r is not a finite number of seconds" % (name, value))
+    return _DECIMAL.multiply(decimal.Decimal(repr(value) if isinstance(value, float) else value), 1000)
+
+
+def _ms(name: str, value: Any) -> int:
+    """A duration in seconds as whole milliseconds, rounded up (away from 0, so
+    that a tiny value never becomes 0, which the C ABI may read as "default" or
+    "off"). The sign is kept: the core rejects a negative duration, by name."""
+    return int(_exact_ms(name, value).to_integral_value(rounding=decimal.ROUND_UP, context=_DECIMAL))
+
+
+def _out_of_range(name: str, value: int) -> InvalidArgument:
+    """The core's error for a value the core cannot be shown (the C ABI reads 0
+    as "default"), with the bounds of the generated table."""
+    lo, hi = _vocabulary.BOUNDS[name]
+    return InvalidArgument("%s = %d is out of range %d..%d" % (name, value, lo, hi))
+
+
+def _client_option(name: str, core_name: str, value: Any, ms: bool = True) -> int:
+    """A client option for polylimit_client_options: None is 0 (the library's
+    default); an explicit 0 is refused, since the C struct reads it as the
+    default too."""
+    if value is None:
         return 0
-    ms = max(int(math.ceil(value * 1000 - 1e-9)), 1)
-    if ms > max_ms:
-        raise InvalidArgument("%s = %r is too large (at most %d s)" % (name, value, max_ms // 1000))
-    return ms
+    n = _ms(name, value) if ms else _check_int(name, value)
+    if n != 0:
+        return n
+    lo, hi = _vocabulary.BOUNDS[core_name]
+    if not lo <= 0 <= hi:
+        raise _out_of_range(core_name, 0)
+    raise InvalidArgument("%s = 0 cannot be given: the C ABI reads 0 as the default (%d ms); use None for the default "
+                          "or at least 0.001 s" % (name, _vocabulary.DEFAULTS[core_name]))
 
 
 def _check_int(name: str, value: Any) -> int:
@@ -132,41 +152,31 @@ class Client:
     ) -> None:
         if not isinstance(url, str):
             raise TypeError("url must be a str, not %s" % type(url).__name__)
-        if pool_size is not None:
-            if not isinstance(pool_size, int) or isinstance(pool_size, bool):
-                raise TypeError("pool_size must be an int, not %s" % type(pool_size).__name__)
-            if not 1 <= pool_size <= _INT_MAX:
-                raise InvalidArgument("pool_size = %d must be at least 1" % pool_size)
         keepalive_s, no_keepalive = 0, False
         if keepalive is None or keepalive is True:
             pass  # the library default
         elif keepalive is False or (isinstance(keepalive, int) and keepalive == 0):
             no_keepalive = True
         elif isinstance(keepalive, int):
-            if not 1 <= keepalive <= _INT_MAX:
-                raise InvalidArgument("keepalive = %d must be a positive number of seconds (or False)" % keepalive)
             keepalive_s = keepalive
         else:
             raise TypeError("keepalive must be an int of seconds, True or False, not %s" % type(keepalive).__name__)
 
-        def ms(name: str, value: Any) -> int:
-            return 0 if value is None else _seconds_to_ms(name, value)
-
         self._core = _core.Client(
             url,
-            pool_size=pool_size or 0,
-            connect_timeout_ms=ms("connect_timeout", connect_timeout),
-            command_timeout_ms=ms("command_timeout", command_timeout),
-            acquire_timeout_ms=ms("acquire_timeout", acquire_timeout),
+            pool_size=_client_option("pool_size", "pool_size", pool_size, ms=False),
+            connect_timeout_ms=_client_option("connect_timeout", "connect_timeout_ms", connect_timeout),
+            command_timeout_ms=_client_option("command_timeout", "command_timeout_ms", command_timeout),
+            acquire_timeout_ms=_client_option("acquire_timeout", "acquire_timeout_ms", acquire_timeout),
             keepalive_s=keepalive_s,
             disable_keepalive=no_keepalive,
-            idle_check_ms=ms("idle_check", idle_check),
+            idle_check_ms=_client_option("idle_check", "idle_check_ms", idle_check),
         )
         self._url = url
-        self._pool_size = pool_size or _DEFAULT_POOL_SIZE
+        # One async worker thread per pooled connection: more would only queue.
+        self._pool_size = pool_size or _vocabulary.DEFAULTS["pool_size"]
         self._lock = threading.Lock()
         _ALL_CLIENTS.add(self)
-        self._limiters: "weakref.WeakSet[Limiter]" = weakref.WeakSet()
         self._executor: Optional[ThreadPoolExecutor] = None
         self._executor_pid = 0
 
@@ -191,7 +201,7 @@ class Client:
         deny_cache: int = 0,
         on_failure: str = "error",
         breaker_failures: int = 0,
-        breaker_cooldown: Seconds = 1.0,
+        breaker_cooldown: Optional[Seconds] = None,
         shadow: bool = False,
         block: Seconds = 0.0,
     ) -> "Limiter":
@@ -219,12 +229,16 @@ class Client:
           ``"closed"`` denies, ``"local"`` decides with an in-process limiter;
           the last three set ``decision.degraded``.
         - ``breaker_failures``: after this many consecutive outages, fail fast
-          for ``breaker_cooldown`` seconds, then let one probe through;
-          0 (the default) is no breaker.
+          for ``breaker_cooldown`` seconds (None: the library default, 1 s),
+          then let one probe through; 0 (the default) is no breaker.
         - ``shadow``: dry run; decide and count as usual but always admit,
           with ``decision.shadowed`` set on would-be denials.
         - ``block``: seconds a denied key stays denied (punitive block);
           0 is off.
+
+        Durations are rounded up to whole milliseconds (``window`` must be
+        one). Every range is checked by the core, which names the option as
+        the C API does: ``"block_ms = <ms> is out of range <min>..<max>"``.
         """
         if spec is not None:
             if limit is not None or window is not None:
@@ -238,29 +252,27 @@ class Client:
             if limit is None or window is None:
                 raise InvalidArgument("a rate is needed: limiter('100/minute') or limiter(limit=100, window=60)")
             limit_n, window_ms = _check_int("limit", limit), _window_ms(window)
-            if not -(2**63) <= limit_n < 2**63:
-                raise InvalidArgument("limit = %d is out of range 1..%d" % (limit_n, _core.MAX_LIMIT))
-            burst_n = 0 if burst is None else _check_int("burst", burst)
-            if burst is not None and burst_n < 1:
-                raise InvalidArgument("burst = %d must be at least 1 (or None for the limit)" % burst_n)
-        alg = _choice("algorithm", algorithm, _core.ALGORITHMS, "available: " + ", ".join(sorted(_core.ALGORITHMS)))
-        clk = _choice("clock", clock, _core.CLOCKS, "use 'server' or 'client'")
-        policy = _choice("on_failure", on_failure, _core.FAILURE_POLICIES,
-                         "use " + ", ".join(repr(p) for p in sorted(_core.FAILURE_POLICIES)))
+            burst_n = 0 if burst is None else _check_int("burst", burst)  # 0: the limit
+        alg = _choice("algorithm", algorithm, _vocabulary.ALGORITHMS,
+                      "available: " + ", ".join(sorted(_vocabulary.ALGORITHMS)))
+        clk = _choice("clock", clock, _vocabulary.CLOCKS,
+                      "use " + " or ".join(repr(c) for c in sorted(_vocabulary.CLOCKS, reverse=True)))
+        policy = _choice("on_failure", on_failure, _vocabulary.FAILURE_POLICIES,
+                         "use " + ", ".join(repr(p) for p in sorted(_vocabulary.FAILURE_POLICIES)))
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str, not %s" % type(prefix).__name__)
         if not isinstance(shadow, bool):
             raise TypeError("shadow must be a bool, not %s" % type(shadow).__name__)
-        options = dict(
+        options: Dict[str, Any] = dict(
             algorithm=alg,
             prefix=prefix,
             clock=clk,
             deny_cache_size=_check_int("deny_cache", deny_cache),
             failure_policy=policy,
             breaker_failures=_check_int("breaker_failures", breaker_failures),
-            breaker_cooldown_ms=_seconds_to_ms("breaker_cooldown", breaker_cooldown),
+            breaker_cooldown_ms=0 if breaker_cooldown is None else _breaker_cooldown_ms(breaker_cooldown),
             shadow=shadow,
-            block_ms=_duration_ms("block", block, _core.MAX_WINDOW_MS),
+            block_ms=_ms("block", block),
         )
         with self._lock:
             if spec is not None:
@@ -268,7 +280,6 @@ class Client:
             else:
                 core = _core.Limiter(self._core, limit=limit_n, window_ms=window_ms, burst=burst_n, **options)
             lim = Limiter(self, core, algorithm, clock, on_failure, shadow)
-            self._limiters.add(lim)
         return lim
 
     def stats(self) -> Stats:
@@ -286,12 +297,11 @@ class Client:
         return self._core.stats_prometheus()
 
     def close(self) -> None:
-        """Closes the client and its limiters. Idempotent. Calls already in
-        flight finish; later calls raise Error with code POLYLIMIT_ECLOSED."""
+        """Closes the client and, in the core, every limiter made from it.
+        Idempotent. Calls already in flight finish; later calls (and
+        :meth:`limiter`) raise :class:`polylimit.ClosedError`
+        (POLYLIMIT_ECLOSED). The limiter objects stay safe to hold."""
         with self._lock:
-            for lim in list(self._limiters):
-                lim._core.close()
-            self._limiters = weakref.WeakSet()
             self._core.close()
             executor, self._executor = self._executor, None
         if executor is not None and self._executor_pid == os.getpid():
@@ -336,24 +346,26 @@ if hasattr(os, "register_at_fork"):
 
 
 def _window_ms(window: Any) -> int:
-    if isinstance(window, datetime.timedelta):
-        window = window.total_seconds()
-    if not _is_number(window):
-        raise TypeError("window must be a number of seconds, not %s" % type(window).__name__)
-    if not math.isfinite(window) or window <= 0:
-        raise InvalidArgument("window = %r must be a positive number of seconds" % (window,))
-    ms = window * 1000
-    if abs(ms - round(ms)) > 1e-6 * max(1.0, ms) or round(ms) < 1:
-        raise InvalidArgument("window = %r s must be a whole number of milliseconds, at least 0.001" % (window,))
-    if round(ms) > _core.MAX_WINDOW_MS:
-        raise InvalidArgument("window = %r s is longer than %d s" % (window, _core.MAX_WINDOW_MS // 1000))
-    return int(round(ms))
+    """A window in seconds as milliseconds; it must be a whole number of them
+    (as in rate specs: "10/1.5ms" is refused too). The core checks the range."""
+    exact = _exact_ms("window", window)
+    if exact != exact.to_integral_value(context=_DECIMAL):
+        raise InvalidArgument("window = %r s is not a whole number of milliseconds" % (window,))
+    return int(exact)
+
+
+def _breaker_cooldown_ms(cooldown: Any) -> int:
+    ms = _ms("breaker_cooldown", cooldown)
+    if ms == 0:  # the C ABI would read 0 as the default
+        raise _out_of_range("breaker_cooldown_ms", 0)
+    return ms
 
 
 def _timeout_ms(timeout: Any) -> int:
+    """acquire's timeout: None is as long as the core allows."""
     if timeout is None:
-        return int(_core.MAX_WINDOW_MS)
-    return _duration_ms("timeout", timeout, _core.MAX_WINDOW_MS)
+        return _vocabulary.BOUNDS["timeout_ms"][1]
+    return _ms("timeout", timeout)
 
 
 def _now_us(now: Any) -> int:
@@ -441,7 +453,7 @@ class Limiter:
         else:
             rate = "%d per %gs" % (self._core.limit, self._core.window_ms / 1000.0)
         return "<polylimit.Limiter %s %s prefix=%r%s>" % (
-            rate, self._algorithm, self.prefix, " closed" if self._core.closed else "")
+            rate, self._algorithm, self.prefix, " closed" if self._client.closed else "")
 
     # -- blocking calls -----------------------------------------------------
     def check(self, key: Key, cost: int = 1) -> Decision:
@@ -466,18 +478,32 @@ class Limiter:
         """Clears the key: it is back to full capacity."""
         self._core.reset(key)
 
+    @overload
+    def check_many(self, keys: Iterable[Key], cost: int = ..., *,
+                   return_exceptions: Literal[False] = ...) -> List[Decision]: ...
+
+    @overload
+    def check_many(self, keys: Iterable[Key], cost: int = ..., *,
+                   return_exceptions: bool) -> List[Union[Decision, Error]]: ...
+
     def check_many(self, keys: Iterable[Key], cost: int = 1, *,
-                   return_exceptions: bool = False) -> List[Decision]:
+                   return_exceptions: bool = False) -> List[Any]:
         """check(key, cost) for every key, in order, in one pipelined round
         trip to Redis (one GIL release). Each key is decided on its own (all
         or nothing per key, not across keys).
 
-        Returns one Decision per key. When some keys fail (a timeout, an
-        empty key), the first failure is raised (its message names the index,
-        ``"keys[3]: ..."``); the other keys were decided all the same. With
-        ``return_exceptions=True`` (as in ``asyncio.gather``) the list holds
-        the :class:`polylimit.Error` of each failing key in its place instead.
-        Errors of the whole call (a bad cost) always raise.
+        Every key reports its own outcome. With ``return_exceptions=True``
+        (as in ``asyncio.gather``) the list holds, for each key, its Decision
+        or its own :class:`polylimit.Error` (the core's message for that key,
+        ``.index`` its position); an error of the whole call (a bad cost, a
+        closed client) is then every key's error.
+
+        Without it, when a key fails (a timeout, an empty key) an error is
+        raised: the core's message names the first key that failed
+        (``"keys[3]: key is empty"``), ``.index`` is its position and
+        ``.results`` the list ``return_exceptions=True`` would have returned:
+        the other keys were decided, and consumed, all the same. Only a call
+        refused as a whole before any key (too many keys) raises either way.
         """
         return self._core.check_many(keys, cost, return_exceptions)
 
@@ -512,9 +538,15 @@ class Limiter:
 
     # -- asyncio --------------------------------------------------------------
     def _run(self, fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":
-        if self._core.closed:
-            fn(*args)  # raises POLYLIMIT_ECLOSED here rather than start a thread pool for nothing
         loop = asyncio.get_running_loop()
+        if self._client.closed:
+            # The core answers POLYLIMIT_ECLOSED at once: no thread pool for that.
+            future: "asyncio.Future[T]" = loop.create_future()
+            try:
+                future.set_result(fn(*args))
+            except Exception as e:
+                future.set_exception(e)
+            return future
         return loop.run_in_executor(self._client._async_executor(), fn, *args)
 
     async def acheck(self, key: Key, cost: int = 1) -> Decision:
@@ -529,8 +561,16 @@ class Limiter:
     async def areset(self, key: Key) -> None:
         await self._run(self._core.reset, key)
 
+    @overload
+    async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,
+                          return_exceptions: Literal[False] = ...) -> List[Decision]: ...
+
+    @overload
+    async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,
+                          return_exceptions: bool) -> List[Union[Decision, Error]]: ...
+
     async def acheck_many(self, keys: Iterable[Key], cost: int = 1, *,
-                          return_exceptions: bool = False) -> List[Decision]:
+                          return_exceptions: bool = False) -> List[Any]:
         """check_many for asyncio: one round trip, in the client's thread pool."""
         if not isinstance(keys, (str, bytes)):
             keys = list(keys)  # iterate here: a generator must not run in a worker thread
@@ -551,6 +591,9 @@ class Limiter:
         but it waits with ``asyncio.sleep``, so no thread is held while it
         waits and cancelling the task stops it."""
         timeout_ms = _timeout_ms(timeout)
+        lo, hi = _vocabulary.BOUNDS["timeout_ms"]
+        if not lo <= timeout_ms <= hi:  # the core's check of acquire, for this loop of ours
+            raise _out_of_range("timeout_ms", timeout_ms)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000.0
         while True:

@@ -1,16 +1,13 @@
 # Type stubs for polylimit._core (the pybind11 module over the C ABI).
+# Status codes, enum values and bounds are in polylimit._vocabulary (generated).
 from typing import Dict, Iterable, List, Optional, Union
+
+from ._errors import Error
 
 _Key = Union[str, bytes]
 
 VERSION_STRING: str
 VERSION_NUMBER: int
-MAX_LIMIT: int
-MAX_WINDOW_MS: int
-MAX_PREFIX_LEN: int
-ALGORITHMS: Dict[str, int]  # "sliding_log", "sliding_counter", "fixed_window", "gcra"
-CLOCKS: Dict[str, int]  # "server", "client"
-FAILURE_POLICIES: Dict[str, int]  # "error", "open", "closed", "local"
 
 def version_string() -> str: ...
 def version_number() -> int: ...
@@ -89,17 +86,16 @@ class Limiter:
     def reset(self, key: _Key) -> None: ...
     def check_many(
         self, keys: Iterable[_Key], cost: int = 1, return_exceptions: bool = False
-    ) -> List[Decision]:
-        """polylimit_check_many: one pipelined round trip. Raises the first per-key
-        error (message "keys[i]: ..."), or with return_exceptions puts an
-        Error in each failing key's place; whole-call errors always raise."""
+    ) -> List[Union[Decision, Error]]:
+        """polylimit_limiter_check_many: one pipelined round trip; every key has
+        its own status and message. With return_exceptions: a Decision or an
+        Error (.index) per key. Without: a failed key raises the call's error
+        ("keys[i]: ...", .index, .results). A call refused before any key
+        always raises."""
     def check_at_most(self, key: _Key, max_cost: int) -> Decision: ...
     def acquire(self, key: _Key, cost: int, timeout_ms: int) -> Decision: ...
     def check_limit(self, key: _Key, cost: int, limit: int, window_ms: int) -> Decision: ...
     def refund(self, key: _Key, units: int) -> Decision: ...
-    def close(self) -> None: ...
-    @property
-    def closed(self) -> bool: ...
     @property
     def spec(self) -> Optional[str]: ...
     @property

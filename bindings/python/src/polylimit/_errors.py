@@ -1,73 +1,77 @@
 """polylimit's exception hierarchy.
 
 Every error raised by the library is a :class:`Error`. ``.code`` is the C
-ABI's status name (``"POLYLIMIT_ETIMEOUT"`` ...), ``.status`` its number and
-``.sys_errno`` the errno of the failing system call (0 when none). Subclasses
-also derive from the matching built-in exception, so ``except TimeoutError``
-or ``except ValueError`` catch what they should.
+ABI's status name (``"POLYLIMIT_ETIMEOUT"`` ...), ``.status`` its number,
+``.sys_errno`` the errno of the failing system call (0 when none),
+``.retryable`` whether a later retry may succeed and ``.outage`` whether the
+server did not answer (the failure policy applies). Subclasses also derive
+from the matching built-in exception, so ``except TimeoutError`` or
+``except ValueError`` catch what they should.
 
-This module imports nothing from the extension: ``_core`` reads ``BY_STATUS``
-while it initialises.
+The classes are written here (for type checkers and documentation); their
+status, code and flags come from the generated table (``_vocabulary``, built
+from capi/vocabulary/vocabulary.json), as does ``BY_STATUS``, the map that
+``_core`` uses to raise them. This module imports nothing from the extension:
+``_core`` reads ``BY_STATUS`` while it initialises.
 """
 
-from typing import Any, Dict, Optional, Type
+import builtins
+from typing import Any, Dict, List, Optional, Type
+
+from ._vocabulary import EXCEPTION_CLASSES, STATUSES
 
 
 class Error(Exception):
-    """Base class of every polylimit error."""
+    """Base class of every polylimit error; raised as is for an internal error
+    (POLYLIMIT_ERROR) or a status this version does not know."""
 
-    code: Optional[str] = "POLYLIMIT_ERROR"
-    status: int = -1
+    code: Optional[str]
+    status: int
+    retryable: bool
+    outage: bool
     sys_errno: int = 0
+    #: check_many: the position of the key this error belongs to (else None).
+    index: Optional[int] = None
 
 
 class InvalidArgument(Error, ValueError):
     """A bad argument: fix the call, do not retry."""
 
-    code = "POLYLIMIT_EINVALID"
-    status = -2
-
 
 class Unavailable(Error, ConnectionError):
     """No connection could be made, or it broke: retry later."""
-
-    code = "POLYLIMIT_EUNAVAILABLE"
-    status = -3
 
 
 class Timeout(Error, TimeoutError):
     """The server did not answer in time: retry later."""
 
-    code = "POLYLIMIT_ETIMEOUT"
-    status = -4
-
 
 class AuthError(Error):
-    """Authentication failed (AUTH or ACL user)."""
-
-    code = "POLYLIMIT_EAUTH"
-    status = -5
+    """Authentication failed (AUTH or ACL user): fix the credentials."""
 
 
 class PermissionDenied(Error):
-    """An ACL denied a command or key (NOPERM)."""
-
-    code = "POLYLIMIT_EPERM"
-    status = -6
+    """An ACL denied a command or key (NOPERM): fix the ACL."""
 
 
 class ScriptError(Error):
     """The Lua script failed inside Redis (a bug, or a key of the wrong type)."""
 
-    code = "POLYLIMIT_ESCRIPT"
-    status = -7
-
 
 class PoolExhausted(Error):
     """No pooled connection became free within acquire_timeout: retry later."""
 
-    code = "POLYLIMIT_EPOOL"
-    status = -8
+
+class NoMemory(Error):
+    """Out of memory, in this process or in Redis (OOM)."""
+
+
+class ServerError(Error):
+    """The server answered with an unexpected error or reply."""
+
+
+class ClosedError(Error):
+    """The client, or the client a limiter was made from, is closed."""
 
 
 class RateLimited(Error):
@@ -79,6 +83,8 @@ class RateLimited(Error):
 
     code = None
     status = 0
+    retryable = True
+    outage = False
 
     def __init__(self, decision: Any, message: Optional[str] = None) -> None:
         if message is None:
@@ -91,9 +97,29 @@ class RateLimited(Error):
         return float(self.decision.retry_after)
 
 
-# Status codes without a class of their own (POLYLIMIT_ERROR, POLYLIMIT_ENOMEM, POLYLIMIT_ESERVER,
-# POLYLIMIT_ECLOSED, codes added later) raise Error with .code set.
-BY_STATUS: Dict[int, Type[Error]] = {
-    cls.status: cls
-    for cls in (InvalidArgument, Unavailable, Timeout, AuthError, PermissionDenied, ScriptError, PoolExhausted)
-}
+#: status -> the class raised for it (every status of the generated table).
+BY_STATUS: Dict[int, Type[Error]] = {}
+#: Names of classes made here because the table has a status this module does
+#: not define yet (a library newer than this file); the test suite keeps it empty.
+GENERATED_CLASSES: List[str] = []
+
+
+def _bind_table() -> None:
+    namespace = globals()
+    for status, (c_name, _text, retryable, outage, class_name) in STATUSES.items():
+        cls: Any = namespace.get(class_name)
+        if cls is None:
+            base_name, doc = EXCEPTION_CLASSES[class_name]
+            bases = (Error,) + ((getattr(builtins, base_name),) if base_name else ())
+            cls = type(class_name, bases, {"__doc__": doc, "__module__": __name__})
+            namespace[class_name] = cls
+            GENERATED_CLASSES.append(class_name)
+        # Set on each class itself: a subclass must not inherit its parent's status.
+        cls.code = c_name
+        cls.status = status
+        cls.retryable = retryable
+        cls.outage = outage
+        BY_STATUS[status] = cls
+
+
+_bind_table()

@@ -29,9 +29,14 @@ import java.util.Objects;
  * {@code memory://} (in-process, no server). Connections are made lazily, on
  * the first command.
  *
- * <p>{@link #close()} is idempotent and thread-safe. Limiters made from a client
- * hold their own reference to it and keep working after it is closed, until
- * they are closed themselves.
+ * <p>{@link #close()} is idempotent and thread-safe, and waits for no one: calls
+ * in flight (on the client or its limiters) finish first, later ones fail.
+ * Closing a client closes every limiter made from it, as in every language of
+ * polylimit: their calls throw {@link ClosedException} ("the client is
+ * closed") from then on. {@link Limiter#close()} still releases each limiter's
+ * own handle (do it, or let try-with-resources do it; the order does not
+ * matter). A limiter keeps its client reachable, so a client is never closed
+ * by the garbage collector while one of its limiters is still in use.
  */
 public final class Client implements AutoCloseable {
     private final NativeRef<SWIGTYPE_p_polylimit_client> ref;
@@ -64,7 +69,7 @@ public final class Client implements AutoCloseable {
         polylimit_error err = new polylimit_error();
         try {
             SWIGTYPE_p_polylimit_client[] out = new SWIGTYPE_p_polylimit_client[1];
-            Status.check(PolylimitNative.polylimit_client_open(url, nativeOpts, out, err), err);
+            Errors.check(PolylimitNative.polylimit_client_open(url, nativeOpts, out, err), err);
             return new Client(out[0], redact(url));
         } finally {
             nativeOpts.delete();
@@ -104,16 +109,30 @@ public final class Client implements AutoCloseable {
         SWIGTYPE_p_polylimit_client h = ref.acquire();
         polylimit_error err = new polylimit_error();
         try {
-            Status.check(PolylimitNative.polylimit_client_stats_packed(h, v, err), err);
+            Errors.check(PolylimitNative.polylimit_client_stats_packed(h, v, err), err);
         } finally {
             err.delete();
             ref.release();
         }
+        // Indexes generated from the header's X-macro POLYLIMIT_STATS_COUNTERS.
         int n = PolylimitNativeConstants.POLYLIMIT_STATS_LATENCY_BUCKETS;
+        int le = PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_LATENCY_LE_US;
+        int counts = PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_LATENCY_BUCKETS;
         List<Stats.Bucket> buckets = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) buckets.add(new Stats.Bucket(v[11 + i], v[11 + n + i]));
-        return new Stats(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9],
-                Duration.of(v[10], ChronoUnit.MICROS), buckets);
+        for (int i = 0; i < n; i++) buckets.add(new Stats.Bucket(v[le + i], v[counts + i]));
+        return new Stats(
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_checks],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_admitted],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_denied],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_errors],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_round_trips],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_noscript_reloads],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_cache_hits],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_degraded],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_near_limit],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_latency_count],
+                Duration.of(v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_latency_sum_us], ChronoUnit.MICROS),
+                buckets);
     }
 
     /** The same counters in the Prometheus text format (metric names start with "polylimit_"). */
@@ -122,7 +141,7 @@ public final class Client implements AutoCloseable {
         SWIGTYPE_p_polylimit_client h = ref.acquire();
         polylimit_error err = new polylimit_error();
         try {
-            Status.check(PolylimitNative.polylimit_client_stats_prometheus(h, out, err), err);
+            Errors.check(PolylimitNative.polylimit_client_stats_prometheus(h, out, err), err);
         } finally {
             err.delete();
             ref.release();
@@ -130,7 +149,13 @@ public final class Client implements AutoCloseable {
         return out[0] == null ? "" : new String(out[0], StandardCharsets.UTF_8);
     }
 
-    /** Lends the native handle to one call; {@link #release()} must follow. */
+    /**
+     * Lends the native handle to one call, on the client or on one of its
+     * limiters (the C client must not close under a call of its limiter);
+     * {@link #release()} must follow.
+     *
+     * @throws ClosedException "the client is closed"
+     */
     SWIGTYPE_p_polylimit_client acquire() {
         return ref.acquire();
     }
@@ -143,7 +168,12 @@ public final class Client implements AutoCloseable {
         return ref.isClosed();
     }
 
-    /** Closes the client; a second call does nothing. Calls in flight finish first. */
+    /**
+     * Closes the client and, with it, every limiter made from it (their calls
+     * throw {@link ClosedException} from now on); a second call does nothing.
+     * Calls in flight finish first: the connections are released after the
+     * last of them returns.
+     */
     @Override
     public void close() {
         cleanable.clean();

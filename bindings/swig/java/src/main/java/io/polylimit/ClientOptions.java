@@ -2,11 +2,12 @@ package io.polylimit;
 
 import io.polylimit.jni.polylimit_client_options;
 import java.time.Duration;
+import java.util.Objects;
 
 /**
- * Connection options of a {@link Client}; immutable. Anything not set keeps the
- * C library's default (pool of 8, 1 s timeouts, 15 s keepalive, PING after
- * 30 s idle).
+ * Connection options of a {@link Client}; immutable. Anything not set (or set
+ * to 0) keeps the C library's default ({@code Vocabulary.DEFAULT_*}). The C
+ * core checks every value when the client opens.
  *
  * <pre>{@code
  * ClientOptions opts = ClientOptions.builder()
@@ -68,9 +69,12 @@ public final class ClientOptions {
     }
 
     /**
-     * Builds {@link ClientOptions}. Every setter rejects a zero or negative
-     * value with {@link InvalidArgumentException}: leave a field unset for its
-     * default.
+     * Builds {@link ClientOptions}. A field left unset, or set to 0, takes the C
+     * library's default. The setters only convert (a Duration to whole
+     * milliseconds or seconds, rounded up); {@link Client#open(String, ClientOptions)}
+     * rejects what the core does not accept, with an
+     * {@link InvalidArgumentException} such as
+     * {@code "pool_size = 5000 is out of range 1..4096"} (bounds in {@link Vocabulary}).
      */
     public static final class Builder {
         private int poolSize;
@@ -83,35 +87,40 @@ public final class ClientOptions {
 
         private Builder() {}
 
-        /** Most connections open at once (default 8). */
+        /** Most connections open at once; 0: the default ({@link Vocabulary#DEFAULT_POOL_SIZE}). */
         public Builder poolSize(int size) {
-            if (size <= 0) throw new InvalidArgumentException("poolSize = " + size + " must be positive");
             poolSize = size;
             return this;
         }
 
-        /** TCP or unix-socket connect timeout (default 1 s). */
+        /** TCP or unix-socket connect timeout; zero: the default ({@link Vocabulary#DEFAULT_CONNECT_TIMEOUT_MS} ms). */
         public Builder connectTimeout(Duration timeout) {
-            connectTimeoutMs = millis("connectTimeout", timeout);
+            connectTimeoutMs = Convert.intMillis(Objects.requireNonNull(timeout, "timeout"), "connect_timeout_ms",
+                    Vocabulary.MIN_CONNECT_TIMEOUT_MS, Vocabulary.MAX_CONNECT_TIMEOUT_MS);
             return this;
         }
 
-        /** Send plus reply of one command (default 1 s). */
+        /** Send plus reply of one command; zero: the default ({@link Vocabulary#DEFAULT_COMMAND_TIMEOUT_MS} ms). */
         public Builder commandTimeout(Duration timeout) {
-            commandTimeoutMs = millis("commandTimeout", timeout);
+            commandTimeoutMs = Convert.intMillis(Objects.requireNonNull(timeout, "timeout"), "command_timeout_ms",
+                    Vocabulary.MIN_COMMAND_TIMEOUT_MS, Vocabulary.MAX_COMMAND_TIMEOUT_MS);
             return this;
         }
 
-        /** Wait for a free pooled connection (default 1 s). */
+        /** Wait for a free pooled connection; zero: the default ({@link Vocabulary#DEFAULT_ACQUIRE_TIMEOUT_MS} ms). */
         public Builder acquireTimeout(Duration timeout) {
-            acquireTimeoutMs = millis("acquireTimeout", timeout);
+            acquireTimeoutMs = Convert.intMillis(Objects.requireNonNull(timeout, "timeout"), "acquire_timeout_ms",
+                    Vocabulary.MIN_ACQUIRE_TIMEOUT_MS, Vocabulary.MAX_ACQUIRE_TIMEOUT_MS);
             return this;
         }
 
-        /** TCP keepalive interval, whole seconds rounded up (default 15 s). */
+        /**
+         * TCP keepalive interval, whole seconds rounded up; zero: the default
+         * ({@link Vocabulary#DEFAULT_KEEPALIVE_S} s). Use {@link #disableKeepalive()} to turn it off.
+         */
         public Builder keepalive(Duration interval) {
-            long ms = millis("keepalive", interval);
-            keepaliveS = (int) ((ms + 999) / 1000);
+            keepaliveS = Convert.intSeconds(Objects.requireNonNull(interval, "interval"), "keepalive_s",
+                    Vocabulary.MIN_KEEPALIVE_S, Vocabulary.MAX_KEEPALIVE_S);
             disableKeepalive = false;
             return this;
         }
@@ -123,27 +132,18 @@ public final class ClientOptions {
             return this;
         }
 
-        /** PING a connection idle longer than this before reusing it (default 30 s). */
+        /**
+         * PING a connection idle longer than this before reusing it; zero: the
+         * default ({@link Vocabulary#DEFAULT_IDLE_CHECK_MS} ms).
+         */
         public Builder idleCheck(Duration idle) {
-            idleCheckMs = millis("idleCheck", idle);
+            idleCheckMs = Convert.intMillis(Objects.requireNonNull(idle, "idle"), "idle_check_ms",
+                    Vocabulary.MIN_IDLE_CHECK_MS, Vocabulary.MAX_IDLE_CHECK_MS);
             return this;
         }
 
         public ClientOptions build() {
             return new ClientOptions(this);
-        }
-
-        // Positive, at least 1 ms (rounded up), and within an int as C wants.
-        private static int millis(String name, Duration d) {
-            if (d == null) throw new InvalidArgumentException(name + " is null");
-            if (d.isNegative() || d.isZero()) throw new InvalidArgumentException(name + " = " + d + " must be positive");
-            try {
-                long ms = d.toMillis();
-                if (d.minusMillis(ms).isZero() == false) ms++;
-                return Math.toIntExact(ms);
-            } catch (ArithmeticException e) {
-                throw new InvalidArgumentException(name + " = " + d + " is too long");
-            }
         }
     }
 }

@@ -8,15 +8,16 @@ import io.polylimit.jni.polylimit_algorithm;
 import io.polylimit.jni.polylimit_clock;
 import io.polylimit.jni.polylimit_decision;
 import io.polylimit.jni.polylimit_error;
+import io.polylimit.jni.polylimit_error_list;
 import io.polylimit.jni.polylimit_failure_policy;
 import io.polylimit.jni.polylimit_limiter_options;
-import io.polylimit.jni.polylimit_status;
 import java.lang.ref.Cleaner;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -31,7 +32,13 @@ import java.util.Objects;
  * a null key a {@link NullPointerException}.
  *
  * <p>{@link #close()} is idempotent and thread-safe; later calls throw
- * {@link ClosedException}.
+ * {@link ClosedException}. Closing the {@link Client} it was made from closes
+ * the limiter too: its calls then throw {@link ClosedException} ("the client
+ * is closed"), and {@link #close()} still releases its handle.
+ *
+ * <p>Numbers pass to the C core as they are, and a Duration becomes whole
+ * milliseconds rounded up; the core checks every range, with one message
+ * format for all languages: {@code "<name> = <value> is out of range <min>..<max>"}.
  */
 public final class Limiter implements AutoCloseable {
     /** Where the time of a decision comes from. */
@@ -89,7 +96,10 @@ public final class Limiter implements AutoCloseable {
     }
 
     private static final int PACKED = PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION;
+    /** A status polylimit_limiter_check_many did not write (every status is 0 or negative). */
+    private static final int UNTOUCHED = 1;
 
+    private final Client client; // keeps the client reachable while this limiter is
     private final NativeRef<SWIGTYPE_p_polylimit_limiter> ref;
     private final Cleaner.Cleanable cleanable;
     private final String spec;
@@ -97,7 +107,9 @@ public final class Limiter implements AutoCloseable {
     private final String prefix;
     private final Clock clock;
 
-    private Limiter(SWIGTYPE_p_polylimit_limiter handle, String spec, Algorithm algorithm, String prefix, Clock clock) {
+    private Limiter(Client client, SWIGTYPE_p_polylimit_limiter handle, String spec, Algorithm algorithm, String prefix,
+                    Clock clock) {
+        this.client = client;
         this.ref = new NativeRef<>(handle, PolylimitNative::polylimit_limiter_free, "limiter");
         this.cleanable = Natives.CLEANER.register(this, ref);
         this.spec = spec;
@@ -112,17 +124,40 @@ public final class Limiter implements AutoCloseable {
         int call(SWIGTYPE_p_polylimit_limiter h, polylimit_decision out, polylimit_error err);
     }
 
-    private Decision decide(DecisionCall call) {
+    /**
+     * Starts a call: the limiter's handle, valid until {@link #end()}. The
+     * client is held too, so that closing it waits for the call (C forbids a
+     * client close racing a call of its limiters).
+     *
+     * @throws ClosedException "the limiter is closed" or "the client is closed"
+     */
+    private SWIGTYPE_p_polylimit_limiter begin() {
         SWIGTYPE_p_polylimit_limiter h = ref.acquire();
+        try {
+            client.acquire();
+        } catch (RuntimeException e) {
+            ref.release();
+            throw e;
+        }
+        return h;
+    }
+
+    private void end() {
+        client.release();
+        ref.release();
+    }
+
+    private Decision decide(DecisionCall call) {
+        SWIGTYPE_p_polylimit_limiter h = begin();
         polylimit_decision out = new polylimit_decision();
         polylimit_error err = new polylimit_error();
         try {
-            Status.check(call.call(h, out, err), err);
+            Errors.check(call.call(h, out, err), err);
             return decision(out);
         } finally {
             out.delete();
             err.delete();
-            ref.release();
+            end();
         }
     }
 
@@ -147,7 +182,7 @@ public final class Limiter implements AutoCloseable {
      */
     public Decision check(byte[] key, long cost) {
         Objects.requireNonNull(key, "key");
-        return decide((h, out, err) -> PolylimitNative.polylimit_check(h, key, cost, out, err));
+        return decide((h, out, err) -> PolylimitNative.polylimit_limiter_check(h, key, cost, out, err));
     }
 
     /**
@@ -161,9 +196,9 @@ public final class Limiter implements AutoCloseable {
         try {
             nowUs = ChronoUnit.MICROS.between(Instant.EPOCH, at);
         } catch (ArithmeticException e) {
-            throw new InvalidArgumentException("at = " + at + " is out of range");
+            throw Convert.outOfRange("now_us", at, Vocabulary.MIN_NOW_US, Vocabulary.MAX_NOW_US);
         }
-        return decide((h, out, err) -> PolylimitNative.polylimit_check_at(h, key, cost, nowUs, out, err));
+        return decide((h, out, err) -> PolylimitNative.polylimit_limiter_check_at(h, key, cost, nowUs, out, err));
     }
 
     public Decision checkAt(String key, long cost, Instant at) {
@@ -175,14 +210,13 @@ public final class Limiter implements AutoCloseable {
      * one decision per key, in order. Each key is decided on its own (all or
      * nothing per key, not across keys).
      *
-     * @throws PolylimitException for the first key that failed (the message names
-     *         it, e.g. "keys[3]: key is empty"); the other keys may have been decided
+     * @throws PolylimitException when a key failed: the exception of the first
+     *         one, whose message names it ("keys[3]: ..."); the other keys may
+     *         have been decided. {@link #checkManyResults(List, long)} gives
+     *         every key its decision or its own error instead.
      */
     public List<Decision> checkMany(List<String> keys, long cost) {
-        Objects.requireNonNull(keys, "keys");
-        byte[][] raw = new byte[keys.size()][];
-        for (int i = 0; i < raw.length; i++) raw[i] = bytes(keys.get(i));
-        return checkManyBytes(raw, cost);
+        return checkManyBytes(utf8(keys), cost);
     }
 
     public List<Decision> checkMany(List<String> keys) {
@@ -191,26 +225,87 @@ public final class Limiter implements AutoCloseable {
 
     /** As {@link #checkMany(List, long)} for byte keys. */
     public List<Decision> checkManyBytes(byte[][] keys, long cost) {
-        Objects.requireNonNull(keys, "keys");
-        for (byte[] k : keys) Objects.requireNonNull(k, "key");
-        long[] values = new long[Math.multiplyExact(keys.length, PACKED)];
-        int[] codes = new int[keys.length];
-        SWIGTYPE_p_polylimit_limiter h = ref.acquire();
-        polylimit_error err = new polylimit_error();
-        try {
-            Status.check(PolylimitNative.polylimit_check_many_packed(h, keys, cost, values, codes, err), err);
-        } finally {
-            err.delete();
-            ref.release();
-        }
+        Batch b = batch(keys, cost);
+        if (b.rc != Status.OK) throw b.error;
         List<Decision> out = new ArrayList<>(keys.length);
+        for (int i = 0; i < keys.length; i++) out.add(b.decision(i));
+        return out;
+    }
+
+    /**
+     * As {@link #checkMany(List, long)}, but nothing is thrown for a key: each
+     * key's result is its decision or its own error (its own status class and
+     * the C library's message for that key, without a "keys[i]: " prefix).
+     * When the call fails as a whole (a bad cost) every key holds that error.
+     *
+     * @throws ClosedException if the limiter or its client is closed
+     */
+    public List<KeyResult> checkManyResults(List<String> keys, long cost) {
+        return checkManyResults(utf8(keys), cost);
+    }
+
+    /** As {@link #checkManyResults(List, long)} for byte keys. */
+    public List<KeyResult> checkManyResults(byte[][] keys, long cost) {
+        Batch b = batch(keys, cost);
+        List<KeyResult> out = new ArrayList<>(keys.length);
         for (int i = 0; i < keys.length; i++) {
-            int o = i * PACKED;
-            out.add(new Decision(values[o] != 0, values[o + 4], values[o + 5], Duration.ofMillis(values[o + 6]),
-                    Duration.ofMillis(values[o + 7]), values[o + 1] != 0, values[o + 2] != 0, values[o + 3] != 0,
-                    values[o + 8]));
+            int code = b.codes[i];
+            if (code == Status.OK) out.add(KeyResult.of(b.decision(i)));
+            else if (code == UNTOUCHED) out.add(KeyResult.failed(b.error != null ? b.error // failed before any key
+                    : new PolylimitException(Status.ERROR, "keys[" + i + "]: no status")));
+            else out.add(KeyResult.failed(b.keyErrors[i]));
         }
         return out;
+    }
+
+    /** What one polylimit_limiter_check_many_packed call returned. */
+    private static final class Batch {
+        int rc;
+        PolylimitException error; // of the whole call (rc), null when rc is POLYLIMIT_OK
+        long[] values;
+        int[] codes;
+        PolylimitException[] keyErrors;
+
+        Decision decision(int i) {
+            int o = i * PACKED;
+            // Indexes generated from the header's X-macro POLYLIMIT_DECISION_FIELDS.
+            return new Decision(
+                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_allowed] != 0,
+                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_limit],
+                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_remaining],
+                    Duration.ofMillis(values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_retry_after_ms]),
+                    Duration.ofMillis(values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_reset_after_ms]),
+                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_cached] != 0,
+                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_degraded] != 0,
+                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_shadowed] != 0,
+                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_granted]);
+        }
+    }
+
+    private Batch batch(byte[][] keys, long cost) {
+        Objects.requireNonNull(keys, "keys");
+        for (byte[] k : keys) Objects.requireNonNull(k, "key");
+        Batch b = new Batch();
+        b.values = new long[Math.multiplyExact(keys.length, PACKED)];
+        b.codes = new int[keys.length];
+        Arrays.fill(b.codes, UNTOUCHED);
+        b.keyErrors = new PolylimitException[keys.length];
+        SWIGTYPE_p_polylimit_limiter h = begin();
+        polylimit_error err = new polylimit_error();
+        polylimit_error_list keyErrors = new polylimit_error_list(keys.length);
+        try {
+            b.rc = PolylimitNative.polylimit_limiter_check_many_packed(h, keys, cost, b.values, b.codes, keyErrors, err);
+            if (b.rc != Status.OK) b.error = Errors.exception(b.rc, err);
+            for (int i = 0; i < keys.length; i++) {
+                int code = b.codes[i];
+                if (code != Status.OK && code != UNTOUCHED) b.keyErrors[i] = Errors.exception(keyErrors, i, code);
+            }
+        } finally {
+            keyErrors.delete();
+            err.delete();
+            end();
+        }
+        return b;
     }
 
     /** What a check of one unit would answer now, without consuming anything. */
@@ -220,7 +315,7 @@ public final class Limiter implements AutoCloseable {
 
     public Decision peek(byte[] key) {
         Objects.requireNonNull(key, "key");
-        return decide((h, out, err) -> PolylimitNative.polylimit_peek(h, key, out, err));
+        return decide((h, out, err) -> PolylimitNative.polylimit_limiter_peek(h, key, out, err));
     }
 
     /**
@@ -234,7 +329,7 @@ public final class Limiter implements AutoCloseable {
 
     public Decision checkAtMost(byte[] key, long maxCost) {
         Objects.requireNonNull(key, "key");
-        return decide((h, out, err) -> PolylimitNative.polylimit_check_at_most(h, key, maxCost, out, err));
+        return decide((h, out, err) -> PolylimitNative.polylimit_limiter_check_at_most(h, key, maxCost, out, err));
     }
 
     /**
@@ -248,8 +343,9 @@ public final class Limiter implements AutoCloseable {
 
     public Decision acquire(byte[] key, long cost, Duration timeout) {
         Objects.requireNonNull(key, "key");
-        long timeoutMs = millisCeil(timeout, "timeout");
-        return decide((h, out, err) -> PolylimitNative.polylimit_acquire(h, key, cost, timeoutMs, out, err));
+        long timeoutMs = Convert.millis(Objects.requireNonNull(timeout, "timeout"), "timeout_ms",
+                Vocabulary.MIN_TIMEOUT_MS, Vocabulary.MAX_TIMEOUT_MS);
+        return decide((h, out, err) -> PolylimitNative.polylimit_limiter_acquire(h, key, cost, timeoutMs, out, err));
     }
 
     /**
@@ -264,8 +360,9 @@ public final class Limiter implements AutoCloseable {
 
     public Decision checkWithLimit(byte[] key, long cost, long limit, Duration window) {
         Objects.requireNonNull(key, "key");
-        long windowMs = exactMillis(window, "window");
-        return decide((h, out, err) -> PolylimitNative.polylimit_check_limit(h, key, cost, limit, windowMs, out, err));
+        long windowMs = Convert.millis(Objects.requireNonNull(window, "window"), "window_ms",
+                Vocabulary.MIN_WINDOW_MS, Vocabulary.MAX_WINDOW_MS);
+        return decide((h, out, err) -> PolylimitNative.polylimit_limiter_check_limit(h, key, cost, limit, windowMs, out, err));
     }
 
     /**
@@ -279,7 +376,7 @@ public final class Limiter implements AutoCloseable {
 
     public Decision refund(byte[] key, long units) {
         Objects.requireNonNull(key, "key");
-        return decide((h, out, err) -> PolylimitNative.polylimit_refund(h, key, units, out, err));
+        return decide((h, out, err) -> PolylimitNative.polylimit_limiter_refund(h, key, units, out, err));
     }
 
     /** Clears the key's state: it is back to full capacity. */
@@ -289,13 +386,13 @@ public final class Limiter implements AutoCloseable {
 
     public void reset(byte[] key) {
         Objects.requireNonNull(key, "key");
-        SWIGTYPE_p_polylimit_limiter h = ref.acquire();
+        SWIGTYPE_p_polylimit_limiter h = begin();
         polylimit_error err = new polylimit_error();
         try {
-            Status.check(PolylimitNative.polylimit_reset(h, key, err), err);
+            Errors.check(PolylimitNative.polylimit_limiter_reset(h, key, err), err);
         } finally {
             err.delete();
-            ref.release();
+            end();
         }
     }
 
@@ -321,11 +418,20 @@ public final class Limiter implements AutoCloseable {
         return clock;
     }
 
-    public boolean isClosed() {
-        return ref.isClosed();
+    /** The client this limiter was made from. */
+    public Client client() {
+        return client;
     }
 
-    /** Frees the limiter; a second call does nothing. Calls in flight finish first. */
+    /** Whether this limiter, or the client it was made from, is closed. */
+    public boolean isClosed() {
+        return ref.isClosed() || client.isClosed();
+    }
+
+    /**
+     * Frees the limiter; a second call does nothing. Calls in flight finish
+     * first. Needed after its client was closed too (that only closes it).
+     */
     @Override
     public void close() {
         cleanable.clean();
@@ -341,35 +447,17 @@ public final class Limiter implements AutoCloseable {
         return Objects.requireNonNull(key, "key").getBytes(StandardCharsets.UTF_8);
     }
 
+    private static byte[][] utf8(List<String> keys) {
+        Objects.requireNonNull(keys, "keys");
+        byte[][] raw = new byte[keys.size()][];
+        for (int i = 0; i < raw.length; i++) raw[i] = bytes(keys.get(i));
+        return raw;
+    }
+
     private static Decision decision(polylimit_decision d) {
         return new Decision(d.getAllowed() != 0, d.getLimit(), d.getRemaining(),
                 Duration.ofMillis(d.getRetry_after_ms()), Duration.ofMillis(d.getReset_after_ms()),
                 d.getCached() != 0, d.getDegraded() != 0, d.getShadowed() != 0, d.getGranted());
-    }
-
-    /** A whole number of milliseconds, else InvalidArgumentException. */
-    static long exactMillis(Duration d, String what) {
-        Objects.requireNonNull(d, what);
-        long ms;
-        try {
-            ms = d.toMillis();
-        } catch (ArithmeticException e) {
-            throw new InvalidArgumentException(what + " = " + d + " is too long");
-        }
-        if (!d.equals(Duration.ofMillis(ms)))
-            throw new InvalidArgumentException(what + " = " + d + " is not a whole number of milliseconds");
-        return ms;
-    }
-
-    /** Milliseconds, rounded up; negative stays negative (C rejects it). */
-    static long millisCeil(Duration d, String what) {
-        Objects.requireNonNull(d, what);
-        try {
-            long ms = d.toMillis();
-            return d.equals(Duration.ofMillis(ms)) || d.isNegative() ? ms : Math.addExact(ms, 1);
-        } catch (ArithmeticException e) {
-            throw new InvalidArgumentException(what + " = " + d + " is too long");
-        }
     }
 
     /**
@@ -408,7 +496,7 @@ public final class Limiter implements AutoCloseable {
             this.window = Objects.requireNonNull(window, "window");
         }
 
-        /** Redis key prefix (default "pl"); at most 256 bytes of UTF-8, no NUL. */
+        /** Redis key prefix (default "pl"): UTF-8, no NUL, at most {@link Vocabulary#MAX_PREFIX_LEN} bytes. */
         public Builder prefix(String prefix) {
             this.prefix = Objects.requireNonNull(prefix, "prefix");
             return this;
@@ -457,7 +545,9 @@ public final class Limiter implements AutoCloseable {
 
         /**
          * After {@code failures} consecutive outages, fail fast (then apply the
-         * failure policy) for {@code cooldown}, then let one probe through.
+         * failure policy) for {@code cooldown} (rounded up to ms; zero: the
+         * default, {@link Vocabulary#DEFAULT_BREAKER_COOLDOWN_MS} ms), then let
+         * one probe through.
          */
         public Builder circuitBreaker(int failures, Duration cooldown) {
             this.breakerFailures = failures;
@@ -474,7 +564,7 @@ public final class Limiter implements AutoCloseable {
             return this;
         }
 
-        /** Punitive block: a denied key stays denied for {@code duration}. Zero: off. */
+        /** Punitive block: a denied key stays denied for {@code duration} (rounded up to ms). Zero: off. */
         public Builder block(Duration duration) {
             this.block = Objects.requireNonNull(duration, "duration");
             return this;
@@ -485,11 +575,12 @@ public final class Limiter implements AutoCloseable {
          * @throws ClosedException if the client is closed
          */
         public Limiter build() {
-            long windowMs = spec == null ? exactMillis(window, "window") : 0;
-            long cooldownMs = exactMillis(breakerCooldown, "circuit breaker cooldown");
-            long blockMs = exactMillis(block, "block");
-            if (cooldownMs > Integer.MAX_VALUE)
-                throw new InvalidArgumentException("circuit breaker cooldown = " + breakerCooldown + " is too long");
+            // Conversions only (Duration -> whole ms, rounded up); the core checks the ranges.
+            long windowMs = spec == null
+                    ? Convert.millis(window, "window_ms", Vocabulary.MIN_WINDOW_MS, Vocabulary.MAX_WINDOW_MS) : 0;
+            int cooldownMs = Convert.intMillis(breakerCooldown, "breaker_cooldown_ms",
+                    Vocabulary.MIN_BREAKER_COOLDOWN_MS, Vocabulary.MAX_BREAKER_COOLDOWN_MS);
+            long blockMs = Convert.millis(block, "block_ms", Vocabulary.MIN_BLOCK_MS, Vocabulary.MAX_BLOCK_MS);
             if (spec != null && burst != null)
                 throw new InvalidArgumentException("burst: write it in the rate spec, e.g. \"10/s burst 20\"");
             if (spec != null && spec.indexOf('\0') >= 0)
@@ -505,23 +596,26 @@ public final class Limiter implements AutoCloseable {
                 opts.setDeny_cache_size(denyCacheSize);
                 opts.setFailure_policy(failurePolicy.code);
                 opts.setBreaker_failures(breakerFailures);
-                opts.setBreaker_cooldown_ms((int) cooldownMs);
+                opts.setBreaker_cooldown_ms(cooldownMs);
                 opts.setShadow(shadow ? 1 : 0);
                 opts.setBlock_ms(blockMs);
-                if (prefix != null && opts.setPrefix(prefix.getBytes(StandardCharsets.UTF_8)) != polylimit_status.POLYLIMIT_OK)
-                    throw new InvalidArgumentException("prefix contains a NUL character");
+                if (prefix != null) {
+                    int rc = opts.setPrefix(prefix.getBytes(StandardCharsets.UTF_8));
+                    if (rc == Status.EINVALID) throw new InvalidArgumentException("prefix contains a NUL character");
+                    if (rc != Status.OK) throw Status.exception(rc, "copying the prefix", 0);
+                }
                 SWIGTYPE_p_polylimit_limiter[] out = new SWIGTYPE_p_polylimit_limiter[1];
                 SWIGTYPE_p_polylimit_client c = client.acquire();
                 try {
                     int rc = spec != null
                             ? PolylimitNative.polylimit_limiter_new_spec(c, spec, opts, out, err)
                             : PolylimitNative.polylimit_limiter_new(c, opts, out, err);
-                    Status.check(rc, err);
+                    Errors.check(rc, err);
                 } finally {
                     client.release();
                 }
                 String described = spec != null ? spec : limit + " per " + windowMs + "ms";
-                return new Limiter(out[0], described, algorithm, prefix == null ? "pl" : prefix, clock);
+                return new Limiter(client, out[0], described, algorithm, prefix == null ? "pl" : prefix, clock);
             } finally {
                 opts.delete();
                 err.delete();

@@ -33,7 +33,7 @@ final class NativeRef<T> implements Runnable {
     T acquire() {
         for (;;) {
             long s = state.get();
-            if ((s & CLOSED) != 0) throw new ClosedException(what + " is closed");
+            if ((s & CLOSED) != 0) throw new ClosedException("the " + what + " is closed");
             if (state.compareAndSet(s, s + 1)) return handle;
         }
     }

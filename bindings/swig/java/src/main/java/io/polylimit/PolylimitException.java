@@ -1,14 +1,17 @@
 package io.polylimit;
 
-import io.polylimit.jni.polylimit_status;
-
 /**
  * A failed call into polylimit, carrying the C status code ({@code POLYLIMIT_E*}) and
  * the C library's message. Unchecked: most callers either let it propagate or
  * decide on the subclass (retry later on {@link UnavailableException},
- * {@link TimeoutException}, {@link PoolExhaustedException}; fix the call on
- * {@link InvalidArgumentException}). A denial is not an exception: see
- * {@link Decision#allowed()}.
+ * {@link TimeoutException}, {@link PoolExhaustedException}, or whenever
+ * {@link #retryable()}; fix the call on {@link InvalidArgumentException}).
+ * A denial is not an exception: see {@link Decision#allowed()}.
+ *
+ * <p>This base class is written by hand; each status has a subclass generated
+ * from capi/vocabulary/vocabulary.json together with {@link Status} (which maps
+ * codes to them). POLYLIMIT_ERROR and codes newer than this binding are this
+ * class itself.
  */
 public class PolylimitException extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -46,21 +49,16 @@ public class PolylimitException extends RuntimeException {
         return getClass().getName() + " [" + statusName() + "]: " + getMessage();
     }
 
+    /** Whether a later retry of the same call may succeed (timeouts, outages, an exhausted pool). */
+    public boolean retryable() {
+        return Status.retryable(code);
+    }
+
     /**
-     * The exception for a status code: the subclass where one exists, else this
-     * class (POLYLIMIT_ERROR, POLYLIMIT_ENOMEM, POLYLIMIT_ESERVER and codes newer than this binding).
+     * The exception for a status code: the generated subclass where one exists,
+     * else this class (POLYLIMIT_ERROR and codes newer than this binding).
      */
     public static PolylimitException of(int code, String message, int sysErrno) {
-        switch (code) {
-            case polylimit_status.POLYLIMIT_EINVALID: return new InvalidArgumentException(message, sysErrno);
-            case polylimit_status.POLYLIMIT_EUNAVAILABLE: return new UnavailableException(message, sysErrno);
-            case polylimit_status.POLYLIMIT_ETIMEOUT: return new TimeoutException(message, sysErrno);
-            case polylimit_status.POLYLIMIT_EAUTH: return new AuthException(message, sysErrno);
-            case polylimit_status.POLYLIMIT_EPERM: return new PermissionException(message, sysErrno);
-            case polylimit_status.POLYLIMIT_ESCRIPT: return new ScriptException(message, sysErrno);
-            case polylimit_status.POLYLIMIT_EPOOL: return new PoolExhaustedException(message, sysErrno);
-            case polylimit_status.POLYLIMIT_ECLOSED: return new ClosedException(message, sysErrno);
-            default: return new PolylimitException(code, message, sysErrno);
-        }
+        return Status.exception(code, message, sysErrno);
     }
 }

@@ -64,6 +64,28 @@ final class RedisServer implements AutoCloseable {
         throw last;
     }
 
+    /**
+     * Sends one command (RESP array of bulk strings) on a fresh connection and
+     * returns the first line of the reply ("+OK", ":1", "$5", "-ERR ...").
+     */
+    String command(String... args) throws IOException {
+        try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
+            s.setSoTimeout(5000);
+            StringBuilder b = new StringBuilder("*").append(args.length).append("\r\n");
+            for (String a : args) {
+                byte[] bytes = a.getBytes(StandardCharsets.UTF_8);
+                b.append('$').append(bytes.length).append("\r\n").append(a).append("\r\n");
+            }
+            OutputStream out = s.getOutputStream();
+            out.write(b.toString().getBytes(StandardCharsets.UTF_8));
+            out.flush();
+            InputStream in = s.getInputStream();
+            StringBuilder line = new StringBuilder();
+            for (int c = in.read(); c != -1 && c != '\r'; c = in.read()) line.append((char) c);
+            return line.toString();
+        }
+    }
+
     static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
