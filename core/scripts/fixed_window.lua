@@ -7,16 +7,10 @@
 -- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 --
--- The window start is stored with the count, so a caller-supplied time gives
--- the same answer however long the key has lived; PEXPIRE only frees memory.
+-- The window start is stored with the count; PEXPIRE frees the key when its
+-- window has ended (one window later for caller-supplied time: see ttl_ms).
 
--- Refund: give back up to `cost` units of the current window, then peek.
-if op == 'refund' then
-  refund_current_window('n')
-  op, cost = 'peek', 1
-end
-local allowed = 1
-local start, count, limit, window = {}, {}, {}, {}
+local start, count, limit, window, refunded = {}, {}, {}, {}, {}
 for i = 1, n do
   local base = 5 + 4 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
@@ -32,19 +26,30 @@ for i = 1, n do
       start[i] = w
       count[i] = c
     end
+    -- Refund: give back up to `cost` units of the current window.
+    if op == 'refund' and w >= window_start(now, window[i]) then
+      count[i] = math.max(0, count[i] - cost)
+      refunded[i] = true
+    end
   end
+end
+if op == 'refund' then op, cost = 'peek', 1 end
+
+local allowed = 1
+for i = 1, n do
   if count[i] + cost > limit[i] then allowed = 0 end
 end
 
 allowed = apply_block(allowed)
 
-if op == 'check' and allowed == 1 then
-  for i = 1, n do
+-- Writes come after every read.
+for i = 1, n do
+  if op == 'check' and allowed == 1 then
     count[i] = count[i] + cost
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'n', string.format('%d', count[i]))
-    local ttl = us_to_ms(start[i] + window[i] - now)
-    if ttl < 1 then ttl = 1 end
-    redis.call('PEXPIRE', KEYS[i], string.format('%d', ttl))
+    redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + window[i] - now, window[i]))
+  elseif refunded[i] then
+    redis.call('HSET', KEYS[i], 'n', string.format('%d', count[i]))
   end
 end
 

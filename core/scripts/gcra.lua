@@ -18,37 +18,46 @@ local function floor_div(a, b)
   return q
 end
 
--- Refund: move the TAT back by `cost` emissions (not before now), then peek.
-if op == 'refund' then
-  for i = 1, n do
-    local interval = tonumber(ARGV[5 + 4 * (i - 1) + 4])
-    local v = redis.call('GET', KEYS[i])
-    if v then
-      local t = tonumber(v) - interval * cost
-      if t <= now then
-        redis.call('DEL', KEYS[i])
-      else
-        redis.call('SET', KEYS[i], string.format('%d', t), 'PX', string.format('%d', us_to_ms(t - now)))
-      end
-    end
-  end
-  op, cost = 'peek', 1
-end
-local allowed = 1
-local cap, interval, tat = {}, {}, {}
+-- Phase 1: read every TAT; nothing is written before all are read.
+local cap, interval, window, stored = {}, {}, {}, {}
 for i = 1, n do
   local base = 5 + 4 * (i - 1)
+  window[i] = tonumber(ARGV[base + 2])
   cap[i] = tonumber(ARGV[base + 3])
   interval[i] = tonumber(ARGV[base + 4])
   local v = redis.call('GET', KEYS[i])
-  local t = now
-  if v then t = tonumber(v) end
+  if v then stored[i] = tonumber(v) end
+end
+
+-- Refund: move the TAT back by `cost` emissions (not before now), then peek.
+local refunded = false
+if op == 'refund' then
+  for i = 1, n do
+    if stored[i] then stored[i] = stored[i] - interval[i] * cost end
+  end
+  refunded = true
+  op, cost = 'peek', 1
+end
+
+local allowed = 1
+local tat = {}
+for i = 1, n do
+  local t = stored[i] or now
   if t < now then t = now end
   tat[i] = t
   if t + interval[i] * cost - now > interval[i] * cap[i] then allowed = 0 end
 end
 
 allowed = apply_block(allowed)
+
+-- Phase 2: write.
+local function store(i, t)
+  if t <= now then
+    redis.call('DEL', KEYS[i])
+  else
+    redis.call('SET', KEYS[i], string.format('%d', t), 'PX', ttl_ms(t - now, window[i]))
+  end
+end
 
 local out = {allowed}
 for i = 1, n do
@@ -57,8 +66,9 @@ for i = 1, n do
   local retry_us = 0
   if op == 'check' and allowed == 1 then
     t = t + interval[i] * cost
-    redis.call('SET', KEYS[i], string.format('%d', t), 'PX', string.format('%d', us_to_ms(t - now)))
+    store(i, t)
   else
+    if refunded and stored[i] then store(i, stored[i]) end
     local over = t + interval[i] * cost - now - tau
     if over > 0 then retry_us = over end
   end

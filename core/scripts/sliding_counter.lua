@@ -34,20 +34,28 @@ local function first_fit(p, a, from, window)
   return e
 end
 
--- Refund: give back up to `cost` units of the current window, then peek.
-if op == 'refund' then
-  refund_current_window('c')
-  op, cost = 'peek', 1
-end
-local allowed = 1
-local start, cur, prev, limit, window, retry = {}, {}, {}, {}, {}, {}
+local start, cur, prev, limit, window, retry, refunded = {}, {}, {}, {}, {}, {}, {}
+local stored = {}
 for i = 1, n do
   local base = 5 + 4 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
   window[i] = tonumber(ARGV[base + 2])
-  local s = window_start(now, window[i])
   local st = redis.call('HMGET', KEYS[i], 'w', 'c', 'p')
+  stored[i] = st
+end
+-- Every limit is read; now decide (and refund) in memory, then write.
+local refund = op == 'refund'
+if refund then op, cost = 'peek', 1 end
+local allowed = 1
+for i = 1, n do
+  local s = window_start(now, window[i])
+  local st = stored[i]
   local w, c, p = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
+  -- Refund: give back up to the refunded units of the current window.
+  if refund and w and st[2] and w >= s then
+    c = math.max(0, c - tonumber(ARGV[2]))
+    refunded[i] = true
+  end
   if not w then
     c, p = 0, 0
   elseif w == s then
@@ -79,14 +87,14 @@ end
 
 allowed = apply_block(allowed)
 
-if op == 'check' and allowed == 1 then
-  for i = 1, n do
+for i = 1, n do
+  if op == 'check' and allowed == 1 then
     cur[i] = cur[i] + cost
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'c', string.format('%d', cur[i]),
                'p', string.format('%d', prev[i]))
-    local ttl = us_to_ms(start[i] + 2 * window[i] - now)
-    if ttl < 1 then ttl = 1 end
-    redis.call('PEXPIRE', KEYS[i], string.format('%d', ttl))
+    redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
+  elseif refunded[i] then
+    redis.call('HSET', KEYS[i], 'c', string.format('%d', cur[i]))
   end
 end
 

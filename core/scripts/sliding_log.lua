@@ -1,85 +1,195 @@
--- Sliding-window log: one ZSET member per admitted unit, scored by its
--- admission time in microseconds. Exact: `limit` units in any window.
+-- Sliding-window log, stored compactly and exactly. Per limit, a STRING holds
+-- a ring of the admission times of the last `limit` admitted units:
 --
--- KEYS[i]  the log of limit i (one key per limit; all share one hash tag)
+--   bytes 0..11   header, struct '>I4I4I4': head (the slot written next),
+--                 used (valid entries: the `used` slots before head), size
+--                 (slots: the limit the ring was written for)
+--   byte 12 + 8p  slot p: an admission time in microseconds ('>d', exact
+--                 below 2^53), oldest first from head - used
+--
+-- At most `limit` units can be in the window, so a ring of at least `limit`
+-- slots holds every unit that still counts, in time order. `cost` more units
+-- fit exactly when the (limit - cost + 1)-th newest entry has left the window
+-- (or there is none): one read decides, whatever the cost, and admitting
+-- writes `cost` slots with one SETRANGE (two when the ring wraps) over slots
+-- whose units have left the window. Entries are written at max(now, newest),
+-- so a clock that steps back (client clocks) keeps the ring sorted; such
+-- units then count a little longer, never shorter. A ring smaller than the
+-- limit (the limit grew) is re-read once and rewritten at the new size; a
+-- larger one is kept as it is.
+--
+-- KEYS[i]  the ring of limit i (one key per limit; all share one hash tag)
 -- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file
--- ARGV[4]  token: members are token..':'..j, so two requests in the same
---          microsecond are two entries
+--              the build puts in front of this file (the token is not used)
 -- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
--- Every limit must admit or none consumes.
+-- Every limit must admit or none consumes; everything is read and decided
+-- before the first write, so an error leaves every limit untouched.
 
--- Refund: give back up to `cost` of the newest units, then report as a peek.
+local HDR, W = 12, 8
+
+-- Phase 1: read. ring[i] describes limit i; nothing is written here.
+local ring = {}
+for i = 1, n do
+  local base = 5 + 4 * (i - 1)
+  local r = {key = KEYS[i], limit = tonumber(ARGV[base + 1]), window = tonumber(ARGV[base + 2]), cache = {}}
+  local h = redis.call('GETRANGE', r.key, 0, HDR - 1)
+  if h == '' then
+    r.head, r.used, r.size = 0, 0, r.limit
+  else
+    if #h == HDR then r.head, r.used, r.size = struct.unpack('>I4I4I4', h) end
+    -- The valid slots, head - used .. head - 1 (mod size), must exist.
+    local needed = HDR
+    if #h == HDR and r.used > 0 then needed = HDR + W * ((r.used <= r.head) and r.head or r.size) end
+    if #h ~= HDR or r.size < 1 or r.size > 1000000 or r.head >= r.size or r.used > r.size or
+       redis.call('STRLEN', r.key) < needed then
+      return redis.error_reply('WRONGTYPE polylimit: ' .. r.key .. ' holds a value that is not a sliding log ring')
+    end
+  end
+  if r.size < r.limit then
+    -- Written for a smaller limit: re-read every entry; the ring grows to
+    -- the limit when it is next written. (A ring larger than the limit stays:
+    -- it may hold more units than the new limit, and all still count.)
+    local list = {}
+    if r.used > 0 then
+      local data = redis.call('GETRANGE', r.key, HDR, HDR + W * r.size - 1)
+      for t = 1, r.used do
+        local p = (r.head - r.used + t - 1) % r.size
+        list[#list + 1] = (struct.unpack('>d', data, W * p + 1))
+      end
+    end
+    r.list, r.used, r.head, r.size = list, #list, #list % r.limit, r.limit
+  end
+  ring[i] = r
+end
+
+-- The t-th valid entry of ring r, oldest first (1 <= t <= r.used).
+local function entry(r, t)
+  if r.list then return r.list[t] end
+  local v = r.cache[t]
+  if v == nil then
+    local p = HDR + W * ((r.head - r.used + t - 1) % r.size)
+    v = (struct.unpack('>d', redis.call('GETRANGE', r.key, p, p + W - 1)))
+    r.cache[t] = v
+  end
+  return v
+end
+
+-- Entries still in the window (time > edge): a binary search, the ring is sorted.
+local function in_window(r, edge)
+  local lo, hi = 1, r.used + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if entry(r, mid) > edge then hi = mid else lo = mid + 1 end
+  end
+  return r.used - lo + 1
+end
+
+-- Forgets the entries that have left the window (as a check or a refund
+-- always has): used shrinks, head stays, the slots are reused later.
+local function prune(r, live)
+  if live < r.used then
+    if r.list then
+      local keep = {}
+      for t = r.used - live + 1, r.used do keep[#keep + 1] = r.list[t] end
+      r.list = keep
+    end
+    r.used, r.dirty = live, true
+    r.cache = {}
+  end
+end
+
+-- Refund: give back up to `cost` of the newest units still in the window,
+-- then answer as a peek. The slots stay; head and used move back.
 if op == 'refund' then
   for i = 1, n do
-    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
-    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - window))
-    local k = math.min(cost, redis.call('ZCARD', KEYS[i]))
-    if k > 0 then redis.call('ZPOPMAX', KEYS[i], k) end
+    local r = ring[i]
+    prune(r, in_window(r, now - r.window))
+    local k = math.min(cost, r.used)
+    if k > 0 then
+      r.used, r.head, r.dirty = r.used - k, (r.head - k) % r.size, true
+      if r.list then
+        for _ = 1, k do table.remove(r.list) end
+        r.head = #r.list % r.size
+      end
+    end
   end
   op, cost = 'peek', 1
 end
+
 local allowed = 1
-local count, retry = {}, {}
+local count, retry, newest = {}, {}, {}
 for i = 1, n do
-  local key = KEYS[i]
-  local base = 5 + 4 * (i - 1)
-  local limit = tonumber(ARGV[base + 1])
-  local window = tonumber(ARGV[base + 2])
-  -- An entry scored s counts while now < s + window.
-  local edge = string.format('%d', now - window)
-  if op == 'peek' then
-    count[i] = redis.call('ZCOUNT', key, '(' .. edge, '+inf')
-  else
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', edge)
-    count[i] = redis.call('ZCARD', key)
-  end
+  local r = ring[i]
+  local edge = now - r.window  -- an entry at s counts while now < s + window
+  count[i] = in_window(r, edge)
+  if op == 'check' then prune(r, count[i]) end
   retry[i] = 0
-  local need = count[i] + cost - limit  -- entries that must leave the window first
-  if need > 0 then
-    allowed = 0
-    local e = redis.call('ZRANGEBYSCORE', key, '(' .. edge, '+inf', 'WITHSCORES', 'LIMIT', need - 1, 1)
-    retry[i] = tonumber(e[2]) + window - now
+  if r.used > 0 then newest[i] = entry(r, r.used) end
+  -- cost more units fit when at most limit - cost are in the window: when
+  -- the (limit - cost + 1)-th newest entry has left it (or does not exist).
+  local t = r.used - r.limit + cost
+  if t >= 1 then
+    local leaving = entry(r, t)
+    if leaving > edge then
+      allowed = 0
+      retry[i] = leaving + r.window - now
+    end
   end
 end
 
 allowed = apply_block(allowed)
 
-if op == 'check' and allowed == 1 then
-  local score = string.format('%d', now)
-  local token = ARGV[4]
-  for i = 1, n do
-    local key = KEYS[i]
-    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
-    local args = {}
-    for j = 1, cost do
-      args[#args + 1] = score
-      args[#args + 1] = token .. ':' .. j
-      if #args >= 1000 then
-        redis.call('ZADD', key, unpack(args))
-        args = {}
-      end
+-- Phase 2: write.
+local function expire(r, last)
+  redis.call('PEXPIRE', r.key, ttl_ms(last + r.window - now, r.window))
+end
+
+local function write_whole(r)  -- a ring re-read for another limit
+  local data = {struct.pack('>I4I4I4', r.head, r.used, r.size)}
+  for t = 1, r.used do data[#data + 1] = struct.pack('>d', r.list[t]) end
+  redis.call('SET', r.key, table.concat(data), 'KEEPTTL')
+end
+
+local admit = op == 'check' and allowed == 1
+for i = 1, n do
+  local r = ring[i]
+  if admit then
+    local t = now
+    if newest[i] and newest[i] > t then t = newest[i] end
+    local slot = struct.pack('>d', t)
+    if r.list then
+      for _ = 1, cost do r.list[#r.list + 1] = t end
+      while #r.list > r.size do table.remove(r.list, 1) end
+      r.used, r.head = #r.list, #r.list % r.size
+      write_whole(r)
+    else
+      local first = math.min(cost, r.size - r.head)
+      redis.call('SETRANGE', r.key, HDR + W * r.head, string.rep(slot, first))
+      if cost > first then redis.call('SETRANGE', r.key, HDR, string.rep(slot, cost - first)) end
+      r.head, r.used = (r.head + cost) % r.size, math.min(r.size, r.used + cost)
+      redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
     end
-    if #args > 0 then redis.call('ZADD', key, unpack(args)) end
-    redis.call('PEXPIRE', key, string.format('%d', us_to_ms(window)))
+    expire(r, t)
     count[i] = count[i] + cost
+    newest[i] = t
+  elseif r.dirty then  -- a refund moved head and used back
+    if r.list then
+      write_whole(r)
+    else
+      redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
+    end
   end
 end
 
 local out = {allowed}
 for i = 1, n do
-  local key = KEYS[i]
-  local limit = tonumber(ARGV[5 + 4 * (i - 1) + 1])
-  local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
+  local r = ring[i]
   local reset_us = 0
-  if count[i] > 0 then
-    local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    reset_us = tonumber(newest[2]) + window - now
-  end
-  local remaining = limit - count[i]
+  if count[i] > 0 and newest[i] then reset_us = newest[i] + r.window - now end
+  local remaining = r.limit - count[i]
   if remaining < 0 then remaining = 0 end
-  out[#out + 1] = limit
+  out[#out + 1] = r.limit
   out[#out + 1] = remaining
   out[#out + 1] = us_to_ms(blocked(retry[i]))
   out[#out + 1] = us_to_ms(reset_us)

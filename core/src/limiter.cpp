@@ -9,6 +9,7 @@
 #include "breaker.h"
 #include "deny_cache.h"
 #include "memory_backend.h"
+#include "sha256.h"
 #include "polylimit/errors.h"
 
 namespace polylimit {
@@ -48,6 +49,12 @@ uint64_t fnv1a64(std::string_view s) {
 }
 
 }  // namespace
+
+const char* storage_segment(Algorithm algorithm) noexcept {
+  // The sliding log's layout changed from a ZSET to a ring (a STRING): a new
+  // segment, so the two layouts never meet in one key.
+  return algorithm == Algorithm::kSlidingLog ? "sliding_log.ring" : algorithm_name(algorithm);
+}
 
 void check_batch_size(size_t n) {
   const Bound& b = bounds::kBatch;
@@ -126,9 +133,16 @@ std::string Limiter::storage_key(std::string_view key) const {
   char tag[17];
   std::snprintf(tag, sizeof tag, "%016llx", static_cast<unsigned long long>(fnv1a64(key)));
   std::string out;
-  out.reserve(options_.prefix.size() + key.size() + 40);
-  out.append(options_.prefix).append(":").append(algorithm_name(limits_[0].algorithm));
-  out.append(":{").append(tag).append("}:").append(key.data(), key.size());
+  out.reserve(options_.prefix.size() + std::min(key.size(), kMaxVerbatimKeyLength) + 48);
+  out.append(options_.prefix).append(":").append(storage_segment(limits_[0].algorithm));
+  out.append(":{").append(tag).append("}");
+  // Long identifiers are stored under their SHA-256, so a Redis key name is
+  // bounded whatever the caller passes. ':' and '#' after the tag keep the two
+  // forms apart: no verbatim key can name a digest's state.
+  if (key.size() <= kMaxVerbatimKeyLength)
+    out.append(":").append(key.data(), key.size());
+  else
+    out.append("#").append(sha256_hex(key));
   return out;
 }
 

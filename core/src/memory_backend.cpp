@@ -46,6 +46,13 @@ struct Ctx {
     return &it->second;
   }
   State& create(size_t i) { return shard.states[rq.keys[i]]; }
+  // When state written now for `us` more of the caller's time expires, as
+  // ttl_ms in the scripts' prelude: caller-supplied time gets one `slack`
+  // (a window) more, at least 1 ms.
+  int64_t expiry(int64_t us, int64_t slack) const {
+    if (rq.now_us != kServerTime) us += slack;
+    return server_now + std::max<int64_t>(1, us_to_ms(us)) * 1000;
+  }
   const LimitParams& limit(size_t i) const { return (*rq.limits)[i]; }
   int64_t window(size_t i) const { return limit(i).window_ms * 1000; }
   size_t size() const { return rq.keys.size(); }
@@ -87,15 +94,15 @@ bool sliding_log(Ctx& x) {
   if (check && allowed && !x.blocked) {
     for (size_t i = 0; i < n; ++i) {
       State& st = x.create(i);
-      // Keep the log sorted by time even if a client clock steps back.
-      auto pos = std::upper_bound(st.entries.begin(), st.entries.end(), x.now,
-                                  [](int64_t t, const std::pair<int64_t, int64_t>& e) { return t < e.first; });
-      if (pos != st.entries.begin() && std::prev(pos)->first == x.now)
-        std::prev(pos)->second += cost;
+      // Entries go in at max(now, newest), as the script's ring does, so the
+      // log stays sorted if a client clock steps back.
+      const int64_t t = st.entries.empty() ? x.now : std::max(x.now, st.entries.back().first);
+      if (!st.entries.empty() && st.entries.back().first == t)
+        st.entries.back().second += cost;
       else
-        st.entries.insert(pos, {x.now, cost});
+        st.entries.emplace_back(t, cost);
       st.total += cost;
-      st.expires_at = x.server_now + us_to_ms(x.window(i)) * 1000;
+      st.expires_at = x.expiry(t + x.window(i) - x.now, x.window(i));
       count[i] += cost;
     }
   }
@@ -137,7 +144,7 @@ bool fixed_window(Ctx& x) {
       State& st = x.create(i);
       st.w = start[i];
       st.n = count[i];
-      st.expires_at = x.server_now + std::max<int64_t>(1, us_to_ms(to_end)) * 1000;
+      st.expires_at = x.expiry(to_end, x.window(i));
     } else if (count[i] + cost > r.limit) {
       r.retry_after_ms = us_to_ms(to_end);
     }
@@ -213,7 +220,7 @@ bool sliding_counter(Ctx& x) {
       st.w = start[i];
       st.n = cur[i];
       st.p = prev[i];
-      st.expires_at = x.server_now + std::max<int64_t>(1, us_to_ms(start[i] + 2 * window - x.now)) * 1000;
+      st.expires_at = x.expiry(start[i] + 2 * window - x.now, window);
     }
     const int64_t elapsed = std::max<int64_t>(0, x.now - start[i]);
     const int64_t weighted = static_cast<int64_t>(std::ceil(
@@ -252,7 +259,7 @@ bool gcra(Ctx& x) {
       t += interval * cost;
       State& st = x.create(i);
       st.tat = t;
-      st.expires_at = x.server_now + us_to_ms(t - x.now) * 1000;
+      st.expires_at = x.expiry(t - x.now, x.window(i));
     } else {
       r.retry_after_ms = us_to_ms(t + interval * cost - x.now - tau);
     }
@@ -297,7 +304,7 @@ void refund(Ctx& x) {
           x.shard.states.erase(x.rq.keys[i]);
         } else {
           st->tat = t;
-          st->expires_at = x.server_now + us_to_ms(t - x.now) * 1000;
+          st->expires_at = x.expiry(t - x.now, x.window(i));
         }
         break;
       }
@@ -375,7 +382,7 @@ Decision MemoryBackend::evaluate(const Request& rq) {
     blocked_until = now + rq.block_us;
     State& b = shard.states[rq.block_key];
     b.tat = blocked_until;
-    b.expires_at = server_now + us_to_ms(rq.block_us) * 1000;
+    b.expires_at = server_now + std::max<int64_t>(1, us_to_ms(rq.block_us + (rq.now_us != kServerTime ? rq.block_us : 0))) * 1000;
   }
   if (blocked_until > 0)
     for (LimitResult& res : x.results) res.retry_after_ms = std::max(res.retry_after_ms, us_to_ms(blocked_until - now));

@@ -2,10 +2,7 @@
 #include "redis_backend.h"
 
 #include <hiredis/hiredis.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <random>
 
 #include "redis_errors.h"
 
@@ -30,19 +27,35 @@ int64_t integer_at(const redisReply* r, size_t i, const char* script) {
   return e->integer;
 }
 
+// Every number of a reply is range-checked before it becomes a Decision: a
+// reply out of range (another script under our SHA, a corrupted reply) is a
+// protocol error, never a decision.
+int64_t checked(const redisReply* r, size_t i, const char* script, const char* what, int64_t lo, int64_t hi) {
+  int64_t v = integer_at(r, i, script);
+  if (v < lo || v > hi)
+    throw Error(ErrorCode::kServer, std::string("script ") + script + ": " + what + " = " + std::to_string(v) +
+                                        " in the reply is out of range " + std::to_string(lo) + ".." +
+                                        std::to_string(hi));
+  return v;
+}
+
 // {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
-Decision decode(const redisReply* r, const scripts::Script& script, size_t limits) {
+Decision decode(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * limits)
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * limits.size())
     throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
-  std::vector<LimitResult> results(limits);
-  for (size_t i = 0; i < limits; ++i) {
-    results[i].limit = integer_at(r, 1 + 4 * i, script.name);
-    results[i].remaining = integer_at(r, 2 + 4 * i, script.name);
-    results[i].retry_after_ms = integer_at(r, 3 + 4 * i, script.name);
-    results[i].reset_after_ms = integer_at(r, 4 + 4 * i, script.name);
+  // Durations: a window plus a block plus the slack of caller-supplied time,
+  // and a clock that stepped back can add up to the span of valid timestamps.
+  const int64_t max_ms = bounds::kNowUs.max / 1000;
+  std::vector<LimitResult> results(limits.size());
+  for (size_t i = 0; i < limits.size(); ++i) {
+    const int64_t limit = limits[i].capacity();  // what the script reports as the limit
+    results[i].limit = checked(r, 1 + 4 * i, script.name, "limit", limit, limit);
+    results[i].remaining = checked(r, 2 + 4 * i, script.name, "remaining", 0, limit);
+    results[i].retry_after_ms = checked(r, 3 + 4 * i, script.name, "retry_after_ms", 0, max_ms);
+    results[i].reset_after_ms = checked(r, 4 + 4 * i, script.name, "reset_after_ms", 0, max_ms);
   }
-  return combine(integer_at(r, 0, script.name) != 0, results);
+  return combine(checked(r, 0, script.name, "allowed", 0, 1) != 0, results);
 }
 
 void check_request(const Request& rq) {
@@ -52,22 +65,7 @@ void check_request(const Request& rq) {
 
 }  // namespace
 
-RedisBackend::RedisBackend(std::unique_ptr<Transport> transport) : transport_(std::move(transport)) {
-  std::random_device rd;
-  uint64_t id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
-  instance_id_ = buf;
-}
-
-std::string RedisBackend::next_token() {
-  // The pid keeps tokens apart across fork(): parent and child share the
-  // random id and the counter value at the time of the fork.
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%s.%x.%llx", instance_id_.c_str(), static_cast<unsigned>(::getpid()),
-                static_cast<unsigned long long>(counter_.fetch_add(1, std::memory_order_relaxed)));
-  return buf;
-}
+RedisBackend::RedisBackend(std::unique_ptr<Transport> transport) : transport_(std::move(transport)) {}
 
 RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
   check_request(rq);
@@ -76,8 +74,7 @@ RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
   e.args.push_back(rq.op == Op::kCheck ? "check" : rq.op == Op::kPeek ? "peek" : "refund");
   e.args.push_back(std::to_string(rq.cost));
   e.args.push_back(rq.now_us == kServerTime ? std::string() : std::to_string(rq.now_us));
-  e.args.push_back(rq.op == Op::kCheck && (*rq.limits)[0].algorithm == Algorithm::kSlidingLog ? next_token()
-                                                                                               : std::string());
+  e.args.push_back(std::string());  // ARGV[4], unused since the ring log needs no unique members
   e.args.push_back(std::to_string(rq.block_us));
   for (const LimitParams& p : *rq.limits) {
     e.args.push_back(std::to_string(p.limit));
@@ -96,7 +93,7 @@ Decision RedisBackend::evaluate(const Request& rq) {
   const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
   round_trips_.fetch_add(1, std::memory_order_relaxed);
   ReplyPtr r = transport_->run_script(script, e.call.keys, e.call.args);
-  return decode(r.get(), script, rq.keys.size());
+  return decode(r.get(), script, *rq.limits);
 }
 
 std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& requests) {
@@ -138,7 +135,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
     }
     for (size_t j = 0; j < group.size(); ++j) {
       try {
-        out[group[j]].decision = decode(replies[j].get(), script, requests[group[j]].keys.size());
+        out[group[j]].decision = decode(replies[j].get(), script, *requests[group[j]].limits);
       } catch (...) {
         out[group[j]].error = std::current_exception();
       }

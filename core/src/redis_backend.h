@@ -27,10 +27,6 @@ class RedisBackend : public Backend {
   Transport& transport() { return *transport_; }
 
  private:
-  // A token unique to this call across processes: a random per-backend id and
-  // a counter. Script members are built from it.
-  std::string next_token();
-
   // The strings one script call refers to (Argv holds views into them).
   struct Encoded {
     std::vector<std::string> args;
@@ -39,8 +35,6 @@ class RedisBackend : public Backend {
   Encoded encode(const Request& request);
 
   std::unique_ptr<Transport> transport_;
-  std::string instance_id_;
-  std::atomic<uint64_t> counter_{0};
   std::atomic<long> round_trips_{0};
 };
 

@@ -213,7 +213,7 @@ TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
   EXPECT_EQ(h.admitted.load(), kLimit);
   EXPECT_LT(at_assign, kLimit) << "the limit was reached before the move: nothing was tested";
   EXPECT_GT(transport.redirects() - redirects_before, 0);
-  EXPECT_EQ(cluster.node(dst).integer({"ZCARD", skey}), kLimit);
+  EXPECT_EQ(cluster.node(dst).integer(pltest::ring_units(skey)), kLimit);
   EXPECT_EQ(cluster.master_of_slot(slot), dst);
   EXPECT_EQ(transport.master_for(skey), "127.0.0.1:" + std::to_string(cluster.node(dst).port()));
 }
@@ -284,7 +284,7 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
     double recovered = h.errors.load() ? ms_since(t0, h.last_error_ns.load()) : 0.0;
     ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
     h.stop();
-    long long logged = cluster.node(heir).integer({"ZCARD", skey});
+    long long logged = cluster.node(heir).integer(pltest::ring_units(skey));
     std::printf("SIGKILL of master %d: replica %d promoted after %.0f ms; %ld errors (first: %s); last error "
                 "%.0f ms after the kill; admitted %ld (%ld before the kill), log now holds %lld, limit %lld\n",
                 cluster.node(victim).port(), cluster.node(heir).port(), ms_since(t0, promoted), h.errors.load(),

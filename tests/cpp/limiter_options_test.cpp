@@ -63,7 +63,7 @@ TEST(StorageKey, HashTagIsDerivedNotChosen) {
   size_t close = k.find('}');
   ASSERT_NE(open, std::string::npos);
   EXPECT_EQ(close - open - 1, 16u);  // 16 hex digits
-  EXPECT_EQ(k.substr(0, open), "pl:sliding_log:");
+  EXPECT_EQ(k.substr(0, open), "pl:sliding_log.ring:");
   EXPECT_EQ(k.substr(close + 2), "user:{42}");
   // Different keys get different tags; the same key the same one.
   EXPECT_EQ(l.storage_key("a"), l.storage_key("a"));

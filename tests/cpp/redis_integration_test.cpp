@@ -108,7 +108,7 @@ TEST(Redis, SameMicrosecondIsTwoEntries) {
   ASSERT_TRUE(l.check_at("k", 1, kT0).allowed);
   ASSERT_TRUE(l.check_at("k", 1, kT0).allowed);
   ASSERT_TRUE(l.check_at("k", 5, kT0).allowed);
-  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("k")}), 7);
+  EXPECT_EQ(server().integer(pltest::ring_units(l.storage_key("k"))), 7);
   Decision d = l.check_at("k", 4, kT0);
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.remaining, 3);
@@ -130,11 +130,11 @@ TEST(Redis, PeekAndReset) {
   EXPECT_EQ(l.peek("k").remaining, 2);
   ASSERT_TRUE(l.check("k").allowed);
   ASSERT_TRUE(l.check("k").allowed);
-  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("k")}), 2);
+  EXPECT_EQ(server().integer(pltest::ring_units(l.storage_key("k"))), 2);
   Decision p = l.peek("k");
   EXPECT_FALSE(p.allowed);
   EXPECT_EQ(p.remaining, 0);
-  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("k")}), 2);  // nothing consumed
+  EXPECT_EQ(server().integer(pltest::ring_units(l.storage_key("k"))), 2);  // nothing consumed
   l.reset("k");
   EXPECT_EQ(server().integer({"EXISTS", l.storage_key("k")}), 0);
   EXPECT_TRUE(l.check("k").allowed);
@@ -299,7 +299,7 @@ TEST(Redis, PoolIsBoundedUnderLoad) {
     });
   for (auto& t : threads) t.join();
   EXPECT_LE(backend.pool().connections_made(), 3);
-  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("k")}), 1200);
+  EXPECT_EQ(server().integer(pltest::ring_units(l.storage_key("k"))), 1200);
 }
 
 // Writing to a socket the server closed must not raise SIGPIPE in the host.
@@ -370,5 +370,5 @@ TEST(Redis, ExactUnderThreads) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(admitted.load(), 300);
-  EXPECT_EQ(server().integer({"ZCARD", l.storage_key("hot")}), 300);
+  EXPECT_EQ(server().integer(pltest::ring_units(l.storage_key("hot"))), 300);
 }

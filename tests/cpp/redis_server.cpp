@@ -164,6 +164,14 @@ std::string RedisServer::command(const std::vector<std::string>& argv) const {
   return out;
 }
 
+std::vector<std::string> ring_units(const std::string& key) {
+  return {"EVAL",
+          "local h = redis.call('GETRANGE', KEYS[1], 0, 11) "
+          "if h == '' then return 0 end "
+          "local head, used = struct.unpack('>I4I4', h) return used",
+          "1", key};
+}
+
 long long RedisServer::integer(const std::vector<std::string>& argv) const {
   return std::stoll(command(argv));
 }

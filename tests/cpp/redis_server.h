@@ -40,6 +40,11 @@ class RedisServer {
   pid_t pid_ = -1;
 };
 
+// The argv of a command that answers how many units a sliding-log ring holds
+// (its `used` field; 0 when the key is missing):
+//   server.integer(pltest::ring_units(key))
+std::vector<std::string> ring_units(const std::string& key);
+
 // A port nobody listens on right now.
 int free_port();
 

@@ -36,7 +36,7 @@ TEST(ScriptCache, NoscriptReloadsOnceThenRuns) {
   r = cache.run(*conn, scripts::k_sliding_log, {"t:{x}:k"}, args("tok3"));
   ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
   EXPECT_EQ(cache.reloads(), 2);
-  EXPECT_EQ(server.integer({"ZCARD", "t:{x}:k"}), 3);
+  EXPECT_EQ(server.integer(pltest::ring_units("t:{x}:k")), 3);
 }
 
 // A pipeline of script calls after SCRIPT FLUSH: every call NOSCRIPTs, the
@@ -52,5 +52,5 @@ TEST(ScriptCache, PipelinedCallsRecoverNoscript) {
   for (auto& r : replies) ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
   EXPECT_EQ(replies[3]->element[2]->integer, 2);  // remaining after 4 x 2 units
   EXPECT_EQ(transport.noscript_reloads(), 1);
-  EXPECT_EQ(server.integer({"ZCARD", "p:{x}:k"}), 8);
+  EXPECT_EQ(server.integer(pltest::ring_units("p:{x}:k")), 8);
 }

@@ -102,7 +102,7 @@ void through_failover(RedisSentinels& s, const char* what, const char* prefix, c
   long denied_at_move = h.denied.load();
   ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= denied_at_move + 1000; }, 30s));
   h.stop();
-  long long logged = new_server.integer({"ZCARD", l.storage_key("k")});
+  long long logged = new_server.integer(pltest::ring_units(l.storage_key("k")));
   std::printf("sentinel, %s: promoted after %.0f ms, client on the new master %.0f ms after the promotion; "
               "%ld errors (first: %s); last error %.0f ms after the event; admitted %ld (%ld before the event, %ld "
               "when the client moved), new master's log holds %lld, limit %lld; %ld resolutions, %ld READONLY "

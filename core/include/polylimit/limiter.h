@@ -21,7 +21,10 @@ constexpr int64_t kMaxLimit = bounds::kLimit.max;         // units per window
 constexpr int64_t kMaxWindowMs = bounds::kWindowMs.max;   // 366 days
 constexpr int64_t kMaxTimestampUs = bounds::kNowUs.max;   // 2^52, ~year 2112
 constexpr size_t kMaxPrefixLength = bounds::kPrefixLen.max;
-constexpr size_t kMaxKeyLength = bounds::kKeyLen.max;     // bytes; Redis allows 512 MiB
+constexpr size_t kMaxKeyLength = bounds::kKeyLen.max;     // bytes of an identifier
+// Identifiers up to this length are stored verbatim in the Redis key name;
+// longer ones under their SHA-256 (64 hex digits).
+constexpr size_t kMaxVerbatimKeyLength = 128;
 constexpr size_t kMaxLimitsPerLimiter = bounds::kLimits.max;
 constexpr size_t kMaxBatch = bounds::kBatch.max;          // keys in one check_many
 
@@ -51,6 +54,9 @@ struct LimiterOptions {
   // once the limit would admit it again). 0: off.
   int64_t block_ms = 0;
 };
+
+// The algorithm's segment in storage keys (it names the storage layout).
+const char* storage_segment(Algorithm algorithm) noexcept;
 
 // Throws Error(kInvalidArgument) unless n keys fit in one batch.
 void check_batch_size(size_t n);
@@ -98,8 +104,10 @@ class Limiter {
   // order (an error for one key does not fail the others).
   std::vector<Outcome> check_many(const std::vector<std::string_view>& keys, int64_t cost = 1);
 
-  // The storage key for a caller key: prefix, algorithm, a hash tag derived
-  // from the key (so a caller's braces cannot pick the Cluster slot), the key.
+  // The storage key for a caller key: prefix, algorithm segment, a hash tag
+  // derived from the key (so a caller's braces cannot pick the Cluster slot),
+  // then ":" and the key, or "#" and its SHA-256 when it is longer than
+  // kMaxVerbatimKeyLength bytes.
   // Limit i > 0 of a multi-limit limiter appends ":<i>" (same tag, same slot).
   std::string storage_key(std::string_view key) const;
   std::vector<std::string> storage_keys(std::string_view key) const;

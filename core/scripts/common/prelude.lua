@@ -3,7 +3,7 @@
 -- text per script; the SHA1 is that of the joined text).
 --
 -- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
--- ARGV[3] now_us, or '' for the server's TIME   ARGV[4] token (unique per call)
+-- ARGV[3] now_us, or '' for the server's TIME   ARGV[4] unused (kept for the layout)
 -- ARGV[5] block_us: punitive block after a denied check (0: none); KEYS[n+1]
 --         then holds when the block ends
 -- ARGV[6..] four values per limit; n limits, KEYS[1..n] their state
@@ -33,19 +33,16 @@ local function window_start(t, window)
   return s
 end
 
--- Refund for the window counters (fixed window, sliding counter): give back
--- up to `cost` units of the current window, counted in hash field `field`.
-local function refund_current_window(field)
-  for i = 1, (#ARGV - 5) / 4 do
-    local window = tonumber(ARGV[5 + 4 * (i - 1) + 2])
-    local st = redis.call('HMGET', KEYS[i], 'w', field)
-    local w, c = tonumber(st[1]), tonumber(st[2])
-    if w and c and w >= window_start(now, window) then
-      c = c - cost
-      if c < 0 then c = 0 end
-      redis.call('HSET', KEYS[i], field, string.format('%d', c))
-    end
-  end
+-- A TTL for PEXPIRE / PX, in ms (at least 1), for state that must live `us`
+-- more microseconds of the caller's time. With caller-supplied time (client
+-- clock, check_at) that timeline may lag the server's clock, which drives
+-- expiry: such state lives `slack` (one window) longer, so decisions stay
+-- exact while the lag is below one window (docs/limiter.md).
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = us_to_ms(us)
+  if ms < 1 then ms = 1 end
+  return string.format('%d', ms)
 end
 
 local block_us = tonumber(ARGV[5])
@@ -68,7 +65,7 @@ local function apply_block(allowed)
   if blocked_until > 0 then return 0 end
   if op == 'check' and allowed == 0 and block_us > 0 then
     blocked_until = now + block_us
-    redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', string.format('%d', us_to_ms(block_us)))
+    redis.call('SET', KEYS[n + 1], string.format('%d', blocked_until), 'PX', ttl_ms(block_us, block_us))
   end
   return allowed
 end
