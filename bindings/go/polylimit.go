@@ -257,6 +257,7 @@ func (c *Client) Stats() (Stats, error) {
 		NearLimit:       uint64(cs.near_limit),
 		LatencyCount:    uint64(cs.latency_count),
 		LatencySum:      usDuration(uint64(cs.latency_sum_us)),
+		EvictingNodes:   uint64(cs.evicting_nodes),
 		Latency:         make([]LatencyBucket, C.POLYLIMIT_STATS_LATENCY_BUCKETS),
 	}
 	for i := range s.Latency {

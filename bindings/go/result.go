@@ -29,6 +29,7 @@ type Stats struct {
 	NearLimit       uint64 // admitted with less than 10% of the limit left
 	LatencyCount    uint64 // checks in the latency histogram
 	LatencySum      time.Duration
+	EvictingNodes   uint64          // Redis nodes whose maxmemory policy can evict limiter keys (a gauge; docs/deployments.md)
 	Latency         []LatencyBucket // the histogram, by increasing UpperBound
 }
 

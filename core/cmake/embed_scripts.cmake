@@ -1,7 +1,8 @@
 # Generates a header and a source that embed every core/scripts/*.lua file with
 # its SHA1, so the first call can already use EVALSHA and no crypto library is
-# needed at run time. Each script is core/scripts/common/prelude.lua followed
-# by the file: the parts every algorithm shares are written once.
+# needed at run time. Each script is a "#!lua" shebang line, then
+# core/scripts/common/prelude.lua, then the file: the parts every algorithm
+# shares are written once.
 #   cmake -DSCRIPTS_DIR=... -DOUT_HEADER=... -DOUT_SOURCE=... -P embed_scripts.cmake
 file(GLOB lua_files "${SCRIPTS_DIR}/*.lua")
 list(SORT lua_files)
@@ -11,7 +12,10 @@ set(defs "")
 foreach(lua ${lua_files})
   get_filename_component(name "${lua}" NAME_WE)
   file(READ "${lua}" own)
-  set(body "${prelude}\n${own}")
+  # The shebang (Redis >= 7) makes Redis refuse the script up front under an
+  # out-of-memory `maxmemory` (it is a write script without allow-oom), so
+  # nothing runs half-way; the keys are all in one slot, as flags require.
+  set(body "#!lua\n${prelude}\n${own}")
   string(SHA1 sha "${body}")
   string(FIND "${body}" ")__lua__" clash)
   if(NOT clash EQUAL -1)

@@ -52,6 +52,7 @@ Stats Client::stats() const {
   Stats s = metrics_->snapshot();
   s.round_trips = static_cast<uint64_t>(backend_->round_trips());
   s.noscript_reloads = static_cast<uint64_t>(backend_->noscript_reloads());
+  s.evicting_nodes = static_cast<uint64_t>(backend_->evicting_nodes());
   return s;
 }
 

@@ -245,6 +245,13 @@ ClusterTransport::NodePtr ClusterTransport::node_at(const HostPort& address) {
   return node;
 }
 
+long ClusterTransport::evicting_nodes() {
+  std::shared_lock<std::shared_mutex> lock(locks().map);
+  long n = 0;
+  for (auto& entry : nodes_) n += entry.second->pool.evicting() == 1 ? 1 : 0;
+  return n;
+}
+
 void ClusterTransport::close() {
   std::shared_lock<std::shared_mutex> lock(locks().map);
   for (auto& entry : nodes_) entry.second->pool.close();

@@ -53,6 +53,7 @@ class ClusterTransport : public Transport {
   ReplyPtr run_command(std::string_view key, const Argv& argv) override;
   long noscript_reloads() const override { return scripts_.reloads(); }
   void close() override;
+  long evicting_nodes() override;
 
   // host:port of the master that owns `key` in the current map (loads it).
   std::string master_for(std::string_view key);

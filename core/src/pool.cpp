@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 
 #include "polylimit/errors.h"
 
@@ -55,6 +57,49 @@ void ConnectionPool::close() {
   // they come back.
 }
 
+namespace {
+
+// "maxmemory:<n>" and "maxmemory_policy:<p>" from INFO memory text.
+bool parse_info(const std::string& info, long long& maxmemory, std::string& policy) {
+  auto field = [&](const char* name, std::string& out) {
+    size_t at = info.find(std::string("\n") + name + ":");
+    if (at == std::string::npos) return false;
+    at += std::strlen(name) + 2;
+    size_t end = info.find_first_of("\r\n", at);
+    out = info.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    return true;
+  };
+  std::string mm;
+  if (!field("maxmemory", mm) || !field("maxmemory_policy", policy)) return false;
+  maxmemory = std::atoll(mm.c_str());
+  return true;
+}
+
+}  // namespace
+
+// I/O errors propagate: the connection is new, nothing was sent for a caller.
+void ConnectionPool::probe_eviction(Connection& conn) {
+  long long maxmemory = -1;
+  std::string policy;
+  ReplyPtr r = conn.command({"CONFIG", "GET", "maxmemory*"});
+  if (r->type == REDIS_REPLY_ARRAY) {
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+      const redisReply* k = r->element[i];
+      const redisReply* v = r->element[i + 1];
+      if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) continue;
+      std::string key(k->str, k->len), value(v->str, v->len);
+      if (key == "maxmemory") maxmemory = std::atoll(value.c_str());
+      if (key == "maxmemory-policy") policy = value;
+    }
+  }
+  if (maxmemory < 0 || policy.empty()) {  // CONFIG denied (ACL, renamed): INFO has both
+    ReplyPtr info = conn.command({"INFO", "memory"});
+    if (info->type != REDIS_REPLY_STRING) return;
+    if (!parse_info("\n" + std::string(info->str, info->len), maxmemory, policy)) return;
+  }
+  evicting_.store(maxmemory > 0 && policy != "noeviction" ? 1 : 0, std::memory_order_relaxed);
+}
+
 PooledConnection ConnectionPool::acquire() {
   if (closed_.load()) throw Error(ErrorCode::kClosed, "the client is closed");
   State* s = current();
@@ -76,6 +121,7 @@ PooledConnection ConnectionPool::acquire() {
       try {
         auto conn = std::make_unique<Connection>(endpoint_, options_);
         made_.fetch_add(1, std::memory_order_relaxed);
+        probe_eviction(*conn);
         return PooledConnection(this, s, std::move(conn));
       } catch (...) {
         lock.lock();

@@ -59,6 +59,12 @@ class ConnectionPool {
   // Connections made since the pool started (this process only).
   long connections_made() const { return made_.load(); }
 
+  // What the node said of eviction when the last connection was made: 1 when
+  // maxmemory is set and maxmemory-policy can evict our keys (every policy
+  // but noeviction: ours all carry a TTL, so volatile-* evict them too), 0
+  // when not, -1 when it could not be read (CONFIG and INFO both denied).
+  int evicting() const { return evicting_.load(std::memory_order_relaxed); }
+
  private:
   friend class PooledConnection;
   struct State {  // one per process (see PerProcess)
@@ -70,12 +76,14 @@ class ConnectionPool {
   State* current();
   void release(State* state, std::unique_ptr<Connection> conn);
   bool usable(Connection& conn);
+  void probe_eviction(Connection& conn);
 
   Endpoint endpoint_;
   PoolOptions options_;
   PerProcess<State> states_;
   std::atomic<long> made_{0};
   std::atomic<bool> closed_{false};
+  std::atomic<int> evicting_{-1};
 };
 
 }  // namespace polylimit

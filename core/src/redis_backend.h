@@ -23,6 +23,7 @@ class RedisBackend : public Backend {
   long round_trips() const override { return round_trips_.load(std::memory_order_relaxed); }
   long noscript_reloads() const override { return transport_->noscript_reloads(); }
   void close() override { transport_->close(); }
+  long evicting_nodes() override { return transport_->evicting_nodes(); }
 
   Transport& transport() { return *transport_; }
 

@@ -44,7 +44,11 @@ void throw_reply_error(const std::string& reply, const std::string& what) {
       // Redis caps the size of commands from unauthenticated clients.
       reply.find("Protocol error: unauthenticated") != std::string::npos)
     throw Error(ErrorCode::kAuth, msg);
-  if (starts_with(reply, "NOPERM")) throw Error(ErrorCode::kPermission, msg);
+  // An ACL denial: of the command itself (NOPERM), or of a command or key
+  // that a script used (Redis reports those as ERR ... script: ...).
+  if (starts_with(reply, "NOPERM") || reply.find("The user executing the script can't") != std::string::npos ||
+      reply.find("No permissions to") != std::string::npos)
+    throw Error(ErrorCode::kPermission, msg);
   if (starts_with(reply, "OOM")) throw Error(ErrorCode::kNoMemory, msg);
   // The server cannot serve now (busy script, loading, read-only replica, no
   // master): a retry, maybe elsewhere, may succeed.

@@ -225,6 +225,15 @@ std::string SentinelTransport::master_address() { return current()->address; }
 
 namespace polylimit {
 
+long SentinelTransport::evicting_nodes() {
+  MasterPtr master;
+  {
+    std::lock_guard<std::mutex> lock(locks().master);
+    master = master_;
+  }
+  return master && master->pool.evicting() == 1 ? 1 : 0;
+}
+
 void SentinelTransport::close() {
   MasterPtr master;
   {

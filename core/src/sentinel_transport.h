@@ -46,6 +46,7 @@ class SentinelTransport : public Transport {
   ReplyPtr run_command(std::string_view key, const Argv& argv) override;
   long noscript_reloads() const override { return scripts_.reloads(); }
   void close() override;
+  long evicting_nodes() override;
 
   // host:port of the master in use (resolves it first if needed).
   std::string master_address();

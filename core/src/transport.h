@@ -41,6 +41,9 @@ class Transport {
 
   // Releases the connections; later calls throw kClosed.
   virtual void close() = 0;
+
+  // Nodes whose memory policy can evict limiter keys (ConnectionPool::evicting).
+  virtual long evicting_nodes() = 0;
 };
 
 // One server (redis:// or unix://).
@@ -53,6 +56,7 @@ class StandaloneTransport : public Transport {
   ReplyPtr run_command(std::string_view key, const Argv& argv) override;
   long noscript_reloads() const override { return scripts_.reloads(); }
   void close() override { pool_.close(); }
+  long evicting_nodes() override { return pool_.evicting() == 1 ? 1 : 0; }
 
   ConnectionPool& pool() { return pool_; }
 

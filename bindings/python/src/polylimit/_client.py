@@ -42,6 +42,9 @@ class Stats(TypedDict):
     near_limit: int  # admitted with less than 10% of the limit left
     latency_count: int
     latency_sum_us: int
+    # a gauge: Redis nodes whose maxmemory policy can evict limiter keys
+    # (a limit can over-admit there; docs/deployments.md)
+    evicting_nodes: int
     # (upper bound in microseconds, checks in this bucket): not cumulative;
     # the last bound is math.inf.
     latency_buckets: List[Tuple[float, int]]
@@ -286,8 +289,8 @@ class Client:
         """This client's counters (all its limiters) since it was opened, as
         a dict: ``checks``, ``admitted``, ``denied``, ``errors``,
         ``round_trips``, ``noscript_reloads``, ``cache_hits``, ``degraded``,
-        ``near_limit``, ``latency_count``, ``latency_sum_us`` and
-        ``latency_buckets`` (a list of ``(upper_bound_us, count)``, not
+        ``near_limit``, ``latency_count``, ``latency_sum_us``,
+        ``evicting_nodes`` (a gauge) and ``latency_buckets`` (a list of ``(upper_bound_us, count)``, not
         cumulative, the last bound ``math.inf``). No I/O."""
         return self._core.stats()  # type: ignore[return-value]
 

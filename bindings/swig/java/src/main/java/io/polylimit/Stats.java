@@ -20,11 +20,13 @@ import java.util.Objects;
  * @param nearLimit       admitted with less than 10% of the limit left
  * @param latencyCount    checks in the latency histogram
  * @param latencySum      their total latency (microsecond precision)
+ * @param evictingNodes   Redis nodes whose maxmemory policy can evict limiter keys (a gauge: a
+ *                        limit can over-admit there; see docs/deployments.md)
  * @param latency         the histogram: one bucket per upper bound, counts not cumulative
  */
 public record Stats(long checks, long admitted, long denied, long errors, long roundTrips, long noscriptReloads,
                     long cacheHits, long degraded, long nearLimit, long latencyCount, Duration latencySum,
-                    List<Bucket> latency) {
+                    long evictingNodes, List<Bucket> latency) {
 
     public Stats {
         Objects.requireNonNull(latencySum, "latencySum");
