@@ -5,11 +5,13 @@
 #include <chrono>
 #include <thread>
 
+#include "error_code.h"
 #include "redis_server.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
 
 using namespace polylimit;
+using pltest::code_of;
 using namespace std::chrono;
 using namespace std::chrono_literals;
 
@@ -32,16 +34,6 @@ Limiter make(std::shared_ptr<Client> c, FailurePolicy policy, int breaker = 0, i
   o.breaker_failures = breaker;
   o.breaker_cooldown_ms = cooldown_ms;
   return Limiter(std::move(c), o);
-}
-
-ErrorCode code_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  ADD_FAILURE() << "no error";
-  return ErrorCode::kInternal;
 }
 
 int64_t ms_since(steady_clock::time_point t) {

@@ -12,11 +12,13 @@
 
 #include "memory_backend.h"
 #include "redis_backend.h"
+#include "error_code.h"
 #include "redis_server.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
 
 using namespace polylimit;
+using pltest::code_of;
 using namespace std::chrono_literals;
 
 namespace {
@@ -36,17 +38,6 @@ Limiter make(const std::string& url, int64_t limit, int64_t window_ms, PoolOptio
   lo.prefix = "t" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ":" +
               ::testing::UnitTest::GetInstance()->current_test_info()->name();
   return Limiter(Client::open(url, co), lo);
-}
-
-ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  ADD_FAILURE() << "no error";
-  return ErrorCode::kInternal;
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 #include <cstring>
 #include <thread>
 
+#include "error_code.h"
 #include "redis_server.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
 #include "polylimit/metrics.h"
 
 using namespace polylimit;
+using pltest::code_of;
 using namespace std::chrono_literals;
 
 namespace {
@@ -39,17 +41,6 @@ LimiterOptions options(std::vector<LimitParams> limits) {
   o.limits = std::move(limits);
   o.prefix = unique_prefix();
   return o;
-}
-
-ErrorCode code_of(const std::function<void()>& f, std::string* message = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (message) *message = e.what();
-    return e.code();
-  }
-  ADD_FAILURE() << "no error";
-  return ErrorCode::kInternal;
 }
 
 class Each : public ::testing::TestWithParam<Algorithm> {};
