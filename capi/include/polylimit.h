@@ -190,9 +190,9 @@ typedef struct polylimit_decision {
 /* X-macros over the fields, in struct order (packing for bindings):
  * X(name) for every field of polylimit_decision / every counter of polylimit_stats. */
 #define POLYLIMIT_DECISION_FIELDS(X) X(allowed) X(cached) X(degraded) X(shadowed) X(limit) X(remaining) X(retry_after_ms) X(reset_after_ms) X(granted)
-#define POLYLIMIT_STATS_COUNTERS(X) X(checks) X(admitted) X(denied) X(errors) X(round_trips) X(noscript_reloads) X(cache_hits) X(degraded) X(near_limit) X(latency_count) X(latency_sum_us) X(evicting_nodes)
+#define POLYLIMIT_STATS_COUNTERS(X) X(checks) X(admitted) X(denied) X(errors) X(round_trips) X(noscript_reloads) X(cache_hits) X(degraded) X(near_limit) X(latency_count) X(latency_sum_us) X(evicting_nodes) X(connect_attempts)
 #define POLYLIMIT_DECISION_FIELD_COUNT 9
-#define POLYLIMIT_STATS_COUNTER_COUNT 12
+#define POLYLIMIT_STATS_COUNTER_COUNT 13
 
 #define POLYLIMIT_STATS_VERSION 1
 
@@ -211,12 +211,13 @@ typedef struct polylimit_stats {
     uint64_t latency_count; /**< checks in the latency histogram */
     uint64_t latency_sum_us; /**< sum of their latencies, microseconds */
     uint64_t evicting_nodes; /**< a gauge: Redis nodes whose maxmemory policy can evict limiter keys, which lets a limit over-admit (docs/deployments.md); read when a connection is made */
+    uint64_t connect_attempts; /**< connects tried to Redis data nodes, made or failed (a node that is down is retried with a backoff of 10 ms doubling to 1 s) */
     uint64_t latency_le_us[POLYLIMIT_STATS_LATENCY_BUCKETS];   /**< bucket upper bounds (us);
                                                                the last is UINT64_MAX (+Inf) */
     uint64_t latency_buckets[POLYLIMIT_STATS_LATENCY_BUCKETS]; /**< checks per bucket (not cumulative) */
 } polylimit_stats;
 
-#define POLYLIMIT_STATS_INIT { POLYLIMIT_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 }, { 0 } }
+#define POLYLIMIT_STATS_INIT { POLYLIMIT_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 }, { 0 } }
 /* END GENERATED: vocabulary */
 
 /** Per-call error detail, owned by the caller. Nothing in it needs freeing. */

@@ -27,6 +27,13 @@
 -- before the first write, so an error leaves every limit untouched.
 
 local HDR, W = 12, 8
+local BLOCK = 32      -- slots read per GETRANGE
+local PREALLOC = 128  -- rings up to this many slots are written whole at once
+                      -- (growing a STRING by SETRANGE over-allocates)
+
+local function not_a_ring(key)
+  return 'WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring'
+end
 
 -- Phase 1: read. ring[i] describes limit i; nothing is written here.
 local ring = {}
@@ -35,15 +42,12 @@ for i = 1, n do
   local r = {key = KEYS[i], limit = tonumber(ARGV[base + 1]), window = tonumber(ARGV[base + 2]), cache = {}}
   local h = redis.call('GETRANGE', r.key, 0, HDR - 1)
   if h == '' then
-    r.head, r.used, r.size = 0, 0, r.limit
+    r.head, r.used, r.size, r.fresh = 0, 0, r.limit, true
   else
     if #h == HDR then r.head, r.used, r.size = struct.unpack('>I4I4I4', h) end
-    -- The valid slots, head - used .. head - 1 (mod size), must exist.
-    local needed = HDR
-    if #h == HDR and r.used > 0 then needed = HDR + W * ((r.used <= r.head) and r.head or r.size) end
-    if #h ~= HDR or r.size < 1 or r.size > 1000000 or r.head >= r.size or r.used > r.size or
-       redis.call('STRLEN', r.key) < needed then
-      return redis.error_reply('WRONGTYPE polylimit: ' .. r.key .. ' holds a value that is not a sliding log ring')
+    -- (Slots that turn out to be missing are refused when read: see load_block.)
+    if #h ~= HDR or r.size < 1 or r.size > 1000000 or r.head >= r.size or r.used > r.size then
+      return redis.error_reply(not_a_ring(r.key))
     end
   end
   if r.size < r.limit then
@@ -53,6 +57,7 @@ for i = 1, n do
     local list = {}
     if r.used > 0 then
       local data = redis.call('GETRANGE', r.key, HDR, HDR + W * r.size - 1)
+      if #data ~= W * r.size then return redis.error_reply(not_a_ring(r.key)) end
       for t = 1, r.used do
         local p = (r.head - r.used + t - 1) % r.size
         list[#list + 1] = (struct.unpack('>d', data, W * p + 1))
@@ -63,21 +68,41 @@ for i = 1, n do
   ring[i] = r
 end
 
+-- Reads up to BLOCK valid entries from the t-th on into r.cache, which is
+-- keyed by slot (a slot keeps its entry when head and used move).
+local function load_block(r, t)
+  local p0 = (r.head - r.used + t - 1) % r.size
+  local k = math.min(BLOCK, r.used - t + 1)
+  local first = math.min(k, r.size - p0)
+  local data = redis.call('GETRANGE', r.key, HDR + W * p0, HDR + W * (p0 + first) - 1)
+  if k > first then data = data .. redis.call('GETRANGE', r.key, HDR, HDR + W * (k - first) - 1) end
+  if #data ~= W * k then error({err = not_a_ring(r.key)}) end
+  for j = 0, k - 1 do r.cache[(p0 + j) % r.size] = (struct.unpack('>d', data, W * j + 1)) end
+end
+
 -- The t-th valid entry of ring r, oldest first (1 <= t <= r.used).
 local function entry(r, t)
   if r.list then return r.list[t] end
-  local v = r.cache[t]
-  if v == nil then
-    local p = HDR + W * ((r.head - r.used + t - 1) % r.size)
-    v = (struct.unpack('>d', redis.call('GETRANGE', r.key, p, p + W - 1)))
-    r.cache[t] = v
-  end
-  return v
+  local p = (r.head - r.used + t - 1) % r.size
+  if r.cache[p] == nil then load_block(r, t) end
+  return r.cache[p]
 end
 
--- Entries still in the window (time > edge): a binary search, the ring is sorted.
+-- Entries still in the window (time > edge). The ring is sorted and only a
+-- few entries leave between two checks, so the search gallops from the
+-- oldest end (1, 2, 4, ... entries) and then bisects: one block read in the
+-- usual case, O(log n) reads at worst.
 local function in_window(r, edge)
-  local lo, hi = 1, r.used + 1
+  if r.used == 0 or entry(r, 1) > edge then return r.used end
+  local lo, hi, step = 1, r.used + 1, 1  -- entry(lo) <= edge; entry(hi) > edge or hi = used + 1
+  while lo + step <= r.used do
+    if entry(r, lo + step) > edge then
+      hi = lo + step
+      break
+    end
+    lo, step = lo + step, step * 2
+  end
+  lo = lo + 1
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
     if entry(r, mid) > edge then hi = mid else lo = mid + 1 end
@@ -95,7 +120,6 @@ local function prune(r, live)
       r.list = keep
     end
     r.used, r.dirty = live, true
-    r.cache = {}
   end
 end
 
@@ -148,6 +172,7 @@ end
 local function write_whole(r)  -- a ring re-read for another limit
   local data = {struct.pack('>I4I4I4', r.head, r.used, r.size)}
   for t = 1, r.used do data[#data + 1] = struct.pack('>d', r.list[t]) end
+  if r.size <= PREALLOC then data[#data + 1] = string.rep('\0', W * (r.size - r.used)) end
   redis.call('SET', r.key, table.concat(data), 'KEEPTTL')
 end
 
@@ -163,6 +188,10 @@ for i = 1, n do
       while #r.list > r.size do table.remove(r.list, 1) end
       r.used, r.head = #r.list, #r.list % r.size
       write_whole(r)
+    elseif r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
+      r.head, r.used = cost % r.size, cost
+      redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
+                 string.rep('\0', W * (r.size - cost)))
     else
       local first = math.min(cost, r.size - r.head)
       redis.call('SETRANGE', r.key, HDR + W * r.head, string.rep(slot, first))

@@ -53,6 +53,7 @@ Stats Client::stats() const {
   s.round_trips = static_cast<uint64_t>(backend_->round_trips());
   s.noscript_reloads = static_cast<uint64_t>(backend_->noscript_reloads());
   s.evicting_nodes = static_cast<uint64_t>(backend_->evicting_nodes());
+  s.connect_attempts = static_cast<uint64_t>(backend_->connect_attempts());
   return s;
 }
 

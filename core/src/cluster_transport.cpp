@@ -252,6 +252,13 @@ long ClusterTransport::evicting_nodes() {
   return n;
 }
 
+long ClusterTransport::connect_attempts() {
+  std::shared_lock<std::shared_mutex> lock(locks().map);
+  long n = 0;
+  for (auto& entry : nodes_) n += entry.second->pool.connect_attempts();
+  return n;
+}
+
 void ClusterTransport::close() {
   std::shared_lock<std::shared_mutex> lock(locks().map);
   for (auto& entry : nodes_) entry.second->pool.close();

@@ -54,6 +54,7 @@ class ClusterTransport : public Transport {
   long noscript_reloads() const override { return scripts_.reloads(); }
   void close() override;
   long evicting_nodes() override;
+  long connect_attempts() override;
 
   // host:port of the master that owns `key` in the current map (loads it).
   std::string master_for(std::string_view key);

@@ -1,12 +1,17 @@
-// connection.cpp - a hiredis context with our own SIGPIPE-free writes.
+// connection.cpp - our own non-blocking socket; hiredis formats and parses.
 #include "connection.h"
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -20,12 +25,7 @@ void ReplyDeleter::operator()(redisReply* r) const noexcept {
 
 namespace {
 
-timeval to_timeval(int ms) {
-  timeval tv;
-  tv.tv_sec = ms / 1000;
-  tv.tv_usec = (ms % 1000) * 1000;
-  return tv;
-}
+using Clock = std::chrono::steady_clock;
 
 void set_keepalive(int fd, int interval_s) {
   int on = 1;
@@ -40,34 +40,159 @@ void set_keepalive(int fd, int interval_s) {
 
 std::string reply_text(const redisReply* r) { return std::string(r->str, r->len); }
 
+// Milliseconds left until `deadline` for poll(): at least 0, rounded up so a
+// deadline a few microseconds away is still waited for.
+int ms_left(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>((left + 999) / 1000, 1 << 30));
+}
+
+// poll() for `events` until the deadline; false on timeout. EINTR restarts
+// with the time that is left.
+bool wait_for(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int n = ::poll(&p, 1, ms_left(deadline));
+    if (n > 0) return true;
+    if (n == 0) return false;
+    if (errno != EINTR) return true;  // let the read or write report the error
+  }
+}
+
+// A non-blocking socket connected to `addr` by `deadline`, or -1 with errno
+// set (ETIMEDOUT when the deadline passed).
+int connect_to(const sockaddr* addr, socklen_t len, int family, Clock::time_point deadline) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, addr, len) == 0) return fd;
+  if (errno != EINPROGRESS && errno != EAGAIN) {
+    int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  if (!wait_for(fd, POLLOUT, deadline)) {
+    ::close(fd);
+    errno = ETIMEDOUT;
+    return -1;
+  }
+  int err = 0;
+  socklen_t elen = sizeof err;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
+    ::close(fd);
+    errno = err ? err : EIO;
+    return -1;
+  }
+  return fd;
+}
+
 }  // namespace
 
-Connection::Connection(const Endpoint& ep, const PoolOptions& options) : where_(ep.describe()) {
-  const std::string what = "connect to " + where_;
-  timeval connect_tv = to_timeval(options.connect_timeout_ms);
-  if (ep.kind == Endpoint::Kind::kUnix)
-    ctx_ = redisConnectUnixWithTimeout(ep.path.c_str(), connect_tv);
-  else
-    ctx_ = redisConnectWithTimeout(ep.host.c_str(), ep.port, connect_tv);
-  int saved_errno = errno;
-  if (ctx_ == nullptr || ctx_->err) {
-    try {
-      throw_context_error(ctx_, saved_errno, what);
-    } catch (...) {
-      if (ctx_) redisFree(ctx_);
-      ctx_ = nullptr;
-      throw;
+void RespGuard::scan(const char* data, size_t len, const std::string& where) {
+  auto refuse = [&](const std::string& why) {
+    throw Error(ErrorCode::kServer, "reply from " + where + ": protocol error (" + why + ")");
+  };
+  for (size_t i = 0; i < len;) {
+    switch (state_) {
+      case State::kPayload: {
+        size_t take = static_cast<size_t>(std::min<int64_t>(payload_, static_cast<int64_t>(len - i)));
+        payload_ -= static_cast<int64_t>(take);
+        i += take;
+        if (payload_ == 0) state_ = State::kType;
+        break;
+      }
+      case State::kType:
+        type_ = data[i++];
+        if (type_ == '*' || type_ == '$') {
+          number_.clear();
+          state_ = State::kNumber;
+        } else if (type_ == '+' || type_ == '-' || type_ == ':') {
+          state_ = State::kLine;
+        } else {
+          refuse(std::string("unexpected type byte 0x") + "0123456789abcdef"[(type_ >> 4) & 15] +
+                 "0123456789abcdef"[type_ & 15]);
+        }
+        break;
+      case State::kLine:  // a simple string, error or integer: skip to CRLF
+        while (i < len && data[i] != '\r') ++i;
+        if (i < len) {
+          ++i;
+          state_ = State::kLineEnd;
+        }
+        break;
+      case State::kNumber: {
+        char c = data[i++];
+        if (c == '\r') {
+          if (number_.empty() || number_ == "-") refuse(std::string("empty length after '") + type_ + "'");
+          int64_t n = std::stoll(number_);
+          const int64_t cap = type_ == '*' ? kMaxArray : kMaxBulk;
+          if (n > cap)
+            refuse(std::string("'") + type_ + number_ + "' is larger than " + std::to_string(cap) +
+                   (type_ == '*' ? " elements" : " bytes"));
+          payload_ = type_ == '$' && n >= 0 ? n + 2 : 0;
+          state_ = State::kLineEnd;
+        } else if ((c >= '0' && c <= '9') || (c == '-' && number_.empty())) {
+          if (number_.size() >= 20) refuse("a length of more than 20 digits");
+          number_.push_back(c);
+        } else {
+          refuse(std::string("a length with the byte '") + c + "'");
+        }
+        break;
+      }
+      case State::kLineEnd:
+        if (data[i++] != '\n') refuse("CR without LF");
+        state_ = payload_ > 0 ? State::kPayload : State::kType;
+        break;
     }
   }
-  // hiredis does not keep these across its own reconnects; we never reconnect
-  // a context (a new Connection is made instead), so setting them once holds.
-  if (redisSetTimeout(ctx_, to_timeval(options.command_timeout_ms)) != REDIS_OK) {
-    redisFree(ctx_);
-    ctx_ = nullptr;
-    throw Error(ErrorCode::kUnavailable, what + ": cannot set the command timeout", errno);
-  }
-  if (ep.kind == Endpoint::Kind::kTcp && options.keepalive_s > 0) set_keepalive(ctx_->fd, options.keepalive_s);
+}
 
+Connection::Connection(const Endpoint& ep, const PoolOptions& options)
+    : where_(ep.describe()), command_timeout_ms_(options.command_timeout_ms) {
+  const std::string what = "connect to " + where_;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options.connect_timeout_ms);
+  int last_errno = 0;
+  if (ep.kind == Endpoint::Kind::kUnix) {
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    if (ep.path.size() >= sizeof sa.sun_path)
+      throw Error(ErrorCode::kInvalidArgument, what + ": the socket path is longer than " +
+                                                   std::to_string(sizeof sa.sun_path - 1) + " bytes");
+    std::memcpy(sa.sun_path, ep.path.c_str(), ep.path.size() + 1);
+    fd_ = connect_to(reinterpret_cast<sockaddr*>(&sa), sizeof sa, AF_UNIX, deadline);
+    last_errno = errno;
+  } else {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* list = nullptr;
+    const std::string port = std::to_string(ep.port);
+    int rc = ::getaddrinfo(ep.host.c_str(), port.c_str(), &hints, &list);
+    if (rc != 0)
+      throw Error(ErrorCode::kUnavailable, what + ": cannot resolve " + ep.host + " (" + gai_strerror(rc) + ")");
+    for (addrinfo* a = list; a != nullptr && fd_ < 0; a = a->ai_next) {
+      fd_ = connect_to(a->ai_addr, a->ai_addrlen, a->ai_family, deadline);
+      if (fd_ < 0) last_errno = errno;
+    }
+    ::freeaddrinfo(list);
+  }
+  if (fd_ < 0) {
+    if (last_errno == ETIMEDOUT)
+      throw Error(ErrorCode::kTimeout, what + ": timed out after " + std::to_string(options.connect_timeout_ms) + " ms",
+                  last_errno);
+    throw Error(ErrorCode::kUnavailable, what + ": " + std::strerror(last_errno), last_errno);
+  }
+  reader_ = redisReaderCreate();
+  if (reader_ == nullptr) {
+    ::close(fd_);
+    throw Error(ErrorCode::kNoMemory, what + ": cannot allocate a reply reader");
+  }
+  if (ep.kind == Endpoint::Kind::kTcp) {
+    int on = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    if (options.keepalive_s > 0) set_keepalive(fd_, options.keepalive_s);
+  }
   try {
     if (!ep.password.empty()) {
       Argv auth = ep.user.empty() ? Argv{"AUTH", ep.password} : Argv{"AUTH", ep.user, ep.password};
@@ -80,15 +205,25 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options) : where_(
       if (r->type == REDIS_REPLY_ERROR) throw_reply_error(reply_text(r.get()), "SELECT " + db + " at " + where_);
     }
   } catch (...) {
-    redisFree(ctx_);
-    ctx_ = nullptr;
+    redisReaderFree(reader_);
+    ::close(fd_);
     throw;
   }
-  last_used_ = std::chrono::steady_clock::now();
+  last_used_ = Clock::now();
 }
 
 Connection::~Connection() {
-  if (ctx_) redisFree(ctx_);
+  if (reader_) redisReaderFree(reader_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Connection::fail(ErrorCode code, const std::string& what, const std::string& detail, int sys_errno) {
+  broken_ = true;
+  throw Error(code, what + " " + where_ + ": " + detail, sys_errno);
+}
+
+Connection::Deadline Connection::command_deadline() const {
+  return Clock::now() + std::chrono::milliseconds(command_timeout_ms_);
 }
 
 void Connection::append(std::string& out, const Argv& argv) {
@@ -107,59 +242,84 @@ void Connection::append(std::string& out, const Argv& argv) {
   redisFreeCommand(cmd);
 }
 
-void Connection::send_all(const std::string& data) {
+void Connection::send_all(const std::string& data, Deadline deadline) {
   const char* p = data.data();
   size_t left = data.size();
   while (left > 0) {
-    ssize_t n = ::send(ctx_->fd, p, left, MSG_NOSIGNAL);
-    if (n < 0) {
-      int e = errno;
-      if (e == EINTR) continue;
-      broken_ = true;
-      if (e == EAGAIN || e == EWOULDBLOCK)
-        throw Error(ErrorCode::kTimeout, "send to " + where_ + ": timed out", e);
-      throw Error(ErrorCode::kUnavailable, "send to " + where_ + ": " + std::strerror(e), e);
+    ssize_t n = ::send(fd_, p, left, MSG_NOSIGNAL);
+    if (n >= 0) {
+      p += n;
+      left -= static_cast<size_t>(n);
+      continue;
     }
-    p += n;
-    left -= static_cast<size_t>(n);
+    int e = errno;
+    if (e == EINTR) continue;
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if (!wait_for(fd_, POLLOUT, deadline))
+        fail(ErrorCode::kTimeout, "send to", "timed out after " + std::to_string(command_timeout_ms_) + " ms", e);
+      continue;
+    }
+    fail(ErrorCode::kUnavailable, "send to", std::strerror(e), e);
   }
 }
 
-ReplyPtr Connection::read_reply() {
-  void* raw = nullptr;
-  if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) {
-    int e = errno;
-    broken_ = true;
-    throw_context_error(ctx_, e, "reply from " + where_);
+ReplyPtr Connection::read_reply(Deadline deadline) {
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
+      fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
+    if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+    if (!wait_for(fd_, POLLIN, deadline))
+      fail(ErrorCode::kTimeout, "reply from", "timed out after " + std::to_string(command_timeout_ms_) + " ms",
+           ETIMEDOUT);
+    char buf[16 * 1024];
+    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n == 0) fail(ErrorCode::kUnavailable, "reply from", "the server closed the connection");
+    if (n < 0) {
+      int e = errno;
+      if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) continue;
+      fail(ErrorCode::kUnavailable, "reply from", std::strerror(e), e);
+    }
+    try {
+      guard_.scan(buf, static_cast<size_t>(n), where_);
+    } catch (const Error&) {
+      broken_ = true;
+      throw;
+    }
+    if (redisReaderFeed(reader_, buf, static_cast<size_t>(n)) != REDIS_OK)
+      fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
   }
-  return ReplyPtr(static_cast<redisReply*>(raw));
 }
 
 ReplyPtr Connection::command(const Argv& argv) {
   if (broken_) throw Error(ErrorCode::kInternal, "command on a broken connection to " + where_);
+  const Deadline deadline = command_deadline();
   std::string buf;
   append(buf, argv);
-  send_all(buf);
-  ReplyPtr r = read_reply();
-  last_used_ = std::chrono::steady_clock::now();
+  send_all(buf, deadline);
+  ReplyPtr r = read_reply(deadline);
+  if (reader_->pos < reader_->len) broken_ = true;  // bytes nobody asked for: never reuse
+  last_used_ = Clock::now();
   return r;
 }
 
 std::vector<ReplyPtr> Connection::pipeline(const std::vector<Argv>& commands) {
   if (broken_) throw Error(ErrorCode::kInternal, "pipeline on a broken connection to " + where_);
+  const Deadline deadline = command_deadline();
   std::string buf;
   for (const auto& argv : commands) append(buf, argv);
-  send_all(buf);
+  send_all(buf, deadline);
   std::vector<ReplyPtr> replies;
   replies.reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) replies.push_back(read_reply());
-  last_used_ = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < commands.size(); ++i) replies.push_back(read_reply(deadline));
+  if (reader_->pos < reader_->len) broken_ = true;
+  last_used_ = Clock::now();
   return replies;
 }
 
 bool Connection::stale() const {
-  if (broken_ || ctx_ == nullptr) return true;
-  pollfd p{ctx_->fd, POLLIN, 0};
+  if (broken_ || fd_ < 0) return true;
+  pollfd p{fd_, POLLIN, 0};
   int n = ::poll(&p, 1, 0);
   return n != 0;  // readable (EOF, an error, unsolicited bytes) or poll failed
 }

@@ -1,12 +1,18 @@
-// connection.h - one hiredis connection, used by one thread at a time.
+// connection.h - one connection to a Redis node, used by one thread at a time.
 //
-// hiredis is used for connecting, for formatting (redisFormatCommandArgv) and
-// for parsing replies; writes are ours, with MSG_NOSIGNAL, so a write to a
-// socket the server closed never raises SIGPIPE in the host process.
-// A Connection that saw any error is marked broken and never reused.
+// The socket is ours (non-blocking; writes with MSG_NOSIGNAL, so a write to a
+// socket the server closed never raises SIGPIPE in the host process); hiredis
+// only formats commands (redisFormatCommandArgv) and parses replies (its
+// redisReader). Every command or pipeline has ONE deadline, the command
+// timeout, for the whole write and every byte of every reply: a server that
+// trickles its reply cannot stretch a call. Reply headers are checked as they
+// arrive, before hiredis allocates anything for them (RespGuard). A
+// Connection that saw any error, a timeout, or bytes nobody asked for is
+// marked broken and never reused, so no call can receive another's reply.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,7 +21,7 @@
 #include "polylimit/client.h"
 #include "polylimit/url.h"
 
-struct redisContext;
+struct redisReader;
 struct redisReply;
 
 namespace polylimit {
@@ -27,17 +33,37 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
 
 using Argv = std::vector<std::string_view>;
 
+// Watches the RESP byte stream of replies and refuses headers whose size
+// cannot be a reply of ours (an array of more than kMaxArray elements, a bulk
+// string longer than kMaxBulk, an unknown type byte): such a reply is a
+// protocol error before any memory is reserved for it.
+class RespGuard {
+ public:
+  static constexpr int64_t kMaxArray = 1 << 16;        // CLUSTER SLOTS of 16384 ranges fits
+  static constexpr int64_t kMaxBulk = 16 * 1024 * 1024;  // INFO, script sources, error texts
+  // Throws Error(kServer) naming the refused header.
+  void scan(const char* data, size_t len, const std::string& where);
+
+ private:
+  enum class State { kType, kNumber, kLine, kLineEnd, kPayload };
+  State state_ = State::kType;
+  char type_ = 0;
+  std::string number_;
+  int64_t payload_ = 0;  // bulk bytes (plus CRLF) still to skip
+};
+
 class Connection {
  public:
-  // Connects, enables keepalive, sets the command timeout, AUTH, SELECT.
-  // Throws Error (kUnavailable, kTimeout, kAuth, ...).
+  // Connects (within connect_timeout_ms), enables TCP_NODELAY and keepalive,
+  // then AUTH and SELECT. Throws Error (kUnavailable, kTimeout, kAuth, ...).
   Connection(const Endpoint& endpoint, const PoolOptions& options);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Sends one command and reads its reply. Error replies are returned, not
-  // thrown; I/O failures throw and mark the connection broken.
+  // Sends one command and reads its reply, all within command_timeout_ms.
+  // Error replies are returned, not thrown; I/O failures and the deadline
+  // throw and mark the connection broken.
   ReplyPtr command(const Argv& argv);
 
   // Sends all commands in one write, then reads one reply per command, in
@@ -46,19 +72,27 @@ class Connection {
 
   bool broken() const { return broken_; }
   // True when the server closed the socket or sent unsolicited data while we
-  // were idle (poll with no wait): the connection must not be reused.
+  // were idle (poll with no wait), or a reply left bytes nobody asked for:
+  // the connection must not be reused.
   bool stale() const;
 
   std::chrono::steady_clock::time_point last_used() const { return last_used_; }
 
 
  private:
+  using Deadline = std::chrono::steady_clock::time_point;
   void append(std::string& out, const Argv& argv);
-  void send_all(const std::string& data);
-  ReplyPtr read_reply();
+  void send_all(const std::string& data, Deadline deadline);
+  ReplyPtr read_reply(Deadline deadline);
+  // Marks the connection broken and throws `code` with "<what> <where>: <detail>".
+  [[noreturn]] void fail(ErrorCode code, const std::string& what, const std::string& detail, int sys_errno = 0);
+  Deadline command_deadline() const;
 
-  redisContext* ctx_ = nullptr;
+  int fd_ = -1;
+  redisReader* reader_ = nullptr;
+  RespGuard guard_;
   std::string where_;
+  int command_timeout_ms_;
   bool broken_ = false;
   std::chrono::steady_clock::time_point last_used_;
 };

@@ -61,6 +61,8 @@ std::string to_prometheus(const Stats& s) {
   counter("cache_hits_total", "Checks answered by the local deny cache.", s.cache_hits);
   counter("degraded_total", "Checks answered by the failure policy.", s.degraded);
   counter("near_limit_total", "Admitted checks with less than 10% of the limit remaining.", s.near_limit);
+  counter("connect_attempts_total", "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.",
+          s.connect_attempts);
   out += "# HELP polylimit_evicting_nodes Redis nodes whose maxmemory policy can evict limiter keys (over-admission risk).\n"
          "# TYPE polylimit_evicting_nodes gauge\npolylimit_evicting_nodes " + std::to_string(s.evicting_nodes) + "\n";
   out += "# HELP polylimit_check_latency_seconds Latency of a check.\n# TYPE polylimit_check_latency_seconds histogram\n";

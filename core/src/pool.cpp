@@ -4,6 +4,7 @@
 #include <hiredis/hiredis.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -77,6 +78,15 @@ bool parse_info(const std::string& info, long long& maxmemory, std::string& poli
 
 }  // namespace
 
+// The wait after `failures` consecutive failed connects: 10 ms doubling to
+// 1 s, jittered down to half so that processes do not reconnect in step.
+std::chrono::microseconds ConnectionPool::backoff(int failures) {
+  const int64_t base_us = std::min<int64_t>(int64_t{10000} << std::min(failures - 1, 7), 1000000);
+  static thread_local uint64_t seed = reinterpret_cast<uintptr_t>(&seed) ^ static_cast<uint64_t>(::getpid());
+  seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+  return std::chrono::microseconds(base_us / 2 + static_cast<int64_t>((seed >> 33) % static_cast<uint64_t>(base_us / 2 + 1)));
+}
+
 // I/O errors propagate: the connection is new, nothing was sent for a caller.
 void ConnectionPool::probe_eviction(Connection& conn) {
   long long maxmemory = -1;
@@ -116,13 +126,39 @@ PooledConnection ConnectionPool::acquire() {
       --s->open;
     }
     if (s->open < options_.size) {
+      const auto now = std::chrono::steady_clock::now();
+      if (s->failures > 0 && now < s->retry_at) {
+        // The node is down: fail fast instead of a connect per call.
+        auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(s->retry_at - now).count() + 1;
+        throw Error(ErrorCode::kUnavailable,
+                    s->last_error + " (" + std::to_string(s->failures) + " failed connects in a row; next try in " +
+                        std::to_string(wait) + " ms)",
+                    s->last_errno);
+      }
       ++s->open;
       lock.unlock();
+      attempts_.fetch_add(1, std::memory_order_relaxed);
       try {
         auto conn = std::make_unique<Connection>(endpoint_, options_);
         made_.fetch_add(1, std::memory_order_relaxed);
         probe_eviction(*conn);
+        if (conn->broken())  // the handshake's replies came with bytes nobody asked for
+          throw Error(ErrorCode::kServer, "reply from " + endpoint_.describe() + ": unsolicited bytes after a reply");
+        lock.lock();
+        s->failures = 0;
+        lock.unlock();
         return PooledConnection(this, s, std::move(conn));
+      } catch (const Error& e) {
+        lock.lock();
+        --s->open;
+        if (e.code() == ErrorCode::kUnavailable || e.code() == ErrorCode::kTimeout) {
+          ++s->failures;
+          s->retry_at = std::chrono::steady_clock::now() + backoff(s->failures);
+          s->last_error = e.what();
+          s->last_errno = e.sys_errno();
+        }
+        s->cv.notify_one();
+        throw;
       } catch (...) {
         lock.lock();
         --s->open;

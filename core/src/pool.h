@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "connection.h"
@@ -58,6 +59,8 @@ class ConnectionPool {
   int open_connections();
   // Connections made since the pool started (this process only).
   long connections_made() const { return made_.load(); }
+  // Connects tried (made or failed), this process only.
+  long connect_attempts() const { return attempts_.load(std::memory_order_relaxed); }
 
   // What the node said of eviction when the last connection was made: 1 when
   // maxmemory is set and maxmemory-policy can evict our keys (every policy
@@ -72,16 +75,24 @@ class ConnectionPool {
     std::condition_variable cv;
     std::vector<std::unique_ptr<Connection>> idle;
     int open = 0;
+    // Reconnect backoff: after `failures` consecutive failed connects, no new
+    // connect is tried before `retry_at` (10 ms doubling to 1 s, jittered).
+    int failures = 0;
+    std::chrono::steady_clock::time_point retry_at{};
+    std::string last_error;  // of the last failed connect, for the fail-fast message
+    int last_errno = 0;
   };
   State* current();
   void release(State* state, std::unique_ptr<Connection> conn);
   bool usable(Connection& conn);
+  static std::chrono::microseconds backoff(int failures);
   void probe_eviction(Connection& conn);
 
   Endpoint endpoint_;
   PoolOptions options_;
   PerProcess<State> states_;
   std::atomic<long> made_{0};
+  std::atomic<long> attempts_{0};
   std::atomic<bool> closed_{false};
   std::atomic<int> evicting_{-1};
 };

@@ -24,6 +24,7 @@ class RedisBackend : public Backend {
   long noscript_reloads() const override { return transport_->noscript_reloads(); }
   void close() override { transport_->close(); }
   long evicting_nodes() override { return transport_->evicting_nodes(); }
+  long connect_attempts() override { return transport_->connect_attempts(); }
 
   Transport& transport() { return *transport_; }
 

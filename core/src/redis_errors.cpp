@@ -1,9 +1,6 @@
-// redis_errors.cpp - hiredis err/errno and error replies -> polylimit::Error.
+// redis_errors.cpp - Redis error replies -> polylimit::Error.
 #include "redis_errors.h"
 
-#include <hiredis/hiredis.h>
-
-#include <cerrno>
 #include <cstring>
 
 namespace polylimit {
@@ -14,26 +11,6 @@ bool starts_with(const std::string& s, const char* prefix) {
 }
 
 }  // namespace
-
-void throw_context_error(const redisContext* ctx, int saved_errno, const std::string& what) {
-  if (ctx == nullptr) throw Error(ErrorCode::kNoMemory, what + ": cannot allocate a connection context");
-  std::string detail = ctx->errstr[0] ? ctx->errstr : "unknown error";
-  switch (ctx->err) {
-    case REDIS_ERR_IO:
-      if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
-          saved_errno == EINPROGRESS)
-        throw Error(ErrorCode::kTimeout, what + ": timed out (" + detail + ")", saved_errno);
-      throw Error(ErrorCode::kUnavailable, what + ": " + detail, saved_errno);
-    case REDIS_ERR_EOF:
-      throw Error(ErrorCode::kUnavailable, what + ": the server closed the connection", saved_errno);
-    case REDIS_ERR_OOM:
-      throw Error(ErrorCode::kNoMemory, what + ": out of memory");
-    case REDIS_ERR_PROTOCOL:
-      throw Error(ErrorCode::kServer, what + ": protocol error (" + detail + ")");
-    default:
-      throw Error(ErrorCode::kUnavailable, what + ": " + detail, saved_errno);
-  }
-}
 
 void throw_reply_error(const std::string& reply, const std::string& what) {
   std::string msg = what + ": " + reply;

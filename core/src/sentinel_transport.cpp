@@ -234,6 +234,15 @@ long SentinelTransport::evicting_nodes() {
   return master && master->pool.evicting() == 1 ? 1 : 0;
 }
 
+long SentinelTransport::connect_attempts() {
+  MasterPtr master;
+  {
+    std::lock_guard<std::mutex> lock(locks().master);
+    master = master_;
+  }
+  return master ? master->pool.connect_attempts() : 0;
+}
+
 void SentinelTransport::close() {
   MasterPtr master;
   {

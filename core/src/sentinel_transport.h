@@ -47,6 +47,7 @@ class SentinelTransport : public Transport {
   long noscript_reloads() const override { return scripts_.reloads(); }
   void close() override;
   long evicting_nodes() override;
+  long connect_attempts() override;
 
   // host:port of the master in use (resolves it first if needed).
   std::string master_address();

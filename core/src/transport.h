@@ -44,6 +44,8 @@ class Transport {
 
   // Nodes whose memory policy can evict limiter keys (ConnectionPool::evicting).
   virtual long evicting_nodes() = 0;
+  // Connects tried to the data nodes (made or failed), this process only.
+  virtual long connect_attempts() = 0;
 };
 
 // One server (redis:// or unix://).
@@ -57,6 +59,7 @@ class StandaloneTransport : public Transport {
   long noscript_reloads() const override { return scripts_.reloads(); }
   void close() override { pool_.close(); }
   long evicting_nodes() override { return pool_.evicting() == 1 ? 1 : 0; }
+  long connect_attempts() override { return pool_.connect_attempts(); }
 
   ConnectionPool& pool() { return pool_; }
 

@@ -2,16 +2,67 @@
 // unix:// and memory://.
 #include "polylimit/url.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <vector>
 
 #include "polylimit/errors.h"
 
 namespace polylimit {
 namespace {
 
+// Where the secrets are in a URL: [begin, end) ranges, in order. The
+// password of the userinfo (all of a userinfo without ':'), and the value of
+// every query parameter whose name contains "pass".
+std::vector<std::pair<size_t, size_t>> secret_ranges(const std::string& url) {
+  std::vector<std::pair<size_t, size_t>> out;
+  const size_t scheme = url.find("://");
+  const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+  const size_t end = std::min(url.find_first_of("/?", start), url.size());
+  const size_t at = end > start ? url.rfind('@', end - 1) : std::string::npos;
+  if (at != std::string::npos && at >= start) {
+    const size_t colon = url.find(':', start);
+    if (colon != std::string::npos && colon < at)
+      out.emplace_back(colon + 1, at);
+    else
+      out.emplace_back(start, at);
+  }
+  for (size_t p = url.find('?', start); p != std::string::npos && p < url.size();) {
+    const size_t amp = std::min(url.find('&', p + 1), url.size());
+    const size_t eq = url.find('=', p + 1);
+    if (eq != std::string::npos && eq < amp) {
+      std::string name = url.substr(p + 1, eq - p - 1);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (name.find("pass") != std::string::npos) out.emplace_back(eq + 1, amp);
+    }
+    p = amp < url.size() ? amp : std::string::npos;
+  }
+  return out;
+}
+
+std::vector<std::string> secrets_of(const std::string& url) {
+  std::vector<std::string> out;
+  for (auto [b, e] : secret_ranges(url))
+    if (e > b) out.push_back(url.substr(b, e - b));
+  return out;
+}
+
+std::string replace_all(std::string text, const std::string& what, const std::string& with) {
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + with.size()))
+    text.replace(p, what.size(), with);
+  return text;
+}
+
+// Every parse error quotes the URL redacted, and no part of its message can
+// carry a secret either (a fragment quoted from the wrong place).
 [[noreturn]] void bad_url(const std::string& url, const std::string& why) {
-  throw_invalid("url \"" + url + "\": " + why);
+  std::string message = "url \"" + redact_url(url) + "\": " + why;
+  for (const std::string& secret : secrets_of(url)) {
+    const size_t quoted = message.find('"', message.find('"') + 1);  // keep the redacted URL itself
+    message = message.substr(0, quoted) + replace_all(message.substr(quoted), secret, "***");
+  }
+  throw_invalid(message);
 }
 
 int hex_value(char c) {
@@ -90,9 +141,14 @@ HostPort parse_host_port(const std::string& url, const std::string& text, int de
     }
   }
   if (host.empty()) bad_url(url, "missing host");
+  const bool bracketed = text[0] == '[';
   for (char c : host) {
-    if (std::isspace(static_cast<unsigned char>(c)) || c == '/' || c == '@' || c == ',')
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) bad_url(url, "control character in host");
+    if (std::isspace(u) || c == '/' || c == '@' || c == ',' || c == '[' || c == ']' || c == '?' || c == '#')
       bad_url(url, "invalid character in host \"" + host + "\"");
+    if (c == ':' && !bracketed)
+      bad_url(url, "host \"" + host + "\" contains ':' (an IPv6 address goes in brackets: [::1]:6379)");
   }
   HostPort hp;
   hp.host = host;
@@ -272,6 +328,17 @@ Endpoint parse_url(const std::string& url) {
   if (scheme == "redis+sentinel") return parse_sentinel(url, rest);
   if (scheme == "rediss") bad_url(url, "TLS (rediss://) is not supported");
   bad_url(url, "unknown scheme \"" + scheme + "\" (expected redis, redis+cluster, redis+sentinel, unix or memory)");
+}
+
+std::string redact_url(const std::string& url) {
+  std::string out;
+  size_t done = 0;
+  for (auto [b, e] : secret_ranges(url)) {
+    if (e <= b) continue;
+    out.append(url, done, b - done).append("***");
+    done = e;
+  }
+  return out.append(url, done, std::string::npos);
 }
 
 }  // namespace polylimit

@@ -57,7 +57,7 @@ PIN(polylimit_decision, reset_after_ms, 32);
 PIN(polylimit_decision, granted, 40);
 PIN(polylimit_decision, reserved_, 48);
 
-SIZE(polylimit_stats, 360);
+SIZE(polylimit_stats, 368);
 PIN(polylimit_stats, version, 0);
 PIN(polylimit_stats, checks, 8);
 PIN(polylimit_stats, admitted, 16);
@@ -71,8 +71,9 @@ PIN(polylimit_stats, near_limit, 72);
 PIN(polylimit_stats, latency_count, 80);
 PIN(polylimit_stats, latency_sum_us, 88);
 PIN(polylimit_stats, evicting_nodes, 96);
-PIN(polylimit_stats, latency_le_us, 104);
-PIN(polylimit_stats, latency_buckets, 232);
+PIN(polylimit_stats, connect_attempts, 104);
+PIN(polylimit_stats, latency_le_us, 112);
+PIN(polylimit_stats, latency_buckets, 240);
 
 /* Enum values are ABI too. */
 _Static_assert(POLYLIMIT_ECLOSED == -11, "status values moved");

@@ -101,12 +101,15 @@ TEST(Breaker, OpensFailsFastAndClosesWhenServerIsBack) {
   Limiter l = make(client_for(server), FailurePolicy::kClosed, /*breaker=*/3, /*cooldown_ms=*/400);
   ASSERT_FALSE(l.check("k").degraded);
   server.pause();
-  // Three timeouts open the breaker...
+  // Three outages open the breaker: the first waits for the timeout on its
+  // connection; the next ones time out on a new connection's handshake or
+  // fail fast while the reconnect backoff runs.
   for (int i = 0; i < 3; ++i) {
     auto t = steady_clock::now();
     Decision d = l.check("k");
     EXPECT_TRUE(d.degraded);
-    EXPECT_GE(ms_since(t), kTimeoutMs - 20) << "call " << i << " should have waited for the timeout";
+    if (i == 0) EXPECT_GE(ms_since(t), kTimeoutMs - 20) << "call 0 should have waited for the timeout";
+    EXPECT_LT(ms_since(t), kTimeoutMs + 100) << "call " << i;
   }
   // ...then no call waits for the timeout while it is open.
   auto t = steady_clock::now();
@@ -119,11 +122,12 @@ TEST(Breaker, OpensFailsFastAndClosesWhenServerIsBack) {
     ASSERT_LT(ms_since(c), kTimeoutMs / 3) << "call " << i << " waited while the breaker was open";
   }
   EXPECT_LT(ms_since(t), 200 * kTimeoutMs / 10);  // far below one timeout per call
-  // After the cool-down one probe goes to the (still paused) server, fails, re-opens.
+  // After the cool-down one probe goes to the (still paused) server, fails
+  // (a timeout, or at once while the reconnect backoff runs), re-opens.
   std::this_thread::sleep_until(t + 420ms);
   auto probe = steady_clock::now();
   EXPECT_TRUE(l.check("k").degraded);
-  EXPECT_GE(ms_since(probe), kTimeoutMs - 20);
+  EXPECT_LT(ms_since(probe), kTimeoutMs + 100);
   auto c = steady_clock::now();
   EXPECT_TRUE(l.check("k").degraded);
   EXPECT_LT(ms_since(c), kTimeoutMs / 3);  // open again

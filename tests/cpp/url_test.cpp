@@ -5,7 +5,9 @@
 #include "polylimit/url.h"
 
 using polylimit::Endpoint;
+using polylimit::Error;
 using polylimit::parse_url;
+using polylimit::redact_url;
 
 TEST(Url, PlainHostPort) {
   Endpoint e = parse_url("redis://127.0.0.1:6380");
@@ -128,4 +130,38 @@ TEST(Url, SentinelMasterAndCredentials) {
   EXPECT_EQ(e.password, "data@pw");
   EXPECT_EQ(e.sentinel_user, "sen");
   EXPECT_EQ(e.sentinel_password, "s&p");
+}
+
+// No message quotes a password: the URL is redacted, and so is any fragment
+// a parse error quotes.
+TEST(Url, PasswordsNeverAppearInErrors) {
+  const std::string pw = "S3cretMarker";
+  const std::vector<std::string> urls = {
+      "redis://user:" + pw + "@h:99999",
+      "redis://user:" + pw + "@h:notaport",
+      "redis://:" + pw + "@h:1:2",
+      "redis://" + pw + "@h:0",
+      "redis://user:" + pw + "@h:6379/notadb",
+      "redis://user:" + pw + "@h:6379?x=1",
+      "redis+cluster://user:" + pw + "@h:1,h:99999",
+      "redis+sentinel://user:" + pw + "@h:26379",
+      "redis+sentinel://h:26379/m?sentinel_password=" + pw + "&bogus=1",
+      "redis+sentinel://h:26379/m?sentinel_user=u&sentinel_password=" + pw + "&x",
+      "unix://user:" + pw + "@/tmp/x.sock?db=x",
+      "bogus://user:" + pw + "@h:1",
+      "redis://user:" + pw + "%zz@h:1",
+  };
+  for (const std::string& url : urls) {
+    try {
+      parse_url(url);
+      ADD_FAILURE() << "accepted: " << redact_url(url);
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).find(pw), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("S3cret"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(redact_url("redis://bob:" + pw + "@host:6379/2"), "redis://bob:***@host:6379/2");
+  EXPECT_EQ(redact_url("redis+sentinel://h:1/m?sentinel_user=u&sentinel_password=" + pw),
+            "redis+sentinel://h:1/m?sentinel_user=u&sentinel_password=***");
+  EXPECT_EQ(redact_url("redis://host:6379"), "redis://host:6379");
 }

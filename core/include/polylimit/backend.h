@@ -92,6 +92,8 @@ class Backend {
   virtual void close() {}
   // Redis nodes whose maxmemory policy can evict limiter keys (0 in process).
   virtual long evicting_nodes() { return 0; }
+  // Connects tried to Redis data nodes (made or failed); 0 in process.
+  virtual long connect_attempts() { return 0; }
 
   // One limit, one key: the shape of 1.0.
   Decision evaluate(Op op, const LimitParams& params, const std::string& key, int64_t cost, int64_t now_us);

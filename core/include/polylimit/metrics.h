@@ -24,6 +24,7 @@ struct Stats {
   uint64_t round_trips = 0;       // to Redis (a pipelined batch is one)
   uint64_t noscript_reloads = 0;  // SCRIPT LOADs after NOSCRIPT
   uint64_t evicting_nodes = 0;    // nodes whose maxmemory policy can evict limiter keys (a gauge)
+  uint64_t connect_attempts = 0;  // connects tried to data nodes (made or failed)
   uint64_t cache_hits = 0;        // answered by the local deny cache
   uint64_t degraded = 0;          // answered by the failure policy
   uint64_t near_limit = 0;        // admitted with remaining below 10% of the limit

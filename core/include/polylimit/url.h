@@ -45,4 +45,10 @@ struct Endpoint {
 // Throws Error(kInvalidArgument) naming what is wrong with the URL.
 Endpoint parse_url(const std::string& url);
 
+// The URL with every secret replaced by "***": the password of the userinfo
+// (user:***@host; a userinfo without ':' is all ***) and the value of any
+// query parameter whose name contains "pass" (sentinel_password=***). The one
+// redaction every message that quotes a URL goes through.
+std::string redact_url(const std::string& url);
+
 }  // namespace polylimit
