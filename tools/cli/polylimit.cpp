@@ -1,12 +1,21 @@
 // polylimit - command-line front end over the C ABI: check, peek and reset a
-// key, print client metrics, and benchmark a deployment.
+// key, show keys' server-side state, and benchmark a deployment. Built for
+// scripts: getopt_long options, POLYLIMIT_URL, --json (one object per line),
+// and fixed exit codes (0 admitted, 1 denied, 2 error or bad usage).
+#include <getopt.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,103 +25,461 @@
 namespace {
 
 const char* kUsage = R"(usage: polylimit [options] <command> [arguments]
+       polylimit [options] <command> -- KEY     (a KEY that starts with '-')
 
 Commands:
-  check KEY      admit --cost units for KEY under --spec (consumes them).
-                 Exit status: 0 admitted, 1 denied, 2 error.
-  peek KEY       what a check of one unit would answer now; consumes nothing.
-                 Exit status as for check.
-  reset KEY      clear KEY's state: it is back to full capacity.
-  stats [KEY..]  peek each KEY, then print this process's client metrics
-                 (checks, round trips, latency histogram) in Prometheus format.
-  bench          run --threads threads checking random keys (of --keys) for
-                 --seconds seconds; print checks/s and latency percentiles.
+  check KEY       admit --cost units for KEY under --spec (consumes them).
+                  Exit status: 0 admitted, 1 denied, 2 error.
+  peek KEY        what a check of one unit would answer now; consumes nothing.
+                  Exit status as for check.
+  reset KEY       clear KEY's state: it is back to full capacity.
+  stats KEY...    the server-side state of each KEY (a peek: limit, remaining,
+                  retry_after_ms, reset_after_ms), read from the server, so it
+                  shows what every client did. It then prints the client
+                  counters (checks, round trips, latency histogram; Prometheus
+                  text, or one JSON object with "scope":"process"). Those are
+                  per client and per process: here they count only this one
+                  polylimit run (the peeks above), never your application's
+                  checks; read those from your application's own client.
+  bench           benchmark --threads threads for --seconds seconds, half on
+                  the allow path (every check on a new key, so it is admitted)
+                  and half on the deny path (one key, drained first, so checks
+                  are denied); prints checks/s over the measured elapsed time
+                  and latency percentiles for each path. Keys of the allow path
+                  expire after the --spec window.
 
-Options:
-  --url URL           redis://[user:pass@]host:port[/db], unix:///path.sock or
-                      memory:// (default redis://127.0.0.1:6379)
-  --spec SPEC         rate spec, e.g. "100/minute" or "10/s; 1000/hour"
-                      (default "10/s"; bench default "1000000/s")
-  --algorithm NAME    sliding_log (default), sliding_counter, fixed_window, gcra
-  --prefix P          Redis key prefix (default "pl")
-  --cost N            units per check (default 1)
-  --threads N         bench: threads (default 4)
-  --seconds S         bench: duration in seconds (default 5)
-  --keys N            bench: distinct keys (default 1000)
-  --deny-cache N      local deny cache of N keys (default off)
-  --timeout-ms MS     command timeout (default 1000)
-  -h, --help          this text
+Options (--opt VALUE and --opt=VALUE both work; '--' ends the options):
+  --url URL          redis://[user:pass@]host:port[/db], unix:///path.sock,
+                     redis+cluster://h1:p1,h2:p2, redis+sentinel://s1:p1/master
+                     or memory:// (in-process: nothing is shared with other
+                     processes). Default: $POLYLIMIT_URL. There is no built-in
+                     default: with neither, polylimit stops with an error.
+  --spec SPEC        rate spec, e.g. "100/minute" or "10/s; 1000/hour"
+                     (default "10/s"; bench default "1000/minute")
+  --algorithm NAME   sliding_log (default), sliding_counter, fixed_window, gcra
+  --prefix P         Redis key prefix (default "pl")
+  --cost N           units per check, 1..1000000 (default 1)
+  --deny-cache N     local deny cache of N keys (default 0: off)
+  --timeout-ms MS    command timeout, 1..3600000 (default 1000)
+  --threads N        bench: threads, 1..1024 (default 4)
+  --seconds S        bench: total duration in seconds; fractions allowed
+                     (e.g. 0.5), 0 < S <= 86400 (default 5)
+  --json             check, peek, reset, stats, bench: print one JSON object
+                     per line. Fields are named like the C structs:
+                     polylimit_decision (allowed, cached, degraded, shadowed:
+                     true/false; limit, remaining, retry_after_ms,
+                     reset_after_ms, granted: integers) and polylimit_stats.
+                     "key" holds the key; invalid UTF-8 bytes become U+FFFD
+                     and "key_hex" then holds the exact bytes.
+  -V, --version      print the library version and exit
+  -h, --help         this text
+
+Environment:
+  POLYLIMIT_URL      the URL when --url is not given
+
+Exit status: 0 admitted (or done), 1 denied (check, peek), 2 error or bad
+usage (with a message on stderr). Passwords in URLs are never printed.
 )";
 
+// ---- secrets --------------------------------------------------------------
+
+// The URL's passwords (as written and percent-decoded), so that no message
+// this program prints can show them: the core quotes URLs in its messages.
+struct Secrets {
+  std::string url, redacted;
+  std::vector<std::string> words;
+};
+Secrets g_secrets;
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    int hi = s[i] == '%' && i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
+    int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
+    if (lo >= 0) {
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+void add_secret(const std::string& raw) {
+  if (raw.empty()) return;
+  g_secrets.words.push_back(raw);
+  std::string decoded = percent_decode(raw);
+  if (decoded != raw && !decoded.empty()) g_secrets.words.push_back(decoded);
+}
+
+// The URL with every password replaced by "***": "user:pass@" becomes
+// "user:***@", a lone "pass@" becomes "***@", and a query parameter whose
+// name contains "password" keeps only its name. It splits the URL as the
+// core's parser does (query at the first '?', authority up to the first '/',
+// userinfo up to the last '@' of the authority), and records the passwords.
+std::string redact_url(const std::string& url) {
+  size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  std::string head = url.substr(0, scheme + 3);
+  std::string rest = url.substr(scheme + 3);
+  std::string query;
+  bool has_query = false;
+  size_t q = rest.find('?');
+  if (q != std::string::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    has_query = true;
+  }
+  size_t slash = rest.find('/');
+  std::string authority = rest.substr(0, slash);
+  std::string path = slash == std::string::npos ? "" : rest.substr(slash);
+  size_t at = authority.rfind('@');
+  if (at != std::string::npos) {
+    std::string userinfo = authority.substr(0, at);
+    size_t colon = userinfo.find(':');
+    std::string password = colon == std::string::npos ? userinfo : userinfo.substr(colon + 1);
+    add_secret(password);
+    std::string user = colon == std::string::npos ? "" : userinfo.substr(0, colon + 1);
+    authority = user + "***" + authority.substr(at);
+  }
+  std::string out = head + authority + path;
+  if (has_query) {
+    out += '?';
+    size_t pos = 0;
+    for (;;) {
+      size_t amp = query.find('&', pos);
+      std::string item = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+      size_t eq = item.find('=');
+      std::string name = item.substr(0, eq);
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (eq != std::string::npos && lower.find("pass") != std::string::npos) {
+        add_secret(item.substr(eq + 1));
+        item = name + "=***";
+      }
+      out += item;
+      if (amp == std::string::npos) break;
+      out += '&';
+      pos = amp + 1;
+    }
+  }
+  return out;
+}
+
+void set_url_secrets(const std::string& url) {
+  g_secrets = Secrets();
+  g_secrets.url = url;
+  g_secrets.redacted = redact_url(url);
+  // Longest first, so a password that contains another is replaced whole.
+  std::sort(g_secrets.words.begin(), g_secrets.words.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+}
+
+// A message with the URL shown redacted and no password in it. `truncated`:
+// the message was cut to a fixed buffer, so its tail may be the start of a
+// password; that tail goes too.
+std::string scrub(std::string msg, bool truncated) {
+  if (g_secrets.url.empty() || g_secrets.words.empty()) return msg;
+  replace_all(msg, g_secrets.url, g_secrets.redacted);
+  for (const std::string& w : g_secrets.words) replace_all(msg, w, "***");
+  if (truncated) {
+    for (const std::string& w : g_secrets.words)
+      for (size_t k = std::min(w.size() - 1, msg.size()); k >= 1; --k)
+        if (msg.compare(msg.size() - k, k, w, 0, k) == 0) {
+          msg.replace(msg.size() - k, k, "***");
+          break;
+        }
+  }
+  return msg;
+}
+
+// ---- errors and usage -----------------------------------------------------
+
+[[noreturn]] void usage_error(const std::string& msg) {
+  std::fprintf(stderr, "polylimit: %s\n(run 'polylimit --help' for usage)\n", scrub(msg, false).c_str());
+  std::exit(2);
+}
+
+[[noreturn]] void die(const std::string& what, const polylimit_error& err) {
+  size_t n = strnlen(err.message, sizeof err.message);
+  std::string msg(err.message, n);
+  std::fprintf(stderr, "polylimit: %s: %s (%s)\n", scrub(what, false).c_str(),
+               scrub(msg, n + 1 >= sizeof err.message).c_str(), polylimit_status_name(err.code));
+  std::exit(2);
+}
+
+// ---- output ---------------------------------------------------------------
+
+// Length of the valid UTF-8 sequence at s[i], or 0 (overlongs, surrogates
+// and code points above U+10FFFF are invalid).
+size_t utf8_len(const std::string& s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  size_t n;
+  uint32_t cp;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+    return 0;
+  return n;
+}
+
+// A JSON string literal. Invalid UTF-8 bytes become U+FFFD; *lossy says so.
+std::string json_string(const std::string& s, bool* lossy = nullptr) {
+  std::string out = "\"";
+  if (lossy) *lossy = false;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = utf8_len(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      if (lossy) *lossy = true;
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      out.append(s, i, n);
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+    i += n;
+  }
+  return out + "\"";
+}
+
+std::string hex(const std::string& s) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+// One JSON object, built field by field and printed as one line.
+class JsonLine {
+ public:
+  explicit JsonLine(const char* command) { str("command", command); }
+  JsonLine& raw(const char* name, const std::string& value) {
+    text_ += text_.empty() ? "{" : ",";
+    text_ += json_string(name) + ":" + value;
+    return *this;
+  }
+  JsonLine& str(const char* name, const std::string& v) { return raw(name, json_string(v)); }
+  JsonLine& key(const std::string& k) {
+    bool lossy = false;
+    raw("key", json_string(k, &lossy));
+    if (lossy) str("key_hex", hex(k));
+    return *this;
+  }
+  JsonLine& field(const char* name, uint8_t v) { return raw(name, v ? "true" : "false"); }
+  JsonLine& field(const char* name, int64_t v) { return raw(name, std::to_string(v)); }
+  JsonLine& field(const char* name, uint64_t v) { return raw(name, std::to_string(v)); }
+  JsonLine& field(const char* name, int v) { return raw(name, std::to_string(v)); }
+  JsonLine& number(const char* name, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f", std::isfinite(v) ? v : 0.0);
+    return raw(name, buf);
+  }
+  void print() const { std::printf("%s}\n", text_.c_str()); }
+
+ private:
+  std::string text_;
+};
+
+// A key for the text output: control bytes, space and backslash escaped, so
+// one result stays one line of name=value words.
+std::string text_key(const std::string& k) {
+  std::string out;
+  for (unsigned char c : k) {
+    if (c <= 0x20 || c == 0x7F || c == '\\') {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+void print_decision(const char* command, const std::string& key, const polylimit_decision& d, bool json,
+                    const char* scope = nullptr) {
+  if (json) {
+    JsonLine line(command);
+    if (scope) line.str("scope", scope);
+    line.key(key);
+#define POLYLIMIT_CLI_FIELD(f) line.field(#f, d.f);
+    POLYLIMIT_DECISION_FIELDS(POLYLIMIT_CLI_FIELD)
+#undef POLYLIMIT_CLI_FIELD
+    line.print();
+    return;
+  }
+  std::printf("key=%s allowed=%d limit=%lld remaining=%lld retry_after_ms=%lld reset_after_ms=%lld%s%s%s\n",
+              text_key(key).c_str(), d.allowed, static_cast<long long>(d.limit),
+              static_cast<long long>(d.remaining), static_cast<long long>(d.retry_after_ms),
+              static_cast<long long>(d.reset_after_ms), d.cached ? " cached" : "", d.degraded ? " degraded" : "",
+              d.shadowed ? " shadowed" : "");
+}
+
+// ---- arguments ------------------------------------------------------------
+
 struct Args {
-  std::string url = "redis://127.0.0.1:6379";
+  std::string url;
+  const char* url_source = "--url";
   std::string spec;
   std::string algorithm = "sliding_log";
   std::string prefix = "pl";
   long long cost = 1;
   int threads = 4;
   double seconds = 5;
-  int keys = 1000;
   int deny_cache = 0;
   int timeout_ms = 1000;
+  bool json = false;
+  bool url_given = false;
   std::string command;
   std::vector<std::string> rest;
 };
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "polylimit: %s\n(run 'polylimit --help' for usage)\n", msg.c_str());
-  std::exit(2);
-}
-
-long long number(const std::string& flag, const char* v, long long lo, long long hi) {
+long long integer(const std::string& flag, const char* v, long long lo, long long hi) {
   char* end = nullptr;
   errno = 0;
   long long n = std::strtoll(v, &end, 10);
   if (errno || end == v || *end || n < lo || n > hi)
-    usage_error(flag + " '" + v + "' is not a number in " + std::to_string(lo) + ".." + std::to_string(hi));
+    usage_error(flag + " '" + v + "' is not an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
   return n;
 }
 
+double seconds(const char* v) {
+  char* end = nullptr;
+  errno = 0;
+  double s = std::strtod(v, &end);
+  if (errno || end == v || *end || !std::isfinite(s) || !(s > 0) || s > 86400)
+    usage_error(std::string("--seconds '") + v + "' is not a number of seconds in (0, 86400]");
+  return s;
+}
+
+enum Opt { kUrl = 256, kSpec, kAlgorithm, kPrefix, kCost, kThreads, kSeconds, kDenyCache, kTimeoutMs, kJson };
+
 Args parse(int argc, char** argv) {
+  static const option kOptions[] = {
+      {"url", required_argument, nullptr, kUrl},
+      {"spec", required_argument, nullptr, kSpec},
+      {"algorithm", required_argument, nullptr, kAlgorithm},
+      {"prefix", required_argument, nullptr, kPrefix},
+      {"cost", required_argument, nullptr, kCost},
+      {"threads", required_argument, nullptr, kThreads},
+      {"seconds", required_argument, nullptr, kSeconds},
+      {"deny-cache", required_argument, nullptr, kDenyCache},
+      {"timeout-ms", required_argument, nullptr, kTimeoutMs},
+      {"json", no_argument, nullptr, kJson},
+      {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, 'V'},
+      {nullptr, 0, nullptr, 0},
+  };
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) usage_error(s + " needs a value");
-      return argv[++i];
-    };
-    if (s == "-h" || s == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (s == "--url") {
-      a.url = value();
-    } else if (s == "--spec") {
-      a.spec = value();
-    } else if (s == "--algorithm") {
-      a.algorithm = value();
-    } else if (s == "--prefix") {
-      a.prefix = value();
-    } else if (s == "--cost") {
-      a.cost = number(s, value(), 1, 1000000);
-    } else if (s == "--threads") {
-      a.threads = static_cast<int>(number(s, value(), 1, 1024));
-    } else if (s == "--seconds") {
-      a.seconds = static_cast<double>(number(s, value(), 1, 86400));
-    } else if (s == "--keys") {
-      a.keys = static_cast<int>(number(s, value(), 1, 100000000));
-    } else if (s == "--deny-cache") {
-      a.deny_cache = static_cast<int>(number(s, value(), 0, 10000000));
-    } else if (s == "--timeout-ms") {
-      a.timeout_ms = static_cast<int>(number(s, value(), 1, 3600000));
-    } else if (!s.empty() && s[0] == '-') {
-      usage_error("unknown option " + s);
-    } else if (a.command.empty()) {
-      a.command = s;
-    } else {
-      a.rest.push_back(s);
+  opterr = 0;  // our own messages, which name the argument
+  // The long option as written ("--cost=x" -> "--cost"), for messages.
+  auto written = [&]() -> std::string {
+    std::string s = argv[optind - 1];
+    return s.substr(0, s.find('='));
+  };
+  for (;;) {
+    int index = -1;
+    optopt = 0;
+    // "-": operands come back in order as c == 1, so options may follow the
+    // command whatever POSIXLY_CORRECT says; ":": a missing value is ':'.
+    int c = getopt_long(argc, argv, "-:hV", kOptions, &index);
+    if (c == -1) break;
+    const std::string name = index >= 0 ? std::string("--") + kOptions[index].name : "";
+    switch (c) {
+      case 1:
+        if (a.command.empty())
+          a.command = optarg;
+        else
+          a.rest.push_back(optarg);
+        break;
+      case 'h':
+        std::fputs(kUsage, stdout);
+        std::exit(0);
+      case 'V': {
+        const char* v = polylimit_version_string();
+        if (std::strcmp(v, POLYLIMIT_VERSION_STRING) == 0)
+          std::printf("polylimit %s\n", v);
+        else
+          std::printf("polylimit %s (built with polylimit.h %s)\n", v, POLYLIMIT_VERSION_STRING);
+        std::exit(0);
+      }
+      case kUrl:
+        a.url = optarg;
+        a.url_given = true;
+        set_url_secrets(a.url);
+        break;
+      case kSpec: a.spec = optarg; break;
+      case kAlgorithm: a.algorithm = optarg; break;
+      case kPrefix: a.prefix = optarg; break;
+      case kCost: a.cost = integer(name, optarg, 1, 1000000); break;
+      case kThreads: a.threads = static_cast<int>(integer(name, optarg, 1, 1024)); break;
+      case kSeconds: a.seconds = seconds(optarg); break;
+      case kDenyCache: a.deny_cache = static_cast<int>(integer(name, optarg, 0, 10000000)); break;
+      case kTimeoutMs: a.timeout_ms = static_cast<int>(integer(name, optarg, 1, 3600000)); break;
+      case kJson: a.json = true; break;
+      case ':': usage_error("option " + written() + " needs a value");
+      default:
+        // glibc: optopt is the character of an unknown short option, the
+        // value of a known long option given "=value" though it takes none,
+        // and 0 for an unknown or ambiguous long option.
+        if (optopt > 0 && optopt < 128 && optopt != 'h' && optopt != 'V')
+          usage_error("unknown option '-" + std::string(1, static_cast<char>(optopt)) +
+                      "' (to pass a KEY that starts with '-', put '--' before it)");
+        if (optopt != 0) usage_error("option " + written() + " takes no value");
+        usage_error("unknown or ambiguous option '" + written() + "'");
     }
   }
-  if (a.command.empty()) usage_error("no command given");
+  for (int i = optind; i < argc; ++i) {  // after "--"
+    if (a.command.empty())
+      a.command = argv[i];
+    else
+      a.rest.push_back(argv[i]);
+  }
+  if (a.command.empty()) usage_error("no command given (check, peek, reset, stats or bench)");
   return a;
 }
 
@@ -121,70 +488,206 @@ int algorithm_of(const std::string& name) {
   if (name == "sliding_counter") return POLYLIMIT_ALG_SLIDING_COUNTER;
   if (name == "fixed_window") return POLYLIMIT_ALG_FIXED_WINDOW;
   if (name == "gcra") return POLYLIMIT_ALG_GCRA;
-  usage_error("unknown --algorithm '" + name + "'");
+  usage_error("unknown --algorithm '" + name + "' (sliding_log, sliding_counter, fixed_window or gcra)");
 }
 
-[[noreturn]] void die(const char* what, const polylimit_error& err) {
-  std::fprintf(stderr, "polylimit: %s: %s (%s)\n", what, err.message, polylimit_status_name(err.code));
-  std::exit(2);
+// ---- bench ----------------------------------------------------------------
+
+// Latencies in nanoseconds, log-linear: 64 sub-buckets per power of two
+// (under 1.6% error), fixed memory however long the run.
+class Histogram {
+ public:
+  static constexpr int kSub = 64, kBuckets = kSub * 59;
+  void add(uint64_t ns) {
+    ++counts_[index(ns)];
+    ++count_;
+    max_ = std::max(max_, ns);
+  }
+  void merge(const Histogram& o) {
+    for (int i = 0; i < kBuckets; ++i) counts_[i] += o.counts_[i];
+    count_ += o.count_;
+    max_ = std::max(max_, o.max_);
+  }
+  uint64_t count() const { return count_; }
+  uint64_t max() const { return max_; }
+  // The value at quantile p (0..1): the upper edge of its bucket, capped at max.
+  uint64_t quantile(double p) const {
+    if (count_ == 0) return 0;
+    uint64_t rank = static_cast<uint64_t>(std::ceil(p * static_cast<double>(count_)));
+    rank = std::max<uint64_t>(1, std::min(rank, count_));
+    uint64_t seen = 0;
+    for (int i = 0; i < kBuckets; ++i) {
+      seen += counts_[i];
+      if (seen >= rank) return std::min(upper(i), max_);
+    }
+    return max_;
+  }
+
+ private:
+  static int index(uint64_t v) {
+    if (v < kSub) return static_cast<int>(v);  // exact
+    int e = 63 - __builtin_clzll(v) - 6;        // v >> e is in [64, 127]
+    return e * kSub + static_cast<int>(v >> e);
+  }
+  static uint64_t upper(int i) {
+    if (i < kSub) return static_cast<uint64_t>(i);
+    int e = i / kSub - 1;
+    uint64_t m = static_cast<uint64_t>(i - e * kSub);
+    return e >= 57 ? UINT64_MAX : ((m + 1) << e) - 1;
+  }
+  std::array<uint64_t, kBuckets> counts_{};
+  uint64_t count_ = 0, max_ = 0;
+};
+
+struct PathResult {
+  const char* path;
+  double elapsed_s = 0;
+  uint64_t checks = 0, admitted = 0, denied = 0, errors = 0;
+  Histogram latency;
+  std::string first_error;
+};
+
+// Empties `key`: takes everything that fits until a check is denied.
+bool drain(polylimit_limiter* l, const std::string& key, polylimit_error* err) {
+  polylimit_decision d;
+  for (int i = 0; i < 64; ++i) {
+    if (polylimit_limiter_check_at_most(l, key.data(), key.size(), POLYLIMIT_MAX_LIMIT, &d, err) != POLYLIMIT_OK)
+      return false;
+    if (!d.allowed) return true;
+  }
+  return true;  // refilled as fast as drained (a tiny window); measure anyway
 }
 
-void print(const std::string& key, const polylimit_decision& d) {
-  std::printf("key=%s allowed=%d limit=%lld remaining=%lld retry_after_ms=%lld reset_after_ms=%lld%s%s\n",
-              key.c_str(), d.allowed, static_cast<long long>(d.limit), static_cast<long long>(d.remaining),
-              static_cast<long long>(d.retry_after_ms), static_cast<long long>(d.reset_after_ms),
-              d.cached ? " cached" : "", d.degraded ? " degraded" : "");
-}
+// Runs one path for `seconds`. allow: every check is on a new key. deny: all
+// checks go to `deny_key`, drained first and drained again whenever a check
+// got through (the window moved on); those drains are not timed or counted.
+PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const std::string& run, double secs) {
+  PathResult r;
+  r.path = path;
+  const bool allow = std::strcmp(path, "allow") == 0;
+  const std::string deny_key = "bench:" + run + ":deny";
+  polylimit_error err;
+  if (!allow && !drain(l, deny_key, &err)) die("bench: drain the deny-path key", err);
 
-int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
-  std::atomic<bool> stop{false};
-  std::vector<std::vector<uint32_t>> latencies(a.threads);  // microseconds
-  std::vector<long long> admitted(a.threads), errors(a.threads);
+  std::atomic<bool> go{false}, stop{false};
+  std::atomic<int> ready{0};
+  std::vector<PathResult> per(a.threads);
+  std::mutex error_mutex;
   std::vector<std::thread> threads;
   for (int t = 0; t < a.threads; ++t)
     threads.emplace_back([&, t] {
-      uint64_t x = 0x9E3779B97F4A7C15ull * (t + 1);
+      PathResult& mine = per[t];
       polylimit_decision d;
+      polylimit_error e;
+      const std::string base = "bench:" + run + ":allow:" + std::to_string(t) + ":";
+      uint64_t n = 0;
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
       while (!stop.load(std::memory_order_relaxed)) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        std::string key = "bench:" + std::to_string(x % static_cast<uint64_t>(a.keys));
+        std::string key = allow ? base + std::to_string(n++) : deny_key;
         auto t0 = std::chrono::steady_clock::now();
-        int rc = polylimit_limiter_check(l, key.data(), key.size(), a.cost, &d, nullptr);
-        auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
-        latencies[t].push_back(static_cast<uint32_t>(std::min<long long>(us.count(), UINT32_MAX)));
-        if (rc != POLYLIMIT_OK)
-          ++errors[t];
-        else if (d.allowed)
-          ++admitted[t];
+        int rc = polylimit_limiter_check(l, key.data(), key.size(), a.cost, &d, &e);
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+        ++mine.checks;
+        mine.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, ns.count())));
+        if (rc != POLYLIMIT_OK) {
+          ++mine.errors;
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (r.first_error.empty())
+            r.first_error = std::string(e.message) + " (" + polylimit_status_name(rc) + ")";
+          stop = true;  // an error ends the run: exit status 2
+        } else if (d.allowed) {
+          ++mine.admitted;
+          if (!allow && !drain(l, deny_key, &e)) {
+            ++mine.errors;
+            std::lock_guard<std::mutex> lock(error_mutex);
+            if (r.first_error.empty())
+              r.first_error = std::string(e.message) + " (" + polylimit_status_name(e.code) + ")";
+            stop = true;
+          }
+        } else {
+          ++mine.denied;
+        }
       }
     });
-  std::this_thread::sleep_for(std::chrono::duration<double>(a.seconds));
+  while (ready.load() < a.threads) std::this_thread::yield();
+  const auto start = std::chrono::steady_clock::now();
+  go.store(true, std::memory_order_release);
+  std::this_thread::sleep_for(std::chrono::duration<double>(secs));
   stop = true;
   for (auto& th : threads) th.join();
-  std::vector<uint32_t> all;
-  long long ok = 0, err = 0;
-  for (int t = 0; t < a.threads; ++t) {
-    all.insert(all.end(), latencies[t].begin(), latencies[t].end());
-    ok += admitted[t];
-    err += errors[t];
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const PathResult& p : per) {
+    r.checks += p.checks;
+    r.admitted += p.admitted;
+    r.denied += p.denied;
+    r.errors += p.errors;
+    r.latency.merge(p.latency);
   }
-  std::sort(all.begin(), all.end());
-  auto pct = [&](double p) {
-    if (all.empty()) return 0u;
-    return all[std::min(all.size() - 1, static_cast<size_t>(p * all.size()))];
-  };
+  return r;
+}
+
+int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
+  // A first call fails fast with a clear message (no server, bad password).
+  polylimit_decision d;
+  polylimit_error err;
+  const std::string probe = "bench:probe";
+  if (polylimit_limiter_peek(l, probe.data(), probe.size(), &d, &err) != POLYLIMIT_OK) die("bench", err);
+
+  // Keys unique to this run, so earlier runs leave nothing that counts.
+  char run[64];
+  std::snprintf(run, sizeof run, "%llx-%lx",
+                static_cast<unsigned long long>(std::chrono::system_clock::now().time_since_epoch().count()),
+                static_cast<long>(getpid()));
+  std::vector<PathResult> results;
+  results.push_back(run_path(a, l, "allow", run, a.seconds / 2));
+  if (results.back().errors == 0) results.push_back(run_path(a, l, "deny", run, a.seconds / 2));
+
   polylimit_stats s = POLYLIMIT_STATS_INIT;
   polylimit_client_stats(client, &s, nullptr);
-  std::printf("url=%s spec=\"%s\" algorithm=%s threads=%d keys=%d seconds=%.0f\n", a.url.c_str(), a.spec.c_str(),
-              a.algorithm.c_str(), a.threads, a.keys, a.seconds);
-  std::printf("checks      %zu (%.0f checks/s)\n", all.size(), all.size() / a.seconds);
-  std::printf("admitted    %lld   errors %lld   round trips %llu\n", ok, err,
-              static_cast<unsigned long long>(s.round_trips));
-  std::printf("latency us  p50 %u  p90 %u  p99 %u  p99.9 %u  max %u\n", pct(0.50), pct(0.90), pct(0.99), pct(0.999),
-              all.empty() ? 0u : all.back());
-  return err ? 2 : 0;
+  int status = 0;
+  if (!a.json)
+    std::printf("url=%s spec=\"%s\" algorithm=%s threads=%d seconds=%g cost=%lld\n", g_secrets.redacted.c_str(),
+                a.spec.c_str(), a.algorithm.c_str(), a.threads, a.seconds, a.cost);
+  for (const PathResult& r : results) {
+    const double rate = r.elapsed_s > 0 ? static_cast<double>(r.checks) / r.elapsed_s : 0;
+    auto us = [&](double p) { return static_cast<double>(r.latency.quantile(p)) / 1000.0; };
+    if (a.json) {
+      JsonLine line("bench");
+      line.str("path", r.path)
+          .str("url", g_secrets.redacted)
+          .str("spec", a.spec)
+          .str("algorithm", a.algorithm)
+          .field("threads", a.threads)
+          .field("cost", static_cast<int64_t>(a.cost))
+          .number("elapsed_s", r.elapsed_s)
+          .field("checks", r.checks)
+          .field("admitted", r.admitted)
+          .field("denied", r.denied)
+          .field("errors", r.errors)
+          .number("checks_per_s", rate)
+          .number("p50_us", us(0.50))
+          .number("p90_us", us(0.90))
+          .number("p99_us", us(0.99))
+          .number("p999_us", us(0.999))
+          .number("max_us", static_cast<double>(r.latency.max()) / 1000.0)
+          .print();
+    } else {
+      std::printf("%-5s  %llu checks in %.3f s = %.0f checks/s  admitted %llu  denied %llu  errors %llu\n", r.path,
+                  static_cast<unsigned long long>(r.checks), r.elapsed_s, rate,
+                  static_cast<unsigned long long>(r.admitted), static_cast<unsigned long long>(r.denied),
+                  static_cast<unsigned long long>(r.errors));
+      std::printf("%-5s  latency us  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", r.path, us(0.50),
+                  us(0.90), us(0.99), us(0.999), static_cast<double>(r.latency.max()) / 1000.0);
+    }
+    if (r.errors) {
+      std::fprintf(stderr, "polylimit: bench: %s path: %s\n", r.path, scrub(r.first_error, true).c_str());
+      status = 2;
+    }
+  }
+  if (!a.json)
+    std::printf("round trips %llu (this process)\n", static_cast<unsigned long long>(s.round_trips));
+  return status;
 }
 
 }  // namespace
@@ -192,21 +695,38 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
   const bool is_bench = a.command == "bench";
-  if (a.spec.empty()) a.spec = is_bench ? "1000000/s" : "10/s";
-  if (a.command != "check" && a.command != "peek" && a.command != "reset" && a.command != "stats" && !is_bench)
-    usage_error("unknown command '" + a.command + "'");
-  if ((a.command == "check" || a.command == "peek" || a.command == "reset") && a.rest.size() != 1)
-    usage_error(a.command + " takes exactly one KEY");
-  if (is_bench && !a.rest.empty()) usage_error("bench takes no arguments");
+  const bool one_key = a.command == "check" || a.command == "peek" || a.command == "reset";
+  if (!one_key && a.command != "stats" && !is_bench)
+    usage_error("unknown command '" + a.command + "' (check, peek, reset, stats or bench)");
+  if (one_key && a.rest.size() != 1)
+    usage_error(a.command + " takes exactly one KEY, got " + std::to_string(a.rest.size()) +
+                " (to pass a KEY that starts with '-', put '--' before it)");
+  if (a.command == "stats" && a.rest.empty())
+    usage_error("stats takes one or more KEYs: it reads their state from the server (the client counters of a "
+                "one-shot polylimit process count only its own calls)");
+  if (is_bench && !a.rest.empty()) usage_error("bench takes no arguments, got '" + a.rest[0] + "'");
+  if (a.spec.empty()) a.spec = is_bench ? "1000/minute" : "10/s";
+  const int algorithm = algorithm_of(a.algorithm);
+
+  if (!a.url_given) {
+    const char* env = std::getenv("POLYLIMIT_URL");
+    if (!env || !*env)
+      usage_error(
+          "no server URL: pass --url URL or set POLYLIMIT_URL (e.g. redis://127.0.0.1:6379); "
+          "for the in-process backend, which shares nothing with other processes, pass --url memory:// explicitly");
+    a.url = env;
+    a.url_source = "POLYLIMIT_URL";
+    set_url_secrets(a.url);
+  }
 
   polylimit_error err;
   polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
   co.command_timeout_ms = a.timeout_ms;
   if (is_bench) co.pool_size = std::max(8, a.threads);
   polylimit_client* client = nullptr;
-  if (polylimit_client_open(a.url.c_str(), &co, &client, &err) != POLYLIMIT_OK) die("--url", err);
+  if (polylimit_client_open(a.url.c_str(), &co, &client, &err) != POLYLIMIT_OK) die(a.url_source, err);
   polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
-  lo.algorithm = algorithm_of(a.algorithm);
+  lo.algorithm = algorithm;
   lo.prefix = a.prefix.c_str();
   lo.deny_cache_size = a.deny_cache;
   polylimit_limiter* l = nullptr;
@@ -218,26 +738,48 @@ int main(int argc, char** argv) {
     const std::string& key = a.rest[0];
     int rc = a.command == "check" ? polylimit_limiter_check(l, key.data(), key.size(), a.cost, &d, &err)
                                   : polylimit_limiter_peek(l, key.data(), key.size(), &d, &err);
-    if (rc != POLYLIMIT_OK) die(a.command.c_str(), err);
-    print(key, d);
+    if (rc != POLYLIMIT_OK) die(a.command, err);
+    print_decision(a.command.c_str(), key, d, a.json);
     status = d.allowed ? 0 : 1;
   } else if (a.command == "reset") {
-    if (polylimit_limiter_reset(l, a.rest[0].data(), a.rest[0].size(), &err) != POLYLIMIT_OK) die("reset", err);
-    std::printf("key=%s reset\n", a.rest[0].c_str());
+    const std::string& key = a.rest[0];
+    if (polylimit_limiter_reset(l, key.data(), key.size(), &err) != POLYLIMIT_OK) die("reset", err);
+    if (a.json)
+      JsonLine("reset").key(key).field("reset", static_cast<uint8_t>(1)).print();
+    else
+      std::printf("key=%s reset\n", text_key(key).c_str());
   } else if (a.command == "stats") {
     for (const std::string& key : a.rest) {
-      if (polylimit_limiter_peek(l, key.data(), key.size(), &d, &err) != POLYLIMIT_OK) die("peek", err);
-      print(key, d);
+      if (polylimit_limiter_peek(l, key.data(), key.size(), &d, &err) != POLYLIMIT_OK) die("stats: peek", err);
+      print_decision("stats", key, d, a.json, "server");
     }
-    char* text = nullptr;
-    size_t len = 0;
-    if (polylimit_client_stats_prometheus(client, &text, &len, &err) != POLYLIMIT_OK) die("stats", err);
-    std::fwrite(text, 1, len, stdout);
-    polylimit_free(text);
+    if (a.json) {
+      polylimit_stats s = POLYLIMIT_STATS_INIT;
+      if (polylimit_client_stats(client, &s, &err) != POLYLIMIT_OK) die("stats", err);
+      JsonLine line("stats");
+      line.str("scope", "process");
+#define POLYLIMIT_CLI_COUNTER(f) line.field(#f, static_cast<uint64_t>(s.f));
+      POLYLIMIT_STATS_COUNTERS(POLYLIMIT_CLI_COUNTER)
+#undef POLYLIMIT_CLI_COUNTER
+      line.print();
+    } else {
+      char* text = nullptr;
+      size_t len = 0;
+      if (polylimit_client_stats_prometheus(client, &text, &len, &err) != POLYLIMIT_OK) die("stats", err);
+      std::printf("# Client counters of this polylimit process only (the peeks above), not of other clients.\n");
+      std::fwrite(text, 1, len, stdout);
+      if (len > 0 && text[len - 1] != '\n') std::fputc('\n', stdout);
+      polylimit_free(text);
+    }
   } else {
     status = bench(a, l, client);
   }
   polylimit_limiter_free(l);
   polylimit_client_close(client);
+  std::fflush(stdout);
+  if (std::ferror(stdout)) {
+    std::fprintf(stderr, "polylimit: cannot write to standard output\n");
+    return 2;
+  }
   return status;
 }
