@@ -34,6 +34,10 @@ for component in "${want[@]}"; do
       need_pkg redis-server redis-server
       need_pkg redis-tools redis-cli
       need_pkg python3 python3
+      # tests/c/deb_package.sh (.ci/run): cpack's DEB generator runs
+      # dpkg-shlibdeps and file; apt-get installs the packages it builds.
+      need_pkg dpkg-dev dpkg-shlibdeps
+      need_pkg file file
       ;;
     python)
       need_pkg python3 python3
@@ -48,6 +52,7 @@ for component in "${want[@]}"; do
       need_pkg swig swig
       need_pkg default-jdk-headless javac
       need_pkg maven mvn
+      need_pkg unzip unzip   # tests/java/run.sh inspects the jar
       ;;
     *)
       echo "deps.sh: unknown component '$component'" >&2
