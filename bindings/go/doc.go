@@ -8,7 +8,11 @@
 // The package calls the C library (polylimit.h) through cgo and finds it with
 // pkg-config (package "polylimit"): set PKG_CONFIG_PATH to the installed
 // lib/pkgconfig, and LD_LIBRARY_PATH to its lib if that is not a system
-// directory. Built with CGO_ENABLED=0 the package compiles but Open fails.
+// directory. The build tag polylimit_static links libpolylimit.a instead
+// (pkg-config package "polylimit-static"), so the program does not need the
+// shared library at run time. CGO_ENABLED=0 is a compile-time error
+// ("undefined: polylimit_requires_cgo_CGO_ENABLED_1"): there is no Go
+// fallback for the C library.
 //
 // Usage:
 //

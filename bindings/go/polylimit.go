@@ -4,7 +4,6 @@
 package polylimit
 
 /*
-#cgo pkg-config: polylimit
 #include <stdlib.h>
 #include <polylimit.h>
 */
@@ -258,6 +257,7 @@ func (c *Client) Stats() (Stats, error) {
 		LatencyCount:    uint64(cs.latency_count),
 		LatencySum:      usDuration(uint64(cs.latency_sum_us)),
 		EvictingNodes:   uint64(cs.evicting_nodes),
+		ConnectAttempts: uint64(cs.connect_attempts),
 		Latency:         make([]LatencyBucket, C.POLYLIMIT_STATS_LATENCY_BUCKETS),
 	}
 	for i := range s.Latency {

@@ -30,6 +30,7 @@ type Stats struct {
 	LatencyCount    uint64 // checks in the latency histogram
 	LatencySum      time.Duration
 	EvictingNodes   uint64          // Redis nodes whose maxmemory policy can evict limiter keys (a gauge; docs/deployments.md)
+	ConnectAttempts uint64          // connects tried to Redis data nodes, made or failed (bounded by the reconnect backoff)
 	Latency         []LatencyBucket // the histogram, by increasing UpperBound
 }
 

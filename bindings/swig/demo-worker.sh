@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the Java binding (SWIG JNI library + jar, tests skipped) against the
-# installed library in POLYLIMIT_PREFIX, and prints the command line that runs the
+# Builds the Java binding (SWIG JNI library + jar, which carries the
+# self-contained JNI library; tests skipped) against the installed library in
+# POLYLIMIT_PREFIX, and prints the command line that runs the
 # demo worker (io.polylimit.demo.Worker). Used by tools/demo.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -16,7 +17,7 @@ mvn_build="$root/build/demo-java-mvn"
     -Upolylimit_DIR -DCMAKE_PREFIX_PATH="$POLYLIMIT_PREFIX" -DPOLYLIMIT_SWIG_PERL=OFF
   cmake --build "$swig_build" -j 2
   mvn -B -q -ntp -f "$root/bindings/swig/java/pom.xml" -Dpolylimit.build.dir="$mvn_build" \
-    -Dpolylimit.swig.sources="$swig_build/java" -DskipTests package
+    -Dpolylimit.native.dir="$swig_build" -DskipTests package
 } >"$root/build/demo-java.log" 2>&1 || { echo "Java build failed; see build/demo-java.log" >&2; exit 1; }
-jni_dir=$(dirname "$(find "$swig_build" -maxdepth 1 -name 'libpolylimit_jni.*' | head -n1)")
-echo "java -cp $mvn_build/polylimit-1.0.0.jar -Djava.library.path=$jni_dir io.polylimit.demo.Worker"
+# The jar carries the JNI library (META-INF/native): no library path needed.
+echo "java -cp $mvn_build/polylimit-1.0.0.jar io.polylimit.demo.Worker"

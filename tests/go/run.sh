@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Go binding suite: go vet, go test -race, then the tests again under the
 # cgo pointer checkers (cgocheck=1, and GOEXPERIMENT=cgocheck2 where the
-# toolchain has it), and a CGO_ENABLED=0 build of the stub.
+# toolchain has it); the static link (build tag polylimit_static: a test
+# binary and the demo worker without libpolylimit at run time, run with an
+# empty LD_LIBRARY_PATH against real redis-servers); and a CGO_ENABLED=0
+# build, which must fail at compile time saying that cgo is required.
 #
 # tools/test.sh runs it with POLYLIMIT_PREFIX (an installed build) and
 # PKG_CONFIG_PATH / LD_LIBRARY_PATH pointing there. Run alone, it builds and
@@ -63,8 +66,74 @@ if GOEXPERIMENT=cgocheck2 go env GOEXPERIMENT >/dev/null 2>&1; then
 else
   echo "cgocheck2: not supported by this toolchain, skipped"
 fi
-CGO_ENABLED=0 go vet ./...
-CGO_ENABLED=0 gotest "CGO_ENABLED=0 stub"
+
+echo "--- static link (-tags polylimit_static)"
+tmp=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$tmp"' EXIT
+# The installed polylimit-static.pc (packaging/pkgconfig/polylimit-static.pc.in).
+# A prefix installed before that file was added has none: write one here from
+# the template, for this prefix, so the test still runs.
+if ! pkg-config --exists polylimit-static; then
+  template="$root/packaging/pkgconfig/polylimit-static.pc.in"
+  [ -f "$template" ] || { echo "no polylimit-static.pc installed and no $template" >&2; exit 1; }
+  pc_libdir=$(pkg-config --variable=libdir polylimit)
+  hiredis=$(cc -print-file-name=libhiredis.a)
+  [ "$hiredis" != libhiredis.a ] || hiredis=-lhiredis
+  mkdir -p "$tmp/pkgconfig"
+  sed -e "s|^prefix=.*|prefix=$(pkg-config --variable=prefix polylimit)|" \
+    -e "s|^libdir=.*|libdir=$pc_libdir|" \
+    -e "s|^includedir=.*|includedir=$(pkg-config --variable=includedir polylimit)|" \
+    -e "s|@PROJECT_DESCRIPTION@|polylimit|" -e "s|@PROJECT_VERSION@|$(pkg-config --modversion polylimit)|" \
+    -e "s|@POLYLIMIT_PC_STATIC_LIBS@|$hiredis -lstdc++ -lm -lpthread|" "$template" >"$tmp/pkgconfig/polylimit-static.pc"
+  export PKG_CONFIG_PATH="$tmp/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  echo "polylimit-static.pc is not installed in this prefix; using one made from $template"
+fi
+echo "pkg-config --libs polylimit-static: $(pkg-config --libs polylimit-static)"
+go test -c -tags polylimit_static -o "$tmp/polylimit-static.test" .
+go build -tags polylimit_static -o "$tmp/polylimit-demo-worker" ./cmd/polylimit-demo-worker
+go build -o "$tmp/polylimit-demo-worker-shared" ./cmd/polylimit-demo-worker
+echo "ldd of the default (shared) demo worker:"
+ldd "$tmp/polylimit-demo-worker-shared" | sed 's/^/  /'
+for bin in "$tmp/polylimit-static.test" "$tmp/polylimit-demo-worker"; do
+  deps=$(ldd "$bin")
+  echo "ldd of $(basename "$bin") (-tags polylimit_static):"
+  echo "$deps" | sed 's/^/  /'
+  if grep -q libpolylimit <<<"$deps"; then
+    echo "$(basename "$bin") still needs libpolylimit at run time" >&2
+    exit 1
+  fi
+done
+# An empty LD_LIBRARY_PATH: nothing of the prefix is on the loader's path.
+rc=0
+(cd "$root/bindings/go" && LD_LIBRARY_PATH= "$tmp/polylimit-static.test" -test.count=1 -test.v) >"$log" 2>&1 || rc=$?
+p=$(grep -c -- '^\s*--- PASS' "$log" || true)
+f=$(grep -c -- '^\s*--- FAIL' "$log" || true)
+echo "static test binary (LD_LIBRARY_PATH empty): $p passed, $f failed"
+if [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
+  cat "$log"
+  [ "$f" -eq 0 ] && f=1
+fi
+passed=$((passed + p))
+failed=$((failed + f))
+eval "$("$root/tests/redis-server.sh" start)"
+out=$(LD_LIBRARY_PATH= "$tmp/polylimit-demo-worker" "$POLYLIMIT_TEST_REDIS_URL" go-static 5 60000 8 go-static) || out="exit status $?"
+"$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
+echo "static demo worker (LD_LIBRARY_PATH empty): $out"
+if [ "$out" != "go-static admitted=5 attempts=8" ]; then
+  echo "static demo worker: expected 'go-static admitted=5 attempts=8'" >&2
+  failed=$((failed + 1))
+fi
+
+echo "--- CGO_ENABLED=0 must not compile (cgo_required.go)"
+rc=0
+CGO_ENABLED=0 go build ./... >"$log" 2>&1 || rc=$?
+cat "$log"
+if [ "$rc" -eq 0 ] || ! grep -q 'undefined: polylimit_requires_cgo_CGO_ENABLED_1' "$log"; then
+  echo "CGO_ENABLED=0: expected a compile error naming polylimit_requires_cgo_CGO_ENABLED_1" >&2
+  failed=$((failed + 1))
+else
+  echo "CGO_ENABLED=0: compile error, as intended"
+fi
 
 echo "go: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

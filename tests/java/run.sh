@@ -5,14 +5,22 @@
 #      into build/java-prefix;
 #   2. bindings/swig as its own CMake project (find_package(polylimit)): SWIG
 #      generates the io.polylimit.jni sources and libpolylimit_jni.so, linked
-#      against the shared libpolylimit.so.1, and capi/vocabulary/generate.py
-#      the io.polylimit vocabulary classes (Status, exceptions, Vocabulary);
+#      against the static libpolylimit.a and libhiredis.a (self-contained), and
+#      capi/vocabulary/generate.py the io.polylimit vocabulary classes (Status,
+#      exceptions, Vocabulary);
 #   3. Maven compiles the generated and the hand-written sources, runs the
-#      JUnit suite (it starts its own redis-server) and packages the jar;
-#   4. the demo worker runs from that jar, in two processes on one key;
-#   5. the Perl 5 binding from the same polylimit.i gets a smoke test
+#      JUnit suite (it starts its own redis-server; the JNI library comes from
+#      the class path, as in the jar) and packages the jar, which carries
+#      META-INF/native/linux-x86_64/libpolylimit_jni.so;
+#   4. the jar is checked (unzip -l, no Main-Class, ldd of the JNI library in
+#      it) and used as a user would: a consumer App.java compiled with javac
+#      in a temporary directory and run with "java -cp jar:dir" against a
+#      redis-server, with no -Djava.library.path and no LD_LIBRARY_PATH;
+#   5. the demo worker runs from that jar by class name, in two processes on
+#      one key, again with no library path;
+#   6. the Perl 5 binding from the same polylimit.i gets a smoke test
 #      (tests/java/perl-smoke.t), where perl's headers are installed.
-# Build output goes to build/java-* only.
+# Build output goes to build/java-* only (POLYLIMIT_JAVA_BUILD_DIR=DIR: DIR/java-*).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -48,31 +56,138 @@ if perl -MConfig -e 'exit(-f "$Config{archlibexp}/CORE/perl.h" ? 0 : 1)' 2>/dev/
   perl_on=ON
 fi
 
-echo "--- SWIG: JNI library (and Perl module: $perl_on) (build/java-swig)"
-swig_build="$root/build/java-swig"
+out_root=${POLYLIMIT_JAVA_BUILD_DIR:-$root/build}
+echo "--- SWIG: JNI library (and Perl module: $perl_on) ($out_root/java-swig)"
+swig_build="$out_root/java-swig"
 # -U: find polylimit in this POLYLIMIT_PREFIX again, not in the one a previous run cached.
 cmake -S "$root/bindings/swig" -B "$swig_build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -Upolylimit_DIR -DCMAKE_PREFIX_PATH="$POLYLIMIT_PREFIX" -DPOLYLIMIT_SWIG_PERL="$perl_on" >/dev/null
 cmake --build "$swig_build" -j "$jobs"
-jni_dir=$(dirname "$(find "$swig_build" -maxdepth 1 -name 'libpolylimit_jni.*' | head -n1)")
 
-echo "--- Maven: compile, JUnit, jar (build/java-mvn)"
-mvn_build="$root/build/java-mvn"
+echo "--- Maven: compile, JUnit, jar ($out_root/java-mvn)"
+mvn_build="$out_root/java-mvn"
 # Not -q: surefire's "Tests run: N, Failures: 0" summary is logged at INFO.
+# polylimit.native.dir gives the generated sources and jar-resources/ (the
+# JNI library under META-INF/native); the tests load it from there.
 mvn -B -ntp -Dstyle.color=never -f "$root/bindings/swig/java/pom.xml" \
   -Dpolylimit.build.dir="$mvn_build" \
-  -Dpolylimit.swig.sources="$swig_build/java" \
-  -Dpolylimit.vocabulary.sources="$swig_build/java-vocabulary" \
-  -Dpolylimit.library.path="$jni_dir" \
+  -Dpolylimit.native.dir="$swig_build" \
   clean package
 jar="$mvn_build/polylimit-1.0.0.jar"
 [ -f "$jar" ]
 
-echo "--- demo worker from the jar, two processes on one key"
+echo "--- the jar: unzip -l $jar"
+unzip -l "$jar"
+native_entry=META-INF/native/linux-x86_64/libpolylimit_jni.so
+if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+  unzip -l "$jar" "$native_entry" >/dev/null || { echo "the jar has no $native_entry" >&2; exit 1; }
+fi
+if unzip -p "$jar" META-INF/MANIFEST.MF | grep -qi '^Main-Class:'; then
+  echo "the library jar must have no Main-Class" >&2
+  exit 1
+fi
+for f in LICENSE THIRD_PARTY_NOTICES; do
+  if [ -e "$root/$f" ] || compgen -G "$root/$f.*" >/dev/null; then
+    unzip -l "$jar" "META-INF/$f*" >/dev/null || { echo "$f is in the repository but not in the jar's META-INF" >&2; exit 1; }
+    echo "META-INF/$f: in the jar"
+  else
+    echo "META-INF/$f: not in the repository (yet), so not in the jar"
+  fi
+done
+
+consumer=$(mktemp -d /tmp/polylimit-java-consumer-XXXXXX)
+cleanup() {
+  [ -n "${POLYLIMIT_TEST_REDIS_PID:-}" ] && "$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
+  rm -rf "$consumer"
+}
+trap cleanup EXIT
+if unzip -l "$jar" "$native_entry" >/dev/null 2>&1; then
+  unzip -q -o -d "$consumer/unpacked" "$jar" "$native_entry"
+  deps=$(ldd "$consumer/unpacked/$native_entry")
+  echo "ldd $native_entry (from the jar):"
+  echo "$deps" | sed 's/^/  /'
+  # Nothing but the C and C++ runtimes: no libpolylimit, no hiredis, no JVM.
+  extra=$(awk '{ print $1 }' <<<"$deps" | grep -Ev '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|stdc\+\+|gcc_s|pthread|dl|rt)\.so\.[0-9]+)$' || true)
+  if [ -n "$extra" ]; then
+    echo "the JNI library in the jar depends on more than libc/libm/libstdc++/libgcc: $extra" >&2
+    exit 1
+  fi
+  exported=$(nm -D --defined-only "$consumer/unpacked/$native_entry" | awk '{ print $3 }' | grep -v '^Java_' || true)
+  if [ -n "$exported" ]; then
+    echo "the JNI library exports more than its Java_* entry points:" $exported >&2
+    exit 1
+  fi
+fi
+
 eval "$("$root/tests/redis-server.sh" start)"
-trap '"$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"' EXIT
+
+echo "--- a consumer project: javac + java -cp polylimit.jar:. (no java.library.path, no LD_LIBRARY_PATH)"
+mkdir -p "$consumer/src" "$consumer/classes" "$consumer/tmp"
+cat >"$consumer/src/App.java" <<'JAVA'
+import io.polylimit.Client;
+import io.polylimit.Decision;
+import io.polylimit.Limiter;
+import io.polylimit.NativeLibrary;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.nio.file.attribute.PosixFilePermissions;
+
+public class App {
+    public static void main(String[] args) throws Exception {
+        int admitted = 0;
+        try (Client client = Client.open(args[0]);
+             Limiter limiter = client.limiter("3/minute")) {
+            for (int i = 0; i < 5; i++) {
+                Decision d = limiter.check("consumer-app");
+                if (d.allowed()) admitted++;
+            }
+        }
+        String where = NativeLibrary.location();
+        System.out.println("library " + NativeLibrary.version() + " loaded from " + where);
+        if (Files.exists(Paths.get(where)))
+            System.out.println("permissions " + PosixFilePermissions.toString(Files.getPosixFilePermissions(Paths.get(where))));
+        System.out.println("admitted=" + admitted + " of 5");
+    }
+}
+JAVA
+javac -d "$consumer/classes" -cp "$jar" "$consumer/src/App.java"
+# -Dpolylimit.tmpdir: a directory of our own, to check the copy is gone at exit.
+app_out=$(env -u LD_LIBRARY_PATH -u JAVA_TOOL_OPTIONS java -Xcheck:jni -Dpolylimit.tmpdir="$consumer/tmp" \
+  -cp "$jar:$consumer/classes" App "$POLYLIMIT_TEST_REDIS_URL")
+echo "$app_out"
+grep -qx 'admitted=3 of 5' <<<"$app_out" || { echo "consumer app: expected admitted=3 of 5" >&2; exit 1; }
+grep -q "loaded from $consumer/tmp/libpolylimit_jni-" <<<"$app_out" ||
+  { echo "consumer app: the JNI library did not come from the jar" >&2; exit 1; }
+grep -qx 'permissions r-x------' <<<"$app_out" ||
+  { echo "consumer app: the extracted library is not owner-only" >&2; exit 1; }
+if [ -n "$(ls -A "$consumer/tmp")" ]; then
+  echo "consumer app: the extracted library was left behind: $(ls "$consumer/tmp")" >&2
+  exit 1
+fi
+echo "consumer app: 3 of 5 admitted, the JNI library came from the jar (owner-only temp file, deleted at exit)"
+
+echo "--- the overrides: -Dpolylimit.library.path, -Dpolylimit.use.system.library=true"
+app() { env -u LD_LIBRARY_PATH java -cp "$jar:$consumer/classes" "$@" App "$POLYLIMIT_TEST_REDIS_URL"; }
+app_out=$(app -Dpolylimit.library.path="$swig_build/libpolylimit_jni.so")
+echo "$app_out" | head -n1
+grep -q "loaded from $swig_build/libpolylimit_jni.so$" <<<"$app_out" ||
+  { echo "-Dpolylimit.library.path=FILE was not used" >&2; exit 1; }
+app_out=$(app -Dpolylimit.use.system.library=true -Djava.library.path="$swig_build")
+echo "$app_out" | head -n1
+grep -q "loaded from System.loadLibrary(polylimit_jni)$" <<<"$app_out" ||
+  { echo "-Dpolylimit.use.system.library=true was not used" >&2; exit 1; }
+rc=0
+app_out=$(app -Dpolylimit.use.system.library=true -Djava.library.path="$consumer/tmp" 2>&1) || rc=$?
+if [ "$rc" -eq 0 ] || ! grep -q "cannot load the JNI library libpolylimit_jni.so from java.library.path=$consumer/tmp" <<<"$app_out"; then
+  echo "-Dpolylimit.use.system.library=true without the library: expected a clear UnsatisfiedLinkError, got:" >&2
+  echo "$app_out" >&2
+  exit 1
+fi
+echo "without it on java.library.path: $(grep -m1 -o 'cannot load the JNI library[^(]*' <<<"$app_out")"
+
+echo "--- demo worker from the jar by class name, two processes on one key (no library path)"
 worker() {
-  java -cp "$jar" -Djava.library.path="$jni_dir" io.polylimit.demo.Worker \
+  env -u LD_LIBRARY_PATH java -cp "$jar" io.polylimit.demo.Worker \
     "$POLYLIMIT_TEST_REDIS_URL" java-run-sh 25 60000 40 "$1"
 }
 out_a=$(mktemp) out_b=$(mktemp)

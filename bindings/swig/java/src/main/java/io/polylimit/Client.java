@@ -133,6 +133,7 @@ public final class Client implements AutoCloseable {
                 v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_latency_count],
                 Duration.of(v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_latency_sum_us], ChronoUnit.MICROS),
                 v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_evicting_nodes],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_connect_attempts],
                 buckets);
     }
 

@@ -22,11 +22,13 @@ import java.util.Objects;
  * @param latencySum      their total latency (microsecond precision)
  * @param evictingNodes   Redis nodes whose maxmemory policy can evict limiter keys (a gauge: a
  *                        limit can over-admit there; see docs/deployments.md)
+ * @param connectAttempts connects tried to Redis data nodes, made or failed (bounded by the
+ *                        reconnect backoff while a node is down)
  * @param latency         the histogram: one bucket per upper bound, counts not cumulative
  */
 public record Stats(long checks, long admitted, long denied, long errors, long roundTrips, long noscriptReloads,
                     long cacheHits, long degraded, long nearLimit, long latencyCount, Duration latencySum,
-                    long evictingNodes, List<Bucket> latency) {
+                    long evictingNodes, long connectAttempts, List<Bucket> latency) {
 
     public Stats {
         Objects.requireNonNull(latencySum, "latencySum");

@@ -11,10 +11,11 @@ import java.time.Duration;
  * key and prints how many of its attempts were admitted.
  *
  * <pre>
- *   java -cp polylimit-1.0.0.jar -Djava.library.path=DIR io.polylimit.demo.Worker \
- *       URL KEY LIMIT WINDOW_MS ATTEMPTS NAME
+ *   java -cp polylimit-1.0.0.jar io.polylimit.demo.Worker URL KEY LIMIT WINDOW_MS ATTEMPTS NAME
  *   → NAME admitted=N attempts=M
  * </pre>
+ *
+ * The library jar has no Main-Class: run the worker by its class name.
  */
 public final class Worker {
     private Worker() {}

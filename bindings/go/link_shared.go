@@ -1,0 +1,19 @@
+//go:build cgo && !polylimit_static
+// +build cgo,!polylimit_static
+
+package polylimit
+
+// The default: link the shared libpolylimit.so.1, found by pkg-config
+// (polylimit.pc); it must be on the loader's path at run time. The build tag
+// polylimit_static selects link_static.go instead.
+//
+// The #cgo lines live in files of their own, chosen by build tags, rather
+// than as "#cgo polylimit_static pkg-config: ..." in polylimit.go: the go
+// build cache keys a package by its files and their contents, not by the
+// pkg-config packages a tag selects, so one file for both would let a cached
+// shared build answer a static one (and the other way round).
+
+/*
+#cgo pkg-config: polylimit
+*/
+import "C"
