@@ -52,7 +52,7 @@ if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   run_suite "C/C++ under ASan+UBSan (ctest)" asan
 fi
 
-for lang in python go java cross; do
+for lang in python go java readme cross; do
   if [ -x "$root/tests/$lang/run.sh" ]; then
     run_suite "$lang" "$root/tests/$lang/run.sh"
   fi
