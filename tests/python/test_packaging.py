@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -55,6 +56,43 @@ def test_wheel_installs_into_a_clean_venv(tmp_path):
         assert not [n for n in _needed(so) if "hiredis" in n], _needed(so)
     for name in ("py.typed", "_core.pyi", "_vocabulary.py"):  # _vocabulary.py: generated at build time
         assert os.path.exists(os.path.join(os.path.dirname(so), name)), name
+
+
+def _built_wheel():
+    wheel = os.environ.get("POLYLIMIT_PY_WHEEL")
+    if not wheel:
+        pytest.skip("POLYLIMIT_PY_WHEEL is not set (tests/python/run.sh sets it to the built wheel)")
+    return wheel
+
+
+def test_suite_runs_against_the_repaired_wheel():
+    """run.sh installs the auditwheel-repaired wheel; the package under test is that one."""
+    wheel = _built_wheel()
+    assert "-manylinux_" in os.path.basename(wheel), wheel  # PyPI refuses linux_* wheels
+    here = os.path.realpath(polylimit.__file__)
+    assert here.startswith(os.path.realpath(sys.prefix) + os.sep), here  # not the sources
+    with zipfile.ZipFile(wheel) as z:
+        assert "polylimit/" + os.path.basename(_core.__file__) in z.namelist()
+
+
+def test_wheel_carries_the_license_files():
+    """LICENSE and THIRD_PARTY_NOTICES (when the checkout has them) are in the wheel's .dist-info."""
+    wheel = _built_wheel()
+    present = [n for n in ("LICENSE", "THIRD_PARTY_NOTICES") if os.path.isfile(os.path.join(ROOT, n))]
+    if not present:
+        pytest.skip("the checkout has neither LICENSE nor THIRD_PARTY_NOTICES")
+    with zipfile.ZipFile(wheel) as z:
+        dist_info = {}  # path inside the .dist-info -> member name
+        for name in z.namelist():
+            top, _, rest = name.partition("/")
+            if top.endswith(".dist-info") and rest:
+                dist_info[rest] = name
+        for name in present:
+            # scikit-build-core puts them under .dist-info/licenses/ (PEP 639).
+            member = dist_info.get("licenses/" + name) or dist_info.get(name)
+            assert member, "%s is not in the wheel's .dist-info: %s" % (name, sorted(dist_info))
+            with open(os.path.join(ROOT, name), "rb") as f:
+                assert z.read(member) == f.read(), name
 
 
 def test_demo_worker(redis_server, key):

@@ -45,6 +45,9 @@ class Stats(TypedDict):
     # a gauge: Redis nodes whose maxmemory policy can evict limiter keys
     # (a limit can over-admit there; docs/deployments.md)
     evicting_nodes: int
+    # connects tried to Redis data nodes, made or failed (bounded by the
+    # reconnect backoff while a node is down)
+    connect_attempts: int
     # (upper bound in microseconds, checks in this bucket): not cumulative;
     # the last bound is math.inf.
     latency_buckets: List[Tuple[float, int]]
@@ -290,7 +293,8 @@ class Client:
         a dict: ``checks``, ``admitted``, ``denied``, ``errors``,
         ``round_trips``, ``noscript_reloads``, ``cache_hits``, ``degraded``,
         ``near_limit``, ``latency_count``, ``latency_sum_us``,
-        ``evicting_nodes`` (a gauge) and ``latency_buckets`` (a list of ``(upper_bound_us, count)``, not
+        ``evicting_nodes`` (a gauge), ``connect_attempts`` and
+        ``latency_buckets`` (a list of ``(upper_bound_us, count)``, not
         cumulative, the last bound ``math.inf``). No I/O."""
         return self._core.stats()  # type: ignore[return-value]
 
