@@ -112,23 +112,13 @@ if ldd "$work/basic-static" | grep -q libpolylimit; then fail "basic-static load
 "$work/basic-static" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 
 # CMake finds the installed package with no prefix path; shared and static.
-mkdir -p "$work/cmake"
-cp "$src/capi/examples/basic.c" "$work/cmake/"
-cat > "$work/cmake/CMakeLists.txt" <<'CM'
-cmake_minimum_required(VERSION 3.18)
-project(consumer C)
-find_package(polylimit 1.0 REQUIRED)
-add_executable(basic_shared basic.c)
-target_link_libraries(basic_shared PRIVATE polylimit::polylimit)
-add_executable(basic_static basic.c)
-target_link_libraries(basic_static PRIVATE polylimit::polylimit_static)
-CM
-cmake -S "$work/cmake" -B "$work/cmake/build" >/dev/null
-cmake --build "$work/cmake/build" >/dev/null
-ldd "$work/cmake/build/basic_shared" | grep -Eq 'libpolylimit\.so\.1 => (/usr)?/lib/' || fail "basic_shared does not load libpolylimit.so.1"
-if ldd "$work/cmake/build/basic_static" | grep -q libpolylimit; then fail "basic_static loads libpolylimit.so"; fi
-"$work/cmake/build/basic_shared" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
-"$work/cmake/build/basic_static" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
+source "$src/tests/c/cmake_consumer.sh"
+cmake_consumer "$work/cmake-shared" polylimit::polylimit
+cmake_consumer "$work/cmake-static" polylimit::polylimit_static
+ldd "$work/cmake-shared/build/basic" | grep -Eq 'libpolylimit\.so\.1 => (/usr)?/lib/' || fail "the shared consumer does not load libpolylimit.so.1"
+if ldd "$work/cmake-static/build/basic" | grep -q libpolylimit; then fail "the static consumer loads libpolylimit.so"; fi
+"$work/cmake-shared/build/basic" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
+"$work/cmake-static/build/basic" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 
 # Remove the packages now (the trap would too) and check the machine is clean.
 apt-get remove -y --purge "$dev_pkg" "$runtime_pkg" >/dev/null

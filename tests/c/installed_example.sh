@@ -28,16 +28,7 @@ if readelf -d "$libdir/libpolylimit.so" | grep -q 'NEEDED.*hiredis'; then
 fi
 
 # A CMake consumer: find_package(polylimit) and polylimit::polylimit.
-mkdir -p "$work/cmake"
-cp "$src/capi/examples/basic.c" "$work/cmake/"
-cat > "$work/cmake/CMakeLists.txt" <<'CM'
-cmake_minimum_required(VERSION 3.18)
-project(consumer C)
-find_package(polylimit 1.0 REQUIRED)
-add_executable(basic basic.c)
-target_link_libraries(basic PRIVATE polylimit::polylimit)
-CM
-cmake -S "$work/cmake" -B "$work/cmake/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-cmake --build "$work/cmake/build" >/dev/null
+source "$src/tests/c/cmake_consumer.sh"
+cmake_consumer "$work/cmake" polylimit::polylimit "$prefix"
 "$work/cmake/build/basic" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 echo "installed example: pkg-config and find_package consumers both passed"

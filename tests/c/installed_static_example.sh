@@ -59,17 +59,8 @@ no_libpolylimit "$work/basic-pc-static"
 "$work/basic-pc-static" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 
 # 4. CMake, C only: the C++ runtime and hiredis come from the imported target.
-mkdir -p "$work/cmake"
-cp "$src/capi/examples/basic.c" "$work/cmake/"
-cat > "$work/cmake/CMakeLists.txt" <<'CM'
-cmake_minimum_required(VERSION 3.18)
-project(consumer C)
-find_package(polylimit 1.0 REQUIRED)
-add_executable(basic basic.c)
-target_link_libraries(basic PRIVATE polylimit::polylimit_static)
-CM
-cmake -S "$work/cmake" -B "$work/cmake/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-cmake --build "$work/cmake/build" >/dev/null
+source "$src/tests/c/cmake_consumer.sh"
+cmake_consumer "$work/cmake" polylimit::polylimit_static "$prefix"
 no_libpolylimit "$work/cmake/build/basic"
 "$work/cmake/build/basic" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 echo "installed static example: pkg-config --static (shared and fully static system libraries), polylimit-static.pc and polylimit::polylimit_static (C-only CMake project) passed"
