@@ -133,7 +133,7 @@ void RespGuard::scan(const char* data, size_t len, const std::string& where) {
           payload_ = type_ == '$' && n >= 0 ? n + 2 : 0;
           state_ = State::kLineEnd;
         } else if ((c >= '0' && c <= '9') || (c == '-' && number_.empty())) {
-          if (number_.size() >= 20) refuse("a length of more than 20 digits");
+          if (number_.size() >= 18) refuse("a length of more than 18 digits");  // every cap has fewer
           number_.push_back(c);
         } else {
           refuse(std::string("a length with the byte '") + c + "'");

@@ -103,8 +103,8 @@ TEST(Transport, AnExtraReplyNeverReachesAnotherCall) {
 
 // Hostile headers are refused before anything is allocated for them, fast.
 TEST(Transport, HostileReplyHeadersAreProtocolErrors) {
-  for (const char* reply : {"*2147483647\r\n", "$2147483647\r\n", "*99999999999999999999999\r\n", "!oops\r\n",
-                            "*1\r\n$-5x\r\n"}) {
+  for (const char* reply : {"*2147483647\r\n", "$2147483647\r\n", "*99999999999999999999999\r\n",
+                            "$99999999999999999999\r\n", "!oops\r\n", "*1\r\n$-5x\r\n"}) {
     pltest::FakeServer fake(reply);
     Limiter l = limiter(client_for(fake.url()), "hostile");
     auto t0 = steady_clock::now();
