@@ -245,12 +245,14 @@ typedef struct polylimit_limiter polylimit_limiter;
 
 /* ---- client ------------------------------------------------------------ */
 
-#define POLYLIMIT_CLIENT_OPTIONS_VERSION 1
+/* Version 2 appended name and the tls_* fields. Version 1 structs (without
+ * them) stay accepted. */
+#define POLYLIMIT_CLIENT_OPTIONS_VERSION 2
 
 /**
  * Connection options. A field left at 0 takes the POLYLIMIT_DEFAULT_* value
  * named beside it; anything outside POLYLIMIT_MIN_*..POLYLIMIT_MAX_* is
- * rejected with POLYLIMIT_EINVALID.
+ * rejected with POLYLIMIT_EINVALID. Strings are copied; NULL or "" is unset.
  */
 typedef struct polylimit_client_options {
     unsigned int version;       /**< POLYLIMIT_CLIENT_OPTIONS_VERSION */
@@ -263,11 +265,25 @@ typedef struct polylimit_client_options {
     int disable_keepalive;      /**< non-zero: no TCP keepalive */
     int idle_check_ms;          /**< PING a connection idle longer than this
                                      before reuse; 0: POLYLIMIT_DEFAULT_IDLE_CHECK_MS */
+    /* version 2 */
+    const char *name;           /**< labels the client's metrics client="name": up to 128
+                                     letters, digits and _ - . : /; NULL: no label */
+    const char *tls_ca_file;    /**< TLS URLs: PEM bundle of trusted CAs; NULL (and no
+                                     tls_ca_dir): the system's CAs */
+    const char *tls_ca_dir;     /**< TLS URLs: directory of hashed CA certificates */
+    const char *tls_cert_file;  /**< TLS URLs: client certificate (PEM), for mutual TLS */
+    const char *tls_key_file;   /**< TLS URLs: the client certificate's private key (PEM) */
+    const char *tls_server_name; /**< TLS URLs: SNI and the name the server certificate must
+                                     match; NULL: the host in the URL */
+    int tls_insecure;           /**< TLS URLs, non-zero: no certificate or host name
+                                     verification (tests only) */
 } polylimit_client_options;
 
-#define POLYLIMIT_CLIENT_OPTIONS_INIT { POLYLIMIT_CLIENT_OPTIONS_VERSION, 0, 0, 0, 0, 0, 0, 0 }
+#define POLYLIMIT_CLIENT_OPTIONS_INIT { POLYLIMIT_CLIENT_OPTIONS_VERSION, 0, 0, 0, 0, 0, 0, 0, \
+                                        NULL, NULL, NULL, NULL, NULL, NULL, 0 }
 
-/** Fills opts with defaults for the given version (for callers without macros).
+/** Fills opts with defaults for the given version (1 or 2; only the fields of
+ * that version are written), for callers without macros.
  * @return POLYLIMIT_OK, or POLYLIMIT_EINVALID for NULL or an unknown version */
 POLYLIMIT_EXTERN(int) polylimit_client_options_init(polylimit_client_options *opts, unsigned int version);
 
@@ -281,8 +297,11 @@ POLYLIMIT_EXTERN(int) polylimit_client_options_init(polylimit_client_options *op
  *   memory://                                      in-process, no server (tests,
  *                                                  one process)
  * IPv6 hosts go in brackets. Connections are made lazily, on the first command.
+ * There is no silent local default: NULL or "" means the URL in the
+ * POLYLIMIT_URL environment variable, and when that is unset too the call
+ * fails with POLYLIMIT_EINVALID (memory:// must be asked for).
  *
- * @param url      NUL-terminated URL (required)
+ * @param url      NUL-terminated URL; NULL or "": $POLYLIMIT_URL
  * @param options  NULL for defaults
  * @param out      receives the client; close it with polylimit_client_close
  * @param err      may be NULL
@@ -361,7 +380,11 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_new(polylimit_client *client, const poly
  * of which must admit a check (or none consumes anything):
  *   "100/minute"   "10/s"   "5 per 2 seconds"   "10/s; 1000/hour"
  *   "10/s burst 20"  (POLYLIMIT_ALG_GCRA only)
- * Units: ms, s, m (min), h, d and their long names, case-insensitive.
+ *   "200 per day, 50 per hour"   "10/hour|100/day"   "2000 per year"
+ * Limits are separated by ';', ',' or '|'. Units: ms, s, m (min), h, d,
+ * month (30 days), year (360 days) and their long names, case-insensitive:
+ * everything the `limits` string notation accepts, with the same meaning
+ * (docs/rate-specs.md).
  * The Decision reports the tightest limit: the one that denied, or the one
  * with the least remaining.
  *
@@ -494,6 +517,44 @@ POLYLIMIT_EXTERN(int) polylimit_client_stats(polylimit_client *client, polylimit
  */
 POLYLIMIT_EXTERN(int) polylimit_client_stats_prometheus(polylimit_client *client, char **out, size_t *len,
                                                         polylimit_error *err);
+
+/**
+ * Several clients' counters on one Prometheus page: each metric's HELP and
+ * TYPE once, then one sample per client labelled client="<name>" (set with
+ * polylimit_client_options.name). Concatenating single exports is not valid
+ * exposition; this is. With n > 1 every client needs a distinct name.
+ *
+ * @param clients  n clients (n 1..POLYLIMIT_MAX_BATCH)
+ * @param out      receives a NUL-terminated string; free it with polylimit_free
+ * @param len      may be NULL; receives the length without the NUL
+ * @return POLYLIMIT_OK or POLYLIMIT_EINVALID (NULL, n out of range, a missing
+ *         or repeated name: the message names clients[i])
+ */
+POLYLIMIT_EXTERN(int) polylimit_clients_stats_prometheus(polylimit_client *const *clients, size_t n, char **out,
+                                                         size_t *len, polylimit_error *err);
+
+/* ---- HTTP headers ------------------------------------------------------ */
+
+/**
+ * The standard HTTP rate-limit response headers for a decision of this
+ * limiter, one "Name: value\n" line each, in this order:
+ *   Retry-After: <s>          on a denial only: seconds, rounded up, at least 1
+ *   RateLimit-Limit: <n>      the limit that decided
+ *   RateLimit-Remaining: <n>  units left, never negative
+ *   RateLimit-Reset: <s>      seconds until the key is back to full capacity
+ *   RateLimit-Policy: "<name>";q=<limit>;w=<window s>[, ...]   every limit
+ *   RateLimit: "<name>";r=<remaining>;t=<reset s>              the deciding one
+ * The last two are the IETF httpapi draft's fields. A single-limit limiter's
+ * policy is named "default"; a rate spec's limits "<limit>-per-<window>"
+ * (e.g. "100-per-60s"). A decision of polylimit_limiter_check_limit has no
+ * RateLimit-Policy. Every binding formats its headers with this call.
+ *
+ * @param decision  a decision this limiter filled (required)
+ * @param out       receives the text; free it with polylimit_free
+ * @param len       may be NULL; receives the length without the NUL
+ */
+POLYLIMIT_EXTERN(int) polylimit_limiter_headers(const polylimit_limiter *limiter, const polylimit_decision *decision,
+                                                char **out, size_t *len, polylimit_error *err);
 
 /** Frees memory that the library allocated and handed over. NULL is ignored. */
 POLYLIMIT_EXTERN(void) polylimit_free(void *ptr);

@@ -111,6 +111,38 @@ size_t limiter_options_size(unsigned int version) {
   }
 }
 
+size_t client_options_size(unsigned int version) {
+  switch (version) {
+    case 1: return offsetof(polylimit_client_options, name);
+    case 2: return sizeof(polylimit_client_options);
+    default: return 0;
+  }
+}
+
+// The caller's options, widened to the current version (new fields 0).
+polylimit_client_options read_client_options(const polylimit_client_options* in) {
+  size_t size = client_options_size(in->version);
+  if (size == 0)
+    polylimit::throw_invalid("options->version = " + std::to_string(in->version) +
+                            " is not a known POLYLIMIT_CLIENT_OPTIONS_VERSION (1.." +
+                            std::to_string(POLYLIMIT_CLIENT_OPTIONS_VERSION) + ")");
+  polylimit_client_options o;
+  std::memset(&o, 0, sizeof o);
+  std::memcpy(&o, in, size);
+  return o;
+}
+
+std::string opt_string(const char* s) { return s == nullptr ? std::string() : std::string(s); }
+
+// Copies a string the library made into memory the caller frees with polylimit_free.
+void hand_over(const std::string& text, char** out, size_t* len) {
+  char* buf = static_cast<char*>(std::malloc(text.size() + 1));
+  if (buf == nullptr) throw std::bad_alloc();
+  std::memcpy(buf, text.c_str(), text.size() + 1);
+  *out = buf;
+  if (len != nullptr) *len = text.size();
+}
+
 // The caller's options, widened to the current version (new fields 0).
 polylimit_limiter_options read_limiter_options(const polylimit_limiter_options* in) {
   size_t size = limiter_options_size(in->version);
@@ -176,9 +208,11 @@ const char* polylimit_version_string(void) { return POLYLIMIT_VERSION_STRING; }
 
 int polylimit_client_options_init(polylimit_client_options* opts, unsigned int version) {
   if (opts == nullptr) return POLYLIMIT_EINVALID;
-  if (version != POLYLIMIT_CLIENT_OPTIONS_VERSION) return POLYLIMIT_EINVALID;
+  size_t size = client_options_size(version);
+  if (size == 0) return POLYLIMIT_EINVALID;
   polylimit_client_options init = POLYLIMIT_CLIENT_OPTIONS_INIT;
-  *opts = init;
+  init.version = version;
+  std::memcpy(opts, &init, size);  // a version-1 caller's struct is shorter
   return POLYLIMIT_OK;
 }
 
@@ -195,14 +229,18 @@ int polylimit_limiter_options_init(polylimit_limiter_options* opts, unsigned int
 int polylimit_client_open(const char* url, const polylimit_client_options* options, polylimit_client** out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   *out = nullptr;
-  if (url == nullptr) return null_argument(err, "url");
   return guarded(err, [&] {
     polylimit::ClientOptions co;
     if (options != nullptr) {
-      if (options->version != POLYLIMIT_CLIENT_OPTIONS_VERSION)
-        polylimit::throw_invalid("options->version = " + std::to_string(options->version) +
-                                " is not POLYLIMIT_CLIENT_OPTIONS_VERSION (" + std::to_string(POLYLIMIT_CLIENT_OPTIONS_VERSION) +
-                                ")");
+      const polylimit_client_options o = read_client_options(options);
+      options = &o;
+      co.name = opt_string(o.name);
+      co.tls.ca_file = opt_string(o.tls_ca_file);
+      co.tls.ca_dir = opt_string(o.tls_ca_dir);
+      co.tls.cert_file = opt_string(o.tls_cert_file);
+      co.tls.key_file = opt_string(o.tls_key_file);
+      co.tls.server_name = opt_string(o.tls_server_name);
+      co.tls.insecure = o.tls_insecure != 0;
       // 0 picks the default; negatives reach validate() and are rejected there.
       auto pick = [](int v, int def) { return v == 0 ? def : v; };
       co.pool.size = pick(options->pool_size, co.pool.size);
@@ -213,7 +251,7 @@ int polylimit_client_open(const char* url, const polylimit_client_options* optio
       co.pool.idle_check_ms = pick(options->idle_check_ms, co.pool.idle_check_ms);
     }
     auto client = std::make_unique<polylimit_client>();
-    client->rep = polylimit::Client::open(url, co);
+    client->rep = polylimit::Client::open(url == nullptr ? std::string() : std::string(url), co);
     *out = client.release();
   });
 }
@@ -437,12 +475,44 @@ int polylimit_client_stats_prometheus(polylimit_client* client, char** out, size
   if (len != nullptr) *len = 0;
   if (client == nullptr) return null_argument(err, "client");
   return guarded(err, [&] {
-    std::string text = polylimit::to_prometheus(client->rep->stats());
-    char* buf = static_cast<char*>(std::malloc(text.size() + 1));  // released by polylimit_free
-    if (buf == nullptr) throw std::bad_alloc();
-    std::memcpy(buf, text.c_str(), text.size() + 1);
-    *out = buf;
-    if (len != nullptr) *len = text.size();
+    hand_over(polylimit::to_prometheus(client->rep->stats(), client->rep->name()), out, len);
+  });
+}
+
+int polylimit_clients_stats_prometheus(polylimit_client* const* clients, size_t n, char** out, size_t* len,
+                                       polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (len != nullptr) *len = 0;
+  if (clients == nullptr) return null_argument(err, "clients");
+  return guarded(err, [&] {
+    if (n < 1 || n > static_cast<size_t>(POLYLIMIT_MAX_BATCH))
+      polylimit::throw_invalid("n = " + std::to_string(n) + " is out of range 1.." + std::to_string(POLYLIMIT_MAX_BATCH));
+    std::vector<std::pair<std::string, polylimit::Stats>> all;
+    all.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (clients[i] == nullptr) polylimit::throw_invalid("clients[" + std::to_string(i) + "] is NULL");
+      all.emplace_back(clients[i]->rep->name(), clients[i]->rep->stats());
+    }
+    hand_over(polylimit::to_prometheus(all), out, len);
+  });
+}
+
+int polylimit_limiter_headers(const polylimit_limiter* limiter, const polylimit_decision* decision, char** out,
+                              size_t* len, polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (len != nullptr) *len = 0;
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (decision == nullptr) return null_argument(err, "decision");
+  return guarded(err, [&] {
+    polylimit::Decision d;
+    d.allowed = decision->allowed != 0;
+    d.limit = decision->limit;
+    d.remaining = decision->remaining;
+    d.retry_after_ms = decision->retry_after_ms;
+    d.reset_after_ms = decision->reset_after_ms;
+    hand_over(polylimit::format_headers(limiter->rep->headers(d)), out, len);
   });
 }
 

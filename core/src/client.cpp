@@ -1,6 +1,8 @@
 // client.cpp - Client::open picks the backend for a URL.
 #include "polylimit/client.h"
 
+#include <cstdlib>
+
 #include "cluster_transport.h"
 #include "memory_backend.h"
 #include "redis_backend.h"
@@ -28,15 +30,27 @@ void validate(const PoolOptions& o) {
   check_bound(bounds::kIdleCheckMs, o.idle_check_ms);
 }
 
+std::string Client::resolve_url(const std::string& url) {
+  if (!url.empty()) return url;
+  const char* env = std::getenv("POLYLIMIT_URL");
+  if (env != nullptr && *env != '\0') return env;
+  throw_invalid(
+      "url: none given and POLYLIMIT_URL is not set; pass a redis://, rediss://, redis+cluster:// or "
+      "redis+sentinel:// URL, or memory:// for a limiter local to this process");
+}
+
 std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions& options) {
-  Endpoint ep = parse_url(url);
+  Endpoint ep = parse_url(resolve_url(url));
   validate(options.pool);
+  validate_client_name(options.name);
+  // TLS options on a URL without TLS would be silently ignored: refuse them.
+  if (options.tls.any_set()) throw_invalid("tls options are set but the URL does not use TLS (rediss://)");
   std::unique_ptr<Backend> backend;
   if (ep.kind == Endpoint::Kind::kMemory)
     backend = std::make_unique<MemoryBackend>(options.memory_clock);
   else
     backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool));
-  return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend)));
+  return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend), options.name));
 }
 
 void Client::close() {

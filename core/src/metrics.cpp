@@ -2,7 +2,10 @@
 #include "polylimit/metrics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+
+#include "polylimit/errors.h"
 
 namespace polylimit {
 namespace {
@@ -46,39 +49,87 @@ Stats Metrics::snapshot() const {
   return s;
 }
 
-std::string to_prometheus(const Stats& s) {
-  std::string out;
-  auto counter = [&](const char* name, const char* help, uint64_t v) {
-    out += std::string("# HELP polylimit_") + name + " " + help + "\n# TYPE polylimit_" + name + " counter\npolylimit_" +
-           name + " " + std::to_string(v) + "\n";
-  };
-  counter("checks_total", "Checks decided or failed.", s.checks);
-  counter("admitted_total", "Checks admitted.", s.admitted);
-  counter("denied_total", "Checks denied.", s.denied);
-  counter("errors_total", "Checks that returned an error.", s.errors);
-  counter("round_trips_total", "Round trips to Redis.", s.round_trips);
-  counter("noscript_reloads_total", "Script reloads after NOSCRIPT.", s.noscript_reloads);
-  counter("cache_hits_total", "Checks answered by the local deny cache.", s.cache_hits);
-  counter("degraded_total", "Checks answered by the failure policy.", s.degraded);
-  counter("near_limit_total", "Admitted checks with less than 10% of the limit remaining.", s.near_limit);
-  counter("connect_attempts_total", "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.",
-          s.connect_attempts);
-  out += "# HELP polylimit_evicting_nodes Redis nodes whose maxmemory policy can evict limiter keys (over-admission risk).\n"
-         "# TYPE polylimit_evicting_nodes gauge\npolylimit_evicting_nodes " + std::to_string(s.evicting_nodes) + "\n";
-  out += "# HELP polylimit_check_latency_seconds Latency of a check.\n# TYPE polylimit_check_latency_seconds histogram\n";
-  uint64_t cumulative = 0;
-  char buf[64];
-  for (size_t i = 0; i < kLatencyBuckets; ++i) {
-    cumulative += s.latency_buckets[i];
-    if (i + 1 < kLatencyBuckets)
-      std::snprintf(buf, sizeof buf, "%g", static_cast<double>(kLatencyBoundsUs[i]) / 1e6);
-    else
-      std::snprintf(buf, sizeof buf, "+Inf");
-    out += std::string("polylimit_check_latency_seconds_bucket{le=\"") + buf + "\"} " + std::to_string(cumulative) + "\n";
+namespace {
+
+// One metric family: HELP and TYPE once, then a sample per client.
+struct Family {
+  const char* name;
+  const char* type;
+  const char* help;
+  uint64_t Stats::*field;
+};
+
+const Family kFamilies[] = {
+    {"checks_total", "counter", "Checks decided or failed.", &Stats::checks},
+    {"admitted_total", "counter", "Checks admitted.", &Stats::admitted},
+    {"denied_total", "counter", "Checks denied.", &Stats::denied},
+    {"errors_total", "counter", "Checks that returned an error.", &Stats::errors},
+    {"round_trips_total", "counter", "Round trips to Redis.", &Stats::round_trips},
+    {"noscript_reloads_total", "counter", "Script reloads after NOSCRIPT.", &Stats::noscript_reloads},
+    {"cache_hits_total", "counter", "Checks answered by the local deny cache.", &Stats::cache_hits},
+    {"degraded_total", "counter", "Checks answered by the failure policy.", &Stats::degraded},
+    {"near_limit_total", "counter", "Admitted checks with less than 10% of the limit remaining.", &Stats::near_limit},
+    {"connect_attempts_total", "counter",
+     "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.", &Stats::connect_attempts},
+    {"evicting_nodes", "gauge", "Redis nodes whose maxmemory policy can evict limiter keys (over-admission risk).",
+     &Stats::evicting_nodes},
+};
+
+// `{client="name"` (the caller closes it or adds more labels), or "" for an
+// unnamed client. Names are validated (validate_client_name): no escaping.
+std::string open_labels(const std::string& name) { return name.empty() ? "" : "{client=\"" + name + "\""; }
+
+std::string labels(const std::string& name) { return name.empty() ? "" : open_labels(name) + "}"; }
+
+}  // namespace
+
+void validate_client_name(const std::string& name) {
+  if (name.size() > 128) throw_invalid("name is " + std::to_string(name.size()) + " bytes long; at most 128");
+  for (char c : name) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':' || c == '/';
+    if (!ok)
+      throw_invalid("name '" + name + "': only letters, digits and _ - . : / may appear (it becomes a metrics label)");
   }
-  std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(s.latency_sum_us) / 1e6);
-  out += std::string("polylimit_check_latency_seconds_sum ") + buf + "\n";
-  out += "polylimit_check_latency_seconds_count " + std::to_string(s.latency_count) + "\n";
+}
+
+std::string to_prometheus(const Stats& stats, const std::string& name) {
+  return to_prometheus(std::vector<std::pair<std::string, Stats>>{{name, stats}});
+}
+
+std::string to_prometheus(const std::vector<std::pair<std::string, Stats>>& clients) {
+  if (clients.size() > 1) {
+    for (size_t i = 0; i < clients.size(); ++i) {
+      if (clients[i].first.empty())
+        throw_invalid("clients[" + std::to_string(i) + "] has no name; several clients on one page need a name each");
+      for (size_t j = 0; j < i; ++j)
+        if (clients[j].first == clients[i].first)
+          throw_invalid("clients[" + std::to_string(i) + "] and clients[" + std::to_string(j) + "] are both named '" +
+                        clients[i].first + "'");
+    }
+  }
+  std::string out;
+  for (const Family& f : kFamilies) {
+    out += std::string("# HELP polylimit_") + f.name + " " + f.help + "\n# TYPE polylimit_" + f.name + " " + f.type + "\n";
+    for (const auto& [name, s] : clients)
+      out += std::string("polylimit_") + f.name + labels(name) + " " + std::to_string(s.*f.field) + "\n";
+  }
+  out += "# HELP polylimit_check_latency_seconds Latency of a check.\n# TYPE polylimit_check_latency_seconds histogram\n";
+  char buf[64];
+  for (const auto& [name, s] : clients) {
+    const std::string open = name.empty() ? "{" : open_labels(name) + ",";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < kLatencyBuckets; ++i) {
+      cumulative += s.latency_buckets[i];
+      if (i + 1 < kLatencyBuckets)
+        std::snprintf(buf, sizeof buf, "%g", static_cast<double>(kLatencyBoundsUs[i]) / 1e6);
+      else
+        std::snprintf(buf, sizeof buf, "+Inf");
+      out += "polylimit_check_latency_seconds_bucket" + open + "le=\"" + buf + "\"} " + std::to_string(cumulative) + "\n";
+    }
+    std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(s.latency_sum_us) / 1e6);
+    out += "polylimit_check_latency_seconds_sum" + labels(name) + " " + buf + "\n";
+    out += "polylimit_check_latency_seconds_count" + labels(name) + " " + std::to_string(s.latency_count) + "\n";
+  }
   return out;
 }
 

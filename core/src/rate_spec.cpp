@@ -1,4 +1,7 @@
 // rate_spec.cpp - a small hand-written tokenizer; errors quote the bad part.
+// The grammar is a superset of the `limits` package's string notation (the
+// one flask-limiter, slowapi and others share), with the same meaning, so
+// rate strings copied from those projects work unchanged: docs/rate-specs.md.
 #include "polylimit/rate_spec.h"
 
 #include <cctype>
@@ -29,6 +32,9 @@ int64_t unit_ms(const std::string& u) {
   if (u == "m" || u == "min" || u == "mins" || u == "minute" || u == "minutes") return 60000;
   if (u == "h" || u == "hr" || u == "hrs" || u == "hour" || u == "hours") return 3600000;
   if (u == "d" || u == "day" || u == "days") return 86400000;
+  // As `limits` counts them: a month is 30 days, a year 12 such months.
+  if (u == "month" || u == "months") return 30LL * 86400000;
+  if (u == "year" || u == "years") return 360LL * 86400000;
   return 0;
 }
 
@@ -93,9 +99,9 @@ LimitParams parse_one(std::string_view text, Algorithm algorithm) {
   }
   int64_t n = p.digit_next() ? p.number("period length", kMaxWindowMs) : 1;
   std::string unit = p.word();
-  if (unit.empty()) p.fail("expected a time unit (ms, s, m, h, d) at '" + std::string(p.rest()) + "'");
+  if (unit.empty()) p.fail("expected a time unit (ms, s, m, h, d, month, year) at '" + std::string(p.rest()) + "'");
   int64_t ms = unit_ms(unit);
-  if (ms == 0) p.fail("unknown time unit '" + unit + "' (use ms, s, m, h or d)");
+  if (ms == 0) p.fail("unknown time unit '" + unit + "' (use ms, s, m, h, d, month or year)");
   if (n > kMaxWindowMs / ms) p.fail("period is longer than " + std::to_string(kMaxWindowMs) + " ms");
   lp.window_ms = n * ms;
   if (!p.done()) {
@@ -119,11 +125,12 @@ std::vector<LimitParams> parse_rate_spec(std::string_view spec, Algorithm algori
   std::vector<LimitParams> out;
   size_t start = 0;
   while (true) {
-    size_t semi = spec.find(';', start);
-    std::string_view part = spec.substr(start, semi == std::string_view::npos ? std::string_view::npos : semi - start);
+    // ';', ',' and '|' all separate limits, as in `limits`.
+    size_t sep = spec.find_first_of(";,|", start);
+    std::string_view part = spec.substr(start, sep == std::string_view::npos ? std::string_view::npos : sep - start);
     out.push_back(parse_one(part, algorithm));
-    if (semi == std::string_view::npos) break;
-    start = semi + 1;
+    if (sep == std::string_view::npos) break;
+    start = sep + 1;
   }
   if (out.size() > kMaxLimitsPerLimiter)
     throw_invalid("rate spec has " + std::to_string(out.size()) + " limits; at most " +

@@ -19,7 +19,7 @@ PIN(polylimit_error, sys_errno, 4);
 PIN(polylimit_error, reserved_, 8);
 PIN(polylimit_error, message, 16);
 
-SIZE(polylimit_client_options, 32);
+SIZE(polylimit_client_options, 88);
 PIN(polylimit_client_options, version, 0);
 PIN(polylimit_client_options, pool_size, 4);
 PIN(polylimit_client_options, connect_timeout_ms, 8);
@@ -28,6 +28,13 @@ PIN(polylimit_client_options, acquire_timeout_ms, 16);
 PIN(polylimit_client_options, keepalive_s, 20);
 PIN(polylimit_client_options, disable_keepalive, 24);
 PIN(polylimit_client_options, idle_check_ms, 28);
+PIN(polylimit_client_options, name, 32); /* version 2 */
+PIN(polylimit_client_options, tls_ca_file, 40);
+PIN(polylimit_client_options, tls_ca_dir, 48);
+PIN(polylimit_client_options, tls_cert_file, 56);
+PIN(polylimit_client_options, tls_key_file, 64);
+PIN(polylimit_client_options, tls_server_name, 72);
+PIN(polylimit_client_options, tls_insecure, 80);
 
 SIZE(polylimit_limiter_options, 80);
 PIN(polylimit_limiter_options, version, 0);

@@ -46,6 +46,32 @@ TEST(RateSpec, Parses) {
   EXPECT_EQ(g[0].algorithm, Algorithm::kGcra);
 }
 
+// Every form of the `limits` string notation parses with the same meaning
+// (month = 30 days, year = 360 days, as `limits` counts them).
+TEST(RateSpec, LimitsNotation) {
+  expect_limit(parse_rate_spec("10/second")[0], 10, 1000);
+  expect_limit(parse_rate_spec("1 per second")[0], 1, 1000);
+  expect_limit(parse_rate_spec("1/SECOND")[0], 1, 1000);
+  expect_limit(parse_rate_spec("1 / Second")[0], 1, 1000);
+  expect_limit(parse_rate_spec("10 per 2 minutes")[0], 10, 120000);
+  expect_limit(parse_rate_spec("100/day, 500/7days")[1], 500, 7 * 86400000LL);
+  expect_limit(parse_rate_spec("1 per month")[0], 1, 30 * 86400000LL);
+  expect_limit(parse_rate_spec("3/Months")[0], 3, 30 * 86400000LL);
+  expect_limit(parse_rate_spec("2000 per year")[0], 2000, 360 * 86400000LL);
+  auto flask = parse_rate_spec("200 per day, 50 per hour");
+  ASSERT_EQ(flask.size(), 2u);
+  expect_limit(flask[0], 200, 86400000);
+  expect_limit(flask[1], 50, 3600000);
+  for (const char* spec : {"10/hour;100/day;2000 per year", "10/hour,100/day,2000 per year",
+                           "10/hour|100/day|2000 per year", "10/hour ; 100/day | 2000 per year"}) {
+    auto three = parse_rate_spec(spec);
+    ASSERT_EQ(three.size(), 3u) << spec;
+    expect_limit(three[0], 10, 3600000);
+    expect_limit(three[1], 100, 86400000);
+    expect_limit(three[2], 2000, 360 * 86400000LL);
+  }
+}
+
 TEST(RateSpec, ClearErrors) {
   expect_bad("", "rate spec is empty");
   expect_bad("   ", "rate spec is empty");
@@ -57,6 +83,9 @@ TEST(RateSpec, ClearErrors) {
   expect_bad("10/", "expected a time unit");
   expect_bad("10/fortnight", "unknown time unit 'fortnight'");
   expect_bad("10/s; 5/fortnight", "rate spec ' 5/fortnight'");
+  expect_bad("10/s, 5/fortnight", "rate spec ' 5/fortnight'");
+  expect_bad("10/s|", "rate spec '': empty limit");
+  expect_bad("1/2 years", "period is longer");
   expect_bad("0/s", "count must be at least 1");
   expect_bad("2000000/s", "count 2000000 is larger than 1000000");
   expect_bad("99999999999999999999/s", "larger than");

@@ -23,8 +23,26 @@ struct PoolOptions {
   int idle_check_ms = bounds::kIdleCheckMs.def;                  // PING a connection idle longer than this before reuse
 };
 
+// TLS for rediss:// (and TLS Cluster / Sentinel URLs). Empty strings: unset.
+struct TlsOptions {
+  std::string ca_file;      // PEM bundle of trusted CAs; empty (and no ca_dir): the system's
+  std::string ca_dir;       // directory of hashed CA certificates
+  std::string cert_file;    // client certificate (PEM), for servers that require one
+  std::string key_file;     // its private key (PEM)
+  std::string server_name;  // SNI and the name the certificate must match; empty: the URL's host
+  bool insecure = false;    // no certificate or host name verification (tests only)
+
+  bool any_set() const {
+    return !ca_file.empty() || !ca_dir.empty() || !cert_file.empty() || !key_file.empty() || !server_name.empty() ||
+           insecure;
+  }
+};
+
 struct ClientOptions {
   PoolOptions pool;
+  // Labels this client's metrics (client="name"); empty: no label.
+  std::string name;
+  TlsOptions tls;
   // memory:// only: the backend's clock in microseconds since the epoch.
   // Empty: the system realtime clock. Tests inject a fake clock here.
   std::function<int64_t()> memory_clock;
@@ -35,14 +53,22 @@ void validate(const PoolOptions& options);
 
 class Client {
  public:
-  // Parses the URL and makes the backend; connections are made lazily.
+  // Parses the URL and makes the backend; connections are made lazily. An
+  // empty url means the POLYLIMIT_URL environment variable; when that is
+  // unset too, Error kInvalidArgument: there is no silent local default
+  // (memory:// must be asked for).
   static std::shared_ptr<Client> open(const std::string& url, const ClientOptions& options = {});
+
+  // The URL open() uses for `url`: url itself, or POLYLIMIT_URL when url is
+  // empty. Throws Error(kInvalidArgument) when both are empty.
+  static std::string resolve_url(const std::string& url);
 
   Backend& backend() const { return *backend_; }
   Metrics& metrics() const { return *metrics_; }
   // Counters of every limiter on this client, with the backend's round trips.
   Stats stats() const;
   const Endpoint& endpoint() const { return endpoint_; }
+  const std::string& name() const { return name_; }
 
   // Closes the client for every limiter made from it: connections are
   // released and later calls throw kClosed. Idempotent; calls in flight
@@ -53,11 +79,15 @@ class Client {
   void ensure_open() const;
 
  private:
-  Client(Endpoint endpoint, std::unique_ptr<Backend> backend)
-      : endpoint_(std::move(endpoint)), backend_(std::move(backend)), metrics_(std::make_unique<Metrics>()) {}
+  Client(Endpoint endpoint, std::unique_ptr<Backend> backend, std::string name)
+      : endpoint_(std::move(endpoint)),
+        backend_(std::move(backend)),
+        metrics_(std::make_unique<Metrics>()),
+        name_(std::move(name)) {}
   Endpoint endpoint_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
+  std::string name_;
   std::atomic<bool> closed_{false};
 };
 

@@ -10,6 +10,7 @@
 
 #include "polylimit/backend.h"
 #include "polylimit/client.h"
+#include "polylimit/headers.h"
 #include "polylimit/decision.h"
 #include "polylimit/errors.h"
 
@@ -111,6 +112,9 @@ class Limiter {
   // Limit i > 0 of a multi-limit limiter appends ":<i>" (same tag, same slot).
   std::string storage_key(std::string_view key) const;
   std::vector<std::string> storage_keys(std::string_view key) const;
+
+  // The HTTP rate-limit headers for a decision of this limiter (headers.h).
+  std::vector<Header> headers(const Decision& decision) const { return rate_limit_headers(decision, limits_); }
 
   const LimiterOptions& options() const { return options_; }
   const std::vector<LimitParams>& limits() const { return limits_; }

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "polylimit/decision.h"
 #include "polylimit/vocabulary.h"
@@ -48,7 +50,16 @@ class Metrics {
   std::array<Counter, kLatencyBuckets> buckets_{};
 };
 
-// Prometheus text exposition format, metric names prefixed "polylimit_".
-std::string to_prometheus(const Stats& stats);
+// Prometheus text exposition format, metric names prefixed "polylimit_";
+// a non-empty name labels every sample client="name".
+std::string to_prometheus(const Stats& stats, const std::string& name = {});
+// Several clients on one page: each metric's HELP and TYPE once, a sample
+// per client. With more than one client each needs a distinct, non-empty
+// name (else Error kInvalidArgument).
+std::string to_prometheus(const std::vector<std::pair<std::string, Stats>>& clients);
+
+// Throws Error(kInvalidArgument) unless name (a client's metrics label) is at
+// most 128 bytes of letters, digits and _ - . : /
+void validate_client_name(const std::string& name);
 
 }  // namespace polylimit

@@ -1,0 +1,33 @@
+// headers.h - the HTTP rate-limit response headers for a decision, computed
+// once here so that every language's middleware sends identical headers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "polylimit/backend.h"
+#include "polylimit/decision.h"
+
+namespace polylimit {
+
+struct Header {
+  std::string name;
+  std::string value;
+};
+
+// The headers for decision `d` of a limiter whose limits are `limits`:
+//   Retry-After          whole seconds, rounded up (at least 1); on a denial only
+//   RateLimit-Limit      the limit that decided
+//   RateLimit-Remaining  units left (never negative)
+//   RateLimit-Reset      whole seconds until the key is back to full capacity
+//   RateLimit-Policy     every limit as `"name";q=<limit>;w=<window seconds>`
+//   RateLimit            the deciding limit as `"name";r=<remaining>;t=<reset>`
+// The last two are the IETF httpapi draft's structured fields; the first
+// four are what most clients read today. A decision whose limit is none of
+// `limits` (check_limit) gets no RateLimit-Policy and the name "default".
+std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits);
+
+// "Name: value\n" per header, in the order above.
+std::string format_headers(const std::vector<Header>& headers);
+
+}  // namespace polylimit

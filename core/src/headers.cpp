@@ -1,0 +1,62 @@
+// headers.cpp - Decision -> HTTP rate-limit headers (see headers.h).
+#include "polylimit/headers.h"
+
+#include <algorithm>
+
+namespace polylimit {
+namespace {
+
+// Milliseconds to whole seconds, rounded up: a client that waits this long
+// is never early.
+int64_t ceil_seconds(int64_t ms) { return ms <= 0 ? 0 : (ms + 999) / 1000; }
+
+// A policy's name: "default" for a single limit, else "<limit>-per-<window>",
+// e.g. "100-per-60s" or "10-per-500ms", unique within one limiter's spec.
+std::string policy_name(const LimitParams& p, size_t count) {
+  if (count == 1) return "default";
+  std::string window = p.window_ms % 1000 == 0 ? std::to_string(p.window_ms / 1000) + "s"
+                                               : std::to_string(p.window_ms) + "ms";
+  return std::to_string(p.limit) + "-per-" + window;
+}
+
+}  // namespace
+
+std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits) {
+  const int64_t remaining = std::max<int64_t>(0, d.remaining);
+  const int64_t reset = ceil_seconds(d.reset_after_ms);
+  std::vector<Header> out;
+  if (!d.allowed) out.push_back({"Retry-After", std::to_string(std::max<int64_t>(1, ceil_seconds(d.retry_after_ms)))});
+  out.push_back({"RateLimit-Limit", std::to_string(d.limit)});
+  out.push_back({"RateLimit-Remaining", std::to_string(remaining)});
+  out.push_back({"RateLimit-Reset", std::to_string(reset)});
+
+  // The deciding limit: the first whose capacity (GCRA: the burst) or count
+  // is the decision's limit.
+  const LimitParams* decider = nullptr;
+  for (const auto& p : limits)
+    if (p.capacity() == d.limit) { decider = &p; break; }
+  if (decider == nullptr)
+    for (const auto& p : limits)
+      if (p.limit == d.limit) { decider = &p; break; }
+  std::string name = "default";
+  if (decider != nullptr) {
+    name = policy_name(*decider, limits.size());
+    std::string policy;
+    for (const auto& p : limits) {
+      if (!policy.empty()) policy += ", ";
+      policy += "\"" + policy_name(p, limits.size()) + "\";q=" + std::to_string(p.capacity()) +
+                ";w=" + std::to_string(std::max<int64_t>(1, ceil_seconds(p.window_ms)));
+    }
+    out.push_back({"RateLimit-Policy", policy});
+  }
+  out.push_back({"RateLimit", "\"" + name + "\";r=" + std::to_string(remaining) + ";t=" + std::to_string(reset)});
+  return out;
+}
+
+std::string format_headers(const std::vector<Header>& headers) {
+  std::string out;
+  for (const auto& h : headers) out += h.name + ": " + h.value + "\n";
+  return out;
+}
+
+}  // namespace polylimit
