@@ -543,6 +543,7 @@ POLYLIMIT_EXTERN(int) polylimit_clients_stats_prometheus(polylimit_client *const
  *   RateLimit-Remaining: <n>  units left, never negative
  *   RateLimit-Reset: <s>      seconds until the key is back to full capacity
  *   RateLimit-Policy: "<name>";q=<limit>;w=<window s>[, ...]   every limit
+ *                             (GCRA: q is the burst, what remaining counts from)
  *   RateLimit: "<name>";r=<remaining>;t=<reset s>              the deciding one
  * The last two are the IETF httpapi draft's fields. A single-limit limiter's
  * policy is named "default"; a rate spec's limits "<limit>-per-<window>"

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -57,10 +59,12 @@ TEST(CApi, Version) {
 
 TEST(CApi, ClientOpenBadInput) {
   polylimit_client* c = reinterpret_cast<polylimit_client*>(0x1);
-  EXPECT_ERR(polylimit_client_open(nullptr, nullptr, &c, err), POLYLIMIT_EINVALID, "url is NULL");
+  ::unsetenv("POLYLIMIT_URL");
+  EXPECT_ERR(polylimit_client_open(nullptr, nullptr, &c, err), POLYLIMIT_EINVALID, "POLYLIMIT_URL is not set");
   EXPECT_EQ(c, nullptr);  // out is cleared on failure
+  EXPECT_ERR(polylimit_client_open("", nullptr, &c, err), POLYLIMIT_EINVALID, "memory:// for a limiter local");
   EXPECT_ERR(polylimit_client_open("memory://", nullptr, nullptr, err), POLYLIMIT_EINVALID, "out is NULL");
-  EXPECT_ERR(polylimit_client_open("", nullptr, &c, err), POLYLIMIT_EINVALID, "expected scheme");
+  EXPECT_ERR(polylimit_client_open(" ", nullptr, &c, err), POLYLIMIT_EINVALID, "expected scheme");
   EXPECT_ERR(polylimit_client_open("redis://h:99999", nullptr, &c, err), POLYLIMIT_EINVALID, "port");
   EXPECT_ERR(polylimit_client_open("nonsense", nullptr, &c, err), POLYLIMIT_EINVALID, "url");
   polylimit_client_options o = POLYLIMIT_CLIENT_OPTIONS_INIT;
@@ -80,6 +84,63 @@ TEST(CApi, ClientOpenBadInput) {
   EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "keepalive_s");
   // NULL err is allowed everywhere.
   EXPECT_EQ(polylimit_client_open(nullptr, nullptr, &c, nullptr), POLYLIMIT_EINVALID);
+}
+
+// No silent local default: without a URL the client comes from POLYLIMIT_URL.
+TEST(CApi, UrlFromEnvironment) {
+  pltest::RedisServer server;
+  ASSERT_EQ(::setenv("POLYLIMIT_URL", server.url().c_str(), 1), 0);
+  polylimit_client* c = nullptr;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_client_open(nullptr, nullptr, &c, &err), POLYLIMIT_OK) << err.message;
+  polylimit_limiter_options o = limiter_opts(3, 60000);
+  polylimit_limiter* l = nullptr;
+  ASSERT_EQ(polylimit_limiter_new(c, &o, &l, &err), POLYLIMIT_OK) << err.message;
+  polylimit_decision d;
+  ASSERT_EQ(polylimit_limiter_check(l, "env", 3, 3, &d, &err), POLYLIMIT_OK) << err.message;
+  EXPECT_TRUE(d.allowed);
+  // It went to that server, not to an in-process store.
+  EXPECT_EQ(server.command({"DBSIZE"}), "1");
+  polylimit_limiter_free(l);
+  polylimit_client_close(c);
+  // An explicit URL wins over the environment.
+  ASSERT_EQ(polylimit_client_open("memory://", nullptr, &c, &err), POLYLIMIT_OK);
+  polylimit_client_close(c);
+  ::unsetenv("POLYLIMIT_URL");
+}
+
+TEST(CApi, ClientOptionsVersion2) {
+  polylimit_client* c = nullptr;
+  polylimit_client_options o = POLYLIMIT_CLIENT_OPTIONS_INIT;
+  EXPECT_EQ(o.version, 2u);
+  o.name = "bad name";
+  EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "name 'bad name'");
+  std::string long_name(129, 'a');
+  o.name = long_name.c_str();
+  EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "name is 129 bytes");
+  o.name = "api-1";
+  o.tls_ca_file = "/nonexistent/ca.pem";
+  EXPECT_ERR(polylimit_client_open("redis://127.0.0.1:1", &o, &c, err), POLYLIMIT_EINVALID, "tls");
+  o.tls_ca_file = nullptr;
+  o.tls_insecure = 1;
+  EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "tls");
+  // A version-1 struct ends before name: whatever follows it is never read.
+  o = POLYLIMIT_CLIENT_OPTIONS_INIT;
+  o.version = 1;
+  o.name = reinterpret_cast<const char*>(0x1);
+  o.tls_ca_file = reinterpret_cast<const char*>(0x1);
+  o.tls_insecure = 7;
+  polylimit_error e;
+  ASSERT_EQ(polylimit_client_open("memory://", &o, &c, &e), POLYLIMIT_OK) << e.message;
+  polylimit_client_close(c);
+  polylimit_client_options v1;
+  std::memset(&v1, 0x5a, sizeof v1);
+  EXPECT_EQ(polylimit_client_options_init(&v1, 1), POLYLIMIT_OK);
+  EXPECT_EQ(v1.version, 1u);
+  EXPECT_EQ(v1.idle_check_ms, 0);
+  unsigned char tail[sizeof v1 - offsetof(polylimit_client_options, name)];
+  std::memcpy(tail, reinterpret_cast<const unsigned char*>(&v1) + offsetof(polylimit_client_options, name), sizeof tail);
+  for (unsigned char b : tail) EXPECT_EQ(b, 0x5a);  // only version 1's fields were written
 }
 
 TEST(CApi, OptionsInit) {

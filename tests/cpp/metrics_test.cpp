@@ -1,8 +1,10 @@
 // Per-client metrics: counters, the latency histogram, Prometheus text.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "redis_server.h"
 #include "polylimit.h"
@@ -74,4 +76,93 @@ TEST(Metrics, CountsEverything) {
   polylimit_free(text);
   polylimit_limiter_free(l);
   polylimit_client_close(client);
+}
+
+namespace {
+
+polylimit_client* open_named(const char* name) {
+  polylimit_client_options o = POLYLIMIT_CLIENT_OPTIONS_INIT;
+  o.name = name;
+  polylimit_client* c = nullptr;
+  polylimit_error err;
+  EXPECT_EQ(polylimit_client_open("memory://", &o, &c, &err), POLYLIMIT_OK) << err.message;
+  return c;
+}
+
+void check_n(polylimit_client* c, int n) {
+  polylimit_limiter* l = nullptr;
+  ASSERT_EQ(polylimit_limiter_new_spec(c, "2/minute", nullptr, &l, nullptr), POLYLIMIT_OK);
+  polylimit_decision d;
+  for (int i = 0; i < n; ++i) ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_free(l);
+}
+
+// Every "# HELP x" and "# TYPE x" at most once: what Prometheus parsers demand.
+void expect_valid_page(const std::string& page) {
+  size_t pos = 0;
+  std::vector<std::string> seen;
+  while ((pos = page.find("# ", pos)) != std::string::npos) {
+    size_t eol = page.find('\n', pos);
+    std::string line = page.substr(pos, eol - pos);
+    size_t sp = line.find(' ', 7);
+    std::string head = line.substr(0, sp);  // "# HELP name" / "# TYPE name"
+    for (const auto& s : seen) EXPECT_NE(s, head) << "repeated: " << head;
+    seen.push_back(head);
+    pos = eol;
+  }
+  EXPECT_GT(seen.size(), 20u);
+}
+
+}  // namespace
+
+TEST(Metrics, NamedClientsShareOnePage) {
+  polylimit_client* api = open_named("api");
+  polylimit_client* jobs = open_named("jobs/batch");
+  check_n(api, 3);  // 2 admitted, 1 denied
+  check_n(jobs, 1);
+
+  char* text = nullptr;
+  size_t len = 0;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_client_stats_prometheus(api, &text, &len, &err), POLYLIMIT_OK);
+  std::string one(text, len);
+  polylimit_free(text);
+  EXPECT_NE(one.find("polylimit_checks_total{client=\"api\"} 3\n"), std::string::npos) << one;
+  EXPECT_NE(one.find("polylimit_check_latency_seconds_bucket{client=\"api\",le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(one.find("polylimit_check_latency_seconds_count{client=\"api\"} 3\n"), std::string::npos);
+
+  polylimit_client* both[] = {api, jobs};
+  ASSERT_EQ(polylimit_clients_stats_prometheus(both, 2, &text, &len, &err), POLYLIMIT_OK) << err.message;
+  std::string page(text, len);
+  polylimit_free(text);
+  expect_valid_page(page);
+  EXPECT_NE(page.find("polylimit_denied_total{client=\"api\"} 1\npolylimit_denied_total{client=\"jobs/batch\"} 0\n"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("polylimit_check_latency_seconds_count{client=\"jobs/batch\"} 1\n"), std::string::npos);
+  // The bug this fixes: two single pages glued together repeat every HELP.
+  EXPECT_EQ(std::count(page.begin(), page.end(), '#'), 2 * 12);
+
+  // Bad input names the client.
+  polylimit_client* unnamed = nullptr;
+  ASSERT_EQ(polylimit_client_open("memory://", nullptr, &unnamed, nullptr), POLYLIMIT_OK);
+  polylimit_client* three[] = {api, unnamed, jobs};
+  EXPECT_EQ(polylimit_clients_stats_prometheus(three, 3, &text, &len, &err), POLYLIMIT_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "clients[1] has no name"), nullptr) << err.message;
+  polylimit_client* twice[] = {api, jobs, api};
+  EXPECT_EQ(polylimit_clients_stats_prometheus(twice, 3, &text, &len, &err), POLYLIMIT_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "clients[2] and clients[0] are both named 'api'"), nullptr) << err.message;
+  EXPECT_EQ(polylimit_clients_stats_prometheus(both, 0, &text, &len, &err), POLYLIMIT_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "n = 0 is out of range"), nullptr) << err.message;
+  polylimit_client* with_null[] = {api, nullptr};
+  EXPECT_EQ(polylimit_clients_stats_prometheus(with_null, 2, &text, &len, &err), POLYLIMIT_EINVALID);
+  EXPECT_NE(std::strstr(err.message, "clients[1] is NULL"), nullptr) << err.message;
+  EXPECT_EQ(polylimit_clients_stats_prometheus(nullptr, 1, &text, &len, &err), POLYLIMIT_EINVALID);
+  // One unnamed client alone is fine (no labels).
+  ASSERT_EQ(polylimit_clients_stats_prometheus(&unnamed, 1, &text, nullptr, nullptr), POLYLIMIT_OK);
+  EXPECT_NE(std::string(text).find("\npolylimit_checks_total 0\n"), std::string::npos);
+  polylimit_free(text);
+  polylimit_client_close(unnamed);
+  polylimit_client_close(api);
+  polylimit_client_close(jobs);
 }
