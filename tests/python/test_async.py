@@ -84,7 +84,7 @@ def test_async_variants(url, key):
 
 def test_async_decorator_and_hit(key):
     async def main():
-        with polylimit.Client() as client:
+        with polylimit.Client("memory://") as client:
             lim = client.limiter("1/m")
 
             @lim.limit(lambda user: key + user)
@@ -108,7 +108,7 @@ def test_async_decorator_and_hit(key):
 
 def test_async_after_close_raises(key):
     async def main():
-        client = polylimit.Client()
+        client = polylimit.Client("memory://")
         lim = client.limiter("1/m")
         await lim.acheck(key)
         client.close()

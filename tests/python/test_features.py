@@ -280,7 +280,7 @@ def test_acquire_waits_for_admission(url, key):
 
 
 def test_acquire_releases_the_gil(key):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter("1 per 400 ms")
         lim.check(key)
         t = threading.Thread(target=lim.acquire, args=(key,), kwargs={"timeout": 2})
@@ -330,7 +330,7 @@ def test_check_limit_per_call(url, key):
 
 
 def test_bad_arguments_of_the_new_calls():
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter("5/s")
         with pytest.raises(polylimit.InvalidArgument):
             lim.check_at_most("k", 0)
@@ -376,7 +376,7 @@ def test_stats_and_prometheus(redis_server, key):
 
 
 def test_stats_after_close_raise():
-    client = polylimit.Client()
+    client = polylimit.Client("memory://")
     client.close()
     with pytest.raises(polylimit.Error) as info:
         client.stats()

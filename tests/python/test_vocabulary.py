@@ -67,7 +67,7 @@ def test_names_and_fields_come_from_the_table():
     assert polylimit.ALGORITHMS == tuple(sorted(_vocabulary.ALGORITHMS))
     assert polylimit.CLOCKS == tuple(sorted(_vocabulary.CLOCKS))
     assert polylimit.FAILURE_POLICIES == tuple(sorted(_vocabulary.FAILURE_POLICIES))
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         d = client.limiter("5/s").check("k")
         for field in _vocabulary.DECISION_FIELDS:
             assert hasattr(d, field), field
@@ -113,7 +113,7 @@ def test_client_option_bound_message(kwargs, message):
     ({"breaker_failures": 1000001}, "breaker_failures = 1000001 is out of range 0..1000000"),
 ])
 def test_limiter_option_bound_message(kwargs, message):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         with pytest.raises(polylimit.InvalidArgument) as info:
             client.limiter("10/s", **kwargs)
     assert str(info.value) == message
@@ -154,7 +154,7 @@ def test_messages_use_the_tables_bounds():
     (0.2999, 300),
 ])
 def test_durations_round_up_to_whole_milliseconds(block, retry_after_ms):
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter("1/100ms", block=block, clock="client")
         assert lim.check_at("k", 1, 1_700_000_000.0).allowed
         # Denied: the block (longer than the rate's 90 ms) says how long.
@@ -190,7 +190,7 @@ def test_closing_the_client_closes_its_limiters(url, key):
 
 
 def test_limiters_stay_safe_after_their_client_is_gone(key):
-    client = polylimit.Client()
+    client = polylimit.Client("memory://")
     lim = client.limiter("5/s")
     client.close()
     del client
@@ -246,7 +246,7 @@ def test_check_many_reports_the_failing_keys_own_error(url, key):
 
 
 def test_check_many_refused_as_a_whole_raises_always():
-    with polylimit.Client() as client:
+    with polylimit.Client("memory://") as client:
         lim = client.limiter("5/s")
         too_many = _vocabulary.BOUNDS["batch"][1] + 1
         for return_exceptions in (False, True):

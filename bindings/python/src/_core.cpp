@@ -113,9 +113,48 @@ int to_int(py::handle value, const char* name) {
   return static_cast<int>(v);
 }
 
+// The limiter handle, shared by the Limiter and every Decision it made, so
+// that decision.headers() can ask the core for the limiter's headers even
+// after the Python Limiter is gone (polylimit_limiter_free runs with the last
+// owner).
+struct FreeLimiter {
+  void operator()(polylimit_limiter* l) const { polylimit_limiter_free(l); }
+};
+using LimiterHandle = std::shared_ptr<polylimit_limiter>;
+
+// polylimit_limiter_headers: the "Name: value\n" lines, as the core formats them.
+// Needs the GIL (raises); the call does no I/O.
+std::string limiter_headers(const polylimit_limiter* limiter, const polylimit_decision& d) {
+  char* text = nullptr;
+  size_t len = 0;
+  polylimit_error err;
+  int st = polylimit_limiter_headers(limiter, &d, &text, &len, &err);
+  if (st != POLYLIMIT_OK) raise_error(st, err);
+  std::unique_ptr<char, void (*)(void*)> owned(text, polylimit_free);
+  return std::string(text, len);
+}
+
+// The same as a dict {name: value}, in the core's order (dicts keep it).
+// Only splits the core's lines ("Name: value\n"); formats nothing itself.
+py::dict limiter_headers_dict(const polylimit_limiter* limiter, const polylimit_decision& d) {
+  std::string text = limiter_headers(limiter, d);
+  py::dict out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    size_t colon = text.find(": ", pos);
+    if (colon == std::string::npos || colon > end) raise_status(POLYLIMIT_ERROR, "malformed header line from the core", 0);
+    out[py::str(text.substr(pos, colon - pos))] = py::str(text.substr(colon + 2, end - colon - 2));
+    pos = end + 1;
+  }
+  return out;
+}
+
 // A decision as Python sees it; times are also offered in float seconds.
 struct Decision {
   polylimit_decision d{};
+  LimiterHandle limiter;  // the limiter that decided (for headers()); not part of equality
 };
 
 std::string decision_repr(const Decision& self) {
@@ -140,15 +179,29 @@ bool decision_equal(const Decision& a, const Decision& b) {
   return same;
 }
 
+// An optional string option of polylimit_client_options: None is NULL (unset).
+// `storage` keeps the bytes alive for the call.
+const char* optional_string(py::handle value, const char* name, std::string& storage) {
+  if (value.is_none()) return nullptr;
+  if (!PyUnicode_Check(value.ptr()))
+    throw py::type_error(std::string(name) + " must be a str or None, not " + type_name(value));
+  storage = value.cast<std::string>();
+  if (storage.find('\0') != std::string::npos) raise_invalid(std::string(name) + " contains a NUL character");
+  return storage.c_str();
+}
+
 class Client {
  public:
-  Client(const std::string& url, const polylimit_client_options& options) {
-    if (url.find('\0') != std::string::npos) raise_invalid("url contains a NUL character");
+  // url None: NULL, so the core reads $POLYLIMIT_URL (or refuses: there is no
+  // silent default).
+  Client(py::handle url, const polylimit_client_options& options) {
+    std::string url_storage;
+    const char* u = optional_string(url, "url", url_storage);
     polylimit_client* raw = nullptr;
     polylimit_error err;
     // polylimit_client_open only parses and allocates: connections are lazy, so the
     // GIL can stay held.
-    int st = polylimit_client_open(url.c_str(), &options, &raw, &err);
+    int st = polylimit_client_open(u, &options, &raw, &err);
     if (st != POLYLIMIT_OK) raise_error(st, err);
     handle_.reset(raw, polylimit_client_close);
   }
@@ -199,6 +252,24 @@ class Client {
   std::shared_ptr<polylimit_client> handle_;
 };
 
+// polylimit_clients_stats_prometheus: several clients on one page.
+std::string clients_stats_prometheus(py::handle clients) {
+  std::vector<polylimit_client*> handles;
+  for (py::handle c : py::iter(clients)) {
+    if (!py::isinstance<Client>(c)) throw py::type_error("clients must be polylimit clients, not " + type_name(c));
+    handles.push_back(c.cast<const Client&>().get());
+  }
+  polylimit_client* none = nullptr;  // no clients: the core answers (n out of range)
+  char* text = nullptr;
+  size_t len = 0;
+  polylimit_error err;
+  int st = polylimit_clients_stats_prometheus(handles.empty() ? &none : handles.data(), handles.size(), &text,
+                                              &len, &err);
+  if (st != POLYLIMIT_OK) raise_error(st, err);
+  std::unique_ptr<char, void (*)(void*)> owned(text, polylimit_free);
+  return std::string(text, len);
+}
+
 class Limiter {
  public:
   // spec: a rate spec (polylimit_limiter_new_spec), or None for limit/window_ms/burst
@@ -236,7 +307,7 @@ class Limiter {
       st = polylimit_limiter_new(client.get(), &opts, &raw, &err);
     }
     if (st != POLYLIMIT_OK) raise_error(st, err);
-    handle_.reset(raw);
+    handle_.reset(raw, FreeLimiter());
   }
 
   // Every call below: arguments converted with the GIL held, the polylimit_* call
@@ -247,6 +318,7 @@ class Limiter {
   Decision decide(Call&& call) {
     polylimit_limiter* h = handle_.get();
     Decision out;
+    out.limiter = handle_;
     polylimit_error err;
     int st;
     {
@@ -370,7 +442,7 @@ class Limiter {
     size_t first_failed = n;
     for (size_t i = 0; i < n; ++i) {
       if (statuses[i] == POLYLIMIT_OK) {
-        out[i] = py::cast(Decision{ds[i]});
+        out[i] = py::cast(Decision{ds[i], handle_});
         continue;
       }
       const polylimit_error& ke = key_errors[i];
@@ -390,6 +462,10 @@ class Limiter {
     throw py::error_already_set();
   }
 
+  // The headers for a decision; the one of any limiter is accepted (the core
+  // formats it with this limiter's policy).
+  py::dict headers(const Decision& decision) const { return limiter_headers_dict(handle_.get(), decision.d); }
+
   py::object spec() const { return spec_.empty() ? py::object(py::none()) : py::object(py::str(spec_)); }
   int64_t limit() const { return limit_; }
   int64_t window_ms() const { return window_ms_; }
@@ -399,10 +475,7 @@ class Limiter {
   const std::string& prefix() const { return prefix_; }
 
  private:
-  struct Free {
-    void operator()(polylimit_limiter* l) const { polylimit_limiter_free(l); }
-  };
-  std::unique_ptr<polylimit_limiter, Free> handle_;
+  LimiterHandle handle_;
   int64_t limit_ = 0, window_ms_ = 0, burst_ = 0;  // 0 for a spec limiter
   int algorithm_ = 0, clock_ = 0;
   std::string prefix_, spec_;
@@ -450,6 +523,13 @@ PYBIND11_MODULE(_core, m) {
                              "Would have been denied; admitted because the limiter is in shadow mode.")
       .def_property_readonly("granted", [](const Decision& s) { return s.d.granted; },
                              "Units admitted: the cost or 0; check_at_most: how many.")
+      .def("headers",
+           [](const Decision& s) {
+             if (!s.limiter) raise_invalid("this decision has no limiter");  // not made by a check
+             return limiter_headers_dict(s.limiter.get(), s.d);
+           },
+           "The HTTP rate-limit headers for this decision, as the limiter that made it formats them "
+           "(polylimit_limiter_headers): {name: value}, in order.")
       .def("__bool__", [](const Decision& s) { return s.d.allowed != 0; })
       .def("__repr__", &decision_repr)
       .def("__eq__", [](const Decision& a, py::handle b) -> py::object {
@@ -460,11 +540,22 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<Client>(m, "Client")
       // Options as the C struct has them: 0 selects the library's default.
-      .def(py::init([](const std::string& url, py::handle pool_size, py::handle connect_timeout_ms,
+      .def(py::init([](py::handle url, py::handle pool_size, py::handle connect_timeout_ms,
                        py::handle command_timeout_ms, py::handle acquire_timeout_ms, py::handle keepalive_s,
-                       bool disable_keepalive, py::handle idle_check_ms) {
+                       bool disable_keepalive, py::handle idle_check_ms, py::handle name, py::handle tls_ca_file,
+                       py::handle tls_ca_dir, py::handle tls_cert_file, py::handle tls_key_file,
+                       py::handle tls_server_name, bool tls_insecure) {
              polylimit_client_options o;
              polylimit_client_options_init(&o, POLYLIMIT_CLIENT_OPTIONS_VERSION);
+             // The strings live until polylimit_client_open has copied them.
+             std::string s_name, s_ca_file, s_ca_dir, s_cert, s_key, s_server;
+             o.name = optional_string(name, "name", s_name);
+             o.tls_ca_file = optional_string(tls_ca_file, "tls_ca_file", s_ca_file);
+             o.tls_ca_dir = optional_string(tls_ca_dir, "tls_ca_dir", s_ca_dir);
+             o.tls_cert_file = optional_string(tls_cert_file, "tls_cert_file", s_cert);
+             o.tls_key_file = optional_string(tls_key_file, "tls_key_file", s_key);
+             o.tls_server_name = optional_string(tls_server_name, "tls_server_name", s_server);
+             o.tls_insecure = tls_insecure ? 1 : 0;
              o.pool_size = to_int(pool_size, "pool_size");
              o.connect_timeout_ms = to_int(connect_timeout_ms, "connect_timeout_ms");
              o.command_timeout_ms = to_int(command_timeout_ms, "command_timeout_ms");
@@ -474,13 +565,19 @@ PYBIND11_MODULE(_core, m) {
              o.idle_check_ms = to_int(idle_check_ms, "idle_check_ms");
              return std::make_unique<Client>(url, o);
            }),
-           py::arg("url"), py::arg("pool_size") = 0, py::arg("connect_timeout_ms") = 0,
+           py::arg("url") = py::none(), py::arg("pool_size") = 0, py::arg("connect_timeout_ms") = 0,
            py::arg("command_timeout_ms") = 0, py::arg("acquire_timeout_ms") = 0, py::arg("keepalive_s") = 0,
-           py::arg("disable_keepalive") = false, py::arg("idle_check_ms") = 0)
+           py::arg("disable_keepalive") = false, py::arg("idle_check_ms") = 0, py::arg("name") = py::none(),
+           py::arg("tls_ca_file") = py::none(), py::arg("tls_ca_dir") = py::none(),
+           py::arg("tls_cert_file") = py::none(), py::arg("tls_key_file") = py::none(),
+           py::arg("tls_server_name") = py::none(), py::arg("tls_insecure") = false)
       .def("close", &Client::close)
       .def("stats", &Client::stats)
       .def("stats_prometheus", &Client::stats_prometheus)
       .def_property_readonly("closed", &Client::closed);
+
+  m.def("clients_stats_prometheus", &clients_stats_prometheus, py::arg("clients"),
+        "polylimit_clients_stats_prometheus: the clients' counters on one Prometheus page.");
 
   py::class_<Limiter>(m, "Limiter")
       // Options as the C struct has them (polylimit_limiter_options_init's defaults).
@@ -503,6 +600,7 @@ PYBIND11_MODULE(_core, m) {
       .def("check_limit", &Limiter::check_limit, py::arg("key"), py::arg("cost"), py::arg("limit"),
            py::arg("window_ms"))
       .def("refund", &Limiter::refund, py::arg("key"), py::arg("units"))
+      .def("headers", &Limiter::headers, py::arg("decision"))
       .def_property_readonly("spec", &Limiter::spec)
       .def_property_readonly("limit", &Limiter::limit)
       .def_property_readonly("window_ms", &Limiter::window_ms)

@@ -11,7 +11,8 @@
 Every decision is one atomic Lua script inside Redis (an exact sliding-window
 log by default; sliding counter, fixed window and GCRA too), so many processes
 and hosts share one limit exactly. ``memory://`` runs the same algorithms in
-this process, without a server. Rate specs (``"10/s; 1000/hour"``) are parsed
+this process, without a server (ask for it: ``Client()`` without a URL reads
+``POLYLIMIT_URL``, and refuses when that is unset). Rate specs (``"10/s; 1000/hour"``) are parsed
 by the core, the same way in every language.
 """
 
@@ -32,7 +33,7 @@ from ._errors import (
 )
 from . import _core, _vocabulary
 from ._core import Decision
-from ._client import Client, Hit, Limiter, Rate, Stats
+from ._client import Client, Hit, Limiter, Rate, Stats, prometheus_text
 
 __version__: str = _core.VERSION_STRING
 
@@ -66,6 +67,7 @@ __all__ = [
     "Timeout",
     "Unavailable",
     "__version__",
+    "prometheus_text",
 ]
 
 # Tracebacks name the public module, not the private one that defines them.

@@ -20,6 +20,7 @@ from ._errors import Error, InvalidArgument, RateLimited
 
 Key = Union[str, bytes]
 Seconds = Union[float, int, datetime.timedelta]
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 class Rate(NamedTuple):
@@ -127,6 +128,24 @@ def _choice(name: str, value: Any, table: Any, hint: str) -> int:
     return int(table[value])
 
 
+def _path(value: Any) -> Optional[str]:
+    """A file option: str or os.PathLike (None stays unset)."""
+    return None if value is None else os.fspath(value)
+
+
+def prometheus_text(*clients: "Client") -> str:
+    """Several clients' counters on ONE valid Prometheus page (each metric's
+    HELP and TYPE once, one sample per client labelled ``client="<name>"``),
+    by the core (polylimit_clients_stats_prometheus). With more than one
+    client every client needs a distinct ``name=``; the core says which one
+    does not. Concatenating ``stats_prometheus()`` texts is not valid
+    exposition; this is."""
+    for c in clients:
+        if not isinstance(c, Client):
+            raise TypeError("prometheus_text() takes polylimit.Client objects, not %s" % type(c).__name__)
+    return _core.clients_stats_prometheus([c._core for c in clients])
+
+
 def _redact(url: str) -> str:
     """The URL without its password, for repr and messages."""
     return re.sub(r"(//[^/@]*?:)[^/@]*@", r"\1***@", url)
@@ -136,10 +155,20 @@ class Client:
     """A connection pool to one deployment, named by a URL.
 
     ``redis://[user:pass@]host:port[/db]``, ``unix:///path/to.sock[?db=N]``
-    or ``memory://`` (in-process, no server). Connections are made lazily, on
-    the first command. Durations are in seconds (float); ``None`` picks the
+    or ``memory://`` (in-process, no server). Without a URL (None or ``""``)
+    the core reads the ``POLYLIMIT_URL`` environment variable; when that is
+    unset too it raises InvalidArgument: there is no silent default, so
+    ``memory://`` must be asked for. Connections are made lazily, on the
+    first command. Durations are in seconds (float); ``None`` picks the
     library default. Thread-safe, and safe to use after ``os.fork()``: the
     child makes fresh connections.
+
+    ``name`` labels the client's metrics (``client="<name>"``: letters,
+    digits and ``_ - . : /``, up to 128); :func:`polylimit.prometheus_text`
+    needs it for more than one client. The ``tls_*`` options apply to
+    ``rediss://`` URLs (CA bundle or directory, client certificate and key
+    for mutual TLS, the server name to verify, and ``tls_insecure`` for
+    tests only); the core checks them.
 
     Use as a context manager or call :meth:`close`; closing also closes every
     limiter made from this client.
@@ -147,17 +176,31 @@ class Client:
 
     def __init__(
         self,
-        url: str = "memory://",
+        url: Optional[str] = None,
         *,
+        name: Optional[str] = None,
         pool_size: Optional[int] = None,
         connect_timeout: Optional[float] = None,
         command_timeout: Optional[float] = None,
         acquire_timeout: Optional[float] = None,
         keepalive: Union[None, bool, int] = None,
         idle_check: Optional[float] = None,
+        tls_ca_file: Optional[PathLike] = None,
+        tls_ca_dir: Optional[PathLike] = None,
+        tls_cert_file: Optional[PathLike] = None,
+        tls_key_file: Optional[PathLike] = None,
+        tls_server_name: Optional[str] = None,
+        tls_insecure: bool = False,
     ) -> None:
-        if not isinstance(url, str):
-            raise TypeError("url must be a str, not %s" % type(url).__name__)
+        if url is not None and not isinstance(url, str):
+            raise TypeError("url must be a str or None, not %s" % type(url).__name__)
+        for option, value in (("name", name), ("tls_ca_file", tls_ca_file), ("tls_ca_dir", tls_ca_dir),
+                              ("tls_cert_file", tls_cert_file), ("tls_key_file", tls_key_file),
+                              ("tls_server_name", tls_server_name)):
+            if value is not None and not isinstance(value, (str, os.PathLike)):
+                raise TypeError("%s must be a str or None, not %s" % (option, type(value).__name__))
+        if not isinstance(tls_insecure, bool):
+            raise TypeError("tls_insecure must be a bool, not %s" % type(tls_insecure).__name__)
         keepalive_s, no_keepalive = 0, False
         if keepalive is None or keepalive is True:
             pass  # the library default
@@ -177,8 +220,18 @@ class Client:
             keepalive_s=keepalive_s,
             disable_keepalive=no_keepalive,
             idle_check_ms=_client_option("idle_check", "idle_check_ms", idle_check),
+            name=name,
+            tls_ca_file=_path(tls_ca_file),
+            tls_ca_dir=_path(tls_ca_dir),
+            tls_cert_file=_path(tls_cert_file),
+            tls_key_file=_path(tls_key_file),
+            tls_server_name=tls_server_name,
+            tls_insecure=tls_insecure,
         )
-        self._url = url
+        # What the core opened (for url and repr): without a URL, the one in
+        # $POLYLIMIT_URL, which the core has just read.
+        self._url = url or os.environ.get("POLYLIMIT_URL", "")
+        self._name = name
         # One async worker thread per pooled connection: more would only queue.
         self._pool_size = pool_size or _vocabulary.DEFAULTS["pool_size"]
         self._lock = threading.Lock()
@@ -188,7 +241,14 @@ class Client:
 
     @property
     def url(self) -> str:
+        """The URL this client was opened with (from ``POLYLIMIT_URL`` when
+        none was given). It may hold a password: repr() hides it."""
         return self._url
+
+    @property
+    def name(self) -> Optional[str]:
+        """The metrics label given as ``name=`` (None: no label)."""
+        return self._name
 
     @property
     def closed(self) -> bool:
@@ -300,7 +360,9 @@ class Client:
 
     def stats_prometheus(self) -> str:
         """The same counters in the Prometheus text exposition format (metric
-        names start with ``polylimit_``), ready to serve on /metrics."""
+        names start with ``polylimit_``), ready to serve on /metrics; the
+        samples carry ``client="<name>"`` when the client has a name. For
+        several clients on one page use :func:`polylimit.prometheus_text`."""
         return self._core.stats_prometheus()
 
     def close(self) -> None:
@@ -321,7 +383,8 @@ class Client:
         self.close()
 
     def __repr__(self) -> str:
-        return "<polylimit.Client %r%s>" % (_redact(self._url), " closed" if self.closed else "")
+        return "<polylimit.Client %r%s%s>" % (_redact(self._url), "" if self._name is None else " name=%r" % self._name,
+                                             " closed" if self.closed else "")
 
     def _async_executor(self) -> ThreadPoolExecutor:
         # One thread per pooled connection: more would only queue on the pool.
@@ -491,6 +554,10 @@ class Limiter:
 
     @overload
     def check_many(self, keys: Iterable[Key], cost: int = ..., *,
+                   return_exceptions: Literal[True]) -> List[Union[Decision, Error]]: ...
+
+    @overload
+    def check_many(self, keys: Iterable[Key], cost: int = ..., *,
                    return_exceptions: bool) -> List[Union[Decision, Error]]: ...
 
     def check_many(self, keys: Iterable[Key], cost: int = 1, *,
@@ -543,6 +610,18 @@ class Limiter:
         the key's deny-cache entry."""
         return self._core.refund(key, units)
 
+    def headers(self, decision: Decision) -> Dict[str, str]:
+        """The standard HTTP rate-limit headers for ``decision``, formatted
+        by the core (polylimit_limiter_headers) with this limiter's limits,
+        in order: ``Retry-After`` (denials only, whole seconds, at least 1),
+        ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset``
+        (seconds) and the IETF draft's ``RateLimit-Policy`` and
+        ``RateLimit``. The same names and values in every language.
+        ``decision.headers()`` is the same for the limiter that made it."""
+        if not isinstance(decision, Decision):
+            raise TypeError("decision must be a polylimit.Decision, not %s" % type(decision).__name__)
+        return self._core.headers(decision)
+
     # -- asyncio --------------------------------------------------------------
     def _run(self, fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":
         loop = asyncio.get_running_loop()
@@ -571,6 +650,10 @@ class Limiter:
     @overload
     async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,
                           return_exceptions: Literal[False] = ...) -> List[Decision]: ...
+
+    @overload
+    async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,
+                          return_exceptions: Literal[True]) -> List[Union[Decision, Error]]: ...
 
     @overload
     async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,

@@ -40,13 +40,16 @@ class Decision:
     @property
     def granted(self) -> int:
         """Units admitted: the cost or 0; check_at_most: how many."""
+    def headers(self) -> Dict[str, str]:
+        """The HTTP rate-limit headers for this decision, as the limiter that
+        made it formats them (polylimit_limiter_headers): {name: value}, in order."""
     def __bool__(self) -> bool: ...
     def __eq__(self, other: object) -> bool: ...
 
 class Client:
     def __init__(
         self,
-        url: str,
+        url: Optional[str] = None,
         pool_size: int = 0,
         connect_timeout_ms: int = 0,
         command_timeout_ms: int = 0,
@@ -54,12 +57,22 @@ class Client:
         keepalive_s: int = 0,
         disable_keepalive: bool = False,
         idle_check_ms: int = 0,
+        name: Optional[str] = None,
+        tls_ca_file: Optional[str] = None,
+        tls_ca_dir: Optional[str] = None,
+        tls_cert_file: Optional[str] = None,
+        tls_key_file: Optional[str] = None,
+        tls_server_name: Optional[str] = None,
+        tls_insecure: bool = False,
     ) -> None: ...
     def close(self) -> None: ...
     def stats(self) -> Dict[str, object]: ...
     def stats_prometheus(self) -> str: ...
     @property
     def closed(self) -> bool: ...
+
+def clients_stats_prometheus(clients: Iterable[Client]) -> str:
+    """polylimit_clients_stats_prometheus: the clients' counters on one Prometheus page."""
 
 class Limiter:
     def __init__(
@@ -96,6 +109,7 @@ class Limiter:
     def acquire(self, key: _Key, cost: int, timeout_ms: int) -> Decision: ...
     def check_limit(self, key: _Key, cost: int, limit: int, window_ms: int) -> Decision: ...
     def refund(self, key: _Key, units: int) -> Decision: ...
+    def headers(self, decision: Decision) -> Dict[str, str]: ...
     @property
     def spec(self) -> Optional[str]: ...
     @property

@@ -1,0 +1,114 @@
+"""Rate limiting for any ASGI application (Starlette, FastAPI, ...).
+
+Pure ASGI: nothing here imports a framework. ::
+
+    from polylimit.contrib.asgi import RateLimitMiddleware
+    from polylimit.contrib.http import Limit, Policy, client_ip, api_key
+
+    client = polylimit.Client("redis://127.0.0.1:6379", name="web")
+    policy = Policy(
+        Limit(client.limiter("100/minute", prefix="web")),            # default: per client IP
+        routes={"/login": Limit(client.limiter("5/minute", prefix="login")),
+                "/api/*": Limit(client.limiter("1000/hour", prefix="api"), api_key())},
+        exempt=["/health"],
+        trusted_proxies=["10.0.0.0/8"],
+    )
+    app.add_middleware(RateLimitMiddleware, policy=policy)    # Starlette / FastAPI
+    # or: app = RateLimitMiddleware(app, policy)
+
+Denied requests get ``429 Too Many Requests`` (text/plain) with the core's
+headers; allowed ones get the same headers on their response. The decision
+is in ``request.state.polylimit`` (``scope["state"]["polylimit"]``). The
+user key (:func:`polylimit.contrib.http.user`) reads ``scope["user"]`` as
+Starlette's ``AuthenticationMiddleware`` sets it (``identity`` or
+``display_name`` of an authenticated user), so add that middleware first.
+"""
+
+from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Tuple
+
+from .http import IPNetwork, Outcome, Policy, RequestView
+
+__all__ = ["RateLimitMiddleware", "request_view"]
+
+# As Starlette spells them (so that app.add_middleware type-checks).
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Any]]
+Send = Callable[[Any], Awaitable[None]]
+ASGIApp = Callable[[Any, Receive, Send], Awaitable[None]]
+
+
+def _scope_user(scope: Scope) -> Optional[str]:
+    u = scope.get("user")
+    if u is None or not getattr(u, "is_authenticated", False):
+        return None
+    for attr in ("identity", "display_name"):
+        value = getattr(u, attr, None)
+        if value:
+            return str(value)
+    return None
+
+
+def request_view(scope: Scope, trusted: Tuple[IPNetwork, ...] = ()) -> RequestView:
+    """The request of an HTTP scope, for key functions."""
+    headers: Dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers") or ():
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        headers[name] = headers[name] + ", " + value if name in headers else value
+    client = scope.get("client")
+    peer = client[0] if client else None
+    route = getattr(scope.get("route"), "path", None)  # set only once routing ran (dependencies)
+    return RequestView(scope.get("method", "GET"), scope.get("path", "/"), peer, headers, native=scope,
+                       route=route, user=lambda: _scope_user(scope), trusted=trusted)
+
+
+def _encode(headers: List[Tuple[str, str]]) -> List[Tuple[bytes, bytes]]:
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+
+
+async def send_outcome(outcome: Outcome, send: Send) -> None:
+    """Sends the 429/503 of an outcome as the whole response."""
+    body = outcome.body.encode("utf-8")
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": outcome.status, "headers": headers + _encode(outcome.headers)})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RateLimitMiddleware:
+    """ASGI middleware applying a :class:`polylimit.contrib.http.Policy` to
+    every HTTP request (websocket and lifespan scopes pass through).
+
+    ``RateLimitMiddleware(app, policy)``, or with Starlette/FastAPI
+    ``app.add_middleware(RateLimitMiddleware, policy=policy)``."""
+
+    def __init__(self, app: ASGIApp, policy: Policy) -> None:
+        if not isinstance(policy, Policy):
+            raise TypeError("policy must be a polylimit.contrib.http.Policy, not %s" % type(policy).__name__)
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        outcome = await self.policy.acheck(request_view(scope, self.policy.trusted))
+        if outcome.decision is not None:
+            state = scope.setdefault("state", {})
+            if isinstance(state, dict):
+                state["polylimit"] = outcome.decision
+        if outcome.status is not None:
+            await send_outcome(outcome, send)
+            return
+        if not outcome.headers:
+            await self.app(scope, receive, send)
+            return
+        extra = _encode(outcome.headers)
+
+        async def send_with_headers(message: Message) -> None:
+            if message.get("type") == "http.response.start":
+                message = dict(message)
+                message["headers"] = list(message.get("headers") or []) + extra
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,470 @@
+"""What the web integrations share; no framework is imported here.
+
+A :class:`Policy` decides, for one request, which :class:`Limit` applies
+(per-route rules, exempt routes, a default), computes the key with the
+limit's key function, checks it and turns the outcome into an HTTP answer:
+
+- allowed: the request goes on; the core's rate-limit headers
+  (``decision.headers()``) are added to its response;
+- denied: ``429 Too Many Requests`` with the same headers (``Retry-After``
+  among them);
+- the limiter raised (Redis did not answer and the limiter's
+  ``on_failure`` is ``"error"``, or any other polylimit error): what
+  ``on_error`` says, ``"unavailable"`` (``503``, the default) or ``"allow"``
+  (the request goes on without headers); either way it is logged on the
+  ``polylimit.contrib`` logger. The limiter's own failure policies
+  (``on_failure="open"``, ``"closed"``, ``"local"``) answer before that,
+  with a decision (``decision.degraded``), which is handled as above.
+
+Key functions take a :class:`RequestView` and return the key (str or bytes)
+or None, which means "this limit does not apply to this request". They are
+plain functions of the request, computed before any I/O. The key names what
+is limited; limiters with different prefixes never share counts, so give
+each limiter of a policy a prefix of its own (``policy_from_config`` does).
+"""
+
+import fnmatch
+import hashlib
+import importlib
+import ipaddress
+import logging
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
+                    Union)
+
+from .._client import Client, Limiter
+from .._core import Decision
+from .._errors import Error
+
+__all__ = [
+    "KeyFunc",
+    "Limit",
+    "Outcome",
+    "Policy",
+    "RequestView",
+    "api_key",
+    "client_ip",
+    "compose",
+    "first_of",
+    "policy_from_config",
+    "route",
+    "user",
+]
+
+log = logging.getLogger("polylimit.contrib")
+
+Key = Union[str, bytes]
+IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+
+#: The body of a 429 (text/plain).
+TOO_MANY_REQUESTS = "Too Many Requests\n"
+#: The body of a 503 answered because the limiter failed (on_error="unavailable").
+UNAVAILABLE = "Rate limiter unavailable\n"
+
+ON_ERROR = ("unavailable", "allow")
+
+
+def parse_networks(trusted_proxies: Iterable[str]) -> Tuple[IPNetwork, ...]:
+    """``["127.0.0.1", "10.0.0.0/8", "::1"]`` as networks (an address is a /32
+    or /128). A bad entry raises ValueError when the policy is made."""
+    if isinstance(trusted_proxies, str):
+        trusted_proxies = [trusted_proxies]
+    return tuple(ipaddress.ip_network(p.strip(), strict=False) for p in trusted_proxies)
+
+
+def _ip(text: str) -> Optional[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]]:
+    """An address from a peer or a forwarded hop: ``1.2.3.4``, ``1.2.3.4:80``,
+    ``::1``, ``[::1]:80``; None when it is none of those."""
+    text = text.strip()
+    if text.startswith("["):
+        text = text[1:].split("]", 1)[0]
+    elif text.count(":") == 1:
+        text = text.split(":", 1)[0]
+    try:
+        addr = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
+def _trusted(addr: Union[ipaddress.IPv4Address, ipaddress.IPv6Address], networks: Sequence[IPNetwork]) -> bool:
+    return any(addr.version == n.version and addr in n for n in networks)
+
+
+def resolve_client_ip(peer: Optional[str], forwarded_for: Optional[str], trusted: Sequence[IPNetwork]) -> str:
+    """The client's address. ``X-Forwarded-For`` is read only when the peer
+    (the socket's other end) is a trusted proxy, and then from the right: each
+    hop that is itself a trusted proxy passes the question on to the hop before
+    it; the first untrusted hop is the client. So a client cannot choose its
+    address by sending the header itself (what it writes ends up left of what
+    the proxies append), and without trusted proxies the header is ignored."""
+    peer_ip = _ip(peer) if peer else None
+    if peer_ip is None:
+        return peer or "unknown"
+    if not forwarded_for or not trusted or not _trusted(peer_ip, trusted):
+        return str(peer_ip)
+    addr = peer_ip
+    for hop in reversed(forwarded_for.split(",")):
+        hop_ip = _ip(hop)
+        if hop_ip is None:  # garbage: nothing left of it can be trusted either
+            break
+        addr = hop_ip
+        if not _trusted(addr, trusted):
+            break
+    return str(addr)
+
+
+class RequestView:
+    """One request, as the key functions see it, whatever the framework.
+
+    ``headers`` maps lower-case names to values (repeated headers joined with
+    ``", "``); ``peer`` is the socket's remote address; ``route`` the route
+    template when the framework knows it before the view runs (else None);
+    ``native`` the framework's own request object (or ASGI scope)."""
+
+    __slots__ = ("method", "path", "route", "peer", "headers", "native", "_user", "_trusted", "_client_ip")
+
+    def __init__(self, method: str, path: str, peer: Optional[str], headers: Mapping[str, str],
+                 native: Any = None, route: Optional[str] = None,
+                 user: Optional[Callable[[], Optional[str]]] = None,
+                 trusted: Sequence[IPNetwork] = ()) -> None:
+        self.method = method.upper()
+        self.path = path
+        self.route = route
+        self.peer = peer
+        self.headers = headers
+        self.native = native
+        self._user = user
+        self._trusted = trusted
+        self._client_ip: Optional[str] = None
+
+    def header(self, name: str) -> Optional[str]:
+        return self.headers.get(name.lower())
+
+    @property
+    def client_ip(self) -> str:
+        """The client's address, X-Forwarded-For honoured from trusted proxies
+        only (see :func:`resolve_client_ip`)."""
+        if self._client_ip is None:
+            self._client_ip = resolve_client_ip(self.peer, self.header("x-forwarded-for"), self._trusted)
+        return self._client_ip
+
+    @property
+    def user(self) -> Optional[str]:
+        """The authenticated user's id as the framework knows it (None when
+        anonymous); see each integration for where it comes from."""
+        return self._user() if self._user is not None else None
+
+
+KeyFunc = Callable[[RequestView], Optional[Key]]
+
+
+def client_ip() -> KeyFunc:
+    """``"ip:<address>"``: the client's IP (X-Forwarded-For only from the
+    policy's trusted proxies). The default key."""
+    def key(request: RequestView) -> Optional[Key]:
+        return "ip:" + request.client_ip
+    return key
+
+
+def user(get: Optional[Callable[[Any], Optional[Any]]] = None) -> KeyFunc:
+    """``"user:<id>"`` for an authenticated user, None (not limited) for an
+    anonymous one; combine with :func:`first_of` to fall back to the IP.
+    ``get`` takes the framework's request and returns the id (or None);
+    without it, the integration's notion of the user is used."""
+    def key(request: RequestView) -> Optional[Key]:
+        uid = get(request.native) if get is not None else request.user
+        return None if uid is None or uid == "" else "user:%s" % (uid,)
+    return key
+
+
+def api_key(header: str = "X-API-Key") -> KeyFunc:
+    """``"apikey:<sha256 of the key>"`` from a request header; None when the
+    header is missing. The key is hashed so that no secret is stored in
+    Redis key names."""
+    name = header.lower()
+
+    def key(request: RequestView) -> Optional[Key]:
+        value = request.headers.get(name)
+        if not value:
+            return None
+        return "apikey:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+    return key
+
+
+def route() -> KeyFunc:
+    """``"route:<METHOD> <route>"``: one budget per route for all clients
+    together (the route template when the framework has it, else the path)."""
+    def key(request: RequestView) -> Optional[Key]:
+        return "route:%s %s" % (request.method, request.route or request.path)
+    return key
+
+
+def compose(*keys: KeyFunc) -> KeyFunc:
+    """Several keys joined: ``compose(user(), route())`` is one budget per
+    user and route. None when any part is None."""
+    def key(request: RequestView) -> Optional[Key]:
+        parts: List[str] = []
+        for k in keys:
+            part = k(request)
+            if part is None:
+                return None
+            parts.append(part.decode("utf-8", "surrogateescape") if isinstance(part, bytes) else part)
+        return "|".join(parts)
+    return key
+
+
+def first_of(*keys: KeyFunc) -> KeyFunc:
+    """The first key that is not None: ``first_of(api_key(), user(),
+    client_ip())``."""
+    def key(request: RequestView) -> Optional[Key]:
+        for k in keys:
+            part = k(request)
+            if part is not None:
+                return part
+        return None
+    return key
+
+
+class Limit:
+    """A limiter applied to requests: the key function (default: the client
+    IP), the cost of one request, and the methods it applies to (None: all)."""
+
+    __slots__ = ("limiter", "key", "cost", "methods")
+
+    def __init__(self, limiter: Limiter, key: Optional[KeyFunc] = None, *, cost: int = 1,
+                 methods: Optional[Iterable[str]] = None) -> None:
+        if not isinstance(limiter, Limiter):
+            raise TypeError("limiter must be a polylimit.Limiter, not %s" % type(limiter).__name__)
+        self.limiter = limiter
+        self.key: KeyFunc = key if key is not None else client_ip()
+        self.cost = cost
+        self.methods = None if methods is None else frozenset(m.upper() for m in methods)
+
+    def __repr__(self) -> str:
+        return "Limit(%r, cost=%d)" % (self.limiter, self.cost)
+
+
+RuleLike = Union[Limit, Limiter, None]
+
+
+def _as_limit(rule: RuleLike) -> Optional[Limit]:
+    if rule is None or isinstance(rule, Limit):
+        return rule
+    return Limit(rule)
+
+
+class Outcome(NamedTuple):
+    """What a policy answered for one request. ``status`` is None when the
+    request goes on (then ``headers`` go on its response), else 429 or 503
+    (then ``headers`` and ``body`` are the response)."""
+
+    status: Optional[int]
+    headers: List[Tuple[str, str]]
+    body: str
+    decision: Optional[Decision]
+    error: Optional[Error]
+
+
+_PASS = Outcome(None, [], "", None, None)
+
+
+class Policy:
+    """Which limit applies to which request, and what to answer.
+
+    - ``default``: the limit for every request no rule below names (None: no
+      limit). A :class:`polylimit.Limiter` alone is ``Limit(limiter)``: keyed
+      by client IP, cost 1.
+    - ``routes``: ``{pattern: limit}``, patterns matched against the request
+      path with shell-style wildcards (``"/api/*"`` matches everything below
+      ``/api/``), the first match in order wins and replaces the default; a
+      rule of None exempts the route.
+    - ``exempt``: path patterns never limited (health checks, metrics).
+    - ``trusted_proxies``: addresses or networks of the reverse proxies whose
+      ``X-Forwarded-For`` is believed (see :func:`resolve_client_ip`).
+    - ``send_headers``: the core's rate-limit headers on allowed responses
+      too (a 429 always carries them).
+    - ``on_error``: when the limiter raises: ``"unavailable"`` (503) or
+      ``"allow"``.
+    """
+
+    def __init__(self, default: RuleLike = None, *, routes: Optional[Mapping[str, RuleLike]] = None,
+                 exempt: Iterable[str] = (), trusted_proxies: Iterable[str] = (), send_headers: bool = True,
+                 on_error: str = "unavailable") -> None:
+        if on_error not in ON_ERROR:
+            raise ValueError("on_error %r is unknown; use %s" % (on_error, " or ".join(repr(o) for o in ON_ERROR)))
+        self.default = _as_limit(default)
+        self.routes: List[Tuple[str, Optional[Limit]]] = [(p, _as_limit(r)) for p, r in (routes or {}).items()]
+        self.exempt = tuple([exempt] if isinstance(exempt, str) else exempt)
+        self.trusted = parse_networks(trusted_proxies)
+        self.send_headers = send_headers
+        self.on_error = on_error
+
+    def rule_for(self, method: str, path: str) -> Optional[Limit]:
+        """The limit that applies to a request, or None."""
+        for pattern in self.exempt:
+            if fnmatch.fnmatchcase(path, pattern):
+                return None
+        rule = self.default
+        for pattern, r in self.routes:
+            if fnmatch.fnmatchcase(path, pattern):
+                rule = r
+                break
+        if rule is not None and rule.methods is not None and method.upper() not in rule.methods:
+            return None
+        return rule
+
+    def _prepare(self, request: RequestView, rule: Optional[Limit]) -> Optional[Tuple[Limit, Key]]:
+        if rule is None:
+            return None
+        key = rule.key(request)
+        if key is None:
+            return None
+        return rule, key
+
+    def _answer(self, rule: Limit, decision: Decision) -> Outcome:
+        if decision.allowed:
+            headers = list(decision.headers().items()) if self.send_headers else []
+            return Outcome(None, headers, "", decision, None)
+        return Outcome(429, list(decision.headers().items()), TOO_MANY_REQUESTS, decision, None)
+
+    def _failed(self, rule: Limit, error: Error) -> Outcome:
+        log.warning("polylimit: the check for %r failed (%s: %s); on_error=%r", rule.limiter,
+                    getattr(error, "code", None), error, self.on_error)
+        if self.on_error == "allow":
+            return Outcome(None, [], "", None, error)
+        return Outcome(503, [], UNAVAILABLE, None, error)
+
+    def check(self, request: RequestView, rule: Union[Limit, None, str] = "auto") -> Outcome:
+        """Decides a request (blocking). ``rule``: the limit to apply instead
+        of :meth:`rule_for`'s (None: none)."""
+        chosen = self.rule_for(request.method, request.path) if isinstance(rule, str) else rule
+        prepared = self._prepare(request, chosen)
+        if prepared is None:
+            return _PASS
+        limit, key = prepared
+        try:
+            decision = limit.limiter.check(key, limit.cost)
+        except Error as e:
+            return self._failed(limit, e)
+        return self._answer(limit, decision)
+
+    async def acheck(self, request: RequestView, rule: Union[Limit, None, str] = "auto") -> Outcome:
+        """:meth:`check` for asyncio (the event loop is never blocked)."""
+        chosen = self.rule_for(request.method, request.path) if isinstance(rule, str) else rule
+        prepared = self._prepare(request, chosen)
+        if prepared is None:
+            return _PASS
+        limit, key = prepared
+        try:
+            decision = await limit.limiter.acheck(key, limit.cost)
+        except Error as e:
+            return self._failed(limit, e)
+        return self._answer(limit, decision)
+
+
+# -- configuration as data (Django settings, Flask config) ----------------------
+
+_KEYS: Dict[str, Callable[[], KeyFunc]] = {
+    "ip": client_ip,
+    "user": user,
+    "api_key": api_key,
+    "route": route,
+}
+
+
+def _key_from_config(value: Any) -> KeyFunc:
+    """A key function from configuration: a name (``"ip"``, ``"user"``,
+    ``"api_key"``, ``"route"``, or several joined with ``"+"``, e.g.
+    ``"user+route"``), a dotted path to a key function (``"myapp.keys.tenant"``),
+    or a callable."""
+    if callable(value):
+        return value  # type: ignore[no-any-return]
+    if not isinstance(value, str):
+        raise TypeError("a key must be a name, a dotted path or a callable, not %s" % type(value).__name__)
+    names = value.split("+")
+    if all(n in _KEYS for n in names):
+        funcs = [_KEYS[n]() for n in names]
+        return funcs[0] if len(funcs) == 1 else compose(*funcs)
+    module, _, attr = value.rpartition(".")
+    if not module:
+        raise ValueError("key %r is unknown; use %s, or a dotted path" % (value, ", ".join(sorted(_KEYS))))
+    found = getattr(importlib.import_module(module), attr)
+    if not callable(found):
+        raise TypeError("key %r is not callable" % value)
+    return found  # type: ignore[no-any-return]
+
+
+_LIMITER_OPTIONS = ("algorithm", "prefix", "clock", "deny_cache", "on_failure", "breaker_failures",
+                    "breaker_cooldown", "shadow", "block")
+
+
+def _limit_from_config(client: Client, value: Any, default_prefix: str, where: str) -> Optional[Limit]:
+    """A rule from configuration: None (exempt), a rate spec (``"10/minute"``:
+    keyed by IP), or a dict ``{"rate": spec, "key": ..., "cost": n,
+    "methods": [...], <limiter options>}``."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = {"rate": value}
+    if not isinstance(value, Mapping):
+        raise TypeError("%s: a limit is a rate spec, a dict or None, not %s" % (where, type(value).__name__))
+    unknown = set(value) - {"rate", "key", "cost", "methods"} - set(_LIMITER_OPTIONS)
+    if unknown:
+        raise ValueError("%s: unknown option(s) %s" % (where, ", ".join(sorted(unknown))))
+    if "rate" not in value:
+        raise ValueError("%s: a limit needs a \"rate\" (e.g. \"100/minute\")" % where)
+    options = {k: value[k] for k in _LIMITER_OPTIONS if k in value}
+    # Each rule counts on its own: limiters with one prefix would share the
+    # keys' state (the stored key does not carry the rate).
+    options.setdefault("prefix", default_prefix)
+    limiter = client.limiter(value["rate"], **options)
+    key = _key_from_config(value["key"]) if "key" in value else None
+    return Limit(limiter, key, cost=value.get("cost", 1), methods=value.get("methods"))
+
+
+def _short(pattern: str) -> str:
+    """A route pattern as a prefix part: itself when short and plain, else a digest."""
+    if len(pattern) <= 32 and all(c.isalnum() or c in "/_-.*" for c in pattern):
+        return pattern
+    return hashlib.sha256(pattern.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def policy_from_config(config: Mapping[str, Any], client: Optional[Client] = None) -> Tuple[Policy, Client]:
+    """A Policy (and the Client it uses) from a dict, as Django's
+    ``settings.POLYLIMIT`` holds it::
+
+        {
+            "URL": "redis://127.0.0.1:6379",   # None or absent: $POLYLIMIT_URL
+            "CLIENT": {"name": "web", "command_timeout": 0.2},  # Client options
+            "PREFIX": "pl",                    # limiters' key prefix
+            "DEFAULT": "100/minute",           # or {"rate": ..., "key": ..., ...}; None: no default
+            "ROUTES": {"/login": {"rate": "5/minute", "methods": ["POST"]}, "/health": None},
+            "EXEMPT": ["/metrics"],
+            "TRUSTED_PROXIES": ["10.0.0.0/8"],
+            "HEADERS": True,
+            "ON_ERROR": "unavailable",         # or "allow"
+        }
+
+    A limit's options: ``rate`` (a rate spec), ``key`` (``"ip"`` (default),
+    ``"user"``, ``"api_key"``, ``"route"``, several joined with ``+``, or a
+    dotted path), ``cost``, ``methods`` and the limiter options of
+    ``Client.limiter`` (``algorithm``, ``on_failure``, ...)."""
+    known = {"URL", "CLIENT", "PREFIX", "DEFAULT", "ROUTES", "EXEMPT", "TRUSTED_PROXIES", "HEADERS", "ON_ERROR"}
+    unknown = set(config) - known
+    if unknown:
+        raise ValueError("POLYLIMIT: unknown setting(s) %s; known: %s" % (", ".join(sorted(unknown)),
+                                                                          ", ".join(sorted(known))))
+    if client is None:
+        client = Client(config.get("URL"), **dict(config.get("CLIENT") or {}))
+    prefix = config.get("PREFIX", "pl")
+    default = _limit_from_config(client, config.get("DEFAULT"), prefix + ":default", "DEFAULT")
+    routes = {pattern: _limit_from_config(client, rule, "%s:route:%s" % (prefix, _short(pattern)),
+                                          "ROUTES[%r]" % pattern)
+              for pattern, rule in (config.get("ROUTES") or {}).items()}
+    policy = Policy(default, routes=routes, exempt=config.get("EXEMPT", ()),
+                    trusted_proxies=config.get("TRUSTED_PROXIES", ()), send_headers=config.get("HEADERS", True),
+                    on_error=config.get("ON_ERROR", "unavailable"))
+    return policy, client
+

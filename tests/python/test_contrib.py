@@ -1,0 +1,301 @@
+"""The binding surface for integrations (POLYLIMIT_URL, name, tls_*,
+headers, Prometheus pages) and polylimit.contrib in process: client
+addresses behind proxies, failure behaviour, the prometheus_client
+collector."""
+
+import asyncio
+import socket
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+import polylimit
+from polylimit.contrib import http
+from polylimit.contrib.asgi import RateLimitMiddleware
+from polylimit.contrib.prometheus import PolylimitCollector
+
+
+# -- Client: no silent default, name, tls_* ------------------------------------
+
+def test_client_without_url_reads_polylimit_url(monkeypatch, redis_server, key):
+    monkeypatch.delenv("POLYLIMIT_URL", raising=False)
+    with pytest.raises(polylimit.InvalidArgument, match="POLYLIMIT_URL.*memory://"):
+        polylimit.Client()
+    with pytest.raises(polylimit.InvalidArgument, match="POLYLIMIT_URL"):
+        polylimit.Client("")
+    monkeypatch.setenv("POLYLIMIT_URL", redis_server.url)
+    with polylimit.Client() as client:
+        assert client.url == redis_server.url
+        lim = client.limiter("2/minute")
+        assert [lim.check(key).allowed for _ in range(3)] == [True, True, False]
+        assert client.stats()["round_trips"] >= 3  # it really went to Redis
+
+
+def test_client_name_and_repr_hide_the_password(monkeypatch):
+    monkeypatch.setenv("POLYLIMIT_URL", "redis://user:s3cret@127.0.0.1:1")
+    client = polylimit.Client(name="api")
+    assert client.name == "api"
+    assert "s3cret" not in repr(client) and "name='api'" in repr(client)
+    client.close()
+    with pytest.raises(polylimit.InvalidArgument):
+        polylimit.Client("memory://", name="bad name with spaces")
+    with pytest.raises(TypeError):
+        polylimit.Client("memory://", name=3)  # type: ignore[arg-type]
+
+
+def test_tls_options_are_passed_to_the_core(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not a certificate")
+    # Until the core speaks TLS (and for a non-TLS URL afterwards) it refuses
+    # TLS options on a redis:// URL: proof that they reach it.
+    for options in ({"tls_ca_file": str(ca)}, {"tls_ca_file": ca}, {"tls_server_name": "redis.example"},
+                    {"tls_insecure": True}, {"tls_cert_file": str(ca), "tls_key_file": str(ca)},
+                    {"tls_ca_dir": str(tmp_path)}):
+        with pytest.raises(polylimit.InvalidArgument, match="tls"):
+            polylimit.Client("redis://127.0.0.1:1", **options)
+    with pytest.raises(TypeError):
+        polylimit.Client("redis://127.0.0.1:1", tls_insecure=1)  # type: ignore[arg-type]
+
+
+# -- headers: the core's, exactly ---------------------------------------------
+
+def test_headers_of_a_decision(url, key, prefix):
+    with polylimit.Client(url) as client:
+        lim = client.limiter(limit=3, window=60, prefix=prefix)
+        d = lim.check(key)
+        h = lim.headers(d)
+        assert list(h) == ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy",
+                           "RateLimit"]
+        assert h["RateLimit-Limit"] == "3" and h["RateLimit-Remaining"] == "2"
+        assert h["RateLimit-Reset"] in ("59", "60")
+        assert h["RateLimit-Policy"] == '"default";q=3;w=60'
+        assert h["RateLimit"] == '"default";r=2;t=%s' % h["RateLimit-Reset"]
+        assert d.headers() == h
+        lim.check(key, 2)
+        denied = lim.check(key)
+        h = denied.headers()
+        assert list(h)[0] == "Retry-After" and 1 <= int(h["Retry-After"]) <= 60
+        assert h["RateLimit-Remaining"] == "0"
+        for d in lim.check_many([key, key + "2"]):
+            assert d.headers()["RateLimit-Limit"] == "3"
+        with pytest.raises(TypeError):
+            lim.headers("not a decision")  # type: ignore[arg-type]
+
+
+def test_limits_package_rate_specs(url, key, prefix):
+    """Specs as the `limits` package writes them work as they are."""
+    with polylimit.Client(url) as client:
+        lim = client.limiter("200 per day, 50 per hour", prefix=prefix)
+        h = lim.check(key).headers()
+        assert h["RateLimit-Policy"] == '"200-per-86400s";q=200;w=86400, "50-per-3600s";q=50;w=3600'
+        assert h["RateLimit-Limit"] == "50" and h["RateLimit-Remaining"] == "49"
+        for spec in ("2/second;5/minute", "2 per second | 5 per minute", "1000 per month", "1/year"):
+            assert client.limiter(spec, prefix=prefix).check(key + spec).allowed
+        lim = client.limiter("2/second; 3/minute", prefix=prefix)
+        assert [lim.check(key + "m").allowed for _ in range(3)] == [True, True, False]
+
+
+# -- Prometheus ---------------------------------------------------------------
+
+def _families(text):
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_prometheus_text_of_two_clients_parses():
+    a = polylimit.Client("memory://", name="a")
+    b = polylimit.Client("memory://", name="b")
+    la, lb = a.limiter("2/minute"), b.limiter("1/minute")
+    for _ in range(3):
+        la.check("k")
+    lb.check("k")
+    page = polylimit.prometheus_text(a, b)
+    fams = _families(page)
+    checks = {s.labels["client"]: s.value for s in fams["polylimit_checks"].samples}
+    assert checks == {"a": 3.0, "b": 1.0}
+    denied = {s.labels["client"]: s.value for s in fams["polylimit_denied"].samples}
+    assert denied == {"a": 1.0, "b": 0.0}
+    assert page.count("# TYPE polylimit_checks_total counter") == 1
+    assert fams["polylimit_check_latency_seconds"].type == "histogram"
+    # One client alone: labelled by its name.
+    assert 'polylimit_checks_total{client="a"} 3' in a.stats_prometheus()
+    # Two clients need two distinct names (the core says which).
+    c = polylimit.Client("memory://")
+    with pytest.raises(polylimit.InvalidArgument, match=r"clients\[1\]"):
+        polylimit.prometheus_text(a, c)
+    with pytest.raises(polylimit.InvalidArgument, match=r"clients\[1\]"):
+        polylimit.prometheus_text(a, a)
+    with pytest.raises(polylimit.InvalidArgument):
+        polylimit.prometheus_text()
+    with pytest.raises(TypeError):
+        polylimit.prometheus_text(a, "b")  # type: ignore[arg-type]
+    for cl in (a, b, c):
+        cl.close()
+
+
+def test_prometheus_client_collector_scrape(redis_server, key, prefix):
+    a = polylimit.Client(redis_server.url, name="redis")
+    b = polylimit.Client("memory://", name="local")
+    la, lb = a.limiter("2/minute", prefix=prefix), b.limiter("5/minute", prefix=prefix)
+    for _ in range(3):
+        la.check(key)
+    lb.check(key)
+    registry = CollectorRegistry()
+    registry.register(PolylimitCollector(a, b))
+    fams = _families(generate_latest(registry).decode())
+    assert {s.labels["client"]: s.value for s in fams["polylimit_checks"].samples
+            if s.name == "polylimit_checks_total"} == {"redis": 3.0, "local": 1.0}
+    assert {s.labels["client"]: s.value for s in fams["polylimit_denied"].samples
+            if s.name == "polylimit_denied_total"} == {"redis": 1.0, "local": 0.0}
+    assert fams["polylimit_evicting_nodes"].type == "gauge"
+    hist = fams["polylimit_check_latency_seconds"]
+    counts = {s.labels["client"]: s.value for s in hist.samples if s.name.endswith("_count")}
+    assert counts == {"redis": 3.0, "local": 1.0}
+    inf = {s.labels["client"]: s.value for s in hist.samples if s.labels.get("le") == "+Inf"}
+    assert inf == counts
+    # The same families and values as the core's own page.
+    own = _families(polylimit.prometheus_text(a, b))
+    for name in ("polylimit_checks", "polylimit_admitted", "polylimit_denied", "polylimit_round_trips"):
+        assert sorted((s.labels["client"], s.value) for s in own[name].samples) == \
+            sorted((s.labels["client"], s.value) for s in fams[name].samples if s.name.endswith("_total"))
+    a.close()
+    b.close()
+
+
+# -- client addresses ---------------------------------------------------------
+
+@pytest.mark.parametrize("peer, xff, trusted, expected", [
+    ("10.0.0.1", "203.0.113.9", [], "10.0.0.1"),                        # no proxy trusted: header ignored
+    ("10.0.0.1", "203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),
+    ("192.0.2.1", "203.0.113.9", ["10.0.0.0/8"], "192.0.2.1"),          # the peer is not a trusted proxy
+    ("10.0.0.1", "1.2.3.4, 203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),  # the client wrote 1.2.3.4 itself
+    ("10.0.0.1", "203.0.113.9, 10.0.0.7", ["10.0.0.0/8"], "203.0.113.9"),  # two proxies
+    ("10.0.0.1", "10.0.0.8, 10.0.0.7", ["10.0.0.0/8"], "10.0.0.8"),      # all trusted: the first
+    ("10.0.0.1", "203.0.113.9, junk", ["10.0.0.0/8"], "10.0.0.1"),      # garbage stops the walk
+    ("10.0.0.1", "203.0.113.9:4711", ["10.0.0.1"], "203.0.113.9"),
+    ("::1", "2001:db8::5", ["::1"], "2001:db8::5"),
+    ("::ffff:10.0.0.1", "[2001:db8::5]:80", ["10.0.0.0/8"], "2001:db8::5"),
+    (None, "203.0.113.9", ["10.0.0.0/8"], "unknown"),
+])
+def test_resolve_client_ip(peer, xff, trusted, expected):
+    assert http.resolve_client_ip(peer, xff, http.parse_networks(trusted)) == expected
+
+
+def test_key_functions():
+    view = http.RequestView("get", "/items/7", "10.0.0.1",
+                            {"x-api-key": "secret", "x-forwarded-for": "203.0.113.9"},
+                            route="/items/{id}", user=lambda: "42", trusted=http.parse_networks(["10.0.0.1"]))
+    assert http.client_ip()(view) == "ip:203.0.113.9"
+    assert http.user()(view) == "user:42"
+    k = http.api_key()(view)
+    assert isinstance(k, str) and k.startswith("apikey:") and "secret" not in k and len(k) == 7 + 64
+    assert http.route()(view) == "route:GET /items/{id}"
+    assert http.compose(http.user(), http.route())(view) == "user:42|route:GET /items/{id}"
+    anon = http.RequestView("GET", "/", "10.0.0.2", {})
+    assert http.user()(anon) is None and http.api_key()(anon) is None
+    assert http.first_of(http.api_key(), http.user(), http.client_ip())(anon) == "ip:10.0.0.2"
+    assert http.compose(http.user(), http.client_ip())(anon) is None
+
+
+def test_policy_rules():
+    client = polylimit.Client("memory://")
+    default, login = client.limiter("10/minute", prefix="d"), client.limiter("3/minute", prefix="l")
+    p = http.Policy(default, routes={"/login": http.Limit(login, methods=["POST"]), "/open/*": None},
+                    exempt=["/health"])
+    assert p.rule_for("GET", "/x").limiter is default
+    assert p.rule_for("POST", "/login").limiter is login
+    assert p.rule_for("GET", "/login") is None   # the route's rule is for POST only
+    assert p.rule_for("GET", "/open/a/b") is None
+    assert p.rule_for("GET", "/health") is None
+    with pytest.raises(ValueError):
+        http.Policy(default, on_error="ignore")
+    with pytest.raises(TypeError):
+        http.Limit("not a limiter")  # type: ignore[arg-type]
+    client.close()
+
+
+def test_policy_from_config_gives_each_rule_its_own_counts():
+    policy, client = http.policy_from_config({
+        "URL": "memory://", "CLIENT": {"name": "cfg"}, "PREFIX": "t",
+        "DEFAULT": "2/minute", "ROUTES": {"/a": {"rate": "2/minute", "key": "ip+route"}, "/b": None},
+        "EXEMPT": ["/health"], "TRUSTED_PROXIES": ["10.0.0.1"],
+    })
+    assert client.name == "cfg"
+    view = http.RequestView("GET", "/x", "192.0.2.1", {})
+    assert [policy.check(view).status for _ in range(3)] == [None, None, 429]
+    view_a = http.RequestView("GET", "/a", "192.0.2.1", {})
+    assert [policy.check(view_a).status for _ in range(3)] == [None, None, 429]
+    assert policy.check(http.RequestView("GET", "/b", "192.0.2.1", {})).status is None
+    with pytest.raises(ValueError, match="unknown setting"):
+        http.policy_from_config({"URL": "memory://", "DEFAULTS": "1/s"})
+    with pytest.raises(ValueError, match="unknown option"):
+        http.policy_from_config({"URL": "memory://", "DEFAULT": {"rate": "1/s", "burst": 3}})
+    client.close()
+
+
+# -- failure behaviour (Redis does not answer) ---------------------------------
+
+def _dead_url():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return "redis://127.0.0.1:%d" % s.getsockname()[1]  # closed again: connections are refused
+
+
+async def _asgi_get(app, path="/"):
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": path, "headers": [], "client": ("192.0.2.1", 5000)}
+    await app(scope, receive, send)
+    start = sent[0]
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, scope
+
+
+async def _ok_app(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def test_failure_behaviour(caplog):
+    client = polylimit.Client(_dead_url(), connect_timeout=0.2, command_timeout=0.2)
+    failing = client.limiter("5/minute", prefix="f")  # on_failure="error": the check raises
+    # Default: 503, logged, the app keeps serving.
+    status, headers, _ = asyncio.run(_asgi_get(RateLimitMiddleware(_ok_app, http.Policy(failing))))
+    assert status == 503 and "RateLimit-Limit" not in headers
+    assert any("on_error='unavailable'" in r.getMessage() for r in caplog.records)
+    # on_error="allow": the request goes on, without headers.
+    status, headers, _ = asyncio.run(_asgi_get(RateLimitMiddleware(_ok_app, http.Policy(failing, on_error="allow"))))
+    assert status == 200 and "ratelimit-limit" not in headers
+    # The limiter's own failure policy answers first, with a decision.
+    for on_failure, expected in (("open", 200), ("closed", 429), ("local", 200)):
+        lim = client.limiter("5/minute", prefix="f" + on_failure, on_failure=on_failure)
+        status, headers, scope = asyncio.run(_asgi_get(RateLimitMiddleware(_ok_app, http.Policy(lim))))
+        assert status == expected, on_failure
+        assert scope["state"]["polylimit"].degraded
+        assert headers["ratelimit-limit"] == "5"
+    client.close()
+
+
+def test_asgi_middleware_passes_other_scopes_and_exempt_paths():
+    client = polylimit.Client("memory://")
+    lim = client.limiter("1/minute", prefix="asgi")
+    app = RateLimitMiddleware(_ok_app, http.Policy(lim, exempt=["/health"]))
+    assert asyncio.run(_asgi_get(app))[0] == 200
+    status, headers, _ = asyncio.run(_asgi_get(app))
+    assert status == 429 and headers["retry-after"] and headers["content-type"].startswith("text/plain")
+    assert asyncio.run(_asgi_get(app, "/health"))[0] == 200
+    seen = []
+
+    async def lifespan_app(scope, receive, send):
+        seen.append(scope["type"])
+
+    asyncio.run(RateLimitMiddleware(lifespan_app, http.Policy(lim))({"type": "lifespan"}, None, None))
+    assert seen == ["lifespan"]
+    with pytest.raises(TypeError):
+        RateLimitMiddleware(_ok_app, lim)  # type: ignore[arg-type]
+    client.close()

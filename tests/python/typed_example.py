@@ -1,0 +1,70 @@
+"""Code as a user writes it, type-checked by tests/python/run.sh with
+mypy --strict against the installed wheel (not run by pytest): the types
+that users see must be the precise ones."""
+
+from typing import Dict, List, Optional, Union
+
+from fastapi import Depends, FastAPI
+from flask import Flask
+from prometheus_client import CollectorRegistry
+from typing_extensions import assert_type
+
+import polylimit
+from polylimit import Decision, Error
+from polylimit.contrib.asgi import RateLimitMiddleware
+from polylimit.contrib.fastapi import RateLimit
+from polylimit.contrib.flask import FlaskRateLimit
+from polylimit.contrib.http import Limit, Policy, api_key, client_ip, first_of, user
+from polylimit.contrib.prometheus import PolylimitCollector
+
+
+def checks(lim: polylimit.Limiter, keys: List[str], flag: bool) -> int:
+    decisions = lim.check_many(keys)
+    assert_type(decisions, List[Decision])
+    mixed = lim.check_many(keys, return_exceptions=True)
+    assert_type(mixed, List[Union[Decision, Error]])
+    assert_type(lim.check_many(keys, return_exceptions=False), List[Decision])
+    assert_type(lim.check_many(keys, 2, return_exceptions=flag), List[Union[Decision, Error]])
+    admitted = 0
+    for r in mixed:
+        if isinstance(r, Error):
+            index: Optional[int] = r.index
+            assert index is not None
+        else:
+            admitted += r.granted
+    headers = lim.headers(decisions[0])
+    assert_type(headers, Dict[str, str])
+    assert_type(decisions[0].headers(), Dict[str, str])
+    return admitted
+
+
+async def achecks(lim: polylimit.Limiter, keys: List[bytes]) -> None:
+    assert_type(await lim.acheck_many(keys), List[Decision])
+    assert_type(await lim.acheck_many(keys, return_exceptions=True), List[Union[Decision, Error]])
+
+
+def setup() -> None:
+    client = polylimit.Client(name="typed", command_timeout=0.2, tls_insecure=False)
+    other = polylimit.Client("memory://", name="other")
+    page: str = polylimit.prometheus_text(client, other)
+    assert page
+    per_ip = client.limiter("100/minute", prefix="typed")
+    policy = Policy(Limit(per_ip, first_of(api_key(), user(), client_ip())), exempt=["/health"],
+                    trusted_proxies=["10.0.0.0/8"])
+    api = FastAPI()
+    api.add_middleware(RateLimitMiddleware, policy=policy)
+
+    @api.get("/search", dependencies=[Depends(RateLimit(per_ip, key=api_key()))])
+    def search() -> Dict[str, str]:
+        return {}
+
+    web = Flask(__name__)
+    rl = FlaskRateLimit(web, policy)
+
+    @web.get("/ping")
+    @rl.exempt
+    def ping() -> str:
+        return "pong"
+
+    registry = CollectorRegistry()
+    registry.register(PolylimitCollector(client, other))
