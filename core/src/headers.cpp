@@ -7,8 +7,8 @@ namespace polylimit {
 namespace {
 
 // Milliseconds to whole seconds, rounded up: a client that waits this long
-// is never early.
-int64_t ceil_seconds(int64_t ms) { return ms <= 0 ? 0 : (ms + 999) / 1000; }
+// is never early. No overflow near INT64_MAX (a caller may pass any decision).
+int64_t ceil_seconds(int64_t ms) { return ms <= 0 ? 0 : ms / 1000 + (ms % 1000 != 0); }
 
 // A policy's name: "default" for a single limit, else "<limit>-per-<window>",
 // e.g. "100-per-60s" or "10-per-500ms", unique within one limiter's spec.
@@ -22,14 +22,6 @@ std::string policy_name(const LimitParams& p, size_t count) {
 }  // namespace
 
 std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits) {
-  const int64_t remaining = std::max<int64_t>(0, d.remaining);
-  const int64_t reset = ceil_seconds(d.reset_after_ms);
-  std::vector<Header> out;
-  if (!d.allowed) out.push_back({"Retry-After", std::to_string(std::max<int64_t>(1, ceil_seconds(d.retry_after_ms)))});
-  out.push_back({"RateLimit-Limit", std::to_string(d.limit)});
-  out.push_back({"RateLimit-Remaining", std::to_string(remaining)});
-  out.push_back({"RateLimit-Reset", std::to_string(reset)});
-
   // The deciding limit: the first whose capacity (GCRA: the burst) or count
   // is the decision's limit.
   const LimitParams* decider = nullptr;
@@ -38,6 +30,24 @@ std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<Limi
   if (decider == nullptr)
     for (const auto& p : limits)
       if (p.limit == d.limit) { decider = &p; break; }
+
+  // The decision's reset is for the whole key (every limit full again); the
+  // headers speak of the deciding limit, which is full again at most one of
+  // its own periods later (GCRA: its burst's worth of intervals).
+  int64_t reset_ms = d.reset_after_ms;
+  if (decider != nullptr && decider->limit > 0) {
+    const int64_t own = decider->window_ms / decider->limit * decider->capacity() +
+                        decider->window_ms % decider->limit * decider->capacity() / decider->limit;
+    reset_ms = std::min(reset_ms, std::max<int64_t>(own, decider->window_ms));
+  }
+  const int64_t remaining = std::max<int64_t>(0, d.remaining);
+  const int64_t reset = ceil_seconds(reset_ms);
+  std::vector<Header> out;
+  if (!d.allowed) out.push_back({"Retry-After", std::to_string(std::max<int64_t>(1, ceil_seconds(d.retry_after_ms)))});
+  out.push_back({"RateLimit-Limit", std::to_string(d.limit)});
+  out.push_back({"RateLimit-Remaining", std::to_string(remaining)});
+  out.push_back({"RateLimit-Reset", std::to_string(reset)});
+
   std::string name = "default";
   if (decider != nullptr) {
     name = policy_name(*decider, limits.size());

@@ -135,3 +135,18 @@ TEST(Headers, BadInput) {
   EXPECT_NE(std::string(text).find("RateLimit-Remaining: 9\n"), std::string::npos);
   polylimit_free(text);
 }
+
+// "200 per day, 50 per hour": the hour limit decides, so its reset is at most
+// an hour, although the key as a whole is full again only after a day.
+TEST(Headers, ResetIsTheDecidingLimits) {
+  Memory m("200 per day, 50 per hour");
+  polylimit_decision d = m.check_at(kT0);
+  ASSERT_EQ(d.limit, 50);
+  ASSERT_EQ(d.reset_after_ms, 86400000);
+  std::string h = m.headers(d);
+  EXPECT_NE(h.find("RateLimit-Reset: 3600\n"), std::string::npos) << h;
+  EXPECT_NE(h.find("RateLimit: \"50-per-3600s\";r=49;t=3600\n"), std::string::npos) << h;
+  EXPECT_NE(h.find("RateLimit-Policy: \"200-per-86400s\";q=200;w=86400, \"50-per-3600s\";q=50;w=3600\n"),
+            std::string::npos)
+      << h;
+}

@@ -19,7 +19,9 @@ struct Header {
 //   Retry-After          whole seconds, rounded up (at least 1); on a denial only
 //   RateLimit-Limit      the limit that decided
 //   RateLimit-Remaining  units left (never negative)
-//   RateLimit-Reset      whole seconds until the key is back to full capacity
+//   RateLimit-Reset      whole seconds until the deciding limit is full again
+//                        (the key's reset, capped at that limit's own period:
+//                        with several limits the key's reset is the longest's)
 //   RateLimit-Policy     every limit as `"name";q=<limit>;w=<window seconds>`
 //   RateLimit            the deciding limit as `"name";r=<remaining>;t=<reset>`
 // The last two are the IETF httpapi draft's structured fields; the first
