@@ -3,6 +3,7 @@ package polylimit_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	polylimit "github.com/polylimit/polylimit/bindings/go"
@@ -15,6 +16,7 @@ var _ interface {
 	LimiterFor(int, time.Duration, ...polylimit.LimiterOption) (*polylimit.Limiter, error)
 	Stats() (polylimit.Stats, error)
 	StatsPrometheus() (string, error)
+	Name() string
 } = (*polylimit.Client)(nil)
 
 var _ interface {
@@ -35,7 +37,15 @@ var _ interface {
 	Reset(context.Context, string) error
 	ResetBytes(context.Context, []byte) error
 	AllowMany(context.Context, []string, int) ([]polylimit.Result, []error)
+	Headers(polylimit.Result) (http.Header, error)
+	HeaderText(polylimit.Result) (string, error)
 } = (*polylimit.Limiter)(nil)
+
+var _ func(...*polylimit.Client) (string, error) = polylimit.PrometheusText
+var _ = []polylimit.Option{
+	polylimit.WithName("n"), polylimit.WithTLSCAFile("f"), polylimit.WithTLSCADir("d"),
+	polylimit.WithTLSClientCert("c", "k"), polylimit.WithTLSServerName("s"), polylimit.WithTLSInsecureSkipVerify(),
+}
 
 var _ = polylimit.Open
 var _ = []polylimit.Algorithm{polylimit.SlidingLog, polylimit.SlidingCounter, polylimit.FixedWindow, polylimit.GCRA}

@@ -36,7 +36,10 @@
 //	case err != nil:
 //		return err
 //	case !res.Allowed:
-//		w.Header().Set("Retry-After", strconv.Itoa(int(res.RetryAfter.Seconds()+0.999)))
+//		hs, _ := limiter.Headers(res) // Retry-After, RateLimit-*
+//		for name, values := range hs {
+//			w.Header()[name] = values
+//		}
 //		w.WriteHeader(http.StatusTooManyRequests)
 //	}
 //
@@ -49,7 +52,17 @@
 // Result.Cached), a failure policy and circuit breaker for outages
 // (WithFailurePolicy: FailOpen, FailClosed, FailLocal; Result.Degraded),
 // shadow mode (WithShadow, Result.Shadowed) and a punitive block (WithBlock).
-// Client.Stats and Client.StatsPrometheus report the client's counters.
+// Client.Stats and Client.StatsPrometheus report the client's counters
+// (labelled client="<name>" with WithName); PrometheusText puts several
+// clients on one page. Limiter.Headers gives the standard HTTP rate-limit
+// headers of a Result, formatted by the library as in every language. The
+// subpackage httplimit is net/http middleware; the module
+// github.com/polylimit/polylimit/bindings/go/promcollector is a client_golang
+// collector (see docs/integrations/go.md).
+//
+// Open("") reads the URL from the POLYLIMIT_URL environment variable and
+// fails without it: there is no silent local default (memory:// must be
+// asked for).
 //
 // A denial is a Result with Allowed false, never an error. Errors are *Error
 // values whose Code (an ErrCode) matches the sentinels with errors.Is:

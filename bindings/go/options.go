@@ -22,10 +22,81 @@ type clientConfig struct {
 	keepalive        int32 // s
 	disableKeepalive bool
 	idleCheck        int32 // ms
+	name             string
+	tlsCAFile        string
+	tlsCADir         string
+	tlsCertFile      string
+	tlsKeyFile       string
+	tlsServerName    string
+	tlsInsecure      bool
+	err              *Error
+}
+
+func (c *clientConfig) fail(format string, args ...interface{}) {
+	if c.err == nil {
+		c.err = newError(ErrInvalidArgument, format, args...)
+	}
+}
+
+// setString stores s in *dst, refusing a NUL byte: the string goes to C as a
+// NUL-terminated one.
+func (c *clientConfig) setString(dst *string, what, s string) {
+	if strings.IndexByte(s, 0) >= 0 {
+		c.fail("%s %q contains a NUL byte", what, s)
+		return
+	}
+	*dst = s
 }
 
 // Option configures Open.
 type Option func(*clientConfig)
+
+// WithName names the client: its metrics are labelled client="name"
+// (StatsPrometheus, PrometheusText, the promcollector module), so that
+// several clients, in one process or many, can share one Prometheus page.
+// Up to 128 letters, digits and _ - . : / (the library checks; Open fails
+// with ErrInvalidArgument otherwise). "" (the default): no label.
+func WithName(name string) Option {
+	return func(c *clientConfig) { c.setString(&c.name, "name", name) }
+}
+
+// The TLS options apply to TLS URLs (rediss://, and the TLS forms of Cluster
+// and Sentinel URLs). The library refuses them on a URL without TLS
+// (ErrInvalidArgument), rather than ignoring them. Files are read by the
+// library when it connects.
+
+// WithTLSCAFile trusts the CAs of a PEM bundle instead of the system's.
+func WithTLSCAFile(path string) Option {
+	return func(c *clientConfig) { c.setString(&c.tlsCAFile, "TLS CA file", path) }
+}
+
+// WithTLSCADir trusts the CAs of a directory of hashed certificates (as
+// made by openssl rehash / c_rehash).
+func WithTLSCADir(dir string) Option {
+	return func(c *clientConfig) { c.setString(&c.tlsCADir, "TLS CA directory", dir) }
+}
+
+// WithTLSClientCert presents a client certificate (PEM) and its private key
+// (PEM), for servers that require mutual TLS.
+func WithTLSClientCert(certFile, keyFile string) Option {
+	return func(c *clientConfig) {
+		c.setString(&c.tlsCertFile, "TLS certificate file", certFile)
+		c.setString(&c.tlsKeyFile, "TLS key file", keyFile)
+	}
+}
+
+// WithTLSServerName sets the SNI name and the name the server's certificate
+// must match (default: the host in the URL).
+func WithTLSServerName(name string) Option {
+	return func(c *clientConfig) { c.setString(&c.tlsServerName, "TLS server name", name) }
+}
+
+// WithTLSInsecureSkipVerify turns off certificate and host name
+// verification. For tests only: anyone on the path can then impersonate the
+// server.
+func WithTLSInsecureSkipVerify() Option {
+	return func(c *clientConfig) { c.tlsInsecure = true }
+}
 
 // WithPoolSize bounds the connections open at once (MinPoolSize..MaxPoolSize;
 // 0: DefaultPoolSize, 8).

@@ -66,8 +66,9 @@ type Client struct {
 	// mu is held shared by every call into C on the client or on any of its
 	// limiters (even abandoned ones), exclusively by Close: the C ABI forbids
 	// closing a client while calls are in flight on it or its limiters.
-	mu sync.RWMutex
-	h  *C.polylimit_client
+	mu   sync.RWMutex
+	h    *C.polylimit_client
+	name string
 }
 
 // errClientClosed is what calls on a closed Client return, in the words of
@@ -76,7 +77,13 @@ func errClientClosed() error { return newError(ErrClosed, "the client is closed"
 
 // Open opens a client for a URL:
 //
-//	redis://[user:pass@]host:port[/db]   unix:///path/to.sock[?db=N]   memory://
+//	redis://[user:pass@]host:port[/db]   rediss://...   unix:///path/to.sock[?db=N]
+//	redis+cluster://h1:p1,h2:p2   redis+sentinel://h1:p1,h2:p2/master   memory://
+//
+// An empty url means the URL in the POLYLIMIT_URL environment variable; when
+// that is unset too, Open fails with ErrInvalidArgument. There is no silent
+// local default: a limiter local to this process (memory://) must be asked
+// for by name.
 //
 // Connections are made lazily, on the first decision, so Open does no I/O.
 func Open(url string, opts ...Option) (*Client, error) {
@@ -86,6 +93,9 @@ func Open(url string, opts ...Option) (*Client, error) {
 	var cfg clientConfig
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
 	}
 	curl, err := cString("url", url)
 	if err != nil {
@@ -106,16 +116,41 @@ func Open(url string, opts ...Option) (*Client, error) {
 		copts.disable_keepalive = 1
 	}
 	copts.idle_check_ms = C.int(cfg.idleCheck)
+	// The library copies these strings; "" is unset, passed as NULL.
+	for _, f := range []struct {
+		dst **C.char
+		s   string
+	}{
+		{&copts.name, cfg.name},
+		{&copts.tls_ca_file, cfg.tlsCAFile},
+		{&copts.tls_ca_dir, cfg.tlsCADir},
+		{&copts.tls_cert_file, cfg.tlsCertFile},
+		{&copts.tls_key_file, cfg.tlsKeyFile},
+		{&copts.tls_server_name, cfg.tlsServerName},
+	} {
+		if f.s != "" {
+			cs := C.CString(f.s)
+			defer C.free(unsafe.Pointer(cs))
+			*f.dst = cs
+		}
+	}
+	if cfg.tlsInsecure {
+		copts.tls_insecure = 1
+	}
 
 	var h *C.polylimit_client
 	var cerr C.polylimit_error
 	if st := C.polylimit_client_open(curl, &copts, &h, &cerr); st != C.POLYLIMIT_OK {
 		return nil, cError(st, &cerr)
 	}
-	c := &Client{h: h}
+	c := &Client{h: h, name: cfg.name}
 	runtime.SetFinalizer(c, (*Client).Close)
 	return c, nil
 }
+
+// Name returns the name given with WithName ("" for none): the client="..."
+// label of its metrics.
+func (c *Client) Name() string { return c.name }
 
 // Close closes the client and, with it, every limiter made from it: their
 // calls return ErrClosed ("the client is closed") from then on, as in every
@@ -275,7 +310,11 @@ func usDuration(us uint64) time.Duration {
 }
 
 // StatsPrometheus returns the client's counters in the Prometheus text
-// exposition format (metric names start with "polylimit_").
+// exposition format (metric names start with "polylimit_"), each sample
+// labelled client="<name>" when the client has a name (WithName). To put
+// several clients on one page use PrometheusText: concatenating their
+// StatsPrometheus pages is not valid exposition (each metric's HELP and TYPE
+// would repeat).
 func (c *Client) StatsPrometheus() (string, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Go binding suite: go vet, go test -race, then the tests again under the
 # cgo pointer checkers (cgocheck=1, and GOEXPERIMENT=cgocheck2 where the
-# toolchain has it); the static link (build tag polylimit_static: a test
+# toolchain has it), the binding's packages (httplimit, the net/http
+# middleware, included: its tests run examples/go-http as two processes);
+# the promcollector module (go test -race; client_golang comes from the Go
+# module proxy) and go vet of examples/go-http; the static link (build tag polylimit_static: a test
 # binary and the demo worker without libpolylimit at run time, run with an
 # empty LD_LIBRARY_PATH against real redis-servers); and a CGO_ENABLED=0
 # build, which must fail at compile time saying that cgo is required.
@@ -30,7 +33,8 @@ if [ -z "${POLYLIMIT_PREFIX:-}" ]; then
 fi
 pkg-config --exists polylimit || { echo "pkg-config cannot find polylimit (PKG_CONFIG_PATH?)" >&2; exit 1; }
 
-# Never fetch another toolchain; the binding has no module dependencies.
+# Never fetch another toolchain. The binding has no module dependencies;
+# promcollector's (client_golang) are fetched with -mod=mod, as go.sum pins them.
 export GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
 export CGO_ENABLED=1
 cd "$root/bindings/go"
@@ -66,6 +70,17 @@ if GOEXPERIMENT=cgocheck2 go env GOEXPERIMENT >/dev/null 2>&1; then
 else
   echo "cgocheck2: not supported by this toolchain, skipped"
 fi
+
+# Modules of their own beside the binding: the Prometheus collector
+# (client_golang, kept out of the binding's go.mod) and the example server
+# (built and run as two processes by the httplimit tests, as a user builds it).
+echo "--- bindings/go/promcollector and examples/go-http (modules of their own)"
+cd "$root/bindings/go/promcollector"
+go vet ./...
+gotest "promcollector (race)" -race
+cd "$root/examples/go-http"
+go vet ./...
+cd "$root/bindings/go"
 
 echo "--- static link (-tags polylimit_static)"
 tmp=$(mktemp -d)

@@ -1,0 +1,55 @@
+package httplimit_test
+
+import (
+	"log"
+	"net/http"
+	"time"
+
+	polylimit "github.com/polylimit/polylimit/bindings/go"
+	"github.com/polylimit/polylimit/bindings/go/httplimit"
+)
+
+// A server behind a load balancer at 10.0.0.0/8: 100 requests a minute per
+// client IP, 5 a minute on /login, health checks exempt, a decision within
+// 300ms or 503.
+func ExampleNew() {
+	client, err := polylimit.Open("", polylimit.WithName("web")) // "": $POLYLIMIT_URL
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	perIP, err := client.Limiter("100/minute", polylimit.WithPrefix("web"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	login, err := client.Limiter("5/minute", polylimit.WithPrefix("web-login"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	proxies, err := httplimit.ParseTrustedProxies("10.0.0.0/8")
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hello\n")) })
+	limit := httplimit.New(perIP,
+		httplimit.WithTrustedProxies(proxies...),
+		httplimit.WithRoute("/login", login),
+		httplimit.WithExempt("/healthz"),
+		httplimit.WithTimeout(300*time.Millisecond))
+	log.Fatal(http.ListenAndServe("127.0.0.1:8080", limit(mux)))
+}
+
+// Keyed by API key (hashed before it reaches Redis), by IP without one.
+func ExampleKeyByHeader() {
+	client, err := polylimit.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	perKey, err := client.Limiter("1000/hour; 50/minute", polylimit.WithPrefix("api"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	limit := httplimit.New(perKey, httplimit.WithKeyFunc(httplimit.KeyByHeader("X-API-Key", httplimit.KeyByIP())))
+	log.Fatal(http.ListenAndServe("127.0.0.1:8080", limit(http.NotFoundHandler())))
+}
