@@ -28,6 +28,8 @@ for component in "${want[@]}"; do
       need_pkg ninja-build ninja
       need_pkg pkg-config pkg-config
       need_pkg libhiredis-dev
+      need_pkg libssl-dev      # TLS (rediss://)
+      need_pkg openssl openssl # tests/cpp/tls_test.cpp, bench_tls: make test certificates
       need_pkg libgtest-dev
       need_pkg abigail-tools abidiff   # tools/abi-check.sh
       need_pkg libreadline8   # tests: our exports must not collide with readline's rl_*
@@ -38,6 +40,10 @@ for component in "${want[@]}"; do
       # dpkg-shlibdeps and file; apt-get installs the packages it builds.
       need_pkg dpkg-dev dpkg-shlibdeps
       need_pkg file file
+      # tools/fuzz.sh: clang with libFuzzer and the sanitizer runtimes, which
+      # Debian 12 ships in libclang-rt-14-dev (only recommended by clang-14).
+      need_pkg clang clang
+      need_pkg libclang-rt-14-dev
       ;;
     python)
       need_pkg python3 python3

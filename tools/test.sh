@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test suite: C/C++ (ctest), the same under AddressSanitizer +
-# UndefinedBehaviorSanitizer, then each language suite tests/<lang>/run.sh.
+# UndefinedBehaviorSanitizer and under ThreadSanitizer, the libFuzzer targets
+# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh.
 # Every suite starts its own redis-server processes on free loopback ports.
 #
 # Environment handed to the language suites:
@@ -8,7 +9,8 @@
 #   POLYLIMIT_BUILD_DIR   a CMake build of the library (Release)
 #   POLYLIMIT_PREFIX      that build installed (include/, lib/, lib/pkgconfig/)
 #   PKG_CONFIG_PATH, LD_LIBRARY_PATH, CMAKE_PREFIX_PATH point into POLYLIMIT_PREFIX
-# Set POLYLIMIT_SKIP_SANITIZERS=1 to skip the sanitizer pass (it is on in CI).
+# Set POLYLIMIT_SKIP_SANITIZERS=1 to skip the sanitizer passes (ASan+UBSan,
+# TSan) and POLYLIMIT_SKIP_FUZZ=1 to skip the fuzz suite (both are on in CI).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -39,6 +41,8 @@ fi
 
 run_suite "C ABI (abidiff against capi/abi)" "$root/tools/abi-check.sh" "$POLYLIMIT_BUILD_DIR/capi/libpolylimit.so.1"
 run_suite "C/C++ (ctest)" ctest --test-dir "$POLYLIMIT_BUILD_DIR" --output-on-failure
+# Fault matrix (rewrites docs/reliability.md) and soak (POLYLIMIT_SOAK_SECONDS, default 120).
+run_suite "faults" "$root/tests/faults/run.sh"
 
 if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ]; then
   asan() {
@@ -50,6 +54,27 @@ if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ]; then
         ctest --test-dir "$dir" --output-on-failure -E installed_c_example
   }
   run_suite "C/C++ under ASan+UBSan (ctest)" asan
+  # ThreadSanitizer over the core's tests; any report fails the suite. Left
+  # out: the installed-library, packaging and shell tests (nothing to race),
+  # and the tests that assert timings a 5-15x slower TSan build misses on 2
+  # cores (1 s command timeouts under load): server_condition_tests,
+  # cluster_tests and one transport case. About 1 min of tests.
+  tsan() {
+    local dir="$root/build/tsan"
+    cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPOLYLIMIT_SANITIZE=thread \
+      -DPOLYLIMIT_BUILD_TOOLS=OFF >/dev/null &&
+      cmake --build "$dir" -j "$POLYLIMIT_JOBS" &&
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 GTEST_FILTER='-Transport.AnExtraReplyNeverReachesAnotherCall' \
+        ctest --test-dir "$dir" --output-on-failure \
+        -E 'installed|project_names|exported|vocabulary|cli_|googletest|server_condition_tests|cluster_tests'
+  }
+  run_suite "C/C++ under ThreadSanitizer (ctest)" tsan
+fi
+
+# libFuzzer targets (tests/fuzz), 30 s each under ASan+UBSan; a crash leaves
+# its reproducer in build/fuzz/artifacts/ (docs/testing.md).
+if [ "${POLYLIMIT_SKIP_FUZZ:-0}" != 1 ]; then
+  run_suite "fuzz (libFuzzer, ASan+UBSan)" "$root/tools/fuzz.sh" "${POLYLIMIT_FUZZ_SECONDS:-30}"
 fi
 
 for lang in python go java readme cross; do

@@ -294,9 +294,16 @@ POLYLIMIT_EXTERN(int) polylimit_client_options_init(polylimit_client_options *op
  *   redis+cluster://[user:pass@]h1:p1[,h2:p2...]   Redis Cluster; the hosts are seeds
  *   redis+sentinel://[user:pass@]h1:p1[,h2:p2...]/master-name[/db]
  *       [?sentinel_user=U&sentinel_password=P]    the master that the sentinels name
+ *   rediss://, rediss+cluster://, rediss+sentinel://   the same over TLS (every
+ *                                                  node, sentinel and master)
  *   memory://                                      in-process, no server (tests,
  *                                                  one process)
  * IPv6 hosts go in brackets. Connections are made lazily, on the first command.
+ * TLS verifies the server certificate against the system's CAs (or
+ * tls_ca_file / tls_ca_dir) and the host name (or tls_server_name); a
+ * certificate that fails is POLYLIMIT_EAUTH on the first command, with the
+ * reason in the message. tls_* options with a URL without TLS, or a TLS file
+ * that cannot be read, are POLYLIMIT_EINVALID here (docs/deployments.md, TLS).
  * There is no silent local default: NULL or "" means the URL in the
  * POLYLIMIT_URL environment variable, and when that is unset too the call
  * fails with POLYLIMIT_EINVALID (memory:// must be asked for).
@@ -541,11 +548,15 @@ POLYLIMIT_EXTERN(int) polylimit_clients_stats_prometheus(polylimit_client *const
  *   Retry-After: <s>          on a denial only: seconds, rounded up, at least 1
  *   RateLimit-Limit: <n>      the limit that decided
  *   RateLimit-Remaining: <n>  units left, never negative
- *   RateLimit-Reset: <s>      seconds until the key is back to full capacity
+ *   RateLimit-Reset: <s>      seconds until the deciding limit is full again (at
+ *                             most its own period, also when a longer limit of the
+ *                             spec takes longer)
  *   RateLimit-Policy: "<name>";q=<limit>;w=<window s>[, ...]   every limit
  *                             (GCRA: q is the burst, what remaining counts from)
  *   RateLimit: "<name>";r=<remaining>;t=<reset s>              the deciding one
- * The last two are the IETF httpapi draft's fields. A single-limit limiter's
+ * The last two are the IETF httpapi draft's structured fields as of
+ * draft-ietf-httpapi-ratelimit-headers-09; the trio before them is the
+ * earlier revisions' form, which most clients read today. A single-limit limiter's
  * policy is named "default"; a rate spec's limits "<limit>-per-<window>"
  * (e.g. "100-per-60s"). A decision of polylimit_limiter_check_limit has no
  * RateLimit-Policy. Every binding formats its headers with this call.

@@ -7,16 +7,18 @@
 #include "memory_backend.h"
 #include "redis_backend.h"
 #include "sentinel_transport.h"
+#include "tls.h"
 #include "transport.h"
 #include "polylimit/errors.h"
 
 namespace polylimit {
 namespace {
 
-std::unique_ptr<Transport> make_transport(const Endpoint& ep, const PoolOptions& pool) {
-  if (ep.kind == Endpoint::Kind::kCluster) return std::make_unique<ClusterTransport>(ep, pool);
-  if (ep.kind == Endpoint::Kind::kSentinel) return std::make_unique<SentinelTransport>(ep, pool);
-  return std::make_unique<StandaloneTransport>(ep, pool);
+std::unique_ptr<Transport> make_transport(const Endpoint& ep, const PoolOptions& pool,
+                                          std::shared_ptr<const TlsContext> tls) {
+  if (ep.kind == Endpoint::Kind::kCluster) return std::make_unique<ClusterTransport>(ep, pool, std::move(tls));
+  if (ep.kind == Endpoint::Kind::kSentinel) return std::make_unique<SentinelTransport>(ep, pool, std::move(tls));
+  return std::make_unique<StandaloneTransport>(ep, pool, std::move(tls));
 }
 
 }  // namespace
@@ -44,12 +46,17 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
   validate(options.pool);
   validate_client_name(options.name);
   // TLS options on a URL without TLS would be silently ignored: refuse them.
-  if (options.tls.any_set()) throw_invalid("tls options are set but the URL does not use TLS (rediss://)");
+  if (!ep.tls && options.tls.any_set())
+    throw_invalid("tls options are set but the URL does not use TLS (rediss://, rediss+cluster://, rediss+sentinel://)");
+  // One TLS context per client, shared by all its connections; its files are
+  // read now, so that a bad path fails here (EINVALID naming the option).
+  std::shared_ptr<const TlsContext> tls;
+  if (ep.tls) tls = std::make_shared<const TlsContext>(options.tls);
   std::unique_ptr<Backend> backend;
   if (ep.kind == Endpoint::Kind::kMemory)
     backend = std::make_unique<MemoryBackend>(options.memory_clock);
   else
-    backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool));
+    backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool, std::move(tls)));
   return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend), options.name));
 }
 

@@ -78,8 +78,8 @@ bool node_of(const redisReply* e, const std::string& asked_host, HostPort& out) 
 
 }  // namespace
 
-ClusterTransport::ClusterTransport(Endpoint endpoint, PoolOptions options)
-    : endpoint_(std::move(endpoint)), options_(options), slots_(kClusterSlots) {
+ClusterTransport::ClusterTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls)
+    : endpoint_(std::move(endpoint)), options_(options), tls_(std::move(tls)), slots_(kClusterSlots) {
   if (endpoint_.seeds.empty()) throw_invalid("redis+cluster:// needs at least one seed node");
 }
 
@@ -90,6 +90,7 @@ Endpoint ClusterTransport::node_endpoint(const HostPort& address) const {
   ep.port = address.port;
   ep.user = endpoint_.user;
   ep.password = endpoint_.password;
+  ep.tls = endpoint_.tls;
   return ep;
 }
 
@@ -158,7 +159,7 @@ void ClusterTransport::load_map() {
     std::string where = candidate.describe();
     ReplyPtr r;
     try {
-      Connection conn(ep, options_);
+      Connection conn(ep, options_, tls_.get());
       r = conn.command({"CLUSTER", "SLOTS"});
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kPermission) throw;
@@ -197,7 +198,7 @@ void ClusterTransport::load_map() {
       NodePtr& node = nodes[key];
       if (!node) {
         auto it = old.find(key);
-        node = it != old.end() ? it->second : std::make_shared<Node>(node_endpoint(master), options_);
+        node = it != old.end() ? it->second : std::make_shared<Node>(node_endpoint(master), options_, tls_);
         masters.push_back(master);
       }
       for (long long s = lo; s <= hi; ++s) slots[static_cast<size_t>(s)] = node;
@@ -241,7 +242,7 @@ ClusterTransport::NodePtr ClusterTransport::node_at(const HostPort& address) {
   }
   std::unique_lock<std::shared_mutex> lock(locks().map);
   NodePtr& node = nodes_[key];
-  if (!node) node = std::make_shared<Node>(node_endpoint(address), options_);
+  if (!node) node = std::make_shared<Node>(node_endpoint(address), options_, tls_);
   return node;
 }
 
@@ -361,6 +362,9 @@ ReplyPtr ClusterTransport::run_script_on(Connection& conn, const scripts::Script
   ReplyPtr r = send();
   if (!ScriptCache::is_noscript(r.get())) return r;
   scripts_.load(conn, script);  // a new or promoted node: load once, retry once
+  r = send();
+  if (!ScriptCache::is_noscript(r.get())) return r;
+  cmd = ScriptCache::eval(script, keys, args, numkeys);  // flushed again in between: EVAL carries the source
   return send();
 }
 

@@ -42,8 +42,10 @@ class ClusterTransport : public Transport {
   static constexpr std::chrono::milliseconds kPeriodicRefresh{10000};
 
   // `endpoint` is a kCluster endpoint: seeds plus the credentials of every
-  // node. Nothing is connected until the first command.
-  ClusterTransport(Endpoint endpoint, PoolOptions options);
+  // node. Nothing is connected until the first command. With endpoint.tls
+  // every node (seeds and the nodes CLUSTER SLOTS names) is reached over TLS
+  // with `tls`.
+  ClusterTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr);
 
   ClusterTransport(const ClusterTransport&) = delete;
   ClusterTransport& operator=(const ClusterTransport&) = delete;
@@ -63,7 +65,8 @@ class ClusterTransport : public Transport {
 
  private:
   struct Node {
-    Node(const Endpoint& ep, const PoolOptions& options) : address(ep.describe()), pool(ep, options) {}
+    Node(const Endpoint& ep, const PoolOptions& options, std::shared_ptr<const TlsContext> tls)
+        : address(ep.describe()), pool(ep, options, std::move(tls)) {}
     std::string address;
     ConnectionPool pool;
   };
@@ -86,6 +89,7 @@ class ClusterTransport : public Transport {
 
   const Endpoint endpoint_;
   const PoolOptions options_;
+  const std::shared_ptr<const TlsContext> tls_;
   ScriptCache scripts_;  // stateless apart from counters: one for all nodes
 
   // The locks live apart so that a forked child can start with fresh ones: a

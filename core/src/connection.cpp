@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "redis_errors.h"
+#include "tls.h"
 
 namespace polylimit {
 
@@ -148,8 +149,10 @@ void RespGuard::scan(const char* data, size_t len, const std::string& where) {
   }
 }
 
-Connection::Connection(const Endpoint& ep, const PoolOptions& options)
+Connection::Connection(const Endpoint& ep, const PoolOptions& options, const TlsContext* tls)
     : where_(ep.describe()), command_timeout_ms_(options.command_timeout_ms) {
+  if (ep.tls && tls == nullptr)
+    throw Error(ErrorCode::kInternal, "a TLS endpoint (" + where_ + ") without a TLS context");
   const std::string what = "connect to " + where_;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(options.connect_timeout_ms);
   int last_errno = 0;
@@ -183,17 +186,18 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options)
                   last_errno);
     throw Error(ErrorCode::kUnavailable, what + ": " + std::strerror(last_errno), last_errno);
   }
-  reader_ = redisReaderCreate();
-  if (reader_ == nullptr) {
-    ::close(fd_);
-    throw Error(ErrorCode::kNoMemory, what + ": cannot allocate a reply reader");
-  }
-  if (ep.kind == Endpoint::Kind::kTcp) {
-    int on = 1;
-    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-    if (options.keepalive_s > 0) set_keepalive(fd_, options.keepalive_s);
-  }
   try {
+    reader_ = redisReaderCreate();
+    if (reader_ == nullptr) throw Error(ErrorCode::kNoMemory, what + ": cannot allocate a reply reader");
+    if (ep.kind == Endpoint::Kind::kTcp) {
+      int on = 1;
+      setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      if (options.keepalive_s > 0) set_keepalive(fd_, options.keepalive_s);
+    }
+    if (ep.tls) {
+      tls_ = std::make_unique<TlsSession>(*tls, ep.host);
+      handshake(deadline, options.connect_timeout_ms);  // the rest of the connect deadline
+    }
     if (!ep.password.empty()) {
       Argv auth = ep.user.empty() ? Argv{"AUTH", ep.password} : Argv{"AUTH", ep.user, ep.password};
       ReplyPtr r = command(auth);
@@ -205,16 +209,34 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options)
       if (r->type == REDIS_REPLY_ERROR) throw_reply_error(reply_text(r.get()), "SELECT " + db + " at " + where_);
     }
   } catch (...) {
-    redisReaderFree(reader_);
-    ::close(fd_);
+    release();
     throw;
   }
   last_used_ = Clock::now();
 }
 
-Connection::~Connection() {
+Connection::~Connection() { release(); }
+
+void Connection::release() noexcept {
+  tls_.reset();
   if (reader_) redisReaderFree(reader_);
+  reader_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void Connection::handshake(Deadline deadline, int budget_ms) {
+  const char* what = "TLS handshake with";
+  for (;;) {
+    TlsSession::Want want = tls_->handshake(where_);
+    flush_tls(deadline, what, budget_ms);
+    if (want == TlsSession::Want::kNone) return;
+    if (want == TlsSession::Want::kRead) {
+      char raw[16 * 1024];
+      size_t n = recv_raw(raw, sizeof raw, deadline, what, budget_ms);
+      tls_->feed(raw, n);
+    }
+  }
 }
 
 void Connection::fail(ErrorCode code, const std::string& what, const std::string& detail, int sys_errno) {
@@ -242,9 +264,7 @@ void Connection::append(std::string& out, const Argv& argv) {
   redisFreeCommand(cmd);
 }
 
-void Connection::send_all(const std::string& data, Deadline deadline) {
-  const char* p = data.data();
-  size_t left = data.size();
+void Connection::send_raw(const char* p, size_t left, Deadline deadline, const char* what, int budget_ms) {
   while (left > 0) {
     ssize_t n = ::send(fd_, p, left, MSG_NOSIGNAL);
     if (n >= 0) {
@@ -256,10 +276,71 @@ void Connection::send_all(const std::string& data, Deadline deadline) {
     if (e == EINTR) continue;
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if (!wait_for(fd_, POLLOUT, deadline))
-        fail(ErrorCode::kTimeout, "send to", "timed out after " + std::to_string(command_timeout_ms_) + " ms", e);
+        fail(ErrorCode::kTimeout, what, "timed out after " + std::to_string(budget_ms) + " ms", e);
       continue;
     }
-    fail(ErrorCode::kUnavailable, "send to", std::strerror(e), e);
+    if (tls_) explain_tls_failure();
+    fail(ErrorCode::kUnavailable, what, std::strerror(e), e);
+  }
+}
+
+void Connection::explain_tls_failure() {
+  // A TLS 1.3 server checks our certificate after our handshake is complete
+  // and answers a missing or unknown one with an alert and a close: our next
+  // write then fails (EPIPE, ECONNRESET). The alert, which says why, is
+  // already in the socket's receive queue; read it without waiting.
+  try {
+    char raw[4096];
+    for (int i = 0; i < 16; ++i) {
+      ssize_t n = ::recv(fd_, raw, sizeof raw, MSG_DONTWAIT);
+      if (n <= 0) break;
+      tls_->feed(raw, static_cast<size_t>(n));
+    }
+    char buf[512];
+    tls_->read(buf, sizeof buf, where_);
+  } catch (const Error& e) {
+    broken_ = true;
+    if (e.code() == ErrorCode::kAuth) throw;  // the server refused our certificate
+  }
+}
+
+size_t Connection::recv_raw(char* buf, size_t cap, Deadline deadline, const char* what, int budget_ms) {
+  for (;;) {
+    if (!wait_for(fd_, POLLIN, deadline))
+      fail(ErrorCode::kTimeout, what, "timed out after " + std::to_string(budget_ms) + " ms", ETIMEDOUT);
+    ssize_t n = ::recv(fd_, buf, cap, 0);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n == 0) fail(ErrorCode::kUnavailable, what, "the server closed the connection");
+    int e = errno;
+    if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) continue;
+    fail(ErrorCode::kUnavailable, what, std::strerror(e), e);
+  }
+}
+
+void Connection::flush_tls(Deadline deadline, const char* what, int budget_ms) {
+  const char* data = nullptr;
+  size_t n = tls_->outgoing(&data);
+  if (n == 0) return;
+  send_raw(data, n, deadline, what, budget_ms);
+  tls_->consume(n);
+}
+
+void Connection::send_all(const std::string& data, Deadline deadline) {
+  if (!tls_) return send_raw(data.data(), data.size(), deadline, "send to", command_timeout_ms_);
+  tls_->write(data.data(), data.size(), where_);
+  flush_tls(deadline, "send to", command_timeout_ms_);
+}
+
+size_t Connection::read_some(char* buf, size_t cap, Deadline deadline) {
+  if (!tls_) return recv_raw(buf, cap, deadline, "reply from", command_timeout_ms_);
+  for (;;) {
+    // Bytes OpenSSL already holds come first: poll() cannot see them.
+    size_t n = tls_->read(buf, cap, where_);
+    if (n > 0) return n;
+    flush_tls(deadline, "send to", command_timeout_ms_);  // e.g. a key update answered while reading
+    char raw[16 * 1024];
+    size_t got = recv_raw(raw, sizeof raw, deadline, "reply from", command_timeout_ms_);
+    tls_->feed(raw, got);
   }
 }
 
@@ -269,24 +350,10 @@ ReplyPtr Connection::read_reply(Deadline deadline) {
     if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
       fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
     if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
-    if (!wait_for(fd_, POLLIN, deadline))
-      fail(ErrorCode::kTimeout, "reply from", "timed out after " + std::to_string(command_timeout_ms_) + " ms",
-           ETIMEDOUT);
     char buf[16 * 1024];
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n == 0) fail(ErrorCode::kUnavailable, "reply from", "the server closed the connection");
-    if (n < 0) {
-      int e = errno;
-      if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) continue;
-      fail(ErrorCode::kUnavailable, "reply from", std::strerror(e), e);
-    }
-    try {
-      guard_.scan(buf, static_cast<size_t>(n), where_);
-    } catch (const Error&) {
-      broken_ = true;
-      throw;
-    }
-    if (redisReaderFeed(reader_, buf, static_cast<size_t>(n)) != REDIS_OK)
+    size_t n = read_some(buf, sizeof buf, deadline);
+    guard_.scan(buf, n, where_);
+    if (redisReaderFeed(reader_, buf, n) != REDIS_OK)
       fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
   }
 }
@@ -296,9 +363,15 @@ ReplyPtr Connection::command(const Argv& argv) {
   const Deadline deadline = command_deadline();
   std::string buf;
   append(buf, argv);
-  send_all(buf, deadline);
-  ReplyPtr r = read_reply(deadline);
-  if (reader_->pos < reader_->len) broken_ = true;  // bytes nobody asked for: never reuse
+  ReplyPtr r;
+  try {
+    send_all(buf, deadline);
+    r = read_reply(deadline);
+  } catch (...) {
+    broken_ = true;  // whatever failed, the stream is in an unknown state
+    throw;
+  }
+  if (leftover()) broken_ = true;  // bytes nobody asked for: never reuse
   last_used_ = Clock::now();
   return r;
 }
@@ -308,17 +381,27 @@ std::vector<ReplyPtr> Connection::pipeline(const std::vector<Argv>& commands) {
   const Deadline deadline = command_deadline();
   std::string buf;
   for (const auto& argv : commands) append(buf, argv);
-  send_all(buf, deadline);
   std::vector<ReplyPtr> replies;
   replies.reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) replies.push_back(read_reply(deadline));
-  if (reader_->pos < reader_->len) broken_ = true;
+  try {
+    send_all(buf, deadline);
+    for (size_t i = 0; i < commands.size(); ++i) replies.push_back(read_reply(deadline));
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+  if (leftover()) broken_ = true;
   last_used_ = Clock::now();
   return replies;
 }
 
+bool Connection::leftover() const {
+  return reader_->pos < reader_->len || (tls_ && tls_->has_pending());
+}
+
 bool Connection::stale() const {
   if (broken_ || fd_ < 0) return true;
+  if (tls_ && tls_->has_pending()) return true;  // received while idle, invisible to poll()
   pollfd p{fd_, POLLIN, 0};
   int n = ::poll(&p, 1, 0);
   return n != 0;  // readable (EOF, an error, unsolicited bytes) or poll failed

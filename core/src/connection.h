@@ -9,6 +9,12 @@
 // arrive, before hiredis allocates anything for them (RespGuard). A
 // Connection that saw any error, a timeout, or bytes nobody asked for is
 // marked broken and never reused, so no call can receive another's reply.
+//
+// rediss://: the same socket carries a TLS session (tls.h). The handshake runs
+// under the connect deadline, right after the TCP connect; afterwards every
+// byte OpenSSL wants sent or received moves through the same send/recv and
+// poll as plain bytes, under the same one deadline per call, and decrypted
+// reply bytes go through the same RespGuard before hiredis sees them.
 #pragma once
 
 #include <chrono>
@@ -25,6 +31,9 @@ struct redisReader;
 struct redisReply;
 
 namespace polylimit {
+
+class TlsContext;
+class TlsSession;
 
 struct ReplyDeleter {
   void operator()(redisReply* r) const noexcept;
@@ -55,8 +64,11 @@ class RespGuard {
 class Connection {
  public:
   // Connects (within connect_timeout_ms), enables TCP_NODELAY and keepalive,
-  // then AUTH and SELECT. Throws Error (kUnavailable, kTimeout, kAuth, ...).
-  Connection(const Endpoint& endpoint, const PoolOptions& options);
+  // for a TLS endpoint (endpoint.tls) completes the TLS handshake within the
+  // same connect_timeout_ms, then AUTH and SELECT. Throws Error (kUnavailable,
+  // kTimeout, kAuth, ...). `tls` must be given for a TLS endpoint and must
+  // outlive the connection.
+  Connection(const Endpoint& endpoint, const PoolOptions& options, const TlsContext* tls = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -84,12 +96,28 @@ class Connection {
   void append(std::string& out, const Argv& argv);
   void send_all(const std::string& data, Deadline deadline);
   ReplyPtr read_reply(Deadline deadline);
+  // Socket I/O under `deadline`; `what` ("send to", "TLS handshake with") and
+  // budget_ms (the timeout it came from) name a failure.
+  void send_raw(const char* data, size_t len, Deadline deadline, const char* what, int budget_ms);
+  size_t recv_raw(char* buf, size_t cap, Deadline deadline, const char* what, int budget_ms);
+  // Sends what the TLS session has to send.
+  void flush_tls(Deadline deadline, const char* what, int budget_ms);
+  // At least one byte of reply (decrypted for TLS) by the deadline.
+  size_t read_some(char* buf, size_t cap, Deadline deadline);
+  void handshake(Deadline deadline, int budget_ms);
+  // After a failed write on a TLS connection: throws the TLS alert the server
+  // sent before closing, when it says our certificate was refused.
+  void explain_tls_failure();
+  void release() noexcept;  // frees the reader, the TLS session and the socket
+  // Received bytes beyond the replies asked for (in the reader or TLS buffers).
+  bool leftover() const;
   // Marks the connection broken and throws `code` with "<what> <where>: <detail>".
   [[noreturn]] void fail(ErrorCode code, const std::string& what, const std::string& detail, int sys_errno = 0);
   Deadline command_deadline() const;
 
   int fd_ = -1;
   redisReader* reader_ = nullptr;
+  std::unique_ptr<TlsSession> tls_;  // rediss:// only
   RespGuard guard_;
   std::string where_;
   int command_timeout_ms_;

@@ -17,8 +17,8 @@ PooledConnection::~PooledConnection() {
   if (conn_) pool_->release(static_cast<ConnectionPool::State*>(state_), std::move(conn_));
 }
 
-ConnectionPool::ConnectionPool(Endpoint endpoint, PoolOptions options)
-    : endpoint_(std::move(endpoint)), options_(options) {}
+ConnectionPool::ConnectionPool(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls)
+    : endpoint_(std::move(endpoint)), options_(options), tls_(std::move(tls)) {}
 
 ConnectionPool::State* ConnectionPool::current() {
   return &states_.get([](State& parent) {
@@ -139,7 +139,7 @@ PooledConnection ConnectionPool::acquire() {
       lock.unlock();
       attempts_.fetch_add(1, std::memory_order_relaxed);
       try {
-        auto conn = std::make_unique<Connection>(endpoint_, options_);
+        auto conn = std::make_unique<Connection>(endpoint_, options_, tls_.get());
         made_.fetch_add(1, std::memory_order_relaxed);
         probe_eviction(*conn);
         if (conn->broken())  // the handshake's replies came with bytes nobody asked for

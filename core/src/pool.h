@@ -41,7 +41,9 @@ class PooledConnection {
 
 class ConnectionPool {
  public:
-  ConnectionPool(Endpoint endpoint, PoolOptions options);
+  // `tls`: the client's TLS context, required when endpoint.tls (shared by
+  // every connection of the pool, and of the client's other pools).
+  ConnectionPool(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr);
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
@@ -90,6 +92,7 @@ class ConnectionPool {
 
   Endpoint endpoint_;
   PoolOptions options_;
+  std::shared_ptr<const TlsContext> tls_;
   PerProcess<State> states_;
   std::atomic<long> made_{0};
   std::atomic<long> attempts_{0};

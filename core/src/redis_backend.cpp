@@ -65,6 +65,11 @@ void check_request(const Request& rq) {
 
 }  // namespace
 
+Decision decode_script_reply(const redisReply* reply, const std::vector<LimitParams>& limits) {
+  if (limits.empty()) throw Error(ErrorCode::kInternal, "decode_script_reply: no limits");
+  return decode(reply, script_for(limits[0].algorithm), limits);
+}
+
 RedisBackend::RedisBackend(std::unique_ptr<Transport> transport) : transport_(std::move(transport)) {}
 
 RedisBackend::Encoded RedisBackend::encode(const Request& rq) {

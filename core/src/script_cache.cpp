@@ -22,6 +22,14 @@ Argv ScriptCache::evalsha(const scripts::Script& script, const Argv& keys, const
   return argv;
 }
 
+Argv ScriptCache::eval(const scripts::Script& script, const Argv& keys, const Argv& args,
+                       std::string& numkeys_storage) {
+  Argv argv = evalsha(script, keys, args, numkeys_storage);
+  argv[0] = "EVAL";
+  argv[1] = script.source;
+  return argv;
+}
+
 bool ScriptCache::is_noscript(const redisReply* r) {
   return r->type == REDIS_REPLY_ERROR && r->len >= 8 && std::memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
@@ -42,7 +50,10 @@ ReplyPtr ScriptCache::run(Connection& conn, const scripts::Script& script, const
   ReplyPtr r = conn.command(argv);
   if (!is_noscript(r.get())) return r;
   load(conn, script);
-  return conn.command(argv);  // once; a second NOSCRIPT is returned as an error
+  r = conn.command(argv);
+  if (!is_noscript(r.get())) return r;
+  // Flushed again between the load and the retry: EVAL carries the source.
+  return conn.command(eval(script, keys, args, numkeys));
 }
 
 }  // namespace polylimit

@@ -2,7 +2,9 @@
 //
 // The SHA1 of every script is known at build time, so the first call already
 // uses EVALSHA. A NOSCRIPT reply (new server, SCRIPT FLUSH, failover) makes the
-// cache SCRIPT LOAD the source and retry exactly once; it never loops.
+// cache SCRIPT LOAD the source and retry once; when the script was flushed
+// again in between, a last try sends EVAL with the source, which cannot
+// answer NOSCRIPT. It never loops.
 #pragma once
 
 #include <atomic>
@@ -22,6 +24,10 @@ class ScriptCache {
   // Builds the EVALSHA command for a script, for pipelines.
   static Argv evalsha(const scripts::Script& script, const Argv& keys, const Argv& args,
                       std::string& numkeys_storage);
+
+  // The same call as EVAL with the script's source (cannot answer NOSCRIPT).
+  static Argv eval(const scripts::Script& script, const Argv& keys, const Argv& args,
+                   std::string& numkeys_storage);
 
   // True when the reply is a NOSCRIPT error.
   static bool is_noscript(const redisReply* reply);

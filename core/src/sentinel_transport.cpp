@@ -26,8 +26,8 @@ void append(std::string& list, const std::string& item) { list += (list.empty() 
 
 }  // namespace
 
-SentinelTransport::SentinelTransport(Endpoint endpoint, PoolOptions options)
-    : endpoint_(std::move(endpoint)), options_(options) {
+SentinelTransport::SentinelTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls)
+    : endpoint_(std::move(endpoint)), options_(options), tls_(std::move(tls)) {
   if (endpoint_.seeds.empty()) throw_invalid("redis+sentinel:// needs at least one sentinel");
   if (endpoint_.master_name.empty()) throw_invalid("redis+sentinel:// needs a master name");
 }
@@ -37,7 +37,7 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
   resolutions_.fetch_add(1, std::memory_order_relaxed);
   const std::string& name = endpoint_.master_name;
   std::string failures;
-  int answered = 0, unknown = 0, not_sentinel = 0, refused = 0;
+  int answered = 0, unknown = 0, not_sentinel = 0, refused = 0, tls_refused = 0;
   for (const HostPort& s : endpoint_.seeds) {
     Endpoint sep;
     sep.kind = Endpoint::Kind::kTcp;
@@ -45,13 +45,20 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
     sep.port = s.port;
     sep.user = endpoint_.sentinel_user;
     sep.password = endpoint_.sentinel_password;
+    sep.tls = endpoint_.tls;
     const std::string where = "sentinel " + s.describe();
     ReplyPtr r;
     try {
-      Connection conn(sep, options_);
+      Connection conn(sep, options_, tls_.get());
       r = conn.command({"SENTINEL", "get-master-addr-by-name", name});
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kPermission) ++refused;
+      // kAuth from the TLS layer (a certificate failed verification) is not
+      // the sentinel refusing our credentials.
+      const bool tls_failure = e.code() == ErrorCode::kAuth && std::strncmp(e.what(), "TLS ", 4) == 0;
+      if (tls_failure)
+        ++tls_refused;
+      else if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kPermission)
+        ++refused;
       append(failures, where + ": " + e.what());
       continue;
     }
@@ -80,8 +87,9 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
     data.user = endpoint_.user;
     data.password = endpoint_.password;
     data.db = endpoint_.db;
+    data.tls = endpoint_.tls;
     MasterPtr m = previous && previous->address == data.describe() ? previous
-                                                                      : std::make_shared<Master>(data, options_);
+                                                                      : std::make_shared<Master>(data, options_, tls_);
     try {
       PooledConnection conn = m->pool.acquire();
       ReplyPtr role = conn->command({"ROLE"});
@@ -98,6 +106,8 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
     }
     return m;
   }
+  if (tls_refused > 0 && tls_refused + refused == static_cast<int>(endpoint_.seeds.size()))
+    throw Error(ErrorCode::kAuth, "rediss+sentinel://: TLS with the sentinels failed: " + failures);
   if (refused > 0 && refused == static_cast<int>(endpoint_.seeds.size()))
     throw Error(ErrorCode::kAuth, "redis+sentinel://: every sentinel refused the credentials (sentinel_user / "
                                   "sentinel_password): " + failures);

@@ -35,8 +35,9 @@ class SentinelTransport : public Transport {
   static constexpr std::chrono::milliseconds kRecheckInterval{1000};
 
   // `endpoint` is a kSentinel endpoint. Nothing is connected until the first
-  // command.
-  SentinelTransport(Endpoint endpoint, PoolOptions options);
+  // command. With endpoint.tls the sentinels and the data nodes they name are
+  // all reached over TLS with `tls`.
+  SentinelTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr);
 
   SentinelTransport(const SentinelTransport&) = delete;
   SentinelTransport& operator=(const SentinelTransport&) = delete;
@@ -56,7 +57,8 @@ class SentinelTransport : public Transport {
 
  private:
   struct Master {
-    Master(const Endpoint& ep, const PoolOptions& options) : address(ep.describe()), pool(ep, options) {}
+    Master(const Endpoint& ep, const PoolOptions& options, std::shared_ptr<const TlsContext> tls)
+        : address(ep.describe()), pool(ep, options, std::move(tls)) {}
     std::string address;
     ConnectionPool pool;
   };
@@ -73,6 +75,7 @@ class SentinelTransport : public Transport {
 
   const Endpoint endpoint_;
   const PoolOptions options_;
+  const std::shared_ptr<const TlsContext> tls_;
   ScriptCache scripts_;
   // Apart, so that a forked child starts with fresh locks (see ClusterTransport).
   struct Locks {

@@ -24,6 +24,18 @@ std::vector<ReplyPtr> run_scripts_on(Connection& conn, ScriptCache& cache, const
   cache.load(conn, script);
   std::vector<ReplyPtr> retried = conn.pipeline(build(again, numkeys));
   for (size_t i = 0; i < again.size(); ++i) replies[again[i]] = std::move(retried[i]);
+  // Flushed again between the load and the retry: EVAL carries the source
+  // and cannot answer NOSCRIPT.
+  std::vector<size_t> last;
+  for (size_t i : again)
+    if (ScriptCache::is_noscript(replies[i].get())) last.push_back(i);
+  if (last.empty()) return replies;
+  std::vector<Argv> evals;
+  numkeys.assign(last.size(), std::string());
+  for (size_t i = 0; i < last.size(); ++i)
+    evals.push_back(ScriptCache::eval(script, calls[last[i]].keys, calls[last[i]].args, numkeys[i]));
+  std::vector<ReplyPtr> final_replies = conn.pipeline(evals);
+  for (size_t i = 0; i < last.size(); ++i) replies[last[i]] = std::move(final_replies[i]);
   return replies;
 }
 

@@ -51,7 +51,8 @@ class Transport {
 // One server (redis:// or unix://).
 class StandaloneTransport : public Transport {
  public:
-  StandaloneTransport(Endpoint endpoint, PoolOptions options) : pool_(std::move(endpoint), options) {}
+  StandaloneTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr)
+      : pool_(std::move(endpoint), options, std::move(tls)) {}
 
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;

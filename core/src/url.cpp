@@ -1,4 +1,5 @@
-// url.cpp - URL parsing for redis://, redis+cluster://, redis+sentinel://,
+// url.cpp - URL parsing for redis://, redis+cluster://, redis+sentinel://
+// (and their TLS forms rediss://, rediss+cluster://, rediss+sentinel://),
 // unix:// and memory://.
 #include "polylimit/url.h"
 
@@ -283,6 +284,13 @@ Endpoint parse_unix(const std::string& url, const std::string& rest) {
     ep.db = parse_number(url, query.substr(3), 0, kMaxDb, "database");
   }
   if (path.empty() || path[0] != '/') bad_url(url, "unix:// needs an absolute socket path (unix:///path)");
+  // "unix:///" or "unix:///run/" name a directory, never a socket.
+  if (path.back() == '/') bad_url(url, "the socket path '" + path + "' names a directory, not a socket file");
+  for (char c : path)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) bad_url(url, "the socket path contains a control character");
+  // sockaddr_un.sun_path holds 108 bytes with the terminating NUL.
+  if (path.size() > 107)
+    bad_url(url, "the socket path is " + std::to_string(path.size()) + " bytes long; at most 107 fit in sockaddr_un");
   ep.path = path;
   return ep;
 }
@@ -318,6 +326,19 @@ Endpoint parse_url(const std::string& url) {
   std::string scheme = url.substr(0, sep);
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string rest = url.substr(sep + 3);
+  // The TLS forms parse exactly like the plain ones.
+  bool tls = false;
+  if (scheme == "rediss" || scheme == "rediss+cluster" || scheme == "rediss+sentinel") {
+    tls = true;
+    scheme.erase(5, 1);
+  }
+  if (tls) {
+    Endpoint ep = scheme == "redis" ? parse_tcp(url, rest)
+                  : scheme == "redis+cluster" ? parse_cluster(url, rest)
+                                              : parse_sentinel(url, rest);
+    ep.tls = true;
+    return ep;
+  }
   if (scheme == "redis") return parse_tcp(url, rest);
   if (scheme == "unix") return parse_unix(url, rest);
   if (scheme == "memory") {
@@ -326,8 +347,9 @@ Endpoint parse_url(const std::string& url) {
   }
   if (scheme == "redis+cluster") return parse_cluster(url, rest);
   if (scheme == "redis+sentinel") return parse_sentinel(url, rest);
-  if (scheme == "rediss") bad_url(url, "TLS (rediss://) is not supported");
-  bad_url(url, "unknown scheme \"" + scheme + "\" (expected redis, redis+cluster, redis+sentinel, unix or memory)");
+  bad_url(url, "unknown scheme \"" + scheme +
+                   "\" (expected redis, rediss, redis+cluster, rediss+cluster, redis+sentinel, rediss+sentinel, "
+                   "unix or memory)");
 }
 
 std::string redact_url(const std::string& url) {

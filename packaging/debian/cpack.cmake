@@ -58,8 +58,8 @@ set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
 polylimit decides rate limits shared by many application servers through
 Redis: every decision is one atomic Lua script, so concurrent requests can
 never over-admit. This package holds the shared library with its stable C ABI
-(hiredis is linked in).")
-# Depends: from dpkg-shlibdeps (libc6, libstdc++6, libgcc-s1). shlibs and the
+(hiredis is linked in; TLS through the system's OpenSSL).")
+# Depends: from dpkg-shlibdeps (libc6, libstdc++6, libgcc-s1, libssl3). shlibs and the
 # ldconfig trigger let other packages depend on libpolylimit1 the same way.
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
@@ -73,9 +73,10 @@ polylimit decides rate limits shared by many application servers through
 Redis. This package holds the C header, the static library, the pkg-config
 file and the CMake package (polylimit::polylimit, polylimit::polylimit_static).")
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SHLIBDEPS OFF)
-# libpolylimit.a needs hiredis and, linked by a C compiler, the C++ runtime's
+# libpolylimit.a needs hiredis, OpenSSL (polylimit.pc: Requires.private:
+# libssl libcrypto) and, linked by a C compiler, the C++ runtime's
 # development link (libstdc++.so), which Debian ships in libstdc++-N-dev.
-set(_polylimit_dev_depends "${POLYLIMIT_DEB_RUNTIME} (= ${PROJECT_VERSION}), libhiredis-dev")
+set(_polylimit_dev_depends "${POLYLIMIT_DEB_RUNTIME} (= ${PROJECT_VERSION}), libhiredis-dev, libssl-dev")
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   string(REGEX MATCH "^[0-9]+" _polylimit_gcc_major "${CMAKE_CXX_COMPILER_VERSION}")
   string(APPEND _polylimit_dev_depends ", libstdc++-${_polylimit_gcc_major}-dev | libstdc++-dev")

@@ -78,6 +78,8 @@ field "$runtime_deb" Depends | grep -q 'libc6' || fail "libpolylimit1 Depends la
 if field "$runtime_deb" Depends | grep -q hiredis; then fail "libpolylimit1 must not depend on hiredis (linked in)"; fi
 field "$dev_deb" Depends | grep -qF "libpolylimit1 (= $version)" || fail "libpolylimit-dev does not depend on libpolylimit1 (= $version)"
 field "$dev_deb" Depends | grep -q 'libhiredis-dev' || fail "libpolylimit-dev does not depend on libhiredis-dev"
+field "$runtime_deb" Depends | grep -q 'libssl3' || fail "libpolylimit1 Depends lacks libssl3 (dpkg-shlibdeps; TLS)"
+field "$dev_deb" Depends | grep -q 'libssl-dev' || fail "libpolylimit-dev does not depend on libssl-dev (libpolylimit.a needs OpenSSL)"
 dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -t | grep -q shlibs || fail "libpolylimit1 has no shlibs file"
 
 # 3. Install, build the example against the system installation, run it, remove.

@@ -103,7 +103,9 @@ pid_t server_pid(const RedisServer& server) {
 
 // ---------------------------------------------------------------- cluster
 
-RedisCluster::RedisCluster(int masters, int replicas, std::string password) : password_(std::move(password)) {
+RedisCluster::RedisCluster(int masters, int replicas, std::string password,
+                           const std::function<std::vector<std::string>(size_t)>& node_args)
+    : password_(std::move(password)) {
   int n = masters * (1 + replicas);
   for (int i = 0; i < n; ++i) {
     // The bus port defaults to port + 10000, which may be taken or past
@@ -113,6 +115,10 @@ RedisCluster::RedisCluster(int masters, int replicas, std::string password) : pa
                                      // a replica's first sync starts at once, not after the default 5 s
                                      "--repl-diskless-sync-delay", "0"};
     if (!password_.empty()) args.insert(args.end(), {"--requirepass", password_, "--masterauth", password_});
+    if (node_args) {
+      std::vector<std::string> more = node_args(static_cast<size_t>(i));
+      args.insert(args.end(), more.begin(), more.end());
+    }
     nodes_.push_back(std::make_unique<RedisServer>(args));
     alive_.push_back(true);
   }

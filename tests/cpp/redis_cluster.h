@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,8 +20,10 @@ class RedisCluster {
   // Starts masters * (1 + replicas) nodes, forms the cluster with
   // redis-cli --cluster create, and waits until every node reports
   // cluster_state:ok and every replica is in sync. With a password, every
-  // node requires it (requirepass, masterauth).
-  explicit RedisCluster(int masters = 3, int replicas = 1, std::string password = "");
+  // node requires it (requirepass, masterauth). `node_args(i)`, when given,
+  // adds arguments to node i's command line (e.g. a TLS port of its own).
+  explicit RedisCluster(int masters = 3, int replicas = 1, std::string password = "",
+                        const std::function<std::vector<std::string>(size_t)>& node_args = nullptr);
   ~RedisCluster();
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;

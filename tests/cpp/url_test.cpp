@@ -80,6 +80,9 @@ TEST(Url, Malformed) {
       {"redis://h:1?x=1", "query"},
       {"unix://relative.sock", "absolute"},
       {"unix:///s.sock?timeout=1", "db=N"},
+      {"unix:///", "names a directory"},
+      {"unix:///run/redis/", "names a directory"},
+      {"unix:///tmp/a\tb.sock", "control character"},
       {"memory://x", "memory://"},
       {"redis+cluster://", "missing host"},
       {"redis+cluster://h:1,,h:2", "empty entry"},
@@ -92,7 +95,10 @@ TEST(Url, Malformed) {
       {"redis+sentinel://h:1/m?sentinel_password=", "empty sentinel_password"},
       {"redis+sentinel://h:1/m?sentinel_user=u", "needs sentinel_password"},
       {"redis+sentinel://h:1/m/x", "database"},
-      {"rediss://h:1", "TLS"},
+      {"rediss://h:1?x=1", "query"},
+      {"rediss+cluster://h:1/3", "no database"},
+      {"rediss+sentinel://h:1", "missing master name"},
+      {"redisss://h:1", "unknown scheme"},
       {"redis://h h:1", "invalid character"},
   };
   for (const auto& [url, fragment] : cases) {
@@ -105,6 +111,45 @@ TEST(Url, Malformed) {
       EXPECT_NE(std::string(e.what()).find("url"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(Url, UnixSocketPathFitsSockaddr) {
+  EXPECT_EQ(parse_url("unix:///" + std::string(106, 's')).path.size(), 107u);
+  try {
+    parse_url("unix:///" + std::string(107, 's'));
+    ADD_FAILURE() << "a 108-byte socket path was accepted";
+  } catch (const polylimit::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("108 bytes long; at most 107"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Url, TlsForms) {
+  Endpoint ep = parse_url("rediss://u:p%40ss@cache.example:6380/2");
+  EXPECT_TRUE(ep.tls);
+  EXPECT_EQ(ep.kind, Endpoint::Kind::kTcp);
+  EXPECT_EQ(ep.host, "cache.example");
+  EXPECT_EQ(ep.port, 6380);
+  EXPECT_EQ(ep.user, "u");
+  EXPECT_EQ(ep.password, "p@ss");
+  EXPECT_EQ(ep.db, 2);
+  EXPECT_EQ(parse_url("REDISS://[::1]").port, 6379);
+  EXPECT_FALSE(parse_url("redis://h:1").tls);
+
+  ep = parse_url("rediss+cluster://:pw@a:7000,b:7001");
+  EXPECT_TRUE(ep.tls);
+  EXPECT_EQ(ep.kind, Endpoint::Kind::kCluster);
+  ASSERT_EQ(ep.seeds.size(), 2u);
+  EXPECT_EQ(ep.seeds[1].host, "b");
+  EXPECT_EQ(ep.password, "pw");
+
+  ep = parse_url("rediss+sentinel://s1,s2:26380/mymaster/3?sentinel_password=x");
+  EXPECT_TRUE(ep.tls);
+  EXPECT_EQ(ep.kind, Endpoint::Kind::kSentinel);
+  EXPECT_EQ(ep.seeds[0].port, 26379);
+  EXPECT_EQ(ep.master_name, "mymaster");
+  EXPECT_EQ(ep.db, 3);
+  EXPECT_EQ(ep.sentinel_password, "x");
+  EXPECT_EQ(redact_url("rediss://u:secret@h:1"), "rediss://u:***@h:1");
 }
 
 TEST(Url, ClusterSeeds) {

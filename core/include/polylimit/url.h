@@ -6,11 +6,14 @@
 //   redis+cluster://[user:pass@]host:port[,host:port...]
 //   redis+sentinel://[user:pass@]host:port[,host:port...]/master-name[/db]
 //       [?sentinel_user=U&sentinel_password=P]
+//   rediss://, rediss+cluster://, rediss+sentinel://: the same over TLS
 //
 // Cluster: the hosts are seeds (any reachable one yields the slot map); the
 // credentials apply to every node. Sentinel: the hosts are sentinels (port
 // 26379 by default); the credentials in the userinfo are the data nodes', the
-// sentinels' own (if any) go in the query.
+// sentinels' own (if any) go in the query. With TLS every connection uses it:
+// to the seeds and to every node CLUSTER SLOTS names; to the sentinels and to
+// the master they name.
 #pragma once
 
 #include <string>
@@ -37,6 +40,7 @@ struct Endpoint {
   std::string master_name;        // kSentinel
   std::string sentinel_user;      // kSentinel: ACL user for the sentinels
   std::string sentinel_password;  // kSentinel: empty: no AUTH to the sentinels
+  bool tls = false;               // rediss://, rediss+cluster://, rediss+sentinel://
 
   // host:port, the socket path or the seed list, for messages.
   std::string describe() const;
