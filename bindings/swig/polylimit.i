@@ -27,6 +27,11 @@
  *    constants POLYLIMIT_PACKED_DECISION_<field> / POLYLIMIT_PACKED_STATS_<counter>.
  *  - char **out, size_t *len (library memory) is a one-element byte[][]; the
  *    wrapper copies the string and releases it with polylimit_free.
+ *  - Several clients (polylimit_clients_stats_prometheus) are a Java array of
+ *    client handles; the C array of pointers lives for the call only.
+ *  - The string options of polylimit_client_options (name, tls_*) are owned
+ *    by the struct (copied by their setters, freed with it), like the
+ *    limiter prefix.
  * The wrapper is compiled as C, so no C++ exception can reach a JNI frame, and
  * every C entry point is noexcept behind the ABI.
  */
@@ -42,6 +47,23 @@ typedef struct polylimit_bytes {
     const char *data;
     size_t len;
 } polylimit_bytes;
+
+/* Replaces the owned string *field with a NUL-terminated copy of bytes (NULL:
+   unset). POLYLIMIT_EINVALID for an embedded NUL, POLYLIMIT_ENOMEM, or
+   POLYLIMIT_OK. */
+static int polylimit_swig_set_string(const char **field, const void *bytes, size_t len) {
+    char *copy = NULL;
+    if (bytes) {
+        if (memchr(bytes, 0, len)) return POLYLIMIT_EINVALID;
+        copy = (char *)malloc(len + 1);
+        if (!copy) return POLYLIMIT_ENOMEM;
+        memcpy(copy, bytes, len);
+        copy[len] = '\0';
+    }
+    free((char *)*field);
+    *field = copy;
+    return POLYLIMIT_OK;
+}
 %}
 
 %include <stdint.i>
@@ -261,6 +283,46 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
 POLYLIMIT_ARRAY_OUT(int64_t, values, values_len, jlong, "jlongArray", "long[]", Long)
 POLYLIMIT_ARRAY_OUT(int, codes, codes_len, jint, "jintArray", "int[]", Int)
 
+/* ---- several clients: SWIGTYPE_p_polylimit_client[] -> (clients, n) ------- */
+
+/* The handles travel as their addresses (getCPtr is visible to the generated
+   module class, which is where javain runs); a null element passes NULL,
+   which C rejects naming clients[i]. A null array passes NULL / 0. */
+%typemap(jni) (polylimit_client *const *clients, size_t n) "jlongArray"
+%typemap(jtype) (polylimit_client *const *clients, size_t n) "long[]"
+%typemap(jstype) (polylimit_client *const *clients, size_t n) "SWIGTYPE_p_polylimit_client[]"
+%typemap(javain,
+         pre="    long[] ptrs$javainput = null;\n"
+             "    if ($javainput != null) {\n"
+             "      ptrs$javainput = new long[$javainput.length];\n"
+             "      for (int i = 0; i < $javainput.length; i++)\n"
+             "        ptrs$javainput[i] = SWIGTYPE_p_polylimit_client.getCPtr($javainput[i]);\n"
+             "    }")
+         (polylimit_client *const *clients, size_t n) "ptrs$javainput"
+%typemap(in) (polylimit_client *const *clients, size_t n) (polylimit_client **handles = NULL) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input) {
+    jsize count = (*jenv)->GetArrayLength(jenv, $input);
+    jsize i;
+    jlong *ptrs = (*jenv)->GetLongArrayElements(jenv, $input, NULL);
+    if (!ptrs) return $null; /* OutOfMemoryError is pending */
+    handles = (polylimit_client **)calloc((size_t)count + 1, sizeof *handles);
+    if (!handles) {
+      (*jenv)->ReleaseLongArrayElements(jenv, $input, ptrs, JNI_ABORT);
+      SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "copying the clients");
+      return $null;
+    }
+    for (i = 0; i < count; i++) handles[i] = *(polylimit_client **)&ptrs[i];
+    (*jenv)->ReleaseLongArrayElements(jenv, $input, ptrs, JNI_ABORT);
+    $1 = handles;
+    $2 = (size_t)count;
+  }
+}
+%typemap(freearg) (polylimit_client *const *clients, size_t n) {
+  free(handles$argnum);
+}
+
 /* ---- library-allocated strings: char **out -> byte[][] of length >= 1 ---- */
 
 %typemap(jni) (char **out, size_t *len) "jobjectArray"
@@ -345,6 +407,10 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
   polylimit_free(text$argnum);
 }
 
+/* Perl has no array of client handles yet: one client per page
+   (polylimit_client_stats_prometheus). */
+%ignore polylimit_clients_stats_prometheus;
+
 #endif /* SWIGPERL */
 
 /* ---- structs ------------------------------------------------------------- */
@@ -385,6 +451,14 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
 }
 
 %immutable polylimit_client_options::version;
+/* The strings are owned by the struct: set with the setters below (a copy;
+   null unsets), freed with it. SWIG's default setters would leak. */
+%ignore polylimit_client_options::name;
+%ignore polylimit_client_options::tls_ca_file;
+%ignore polylimit_client_options::tls_ca_dir;
+%ignore polylimit_client_options::tls_cert_file;
+%ignore polylimit_client_options::tls_key_file;
+%ignore polylimit_client_options::tls_server_name;
 %extend polylimit_client_options {
   /* Defaults of this header's version; the C default of calloc would be 0. */
   polylimit_client_options() {
@@ -392,7 +466,27 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
     if (o) polylimit_client_options_init(o, POLYLIMIT_CLIENT_OPTIONS_VERSION);
     return o;
   }
-  ~polylimit_client_options() { free($self); }
+  ~polylimit_client_options() {
+    free((char *)$self->name);
+    free((char *)$self->tls_ca_file);
+    free((char *)$self->tls_ca_dir);
+    free((char *)$self->tls_cert_file);
+    free((char *)$self->tls_key_file);
+    free((char *)$self->tls_server_name);
+    free($self);
+  }
+  /* Each sets its string from UTF-8 bytes (null: unset). Returns
+     POLYLIMIT_EINVALID for an embedded NUL, POLYLIMIT_ENOMEM, or POLYLIMIT_OK. */
+  int setName(const void *bytes, size_t len) { return polylimit_swig_set_string(&$self->name, bytes, len); }
+  int setTlsCaFile(const void *bytes, size_t len) { return polylimit_swig_set_string(&$self->tls_ca_file, bytes, len); }
+  int setTlsCaDir(const void *bytes, size_t len) { return polylimit_swig_set_string(&$self->tls_ca_dir, bytes, len); }
+  int setTlsCertFile(const void *bytes, size_t len) {
+    return polylimit_swig_set_string(&$self->tls_cert_file, bytes, len);
+  }
+  int setTlsKeyFile(const void *bytes, size_t len) { return polylimit_swig_set_string(&$self->tls_key_file, bytes, len); }
+  int setTlsServerName(const void *bytes, size_t len) {
+    return polylimit_swig_set_string(&$self->tls_server_name, bytes, len);
+  }
 }
 
 /* prefix is owned by the struct (copied in setPrefix, freed with it), which
@@ -411,19 +505,7 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
   }
   /* Sets the prefix from UTF-8 bytes; null resets it to the default.
      Returns POLYLIMIT_EINVALID for an embedded NUL, POLYLIMIT_ENOMEM, or POLYLIMIT_OK. */
-  int setPrefix(const void *bytes, size_t len) {
-    char *copy = NULL;
-    if (bytes) {
-      if (memchr(bytes, 0, len)) return POLYLIMIT_EINVALID;
-      copy = (char *)malloc(len + 1);
-      if (!copy) return POLYLIMIT_ENOMEM;
-      memcpy(copy, bytes, len);
-      copy[len] = '\0';
-    }
-    free((char *)$self->prefix);
-    $self->prefix = copy;
-    return POLYLIMIT_OK;
-  }
+  int setPrefix(const void *bytes, size_t len) { return polylimit_swig_set_string(&$self->prefix, bytes, len); }
 }
 
 /* Counters: the caller allocates (with the version set), C fills. The two
@@ -580,6 +662,27 @@ int polylimit_limiter_check_many_packed(polylimit_limiter *limiter, const void *
   }
   free(d);
   return rc;
+}
+
+/* polylimit_limiter_headers for a decision given as its packed fields
+   (POLYLIMIT_PACKED_DECISION longs, as polylimit_limiter_check_many_packed
+   writes them): Java's Decision is a value, not a C struct. */
+int polylimit_limiter_headers_packed(polylimit_limiter *limiter, int64_t *values, size_t values_len, char **out,
+                                     size_t *len, polylimit_error *err) {
+  polylimit_decision d;
+  if (!values || values_len < POLYLIMIT_PACKED_DECISION) {
+    if (err) {
+      polylimit_error_clear(err);
+      err->code = POLYLIMIT_EINVALID;
+      strcpy(err->message, "values is too short for a decision");
+    }
+    return POLYLIMIT_EINVALID;
+  }
+  memset(&d, 0, sizeof d);
+#define POLYLIMIT_UNPACK_(name) d.name = values[POLYLIMIT_PACKED_DECISION_##name];
+  POLYLIMIT_DECISION_FIELDS(POLYLIMIT_UNPACK_)
+#undef POLYLIMIT_UNPACK_
+  return polylimit_limiter_headers(limiter, &d, out, len, err);
 }
 
 /* polylimit_client_stats into POLYLIMIT_PACKED_STATS longs (no unsigned type in Java). */

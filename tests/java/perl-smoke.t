@@ -42,6 +42,12 @@ for my $i (1 .. 3) {
 is(PolylimitNative::polylimit_limiter_check($limiter, $key, 1, $d, $err), $OK, 'fourth check is a result, not an error');
 is($d->{allowed}, 0, 'fourth check denied');
 cmp_ok($d->{retry_after_ms}, '>', 0, 'denial has a retry-after');
+# The HTTP headers come from the core, as in every language.
+($rc, my $headers) = PolylimitNative::polylimit_limiter_headers($limiter, $d, $err);
+is($rc, $OK, 'headers of a denial');
+like($headers, qr/\ARetry-After: [1-9]\d*\nRateLimit-Limit: 3\nRateLimit-Remaining: 0\nRateLimit-Reset: \d+\n/,
+     'Retry-After first, then the RateLimit fields');
+like($headers, qr/^RateLimit-Policy: "default";q=3;w=60$/m, 'the policy of the limit');
 
 # The NUL is part of the key: the prefix before it is another key.
 is(PolylimitNative::polylimit_limiter_check($limiter, "key", 1, $d, $err), $OK, 'key before the NUL');
@@ -76,6 +82,16 @@ cmp_ok($stats->latencyLeUs(0), '>', 0, 'latency bucket bounds');
 ($rc, my $text) = PolylimitNative::polylimit_client_stats_prometheus($client, $err);
 is($rc, $OK, 'prometheus text');
 like($text, qr/^polylimit_checks_total \d+$/m, 'prometheus text has the counters');
+
+# Client options version 2: a name labels the metrics (the struct owns its copy).
+my $nopts = PolylimitNative::polylimit_client_options->new();
+is($nopts->setName('perl-smoke'), $OK, 'name set');
+($rc, my $named) = PolylimitNative::polylimit_client_open($url, $nopts, $err);
+is($rc, $OK, 'named client opens') or diag($err->messageBytes());
+($rc, $text) = PolylimitNative::polylimit_client_stats_prometheus($named, $err);
+like($text, qr/^polylimit_checks_total\{client="perl-smoke"\} 0$/m, 'samples labelled with the name');
+PolylimitNative::polylimit_client_close($named);
+is($nopts->setName("a\0b"), $EINVALID, 'a name with a NUL is refused');
 
 # Every range is checked once, in the core, with one message in every language.
 my $copts = PolylimitNative::polylimit_client_options->new();

@@ -16,9 +16,16 @@
 #      it) and used as a user would: a consumer App.java compiled with javac
 #      in a temporary directory and run with "java -cp jar:dir" against a
 #      redis-server, with no -Djava.library.path and no LD_LIBRARY_PATH;
+#      The consumer also uses the HTTP headers, the multi-client Prometheus
+#      page and checkAsync with nothing but the jar on the class path: the
+#      optional integrations (servlet filter, Micrometer) need no jar of
+#      theirs unless used;
 #   5. the demo worker runs from that jar by class name, in two processes on
 #      one key, again with no library path;
-#   6. the Perl 5 binding from the same polylimit.i gets a smoke test
+#   6. examples/java-servlet builds as a user's Maven project against the jar
+#      (installed into the local Maven repository as io.polylimit:polylimit),
+#      and its runnable jar answers 200, 200, then 429 over real HTTP;
+#   7. the Perl 5 binding from the same polylimit.i gets a smoke test
 #      (tests/java/perl-smoke.t), where perl's headers are installed.
 # Build output goes to build/java-* only (POLYLIMIT_JAVA_BUILD_DIR=DIR: DIR/java-*).
 set -euo pipefail
@@ -96,7 +103,9 @@ for f in LICENSE THIRD_PARTY_NOTICES; do
 done
 
 consumer=$(mktemp -d /tmp/polylimit-java-consumer-XXXXXX)
+example_pid=
 cleanup() {
+  [ -n "$example_pid" ] && kill "$example_pid" 2>/dev/null
   [ -n "${POLYLIMIT_TEST_REDIS_PID:-}" ] && "$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
   rm -rf "$consumer"
 }
@@ -125,6 +134,7 @@ echo "--- a consumer project: javac + java -cp polylimit.jar:. (no java.library.
 mkdir -p "$consumer/src" "$consumer/classes" "$consumer/tmp"
 cat >"$consumer/src/App.java" <<'JAVA'
 import io.polylimit.Client;
+import io.polylimit.ClientOptions;
 import io.polylimit.Decision;
 import io.polylimit.Limiter;
 import io.polylimit.NativeLibrary;
@@ -135,12 +145,18 @@ import java.nio.file.attribute.PosixFilePermissions;
 public class App {
     public static void main(String[] args) throws Exception {
         int admitted = 0;
-        try (Client client = Client.open(args[0]);
+        try (Client client = Client.open(args[0], ClientOptions.builder().name("consumer").build());
              Limiter limiter = client.limiter("3/minute")) {
+            Decision last = null;
             for (int i = 0; i < 5; i++) {
                 Decision d = limiter.check("consumer-app");
                 if (d.allowed()) admitted++;
+                last = d;
             }
+            System.out.println("headers " + limiter.headers(last));
+            System.out.println("async " + limiter.checkAsync("consumer-app").get().allowed());
+            String page = Client.prometheusText(client);
+            System.out.println("page " + page.lines().filter(l -> l.startsWith("polylimit_checks_total")).findFirst().orElse(""));
         }
         String where = NativeLibrary.location();
         System.out.println("library " + NativeLibrary.version() + " loaded from " + where);
@@ -156,6 +172,13 @@ app_out=$(env -u LD_LIBRARY_PATH -u JAVA_TOOL_OPTIONS java -Xcheck:jni -Dpolylim
   -cp "$jar:$consumer/classes" App "$POLYLIMIT_TEST_REDIS_URL")
 echo "$app_out"
 grep -qx 'admitted=3 of 5' <<<"$app_out" || { echo "consumer app: expected admitted=3 of 5" >&2; exit 1; }
+# The seconds count down from 60 from the first check (one is gone on a slow machine).
+s='(59|60)'
+grep -Eqx "headers \{Retry-After=$s, RateLimit-Limit=3, RateLimit-Remaining=0, RateLimit-Reset=$s, RateLimit-Policy=\"default\";q=3;w=60, RateLimit=\"default\";r=0;t=$s\}" <<<"$app_out" ||
+  { echo "consumer app: not the core's headers of a denial" >&2; exit 1; }
+grep -qx 'async false' <<<"$app_out" || { echo "consumer app: checkAsync should be a denial" >&2; exit 1; }
+grep -qx 'page polylimit_checks_total{client="consumer"} 6' <<<"$app_out" ||
+  { echo "consumer app: the named client's page should count 6 checks" >&2; exit 1; }
 grep -q "loaded from $consumer/tmp/libpolylimit_jni-" <<<"$app_out" ||
   { echo "consumer app: the JNI library did not come from the jar" >&2; exit 1; }
 grep -qx 'permissions r-x------' <<<"$app_out" ||
@@ -205,6 +228,61 @@ if [ "$total" != 25 ]; then
   exit 1
 fi
 echo "demo workers: 25 of 80 admitted across two processes, as the limit says"
+
+echo "--- examples/java-servlet: a Maven project on the installed jar, run with java -jar"
+# The jar into the local Maven repository, with its POM (its optional and
+# provided dependencies), as a user's project finds it.
+mvn -B -ntp -q -Dstyle.color=never org.apache.maven.plugins:maven-install-plugin:3.1.3:install-file \
+  -Dfile="$jar" -DpomFile="$root/bindings/swig/java/pom.xml"
+example_build="$out_root/java-example"
+mvn -B -ntp -q -Dstyle.color=never -f "$root/examples/java-servlet/pom.xml" -Dexample.build.dir="$example_build" \
+  clean package
+example_log="$consumer/example.log"
+env -u LD_LIBRARY_PATH POLYLIMIT_URL="$POLYLIMIT_TEST_REDIS_URL" \
+  java -jar "$example_build/polylimit-servlet-example.jar" --port 0 --limit 2/minute --prefix "run-sh-$$" \
+  >"$example_log" 2>&1 &
+example_pid=$!
+example_url=
+for _ in $(seq 1 150); do
+  example_url=$(sed -n 's/^listening on //p' "$example_log")
+  [ -n "$example_url" ] && break
+  kill -0 "$example_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$example_url" ]; then
+  kill "$example_pid" 2>/dev/null || true
+  echo "the example app did not start:" >&2
+  cat "$example_log" >&2
+  exit 1
+fi
+example_port=${example_url##*:}
+example_port=${example_port%/}
+# One HTTP/1.1 GET over bash's /dev/tcp (no curl needed): the status line,
+# the headers and the body, without CRs.
+http_get() {
+  local reply
+  exec 3<>"/dev/tcp/127.0.0.1/$example_port"
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$1" >&3
+  reply=$(tr -d '\r' <&3)
+  exec 3<&-
+  printf '%s\n' "$reply"
+}
+codes=""
+for _ in 1 2 3; do
+  codes+="$(http_get /hello | awk 'NR == 1 { print $2 }') "
+done
+last_headers=$(http_get /hello)
+health=$(http_get /health | awk 'NR == 1 { print $2 }')
+kill "$example_pid"
+wait "$example_pid" || true
+example_pid=
+echo "example app at $example_url: /hello answered $codes; /health $health"
+if [ "$codes" != "200 200 429 " ] || [ "$health" != 200 ]; then
+  echo "the example app: expected 200 200 429 and an exempt /health" >&2
+  exit 1
+fi
+grep -Eqx 'Retry-After: (5[0-9]|60)' <<<"$last_headers" && grep -qx 'RateLimit-Remaining: 0' <<<"$last_headers" ||
+  { echo "the example app's 429 lacks the core's headers:" >&2; echo "$last_headers" >&2; exit 1; }
 
 if [ "$perl_on" = ON ]; then
   echo "--- Perl binding smoke test"

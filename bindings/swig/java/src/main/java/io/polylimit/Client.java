@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 
@@ -26,8 +27,12 @@ import java.util.Objects;
  * }</pre>
  *
  * <p>URLs: {@code redis://[user:pass@]host:port[/db]}, {@code unix:///path.sock[?db=N]},
- * {@code memory://} (in-process, no server). Connections are made lazily, on
- * the first command.
+ * {@code redis+cluster://...}, {@code redis+sentinel://...}, and {@code memory://}
+ * (in-process, no server: only when asked for). Without a URL ({@link #open()},
+ * or a null or empty one) the C core reads the {@code POLYLIMIT_URL}
+ * environment variable, and when that is unset too the open fails with an
+ * {@link InvalidArgumentException}: there is no silent local default.
+ * Connections are made lazily, on the first command.
  *
  * <p>{@link #close()} is idempotent and thread-safe, and waits for no one: calls
  * in flight (on the client or its limiters) finish first, later ones fail.
@@ -42,14 +47,27 @@ public final class Client implements AutoCloseable {
     private final NativeRef<SWIGTYPE_p_polylimit_client> ref;
     private final Cleaner.Cleanable cleanable;
     private final String url; // password removed
+    private final String name; // null: unnamed
 
-    private Client(SWIGTYPE_p_polylimit_client handle, String url) {
+    private Client(SWIGTYPE_p_polylimit_client handle, String url, String name) {
         this.ref = new NativeRef<>(handle, PolylimitNative::polylimit_client_close, "client");
         this.cleanable = Natives.CLEANER.register(this, ref);
         this.url = url;
+        this.name = name;
     }
 
-    /** Opens a client with default options. */
+    /**
+     * Opens a client for the URL in the {@code POLYLIMIT_URL} environment
+     * variable (read by the C core), with default options.
+     *
+     * @throws InvalidArgumentException when POLYLIMIT_URL is unset (the message
+     *         names the URL forms, {@code memory://} among them), or malformed
+     */
+    public static Client open() {
+        return open(null, ClientOptions.defaults());
+    }
+
+    /** Opens a client with default options; a null or empty url: {@code POLYLIMIT_URL}. */
     public static Client open(String url) {
         return open(url, ClientOptions.defaults());
     }
@@ -57,24 +75,33 @@ public final class Client implements AutoCloseable {
     /**
      * Opens a client.
      *
-     * @throws InvalidArgumentException for a malformed URL or option
-     * @throws NullPointerException if url or options is null
+     * @param url     the deployment; null or empty: the {@code POLYLIMIT_URL}
+     *                environment variable, else an {@link InvalidArgumentException}
+     * @param options connection options, {@link ClientOptions#defaults()} for none
+     * @throws InvalidArgumentException for a malformed or missing URL, or a bad option
+     * @throws NullPointerException if options is null
      */
     public static Client open(String url, ClientOptions options) {
-        Objects.requireNonNull(url, "url");
         Objects.requireNonNull(options, "options");
-        if (url.indexOf('\0') >= 0) throw new InvalidArgumentException("url contains a NUL character");
+        if (url != null && url.indexOf('\0') >= 0) throw new InvalidArgumentException("url contains a NUL character");
         NativeLibrary.load();
         polylimit_client_options nativeOpts = options.toNative();
         polylimit_error err = new polylimit_error();
         try {
             SWIGTYPE_p_polylimit_client[] out = new SWIGTYPE_p_polylimit_client[1];
+            // null passes NULL: the core reads POLYLIMIT_URL, never a default.
             Errors.check(PolylimitNative.polylimit_client_open(url, nativeOpts, out, err), err);
-            return new Client(out[0], redact(url));
+            String shown = url == null || url.isEmpty() ? "$POLYLIMIT_URL" : redact(url);
+            return new Client(out[0], shown, options.name());
         } finally {
             nativeOpts.delete();
             err.delete();
         }
+    }
+
+    /** The name given with {@link ClientOptions.Builder#name(String)} (the metrics label), or null. */
+    public String name() {
+        return name;
     }
 
     /**
@@ -137,7 +164,11 @@ public final class Client implements AutoCloseable {
                 buckets);
     }
 
-    /** The same counters in the Prometheus text format (metric names start with "polylimit_"). */
+    /**
+     * The same counters in the Prometheus text format (metric names start with
+     * "polylimit_"), labelled {@code client="<name>"} when the client is named.
+     * For several clients on one page use {@link #prometheusText(Client...)}.
+     */
     public String statsPrometheus() {
         byte[][] out = new byte[1][];
         SWIGTYPE_p_polylimit_client h = ref.acquire();
@@ -149,6 +180,40 @@ public final class Client implements AutoCloseable {
             ref.release();
         }
         return out[0] == null ? "" : new String(out[0], StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Several clients' counters on one valid Prometheus page: each metric's
+     * HELP and TYPE once, then one sample per client labelled
+     * {@code client="<name>"}. Concatenating {@link #statsPrometheus()} pages
+     * is not valid exposition (a metric's HELP/TYPE twice); this is. With more
+     * than one client every client needs a distinct {@link ClientOptions.Builder#name name}.
+     *
+     * @throws InvalidArgumentException no client, or a missing or repeated name
+     *         (the core's message names {@code clients[i]})
+     * @throws ClosedException if one of the clients is closed
+     */
+    public static String prometheusText(Client... clients) {
+        Objects.requireNonNull(clients, "clients");
+        for (Client c : clients) Objects.requireNonNull(c, "client");
+        SWIGTYPE_p_polylimit_client[] handles = new SWIGTYPE_p_polylimit_client[clients.length];
+        int held = 0;
+        byte[][] out = new byte[1][];
+        polylimit_error err = new polylimit_error();
+        try {
+            // Every client stays open for the call (close waits for it).
+            for (; held < clients.length; held++) handles[held] = clients[held].ref.acquire();
+            Errors.check(PolylimitNative.polylimit_clients_stats_prometheus(handles, out, err), err);
+        } finally {
+            for (int i = 0; i < held; i++) clients[i].ref.release();
+            err.delete();
+        }
+        return out[0] == null ? "" : new String(out[0], StandardCharsets.UTF_8);
+    }
+
+    /** As {@link #prometheusText(Client...)} for a collection. */
+    public static String prometheusText(Collection<Client> clients) {
+        return prometheusText(Objects.requireNonNull(clients, "clients").toArray(new Client[0]));
     }
 
     /**
@@ -183,7 +248,7 @@ public final class Client implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Client[" + url + (isClosed() ? ", closed]" : "]");
+        return "Client[" + url + (name != null ? ", name=" + name : "") + (isClosed() ? ", closed]" : "]");
     }
 
     // Keeps passwords out of toString and logs.

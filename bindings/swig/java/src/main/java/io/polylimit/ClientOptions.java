@@ -1,8 +1,11 @@
 package io.polylimit;
 
 import io.polylimit.jni.polylimit_client_options;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.ToIntFunction;
 
 /**
  * Connection options of a {@link Client}; immutable. Anything not set (or set
@@ -11,10 +14,15 @@ import java.util.Objects;
  *
  * <pre>{@code
  * ClientOptions opts = ClientOptions.builder()
+ *     .name("api")                        // metrics: client="api"
  *     .poolSize(16)
  *     .commandTimeout(Duration.ofMillis(200))
  *     .build();
  * }</pre>
+ *
+ * <p>The TLS options ({@code tls*}) apply to {@code rediss://} URLs; the core
+ * refuses them on any other URL rather than ignore them. They are passed to
+ * the core as they are: the files are read by the C library, not by Java.
  */
 public final class ClientOptions {
     private static final ClientOptions DEFAULTS = builder().build();
@@ -27,6 +35,14 @@ public final class ClientOptions {
     private final int keepaliveS;
     private final boolean disableKeepalive;
     private final int idleCheckMs;
+    // null: unset (NULL in C).
+    private final String name;
+    private final String tlsCaFile;
+    private final String tlsCaDir;
+    private final String tlsCertFile;
+    private final String tlsKeyFile;
+    private final String tlsServerName;
+    private final boolean tlsInsecure;
 
     private ClientOptions(Builder b) {
         poolSize = b.poolSize;
@@ -36,6 +52,13 @@ public final class ClientOptions {
         keepaliveS = b.keepaliveS;
         disableKeepalive = b.disableKeepalive;
         idleCheckMs = b.idleCheckMs;
+        name = b.name;
+        tlsCaFile = b.tlsCaFile;
+        tlsCaDir = b.tlsCaDir;
+        tlsCertFile = b.tlsCertFile;
+        tlsKeyFile = b.tlsKeyFile;
+        tlsServerName = b.tlsServerName;
+        tlsInsecure = b.tlsInsecure;
     }
 
     /** The C library's defaults. */
@@ -47,25 +70,61 @@ public final class ClientOptions {
         return new Builder();
     }
 
+    /** The metrics label ({@code client="name"}), or null when unset. */
+    public String name() {
+        return name;
+    }
+
     /** A native copy; the caller deletes it. */
     polylimit_client_options toNative() {
         polylimit_client_options o = new polylimit_client_options();
-        o.setPool_size(poolSize);
-        o.setConnect_timeout_ms(connectTimeoutMs);
-        o.setCommand_timeout_ms(commandTimeoutMs);
-        o.setAcquire_timeout_ms(acquireTimeoutMs);
-        o.setKeepalive_s(keepaliveS);
-        o.setDisable_keepalive(disableKeepalive ? 1 : 0);
-        o.setIdle_check_ms(idleCheckMs);
-        return o;
+        try {
+            o.setPool_size(poolSize);
+            o.setConnect_timeout_ms(connectTimeoutMs);
+            o.setCommand_timeout_ms(commandTimeoutMs);
+            o.setAcquire_timeout_ms(acquireTimeoutMs);
+            o.setKeepalive_s(keepaliveS);
+            o.setDisable_keepalive(disableKeepalive ? 1 : 0);
+            o.setIdle_check_ms(idleCheckMs);
+            setString(o::setName, "name", name);
+            setString(o::setTlsCaFile, "tls_ca_file", tlsCaFile);
+            setString(o::setTlsCaDir, "tls_ca_dir", tlsCaDir);
+            setString(o::setTlsCertFile, "tls_cert_file", tlsCertFile);
+            setString(o::setTlsKeyFile, "tls_key_file", tlsKeyFile);
+            setString(o::setTlsServerName, "tls_server_name", tlsServerName);
+            o.setTls_insecure(tlsInsecure ? 1 : 0);
+            return o;
+        } catch (RuntimeException e) {
+            o.delete();
+            throw e;
+        }
     }
 
+    private static void setString(ToIntFunction<byte[]> setter, String field, String value) {
+        if (value == null) return;
+        int rc = setter.applyAsInt(value.getBytes(StandardCharsets.UTF_8));
+        if (rc == Status.EINVALID) throw new InvalidArgumentException(field + " contains a NUL character");
+        if (rc != Status.OK) throw Status.exception(rc, "copying " + field, 0);
+    }
+
+    /** Every option; file paths are shown, never the files' contents. */
     @Override
     public String toString() {
-        return "ClientOptions[poolSize=" + poolSize + ", connectTimeoutMs=" + connectTimeoutMs
-                + ", commandTimeoutMs=" + commandTimeoutMs + ", acquireTimeoutMs=" + acquireTimeoutMs
-                + ", keepaliveS=" + keepaliveS + ", disableKeepalive=" + disableKeepalive
-                + ", idleCheckMs=" + idleCheckMs + "] (0: default)";
+        StringBuilder b = new StringBuilder("ClientOptions[poolSize=").append(poolSize)
+                .append(", connectTimeoutMs=").append(connectTimeoutMs)
+                .append(", commandTimeoutMs=").append(commandTimeoutMs)
+                .append(", acquireTimeoutMs=").append(acquireTimeoutMs)
+                .append(", keepaliveS=").append(keepaliveS)
+                .append(", disableKeepalive=").append(disableKeepalive)
+                .append(", idleCheckMs=").append(idleCheckMs);
+        if (name != null) b.append(", name=").append(name);
+        if (tlsCaFile != null) b.append(", tlsCaFile=").append(tlsCaFile);
+        if (tlsCaDir != null) b.append(", tlsCaDir=").append(tlsCaDir);
+        if (tlsCertFile != null) b.append(", tlsCertFile=").append(tlsCertFile);
+        if (tlsKeyFile != null) b.append(", tlsKeyFile=").append(tlsKeyFile);
+        if (tlsServerName != null) b.append(", tlsServerName=").append(tlsServerName);
+        if (tlsInsecure) b.append(", tlsInsecure");
+        return b.append("] (0: default)").toString();
     }
 
     /**
@@ -84,8 +143,62 @@ public final class ClientOptions {
         private int keepaliveS;
         private boolean disableKeepalive;
         private int idleCheckMs;
+        private String name;
+        private String tlsCaFile;
+        private String tlsCaDir;
+        private String tlsCertFile;
+        private String tlsKeyFile;
+        private String tlsServerName;
+        private boolean tlsInsecure;
 
         private Builder() {}
+
+        /**
+         * Names the client: its metrics are labelled {@code client="name"}
+         * ({@link Client#statsPrometheus()}, {@link Client#prometheusText(Client...)},
+         * the Micrometer binder). Up to 128 letters, digits and {@code _ - . : /}
+         * (the core checks); null: unnamed.
+         */
+        public Builder name(String name) {
+            this.name = name;
+            return this;
+        }
+
+        /** {@code rediss://}: PEM bundle of the CAs to trust; unset (and no {@link #tlsCaDir}): the system's CAs. */
+        public Builder tlsCaFile(Path file) {
+            tlsCaFile = file == null ? null : file.toString();
+            return this;
+        }
+
+        /** {@code rediss://}: a directory of hashed CA certificates. */
+        public Builder tlsCaDir(Path dir) {
+            tlsCaDir = dir == null ? null : dir.toString();
+            return this;
+        }
+
+        /** {@code rediss://}: the client certificate (PEM), for mutual TLS, with {@link #tlsKeyFile}. */
+        public Builder tlsCertFile(Path file) {
+            tlsCertFile = file == null ? null : file.toString();
+            return this;
+        }
+
+        /** {@code rediss://}: the client certificate's private key (PEM); its path is passed, never its contents. */
+        public Builder tlsKeyFile(Path file) {
+            tlsKeyFile = file == null ? null : file.toString();
+            return this;
+        }
+
+        /** {@code rediss://}: SNI and the name the server certificate must match; null: the URL's host. */
+        public Builder tlsServerName(String serverName) {
+            tlsServerName = serverName;
+            return this;
+        }
+
+        /** {@code rediss://}: no certificate or host name verification. For tests only. */
+        public Builder tlsInsecure(boolean insecure) {
+            tlsInsecure = insecure;
+            return this;
+        }
 
         /** Most connections open at once; 0: the default ({@link Vocabulary#DEFAULT_POOL_SIZE}). */
         public Builder poolSize(int size) {

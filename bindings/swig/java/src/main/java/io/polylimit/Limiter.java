@@ -18,8 +18,12 @@ import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * One or more rate limits applied per key; thread-safe. Each decision is one
@@ -306,6 +310,86 @@ public final class Limiter implements AutoCloseable {
             end();
         }
         return b;
+    }
+
+    /**
+     * As {@link #check(String)}, as a future, for code written against an
+     * asynchronous API. For now the check runs synchronously on the calling
+     * thread and the future is already complete when this returns: the
+     * library's non-blocking transport has not landed yet, and no thread is
+     * started or borrowed behind the caller's back. When it lands, this
+     * method keeps its contract and stops blocking.
+     *
+     * <p>A failed check completes the future exceptionally with the
+     * {@link PolylimitException} that {@link #check(String)} would throw.
+     *
+     * @throws NullPointerException if key is null (at once, not in the future)
+     */
+    public CompletableFuture<Decision> checkAsync(String key) {
+        return checkAsync(bytes(key), 1);
+    }
+
+    /** As {@link #checkAsync(String)} for {@code cost} units. */
+    public CompletableFuture<Decision> checkAsync(String key, long cost) {
+        return checkAsync(bytes(key), cost);
+    }
+
+    /** As {@link #checkAsync(String)} for a byte key and {@code cost} units. */
+    public CompletableFuture<Decision> checkAsync(byte[] key, long cost) {
+        Objects.requireNonNull(key, "key");
+        try {
+            return CompletableFuture.completedFuture(check(key, cost));
+        } catch (PolylimitException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
+     * The standard HTTP rate-limit response headers for a decision of this
+     * limiter, in order, as the C core formats them for every language:
+     * {@code Retry-After} (denials only, whole seconds rounded up, at least 1),
+     * {@code RateLimit-Limit}, {@code RateLimit-Remaining}, {@code RateLimit-Reset}
+     * (seconds until full capacity), and the IETF httpapi draft's structured
+     * fields {@code RateLimit-Policy} (every limit: {@code "name";q=<limit>;w=<window s>})
+     * and {@code RateLimit} (the deciding one: {@code "name";r=<remaining>;t=<reset s>}).
+     * A decision of {@link #checkWithLimit} has no {@code RateLimit-Policy}.
+     * No value is computed in Java.
+     *
+     * @param decision a decision of this limiter
+     * @return an unmodifiable map in header order, names as above
+     * @throws ClosedException if the limiter or its client is closed
+     */
+    public Map<String, String> headers(Decision decision) {
+        Objects.requireNonNull(decision, "decision");
+        long[] v = new long[PACKED];
+        // Indexes generated from the header's X-macro POLYLIMIT_DECISION_FIELDS.
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_allowed] = decision.allowed() ? 1 : 0;
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_cached] = decision.cached() ? 1 : 0;
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_degraded] = decision.degraded() ? 1 : 0;
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_shadowed] = decision.shadowed() ? 1 : 0;
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_limit] = decision.limit();
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_remaining] = decision.remaining();
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_retry_after_ms] = decision.retryAfter().toMillis();
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_reset_after_ms] = decision.resetAfter().toMillis();
+        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_granted] = decision.granted();
+        byte[][] out = new byte[1][];
+        SWIGTYPE_p_polylimit_limiter h = begin();
+        polylimit_error err = new polylimit_error();
+        try {
+            Errors.check(PolylimitNative.polylimit_limiter_headers_packed(h, v, out, err), err);
+        } finally {
+            err.delete();
+            end();
+        }
+        String text = out[0] == null ? "" : new String(out[0], StandardCharsets.UTF_8);
+        Map<String, String> headers = new LinkedHashMap<>();
+        for (String line : text.split("\n")) {
+            if (line.isEmpty()) continue;
+            int colon = line.indexOf(": ");
+            if (colon <= 0) throw new PolylimitException(Status.ERROR, "malformed header line from the core: " + line);
+            headers.put(line.substring(0, colon), line.substring(colon + 2));
+        }
+        return Collections.unmodifiableMap(headers);
     }
 
     /** What a check of one unit would answer now, without consuming anything. */

@@ -19,6 +19,11 @@ class LimiterOptionsTest extends ServerTestBase {
         assertSpec(" 7 / 250ms ", 7);
         assertSpec("3 PER hour", 3);
         assertSpec("1/2d", 1);
+        // Everything the Python limits package parses: ',' ';' '|' between limits, month, year.
+        assertSpec("200 per day, 50 per hour", 50);
+        assertSpec("10/second | 100/minute", 10);
+        assertSpec("3 per month", 3);
+        assertSpec("1/year", 1);
         try (Limiter l = client.limiter("5 per 2 seconds")) {
             assertEquals("5 per 2 seconds", l.spec());
             assertEquals(Limiter.Algorithm.SLIDING_LOG, l.algorithm());
@@ -33,7 +38,7 @@ class LimiterOptionsTest extends ServerTestBase {
         }
         InvalidArgumentException unit = assertThrows(InvalidArgumentException.class,
                 () -> client.limiter("100/fortnight"));
-        assertEquals("rate spec '100/fortnight': unknown time unit 'fortnight' (use ms, s, m, h or d)",
+        assertEquals("rate spec '100/fortnight': unknown time unit 'fortnight' (use ms, s, m, h, d, month or year)",
                 unit.getMessage());
         assertInvalid(() -> client.limiterBuilder("10/s").burst(5).build()); // burst goes in the spec
         assertInvalid(() -> client.limiterBuilder("10/s\0").build());

@@ -1,0 +1,388 @@
+package io.polylimit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.polylimit.servlet.ClientIp;
+import io.polylimit.servlet.HeaderStyle;
+import io.polylimit.servlet.KeyFunction;
+import io.polylimit.servlet.RateLimitFilter;
+import jakarta.servlet.FilterConfig;
+import jakarta.servlet.ServletContext;
+import jakarta.servlet.ServletException;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.Base64;
+import java.util.Collections;
+import java.util.Enumeration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The servlet filter in a real servlet container (embedded Jetty 12, ee10),
+ * through real HTTP, against the real redis-server of ServerTestBase.
+ * Expected header values are computed here from the limit and the window.
+ */
+class ServletFilterTest extends ServerTestBase {
+
+    /** A prefix of its own per test: every test's key is the same loopback address. */
+    static String prefix() {
+        return "jt" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    Limiter limiter(String spec, String prefix) {
+        return client.limiterBuilder(spec).prefix(prefix).build();
+    }
+
+    static String header(HttpResponse<?> r, String name) {
+        return r.headers().firstValue(name).orElse(null);
+    }
+
+    /**
+     * The headers of a decision of a limit of `limit` per window (a countdown
+     * started before the window's first check), `remaining` left.
+     */
+    static void assertRateLimitHeaders(HttpResponse<?> r, long limit, Countdown window, long remaining) {
+        long windowS = window.windowS();
+        assertEquals(Long.toString(limit), header(r, "RateLimit-Limit"));
+        assertEquals(Long.toString(remaining), header(r, "RateLimit-Remaining"));
+        window.check("RateLimit-Reset", header(r, "RateLimit-Reset"));
+        assertEquals("\"default\";q=" + limit + ";w=" + windowS, header(r, "RateLimit-Policy"));
+        assertEquals("\"default\";r=" + remaining + ";t=" + header(r, "RateLimit-Reset"), header(r, "RateLimit"));
+    }
+
+    @Test
+    void allowedThenTooManyRequestsWithExactHeaders() throws Exception {
+        long limit = 3;
+        Countdown window = new Countdown(60);
+        String p = prefix();
+        try (Limiter l = limiter("3/minute", p);
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(l).build())) {
+            for (long i = 1; i <= limit; i++) {
+                HttpResponse<String> r = s.get("/hello");
+                assertEquals(200, r.statusCode());
+                assertEquals("ok /hello", r.body());
+                assertRateLimitHeaders(r, limit, window, limit - i);
+                assertNull(header(r, "Retry-After"), "no Retry-After when allowed");
+            }
+            HttpResponse<String> denied = s.get("/hello");
+            assertEquals(429, denied.statusCode());
+            assertEquals("rate limit exceeded\n", denied.body());
+            window.check("Retry-After", header(denied, "Retry-After"));
+            assertRateLimitHeaders(denied, limit, window, 0);
+            // The servlet never ran for the denied request; another path shares the default limit.
+            assertEquals(429, s.get("/other").statusCode());
+        }
+    }
+
+    @Test
+    void exemptPathsAreNeitherCountedNorLabelled() throws Exception {
+        String p = prefix();
+        try (Limiter l = limiter("2/minute", p);
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(l)
+                     .exempt("/health", "/static/*").build())) {
+            for (int i = 0; i < 5; i++) {
+                HttpResponse<String> h = s.get("/health");
+                assertEquals(200, h.statusCode());
+                assertNull(header(h, "RateLimit-Limit"));
+                assertEquals(200, s.get("/static/app.js").statusCode());
+            }
+            assertEquals(200, s.get("/static").statusCode());
+            // None of those counted: the full limit is still there.
+            HttpResponse<String> r = s.get("/hello");
+            assertEquals(200, r.statusCode());
+            assertEquals("1", header(r, "RateLimit-Remaining"));
+            // Exact paths are exact: /healthz is not /health.
+            assertEquals(200, s.get("/healthz").statusCode());
+            assertEquals(429, s.get("/health/../hello").statusCode(), "normalised by the container: /hello");
+        }
+    }
+
+    @Test
+    void perPathLimitsAreSeparate() throws Exception {
+        Countdown minute = new Countdown(60), tenSeconds = new Countdown(10);
+        String p = prefix();
+        try (Limiter def = limiter("5/minute", p); Limiter login = limiter("2/minute", p);
+             Limiter api = limiter("3/10s", p);
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(def)
+                     .pathLimit("/login", login).pathLimit("/api/*", api).build())) {
+            HttpResponse<String> first = s.get("/login");
+            assertEquals(200, first.statusCode());
+            assertRateLimitHeaders(first, 2, minute, 1);
+            assertEquals(200, s.get("/login").statusCode());
+            HttpResponse<String> denied = s.get("/login");
+            assertEquals(429, denied.statusCode());
+            minute.check("Retry-After", header(denied, "Retry-After"));
+            // The default limit did not pay for /login.
+            HttpResponse<String> hello = s.get("/hello");
+            assertEquals(200, hello.statusCode());
+            assertRateLimitHeaders(hello, 5, minute, 4);
+            // A prefix pattern covers the prefix and everything under it, with its own window.
+            assertRateLimitHeaders(s.get("/api/users"), 3, tenSeconds, 2);
+            assertRateLimitHeaders(s.get("/api"), 3, tenSeconds, 1);
+            assertRateLimitHeaders(s.get("/api/users/7"), 3, tenSeconds, 0);
+            HttpResponse<String> apiDenied = s.get("/api/x");
+            assertEquals(429, apiDenied.statusCode());
+            tenSeconds.check("Retry-After", header(apiDenied, "Retry-After"));
+            // /apix is not under /api/*: the default limit.
+            assertRateLimitHeaders(s.get("/apix"), 5, minute, 3);
+        }
+    }
+
+    @Test
+    void forwardedForOnlyFromTrustedProxies() throws Exception {
+        String p = prefix();
+        try (Limiter l = limiter("2/minute", p);
+             JettyServer trusting = JettyServer.start(RateLimitFilter.builder().limit(l)
+                     .trustedProxies("127.0.0.0/8", "10.0.0.0/8").build())) {
+            // The peer (127.0.0.1) is a trusted proxy: the client is the rightmost untrusted hop.
+            String xff = "X-Forwarded-For";
+            assertEquals(200, trusting.get("/", xff, "203.0.113.5").statusCode());
+            assertEquals(200, trusting.get("/", xff, "198.51.100.1, 203.0.113.5, 10.1.2.3").statusCode());
+            assertEquals(429, trusting.get("/", xff, "203.0.113.5").statusCode(), "the same client twice before");
+            // A client cannot escape by prepending hops of its own: only the right side counts.
+            assertEquals(429, trusting.get("/", xff, "1.2.3.4, 203.0.113.5").statusCode());
+            // Another client behind the proxy has its own limit.
+            HttpResponse<String> other = trusting.get("/", xff, "203.0.113.6");
+            assertEquals(200, other.statusCode());
+            assertEquals("1", header(other, "RateLimit-Remaining"));
+            // Two header instances read as one list; IPv6 spellings are one address.
+            assertEquals(200, trusting.get("/", xff, "2001:db8::1").statusCode());
+            assertEquals(200, trusting.get("/", xff, "9.9.9.9", xff, "[2001:DB8:0::1]:4711").statusCode());
+            assertEquals(429, trusting.get("/", xff, "2001:db8:0:0:0:0:0:1").statusCode());
+        }
+        String q = prefix();
+        try (Limiter l = limiter("2/minute", q);
+             JettyServer direct = JettyServer.start(RateLimitFilter.builder().limit(l).build())) {
+            // No trusted proxy: the header is the client's to write, so it is ignored.
+            assertEquals(200, direct.get("/", "X-Forwarded-For", "203.0.113.1").statusCode());
+            assertEquals(200, direct.get("/", "X-Forwarded-For", "203.0.113.2").statusCode());
+            assertEquals(429, direct.get("/", "X-Forwarded-For", "203.0.113.3").statusCode());
+        }
+    }
+
+    @Test
+    void clientIpResolution() {
+        ClientIp ip = ClientIp.trusting("10.0.0.0/8", "::1");
+        assertEquals("192.0.2.1", ip.resolve("192.0.2.1", hops("6.6.6.6")), "untrusted peer: header ignored");
+        assertEquals("6.6.6.6", ip.resolve("10.0.0.1", hops("6.6.6.6")));
+        assertEquals("6.6.6.6", ip.resolve("0:0:0:0:0:0:0:1", hops("7.7.7.7, 6.6.6.6, 10.9.9.9")));
+        assertEquals("10.0.0.2", ip.resolve("10.0.0.1", hops("10.0.0.2")), "all trusted: the leftmost");
+        assertEquals("10.0.0.1", ip.resolve("10.0.0.1", hops("unknown")), "garbage: the proxy that wrote it");
+        assertEquals("10.0.0.1", ip.resolve("10.0.0.1", hops("example.com")), "never a DNS lookup");
+        assertEquals("10.0.0.1", ip.resolve("10.0.0.1", hops("300.1.1.1")));
+        assertEquals("6.6.6.6", ip.resolve("10.0.0.1", hops("6.6.6.6:8080")));
+        assertEquals("1.2.3.4", ip.resolve("10.0.0.1", hops("::ffff:1.2.3.4")), "IPv4-mapped is IPv4");
+        assertEquals("10.0.0.1", ip.resolve("10.0.0.1", null));
+        assertTrue(ip.isTrusted("10.255.0.1"));
+        assertFalse(ip.isTrusted("11.0.0.1"));
+        assertEquals("6.6.6.6", ClientIp.direct().resolve("6.6.6.6", hops("1.1.1.1")));
+        assertThrows(IllegalArgumentException.class, () -> ClientIp.trusting("10.0.0.0/33"));
+        assertThrows(IllegalArgumentException.class, () -> ClientIp.trusting("proxy.internal"));
+        assertThrows(IllegalArgumentException.class, () -> ClientIp.trusting("10.0.0.0/x"));
+        assertTrue(ClientIp.trusting("fd00::/8").isTrusted("fd12::1"));
+        assertFalse(ClientIp.trusting("fd00::/8").isTrusted("fe80::1"));
+        assertTrue(ClientIp.trusting("0.0.0.0/0").isTrusted("8.8.8.8"));
+    }
+
+    private static Enumeration<String> hops(String... values) {
+        return Collections.enumeration(List.of(values));
+    }
+
+    @Test
+    void customKeyFunction() throws Exception {
+        String p = prefix();
+        KeyFunction byUser = req -> {
+            String u = req.getParameter("user");
+            return u == null ? null : "user:" + u;
+        };
+        try (Limiter l = limiter("1/minute", p);
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(l).key(byUser).build())) {
+            assertEquals(200, s.get("/?user=ann").statusCode());
+            assertEquals(429, s.get("/?user=ann").statusCode());
+            assertEquals(200, s.get("/?user=bob").statusCode());
+            // No key: not limited, and no headers.
+            HttpResponse<String> anon = s.get("/");
+            assertEquals(200, anon.statusCode());
+            assertNull(header(anon, "RateLimit-Limit"));
+        }
+    }
+
+    @Test
+    void failuresAnswerTheErrorStatus() throws Exception {
+        // Nothing listens on this port: connection refused, the ERROR policy throws.
+        try (Client dead = Client.open("redis://127.0.0.1:" + RedisServer.freePort());
+             Limiter l = dead.limiter("5/minute");
+             Limiter open = dead.limiterBuilder("5/minute").onFailure(Limiter.FailurePolicy.OPEN).build();
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(l).build());
+             JettyServer custom = JettyServer.start(RateLimitFilter.builder().limit(l).errorStatus(500).build());
+             JettyServer failOpen = JettyServer.start(RateLimitFilter.builder().limit(open).build())) {
+            HttpResponse<String> r = s.get("/hello");
+            assertEquals(503, r.statusCode());
+            assertEquals("rate limiter unavailable\n", r.body());
+            assertNull(header(r, "RateLimit-Limit"));
+            assertEquals(500, custom.get("/hello").statusCode());
+            // The limiter's failure policy decides first: OPEN admits (a degraded decision).
+            assertEquals(200, failOpen.get("/hello").statusCode());
+        }
+        // A broken key function is a failure too, never an exception for the container.
+        try (Limiter l = limiter("5/minute", prefix());
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(l)
+                     .key(req -> { throw new IllegalStateException("boom"); }).build())) {
+            assertEquals(503, s.get("/").statusCode());
+        }
+    }
+
+    @Test
+    void configuredByInitParams() throws Exception {
+        String p = prefix();
+        Map<String, String> params = new LinkedHashMap<>();
+        params.put("url", redis.url());
+        params.put("limit", "3 per minute");
+        params.put("path-limit:/login", "1/minute");
+        params.put("exempt", "/health, /metrics");
+        params.put("key", "header:X-API-Key");
+        params.put("prefix", p);
+        params.put("header-style", "structured");
+        params.put("client-name", "web");
+        Countdown minute = new Countdown(60);
+        try (JettyServer s = JettyServer.start(RateLimitFilter.class, params)) {
+            HttpResponse<String> r = s.get("/hello", "X-API-Key", "k1");
+            assertEquals(200, r.statusCode());
+            // structured: the draft's two fields only.
+            assertEquals("\"default\";q=3;w=60", header(r, "RateLimit-Policy"));
+            assertTrue(header(r, "RateLimit").startsWith("\"default\";r=2;t="), header(r, "RateLimit"));
+            minute.checkT("RateLimit", header(r, "RateLimit"));
+            assertNull(header(r, "RateLimit-Limit"));
+            assertEquals(200, s.get("/hello", "X-API-Key", "k1").statusCode());
+            assertEquals(200, s.get("/hello", "X-API-Key", "k1").statusCode());
+            HttpResponse<String> denied = s.get("/hello", "X-API-Key", "k1");
+            assertEquals(429, denied.statusCode());
+            minute.check("Retry-After on 429 in every style", header(denied, "Retry-After"));
+            // Another API key, its own limit; no API key: the client IP.
+            assertTrue(header(s.get("/hello", "X-API-Key", "k2"), "RateLimit").startsWith("\"default\";r=2;t="));
+            assertTrue(header(s.get("/hello"), "RateLimit").startsWith("\"default\";r=2;t="));
+            assertEquals(200, s.get("/login").statusCode());
+            assertEquals(429, s.get("/login").statusCode());
+            assertEquals(200, s.get("/health").statusCode());
+        }
+        // The state is in Redis under the SHA-256 of the API key, never the key itself.
+        String digest = Base64.getUrlEncoder().withoutPadding().encodeToString(
+                MessageDigest.getInstance("SHA-256").digest("k1".getBytes(StandardCharsets.UTF_8)));
+        try (Limiter l = client.limiterBuilder("3 per minute").prefix(p).build()) {
+            assertEquals(0, l.peek("*|header:x-api-key:" + digest).remaining());
+            assertEquals(3, l.peek("*|header:x-api-key:k1").remaining());
+        }
+    }
+
+    @Test
+    void headerStyles() throws Exception {
+        Countdown minute = new Countdown(60);
+        String p = prefix();
+        try (Limiter l = limiter("1/minute", p);
+             JettyServer sep = JettyServer.start(RateLimitFilter.builder().limit(l)
+                     .headerStyle(HeaderStyle.SEPARATE).build())) {
+            HttpResponse<String> r = sep.get("/");
+            assertEquals("1", header(r, "RateLimit-Limit"));
+            assertNull(header(r, "RateLimit-Policy"));
+            assertNull(header(r, "RateLimit"));
+        }
+        try (Limiter l = limiter("1/minute", prefix());
+             JettyServer none = JettyServer.start(RateLimitFilter.builder().limit(l)
+                     .headerStyle(HeaderStyle.RETRY_AFTER_ONLY).build())) {
+            HttpResponse<String> ok = none.get("/");
+            assertNull(header(ok, "RateLimit-Limit"));
+            assertNull(header(ok, "RateLimit"));
+            HttpResponse<String> denied = none.get("/");
+            assertEquals(429, denied.statusCode());
+            minute.check("Retry-After", header(denied, "Retry-After"));
+            assertNull(header(denied, "RateLimit-Remaining"));
+        }
+        assertEquals(HeaderStyle.RETRY_AFTER_ONLY, HeaderStyle.fromParam("retry-after-only"));
+        assertThrows(IllegalArgumentException.class, () -> HeaderStyle.fromParam("draft-7"));
+    }
+
+    @Test
+    void badInitParamsFailInit() {
+        Map<String, String> base = Map.of("url", redis.url(), "limit", "5/minute");
+        assertInitFails(with(base, "limt", "5/minute"), "unknown init-param \"limt\"");
+        assertInitFails(with(base, "limit", "5/fortnight"), "fortnight");
+        assertInitFails(with(base, "algorithm", "leaky"), "algorithm \"leaky\"");
+        assertInitFails(with(base, "failure-policy", "maybe"), "failure-policy");
+        assertInitFails(with(base, "error-status", "200"), "out of range 400..599");
+        assertInitFails(with(base, "trusted-proxies", "proxy.internal"), "proxy.internal");
+        assertInitFails(with(base, "key", "cookie:sid"), "key \"cookie:sid\"");
+        assertInitFails(with(base, "key", "class:java.lang.String"), "not a KeyFunction");
+        assertInitFails(with(base, "path-limit:login", "1/minute"), "must start with '/'");
+        assertInitFails(Map.of("url", redis.url()), "no limit");
+        // No url and no POLYLIMIT_URL (surefire runs without it): the core's refusal, no default.
+        assertInitFails(Map.of("limit", "5/minute"), "POLYLIMIT_URL is not set");
+        // Both ways at once.
+        RateLimitFilter built = RateLimitFilter.builder().limit(client.limiter("5/minute")).build();
+        ServletException e = assertThrows(ServletException.class, () -> built.init(config(Map.of("limit", "1/s"))));
+        assertTrue(e.getMessage().contains("configure one way only"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> RateLimitFilter.builder().build());
+    }
+
+    @Test
+    void initParamFailurePolicyAndAlgorithm() throws Exception {
+        Map<String, String> params = new LinkedHashMap<>();
+        params.put("url", "redis://127.0.0.1:" + RedisServer.freePort()); // nothing listens
+        params.put("limit", "10/s burst 20");
+        params.put("algorithm", "gcra");
+        params.put("failure-policy", "open");
+        try (JettyServer s = JettyServer.start(RateLimitFilter.class, params)) {
+            assertEquals(200, s.get("/").statusCode(), "fail open");
+        }
+        params.put("failure-policy", "error");
+        params.put("error-status", "502");
+        try (JettyServer s = JettyServer.start(RateLimitFilter.class, params)) {
+            assertEquals(502, s.get("/").statusCode());
+        }
+    }
+
+    private static Map<String, String> with(Map<String, String> base, String k, String v) {
+        Map<String, String> m = new LinkedHashMap<>(base);
+        m.put(k, v);
+        return m;
+    }
+
+    private static void assertInitFails(Map<String, String> params, String expected) {
+        RateLimitFilter f = new RateLimitFilter();
+        ServletException e = assertThrows(ServletException.class, () -> f.init(config(params)));
+        assertTrue(e.getMessage().contains(expected), "expected \"" + expected + "\" in: " + e.getMessage());
+        f.destroy();
+    }
+
+    private static FilterConfig config(Map<String, String> params) {
+        return new FilterConfig() {
+            @Override
+            public String getFilterName() {
+                return "polylimit";
+            }
+
+            @Override
+            public ServletContext getServletContext() {
+                return null;
+            }
+
+            @Override
+            public String getInitParameter(String name) {
+                return params.get(name);
+            }
+
+            @Override
+            public Enumeration<String> getInitParameterNames() {
+                return Collections.enumeration(params.keySet());
+            }
+        };
+    }
+
+}
