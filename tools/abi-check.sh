@@ -13,7 +13,9 @@ baseline="$root/capi/abi/libpolylimit.so.1.abi"
 command -v abidw >/dev/null || { echo "abidw not found: install abigail-tools (tools/deps.sh does)" >&2; exit 1; }
 current=$(mktemp --suffix=.abi)
 trap 'rm -f "$current"' EXIT
-abidw --no-corpus-path --headers-dir "$root/capi/include" --out-file "$current" "$lib"
+# File names only, no directories: the baseline must not record where the
+# tree was built.
+abidw --no-corpus-path --short-locs --no-comp-dir-path --headers-dir "$root/capi/include" --out-file "$current" "$lib"
 if [ "${2:-}" = --update ]; then
   cp "$current" "$baseline"
   echo "ABI baseline written: $baseline"

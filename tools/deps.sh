@@ -34,7 +34,9 @@ for component in "${want[@]}"; do
       need_pkg abigail-tools abidiff   # tools/abi-check.sh
       need_pkg libreadline8   # tests: our exports must not collide with readline's rl_*
       need_pkg redis-server redis-server
-      need_pkg redis-tools redis-cli
+      need_pkg redis-tools redis-cli   # tests/fixture/redisfix forms clusters with redis-cli --cluster
+      # tests/fixture/redisfix, the Redis launcher of every suite (C++, Python,
+      # Go, Java, shell), is Python 3 with the standard library only.
       need_pkg python3 python3
       # tests/c/deb_package.sh (.ci/run): cpack's DEB generator runs
       # dpkg-shlibdeps and file; apt-get installs the packages it builds.

@@ -11,9 +11,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -102,7 +103,7 @@ func main() {
 		defer srv.stop()
 		stopOnSignal(srv)
 		addr = srv.addr
-		serverPID = srv.cmd.Process.Pid
+		serverPID = srv.pid
 	}
 	redisURL := "redis://" + addr
 
@@ -368,66 +369,77 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-// server is a throwaway redis-server on a free loopback port.
+// server is a throwaway redis-server on a free loopback port, started by
+// tests/fixture/redisfix (the launcher the test suites share; it needs
+// python3). The launcher stops it when told to, or when this process dies
+// (its stdin closes).
 type server struct {
 	addr string
+	pid  int
 	cmd  *exec.Cmd
-	dir  string
+	in   io.WriteCloser
 	done chan struct{}
 	once sync.Once
 }
 
-func startRedis() (*server, error) {
-	dir, err := os.MkdirTemp("", "polylimit-bench-redis-")
-	if err != nil {
-		return nil, err
+// redisfix is $POLYLIMIT_REDISFIX, else tests/fixture/redisfix of the
+// source tree this file is in.
+func redisfix() string {
+	if p := os.Getenv("POLYLIMIT_REDISFIX"); p != "" {
+		return p
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", dir, "--protected-mode", "no", "--logfile", filepath.Join(dir, "redis.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with us
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, dir: dir, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(s.done) }()
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(25 * time.Millisecond) {
-		if ping(s.addr) {
-			return s, nil
-		}
-	}
-	s.stop()
-	return nil, fmt.Errorf("redis-server did not start on %s", s.addr)
+	_, file, _, _ := runtime.Caller(0) // .../bench/go/main.go
+	return filepath.Join(filepath.Dir(file), "..", "..", "tests", "fixture", "redisfix")
 }
 
-func ping(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+func startRedis() (*server, error) {
+	cmd := exec.Command("python3", redisfix(), "standalone")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		return false
+		return nil, err
 	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	conn.Write([]byte("PING\r\n"))
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, in: in, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(s.done) }()
+	var d struct {
+		Error string
+		Nodes []struct{ Port, Pid int }
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err == nil {
+		err = json.Unmarshal([]byte(line), &d)
+	}
+	if err == nil && d.Error != "" {
+		err = fmt.Errorf("%s", d.Error)
+	}
+	if err == nil && len(d.Nodes) != 1 {
+		err = fmt.Errorf("unexpected description %q", line)
+	}
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("redisfix standalone: %w", err)
+	}
+	s.addr, s.pid = fmt.Sprintf("127.0.0.1:%d", d.Nodes[0].Port), d.Nodes[0].Pid
+	return s, nil
 }
 
 func (s *server) stop() {
 	s.once.Do(func() {
-		s.cmd.Process.Signal(syscall.SIGTERM)
+		io.WriteString(s.in, "stop\n")
+		s.in.Close()
 		select {
 		case <-s.done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(15 * time.Second):
 			s.cmd.Process.Kill()
 			<-s.done
 		}
-		os.RemoveAll(s.dir)
 	})
 }
 

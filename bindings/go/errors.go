@@ -51,10 +51,17 @@ func (c ErrCode) Temporary() bool { return codeInfos[c].retryable }
 // Error is what every failing call of this package returns (apart from
 // context errors): the status code, the errno of the failing system call (0
 // if none) and the library's message, which names the argument or the cause.
+//
+// OutcomeUnknown is true when the call failed after its command was sent to
+// Redis (a timeout waiting for the reply, a connection lost after the send):
+// the script may have run and consumed units. It is false when the call
+// failed before the send or Redis answered with an error (the script did not
+// run). See OutcomeUnknown and docs/error-model.md.
 type Error struct {
-	Code  ErrCode
-	Errno syscall.Errno
-	Msg   string
+	Code           ErrCode
+	Errno          syscall.Errno
+	Msg            string
+	OutcomeUnknown bool
 }
 
 func (e *Error) Error() string {
@@ -93,6 +100,8 @@ func newError(code ErrCode, format string, args ...interface{}) *Error {
 type ContextError struct {
 	Op  string
 	Err error // context.Canceled or context.DeadlineExceeded
+
+	abandoned bool // a call was running when the context ended (see OutcomeUnknown)
 }
 
 func (e *ContextError) Error() string { return "polylimit: " + e.Op + ": " + e.Err.Error() }
@@ -102,4 +111,25 @@ func (e *ContextError) Unwrap() error { return e.Err }
 // ErrTimeout.
 func (e *ContextError) Is(target error) bool {
 	return target == ErrTimeout && errors.Is(e.Err, context.DeadlineExceeded)
+}
+
+// OutcomeUnknown reports whether err (or an error it wraps) says that the
+// failed call may still have consumed units in Redis: a *Error whose command
+// was sent before it failed (a timeout waiting for the reply, a connection
+// lost after the send), or a *ContextError for a call abandoned while it ran
+// (it completes in the background). False for errors before the send
+// (connection refused, pool exhausted, invalid arguments), for error replies
+// (the script did not run), and for nil.
+//
+//	if polylimit.OutcomeUnknown(err) { the units may be spent: do not assume a refund }
+func OutcomeUnknown(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.OutcomeUnknown
+	}
+	var c *ContextError
+	if errors.As(err, &c) {
+		return c.abandoned
+	}
+	return false
 }

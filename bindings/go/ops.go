@@ -256,6 +256,6 @@ func (l *Limiter) AllowMany(ctx context.Context, keys []string, n int) ([]Result
 			return a.rs, a.errs
 		default:
 		}
-		return make([]Result, len(keys)), sameError(len(keys), &ContextError{Op: "allow many", Err: ctx.Err()})
+		return make([]Result, len(keys)), sameError(len(keys), &ContextError{Op: "allow many", Err: ctx.Err(), abandoned: true})
 	}
 }

@@ -44,7 +44,7 @@ func cError(st C.int, e *C.polylimit_error) error {
 	if msg == "" {
 		msg = statusName(ErrCode(st))
 	}
-	return &Error{Code: ErrCode(st), Errno: syscall.Errno(e.sys_errno), Msg: msg}
+	return &Error{Code: ErrCode(st), Errno: syscall.Errno(e.sys_errno), Msg: msg, OutcomeUnknown: e.outcome_unknown != 0}
 }
 
 // cString copies s into C memory; the caller frees it. Strings for C's
@@ -69,6 +69,8 @@ type Client struct {
 	mu   sync.RWMutex
 	h    *C.polylimit_client
 	name string
+	// shown is the URL as String shows it: redacted by the library.
+	shown string
 }
 
 // errClientClosed is what calls on a closed Client return, in the words of
@@ -143,7 +145,11 @@ func Open(url string, opts ...Option) (*Client, error) {
 	if st := C.polylimit_client_open(curl, &copts, &h, &cerr); st != C.POLYLIMIT_OK {
 		return nil, cError(st, &cerr)
 	}
-	c := &Client{h: h, name: cfg.name}
+	shown := "$POLYLIMIT_URL"
+	if url != "" {
+		shown = RedactURL(url)
+	}
+	c := &Client{h: h, name: cfg.name, shown: shown}
 	runtime.SetFinalizer(c, (*Client).Close)
 	return c, nil
 }
@@ -497,7 +503,7 @@ func (l *Limiter) do(ctx context.Context, c *call, skey string, bkey []byte, isB
 			return c.result()
 		default:
 		}
-		return Result{}, &ContextError{Op: opNames[c.op], Err: ctx.Err()}
+		return Result{}, &ContextError{Op: opNames[c.op], Err: ctx.Err(), abandoned: true}
 	}
 }
 

@@ -701,7 +701,7 @@ func TestConcurrentCloseAndAllow(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				time.Sleep(2 * time.Millisecond)
+				waitCalls(&ok, &closed) // close while the callers are busy
 				if err := l.Close(); err != nil {
 					t.Errorf("Close: %v", err)
 				}
@@ -770,7 +770,7 @@ func TestConcurrentCloseAndAllow(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			time.Sleep(2 * time.Millisecond)
+			waitCalls(&ok, &closed) // close while the callers are busy
 			if err := cc.Close(); err != nil {
 				t.Errorf("Client.Close: %v", err)
 			}
@@ -809,23 +809,68 @@ func TestConcurrentCloseAndAllow(t *testing.T) {
 	wg.Wait()
 }
 
-// Forgotten handles are freed by finalizers; this only checks that doing so
-// is harmless (the finalizer and an explicit Close do not double free).
-func TestFinalizerSafetyNet(t *testing.T) {
-	for i := 0; i < 20; i++ {
-		c, err := polylimit.Open("memory://")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := c.Limiter("1/s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i%2 == 0 {
-			l.Close()
-			c.Close()
+// waitCalls returns once a call has completed (counted in ok or closed), or
+// after a second: the callers are then under way.
+func waitCalls(ok, closed *int64) {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); runtime.Gosched() {
+		if atomic.LoadInt64(ok)+atomic.LoadInt64(closed) > 0 {
+			return
 		}
 	}
-	runtime.GC()
-	runtime.GC()
+}
+
+// Forgotten handles are freed by finalizers: clients that were never closed
+// release their native handle, whose connections then close (the server
+// counts them), and a finalizer after an explicit Close does not double free.
+func TestFinalizerSafetyNet(t *testing.T) {
+	srv := newRedis(t) // its own server: only this test's connections count
+	connected := func() int {
+		info, err := srv.Bulk("INFO", "clients")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			var n int
+			if _, err := fmt.Sscanf(line, "connected_clients:%d", &n); err == nil {
+				return n
+			}
+		}
+		t.Fatalf("no connected_clients in %q", info)
+		return 0
+	}
+	before := connected() // the INFO connection itself
+	forget := func() {    // in a function of its own: nothing on this stack keeps them
+		for i := 0; i < 20; i++ {
+			c, err := polylimit.Open(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := c.Limiter("1/s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Allow(context.Background(), "k"); err != nil { // opens a connection
+				t.Fatal(err)
+			}
+			if i%2 == 0 {
+				l.Close()
+				c.Close()
+			}
+		}
+	}
+	forget()
+	if n := connected(); n < before+10 {
+		t.Fatalf("%d connections with 10 clients left open, %d before", n, before)
+	}
+	// Finalizers run after a GC finds the handles unreachable (a limiter's
+	// first, then its client's in a later cycle): collect until the server
+	// has seen every connection close.
+	deadline := time.Now().Add(10 * time.Second)
+	for connected() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open 10 s after the handles became garbage (%d before)", connected(), before)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // lets the finalizer goroutine run: a poll, not a guess
+	}
 }

@@ -432,6 +432,7 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
 
 %immutable polylimit_error::code;
 %immutable polylimit_error::sys_errno;
+%immutable polylimit_error::outcome_unknown;
 %ignore polylimit_error::message;
 %extend polylimit_error {
   polylimit_error() {
@@ -543,7 +544,7 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
 
 #ifdef SWIGJAVA
 /* Each key's own error of a batch: the caller allocates one per key and reads
-   them back one at a time (code, errno, message bytes). An index out of range
+   them back one at a time (code, errno, outcome_unknown, message bytes). An index out of range
    reads as POLYLIMIT_OK with an empty message. */
 %immutable polylimit_error_list::n;
 %ignore polylimit_error_list::items;
@@ -569,6 +570,9 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
   }
   int sysErrno(int i) {
     return i >= 0 && (size_t)i < $self->n ? $self->items[i].sys_errno : 0;
+  }
+  int outcomeUnknown(int i) {
+    return i >= 0 && (size_t)i < $self->n ? $self->items[i].outcome_unknown : 0;
   }
   /* The NUL-terminated message of key i as bytes. */
   polylimit_bytes messageBytes(int i) {

@@ -224,7 +224,9 @@ typedef struct polylimit_stats {
 typedef struct polylimit_error {
     int code;          /**< the polylimit_status returned */
     int sys_errno;     /**< errno of the failing system call, or 0 */
-    int reserved_[2];  /**< zeroed; room for fields added in 1.x */
+    int outcome_unknown; /**< 1: the call failed after its command was sent: it
+                              may have consumed units (see docs/error-model.md) */
+    int reserved_[1];  /**< zeroed; room for fields added in 1.x */
     char message[256]; /**< NUL-terminated, names the argument or the cause;
                             never contains a password */
 } polylimit_error;
@@ -452,10 +454,12 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_peek(polylimit_limiter *limiter, const v
  * @param n           number of keys, 0..POLYLIMIT_MAX_BATCH; 0 does nothing
  * @param out         n decisions; out[i] is filled when statuses[i] is POLYLIMIT_OK
  * @param statuses    n status codes, one per key (required)
- * @param key_errors  NULL, or n errors: key_errors[i] gets key i's code and
- *                    message (empty when it was decided)
+ * @param key_errors  NULL, or n errors: key_errors[i] gets key i's code,
+ *                    message (empty when it was decided) and outcome_unknown
+ *                    (1 for every key of a pipeline that failed after it was sent)
  * @return POLYLIMIT_OK when every key was decided; otherwise the status of the
- *         first key that failed, with err naming it ("keys[3]: key is empty").
+ *         first key that failed, with err naming it ("keys[3]: key is empty");
+ *         err->outcome_unknown is 1 when any failed key's outcome is unknown.
  *         When the whole batch fails (a NULL array, a bad cost, a closed
  *         client), every statuses[i] (and key_errors[i]) gets that status.
  *         n above POLYLIMIT_MAX_BATCH: POLYLIMIT_EINVALID, arrays untouched.
@@ -567,6 +571,26 @@ POLYLIMIT_EXTERN(int) polylimit_clients_stats_prometheus(polylimit_client *const
  */
 POLYLIMIT_EXTERN(int) polylimit_limiter_headers(const polylimit_limiter *limiter, const polylimit_decision *decision,
                                                 char **out, size_t *len, polylimit_error *err);
+
+/* ---- secrets ----------------------------------------------------------- */
+
+/**
+ * A URL with every secret replaced by "***": the password of the userinfo
+ * (redis://user:***@host, rediss://, redis+cluster://, redis+sentinel://,
+ * unix://; a userinfo without ':' is all ***), percent-encoded or not, and the
+ * value of every query parameter but sentinel_user and db
+ * (sentinel_password=***). Any string is accepted: a URL that does not parse
+ * is redacted too, erring on hiding more. Idempotent. Every message this
+ * library produces already quotes URLs this way (polylimit_error.message
+ * never holds a password); every binding's repr / toString / log line that
+ * shows a URL calls this.
+ *
+ * @param url  NUL-terminated
+ * @param out  receives the redacted URL; free it with polylimit_free
+ * @param len  may be NULL; receives the length without the NUL
+ * @return POLYLIMIT_OK, POLYLIMIT_EINVALID (NULL url or out) or POLYLIMIT_ENOMEM
+ */
+POLYLIMIT_EXTERN(int) polylimit_redact_url(const char *url, char **out, size_t *len, polylimit_error *err);
 
 /** Frees memory that the library allocated and handed over. NULL is ignored. */
 POLYLIMIT_EXTERN(void) polylimit_free(void *ptr);

@@ -20,6 +20,7 @@
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
 #include "polylimit/rate_spec.h"
+#include "polylimit/url.h"
 
 struct polylimit_client {
   std::shared_ptr<polylimit::Client> rep;
@@ -37,11 +38,12 @@ using polylimit::ErrorCode;
 // ErrorCode values are the C statuses (both come from the vocabulary).
 int to_status(ErrorCode code) { return static_cast<int>(code); }
 
-int fail(polylimit_error* err, int code, const char* message, int sys_errno = 0) {
+int fail(polylimit_error* err, int code, const char* message, int sys_errno = 0, bool outcome_unknown = false) {
   if (err) {
     std::memset(err, 0, offsetof(polylimit_error, message));
     err->code = code;
     err->sys_errno = sys_errno;
+    err->outcome_unknown = outcome_unknown ? 1 : 0;
     std::snprintf(err->message, sizeof err->message, "%s", message);
   }
   return code;
@@ -55,14 +57,17 @@ int ok(polylimit_error* err) {
   return POLYLIMIT_OK;
 }
 
-// The status and message of whatever an exception_ptr holds.
-int describe(const std::exception_ptr& error, std::string& message, int& sys_errno) {
+// The status and message of whatever an exception_ptr holds, and whether the
+// failed call may have taken effect (Error::outcome_unknown).
+int describe(const std::exception_ptr& error, std::string& message, int& sys_errno, bool& outcome_unknown) {
   sys_errno = 0;
+  outcome_unknown = false;
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
     message = e.what();
     sys_errno = e.sys_errno();
+    outcome_unknown = e.outcome_unknown();
     return to_status(e.code());
   } catch (const std::bad_alloc&) {
     message = "out of memory";
@@ -84,8 +89,9 @@ int guarded(polylimit_error* err, F&& body) noexcept {
   } catch (...) {
     std::string message;
     int sys_errno = 0;
-    int code = describe(std::current_exception(), message, sys_errno);
-    return fail(err, code, message.c_str(), sys_errno);
+    bool unknown = false;
+    int code = describe(std::current_exception(), message, sys_errno, unknown);
+    return fail(err, code, message.c_str(), sys_errno, unknown);
   }
 }
 
@@ -332,12 +338,12 @@ int polylimit_limiter_check_many(polylimit_limiter* limiter, const void* const* 
                                  size_t n, int64_t cost, polylimit_decision* out, int* statuses,
                                  polylimit_error* key_errors, polylimit_error* err) {
   // Bad array arguments: every key gets the same status (when it can be told).
-  auto reject = [&](int code, const std::string& message) {
+  auto reject = [&](int code, const std::string& message, bool unknown = false) {
     if (statuses != nullptr)
       for (size_t i = 0; i < n; ++i) statuses[i] = code;
     if (key_errors != nullptr)
-      for (size_t i = 0; i < n; ++i) fail(&key_errors[i], code, message.c_str());
-    return fail(err, code, message.c_str());
+      for (size_t i = 0; i < n; ++i) fail(&key_errors[i], code, message.c_str(), 0, unknown);
+    return fail(err, code, message.c_str(), 0, unknown);
   };
   if (limiter == nullptr) return reject(POLYLIMIT_EINVALID, "limiter is NULL");
   if (n == 0) return ok(err);
@@ -364,20 +370,24 @@ int polylimit_limiter_check_many(polylimit_limiter* limiter, const void* const* 
   } catch (...) {  // the whole batch failed (a bad cost, a closed client)
     std::string message;
     int sys_errno = 0;
-    int code = describe(std::current_exception(), message, sys_errno);
-    return reject(code, message);
+    bool unknown = false;
+    int code = describe(std::current_exception(), message, sys_errno, unknown);
+    return reject(code, message, unknown);
   }
   int first = POLYLIMIT_OK;
   std::string first_message;
+  bool any_unknown = false;
   for (size_t i = 0; i < n; ++i) {
     std::string message;
     int sys_errno = 0;
+    bool unknown = false;
     int code = POLYLIMIT_OK;
     if (bad_key(keys[i], key_lens[i])) {
       code = POLYLIMIT_EINVALID;
       message = "key is NULL";
     } else if (outcomes[i].error) {
-      code = describe(outcomes[i].error, message, sys_errno);
+      code = describe(outcomes[i].error, message, sys_errno, unknown);
+      any_unknown = any_unknown || unknown;
     } else {
       fill(&out[i], outcomes[i].decision);
     }
@@ -386,14 +396,14 @@ int polylimit_limiter_check_many(polylimit_limiter* limiter, const void* const* 
       if (code == POLYLIMIT_OK)
         ok(&key_errors[i]);
       else
-        fail(&key_errors[i], code, message.c_str(), sys_errno);
+        fail(&key_errors[i], code, message.c_str(), sys_errno, unknown);
     }
     if (code != POLYLIMIT_OK && first == POLYLIMIT_OK) {
       first = code;
       first_message = "keys[" + std::to_string(i) + "]: " + message;
     }
   }
-  return first == POLYLIMIT_OK ? ok(err) : fail(err, first, first_message.c_str());
+  return first == POLYLIMIT_OK ? ok(err) : fail(err, first, first_message.c_str(), 0, any_unknown);
 }
 
 int polylimit_limiter_check_at_most(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t max_cost, polylimit_decision* out,
@@ -514,6 +524,14 @@ int polylimit_limiter_headers(const polylimit_limiter* limiter, const polylimit_
     d.reset_after_ms = decision->reset_after_ms;
     hand_over(polylimit::format_headers(limiter->rep->headers(d)), out, len);
   });
+}
+
+int polylimit_redact_url(const char* url, char** out, size_t* len, polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (len != nullptr) *len = 0;
+  if (url == nullptr) return null_argument(err, "url");
+  return guarded(err, [&] { hand_over(polylimit::redact_url(url), out, len); });
 }
 
 void polylimit_free(void* ptr) { std::free(ptr); }

@@ -355,9 +355,11 @@ ReplyPtr ClusterTransport::run_script_on(Connection& conn, const scripts::Script
   std::string numkeys;
   Argv cmd = ScriptCache::evalsha(script, keys, args, numkeys);
   auto send = [&] {
-    if (!asking) return conn.command(cmd);
-    std::vector<ReplyPtr> rs = conn.pipeline({Argv{"ASKING"}, cmd});
-    return std::move(rs[1]);
+    return send_with_outcome(conn, [&] {
+      if (!asking) return conn.command(cmd);
+      std::vector<ReplyPtr> rs = conn.pipeline({Argv{"ASKING"}, cmd});
+      return std::move(rs[1]);
+    });
   };
   ReplyPtr r = send();
   if (!ScriptCache::is_noscript(r.get())) return r;
@@ -376,9 +378,11 @@ ReplyPtr ClusterTransport::run_script(const scripts::Script& script, const Argv&
 ReplyPtr ClusterTransport::run_command(std::string_view key, const Argv& argv) {
   int slot = key_slot(key);
   return execute(slot, [&](Connection& c, bool asking) {
-    if (!asking) return c.command(argv);
-    std::vector<ReplyPtr> rs = c.pipeline({Argv{"ASKING"}, argv});
-    return std::move(rs[1]);
+    return send_with_outcome(c, [&] {
+      if (!asking) return c.command(argv);
+      std::vector<ReplyPtr> rs = c.pipeline({Argv{"ASKING"}, argv});
+      return std::move(rs[1]);
+    });
   });
 }
 
@@ -402,35 +406,46 @@ std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& scrip
       alone.push_back(i);
   }
   std::vector<ReplyPtr> replies(calls.size());
-  for (auto& [node, which] : groups) {
-    std::optional<PooledConnection> conn;
-    try {
-      conn.emplace(node->pool.acquire());
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
-      alone.insert(alone.end(), which.begin(), which.end());
-      continue;
+  // The batch fails as a whole: once one node's pipeline has run, a later
+  // failure (another node, a redirected call) leaves those calls consumed,
+  // so its error has an unknown outcome for every call.
+  bool some_ran = false;
+  return mark_outcome_unknown_if([&some_ran] { return some_ran; }, [&] {
+    for (auto& [node, which] : groups) {
+      std::optional<PooledConnection> conn;
+      try {
+        conn.emplace(node->pool.acquire());
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
+        alone.insert(alone.end(), which.begin(), which.end());
+        continue;
+      }
+      std::vector<ScriptCall> batch;
+      batch.reserve(which.size());
+      for (size_t i : which) batch.push_back(calls[i]);
+      std::vector<ReplyPtr> got;
+      try {
+        got = run_scripts_on(**conn, scripts_, script, batch);
+      } catch (const Error&) {
+        refresh(false);
+        throw;
+      }
+      for (size_t k = 0; k < which.size(); ++k) {
+        const redisReply* r = got[k].get();
+        if (reply_starts_with(r, "MOVED ") || reply_starts_with(r, "ASK ") || reply_starts_with(r, "TRYAGAIN"))
+          alone.push_back(which[k]);
+        else {
+          replies[which[k]] = std::move(got[k]);
+          some_ran = true;
+        }
+      }
     }
-    std::vector<ScriptCall> batch;
-    batch.reserve(which.size());
-    for (size_t i : which) batch.push_back(calls[i]);
-    std::vector<ReplyPtr> got;
-    try {
-      got = run_scripts_on(**conn, scripts_, script, batch);
-    } catch (const Error&) {
-      refresh(false);
-      throw;
+    for (size_t i : alone) {
+      replies[i] = run_script(script, calls[i].keys, calls[i].args);
+      some_ran = true;
     }
-    for (size_t k = 0; k < which.size(); ++k) {
-      const redisReply* r = got[k].get();
-      if (reply_starts_with(r, "MOVED ") || reply_starts_with(r, "ASK ") || reply_starts_with(r, "TRYAGAIN"))
-        alone.push_back(which[k]);
-      else
-        replies[which[k]] = std::move(got[k]);
-    }
-  }
-  for (size_t i : alone) replies[i] = run_script(script, calls[i].keys, calls[i].args);
-  return replies;
+    return std::move(replies);
+  });
 }
 
 std::string ClusterTransport::master_for(std::string_view key) {

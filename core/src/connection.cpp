@@ -41,6 +41,18 @@ void set_keepalive(int fd, int interval_s) {
 
 std::string reply_text(const redisReply* r) { return std::string(r->str, r->len); }
 
+// An error reply to AUTH without the password in it: a server that does not
+// know the command echoes its arguments ("ERR unknown command 'AUTH', with
+// args beginning with: 'pw'", cut at 128 bytes, so maybe only a prefix).
+std::string auth_reply_text(const redisReply* r, const std::string& password) {
+  std::string text = reply_text(r);
+  const size_t args = text.find("with args beginning with");
+  if (args != std::string::npos) text = text.substr(0, args) + "with args beginning with: ***";
+  for (size_t p = text.find(password); !password.empty() && p != std::string::npos; p = text.find(password, p + 3))
+    text.replace(p, password.size(), "***");
+  return text;
+}
+
 // Milliseconds left until `deadline` for poll(): at least 0, rounded up so a
 // deadline a few microseconds away is still waited for.
 int ms_left(Clock::time_point deadline) {
@@ -201,7 +213,7 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options, const Tls
     if (!ep.password.empty()) {
       Argv auth = ep.user.empty() ? Argv{"AUTH", ep.password} : Argv{"AUTH", ep.user, ep.password};
       ReplyPtr r = command(auth);
-      if (r->type == REDIS_REPLY_ERROR) throw_reply_error(reply_text(r.get()), "AUTH at " + where_);
+      if (r->type == REDIS_REPLY_ERROR) throw_reply_error(auth_reply_text(r.get(), ep.password), "AUTH at " + where_);
     }
     if (ep.db != 0) {
       std::string db = std::to_string(ep.db);
@@ -268,6 +280,7 @@ void Connection::send_raw(const char* p, size_t left, Deadline deadline, const c
   while (left > 0) {
     ssize_t n = ::send(fd_, p, left, MSG_NOSIGNAL);
     if (n >= 0) {
+      if (n > 0) sent_ = true;
       p += n;
       left -= static_cast<size_t>(n);
       continue;
@@ -361,6 +374,7 @@ ReplyPtr Connection::read_reply(Deadline deadline) {
 ReplyPtr Connection::command(const Argv& argv) {
   if (broken_) throw Error(ErrorCode::kInternal, "command on a broken connection to " + where_);
   const Deadline deadline = command_deadline();
+  sent_ = false;
   std::string buf;
   append(buf, argv);
   ReplyPtr r;
@@ -379,6 +393,7 @@ ReplyPtr Connection::command(const Argv& argv) {
 std::vector<ReplyPtr> Connection::pipeline(const std::vector<Argv>& commands) {
   if (broken_) throw Error(ErrorCode::kInternal, "pipeline on a broken connection to " + where_);
   const Deadline deadline = command_deadline();
+  sent_ = false;
   std::string buf;
   for (const auto& argv : commands) append(buf, argv);
   std::vector<ReplyPtr> replies;

@@ -20,11 +20,14 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "polylimit/client.h"
+#include "polylimit/errors.h"
 #include "polylimit/url.h"
 
 struct redisReader;
@@ -83,6 +86,9 @@ class Connection {
   std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
 
   bool broken() const { return broken_; }
+  // True once any byte of the last command() or pipeline() was written to
+  // the socket: a failure after that may come after the server ran it.
+  bool sent() const { return sent_; }
   // True when the server closed the socket or sent unsolicited data while we
   // were idle (poll with no wait), or a reply left bytes nobody asked for:
   // the connection must not be reused.
@@ -122,7 +128,36 @@ class Connection {
   std::string where_;
   int command_timeout_ms_;
   bool broken_ = false;
+  bool sent_ = false;
   std::chrono::steady_clock::time_point last_used_;
 };
+
+// Runs `body`; when it throws and `unknown()` is then true, the Error is
+// marked outcome_unknown (running out of memory becomes Error(kNoMemory),
+// marked the same way), so callers learn that the failed call may have taken
+// effect in Redis.
+template <class Pred, class F>
+auto mark_outcome_unknown_if(Pred&& unknown, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (Error& e) {
+    if (unknown()) e.set_outcome_unknown(true);
+    throw;
+  } catch (const std::bad_alloc&) {
+    if (!unknown()) throw;
+    Error e(ErrorCode::kNoMemory, "out of memory after the command was sent");
+    e.set_outcome_unknown(true);
+    throw e;
+  }
+}
+
+// Runs `send`, a command() or pipeline() on `conn` that may take effect (a
+// script call, DEL): a failure after any byte of it was written has an
+// unknown outcome. Failures before the send, and error replies (returned,
+// not thrown), do not.
+template <class F>
+auto send_with_outcome(Connection& conn, F&& send) -> decltype(send()) {
+  return mark_outcome_unknown_if([&conn] { return conn.sent(); }, std::forward<F>(send));
+}
 
 }  // namespace polylimit

@@ -39,9 +39,20 @@ int64_t checked(const redisReply* r, size_t i, const char* script, const char* w
   return v;
 }
 
+Decision decode_answer(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits);
+
 // {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
+// An error reply says the script did not run to a write (NOSCRIPT, OOM, BUSY,
+// READONLY, ... are refused before it runs; our scripts raise their own
+// errors before their first write): its Error has a known outcome. Any other
+// reply came from a script that ran, so a reply that cannot be decoded has an
+// unknown outcome.
 Decision decode(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
+  return mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(r, script, limits); });
+}
+
+Decision decode_answer(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * limits.size())
     throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
   // Durations: a window plus a block plus the slack of caller-supplied time,

@@ -47,13 +47,17 @@ void ScriptCache::load(Connection& conn, const scripts::Script& script) {
 ReplyPtr ScriptCache::run(Connection& conn, const scripts::Script& script, const Argv& keys, const Argv& args) {
   std::string numkeys;
   Argv argv = evalsha(script, keys, args, numkeys);
-  ReplyPtr r = conn.command(argv);
+  // A failure after a script call went out may come after it ran; SCRIPT
+  // LOAD runs only after a NOSCRIPT reply (the script did not run), and its
+  // failures leave the outcome known.
+  auto send = [&conn](const Argv& call) { return send_with_outcome(conn, [&] { return conn.command(call); }); };
+  ReplyPtr r = send(argv);
   if (!is_noscript(r.get())) return r;
   load(conn, script);
-  r = conn.command(argv);
+  r = send(argv);
   if (!is_noscript(r.get())) return r;
   // Flushed again between the load and the retry: EVAL carries the source.
-  return conn.command(eval(script, keys, args, numkeys));
+  return send(eval(script, keys, args, numkeys));
 }
 
 }  // namespace polylimit

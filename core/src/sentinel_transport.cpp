@@ -216,7 +216,7 @@ ReplyPtr SentinelTransport::run_script(const scripts::Script& script, const Argv
 }
 
 ReplyPtr SentinelTransport::run_command(std::string_view, const Argv& argv) {
-  return execute<ReplyPtr>([&](Connection& c) { return c.command(argv); },
+  return execute<ReplyPtr>([&](Connection& c) { return send_with_outcome(c, [&] { return c.command(argv); }); },
                            [](const ReplyPtr& r) { return is_readonly(r.get()); });
 }
 

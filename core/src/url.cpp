@@ -13,43 +13,123 @@
 namespace polylimit {
 namespace {
 
-// Where the secrets are in a URL: [begin, end) ranges, in order. The
-// password of the userinfo (all of a userinfo without ':'), and the value of
-// every query parameter whose name contains "pass".
+bool scheme_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+}
+
+// Where the text after the scheme starts: after "://" when what precedes it
+// is a well-formed scheme, else 0 (then the whole string may hold a userinfo:
+// "u:pw@h://x" or "redis:/u:pw@h" redact as much as possible).
+size_t authority_start(const std::string& url) {
+  const size_t sep = url.find("://");
+  if (sep == std::string::npos || sep == 0) return 0;
+  for (size_t i = 0; i < sep; ++i)
+    if (!scheme_char(url[i])) return 0;
+  return sep + 3;
+}
+
+// The '@' that ends the userinfo, or npos; the parser and the redaction split
+// a URL at the same place, so that no part the parser quotes in a message can
+// be a part of a password. It is the last '@' before the first '?' (a
+// password may hold an unencoded '/' or '#'); with none there, the last '@'
+// of all when no '=' or '&' comes between that '?' and the next '@' (a
+// password holding a '?': "u:p?w@h"). `ambiguous`: an '@' after the '?' that
+// was taken for the query's ("?sentinel_user=a@b"), so what looks like the
+// port may still be the tail of a password.
+size_t userinfo_end(const std::string& url, size_t start, bool* ambiguous = nullptr) {
+  if (ambiguous) *ambiguous = false;
+  const size_t q = url.find('?', start);
+  const size_t limit = q == std::string::npos ? url.size() : q;
+  if (limit > start) {
+    const size_t at = url.rfind('@', limit - 1);
+    if (at != std::string::npos && at >= start) return at;
+  }
+  if (q == std::string::npos) return std::string::npos;
+  const size_t first = url.find('@', q + 1);
+  if (first == std::string::npos) return std::string::npos;
+  if (url.find_first_of("=&", q + 1) > first) return url.rfind('@');
+  if (ambiguous) *ambiguous = true;
+  return std::string::npos;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Query parameters whose value is not a secret; every other value is
+// redacted.
+bool public_parameter(const std::string& name) {
+  const std::string n = lower(name);
+  return n == "sentinel_user" || n == "db";
+}
+
+bool known_parameter(const std::string& name) {
+  return public_parameter(name) || lower(name) == "sentinel_password";
+}
+
+// Where the secrets are in a URL: [begin, end) ranges, in order. When in
+// doubt, more is secret:
+//  - the password of the userinfo (all of a userinfo without ':');
+//  - an '@' after the '?' that may end a userinfo (userinfo_end's
+//    `ambiguous`): whatever follows the first ':' of the authority too;
+//  - the value of every query parameter but sentinel_user and db, running on
+//    over the '&'-separated items after it until a known parameter starts
+//    (an unencoded '&' in "sentinel_password=a&b" does not show "b").
 std::vector<std::pair<size_t, size_t>> secret_ranges(const std::string& url) {
   std::vector<std::pair<size_t, size_t>> out;
-  const size_t scheme = url.find("://");
-  const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
-  const size_t end = std::min(url.find_first_of("/?", start), url.size());
-  const size_t at = end > start ? url.rfind('@', end - 1) : std::string::npos;
-  if (at != std::string::npos && at >= start) {
+  const size_t start = authority_start(url);
+  bool ambiguous = false;
+  const size_t at = userinfo_end(url, start, &ambiguous);
+  if (at != std::string::npos) {
     const size_t colon = url.find(':', start);
-    if (colon != std::string::npos && colon < at)
-      out.emplace_back(colon + 1, at);
-    else
-      out.emplace_back(start, at);
+    out.emplace_back(colon != std::string::npos && colon < at ? colon + 1 : start, at);
+  } else if (ambiguous) {
+    const size_t end = std::min(url.find_first_of("/?", start), url.size());
+    const size_t colon = url.find(':', start);
+    if (colon != std::string::npos && colon < end) out.emplace_back(colon + 1, end);
   }
-  for (size_t p = url.find('?', start); p != std::string::npos && p < url.size();) {
+  const size_t q = url.find('?', at == std::string::npos ? start : at + 1);
+  bool running = false;  // the last item's value was secret: unknown items go with it
+  for (size_t p = q; p != std::string::npos && p < url.size();) {
     const size_t amp = std::min(url.find('&', p + 1), url.size());
-    const size_t eq = url.find('=', p + 1);
-    if (eq != std::string::npos && eq < amp) {
-      std::string name = url.substr(p + 1, eq - p - 1);
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (name.find("pass") != std::string::npos) out.emplace_back(eq + 1, amp);
+    const size_t eq = std::min(url.find('=', p + 1), amp);
+    const std::string name = url.substr(p + 1, eq - p - 1);
+    if (running && !known_parameter(name)) {
+      out.back().second = amp;
+    } else {
+      running = false;
+      if (eq < amp && !public_parameter(name)) {
+        out.emplace_back(eq + 1, amp);
+        running = true;
+      }
     }
     p = amp < url.size() ? amp : std::string::npos;
   }
   return out;
 }
 
+// The secrets, and the pieces of those that hold a separator (a parser that
+// split the URL elsewhere may quote one piece).
 std::vector<std::string> secrets_of(const std::string& url) {
   std::vector<std::string> out;
-  for (auto [b, e] : secret_ranges(url))
-    if (e > b) out.push_back(url.substr(b, e - b));
+  for (auto [b, e] : secret_ranges(url)) {
+    if (e <= b) continue;
+    const std::string secret = url.substr(b, e - b);
+    out.push_back(secret);
+    for (size_t p = 0; p < secret.size();) {
+      const size_t cut = std::min(secret.find_first_of("&=:/?@#,", p), secret.size());
+      if (cut > p && cut - p < secret.size()) out.push_back(secret.substr(p, cut - p));
+      p = cut + 1;
+    }
+  }
+  // Longest first: a secret that holds another is replaced whole.
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   return out;
 }
 
 std::string replace_all(std::string text, const std::string& what, const std::string& with) {
+  if (what.empty()) return text;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + with.size()))
     text.replace(p, what.size(), with);
   return text;
@@ -57,13 +137,31 @@ std::string replace_all(std::string text, const std::string& what, const std::st
 
 // Every parse error quotes the URL redacted, and no part of its message can
 // carry a secret either (a fragment quoted from the wrong place).
+// A secret of one or two characters is replaced only inside the fragments
+// the message quotes ("..." or '...'), so that "p" does not eat the words.
 [[noreturn]] void bad_url(const std::string& url, const std::string& why) {
-  std::string message = "url \"" + redact_url(url) + "\": " + why;
+  std::string detail = why;
   for (const std::string& secret : secrets_of(url)) {
-    const size_t quoted = message.find('"', message.find('"') + 1);  // keep the redacted URL itself
-    message = message.substr(0, quoted) + replace_all(message.substr(quoted), secret, "***");
+    if (secret.size() >= 3) {
+      detail = replace_all(detail, secret, "***");
+      continue;
+    }
+    std::string out;
+    for (size_t i = 0; i < detail.size();) {
+      const size_t open = detail.find_first_of("\"'", i);
+      if (open == std::string::npos) {
+        out.append(detail, i, std::string::npos);
+        break;
+      }
+      const size_t close = std::min(detail.find(detail[open], open + 1), detail.size());
+      out.append(detail, i, open + 1 - i);
+      out += replace_all(detail.substr(open + 1, close - open - 1), secret, "***");
+      if (close < detail.size()) out += detail[close];
+      i = close + 1;
+    }
+    detail = out;
   }
-  throw_invalid(message);
+  throw_invalid("url \"" + redact_url(url) + "\": " + detail);
 }
 
 int hex_value(char c) {
@@ -163,9 +261,21 @@ struct UrlParts {
   bool has_userinfo = false, has_query = false;
 };
 
-UrlParts split_url(const std::string& rest) {
+// `start`: where the text after "scheme://" begins in `url`. The userinfo
+// ends where the redaction says it does (userinfo_end).
+UrlParts split_url(const std::string& url, size_t start) {
   UrlParts u;
-  std::string s = rest;
+  const size_t at = userinfo_end(url, start);
+  std::string s = url.substr(start);
+  if (at != std::string::npos) {
+    u.userinfo = url.substr(start, at - start);
+    u.has_userinfo = true;
+    // Not quoted: this is the password, or the host and the password mixed.
+    if (u.userinfo.find_first_of("/?") != std::string::npos)
+      bad_url(url, "a '/' or '?' before the '@' of the credentials (percent-encode '/', '?' and '@' in user names "
+                   "and passwords: %2F, %3F, %40)");
+    s = url.substr(at + 1);
+  }
   size_t q = s.find('?');
   if (q != std::string::npos) {
     u.query = s.substr(q + 1);
@@ -175,19 +285,13 @@ UrlParts split_url(const std::string& rest) {
   size_t slash = s.find('/');
   u.authority = s.substr(0, slash);
   if (slash != std::string::npos) u.path = s.substr(slash + 1);
-  size_t at = u.authority.rfind('@');
-  if (at != std::string::npos) {
-    u.userinfo = u.authority.substr(0, at);
-    u.authority = u.authority.substr(at + 1);
-    u.has_userinfo = true;
-  }
   return u;
 }
 
-Endpoint parse_tcp(const std::string& url, const std::string& rest) {
+Endpoint parse_tcp(const std::string& url, size_t start) {
   Endpoint ep;
   ep.kind = Endpoint::Kind::kTcp;
-  UrlParts u = split_url(rest);
+  UrlParts u = split_url(url, start);
   if (u.has_query) bad_url(url, "query parameters are not supported for redis://");
   if (u.has_userinfo) parse_userinfo(url, u.userinfo, ep.user, ep.password);
   HostPort hp = parse_host_port(url, u.authority, 6379);
@@ -214,10 +318,10 @@ std::vector<HostPort> parse_host_list(const std::string& url, const std::string&
   return out;
 }
 
-Endpoint parse_cluster(const std::string& url, const std::string& rest) {
+Endpoint parse_cluster(const std::string& url, size_t start) {
   Endpoint ep;
   ep.kind = Endpoint::Kind::kCluster;
-  UrlParts u = split_url(rest);
+  UrlParts u = split_url(url, start);
   if (u.has_query) bad_url(url, "query parameters are not supported for redis+cluster://");
   // A cluster has only database 0; "/0" or "/" is tolerated.
   if (!u.path.empty() && u.path != "0") bad_url(url, "redis+cluster:// has no database (Redis Cluster only has db 0)");
@@ -228,10 +332,10 @@ Endpoint parse_cluster(const std::string& url, const std::string& rest) {
   return ep;
 }
 
-Endpoint parse_sentinel(const std::string& url, const std::string& rest) {
+Endpoint parse_sentinel(const std::string& url, size_t start) {
   Endpoint ep;
   ep.kind = Endpoint::Kind::kSentinel;
-  UrlParts u = split_url(rest);
+  UrlParts u = split_url(url, start);
   if (u.has_userinfo) parse_userinfo(url, u.userinfo, ep.user, ep.password);
   ep.seeds = parse_host_list(url, u.authority, 26379);
   ep.host = ep.seeds[0].host;
@@ -272,9 +376,14 @@ Endpoint parse_sentinel(const std::string& url, const std::string& rest) {
   return ep;
 }
 
-Endpoint parse_unix(const std::string& url, const std::string& rest) {
+Endpoint parse_unix(const std::string& url, size_t start) {
   Endpoint ep;
   ep.kind = Endpoint::Kind::kUnix;
+  // unix:// has no credentials; an '@' would make a part of the path look
+  // like a password to the redaction.
+  if (userinfo_end(url, start) != std::string::npos)
+    bad_url(url, "unix:// takes no user name or password (and no '@' in the socket path)");
+  const std::string rest = url.substr(start);
   std::string path = rest;
   size_t q = rest.find('?');
   if (q != std::string::npos) {
@@ -323,9 +432,11 @@ std::string Endpoint::describe() const {
 Endpoint parse_url(const std::string& url) {
   size_t sep = url.find("://");
   if (sep == std::string::npos) bad_url(url, "expected scheme://..., e.g. redis://127.0.0.1:6379");
-  std::string scheme = url.substr(0, sep);
-  for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string rest = url.substr(sep + 3);
+  const size_t start = authority_start(url);
+  // Not quoted: with characters a scheme cannot hold it may be anything
+  // ("user:password@host://...").
+  if (start == 0) bad_url(url, "the scheme before \"://\" must be letters, digits, '+', '-' or '.'");
+  std::string scheme = lower(url.substr(0, sep));
   // The TLS forms parse exactly like the plain ones.
   bool tls = false;
   if (scheme == "rediss" || scheme == "rediss+cluster" || scheme == "rediss+sentinel") {
@@ -333,20 +444,20 @@ Endpoint parse_url(const std::string& url) {
     scheme.erase(5, 1);
   }
   if (tls) {
-    Endpoint ep = scheme == "redis" ? parse_tcp(url, rest)
-                  : scheme == "redis+cluster" ? parse_cluster(url, rest)
-                                              : parse_sentinel(url, rest);
+    Endpoint ep = scheme == "redis" ? parse_tcp(url, start)
+                  : scheme == "redis+cluster" ? parse_cluster(url, start)
+                                              : parse_sentinel(url, start);
     ep.tls = true;
     return ep;
   }
-  if (scheme == "redis") return parse_tcp(url, rest);
-  if (scheme == "unix") return parse_unix(url, rest);
+  if (scheme == "redis") return parse_tcp(url, start);
+  if (scheme == "unix") return parse_unix(url, start);
   if (scheme == "memory") {
-    if (!rest.empty()) bad_url(url, "memory:// takes nothing after the scheme");
+    if (start != url.size()) bad_url(url, "memory:// takes nothing after the scheme");
     return Endpoint{};
   }
-  if (scheme == "redis+cluster") return parse_cluster(url, rest);
-  if (scheme == "redis+sentinel") return parse_sentinel(url, rest);
+  if (scheme == "redis+cluster") return parse_cluster(url, start);
+  if (scheme == "redis+sentinel") return parse_sentinel(url, start);
   bad_url(url, "unknown scheme \"" + scheme +
                    "\" (expected redis, rediss, redis+cluster, rediss+cluster, redis+sentinel, rediss+sentinel, "
                    "unix or memory)");

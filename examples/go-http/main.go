@@ -117,6 +117,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		// Requests still running (or connections that never sent one) after
+		// the grace period: close them; stopping was asked for, not an error.
+		if errors.Is(err, context.DeadlineExceeded) {
+			srv.Close()
+			return 0
+		}
 		return fail(err)
 	}
 	return 0

@@ -16,7 +16,8 @@
 SIZE(polylimit_error, 272);
 PIN(polylimit_error, code, 0);
 PIN(polylimit_error, sys_errno, 4);
-PIN(polylimit_error, reserved_, 8);
+PIN(polylimit_error, outcome_unknown, 8);
+PIN(polylimit_error, reserved_, 12);
 PIN(polylimit_error, message, 16);
 
 SIZE(polylimit_client_options, 88);

@@ -260,6 +260,19 @@ case_secrets() {
   long="redis://bob:s3cretPW$(printf 'x%.0s' $(seq 300))@localhost:notaport"
   run -- --url "$long" check k
   expect_rc 2
+  # Passwords with unencoded separators, and URLs that are not URLs: the
+  # library's redaction hides what may be a password.
+  local url
+  for url in 'redis://bob:s3cretPW/x@localhost:1' 'redis://bob:s3cretPW?x@localhost:1' \
+      'redis://bob:s3cretPW@x@localhost:99999' 'bob:s3cretPW@localhost://x' 'redis:/bob:s3cretPW@localhost' \
+      'redis+sentinel://h/m?sentinel_password=s3cretSP&s3cretTail&bogus=1' 'unix:///tmp/s3cretPW@x.sock' \
+      'rediss+cluster://:s3cretPW@h:1,h:99999'; do
+    run -- --url "$url" check k
+    expect_rc 2
+    expect_err '\*\*\*'
+  done
+  # A refused port: the URL as the CLI shows it is redacted too.
+  run -- --url 'redis://bob:s3cretPW@127.0.0.1:1' --spec 5/minute bench --threads 1 --seconds 0.1
   # No run above printed a password (checked for every case at the end).
 }
 

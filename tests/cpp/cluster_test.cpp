@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "cluster_transport.h"
@@ -64,11 +66,51 @@ std::string key_on(RedisCluster& cluster, const Limiter& l, size_t m, const std:
   }
 }
 
+// How many keys match `pattern` on the node at `port` (KEYS, after AUTH).
+long long count_keys(int port, const std::string& password, const std::string& pattern) {
+  redisContext* c = redisConnect("127.0.0.1", port);
+  if (!c || c->err) {
+    if (c) redisFree(c);
+    return -1;
+  }
+  if (auto* r = static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size())))
+    freeReplyObject(r);
+  auto* r = static_cast<redisReply*>(redisCommand(c, "KEYS %b", pattern.data(), pattern.size()));
+  long long n = r && r->type == REDIS_REPLY_ARRAY ? static_cast<long long>(r->elements) : -1;
+  if (r) freeReplyObject(r);
+  redisFree(c);
+  return n;
+}
+
 }  // namespace
 
-TEST(Cluster, KeysSpreadOverMastersAndHotKeysAreExact) {
-  RedisCluster cluster(3, 1);
-  auto client = open(cluster.url());
+// Tests that leave the topology as they found it (no kill, failover or
+// migration) share one deployment, started by the first of them and stopped
+// after the last: building a cluster takes seconds. Their keys have prefixes
+// of their own, and every node requires a password (PasswordAppliesToEveryNode
+// tests it).
+class SharedCluster : public ::testing::Test {
+ protected:
+  static constexpr const char* kPassword = "s3cr@t";
+  static RedisCluster& cluster() {
+    if (!cluster_) cluster_ = std::make_unique<RedisCluster>(3, 1, kPassword);
+    return *cluster_;
+  }
+  // The URL with the '@' of the password percent-encoded.
+  static std::string url() {
+    std::string u = cluster().url();
+    return u.replace(u.find(kPassword), std::strlen(kPassword), "s3cr%40t");
+  }
+  static void TearDownTestSuite() { cluster_.reset(); }
+
+ private:
+  static std::unique_ptr<RedisCluster> cluster_;
+};
+std::unique_ptr<RedisCluster> SharedCluster::cluster_;
+
+TEST_F(SharedCluster, KeysSpreadOverMastersAndHotKeysAreExact) {
+  RedisCluster& cluster = SharedCluster::cluster();
+  auto client = open(url());
   Limiter spread(client, limit(5, 60000, "spread"));
 
   // 10 000 distinct keys from 4 threads: each is admitted once.
@@ -87,7 +129,7 @@ TEST(Cluster, KeysSpreadOverMastersAndHotKeysAreExact) {
   long long total = 0;
   std::printf("keys per master:");
   for (size_t m : masters) {
-    long long n = cluster.node(m).integer({"DBSIZE"});
+    long long n = count_keys(cluster.node(m).port(), kPassword, "spread:*");
     std::printf(" %d=%lld", cluster.node(m).port(), n);
     EXPECT_GT(n, 2800) << "uneven spread";
     total += n;
@@ -190,14 +232,19 @@ TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
   // MIGRATING state (ASK) and the final reassignment (MOVED).
   EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", std::to_string(slot), "IMPORTING", src_id}), "OK");
   EXPECT_EQ(cluster.command(src, {"CLUSTER", "SETSLOT", std::to_string(slot), "MIGRATING", dst_id}), "OK");
-  std::this_thread::sleep_for(50ms);
+  // Callers meet the MIGRATING state (the key still on src) before the move.
+  const long at_migrating = h.attempts.load();
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.attempts.load() >= at_migrating + 16; }, 10s));
   std::string keys = cluster.command(src, {"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "1000"});
   ASSERT_EQ(keys, skey);
   EXPECT_EQ(cluster.command(src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0",
                                   "5000", "KEYS", skey}),
             "OK");
   long at_migrate = h.admitted.load();
-  std::this_thread::sleep_for(200ms);  // ASK phase: the key is on dst, the slot still src's
+  // ASK phase (the key is on dst, the slot still src's): wait until callers
+  // have followed an ASK redirection.
+  const long redirects_at_migrate = transport.redirects();
+  ASSERT_TRUE(Hammer::wait_for([&] { return transport.redirects() > redirects_at_migrate; }, 10s));
   for (size_t i = 0; i < cluster.size(); ++i)
     cluster.command(i, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id});
   long at_assign = h.admitted.load();
@@ -324,11 +371,9 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
   for (auto& a : admitted) EXPECT_EQ(a.load(), 100);
 }
 
-TEST(ClusterTopology, PasswordAppliesToEveryNode) {
-  RedisCluster cluster(3, 0, "s3cr@t");
+TEST_F(SharedCluster, PasswordAppliesToEveryNode) {
   // The '@' in the password is percent-encoded in the URL.
-  std::string url = cluster.url();
-  url.replace(url.find("s3cr@t"), 6, "s3cr%40t");
+  std::string url = SharedCluster::url();
   auto client = open(url);
   Limiter l(client, limit(5, 1000, "auth"));
   for (int i = 0; i < 200; ++i) EXPECT_TRUE(l.check("k" + std::to_string(i)).allowed);  // every master

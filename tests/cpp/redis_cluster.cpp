@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -74,21 +74,6 @@ std::string command_at(int port, const std::vector<std::string>& argv, const std
   return out;
 }
 
-std::map<std::string, std::string> pairs(const std::string& flat) {
-  std::vector<std::string> items = split(flat, '\n');
-  std::map<std::string, std::string> out;
-  for (size_t i = 0; i + 1 < items.size(); i += 2) out[items[i]] = items[i + 1];
-  return out;
-}
-
-void run_quiet(const std::vector<std::string>& args) {
-  pid_t pid = spawn(args);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(args[0] + " " + args[1] + " failed (status " + std::to_string(status) + ")");
-}
-
 }  // namespace
 
 std::string info_field(const std::string& text, const std::string& field) {
@@ -103,31 +88,51 @@ pid_t server_pid(const RedisServer& server) {
 
 // ---------------------------------------------------------------- cluster
 
+namespace {
+
+std::string json_string(const std::string& v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
 RedisCluster::RedisCluster(int masters, int replicas, std::string password,
                            const std::function<std::vector<std::string>(size_t)>& node_args)
     : password_(std::move(password)) {
+  // tests/fixture/redisfix starts the nodes, forms the cluster and waits
+  // until it is ready (the same conditions as wait_ready()).
   int n = masters * (1 + replicas);
-  for (int i = 0; i < n; ++i) {
-    // The bus port defaults to port + 10000, which may be taken or past
-    // 65535: give it its own free port.
-    std::vector<std::string> args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                     "--cluster-node-timeout", "1000", "--cluster-port", std::to_string(free_port()),
-                                     // a replica's first sync starts at once, not after the default 5 s
-                                     "--repl-diskless-sync-delay", "0"};
-    if (!password_.empty()) args.insert(args.end(), {"--requirepass", password_, "--masterauth", password_});
-    if (node_args) {
+  std::vector<std::string> args = {"cluster", "--masters", std::to_string(masters), "--replicas",
+                                   std::to_string(replicas)};
+  if (!password_.empty()) args.insert(args.end(), {"--password", password_});
+  if (node_args) {
+    std::string json = "[";
+    for (int i = 0; i < n; ++i) {
+      json += i ? ",[" : "[";
       std::vector<std::string> more = node_args(static_cast<size_t>(i));
-      args.insert(args.end(), more.begin(), more.end());
+      for (size_t k = 0; k < more.size(); ++k) json += (k ? "," : "") + json_string(more[k]);
+      json += "]";
     }
-    nodes_.push_back(std::make_unique<RedisServer>(args));
+    args.insert(args.end(), {"--node-args", json + "]"});
+  }
+  auto launcher = std::make_shared<Launcher>(args);
+  for (int i = 0; i < n; ++i) {
+    nodes_.push_back(std::unique_ptr<RedisServer>(new RedisServer(launcher, static_cast<size_t>(i))));
     alive_.push_back(true);
   }
-  std::vector<std::string> args = {"redis-cli", "--cluster", "create"};
-  for (auto& node : nodes_) args.push_back("127.0.0.1:" + std::to_string(node->port()));
-  args.insert(args.end(), {"--cluster-replicas", std::to_string(replicas), "--cluster-yes"});
-  if (!password_.empty()) args.insert(args.end(), {"-a", password_, "--no-auth-warning"});
-  run_quiet(args);
-  wait_ready();
 }
 
 RedisCluster::~RedisCluster() = default;
@@ -284,58 +289,20 @@ void Process::kill(int sig) {
 RedisSentinels::RedisSentinels(std::string name, std::string data_password, std::string sentinel_password,
                                bool for_failover)
     : name_(std::move(name)), data_password_(std::move(data_password)), sentinel_password_(std::move(sentinel_password)) {
-  char tmpl[] = "/tmp/polylimit-sentinel-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
-  std::vector<std::string> auth = {"--repl-diskless-sync-delay", "0"};  // sync at once, not after 5 s
-  if (!data_password_.empty()) auth.insert(auth.end(), {"--requirepass", data_password_, "--masterauth", data_password_});
-  data_.push_back(std::make_unique<RedisServer>(auth));
-  std::vector<std::string> replica_args = {"--replicaof", "127.0.0.1", std::to_string(data_[0]->port())};
-  replica_args.insert(replica_args.end(), auth.begin(), auth.end());
-  data_.push_back(std::make_unique<RedisServer>(replica_args));
-  auto deadline = Clock::now() + std::chrono::seconds(20);
-  while (info_field(command_at(data_[1]->port(), {"INFO", "replication"}, data_password_), "master_link_status") !=
-         "up") {
-    if (Clock::now() > deadline) throw std::runtime_error("replica never synced");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  for (int i = 0; i < 3; ++i) {
-    int port = free_port();
-    std::string conf = dir_ + "/sentinel-" + std::to_string(i) + ".conf";
-    std::ofstream out(conf);
-    out << "port " << port << "\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\n"
-        << "dir " << dir_ << "\n"
-        << "sentinel monitor " << name_ << " 127.0.0.1 " << data_[0]->port() << " 2\n"
-        << "sentinel down-after-milliseconds " << name_ << " 1000\n"
-        << "sentinel failover-timeout " << name_ << " 3000\n"
-        << "sentinel parallel-syncs " << name_ << " 1\n";
-    if (!data_password_.empty()) out << "sentinel auth-pass " << name_ << " " << data_password_ << "\n";
-    if (!sentinel_password_.empty())  // clients and the other sentinels need it
-      out << "requirepass " << sentinel_password_ << "\nsentinel sentinel-pass " << sentinel_password_ << "\n";
-    out.close();
-    sentinel_ports_.push_back(port);
-    sentinels_.push_back(std::make_unique<Process>(
-        "redis-server", std::vector<std::string>{conf, "--sentinel"}, dir_ + "/sentinel-" + std::to_string(i) + ".log"));
-  }
-  // Ready when each sentinel knows the replica and the two other sentinels
-  // (they find each other through hello messages on the master).
-  for (int port : sentinel_ports_) {
-    for (;;) {
-      auto m = pairs(command_at(port, {"SENTINEL", "MASTER", name_}, sentinel_password_));
-      if (!for_failover && m["name"] == name_) break;
-      if (m["num-slaves"] == "1" && m["num-other-sentinels"] == "2") break;
-      if (Clock::now() > deadline) throw std::runtime_error("sentinels did not discover each other");
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  // tests/fixture/redisfix starts the master, the replica (and waits until it
+  // is in sync) and the sentinels, and waits until every sentinel names the
+  // master and, unless --no-discovery, knows the replica and its two peers
+  // (several seconds: they learn them from periodic INFO and hello messages).
+  std::vector<std::string> args = {"sentinel", "--name", name_, "--replicas", "1", "--sentinels", "3"};
+  if (!data_password_.empty()) args.insert(args.end(), {"--password", data_password_});
+  if (!sentinel_password_.empty()) args.insert(args.end(), {"--sentinel-password", sentinel_password_});
+  if (!for_failover) args.push_back("--no-discovery");
+  launcher_ = std::make_shared<Launcher>(args);
+  for (size_t i = 0; i < 2; ++i) data_.push_back(std::unique_ptr<RedisServer>(new RedisServer(launcher_, i)));
+  for (const Json& s : launcher_->description()["sentinels"].items) sentinel_ports_.push_back(s["port"].integer());
 }
 
-RedisSentinels::~RedisSentinels() {
-  sentinels_.clear();
-  data_.clear();
-  std::string cmd = "rm -rf '" + dir_ + "'";
-  if (std::system(cmd.c_str()) != 0) { /* best effort */ }
-}
+RedisSentinels::~RedisSentinels() = default;
 
 std::string RedisSentinels::url() const {
   std::string out = "redis+sentinel://";

@@ -1,6 +1,7 @@
 // redis_cluster.h - throwaway Redis Cluster and Sentinel deployments for tests,
-// on free loopback ports; every process is stopped on destruction (and dies
-// with the test process, through PR_SET_PDEATHSIG).
+// on free loopback ports, started by tests/fixture/redisfix; every process is
+// stopped on destruction (and when the test process dies: the launcher stops
+// at the end of its input).
 #pragma once
 
 #include <sys/types.h>
@@ -17,7 +18,7 @@ namespace pltest {
 
 class RedisCluster {
  public:
-  // Starts masters * (1 + replicas) nodes, forms the cluster with
+  // Starts masters * (1 + replicas) nodes (masters >= 3), forms the cluster with
   // redis-cli --cluster create, and waits until every node reports
   // cluster_state:ok and every replica is in sync. With a password, every
   // node requires it (requirepass, masterauth). `node_args(i)`, when given,
@@ -100,11 +101,10 @@ class RedisSentinels {
  private:
   std::string name_;
   std::string data_password_, sentinel_password_;
-  std::string dir_;
+  std::shared_ptr<Launcher> launcher_;  // tests/fixture/redisfix sentinel
   std::vector<std::unique_ptr<RedisServer>> data_;
   size_t master_ = 0;
   std::vector<int> sentinel_ports_;
-  std::vector<std::unique_ptr<Process>> sentinels_;
 };
 
 // SIGKILLs a redis-server found through INFO (its pid).

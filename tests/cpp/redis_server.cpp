@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -51,70 +53,235 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
   return pid;
 }
 
-RedisServer::RedisServer(std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
-  char tmpl[] = "/tmp/polylimit-test-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
-  for (int attempt = 0;; ++attempt) {
-    port_ = free_port();
-    try {
-      launch();
-      return;
-    } catch (const std::exception&) {
-      if (attempt == 4) throw;  // the port was taken in between: try another
+// ---------------------------------------------------------------- JSON
+
+namespace {
+
+struct JsonParser {
+  const std::string& s;
+  size_t i = 0;
+  void ws() {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  [[noreturn]] void fail() { throw std::runtime_error("redisfix: bad JSON: " + s); }
+  std::string str() {
+    std::string out;
+    if (s[i++] != '"') fail();
+    while (i < s.size() && s[i] != '"') {
+      char c = s[i++];
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (i >= s.size()) fail();
+      char e = s[i++];
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'u': {
+          unsigned cp = std::stoul(s.substr(i, 4), nullptr, 16);
+          i += 4;
+          if (cp < 0x80) {
+            out += static_cast<char>(cp);
+          } else if (cp < 0x800) {
+            out += static_cast<char>(0xC0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+          } else {
+            out += static_cast<char>(0xE0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+          }
+          break;
+        }
+        default: out += e;
+      }
     }
+    if (i >= s.size()) fail();
+    ++i;
+    return out;
   }
+  Json value() {
+    ws();
+    if (i >= s.size()) fail();
+    Json v;
+    char c = s[i];
+    if (c == '{') {
+      v.kind = Json::kObject;
+      ++i;
+      ws();
+      if (s[i] == '}') return ++i, v;
+      for (;;) {
+        ws();
+        std::string k = str();
+        ws();
+        if (s[i++] != ':') fail();
+        v.fields[k] = value();
+        ws();
+        if (s[i] == ',') { ++i; continue; }
+        if (s[i++] != '}') fail();
+        return v;
+      }
+    }
+    if (c == '[') {
+      v.kind = Json::kArray;
+      ++i;
+      ws();
+      if (s[i] == ']') return ++i, v;
+      for (;;) {
+        v.items.push_back(value());
+        ws();
+        if (s[i] == ',') { ++i; continue; }
+        if (s[i++] != ']') fail();
+        return v;
+      }
+    }
+    if (c == '"') {
+      v.kind = Json::kString;
+      v.text = str();
+      return v;
+    }
+    if (s.compare(i, 4, "true") == 0) { i += 4; v.kind = Json::kBool; v.boolean = true; return v; }
+    if (s.compare(i, 5, "false") == 0) { i += 5; v.kind = Json::kBool; return v; }
+    if (s.compare(i, 4, "null") == 0) { i += 4; return v; }
+    size_t used = 0;
+    v.kind = Json::kNumber;
+    v.number = std::stod(s.substr(i), &used);
+    i += used;
+    return v;
+  }
+};
+
+std::string redisfix_path() {
+  if (const char* p = std::getenv("POLYLIMIT_REDISFIX")) return p;
+#ifdef POLYLIMIT_REDISFIX
+  return POLYLIMIT_REDISFIX;
+#else
+  return "tests/fixture/redisfix";
+#endif
 }
 
-RedisServer::~RedisServer() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGCONT);
-    stop();
-  }
-  std::string cmd = "rm -rf '" + dir_ + "'";
-  if (std::system(cmd.c_str()) != 0) { /* best effort */ }
+}  // namespace
+
+const Json& Json::operator[](const std::string& k) const {
+  static const Json null;
+  auto it = fields.find(k);
+  return it == fields.end() ? null : it->second;
 }
 
-void RedisServer::launch() {
-  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                   "--save", "", "--appendonly", "no", "--dir", dir_, "--daemonize", "no",
-                                   "--protected-mode", "no", "--logfile", dir_ + "/redis.log"};
-  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
-  pid_ = spawn(args);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
+Json Json::parse(const std::string& text) {
+  JsonParser p{text};
+  return p.value();
+}
+
+// ---------------------------------------------------------------- launcher
+
+Launcher::Launcher(const std::vector<std::string>& args) {
+  int in[2], out[2];  // close-on-exec: no other child of ours may hold them open
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  std::vector<std::string> argv = {"python3", redisfix_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    // No PR_SET_PDEATHSIG here: it fires when the *thread* that forked ends.
+    // The launcher stops at end of input instead, when this process is gone.
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    ::execvp(cargv[0], cargv.data());
+    std::_Exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  to_ = in[1];
+  from_ = ::fdopen(out[0], "r");
+  std::string line;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, from_)) {
+    line += buf;
+    if (!line.empty() && line.back() == '\n') break;
+  }
+  if (line.empty()) {
     int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("redis-server exited at start (is it installed? see " + dir_ + "/redis.log)");
-    }
-    timeval tv{0, 200000};
-    redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
-    bool up = false;
-    if (c && !c->err) {
-      auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
-      up = r != nullptr;  // PONG, or NOAUTH from a server with a password
-      if (r) freeReplyObject(r);
-    }
-    if (c) redisFree(c);
-    if (up) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ::close(to_);
+    std::fclose(from_);
+    ::waitpid(pid_, &status, 0);
+    throw std::runtime_error(argv[1] + " printed nothing (status " + std::to_string(status) + ")");
   }
-  throw std::runtime_error("redis-server did not answer PING within 10 s");
+  description_ = Json::parse(line);
+  if (description_["error"].kind == Json::kString) {
+    std::string why = description_["error"].text;
+    int status = 0;
+    ::close(to_);
+    std::fclose(from_);
+    ::waitpid(pid_, &status, 0);
+    throw std::runtime_error("redisfix " + (args.empty() ? std::string() : args[0]) + ": " + why);
+  }
 }
+
+Launcher::~Launcher() {
+  if (pid_ <= 0) return;
+  try {
+    request("stop");
+  } catch (...) {
+  }
+  ::close(to_);
+  std::fclose(from_);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+}
+
+Json Launcher::request(const std::string& line) {
+  std::string l = line + "\n";
+  if (::write(to_, l.data(), l.size()) != static_cast<ssize_t>(l.size()))
+    throw std::runtime_error("redisfix: cannot write \"" + line + "\"");
+  char buf[4096];
+  std::string reply;
+  while (std::fgets(buf, sizeof buf, from_)) {
+    reply += buf;
+    if (reply.back() == '\n') break;
+  }
+  if (reply.empty()) throw std::runtime_error("redisfix: no answer to \"" + line + "\"");
+  Json j = Json::parse(reply);
+  if (j["error"].kind == Json::kString) throw std::runtime_error("redisfix " + line + ": " + j["error"].text);
+  return j;
+}
+
+// ---------------------------------------------------------------- server
+
+RedisServer::RedisServer(std::vector<std::string> extra_args) {
+  std::vector<std::string> args = {"standalone", "--"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  launcher_ = std::make_shared<Launcher>(args);
+  const Json& node = launcher_->description()["nodes"][0];
+  port_ = node["port"].integer();
+  pid_ = node["pid"].integer();
+}
+
+RedisServer::RedisServer(std::shared_ptr<Launcher> launcher, size_t index)
+    : launcher_(std::move(launcher)), index_(index) {
+  const Json& node = launcher_->description()["nodes"][index];
+  port_ = node["port"].integer();
+  pid_ = node["pid"].integer();
+}
+
+// The launcher stops every process of the deployment with its last owner.
+RedisServer::~RedisServer() = default;
 
 void RedisServer::stop() {
   if (pid_ <= 0) return;
-  ::kill(pid_, SIGCONT);
-  ::kill(pid_, SIGTERM);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
+  launcher_->request("stop-node " + std::to_string(index_));  // SIGCONT, SIGTERM, reaped
   pid_ = -1;
 }
 
 void RedisServer::start() {
   if (pid_ > 0) return;
-  launch();
+  pid_ = launcher_->request("start-node " + std::to_string(index_))["pid"].integer();
 }
 
 void RedisServer::pause() { ::kill(pid_, SIGSTOP); }
@@ -170,6 +337,22 @@ std::vector<std::string> ring_units(const std::string& key) {
           "if h == '' then return 0 end "
           "local head, used = struct.unpack('>I4I4', h) return used",
           "1", key};
+}
+
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+int normal_clients(const RedisServer& server) {
+  std::string list = server.command({"CLIENT", "LIST", "TYPE", "normal"});
+  int n = 0;
+  for (size_t at = 0; (at = list.find("id=", at)) != std::string::npos; at += 3) ++n;
+  return n;
 }
 
 long long RedisServer::integer(const std::vector<std::string>& argv) const {

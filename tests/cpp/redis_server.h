@@ -1,15 +1,55 @@
 // redis_server.h - a throwaway redis-server for tests, on a free loopback port
-// in its own temporary directory; stopped and removed on destruction.
+// in its own temporary directory; stopped and removed on destruction. Started
+// by tests/fixture/redisfix, the launcher every language's fixtures share.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 struct redisReply;
 
 namespace pltest {
+
+// A parsed JSON value (what redisfix prints): just enough for its output.
+struct Json {
+  enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
+  bool boolean = false;
+  double number = 0;
+  std::string text;
+  std::vector<Json> items;
+  std::map<std::string, Json> fields;
+  const Json& operator[](const std::string& k) const;
+  const Json& operator[](size_t i) const { return items.at(i); }
+  int integer() const { return static_cast<int>(number); }
+  static Json parse(const std::string& text);
+};
+
+// One running tests/fixture/redisfix (its path: $POLYLIMIT_REDISFIX, else the
+// source tree's, compiled in). It is started with `args` (e.g. {"cluster",
+// "--masters", "3"}), and stops its deployment when destroyed, or when this
+// process dies (it reads our end of a pipe and stops at end of input).
+class Launcher {
+ public:
+  explicit Launcher(const std::vector<std::string>& args);
+  ~Launcher();
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+  const Json& description() const { return description_; }
+  // One command line ("stop-node 2"); throws on {"error": ...}.
+  Json request(const std::string& line);
+
+ private:
+  pid_t pid_ = -1;
+  int to_ = -1;
+  FILE* from_ = nullptr;
+  Json description_;
+};
 
 class RedisServer {
  public:
@@ -33,9 +73,12 @@ class RedisServer {
   long long integer(const std::vector<std::string>& argv) const;
 
  private:
-  void launch();
-  std::vector<std::string> extra_args_;
-  std::string dir_;
+  friend class RedisCluster;
+  friend class RedisSentinels;
+  // Node `index` of a deployment that `launcher` runs.
+  RedisServer(std::shared_ptr<Launcher> launcher, size_t index);
+  std::shared_ptr<Launcher> launcher_;
+  size_t index_ = 0;
   int port_ = 0;
   pid_t pid_ = -1;
 };
@@ -47,6 +90,14 @@ std::vector<std::string> ring_units(const std::string& key);
 
 // A port nobody listens on right now.
 int free_port();
+
+// Polls `condition` (every 5 ms) until it holds: true, or false once
+// `timeout` has passed. For tests to wait for a state, never to sleep on a guess.
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+// How many normal (non-replica, non-pubsub) clients `server` has connected,
+// the connection asking included.
+int normal_clients(const RedisServer& server);
 
 // Starts argv[0] (looked up in PATH) with stdin from /dev/null and stdout and
 // stderr to `log` (appended; empty: /dev/null). The child dies with the test

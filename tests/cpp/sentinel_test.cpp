@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "hammer.h"
@@ -134,11 +135,32 @@ TEST(Sentinel, KilledMasterIsReplacedByPromotedReplica) {
   through_failover(s, "SIGKILL of the master", "kill", [&] { s.kill_master(); }, false);
 }
 
-TEST(SentinelTopology, WrongMasterName) {
-  RedisSentinels s("realname", "", "", false);
-  std::string url = s.url();
-  url.replace(url.rfind('/') + 1, std::string::npos, "nosuchmaster");
-  auto client = open(url);
+// Tests that leave the deployment as they found it (no kill, no failover)
+// share one, started by the first of them and stopped after the last. Its
+// data nodes and its sentinels require passwords (with characters that need
+// percent-encoding in a URL).
+class SharedSentinels : public ::testing::Test {
+ protected:
+  static RedisSentinels& sentinels() {
+    if (!sentinels_) sentinels_ = std::make_unique<RedisSentinels>("secured", "data&pw", "sen@pw", false);
+    return *sentinels_;
+  }
+  // redis+sentinel://:DATA_PW@sentinels/NAME?sentinel_password=SENTINEL_PW
+  static std::string url(const std::string& name, const char* data_pw = "data%26pw",
+                         const char* sentinel_pw = "sen%40pw") {
+    std::string hosts = sentinels().url().substr(std::string("redis+sentinel://").size());
+    hosts = hosts.substr(0, hosts.find('/'));
+    return std::string("redis+sentinel://:") + data_pw + "@" + hosts + "/" + name + "?sentinel_password=" + sentinel_pw;
+  }
+  static void TearDownTestSuite() { sentinels_.reset(); }
+
+ private:
+  static std::unique_ptr<RedisSentinels> sentinels_;
+};
+std::unique_ptr<RedisSentinels> SharedSentinels::sentinels_;
+
+TEST_F(SharedSentinels, WrongMasterName) {
+  auto client = open(url("nosuchmaster"));
   Limiter l(client, limit(5, "t"));
   try {
     l.check("k");
@@ -149,22 +171,16 @@ TEST(SentinelTopology, WrongMasterName) {
         << e.what();
   }
   // The right name works on the same sentinels.
-  Limiter ok(open(s.url()), limit(5, "t"));
+  Limiter ok(open(url(sentinels().name())), limit(5, "wrong-name"));
   EXPECT_TRUE(ok.check("k").allowed);
 }
 
-TEST(SentinelTopology, DataAndSentinelPasswords) {
-  RedisSentinels s("secured", "data&pw", "sen@pw", false);
-  std::string hosts = s.url().substr(std::string("redis+sentinel://").size());
-  hosts = hosts.substr(0, hosts.find('/'));
-  auto url = [&](const char* data_pw, const char* sentinel_pw) {
-    return std::string("redis+sentinel://:") + data_pw + "@" + hosts + "/secured?sentinel_password=" + sentinel_pw;
-  };
-  Limiter ok(open(url("data%26pw", "sen%40pw")), limit(5, "t"));
+TEST_F(SharedSentinels, DataAndSentinelPasswords) {
+  Limiter ok(open(url("secured")), limit(5, "passwords"));
   EXPECT_TRUE(ok.check("k").allowed);
 
   for (auto [data_pw, sentinel_pw] : {std::pair<const char*, const char*>{"data%26pw", "wrong"}, {"wrong", "sen%40pw"}}) {
-    Limiter bad(open(url(data_pw, sentinel_pw)), limit(5, "t"));
+    Limiter bad(open(url("secured", data_pw, sentinel_pw)), limit(5, "passwords"));
     try {
       bad.check("k");
       ADD_FAILURE() << "no error";

@@ -233,6 +233,8 @@ TEST(ExplicitTime, StateOutlivesOneWindowOfRealTime) {
     }
   for (auto& [name, l] : limiters)
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(l->check_at("k", 1, t0).allowed) << name;
+  // Not a wait for a condition: 2.1 s of real time passing (one window and a
+  // bit, by the server's clock) is the thing under test.
   std::this_thread::sleep_for(2100ms);
   for (auto& [name, l] : limiters) {
     Decision d = l->check_at("k", 1, t0 + 2000);

@@ -19,6 +19,7 @@ cd "$root"
 
 command -v go >/dev/null || { echo "go: not found (tools/deps.sh go installs it)" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server: not found" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "python3: not found (tests/fixture/redisfix, the Redis launcher, needs it)" >&2; exit 1; }
 
 if [ -z "${POLYLIMIT_PREFIX:-}" ]; then
   prefix="$root/build/go-prefix"

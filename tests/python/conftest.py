@@ -1,13 +1,14 @@
 """Fixtures for the polylimit Python suite: throwaway redis-server processes
-on free loopback ports (as tests/redis-server.sh starts them), and a tiny RESP
-client so tests can poke the server without another dependency."""
+on free loopback ports, started by tests/fixture/redisfix (the launcher every
+language's fixtures share), and a tiny RESP client so tests can poke the
+server without another dependency."""
 
+import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import tempfile
+import sys
 import time
 import uuid
 
@@ -30,6 +31,36 @@ def resp_command(port, *args, timeout=5.0):
         s.sendall(payload)
         f = s.makefile("rb")
         return _read_reply(f)
+
+
+def pending_requests(port):
+    """How many connections to the local listener on `port` hold bytes it has
+    not read (Linux /proc/net/tcp): a request sent to a server that is
+    frozen (SIGSTOP) or never answers. Lets a test wait for "the request is
+    on its way" instead of sleeping."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, state, queues = fields[1], fields[3], fields[4]
+            rx_queue = int(queues.split(":")[1], 16)
+            if int(local.rsplit(":", 1)[1], 16) == port and state == "01" and rx_queue > 0:
+                n += 1
+    return n
+
+
+def wait_until(condition, timeout=5.0, what="the condition"):
+    """Polls `condition` until it is true; fails the test after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail("%s did not hold within %.1f s" % (what, timeout))
+        time.sleep(0.005)
 
 
 def _read_reply(f):
@@ -55,57 +86,63 @@ def _read_reply(f):
     raise RuntimeError("bad reply %r" % line)
 
 
+# The launcher: $POLYLIMIT_REDISFIX, else the one of this source tree.
+REDISFIX = os.environ.get("POLYLIMIT_REDISFIX") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), os.pardir, "fixture", "redisfix")
+
+
 class RedisServer:
-    def __init__(self, proc, port, directory):
+    """One redis-server, run by a redisfix process (`proc`); `pid` is the
+    server's own (for SIGSTOP/SIGCONT), `dir` its directory."""
+
+    def __init__(self, proc, port, directory, pid):
         self.proc = proc
         self.port = port
         self.dir = directory
+        self._pid = pid
         self.url = "redis://127.0.0.1:%d" % port
 
     @property
     def pid(self):
-        return self.proc.pid
+        return self._pid
 
     def command(self, *args):
         return resp_command(self.port, *args)
 
     def stop(self):
+        """Resumes the server (in case a test left it stopped), terminates it
+        and removes its directory: the launcher does all of it. Idempotent."""
         if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)  # in case a test left it stopped
-            self.proc.terminate()
             try:
-                self.proc.wait(10)
+                self.proc.stdin.write("stop\n")
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.proc.stdout.close()
 
 
 def start_redis(*extra):
-    """Starts redis-server in the foreground (a child we own) and waits for PING."""
-    exe = shutil.which("redis-server")
-    if exe is None:
+    """Starts redis-server (extra arguments appended) and waits until it answers."""
+    if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
-    directory = tempfile.mkdtemp(prefix="polylimit-py-redis-")
-    for _ in range(5):
-        port = _free_port()
-        proc = subprocess.Popen(
-            [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", directory, "--protected-mode", "no", "--daemonize", "no",
-             "--logfile", os.path.join(directory, "redis.log"), *extra],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if resp_command(port, "PING", timeout=0.5) == "PONG":
-                    return RedisServer(proc, port, directory)
-            except OSError:
-                time.sleep(0.05)
-        proc.kill()
+    # stdin stays open: the launcher stops the server at "stop" or when this
+    # process dies and the pipe closes.
+    proc = subprocess.Popen([sys.executable, REDISFIX, "standalone", "--", *extra], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    desc = json.loads(line) if line.strip() else {"error": "no output (status %s)" % proc.wait()}
+    if "error" in desc:
+        proc.stdin.close()
         proc.wait()
-    shutil.rmtree(directory, ignore_errors=True)
-    raise RuntimeError("redis-server did not start")
+        proc.stdout.close()
+        raise RuntimeError("redisfix standalone: " + desc["error"])
+    node = desc["nodes"][0]
+    return RedisServer(proc, node["port"], node["dir"], node["pid"])
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import time
 import pytest
 
 import polylimit
+from conftest import pending_requests, wait_until
 
 
 @pytest.fixture
@@ -85,7 +86,8 @@ def test_pool_exhausted(private_redis, frozen, key):
         frozen()
         holder = threading.Thread(target=lambda: pytest.raises(polylimit.Timeout, lim.check, key))
         holder.start()
-        time.sleep(0.2)  # the only connection is now busy waiting on the frozen server
+        # The only connection is busy once its request waits at the frozen server.
+        wait_until(lambda: pending_requests(private_redis.port) > 0, what="a request pending at the frozen server")
         with pytest.raises(polylimit.PoolExhausted) as info:
             lim.check(key)
         holder.join(5)

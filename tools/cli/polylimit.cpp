@@ -83,104 +83,24 @@ usage (with a message on stderr). Passwords in URLs are never printed.
 
 // ---- secrets --------------------------------------------------------------
 
-// The URL's passwords (as written and percent-decoded), so that no message
-// this program prints can show them: the core quotes URLs in its messages.
+// The URL and the library's redaction of it (polylimit_redact_url, the one
+// every message of the library already uses): what this program prints.
 struct Secrets {
   std::string url, redacted;
-  std::vector<std::string> words;
 };
 Secrets g_secrets;
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string percent_decode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    int hi = s[i] == '%' && i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
-    int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
-    if (lo >= 0) {
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-void add_secret(const std::string& raw) {
-  if (raw.empty()) return;
-  g_secrets.words.push_back(raw);
-  std::string decoded = percent_decode(raw);
-  if (decoded != raw && !decoded.empty()) g_secrets.words.push_back(decoded);
-}
-
-// The URL with every password replaced by "***": "user:pass@" becomes
-// "user:***@", a lone "pass@" becomes "***@", and a query parameter whose
-// name contains "password" keeps only its name. It splits the URL as the
-// core's parser does (query at the first '?', authority up to the first '/',
-// userinfo up to the last '@' of the authority), and records the passwords.
-std::string redact_url(const std::string& url) {
-  size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  std::string head = url.substr(0, scheme + 3);
-  std::string rest = url.substr(scheme + 3);
-  std::string query;
-  bool has_query = false;
-  size_t q = rest.find('?');
-  if (q != std::string::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-    has_query = true;
-  }
-  size_t slash = rest.find('/');
-  std::string authority = rest.substr(0, slash);
-  std::string path = slash == std::string::npos ? "" : rest.substr(slash);
-  size_t at = authority.rfind('@');
-  if (at != std::string::npos) {
-    std::string userinfo = authority.substr(0, at);
-    size_t colon = userinfo.find(':');
-    std::string password = colon == std::string::npos ? userinfo : userinfo.substr(colon + 1);
-    add_secret(password);
-    std::string user = colon == std::string::npos ? "" : userinfo.substr(0, colon + 1);
-    authority = user + "***" + authority.substr(at);
-  }
-  std::string out = head + authority + path;
-  if (has_query) {
-    out += '?';
-    size_t pos = 0;
-    for (;;) {
-      size_t amp = query.find('&', pos);
-      std::string item = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
-      size_t eq = item.find('=');
-      std::string name = item.substr(0, eq);
-      std::string lower = name;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (eq != std::string::npos && lower.find("pass") != std::string::npos) {
-        add_secret(item.substr(eq + 1));
-        item = name + "=***";
-      }
-      out += item;
-      if (amp == std::string::npos) break;
-      out += '&';
-      pos = amp + 1;
-    }
-  }
-  return out;
-}
 
 void set_url_secrets(const std::string& url) {
   g_secrets = Secrets();
   g_secrets.url = url;
-  g_secrets.redacted = redact_url(url);
-  // Longest first, so a password that contains another is replaced whole.
-  std::sort(g_secrets.words.begin(), g_secrets.words.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  char* out = nullptr;
+  size_t len = 0;
+  if (polylimit_redact_url(url.c_str(), &out, &len, nullptr) == POLYLIMIT_OK) {
+    g_secrets.redacted.assign(out, len);
+    polylimit_free(out);
+  } else {
+    g_secrets.redacted = "***";  // out of memory: show nothing of it
+  }
 }
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
@@ -189,21 +109,11 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
     s.replace(pos, from.size(), to);
 }
 
-// A message with the URL shown redacted and no password in it. `truncated`:
-// the message was cut to a fixed buffer, so its tail may be the start of a
-// password; that tail goes too.
-std::string scrub(std::string msg, bool truncated) {
-  if (g_secrets.url.empty() || g_secrets.words.empty()) return msg;
+// A message with the URL, should it quote it whole, shown redacted. (The
+// library's own messages never hold a password.)
+std::string scrub(std::string msg, bool /*truncated*/) {
+  if (g_secrets.url.empty() || g_secrets.url == g_secrets.redacted) return msg;
   replace_all(msg, g_secrets.url, g_secrets.redacted);
-  for (const std::string& w : g_secrets.words) replace_all(msg, w, "***");
-  if (truncated) {
-    for (const std::string& w : g_secrets.words)
-      for (size_t k = std::min(w.size() - 1, msg.size()); k >= 1; --k)
-        if (msg.compare(msg.size() - k, k, w, 0, k) == 0) {
-          msg.replace(msg.size() - k, k, "***");
-          break;
-        }
-  }
   return msg;
 }
 

@@ -10,6 +10,7 @@
 //  - no Python object is created, copied or destroyed while it is released.
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -31,7 +32,9 @@ py::object* g_base_error = nullptr;   // polylimit.Error
 py::dict* g_bounds = nullptr;         // polylimit._vocabulary.BOUNDS: name -> (min, max)
 
 // The polylimit exception object for `status` (not raised). Needs the GIL.
-py::object make_error(int status, const char* message, int sys_errno) {
+// outcome_unknown: the call failed after its command was sent (it may have
+// consumed units).
+py::object make_error(int status, const char* message, int sys_errno, bool outcome_unknown = false) {
   py::object cls = *g_base_error;
   py::int_ key(status);
   if (g_error_classes->contains(key)) cls = (*g_error_classes)[key];
@@ -44,18 +47,20 @@ py::object make_error(int status, const char* message, int sys_errno) {
   exc.attr("code") = py::str(polylimit_status_name(status));
   exc.attr("status") = py::int_(status);
   exc.attr("sys_errno") = py::int_(sys_errno);
+  exc.attr("outcome_unknown") = py::bool_(outcome_unknown);
   return exc;
 }
 
 // Raises the polylimit exception for `status`. Needs the GIL.
-[[noreturn]] void raise_status(int status, const char* message, int sys_errno) {
-  py::object exc = make_error(status, message, sys_errno);
+[[noreturn]] void raise_status(int status, const char* message, int sys_errno, bool outcome_unknown = false) {
+  py::object exc = make_error(status, message, sys_errno, outcome_unknown);
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   throw py::error_already_set();
 }
 
 [[noreturn]] void raise_error(int status, const polylimit_error& err) {
-  raise_status(status, err.message[0] ? err.message : polylimit_status_name(status), err.sys_errno);
+  raise_status(status, err.message[0] ? err.message : polylimit_status_name(status), err.sys_errno,
+               err.outcome_unknown != 0);
 }
 
 [[noreturn]] void raise_invalid(const std::string& message) { raise_status(POLYLIMIT_EINVALID, message.c_str(), 0); }
@@ -65,13 +70,29 @@ std::string type_name(py::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
 // A key as bytes: str is encoded as UTF-8, bytes pass through (NUL allowed).
 // Copied, so the bytes stay valid with the GIL released whatever other
 // threads do to the objects.
-std::string key_bytes(py::handle key, const char* what = "key") {
+// A str that UTF-8 cannot encode (a lone surrogate, "\ud800") is the
+// library's InvalidArgument naming the key (`name`: "key", "keys[3]"), not
+// Python's UnicodeEncodeError.
+std::string key_bytes(py::handle key, const char* what = "key", const std::string& name = "key") {
   PyObject* o = key.ptr();
   if (PyBytes_Check(o)) return std::string(PyBytes_AS_STRING(o), static_cast<size_t>(PyBytes_GET_SIZE(o)));
   if (PyUnicode_Check(o)) {
     Py_ssize_t n = 0;
     const char* p = PyUnicode_AsUTF8AndSize(o, &n);
-    if (p == nullptr) throw py::error_already_set();  // e.g. a lone surrogate
+    if (p == nullptr) {
+      if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) throw py::error_already_set();
+      std::string where;
+      PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+      PyErr_Fetch(&type, &value, &tb);
+      Py_ssize_t start = -1;
+      if (value != nullptr && PyUnicodeEncodeError_GetStart(value, &start) == 0)
+        where = " at index " + std::to_string(start);
+      PyErr_Clear();
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+      raise_invalid(name + " is a str that UTF-8 cannot encode (a lone surrogate" + where + ")");
+    }
     return std::string(p, static_cast<size_t>(n));
   }
   throw py::type_error(std::string(what) + " must be str or bytes, not " + type_name(key));
@@ -185,7 +206,7 @@ const char* optional_string(py::handle value, const char* name, std::string& sto
   if (value.is_none()) return nullptr;
   if (!PyUnicode_Check(value.ptr()))
     throw py::type_error(std::string(name) + " must be a str or None, not " + type_name(value));
-  storage = value.cast<std::string>();
+  storage = key_bytes(value, name, name);  // a lone surrogate: InvalidArgument naming the option
   if (storage.find('\0') != std::string::npos) raise_invalid(std::string(name) + " contains a NUL character");
   return storage.c_str();
 }
@@ -416,7 +437,8 @@ class Limiter {
       throw py::type_error("keys must be an iterable of keys, not a single " + type_name(keys));
     int64_t c = to_int64(cost, "cost");
     std::vector<std::string> ks;
-    for (py::handle k : py::iter(keys)) ks.push_back(key_bytes(k, "every key"));
+    for (py::handle k : py::iter(keys))
+      ks.push_back(key_bytes(k, "every key", "keys[" + std::to_string(ks.size()) + "]"));
     const size_t n = ks.size();
     std::vector<const void*> ptrs(n);
     std::vector<size_t> lens(n);
@@ -447,7 +469,7 @@ class Limiter {
       }
       const polylimit_error& ke = key_errors[i];
       py::object e = make_error(statuses[i], ke.message[0] ? ke.message : polylimit_status_name(statuses[i]),
-                                ke.sys_errno);
+                                ke.sys_errno, ke.outcome_unknown != 0);
       e.attr("index") = py::int_(i);
       out[i] = e;
       if (first_failed == n) first_failed = i;
@@ -455,7 +477,7 @@ class Limiter {
     if (return_exceptions || st == POLYLIMIT_OK) return out;
     if (first_failed == n) raise_error(st, err);  // not a key's failure (the ABI says it cannot happen)
     py::object exc = make_error(st, err.message[0] ? err.message : polylimit_status_name(st),
-                                key_errors[first_failed].sys_errno);
+                                key_errors[first_failed].sys_errno, err.outcome_unknown != 0);
     exc.attr("index") = py::int_(first_failed);
     exc.attr("results") = out;
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
@@ -502,6 +524,27 @@ PYBIND11_MODULE(_core, m) {
   m.def("version_string", [] { return std::string(polylimit_version_string()); }, "Run-time library version string.");
   m.def("version_number", [] { return polylimit_version_number(); }, "Run-time library version number.");
   m.def("status_name", [](int code) { return std::string(polylimit_status_name(code)); }, py::arg("code"));
+  // The core's redaction (polylimit_redact_url): every repr and message of
+  // the package that shows a URL goes through it.
+  m.def(
+      "redact_url",
+      [](py::handle url) {
+        if (!PyUnicode_Check(url.ptr())) throw py::type_error("url must be a str, not " + type_name(url));
+        // Never echoed: a str UTF-8 cannot encode is InvalidArgument naming
+        // "url"; a NUL would end the C string early, so the redaction sees
+        // all of the text.
+        std::string text = key_bytes(url, "url", "url");
+        std::replace(text.begin(), text.end(), '\0', ' ');
+        char* out = nullptr;
+        size_t len = 0;
+        polylimit_error err;
+        int st = polylimit_redact_url(text.c_str(), &out, &len, &err);
+        if (st != POLYLIMIT_OK) raise_error(st, err);
+        std::string shown(out, len);
+        polylimit_free(out);
+        return shown;
+      },
+      py::arg("url"), "The URL with every password replaced by ***.");
   // Status codes, enum names and bounds: polylimit._vocabulary, generated
   // from the same table as polylimit.h.
 

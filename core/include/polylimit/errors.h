@@ -24,10 +24,18 @@ class Error : public std::runtime_error {
       : std::runtime_error(message), code_(code), sys_errno_(sys_errno) {}
   ErrorCode code() const noexcept { return code_; }
   int sys_errno() const noexcept { return sys_errno_; }
+  // True when the call failed after its command (or pipeline) had started to
+  // go out: the server may have run it, so it may have consumed units (a
+  // timeout waiting for the reply, a connection lost after the send, a reply
+  // that could not be read). False for failures before the send and for
+  // error replies, which say the script did not run (docs/error-model.md).
+  bool outcome_unknown() const noexcept { return outcome_unknown_; }
+  void set_outcome_unknown(bool unknown) noexcept { outcome_unknown_ = unknown; }
 
  private:
   ErrorCode code_;
   int sys_errno_;
+  bool outcome_unknown_ = false;
 };
 
 [[noreturn]] inline void throw_invalid(const std::string& message) {

@@ -49,10 +49,19 @@ struct Endpoint {
 // Throws Error(kInvalidArgument) naming what is wrong with the URL.
 Endpoint parse_url(const std::string& url);
 
-// The URL with every secret replaced by "***": the password of the userinfo
-// (user:***@host; a userinfo without ':' is all ***) and the value of any
-// query parameter whose name contains "pass" (sentinel_password=***). The one
-// redaction every message that quotes a URL goes through.
+// The URL with every secret replaced by "***", for any string (it never
+// fails, and a URL that does not parse is redacted too; when in doubt, more
+// is hidden):
+//  - the password of the userinfo: user:***@host; a userinfo without ':' is
+//    all ***. The userinfo ends at the last '@' before the '?' (so an
+//    unencoded '/' or '#' in a password stays hidden; the parser splits at
+//    the same '@' and rejects a '/' or '?' before it);
+//  - the value of every query parameter but sentinel_user and db
+//    (sentinel_password=***), with any unknown '&' items after it;
+//  - text that is not a well-formed "scheme://" is searched from its start.
+// Idempotent. The one redaction every message, repr, toString and log line
+// that quotes a URL goes through, in every language (the C ABI exports it as
+// polylimit_redact_url).
 std::string redact_url(const std::string& url);
 
 }  // namespace polylimit

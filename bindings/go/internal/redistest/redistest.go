@@ -1,19 +1,25 @@
 // Package redistest starts throwaway redis-server processes for the tests of
 // this module and of the modules beside it (httplimit, promcollector): each
-// on a free loopback port, in a temporary directory, in the foreground so
-// that the test owns the process (and can SIGSTOP it). It needs redis-server
-// on PATH; it is no part of the binding's API.
+// on a free loopback port, in a temporary directory, through
+// tests/fixture/redisfix, the launcher every language's test fixtures share
+// (it needs python3 and redis-server on PATH). The launcher stops the server
+// when told to, or when the test binary dies (its stdin closes). It is no
+// part of the binding's API.
 package redistest
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -22,74 +28,93 @@ import (
 type Server struct {
 	URL  string // redis://127.0.0.1:PORT
 	Addr string // 127.0.0.1:PORT
-	cmd  *exec.Cmd
-	dir  string
-	done chan struct{} // closed once the process has exited and been reaped
+	pid  int
+	fix  *launcher
 }
 
-// Start starts a server and waits until it answers PING.
-func Start() (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
+// launcher is one running tests/fixture/redisfix.
+type launcher struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  *bufio.Reader
+	done    chan struct{} // closed once it has exited and been reaped
+	stopped sync.Once
+}
+
+// description is the launcher's first line.
+type description struct {
+	Error string `json:"error"`
+	Dir   string `json:"dir"`
+	URL   string `json:"url"`
+	Nodes []struct {
+		Port int `json:"port"`
+		Pid  int `json:"pid"`
+	} `json:"nodes"`
+}
+
+// Path is the launcher: $POLYLIMIT_REDISFIX, else tests/fixture/redisfix of
+// the source tree this file is in.
+func Path() string {
+	if p := os.Getenv("POLYLIMIT_REDISFIX"); p != "" {
+		return p
+	}
+	_, file, _, _ := runtime.Caller(0) // .../bindings/go/internal/redistest/redistest.go
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "tests", "fixture", "redisfix")
+}
+
+// Start starts a server (redis-server with extra arguments, if any) and
+// waits until it answers PING.
+func Start(extra ...string) (*Server, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("python3", append([]string{Path(), "standalone", "--"}, extra...)...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ { // another process may grab the port first
-		dir, err := os.MkdirTemp("", "polylimit-go-redis-")
-		if err != nil {
-			return nil, err
-		}
-		port, err := freePort()
-		if err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--dir", dir, "--protected-mode", "no",
-			"--logfile", filepath.Join(dir, "redis.log"))
-		// If the test binary dies, so does its server.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, dir: dir, done: exited}
-		s.URL = "redis://" + s.Addr
-		if s.waitReady(5 * time.Second) {
-			return s, nil
-		}
-		lastErr = fmt.Errorf("redis-server did not answer PING on %s (attempt %d)", s.Addr, attempt+1)
-		cmd.Process.Kill()
-		<-exited
-		os.RemoveAll(dir)
-	}
-	return nil, lastErr
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	l := &launcher{cmd: cmd, stdin: stdin, stdout: bufio.NewReader(stdout), done: make(chan struct{})}
+	go func() { cmd.Wait(); close(l.done) }()
+	line, err := l.stdout.ReadString('\n')
+	var d description
+	if err == nil {
+		err = json.Unmarshal([]byte(line), &d)
+	}
+	if err == nil && d.Error != "" {
+		err = errors.New(d.Error)
+	}
+	if err == nil && len(d.Nodes) != 1 {
+		err = fmt.Errorf("unexpected description %q", line)
+	}
+	if err != nil {
+		l.stop()
+		return nil, fmt.Errorf("redisfix standalone: %w", err)
+	}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", d.Nodes[0].Port), pid: d.Nodes[0].Pid, fix: l}
+	s.URL = "redis://" + s.Addr
+	return s, nil
 }
 
-// waitReady polls PING until the server answers, exits, or d passes.
-func (s *Server) waitReady(d time.Duration) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(25 * time.Millisecond) {
+// stop tells the launcher to stop everything and waits for it. Idempotent.
+func (l *launcher) stop() {
+	l.stopped.Do(func() {
+		io.WriteString(l.stdin, "stop\n")
+		l.stdin.Close()
 		select {
-		case <-s.done:
-			return false
-		default:
+		case <-l.done:
+		case <-time.After(15 * time.Second):
+			l.cmd.Process.Kill()
+			<-l.done
 		}
-		if _, err := s.Do("PING"); err == nil {
-			return true
-		}
-	}
-	return false
+	})
 }
 
 // Do sends one command (inline form: arguments without spaces) and returns
@@ -113,6 +138,34 @@ func (s *Server) Do(args ...string) (string, error) {
 		return line, fmt.Errorf("redis: %s", line[1:])
 	}
 	return line, nil
+}
+
+// Bulk sends one command (inline form: arguments without spaces) whose reply
+// is a bulk string (INFO, CLIENT LIST) and returns that string.
+func (s *Server) Bulk(args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte(strings.Join(args, " ") + "\r\n")); err != nil {
+		return "", err
+	}
+	rd := bufio.NewReader(conn)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	var size int
+	if _, err := fmt.Sscanf(line, "$%d\r\n", &size); err != nil || size < 0 {
+		return "", fmt.Errorf("%s: not a bulk string: %q", args[0], strings.TrimRight(line, "\r\n"))
+	}
+	buf := make([]byte, size+2)
+	if _, err := io.ReadFull(rd, buf); err != nil {
+		return "", err
+	}
+	return string(buf[:size]), nil
 }
 
 // Keys returns the names of the keys matching pattern (KEYS pattern; a
@@ -154,19 +207,13 @@ func (s *Server) Keys(pattern string) ([]string, error) {
 	return keys, nil
 }
 
+// Pid is the server's process id.
+func (s *Server) Pid() int { return s.pid }
+
 // Signal sends sig to the server (SIGSTOP makes it unresponsive, SIGCONT
 // resumes it).
-func (s *Server) Signal(sig syscall.Signal) error { return s.cmd.Process.Signal(sig) }
+func (s *Server) Signal(sig syscall.Signal) error { return syscall.Kill(s.pid, sig) }
 
-// Stop resumes (in case a test stopped it), terminates and waits. Idempotent.
-func (s *Server) Stop() {
-	s.cmd.Process.Signal(syscall.SIGCONT)
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-	os.RemoveAll(s.dir)
-}
+// Stop resumes (in case a test stopped it), terminates and waits; the
+// launcher removes the directory. Idempotent.
+func (s *Server) Stop() { s.fix.stop() }

@@ -33,7 +33,7 @@ from ._errors import (
 )
 from . import _core, _vocabulary
 from ._core import Decision
-from ._client import Client, Hit, Limiter, Rate, Stats, prometheus_text
+from ._client import Client, Hit, Limiter, Rate, Stats, prometheus_text, redact_url
 
 __version__: str = _core.VERSION_STRING
 
@@ -68,6 +68,7 @@ __all__ = [
     "Unavailable",
     "__version__",
     "prometheus_text",
+    "redact_url",
 ]
 
 # Tracebacks name the public module, not the private one that defines them.

@@ -7,7 +7,6 @@ import functools
 import inspect
 import math
 import os
-import re
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -146,9 +145,13 @@ def prometheus_text(*clients: "Client") -> str:
     return _core.clients_stats_prometheus([c._core for c in clients])
 
 
-def _redact(url: str) -> str:
-    """The URL without its password, for repr and messages."""
-    return re.sub(r"(//[^/@]*?:)[^/@]*@", r"\1***@", url)
+def redact_url(url: str) -> str:
+    """``url`` with every password replaced by ``***`` (``redis://user:***@host``,
+    ``sentinel_password=***``), by the core's one redaction
+    (polylimit_redact_url): what every message, ``repr()`` and log line of
+    this package shows. Any str is accepted; one that does not parse is
+    redacted too, hiding more when in doubt."""
+    return _core.redact_url(url)
 
 
 class Client:
@@ -383,7 +386,7 @@ class Client:
         self.close()
 
     def __repr__(self) -> str:
-        return "<polylimit.Client %r%s%s>" % (_redact(self._url), "" if self._name is None else " name=%r" % self._name,
+        return "<polylimit.Client %r%s%s>" % (redact_url(self._url), "" if self._name is None else " name=%r" % self._name,
                                              " closed" if self.closed else "")
 
     def _async_executor(self) -> ThreadPoolExecutor:

@@ -3,7 +3,8 @@
 Every error raised by the library is a :class:`Error`. ``.code`` is the C
 ABI's status name (``"POLYLIMIT_ETIMEOUT"`` ...), ``.status`` its number,
 ``.sys_errno`` the errno of the failing system call (0 when none),
-``.retryable`` whether a later retry may succeed and ``.outage`` whether the
+``.outcome_unknown`` whether the call failed after its command was sent, so
+that it may have consumed units (docs/error-model.md), ``.retryable`` whether a later retry may succeed and ``.outage`` whether the
 server did not answer (the failure policy applies). Subclasses also derive
 from the matching built-in exception, so ``except TimeoutError`` or
 ``except ValueError`` catch what they should.
@@ -30,6 +31,12 @@ class Error(Exception):
     retryable: bool
     outage: bool
     sys_errno: int = 0
+    #: True when the call failed after its command was sent to Redis (a
+    #: timeout, a connection lost after the send): the script may have run
+    #: and consumed units. False when it failed before the send, or Redis
+    #: answered with an error (the script did not run). For check_many raised
+    #: as a whole: True when any failed key's outcome is unknown.
+    outcome_unknown: bool = False
     #: check_many: the position of the key this error belongs to (else None).
     index: Optional[int] = None
 

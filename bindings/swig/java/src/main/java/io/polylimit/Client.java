@@ -91,7 +91,7 @@ public final class Client implements AutoCloseable {
             SWIGTYPE_p_polylimit_client[] out = new SWIGTYPE_p_polylimit_client[1];
             // null passes NULL: the core reads POLYLIMIT_URL, never a default.
             Errors.check(PolylimitNative.polylimit_client_open(url, nativeOpts, out, err), err);
-            String shown = url == null || url.isEmpty() ? "$POLYLIMIT_URL" : redact(url);
+            String shown = url == null || url.isEmpty() ? "$POLYLIMIT_URL" : redactUrl(url);
             return new Client(out[0], shown, options.name());
         } finally {
             nativeOpts.delete();
@@ -251,8 +251,24 @@ public final class Client implements AutoCloseable {
         return "Client[" + url + (name != null ? ", name=" + name : "") + (isClosed() ? ", closed]" : "]");
     }
 
-    // Keeps passwords out of toString and logs.
-    private static String redact(String url) {
-        return url.replaceFirst("^([A-Za-z0-9+.-]+://[^/@:]*):[^/@]*@", "$1:***@");
+    /**
+     * {@code url} with every password replaced by {@code ***}
+     * ({@code redis://user:***@host}, {@code sentinel_password=***}), by the
+     * core's one redaction ({@code polylimit_redact_url}): what every message
+     * and {@link #toString()} of this library shows. Any string is accepted;
+     * one that does not parse is redacted too, hiding more when in doubt.
+     */
+    public static String redactUrl(String url) {
+        Objects.requireNonNull(url, "url");
+        NativeLibrary.load();
+        byte[][] out = new byte[1][];
+        polylimit_error err = new polylimit_error();
+        try {
+            // A NUL would end the C string early: the redaction sees all of it.
+            Errors.check(PolylimitNative.polylimit_redact_url(url.replace('\0', ' '), out, err), err);
+        } finally {
+            err.delete();
+        }
+        return out[0] == null ? "" : new String(out[0], StandardCharsets.UTF_8);
     }
 }

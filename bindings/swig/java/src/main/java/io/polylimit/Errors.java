@@ -17,16 +17,18 @@ final class Errors {
         if (rc != Status.OK) throw exception(rc, err);
     }
 
-    /** The exception for rc with err's message and errno (err may be null). */
+    /** The exception for rc with err's message, errno and outcome_unknown (err may be null). */
     static PolylimitException exception(int rc, polylimit_error err) {
         if (err == null) return Status.exception(rc, "", 0);
-        return Status.exception(rc, text(err.messageBytes()), err.getSys_errno());
+        return Status.exception(rc, text(err.messageBytes()), err.getSys_errno())
+                .withOutcomeUnknown(err.getOutcome_unknown() != 0);
     }
 
-    /** The exception of key i of a batch: its own code, message and errno. */
+    /** The exception of key i of a batch: its own code, message, errno and outcome_unknown. */
     static PolylimitException exception(polylimit_error_list errors, int i, int code) {
         // The list holds the code too; the statuses array is authoritative.
-        return Status.exception(code, text(errors.messageBytes(i)), errors.sysErrno(i));
+        return Status.exception(code, text(errors.messageBytes(i)), errors.sysErrno(i))
+                .withOutcomeUnknown(errors.outcomeUnknown(i) != 0);
     }
 
     private static String text(byte[] message) {

@@ -18,6 +18,7 @@ public class PolylimitException extends RuntimeException {
 
     private final int code;
     private final int sysErrno;
+    private boolean outcomeUnknown;
 
     public PolylimitException(int code, String message) {
         this(code, message, 0);
@@ -42,6 +43,25 @@ public class PolylimitException extends RuntimeException {
     /** errno of the failing system call, or 0. */
     public int sysErrno() {
         return sysErrno;
+    }
+
+    /**
+     * True when the call failed after its command was sent to Redis (a timeout
+     * waiting for the reply, a connection lost after the send): the script may
+     * have run and consumed units. False when it failed before the send
+     * (connection refused, pool exhausted, a bad argument) or Redis answered
+     * with an error (the script did not run). For a batch: per key; the batch's
+     * own exception is true when any failed key's outcome is unknown. See
+     * docs/error-model.md.
+     */
+    public boolean outcomeUnknown() {
+        return outcomeUnknown;
+    }
+
+    /** Sets {@link #outcomeUnknown()} from the C error; returns this. */
+    PolylimitException withOutcomeUnknown(boolean unknown) {
+        this.outcomeUnknown = unknown;
+        return this;
     }
 
     @Override

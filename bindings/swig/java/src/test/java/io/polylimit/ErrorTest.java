@@ -195,7 +195,9 @@ class ErrorTest extends ServerTestBase {
                 ExecutorService pool = Executors.newSingleThreadExecutor();
                 try {
                     Future<?> first = pool.submit(() -> l.check("k"));
-                    Thread.sleep(800); // first now holds the only connection
+                    // first holds the only connection once its request waits at the listener.
+                    RedisServer.waitUntil("a request pending at the silent listener", Duration.ofSeconds(2),
+                            () -> RedisServer.requestPending(silent.getLocalPort()));
                     PoolExhaustedException p = assertThrows(PoolExhaustedException.class, () -> l.check("k"));
                     assertEquals(Status.EPOOL, p.code());
                     java.util.concurrent.ExecutionException e =

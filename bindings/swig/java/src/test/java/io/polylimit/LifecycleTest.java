@@ -154,9 +154,17 @@ class LifecycleTest extends ServerTestBase {
         // The client is neither kept nor closed by the caller: its limiter keeps
         // it reachable, so the Cleaner cannot close it (and the limiter with it).
         Limiter l = Client.open(redis.url()).limiter("100/min");
+        // Collect until a collection has demonstrably run (a weakly reachable
+        // canary is gone), then give the Cleaner thread the same chances the
+        // old fixed loop gave it: an absence can only be shown over a span.
+        java.lang.ref.WeakReference<Object> canary = new java.lang.ref.WeakReference<>(new Object());
+        RedisServer.waitUntil("a garbage collection", Duration.ofSeconds(10), () -> {
+            System.gc();
+            return canary.get() == null;
+        });
         for (int i = 0; i < 20; i++) {
             System.gc();
-            Thread.sleep(10);
+            Thread.sleep(10); // not synchronisation: time for a (wrong) Cleaner action to show
         }
         assertFalse(l.isClosed());
         assertTrue(l.check(key()).allowed());
@@ -193,7 +201,8 @@ class LifecycleTest extends ServerTestBase {
                         return null;
                     }));
                 }
-                Thread.sleep(20);
+                // Close while the callers are under way: once calls have completed.
+                RedisServer.waitUntil("calls under way", Duration.ofSeconds(10), () -> ok.get() + closed.get() > 0);
                 if (round % 2 == 0) l.close();
                 else c.close();
                 for (Future<?> f : futures) f.get();

@@ -201,6 +201,7 @@ class LimiterOptionsTest extends ServerTestBase {
             Decision denied = l.check(key);
             assertFalse(denied.allowed());
             assertTrue(denied.retryAfter().compareTo(Duration.ofSeconds(20)) > 0, denied.toString());
+            // Not a wait for a condition: the window passing in real time is under test.
             Thread.sleep(300); // the limit would admit again now, the block does not
             Decision still = l.check(key);
             assertFalse(still.allowed(), still.toString());

@@ -1,5 +1,5 @@
-// Features peer libraries have: partial grants, blocking acquire, shadow
-// mode, limits passed per call.
+// Variants of a check: partial grants (at most n), blocking acquire, shadow
+// mode and limits passed per call, in C++ and through the C ABI.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -97,7 +97,7 @@ TEST(PerCallLimit, ChangesAtRunTime) {
   }
 }
 
-TEST(PeerFeatures, CApi) {
+TEST(CheckVariants, CApi) {
   polylimit_client* client = nullptr;
   ASSERT_EQ(polylimit_client_open(server().url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
   polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
