@@ -125,17 +125,22 @@ size_t client_options_size(unsigned int version) {
   }
 }
 
-// The caller's options, widened to the current version (new fields 0).
-polylimit_client_options read_client_options(const polylimit_client_options* in) {
-  size_t size = client_options_size(in->version);
+// The caller's options struct, widened to the current version: the fields
+// its version has are copied, later ones are 0.
+template <typename Options>
+Options widen(const Options* in, size_t (*size_of)(unsigned int), const char* version_macro, unsigned int current) {
+  size_t size = size_of(in->version);
   if (size == 0)
-    polylimit::throw_invalid("options->version = " + std::to_string(in->version) +
-                            " is not a known POLYLIMIT_CLIENT_OPTIONS_VERSION (1.." +
-                            std::to_string(POLYLIMIT_CLIENT_OPTIONS_VERSION) + ")");
-  polylimit_client_options o;
+    polylimit::throw_invalid("options->version = " + std::to_string(in->version) + " is not a known " +
+                            version_macro + " (1.." + std::to_string(current) + ")");
+  Options o;
   std::memset(&o, 0, sizeof o);
   std::memcpy(&o, in, size);
   return o;
+}
+
+polylimit_client_options read_client_options(const polylimit_client_options* in) {
+  return widen(in, client_options_size, "POLYLIMIT_CLIENT_OPTIONS_VERSION", POLYLIMIT_CLIENT_OPTIONS_VERSION);
 }
 
 std::string opt_string(const char* s) { return s == nullptr ? std::string() : std::string(s); }
@@ -149,17 +154,8 @@ void hand_over(const std::string& text, char** out, size_t* len) {
   if (len != nullptr) *len = text.size();
 }
 
-// The caller's options, widened to the current version (new fields 0).
 polylimit_limiter_options read_limiter_options(const polylimit_limiter_options* in) {
-  size_t size = limiter_options_size(in->version);
-  if (size == 0)
-    polylimit::throw_invalid("options->version = " + std::to_string(in->version) +
-                            " is not a known POLYLIMIT_LIMITER_OPTIONS_VERSION (1.." +
-                            std::to_string(POLYLIMIT_LIMITER_OPTIONS_VERSION) + ")");
-  polylimit_limiter_options o;
-  std::memset(&o, 0, sizeof o);
-  std::memcpy(&o, in, size);
-  return o;
+  return widen(in, limiter_options_size, "POLYLIMIT_LIMITER_OPTIONS_VERSION", POLYLIMIT_LIMITER_OPTIONS_VERSION);
 }
 
 // An enum value from C: checked against the generated names, then cast (the
