@@ -410,6 +410,23 @@ std::vector<ReplyPtr> Connection::pipeline(const std::vector<Argv>& commands) {
   return replies;
 }
 
+ReplyPtr Connection::receive(std::chrono::milliseconds wait) {
+  if (broken_) throw Error(ErrorCode::kInternal, "receive on a broken connection to " + where_);
+  try {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
+      fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
+    if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+    if (!(tls_ && tls_->has_pending()) && !wait_for(fd_, POLLIN, Clock::now() + wait)) return nullptr;
+    ReplyPtr r = read_reply(command_deadline());
+    last_used_ = Clock::now();
+    return r;
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
 bool Connection::leftover() const {
   return reader_->pos < reader_->len || (tls_ && tls_->has_pending());
 }

@@ -85,6 +85,12 @@ class Connection {
   // order: the building block for pipelining many callers' commands.
   std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
 
+  // For a subscribed connection (SUBSCRIBE sent with command() or
+  // pipeline()): the next pushed message, or null when none started to
+  // arrive within `wait`. Once a message starts to arrive, all of it must
+  // within command_timeout_ms. Failures throw and mark the connection broken.
+  ReplyPtr receive(std::chrono::milliseconds wait);
+
   bool broken() const { return broken_; }
   // True once any byte of the last command() or pipeline() was written to
   // the socket: a failure after that may come after the server ran it.

@@ -5,8 +5,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
 #include <optional>
+#include <sstream>
 
 #include "redis_errors.h"
 
@@ -24,91 +27,237 @@ bool is_readonly(const redisReply* r) {
 
 void append(std::string& list, const std::string& item) { list += (list.empty() ? "" : "; ") + item; }
 
+using Clock = std::chrono::steady_clock;
+
+std::string text_of(const redisReply* r) { return r && r->str ? std::string(r->str, r->len) : std::string(); }
+
 }  // namespace
+
+struct SentinelTransport::Query {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Answer> answers;
+};
 
 SentinelTransport::SentinelTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls)
     : endpoint_(std::move(endpoint)), options_(options), tls_(std::move(tls)) {
   if (endpoint_.seeds.empty()) throw_invalid("redis+sentinel:// needs at least one sentinel");
   if (endpoint_.master_name.empty()) throw_invalid("redis+sentinel:// needs a master name");
+  failures_.reset(new std::atomic<int>[endpoint_.seeds.size()]);
+  for (size_t i = 0; i < endpoint_.seeds.size(); ++i) failures_[i].store(0);
+}
+
+SentinelTransport::~SentinelTransport() { stop_threads(); }
+
+void SentinelTransport::stop_threads() {
+  Locks& l = locks();
+  std::vector<std::thread> followers;
+  std::vector<Probe> probes;
+  {
+    std::lock_guard<std::mutex> lock(l.threads);
+    l.stop = true;
+    followers = std::move(l.followers);
+  }
+  l.wake.notify_all();
+  for (std::thread& t : followers) t.join();
+  {
+    std::lock_guard<std::mutex> lock(l.threads);
+    probes = std::move(l.probes);
+    l.probes.clear();
+  }
+  // A probe waiting on a hung sentinel ends within its own timeouts.
+  for (Probe& p : probes)
+    if (p.thread.joinable()) p.thread.join();
+}
+
+Endpoint SentinelTransport::sentinel_endpoint(size_t i) const {
+  Endpoint sep;
+  sep.kind = Endpoint::Kind::kTcp;
+  sep.host = endpoint_.seeds[i].host;
+  sep.port = endpoint_.seeds[i].port;
+  sep.user = endpoint_.sentinel_user;
+  sep.password = endpoint_.sentinel_password;
+  sep.tls = endpoint_.tls;
+  return sep;
+}
+
+namespace {
+
+// One request to one sentinel, on a probe thread.
+SentinelTransport::Answer ask(const Endpoint& sep, const PoolOptions& options, const TlsContext* tls,
+                              const std::string& name, size_t i) {
+  using Answer = SentinelTransport::Answer;
+  Answer a;
+  a.sentinel = i;
+  try {
+    Connection conn(sep, options, tls);
+    ReplyPtr r = conn.command({"SENTINEL", "get-master-addr-by-name", name});
+    if (r->type == REDIS_REPLY_NIL) {
+      a.kind = Answer::Kind::kNil;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+      a.kind = Answer::Kind::kErrorReply;
+      a.text = text_of(r.get());
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+               r->element[1]->type == REDIS_REPLY_STRING) {
+      a.kind = Answer::Kind::kAddress;
+      a.host = text_of(r->element[0]);
+      a.port = std::atoi(text_of(r->element[1]).c_str());
+    } else {
+      a.kind = Answer::Kind::kErrorReply;
+      a.text = "unexpected reply to SENTINEL get-master-addr-by-name";
+    }
+  } catch (const Error& e) {
+    a.kind = Answer::Kind::kFailed;
+    a.code = e.code();
+    a.text = e.what();
+    // kAuth from the TLS layer (a certificate failed verification) is not
+    // the sentinel refusing our credentials.
+    a.tls_failure = e.code() == ErrorCode::kAuth && std::strncmp(e.what(), "TLS ", 4) == 0;
+  } catch (const std::exception& e) {
+    a.kind = Answer::Kind::kFailed;
+    a.code = ErrorCode::kInternal;
+    a.text = e.what();
+  }
+  return a;
+}
+
+}  // namespace
+
+void SentinelTransport::launch_probe(size_t i, const std::shared_ptr<Query>& q) {
+  Locks& l = locks();
+  std::lock_guard<std::mutex> lock(l.threads);
+  // Finished probes are joined here, so that they never accumulate.
+  for (auto it = l.probes.begin(); it != l.probes.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = l.probes.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::shared_ptr<std::atomic<bool>> busy = l.busy[i];
+  busy->store(true);
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  // The probe uses nothing of `this`: it may outlive the resolution that
+  // started it (it is joined by a later launch or by stop_threads()).
+  std::thread t([sep = sentinel_endpoint(i), options = options_, tls = tls_, name = endpoint_.master_name, q, i,
+                 busy, done] {
+    Answer a = ask(sep, options, tls.get(), name, i);
+    busy->store(false);
+    {
+      std::lock_guard<std::mutex> guard(q->mu);
+      q->answers.push_back(std::move(a));
+    }
+    q->cv.notify_all();
+    done->store(true);
+  });
+  l.probes.push_back(Probe{std::move(t), done});
+}
+
+SentinelTransport::MasterPtr SentinelTransport::confirm(const MasterPtr& previous, const std::string& host, int port,
+                                                        const std::string& where, std::string& failures) {
+  Endpoint data;
+  data.kind = Endpoint::Kind::kTcp;
+  data.host = host;
+  data.port = port;
+  data.user = endpoint_.user;
+  data.password = endpoint_.password;
+  data.db = endpoint_.db;
+  data.tls = endpoint_.tls;
+  MasterPtr m =
+      previous && previous->address == data.describe() ? previous : std::make_shared<Master>(data, options_, tls_);
+  try {
+    PooledConnection conn = m->pool.acquire();
+    ReplyPtr role = conn->command({"ROLE"});
+    if (role->type == REDIS_REPLY_ERROR) throw_reply_error(text_of(role.get()), "ROLE");
+    if (role->type != REDIS_REPLY_ARRAY || role->elements < 1 || role->element[0]->type != REDIS_REPLY_STRING ||
+        text_of(role->element[0]) != "master") {
+      append(failures, where + " names " + m->address + ", which is not a master (yet)");
+      return nullptr;
+    }
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kPermission) throw;
+    append(failures, where + " names " + m->address + ": " + e.what());
+    return nullptr;
+  }
+  return m;
 }
 
 SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previous) {
   last_resolve_ns_.store(now_ns());
   resolutions_.fetch_add(1, std::memory_order_relaxed);
   const std::string& name = endpoint_.master_name;
-  std::string failures;
-  int answered = 0, unknown = 0, not_sentinel = 0, refused = 0, tls_refused = 0;
-  for (const HostPort& s : endpoint_.seeds) {
-    Endpoint sep;
-    sep.kind = Endpoint::Kind::kTcp;
-    sep.host = s.host;
-    sep.port = s.port;
-    sep.user = endpoint_.sentinel_user;
-    sep.password = endpoint_.sentinel_password;
-    sep.tls = endpoint_.tls;
-    const std::string where = "sentinel " + s.describe();
-    ReplyPtr r;
-    try {
-      Connection conn(sep, options_, tls_.get());
-      r = conn.command({"SENTINEL", "get-master-addr-by-name", name});
-    } catch (const Error& e) {
-      // kAuth from the TLS layer (a certificate failed verification) is not
-      // the sentinel refusing our credentials.
-      const bool tls_failure = e.code() == ErrorCode::kAuth && std::strncmp(e.what(), "TLS ", 4) == 0;
-      if (tls_failure)
-        ++tls_refused;
-      else if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kPermission)
-        ++refused;
-      append(failures, where + ": " + e.what());
-      continue;
-    }
-    ++answered;
-    if (r->type == REDIS_REPLY_NIL) {
-      ++unknown;
-      append(failures, where + " knows no master named \"" + name + "\"");
-      continue;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-      std::string text(r->str, r->len);
-      if (text.find("unknown command") != std::string::npos || text.find("unknown subcommand") != std::string::npos)
-        ++not_sentinel;
-      append(failures, where + ": " + text);
-      continue;
-    }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
-        r->element[1]->type != REDIS_REPLY_STRING) {
-      append(failures, where + ": unexpected reply to SENTINEL get-master-addr-by-name");
-      continue;
-    }
-    Endpoint data;
-    data.kind = Endpoint::Kind::kTcp;
-    data.host.assign(r->element[0]->str, r->element[0]->len);
-    data.port = std::atoi(std::string(r->element[1]->str, r->element[1]->len).c_str());
-    data.user = endpoint_.user;
-    data.password = endpoint_.password;
-    data.db = endpoint_.db;
-    data.tls = endpoint_.tls;
-    MasterPtr m = previous && previous->address == data.describe() ? previous
-                                                                      : std::make_shared<Master>(data, options_, tls_);
-    try {
-      PooledConnection conn = m->pool.acquire();
-      ReplyPtr role = conn->command({"ROLE"});
-      if (role->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(role->str, role->len), "ROLE");
-      if (role->type != REDIS_REPLY_ARRAY || role->elements < 1 || role->element[0]->type != REDIS_REPLY_STRING ||
-          std::string(role->element[0]->str, role->element[0]->len) != "master") {
-        append(failures, where + " names " + m->address + ", which is not a master (yet)");
-        continue;
-      }
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kAuth || e.code() == ErrorCode::kPermission) throw;
-      append(failures, where + " names " + m->address + ": " + e.what());
-      continue;
-    }
-    return m;
+  const size_t n = endpoint_.seeds.size();
+  const int budget_ms = options_.connect_timeout_ms + options_.command_timeout_ms;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
+  std::vector<std::shared_ptr<std::atomic<bool>>> busy;
+  {
+    Locks& l = locks();
+    std::lock_guard<std::mutex> lock(l.threads);
+    while (l.busy.size() < n) l.busy.push_back(std::make_shared<std::atomic<bool>>(false));
+    busy = l.busy;
   }
-  if (tls_refused > 0 && tls_refused + refused == static_cast<int>(endpoint_.seeds.size()))
+  auto q = std::make_shared<Query>();
+  std::string failures;
+  std::vector<bool> heard(n, false);
+  size_t launched = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (busy[i]->load()) {
+      // Still waiting for an earlier request: it hangs or is slow; asking
+      // again would only add a thread.
+      heard[i] = true;
+      failures_[i].fetch_add(1);
+      append(failures, "sentinel " + endpoint_.seeds[i].describe() + ": has not answered an earlier request yet");
+      continue;
+    }
+    launch_probe(i, q);
+    ++launched;
+  }
+  int answered = 0, unknown = 0, not_sentinel = 0, refused = 0, tls_refused = 0;
+  size_t received = 0;
+  std::unique_lock<std::mutex> lock(q->mu);
+  while (received < launched) {
+    if (!q->cv.wait_until(lock, deadline, [&] { return !q->answers.empty(); })) break;
+    Answer a = std::move(q->answers.front());
+    q->answers.pop_front();
+    ++received;
+    lock.unlock();
+    heard[a.sentinel] = true;
+    const std::string where = "sentinel " + endpoint_.seeds[a.sentinel].describe();
+    if (a.kind == Answer::Kind::kFailed) {
+      failures_[a.sentinel].fetch_add(1);
+      if (a.tls_failure)
+        ++tls_refused;
+      else if (a.code == ErrorCode::kAuth || a.code == ErrorCode::kPermission)
+        ++refused;
+      append(failures, where + ": " + a.text);
+    } else {
+      failures_[a.sentinel].store(0);
+      ++answered;
+      if (a.kind == Answer::Kind::kNil) {
+        ++unknown;
+        append(failures, where + " knows no master named \"" + name + "\"");
+      } else if (a.kind == Answer::Kind::kErrorReply) {
+        if (a.text.find("unknown command") != std::string::npos ||
+            a.text.find("unknown subcommand") != std::string::npos)
+          ++not_sentinel;
+        append(failures, where + ": " + a.text);
+      } else if (MasterPtr m = confirm(previous, a.host, a.port, where, failures)) {
+        return m;
+      }
+    }
+    lock.lock();
+  }
+  lock.unlock();
+  for (size_t i = 0; i < n; ++i)
+    if (!heard[i]) {
+      failures_[i].fetch_add(1);
+      append(failures,
+             "sentinel " + endpoint_.seeds[i].describe() + ": no answer within " + std::to_string(budget_ms) + " ms");
+    }
+  if (tls_refused > 0 && tls_refused + refused == static_cast<int>(n))
     throw Error(ErrorCode::kAuth, "rediss+sentinel://: TLS with the sentinels failed: " + failures);
-  if (refused > 0 && refused == static_cast<int>(endpoint_.seeds.size()))
+  if (refused > 0 && refused == static_cast<int>(n))
     throw Error(ErrorCode::kAuth, "redis+sentinel://: every sentinel refused the credentials (sentinel_user / "
                                   "sentinel_password): " + failures);
   if (answered > 0 && unknown == answered)
@@ -120,11 +269,38 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
               "redis+sentinel://: no usable master \"" + name + "\" from the sentinels (" + failures + ")");
 }
 
-void SentinelTransport::recheck() {
-  if (now_ns() - last_resolve_ns_.load() < std::chrono::nanoseconds(kRecheckInterval).count()) return;
+// ------------------------------------------------------------ follower
+
+void SentinelTransport::ensure_follower() {
+  Locks& l = locks();
+  if (l.started.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(l.threads);
+  if (l.started.load() || l.stop || closed_.load()) return;
+  l.started.store(true, std::memory_order_release);
+  l.followers.emplace_back([this] { recheck_loop(); });
+  for (size_t i = 0; i < endpoint_.seeds.size(); ++i) l.followers.emplace_back([this, i] { subscribe_loop(i); });
+}
+
+std::unique_ptr<Connection> SentinelTransport::subscribe(size_t i) {
+  const std::string where = "SUBSCRIBE on sentinel " + endpoint_.seeds[i].describe();
+  auto conn = std::make_unique<Connection>(sentinel_endpoint(i), options_, tls_.get());
+  // One channel per SUBSCRIBE: one confirmation per command.
+  std::vector<ReplyPtr> rs =
+      conn->pipeline({{"SUBSCRIBE", "+switch-master"}, {"SUBSCRIBE", "-failover-abort-no-good-slave"}});
+  for (const ReplyPtr& r : rs) {
+    if (r->type == REDIS_REPLY_ERROR) throw Error(ErrorCode::kUnavailable, where + ": " + text_of(r.get()));
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || text_of(r->element[0]) != "subscribe")
+      throw Error(ErrorCode::kUnavailable, where + ": unexpected reply");
+  }
+  // A message that arrived with the confirmation marked it broken: start over.
+  if (conn->broken()) throw Error(ErrorCode::kUnavailable, where + ": a message arrived with the confirmation");
+  return conn;
+}
+
+void SentinelTransport::background_resolve(std::chrono::milliseconds min_age) {
   std::unique_lock<std::mutex> single(locks().resolve, std::try_to_lock);
-  if (!single.owns_lock()) return;  // another thread is at it
-  if (now_ns() - last_resolve_ns_.load() < std::chrono::nanoseconds(kRecheckInterval).count()) return;
+  if (!single.owns_lock()) return;  // someone is at it
+  if (now_ns() - last_resolve_ns_.load() < std::chrono::nanoseconds(min_age).count()) return;
   MasterPtr previous;
   {
     std::lock_guard<std::mutex> lock(locks().master);
@@ -133,9 +309,99 @@ void SentinelTransport::recheck() {
   try {
     MasterPtr m = resolve(previous);
     std::lock_guard<std::mutex> lock(locks().master);
-    master_ = m;
+    master_ = m;  // the old pool closes when its last lease comes back
   } catch (const Error&) {
     // Keep the master in use; a failing command will re-resolve.
+  }
+}
+
+void SentinelTransport::on_message(const redisReply* m) {
+  // ["message", "+switch-master", "<name> <old-ip> <old-port> <new-ip> <new-port>"]
+  // ["message", "-failover-abort-no-good-slave", "master <name> <ip> <port>"]
+  if (!m || m->type != REDIS_REPLY_ARRAY || m->elements != 3 || text_of(m->element[0]) != "message") return;
+  const std::string channel = text_of(m->element[1]);
+  std::istringstream in(text_of(m->element[2]));
+  if (channel == "-failover-abort-no-good-slave") {
+    std::string type, name;
+    // The master stays where it was: make sure of it without waiting for the
+    // next periodic re-check.
+    if (in >> type >> name && type == "master" && name == endpoint_.master_name)
+      background_resolve(kMinResolveInterval);
+    return;
+  }
+  if (channel != "+switch-master") return;
+  std::string name, old_host, old_port, host;
+  int port = 0;
+  if (!(in >> name >> old_host >> old_port >> host >> port) || name != endpoint_.master_name) return;
+  std::lock_guard<std::mutex> single(locks().resolve);
+  MasterPtr previous;
+  {
+    std::lock_guard<std::mutex> lock(locks().master);
+    previous = master_;
+  }
+  std::string failures;
+  MasterPtr next;
+  try {
+    next = confirm(previous, host, port, "+switch-master", failures);
+  } catch (const Error&) {
+  }
+  if (next == previous) return;  // already there (another sentinel's announcement)
+  if (!next) {
+    try {
+      next = resolve(previous);
+    } catch (const Error&) {
+      return;
+    }
+  }
+  last_resolve_ns_.store(now_ns());
+  {
+    std::lock_guard<std::mutex> lock(locks().master);
+    master_ = next;
+  }
+  switch_messages_.fetch_add(1);
+}
+
+bool SentinelTransport::stopping(std::chrono::milliseconds wait) {
+  Locks& l = locks();
+  std::unique_lock<std::mutex> lock(l.threads);
+  if (wait.count() > 0) l.wake.wait_for(lock, wait, [&] { return l.stop; });
+  return l.stop;
+}
+
+void SentinelTransport::recheck_loop() {
+  while (!stopping(kRecheckInterval)) background_resolve(kRecheckInterval - std::chrono::milliseconds(10));
+}
+
+void SentinelTransport::subscribe_loop(size_t i) {
+  uint64_t seed = static_cast<uint64_t>(now_ns()) ^ (reinterpret_cast<uintptr_t>(this) + i);
+  int failures = 0;
+  while (!stopping(std::chrono::milliseconds(0))) {
+    std::unique_ptr<Connection> sub;
+    try {
+      sub = subscribe(i);
+    } catch (const Error&) {
+      failures_[i].fetch_add(1);
+      ++failures;
+      int64_t wait = std::min<int64_t>(kSubscribeBackoffMax.count(),
+                                       kSubscribeBackoffMin.count() << std::min(failures - 1, 10));
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      stopping(std::chrono::milliseconds(wait / 2 + static_cast<int64_t>((seed >> 33) % (wait / 2 + 1))));
+      continue;
+    }
+    failures = 0;
+    subscriptions_.fetch_add(1);
+    // Whatever was announced while we were not subscribed.
+    background_resolve(kMinResolveInterval);
+    try {
+      // Short waits, so that stop_threads() is never kept waiting long.
+      while (!stopping(std::chrono::milliseconds(0))) {
+        ReplyPtr m = sub->receive(std::chrono::milliseconds(50));
+        if (m) on_message(m.get());
+      }
+    } catch (const Error&) {
+      failures_[i].fetch_add(1);
+    }
+    subscriptions_.fetch_sub(1);
   }
 }
 
@@ -143,10 +409,10 @@ SentinelTransport::MasterPtr SentinelTransport::current() {
   {
     std::unique_lock<std::mutex> lock(locks().master);
     if (master_) {
+      MasterPtr m = master_;
       lock.unlock();
-      recheck();
-      lock.lock();
-      return master_;
+      ensure_follower();
+      return m;
     }
   }
   std::lock_guard<std::mutex> single(locks().resolve);
@@ -155,8 +421,11 @@ SentinelTransport::MasterPtr SentinelTransport::current() {
     if (master_) return master_;
   }
   MasterPtr m = resolve(nullptr);  // the first resolution's error is the caller's answer
-  std::lock_guard<std::mutex> lock(locks().master);
-  master_ = m;
+  {
+    std::lock_guard<std::mutex> lock(locks().master);
+    master_ = m;
+  }
+  ensure_follower();
   return m;
 }
 
@@ -254,6 +523,8 @@ long SentinelTransport::connect_attempts() {
 }
 
 void SentinelTransport::close() {
+  closed_.store(true);
+  stop_threads();
   MasterPtr master;
   {
     std::lock_guard<std::mutex> lock(locks().master);

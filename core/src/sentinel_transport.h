@@ -1,23 +1,43 @@
 // sentinel_transport.h - Redis Sentinel: commands go to the current master.
 //
 // The master's address comes from the sentinels (SENTINEL
-// get-master-addr-by-name, asked in URL order until one answers) and is
-// verified with ROLE before use. On a connection failure or a READONLY reply
-// (the old master came back as a replica) the master is resolved again -
-// single-flight and at most once per kMinResolveInterval - and the command is
-// retried once, only when it certainly did not run: the connection could not
-// be made, or the reply was READONLY. NOSCRIPT on a promoted replica is
-// recovered by the ScriptCache. After a failure on a sent command (timeout,
-// reset) nothing is retried: the script may have run. While in use, the
-// master is also re-resolved every kRecheckInterval by one caller thread.
+// get-master-addr-by-name), asked all at once, each on its own short-lived
+// thread, under ONE deadline per resolution (connect_timeout_ms +
+// command_timeout_ms, a fresh connect each time): the first answer naming a
+// node that ROLE confirms as master wins, so hung sentinels cost nothing while
+// one healthy sentinel answers, and a resolution never takes more than that
+// deadline however many hang. A sentinel still busy with an earlier request
+// is not asked again (it counts as not answering), so hung sentinels cannot
+// pile up threads.
+//
+// A caller resolves synchronously only when no master is known yet (first
+// use) or when its command failed on the master: on a connection failure or a
+// READONLY reply (the old master came back as a replica) the master is
+// resolved again - single-flight and at most once per kMinResolveInterval -
+// and the command is retried once, only when it certainly did not run: the
+// connection could not be made, or the reply was READONLY. NOSCRIPT on a
+// promoted replica is recovered by the ScriptCache. After a failure on a sent
+// command (timeout, reset) nothing is retried: the script may have run.
+//
+// Off the callers' threads, follower threads (started on first use, one set
+// per process: a forked child starts its own on its first call and never
+// touches the parent's; stopped and joined by close() and the destructor):
+// one per sentinel keeps a connection SUBSCRIBEd to +switch-master (and
+// -failover-abort-no-good-slave: resolve again) on it, reconnecting with a
+// jittered backoff, and moves to the announced master as soon as the message
+// arrives, and one resolves the master again every
+// kRecheckInterval as a safety net (also after each (re)subscription).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <sys/types.h>
 
@@ -29,10 +49,14 @@ namespace polylimit {
 class SentinelTransport : public Transport {
  public:
   static constexpr std::chrono::milliseconds kMinResolveInterval{100};
-  // While in use, the sentinels are asked again this often, so that a
-  // promotion is followed even while the old master still accepts writes
-  // (Sentinel demotes a reachable old master only seconds later).
+  // While in use, the follower asks the sentinels again this often (a safety
+  // net for a missed +switch-master: Sentinel demotes a reachable old master
+  // only seconds later).
   static constexpr std::chrono::milliseconds kRecheckInterval{1000};
+  // Between two subscription attempts after failures: doubling from the
+  // first to the last, jittered.
+  static constexpr std::chrono::milliseconds kSubscribeBackoffMin{50};
+  static constexpr std::chrono::milliseconds kSubscribeBackoffMax{2000};
 
   // `endpoint` is a kSentinel endpoint. Nothing is connected until the first
   // command. With endpoint.tls the sentinels and the data nodes they name are
@@ -41,6 +65,7 @@ class SentinelTransport : public Transport {
 
   SentinelTransport(const SentinelTransport&) = delete;
   SentinelTransport& operator=(const SentinelTransport&) = delete;
+  ~SentinelTransport() override;
 
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
@@ -54,6 +79,10 @@ class SentinelTransport : public Transport {
   std::string master_address();
   long resolutions() const { return resolutions_.load(); }
   long readonly_replies() const { return readonly_replies_.load(); }
+  // +switch-master messages for our master that moved the client.
+  long switch_messages() const { return switch_messages_.load(); }
+  // Subscriptions to sentinels held now (for tests).
+  int subscriptions() const { return subscriptions_.load(); }
 
  private:
   struct Master {
@@ -64,12 +93,49 @@ class SentinelTransport : public Transport {
   };
   using MasterPtr = std::shared_ptr<Master>;
 
+  // One sentinel's answer (or failure) to get-master-addr-by-name.
+ public:
+  struct Answer {
+    enum class Kind { kAddress, kNil, kErrorReply, kFailed } kind = Kind::kFailed;
+    size_t sentinel = 0;
+    std::string host, text;  // text: the error reply or the failure
+    int port = 0;
+    ErrorCode code = ErrorCode::kUnavailable;
+    bool tls_failure = false;
+  };
+ private:
+  struct Query;  // the answers of one resolution, shared with its probes
+  struct Probe {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+
   MasterPtr current();
   // Resolves again unless that was done less than kMinResolveInterval ago;
   // returns the master in use afterwards (unchanged when resolution fails).
   MasterPtr re_resolve();
-  void recheck();  // periodic re_resolve by whichever thread gets there first
   MasterPtr resolve(const MasterPtr& previous);  // locks().resolve held; throws
+  // A Master for host:port (`previous` when it is the same address), or null
+  // when ROLE says it is not a master; throws kAuth/kPermission, appends
+  // other failures to `failures`.
+  MasterPtr confirm(const MasterPtr& previous, const std::string& host, int port, const std::string& where,
+                    std::string& failures);
+  void launch_probe(size_t i, const std::shared_ptr<Query>& q);
+  Endpoint sentinel_endpoint(size_t i) const;
+
+  // The followers: one thread re-checks every kRecheckInterval, one per
+  // sentinel keeps a subscription to it.
+  void ensure_follower();
+  void recheck_loop();
+  void subscribe_loop(size_t i);
+  // Waits up to `wait` for stop_threads(); true when it was called.
+  bool stopping(std::chrono::milliseconds wait);
+  // Resolves unless someone is at it or did it less than min_age ago.
+  void background_resolve(std::chrono::milliseconds min_age);
+  void on_message(const redisReply* m);
+  std::unique_ptr<Connection> subscribe(size_t i);
+  void stop_threads();
+
   template <class R>
   R execute(const std::function<R(Connection&)>& run, const std::function<bool(const R&)>& readonly);
 
@@ -77,13 +143,27 @@ class SentinelTransport : public Transport {
   const PoolOptions options_;
   const std::shared_ptr<const TlsContext> tls_;
   ScriptCache scripts_;
-  // Apart, so that a forked child starts with fresh locks (see ClusterTransport).
+  // Apart, so that a forked child starts with fresh locks and threads of its
+  // own (see ClusterTransport): the parent's follower does not exist there.
   struct Locks {
     std::mutex master;   // guards master_
     std::mutex resolve;  // single flight
+    std::mutex threads;  // guards what follows
+    std::condition_variable wake;
+    bool stop = false;
+    std::atomic<bool> started{false};  // read without the lock on every call
+    std::vector<std::thread> followers;
+    std::vector<Probe> probes;
+    // Per sentinel, shared with its probe: a request still waiting for it.
+    std::vector<std::shared_ptr<std::atomic<bool>>> busy;
   };
   Locks& locks() { return locks_.get(); }
   PerProcess<Locks> locks_;
+  // Per sentinel: consecutive failures (for healthy-first choices).
+  std::unique_ptr<std::atomic<int>[]> failures_;
+  std::atomic<bool> closed_{false};
+  std::atomic<int> subscriptions_{0};
+  std::atomic<long> switch_messages_{0};
   MasterPtr master_;
   std::atomic<int64_t> last_resolve_ns_{0};
   std::atomic<long> resolutions_{0};

@@ -144,14 +144,7 @@ std::vector<Row> g_rows;
 // Known failures: scenario -> what is wrong. A row that fails and is listed
 // here is reported as a known failure (not hidden, but it does not fail the
 // run); a listed row that passes says so, so that the entry gets removed.
-const std::map<std::string, std::string> kKnownFailures = {
-    {"every sentinel hung (`SIGSTOP`)",
-     "known failure: the client asks the sentinels one after the other, each with its own timeouts, so a call "
-     "that must resolve the master while every sentinel hangs takes sentinels x command_timeout_ms (3 x 200 ms "
-     "here; 3 s with the default 1 s timeout) instead of one deadline (core/src/sentinel_transport.cpp, "
-     "SentinelTransport::resolve). A client that already knows the (healthy) master pays the same once a second: "
-     "its periodic re-check runs inline in a caller's check (SentinelTransport::recheck)"},
-};
+const std::map<std::string, std::string> kKnownFailures = {};
 
 // One scenario's bookkeeping.
 class Scenario {
