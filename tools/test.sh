@@ -19,16 +19,28 @@ cd "$root"
 
 results=()
 failed=0
+failed_logs=()
+# Each suite's output is also kept in build/test-logs/ so that the summary,
+# the last thing printed, can repeat why a suite failed.
+logs="$root/build/test-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
 run_suite() {  # run_suite NAME COMMAND...
   local name=$1; shift
   echo
   echo "=== $name ==="
   local start=$SECONDS
-  if "$@"; then
+  local log="$logs/$(echo "$name" | tr -c 'A-Za-z0-9\n' '_').log"
+  # Not a pipe: the suite runs in this shell (the build suite exports paths).
+  local status=0
+  "$@" > >(tee "$log") 2>&1 || status=$?
+  wait $! 2>/dev/null || true  # tee has written everything
+  if [ $status -eq 0 ]; then
     results+=("PASS  $name ($((SECONDS - start)) s)")
   else
     results+=("FAIL  $name ($((SECONDS - start)) s)")
     failed=$((failed + 1))
+    failed_logs+=("$name|$log")
   fi
 }
 
@@ -88,4 +100,11 @@ echo "=== summary ==="
 printf '%s\n' "${results[@]}"
 passed=$(( ${#results[@]} - failed ))
 echo "suites: $passed passed, $failed failed"
+for entry in "${failed_logs[@]}"; do
+  echo
+  echo "--- why '${entry%%|*}' failed (${entry#*|}, error lines, then its last 25 lines) ---"
+  grep -E -i 'error|fail|assert|timeout|sanitizer|crash|leak|expected' "${entry#*|}" | grep -v -E '^\[[0-9]+/[0-9]+\]' | tail -n 25 || true
+  echo "..."
+  tail -n 25 "${entry#*|}"
+done
 [ $failed -eq 0 ]

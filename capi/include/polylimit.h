@@ -65,10 +65,11 @@ typedef enum polylimit_status {
     POLYLIMIT_EAUTH = -5,         /**< authentication failed (AUTH / ACL user); fix the credentials */
     POLYLIMIT_EPERM = -6,         /**< an ACL denied a command or key (NOPERM); fix the ACL */
     POLYLIMIT_ESCRIPT = -7,       /**< the Lua script failed inside Redis (a bug, or a key of the wrong type) */
-    POLYLIMIT_EPOOL = -8,         /**< no pooled connection became free in time; retry later */
+    POLYLIMIT_EPOOL = -8,         /**< the connection queue stayed full (4096 calls) for acquire_timeout_ms; retry later */
     POLYLIMIT_ENOMEM = -9,        /**< out of memory, here or in Redis (OOM) */
     POLYLIMIT_ESERVER = -10,      /**< the server answered with an unexpected error or reply */
-    POLYLIMIT_ECLOSED = -11       /**< the handle, or the client it was made from, was closed */
+    POLYLIMIT_ECLOSED = -11,      /**< the handle, or the client it was made from, was closed */
+    POLYLIMIT_ENOTDURABLE = -12   /**< failover-safe mode: the master admitted the check but its write was not acknowledged by enough replicas (or fsynced) in time; the units stay consumed on the master */
 } polylimit_status;
 
 /** Algorithms (polylimit_limiter_options.algorithm). */
@@ -86,7 +87,8 @@ typedef enum polylimit_clock {
 } polylimit_clock;
 
 /** What a check answers when Redis cannot answer in time (timeout, refused or
- * broken connection, pool exhausted, circuit breaker open). */
+ * broken connection, pool exhausted, circuit breaker open; in failover-safe
+ * mode also a write the replicas did not acknowledge in time). */
 typedef enum polylimit_failure_policy {
     POLYLIMIT_FAIL_ERROR = 0,   /**< return the error code (the default) */
     POLYLIMIT_FAIL_OPEN = 1,    /**< admit; decision.degraded = 1 */
@@ -97,10 +99,10 @@ typedef enum polylimit_failure_policy {
 /* Option bounds: a value outside MIN..MAX is rejected with POLYLIMIT_EINVALID
  * and a message "<name> = <value> is out of range MIN..MAX". DEFAULT is what 0
  * (or NULL) selects where the field documents a default. */
-/* pool_size: most connections open at once */
+/* pool_size: most connections per Redis node; concurrent calls share them (pipelined) */
 #define POLYLIMIT_MIN_POOL_SIZE 1LL
 #define POLYLIMIT_MAX_POOL_SIZE 4096LL
-#define POLYLIMIT_DEFAULT_POOL_SIZE 8LL
+#define POLYLIMIT_DEFAULT_POOL_SIZE 2LL
 /* connect_timeout_ms: TCP/unix connect */
 #define POLYLIMIT_MIN_CONNECT_TIMEOUT_MS 1LL
 #define POLYLIMIT_MAX_CONNECT_TIMEOUT_MS 3600000LL
@@ -109,7 +111,7 @@ typedef enum polylimit_failure_policy {
 #define POLYLIMIT_MIN_COMMAND_TIMEOUT_MS 1LL
 #define POLYLIMIT_MAX_COMMAND_TIMEOUT_MS 3600000LL
 #define POLYLIMIT_DEFAULT_COMMAND_TIMEOUT_MS 1000LL
-/* acquire_timeout_ms: wait for a free pooled connection */
+/* acquire_timeout_ms: wait for room when a connection already has 4096 calls queued */
 #define POLYLIMIT_MIN_ACQUIRE_TIMEOUT_MS 0LL
 #define POLYLIMIT_MAX_ACQUIRE_TIMEOUT_MS 3600000LL
 #define POLYLIMIT_DEFAULT_ACQUIRE_TIMEOUT_MS 1000LL
@@ -147,6 +149,14 @@ typedef enum polylimit_failure_policy {
 #define POLYLIMIT_MIN_BLOCK_MS 0LL
 #define POLYLIMIT_MAX_BLOCK_MS 31622400000LL
 #define POLYLIMIT_DEFAULT_BLOCK_MS 0LL
+/* durable_replicas: failover-safe mode: replicas that must acknowledge a check's write (WAIT) before it is admitted; 0: off */
+#define POLYLIMIT_MIN_DURABLE_REPLICAS 0LL
+#define POLYLIMIT_MAX_DURABLE_REPLICAS 100LL
+#define POLYLIMIT_DEFAULT_DURABLE_REPLICAS 0LL
+/* durable_timeout_ms: failover-safe mode: how long a check waits for those acknowledgements; below command_timeout_ms */
+#define POLYLIMIT_MIN_DURABLE_TIMEOUT_MS 1LL
+#define POLYLIMIT_MAX_DURABLE_TIMEOUT_MS 3600000LL
+#define POLYLIMIT_DEFAULT_DURABLE_TIMEOUT_MS 100LL
 /* timeout_ms: acquire: longest wait for admission */
 #define POLYLIMIT_MIN_TIMEOUT_MS 0LL
 #define POLYLIMIT_MAX_TIMEOUT_MS 31622400000LL
@@ -331,8 +341,9 @@ POLYLIMIT_EXTERN(void) polylimit_client_close(polylimit_client *client);
 
 /* ---- limiter ----------------------------------------------------------- */
 
-/* Version 2 appended `burst`. Version 1 structs (without it) stay accepted. */
-#define POLYLIMIT_LIMITER_OPTIONS_VERSION 2
+/* Version 2 appended `burst` (and what follows it), version 3 the durable_*
+ * fields (failover-safe mode). Version 1 and 2 structs stay accepted. */
+#define POLYLIMIT_LIMITER_OPTIONS_VERSION 3
 
 typedef struct polylimit_limiter_options {
     unsigned int version;   /**< POLYLIMIT_LIMITER_OPTIONS_VERSION */
@@ -362,14 +373,29 @@ typedef struct polylimit_limiter_options {
     int64_t block_ms;       /**< punitive block: a key denied by a check stays denied
                                  for block_ms (retry_after_ms says so), even once the
                                  limit would admit it; 0: off */
+    /* version 3: failover-safe mode (docs/deployments.md, "Failover-safe mode") */
+    int durable_replicas;   /**< a check is admitted only once its write is acknowledged
+                                 by this many replicas (WAIT, sent with the script in one
+                                 round trip); an admitted check whose write is not
+                                 acknowledged within durable_timeout_ms fails with
+                                 POLYLIMIT_ENOTDURABLE (the failure policy applies; its
+                                 units stay consumed on the master). Denials need no
+                                 acknowledgement. 0: off, up to POLYLIMIT_MAX_DURABLE_REPLICAS */
+    int durable_timeout_ms; /**< how long a check waits for the acknowledgements; must be
+                                 below the client's command_timeout_ms;
+                                 0: POLYLIMIT_DEFAULT_DURABLE_TIMEOUT_MS */
+    int durable_aof;        /**< non-zero: the write must also be fsynced to the master's
+                                 append-only file (WAITAOF 1 durable_replicas: Redis 7.2
+                                 or later with appendonly yes; the replicas' AOFs then
+                                 count instead of their memory) */
 } polylimit_limiter_options;
 
 #define POLYLIMIT_LIMITER_OPTIONS_INIT { POLYLIMIT_LIMITER_OPTIONS_VERSION, POLYLIMIT_ALG_SLIDING_LOG, 0, 0, NULL, \
-                                         POLYLIMIT_CLOCK_SERVER, 0, 0, POLYLIMIT_FAIL_ERROR, 0, 0, 0, 0 }
+                                         POLYLIMIT_CLOCK_SERVER, 0, 0, POLYLIMIT_FAIL_ERROR, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
- * Fills opts with defaults for the given version (1 or 2); only the fields of
- * that version are written. limit and window_ms stay 0.
+ * Fills opts with defaults for the given version (1, 2 or 3); only the fields
+ * of that version are written. limit and window_ms stay 0.
  */
 POLYLIMIT_EXTERN(int) polylimit_limiter_options_init(polylimit_limiter_options *opts, unsigned int version);
 
@@ -468,6 +494,88 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_check_many(polylimit_limiter *limiter, c
                                                    const size_t *key_lens, size_t n, int64_t cost,
                                                    polylimit_decision *out, int *statuses,
                                                    polylimit_error *key_errors, polylimit_error *err);
+
+/* ------------------------------------------------------------------------
+ * Non-blocking checks.
+ *
+ * polylimit_limiter_submit_check queues a check and returns at once; its
+ * result arrives later as a polylimit_completion in a polylimit_queue, tagged
+ * with the caller's token. A queue has an eventfd that is readable while
+ * completions wait, so an event loop (asyncio, epoll, ...) can watch it; or
+ * threads block in polylimit_queue_poll. One queue may serve any number of
+ * limiters and clients.
+ *
+ * No thread of the caller waits for Redis: the command is written by the
+ * submitting thread when the connection is free (else by whoever drives it),
+ * and replies are read by a library I/O thread per connection or by a thread
+ * blocked in a synchronous call on the same connection; completions are only
+ * pushed there, never run as callbacks. Every submitted check completes
+ * exactly once (with an error when the client is closed meanwhile).
+ * The first check on a client may connect on the submitting thread (bounded
+ * by connect_timeout_ms).
+ * Cluster and Sentinel clients: the check runs on a library thread (at most
+ * 4 per client) instead; the completion is the same.
+ * ------------------------------------------------------------------------ */
+
+/** A queue of completed non-blocking checks. */
+typedef struct polylimit_queue polylimit_queue;
+
+/** One completed check. */
+typedef struct polylimit_completion {
+    uint64_t token;              /**< the token given to polylimit_limiter_submit_check */
+    int status;                  /**< POLYLIMIT_OK (decision holds) or the error status */
+    int reserved_[3];            /**< zeroed */
+    polylimit_decision decision; /**< when status == POLYLIMIT_OK */
+    polylimit_error error;       /**< when status != POLYLIMIT_OK (as for polylimit_limiter_check) */
+} polylimit_completion;
+
+/** Makes a queue. */
+POLYLIMIT_EXTERN(int) polylimit_queue_new(polylimit_queue **out, polylimit_error *err);
+
+/**
+ * Releases the caller's handle. Checks still in flight complete into the
+ * queue's memory, which lives until the last one has; their completions are
+ * dropped. NULL is ignored.
+ */
+POLYLIMIT_EXTERN(void) polylimit_queue_free(polylimit_queue *queue);
+
+/**
+ * The queue's eventfd: readable while completions wait (or after
+ * polylimit_queue_wake). Do not read or close it; polylimit_queue_poll
+ * resets it. -1 for NULL.
+ */
+POLYLIMIT_EXTERN(int) polylimit_queue_fd(const polylimit_queue *queue);
+
+/**
+ * Moves up to max waiting completions into out, oldest first, and returns how
+ * many. Waits up to timeout_ms for the first one (0: no wait; -1: until one
+ * arrives or polylimit_queue_wake). Safe from several threads at once.
+ */
+POLYLIMIT_EXTERN(size_t) polylimit_queue_poll(polylimit_queue *queue, polylimit_completion *out, size_t max,
+                                              int timeout_ms);
+
+/**
+ * Makes threads waiting in polylimit_queue_poll return (with 0 if nothing is
+ * there). With no thread waiting, the wake stays set: the next poll returns
+ * at once. The fd is readable until then.
+ */
+POLYLIMIT_EXTERN(void) polylimit_queue_wake(polylimit_queue *queue);
+
+/** Checks submitted and not yet completed into the queue. */
+POLYLIMIT_EXTERN(size_t) polylimit_queue_outstanding(const polylimit_queue *queue);
+
+/**
+ * polylimit_limiter_check without waiting: the result arrives in `queue`
+ * with `token`. Returns an error (and queues nothing) for bad arguments or a
+ * closed client; every other failure (a failed connect, a full connection
+ * queue, a timeout, a Redis error) arrives as the completion's status, after
+ * the failure policy, exactly as polylimit_limiter_check would return it. The deny cache and the circuit
+ * breaker apply (such a check completes before this returns). The limiter
+ * may be freed while its checks are in flight.
+ */
+POLYLIMIT_EXTERN(int) polylimit_limiter_submit_check(polylimit_limiter *limiter, const void *key, size_t key_len,
+                                                     int64_t cost, polylimit_queue *queue, uint64_t token,
+                                                     polylimit_error *err);
 
 /**
  * Admits as many units as fit now, up to max_cost (allowed = 1 when at least

@@ -5,13 +5,20 @@
 // polylimit_error. No logic lives here beyond argument conversion.
 #include "polylimit.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -27,7 +34,7 @@ struct polylimit_client {
 };
 
 struct polylimit_limiter {
-  std::unique_ptr<polylimit::Limiter> rep;
+  std::shared_ptr<polylimit::Limiter> rep;  // shared with its checks in flight
 };
 
 namespace {
@@ -112,7 +119,8 @@ void fill(polylimit_decision* out, const polylimit::Decision& d) {
 size_t limiter_options_size(unsigned int version) {
   switch (version) {
     case 1: return offsetof(polylimit_limiter_options, burst);
-    case 2: return sizeof(polylimit_limiter_options);
+    case 2: return offsetof(polylimit_limiter_options, durable_replicas);
+    case 3: return sizeof(polylimit_limiter_options);
     default: return 0;
   }
 }
@@ -184,6 +192,9 @@ void apply_common(const polylimit_limiter_options& o, polylimit::LimiterOptions&
   lo.shadow = o.shadow != 0;
   lo.block_ms = o.block_ms;
   if (o.breaker_cooldown_ms != 0) lo.breaker_cooldown_ms = o.breaker_cooldown_ms;
+  lo.durable_replicas = o.durable_replicas;
+  if (o.durable_timeout_ms != 0) lo.durable_timeout_ms = o.durable_timeout_ms;
+  lo.durable_aof = o.durable_aof != 0;
 }
 
 // A non-NULL pointer is needed unless the length is 0 (rejected by the core).
@@ -279,7 +290,7 @@ int polylimit_limiter_new(polylimit_client* client, const polylimit_limiter_opti
     lo.limit.burst = o.burst;
     apply_common(o, lo);
     auto limiter = std::make_unique<polylimit_limiter>();
-    limiter->rep = std::make_unique<polylimit::Limiter>(client->rep, std::move(lo));
+    limiter->rep = std::make_shared<polylimit::Limiter>(client->rep, std::move(lo));
     *out = limiter.release();
   });
 }
@@ -298,7 +309,7 @@ int polylimit_limiter_new_spec(polylimit_client* client, const char* spec, const
     lo.limits = polylimit::parse_rate_spec(spec, to_algorithm(o.algorithm));
     apply_common(o, lo);
     auto limiter = std::make_unique<polylimit_limiter>();
-    limiter->rep = std::make_unique<polylimit::Limiter>(client->rep, std::move(lo));
+    limiter->rep = std::make_shared<polylimit::Limiter>(client->rep, std::move(lo));
     *out = limiter.release();
   });
 }
@@ -533,3 +544,140 @@ int polylimit_redact_url(const char* url, char** out, size_t* len, polylimit_err
 void polylimit_free(void* ptr) { std::free(ptr); }
 
 }  // extern "C"
+
+// ------------------------------------------------------------ non-blocking checks
+
+namespace {
+
+// A completion is pushed by a library thread; the queue lives until the
+// caller's handle is freed and the last check in flight has completed.
+struct QueueState {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<polylimit_completion> items;
+  int fd = -1;        // eventfd: 1 while items wait (or after a wake)
+  bool freed = false;  // the caller's handle is gone: drop completions
+  bool woken = false;
+  std::atomic<size_t> outstanding{0};
+
+  ~QueueState() {
+    if (fd >= 0) ::close(fd);
+  }
+  void signal() {
+    const uint64_t one = 1;
+    while (::write(fd, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  }
+  void reset_signal() {
+    uint64_t value;
+    while (::read(fd, &value, sizeof value) < 0 && errno == EINTR) {
+    }
+  }
+  void push(const polylimit_completion& c) {
+    std::lock_guard<std::mutex> lock(mu);
+    outstanding.fetch_sub(1, std::memory_order_relaxed);
+    if (freed) return;
+    items.push_back(c);
+    if (items.size() == 1) signal();
+    cv.notify_one();
+  }
+};
+
+}  // namespace
+
+struct polylimit_queue {
+  std::shared_ptr<QueueState> state;
+};
+
+int polylimit_queue_new(polylimit_queue** out, polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  return guarded(err, [&] {
+    auto q = std::make_unique<polylimit_queue>();
+    q->state = std::make_shared<QueueState>();
+    q->state->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (q->state->fd < 0) throw Error(ErrorCode::kInternal, std::string("eventfd: ") + std::strerror(errno), errno);
+    *out = q.release();
+  });
+}
+
+void polylimit_queue_free(polylimit_queue* queue) {
+  if (queue == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(queue->state->mu);
+    queue->state->freed = true;
+    queue->state->items.clear();
+    queue->state->woken = true;
+    queue->state->cv.notify_all();
+  }
+  delete queue;
+}
+
+int polylimit_queue_fd(const polylimit_queue* queue) { return queue == nullptr ? -1 : queue->state->fd; }
+
+size_t polylimit_queue_poll(polylimit_queue* queue, polylimit_completion* out, size_t max, int timeout_ms) {
+  if (queue == nullptr || out == nullptr || max == 0) return 0;
+  QueueState& q = *queue->state;
+  std::unique_lock<std::mutex> lock(q.mu);
+  auto ready = [&q] { return !q.items.empty() || q.woken; };
+  if (timeout_ms < 0)
+    q.cv.wait(lock, ready);
+  else if (timeout_ms > 0)
+    q.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
+  size_t n = 0;
+  while (n < max && !q.items.empty()) {
+    out[n++] = q.items.front();
+    q.items.pop_front();
+  }
+  if (q.items.empty()) {
+    if (n > 0 || q.woken) q.reset_signal();
+    q.woken = false;
+  }
+  return n;
+}
+
+void polylimit_queue_wake(polylimit_queue* queue) {
+  if (queue == nullptr) return;
+  std::lock_guard<std::mutex> lock(queue->state->mu);
+  queue->state->woken = true;
+  queue->state->signal();
+  queue->state->cv.notify_all();
+}
+
+size_t polylimit_queue_outstanding(const polylimit_queue* queue) {
+  return queue == nullptr ? 0 : queue->state->outstanding.load(std::memory_order_relaxed);
+}
+
+int polylimit_limiter_submit_check(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
+                                   polylimit_queue* queue, uint64_t token, polylimit_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (queue == nullptr) return null_argument(err, "queue");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  std::shared_ptr<QueueState> state = queue->state;
+  return guarded(err, [&] {
+    state->outstanding.fetch_add(1, std::memory_order_relaxed);
+    auto done = [state, token](const polylimit::Decision& d, std::exception_ptr error) {
+      polylimit_completion c;
+      std::memset(&c, 0, sizeof c);
+      c.token = token;
+      if (error) {
+        std::string message;
+        int sys_errno = 0;
+        bool unknown = false;
+        c.status = describe(error, message, sys_errno, unknown);
+        fail(&c.error, c.status, message.c_str(), sys_errno, unknown);
+      } else {
+        c.status = POLYLIMIT_OK;
+        fill(&c.decision, d);
+        ok(&c.error);
+      }
+      state->push(c);
+    };
+    try {
+      polylimit::Limiter::check_async(limiter->rep, key_view(key, key_len), cost, std::move(done));
+    } catch (...) {
+      state->outstanding.fetch_sub(1, std::memory_order_relaxed);  // nothing was queued
+      throw;
+    }
+  });
+}

@@ -55,7 +55,8 @@ def c_block(v):
     out += ["", "/** Where time comes from (polylimit_limiter_options.clock). */"]
     out += c_enum("polylimit_clock", v["clocks"])
     out += ["", "/** What a check answers when Redis cannot answer in time (timeout, refused or",
-            " * broken connection, pool exhausted, circuit breaker open). */"]
+            " * broken connection, pool exhausted, circuit breaker open; in failover-safe",
+            " * mode also a write the replicas did not acknowledge in time). */"]
     out += c_enum("polylimit_failure_policy", v["failure_policies"])
     out += ["", "/* Option bounds: a value outside MIN..MAX is rejected with POLYLIMIT_EINVALID",
             " * and a message \"<name> = <value> is out of range MIN..MAX\". DEFAULT is what 0",

@@ -83,6 +83,8 @@ ClusterTransport::ClusterTransport(Endpoint endpoint, PoolOptions options, std::
   if (endpoint_.seeds.empty()) throw_invalid("redis+cluster:// needs at least one seed node");
 }
 
+ClusterTransport::~ClusterTransport() { stop_refresher(); }
+
 Endpoint ClusterTransport::node_endpoint(const HostPort& address) const {
   Endpoint ep;
   ep.kind = Endpoint::Kind::kTcp;
@@ -107,7 +109,7 @@ int ClusterTransport::slot_of(const Argv& keys) const {
 
 void ClusterTransport::ensure_map() {
   if (loaded_.load(std::memory_order_acquire)) {
-    if (now_ns() - last_refresh_ns_.load() > std::chrono::nanoseconds(kPeriodicRefresh).count()) refresh(false);
+    if (now_ns() - last_refresh_ns_.load() > std::chrono::nanoseconds(kPeriodicRefresh).count()) request_refresh();
     return;
   }
   std::lock_guard<std::mutex> lock(locks().refresh);
@@ -131,7 +133,76 @@ void ClusterTransport::refresh(bool wait) {
   }
 }
 
-void ClusterTransport::load_map() {
+void ClusterTransport::request_refresh(const HostPort* first) {
+  Locks& l = locks();
+  if (!first && l.pending.load(std::memory_order_acquire)) return;  // already asked: one refresh serves all
+  {
+    std::lock_guard<std::mutex> lock(l.refresher);
+    if (l.stop) return;
+    if (first) l.first = *first;
+    l.requested_ns = now_ns();
+    l.pending.store(true, std::memory_order_release);
+    if (!l.thread.joinable()) l.thread = std::thread([this] { refresher_loop(); });
+  }
+  l.wake.notify_one();
+}
+
+void ClusterTransport::refresher_loop() {
+  Locks& l = locks();
+  const int64_t min_gap = std::chrono::nanoseconds(kMinRefreshInterval).count();
+  std::unique_lock<std::mutex> lock(l.refresher);
+  for (;;) {
+    l.wake.wait(lock, [&] { return l.stop || l.pending.load(); });
+    // Rate limit: not sooner than kMinRefreshInterval after the last refresh,
+    // whoever ran it; requests made meanwhile are served by this one.
+    for (int64_t left; !l.stop && (left = last_refresh_ns_.load() + min_gap - now_ns()) > 0;)
+      l.wake.wait_for(lock, std::chrono::nanoseconds(left));
+    if (l.stop) return;
+    std::optional<HostPort> first = std::move(l.first);
+    l.first.reset();
+    const int64_t asked = l.requested_ns;
+    l.pending.store(false);
+    lock.unlock();
+    bool again = false;
+    {
+      std::lock_guard<std::mutex> single(l.refresh);
+      // A caller may have refreshed while we waited for its lock: that serves
+      // the request only if it started after it.
+      const int64_t last = last_refresh_ns_.load();
+      if (last < asked && now_ns() - last >= min_gap) {
+        background_refreshes_.fetch_add(1, std::memory_order_relaxed);
+        try {
+          load_map(first ? &*first : nullptr);
+        } catch (const Error&) {
+          // The callers see their own failures; the next request tries again.
+        }
+      } else if (last < asked) {
+        again = true;  // after the gap
+      }
+    }
+    lock.lock();
+    if (again) {
+      if (!l.first) l.first = std::move(first);
+      l.pending.store(true);
+    }
+  }
+}
+
+void ClusterTransport::stop_refresher() {
+  Locks& l = locks();
+  std::thread thread;
+  {
+    std::lock_guard<std::mutex> lock(l.refresher);
+    l.stop = true;
+    l.stopping.store(true);
+    thread = std::move(l.thread);
+  }
+  l.wake.notify_all();
+  // A refresh in progress ends after the node it is asking answers or times out.
+  if (thread.joinable()) thread.join();
+}
+
+void ClusterTransport::load_map(const HostPort* first) {
   last_refresh_ns_.store(now_ns());
   refreshes_.fetch_add(1, std::memory_order_relaxed);
   std::vector<HostPort> candidates;
@@ -152,9 +223,16 @@ void ClusterTransport::load_map() {
     std::rotate(candidates.begin(), candidates.begin() + turn % static_cast<long>(candidates.size()),
                 candidates.end());
   }
+  // The node a MOVED named claims the slot: its map is the newest for it.
+  if (first) {
+    auto same = [&](const HostPort& c) { return c.host == first->host && c.port == first->port; };
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(), same), candidates.end());
+    candidates.insert(candidates.begin(), *first);
+  }
   std::string failures;
   bool not_a_cluster = false;
   for (const HostPort& candidate : candidates) {
+    if (locks().stopping.load()) throw Error(ErrorCode::kClosed, "the client is closed");
     Endpoint ep = node_endpoint(candidate);
     std::string where = candidate.describe();
     ReplyPtr r;
@@ -261,6 +339,7 @@ long ClusterTransport::connect_attempts() {
 }
 
 void ClusterTransport::close() {
+  stop_refresher();
   std::shared_lock<std::shared_mutex> lock(locks().map);
   for (auto& entry : nodes_) entry.second->pool.close();
 }
@@ -319,7 +398,7 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
     try {
       r = run(**conn, asking);
     } catch (const Error&) {
-      refresh(false);  // the node may be gone; the command may have run, so no retry
+      request_refresh();  // the node may be gone; the command may have run, so no retry
       throw;
     }
     Redirect rd;
@@ -335,7 +414,7 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
           std::unique_lock<std::shared_mutex> lock(locks().map);
           slots_[static_cast<size_t>(rd.slot)] = target;
         }
-        refresh(false);  // other slots probably moved too
+        request_refresh(&rd.address);  // other slots probably moved too
       }
       asking = !rd.moved;
       node = target;
@@ -345,20 +424,28 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
     if (reply_starts_with(r.get(), "TRYAGAIN") && ++redirects <= kMaxRedirects &&
         pause_before_redirect(redirects + 1, deadline))
       continue;
-    if (reply_starts_with(r.get(), "CLUSTERDOWN")) refresh(false);
+    if (reply_starts_with(r.get(), "CLUSTERDOWN")) request_refresh();
     return r;
   }
 }
 
-ReplyPtr ClusterTransport::run_script_on(Connection& conn, const scripts::Script& script, const Argv& keys,
-                                         const Argv& args, bool asking) {
+ReplyPtr ClusterTransport::run_script_on(Link& conn, const scripts::Script& script, const Argv& keys,
+                                         const Argv& args, bool asking, const Durability& durable, Ack* ack) {
   std::string numkeys;
   Argv cmd = ScriptCache::evalsha(script, keys, args, numkeys);
+  std::string wait_storage[2];
+  const Argv wait = durable.on() ? wait_command(durable, wait_storage) : Argv{};
   auto send = [&] {
     return send_with_outcome(conn, [&] {
-      if (!asking) return conn.command(cmd);
-      std::vector<ReplyPtr> rs = conn.pipeline({Argv{"ASKING"}, cmd});
-      return std::move(rs[1]);
+      if (!asking && !durable.on()) return conn.command(cmd);
+      // ASKING, the script and WAIT in one write; WAIT cannot run inside it.
+      std::vector<Argv> commands;
+      if (asking) commands.push_back(Argv{"ASKING"});
+      commands.push_back(cmd);
+      if (durable.on()) commands.push_back(wait);
+      std::vector<ReplyPtr> rs = conn.pipeline(commands);
+      if (durable.on() && ack) *ack = read_ack(rs.back().get());
+      return std::move(rs[asking ? 1 : 0]);
     });
   };
   ReplyPtr r = send();
@@ -372,12 +459,12 @@ ReplyPtr ClusterTransport::run_script_on(Connection& conn, const scripts::Script
 
 ReplyPtr ClusterTransport::run_script(const scripts::Script& script, const Argv& keys, const Argv& args) {
   int slot = slot_of(keys);
-  return execute(slot, [&](Connection& c, bool asking) { return run_script_on(c, script, keys, args, asking); });
+  return execute(slot, [&](Link& c, bool asking) { return run_script_on(c, script, keys, args, asking); });
 }
 
 ReplyPtr ClusterTransport::run_command(std::string_view key, const Argv& argv) {
   int slot = key_slot(key);
-  return execute(slot, [&](Connection& c, bool asking) {
+  return execute(slot, [&](Link& c, bool asking) {
     return send_with_outcome(c, [&] {
       if (!asking) return c.command(argv);
       std::vector<ReplyPtr> rs = c.pipeline({Argv{"ASKING"}, argv});
@@ -387,8 +474,10 @@ ReplyPtr ClusterTransport::run_command(std::string_view key, const Argv& argv) {
 }
 
 std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& script,
-                                                    const std::vector<ScriptCall>& calls) {
+                                                    const std::vector<ScriptCall>& calls, const Durability& durable,
+                                                    std::vector<Ack>* acks) {
   if (calls.empty()) return {};
+  if (acks) acks->assign(calls.size(), Ack{});
   std::vector<int> slots;
   slots.reserve(calls.size());
   for (const ScriptCall& c : calls) slots.push_back(slot_of(c.keys));
@@ -424,10 +513,11 @@ std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& scrip
       batch.reserve(which.size());
       for (size_t i : which) batch.push_back(calls[i]);
       std::vector<ReplyPtr> got;
+      Ack ack;  // one WAIT per master, after its pipeline
       try {
-        got = run_scripts_on(**conn, scripts_, script, batch);
+        got = run_scripts_on(**conn, scripts_, script, batch, durable, &ack);
       } catch (const Error&) {
-        refresh(false);
+        request_refresh();
         throw;
       }
       for (size_t k = 0; k < which.size(); ++k) {
@@ -436,12 +526,17 @@ std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& scrip
           alone.push_back(which[k]);
         else {
           replies[which[k]] = std::move(got[k]);
+          if (acks) (*acks)[which[k]] = ack;
           some_ran = true;
         }
       }
     }
     for (size_t i : alone) {
-      replies[i] = run_script(script, calls[i].keys, calls[i].args);
+      // Through the redirections, with its own WAIT on whichever node ran it.
+      replies[i] = execute(slot_of(calls[i].keys), [&](Link& c, bool asking) {
+        return run_script_on(c, script, calls[i].keys, calls[i].args, asking, durable,
+                             acks ? &(*acks)[i] : nullptr);
+      });
       some_ran = true;
     }
     return std::move(replies);

@@ -207,7 +207,7 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options, const Tls
       if (options.keepalive_s > 0) set_keepalive(fd_, options.keepalive_s);
     }
     if (ep.tls) {
-      tls_ = std::make_unique<TlsSession>(*tls, ep.host);
+      tls_ = std::make_unique<TlsSession>(*tls, ep.host, ep.describe());
       handshake(deadline, options.connect_timeout_ms);  // the rest of the connect deadline
     }
     if (!ep.password.empty()) {
@@ -260,20 +260,27 @@ Connection::Deadline Connection::command_deadline() const {
   return Clock::now() + std::chrono::milliseconds(command_timeout_ms_);
 }
 
-void Connection::append(std::string& out, const Argv& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  ptrs.reserve(argv.size());
-  lens.reserve(argv.size());
-  for (auto a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
+// RESP written straight into `out` (which callers reuse): no per-command
+// allocation as with redisFormatCommandArgv.
+void Connection::encode(std::string& out, const Argv& argv) {
+  auto number = [&out](char type, size_t n) {
+    char digits[24];
+    char* end = digits + sizeof digits;
+    char* p = end;
+    do {
+      *--p = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0);
+    out.push_back(type);
+    out.append(p, static_cast<size_t>(end - p));
+    out.append("\r\n", 2);
+  };
+  number('*', argv.size());
+  for (std::string_view a : argv) {
+    number('$', a.size());
+    out.append(a.data(), a.size());
+    out.append("\r\n", 2);
   }
-  char* cmd = nullptr;
-  int len = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-  if (len < 0 || cmd == nullptr) throw Error(ErrorCode::kNoMemory, "cannot format a Redis command");
-  out.append(cmd, static_cast<size_t>(len));
-  redisFreeCommand(cmd);
 }
 
 void Connection::send_raw(const char* p, size_t left, Deadline deadline, const char* what, int budget_ms) {
@@ -369,6 +376,81 @@ ReplyPtr Connection::read_reply(Deadline deadline) {
     if (redisReaderFeed(reader_, buf, n) != REDIS_OK)
       fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
   }
+}
+
+void Connection::write(const std::string& data, Deadline deadline) {
+  if (broken_) throw Error(ErrorCode::kInternal, "write on a broken connection to " + where_);
+  try {
+    send_all(data, deadline);
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+  last_used_ = Clock::now();
+}
+
+size_t Connection::recv_or_wake(char* buf, size_t cap, Deadline deadline, int wake_fd, bool& woken) {
+  for (;;) {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    int n = ::poll(p, wake_fd >= 0 ? 2 : 1, ms_left(deadline));
+    if (n == 0) return 0;
+    if (n < 0 && errno == EINTR) continue;
+    if (wake_fd >= 0 && (p[1].revents & POLLIN) != 0 && (p[0].revents & POLLIN) == 0) {
+      uint64_t drained;
+      while (::read(wake_fd, &drained, sizeof drained) < 0 && errno == EINTR) {
+      }
+      woken = true;
+      return 0;
+    }
+    ssize_t got = ::recv(fd_, buf, cap, MSG_DONTWAIT);
+    if (got > 0) return static_cast<size_t>(got);
+    if (got == 0) fail(ErrorCode::kUnavailable, "reply from", "the server closed the connection");
+    int e = errno;
+    if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) continue;
+    fail(ErrorCode::kUnavailable, "reply from", std::strerror(e), e);
+  }
+}
+
+ReplyPtr Connection::next_reply(Deadline deadline, int wake_fd, bool& woken) {
+  woken = false;
+  if (broken_) throw Error(ErrorCode::kInternal, "read on a broken connection to " + where_);
+  try {
+    for (;;) {
+      void* raw = nullptr;
+      if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
+        fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
+      if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+      char buf[16 * 1024];
+      size_t n = 0;
+      if (tls_) {
+        n = tls_->read(buf, sizeof buf, where_);  // decrypted bytes poll() cannot see
+        if (n == 0) {
+          flush_tls(deadline, "send to", command_timeout_ms_);
+          char raw_bytes[16 * 1024];
+          size_t got = recv_or_wake(raw_bytes, sizeof raw_bytes, deadline, wake_fd, woken);
+          if (got == 0) return nullptr;
+          tls_->feed(raw_bytes, got);
+          continue;
+        }
+      } else {
+        n = recv_or_wake(buf, sizeof buf, deadline, wake_fd, woken);
+        if (n == 0) return nullptr;
+      }
+      guard_.scan(buf, n, where_);
+      if (redisReaderFeed(reader_, buf, n) != REDIS_OK)
+        fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
+    }
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
+bool Connection::tls_resumed() const { return tls_ && tls_->resumed(); }
+
+void Connection::shut_down() noexcept {
+  // broken_ is not touched: another thread may be driving the connection.
+  if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
 }
 
 ReplyPtr Connection::command(const Argv& argv) {

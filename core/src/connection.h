@@ -64,7 +64,26 @@ class RespGuard {
   int64_t payload_ = 0;  // bulk bytes (plus CRLF) still to skip
 };
 
-class Connection {
+// What the data path talks to: one exclusive Connection, or a lease on a
+// connection that several callers share (pool.h). Either way a command() or
+// pipeline() is sent contiguously and its replies come back in order.
+class Link {
+ public:
+  virtual ~Link() = default;
+  // Sends one command and reads its reply under one deadline. Error replies
+  // are returned; I/O failures and the deadline throw.
+  virtual ReplyPtr command(const Argv& argv) = 0;
+  // Sends the commands together (nothing of another caller in between) and
+  // reads one reply per command, in order.
+  virtual std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands) = 0;
+  // True once any byte of the last command() or pipeline() was written: a
+  // failure after that may come after the server ran it.
+  virtual bool sent() const = 0;
+  // True when the link can no longer be used.
+  virtual bool broken() const = 0;
+};
+
+class Connection final : public Link {
  public:
   // Connects (within connect_timeout_ms), enables TCP_NODELAY and keepalive,
   // for a TLS endpoint (endpoint.tls) completes the TLS handshake within the
@@ -79,11 +98,11 @@ class Connection {
   // Sends one command and reads its reply, all within command_timeout_ms.
   // Error replies are returned, not thrown; I/O failures and the deadline
   // throw and mark the connection broken.
-  ReplyPtr command(const Argv& argv);
+  ReplyPtr command(const Argv& argv) override;
 
   // Sends all commands in one write, then reads one reply per command, in
   // order: the building block for pipelining many callers' commands.
-  std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands);
+  std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands) override;
 
   // For a subscribed connection (SUBSCRIBE sent with command() or
   // pipeline()): the next pushed message, or null when none started to
@@ -91,10 +110,8 @@ class Connection {
   // within command_timeout_ms. Failures throw and mark the connection broken.
   ReplyPtr receive(std::chrono::milliseconds wait);
 
-  bool broken() const { return broken_; }
-  // True once any byte of the last command() or pipeline() was written to
-  // the socket: a failure after that may come after the server ran it.
-  bool sent() const { return sent_; }
+  bool broken() const override { return broken_; }
+  bool sent() const override { return sent_; }
   // True when the server closed the socket or sent unsolicited data while we
   // were idle (poll with no wait), or a reply left bytes nobody asked for:
   // the connection must not be reused.
@@ -102,16 +119,41 @@ class Connection {
 
   std::chrono::steady_clock::time_point last_used() const { return last_used_; }
 
+  // For a Mux (mux.h), the one thread driving this connection at a time:
+  // the write and the read of a pipeline are separate steps there, so that
+  // more commands can be written while replies are awaited.
+  using Deadline = std::chrono::steady_clock::time_point;
+  // Appends the RESP encoding of argv to `out`.
+  static void encode(std::string& out, const Argv& argv);
+  // Writes all of `data` by `deadline`; failures throw and mark it broken.
+  void write(const std::string& data, Deadline deadline);
+  // The next reply: parsed from bytes already received, else waits for more
+  // until `deadline`. Null when the deadline passed first, or when `wake_fd`
+  // (an eventfd, -1: none) became readable (it is drained; `woken` is set).
+  // Failures throw and mark it broken.
+  ReplyPtr next_reply(Deadline deadline, int wake_fd, bool& woken);
+  const std::string& where() const { return where_; }
+  // rediss://: the handshake resumed an earlier session with this server.
+  bool tls_resumed() const;
+  int command_timeout_ms() const { return command_timeout_ms_; }
+  // Bytes received beyond the replies parsed so far.
+  bool has_leftover() const { return leftover(); }
+  // Wakes a thread waiting in next_reply() with a failure and stops every
+  // later use (shutdown(2); the descriptor stays open until destruction).
+  void shut_down() noexcept;
+
 
  private:
-  using Deadline = std::chrono::steady_clock::time_point;
-  void append(std::string& out, const Argv& argv);
+  void append(std::string& out, const Argv& argv) { encode(out, argv); }
   void send_all(const std::string& data, Deadline deadline);
   ReplyPtr read_reply(Deadline deadline);
   // Socket I/O under `deadline`; `what` ("send to", "TLS handshake with") and
   // budget_ms (the timeout it came from) name a failure.
   void send_raw(const char* data, size_t len, Deadline deadline, const char* what, int budget_ms);
   size_t recv_raw(char* buf, size_t cap, Deadline deadline, const char* what, int budget_ms);
+  // recv_raw that returns 0 instead of failing when the deadline passes or
+  // `wake_fd` becomes readable first (woken set).
+  size_t recv_or_wake(char* buf, size_t cap, Deadline deadline, int wake_fd, bool& woken);
   // Sends what the TLS session has to send.
   void flush_tls(Deadline deadline, const char* what, int budget_ms);
   // At least one byte of reply (decrypted for TLS) by the deadline.
@@ -162,7 +204,7 @@ auto mark_outcome_unknown_if(Pred&& unknown, F&& body) -> decltype(body()) {
 // unknown outcome. Failures before the send, and error replies (returned,
 // not thrown), do not.
 template <class F>
-auto send_with_outcome(Connection& conn, F&& send) -> decltype(send()) {
+auto send_with_outcome(Link& conn, F&& send) -> decltype(send()) {
   return mark_outcome_unknown_if([&conn] { return conn.sent(); }, std::forward<F>(send));
 }
 

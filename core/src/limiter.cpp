@@ -119,6 +119,12 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
     breaker_ = std::make_unique<Breaker>(options_.breaker_failures,
                                          std::chrono::milliseconds(options_.breaker_cooldown_ms));
   check_bound(bounds::kBlockMs, options_.block_ms);
+  check_bound(bounds::kDurableReplicas, options_.durable_replicas);
+  check_bound(bounds::kDurableTimeoutMs, options_.durable_timeout_ms);
+  durable_.replicas = options_.durable_replicas;
+  durable_.aof = options_.durable_aof;
+  durable_.timeout_ms = options_.durable_timeout_ms;
+  client_->backend().check_durability(durable_);
   if (options_.prefix.empty()) throw_invalid("prefix is empty");
   if (options_.prefix.size() > kMaxPrefixLength)
     throw_invalid("prefix is longer than " + std::to_string(kMaxPrefixLength) + " bytes");
@@ -188,6 +194,7 @@ Request Limiter::request(Op op, std::string_view key, int64_t cost, int64_t now_
     r.block_us = options_.block_ms * 1000;
     r.block_key = r.keys[0] + ":block";
   }
+  if (op == Op::kCheck) r.durable = durable_;
   return r;
 }
 
@@ -370,32 +377,56 @@ Decision Limiter::degrade(const Request& rq, const Error& error) {
   return d;
 }
 
+Error Limiter::breaker_open() const {
+  return Error(ErrorCode::kUnavailable, "circuit breaker open: " + std::to_string(options_.breaker_failures) +
+                                            " consecutive failures; failing fast");
+}
+
 Decision Limiter::decide(const Request& rq) {
-  if (breaker_ && !breaker_->allow())
-    return degrade(rq, Error(ErrorCode::kUnavailable, "circuit breaker open: " +
-                                                          std::to_string(options_.breaker_failures) +
-                                                          " consecutive failures; failing fast"));
+  if (breaker_ && !breaker_->allow()) return degrade(rq, breaker_open());
+  Outcome o;
   try {
-    Decision d = client_->backend().evaluate(rq);
+    o.decision = client_->backend().evaluate(rq);
+  } catch (...) {
+    o.error = std::current_exception();
+  }
+  o = settle(rq, std::move(o));
+  if (o.error) std::rethrow_exception(o.error);
+  return o.decision;
+}
+
+Outcome Limiter::settle(const Request& rq, Outcome o) {
+  if (!o.error) {
     if (breaker_) breaker_->success();
-    if (rq.op == Op::kCheck && d.allowed) d.granted = rq.cost;
-    return d;
+    if (rq.op == Op::kCheck && o.decision.allowed) o.decision.granted = rq.cost;
+    return o;
+  }
+  try {
+    std::rethrow_exception(o.error);
   } catch (const Error& e) {
-    if (!is_outage(e)) {
+    if (!is_outage(e.code())) {
       if (breaker_) breaker_->success();  // the server answered
-      throw;
+      return o;
     }
     if (breaker_) breaker_->failure();
-    return degrade(rq, e);
+    try {
+      o.decision = degrade(rq, e);
+      o.error = nullptr;
+    } catch (...) {
+      o.error = std::current_exception();
+    }
+  } catch (...) {
   }
+  return o;
 }
+
 
 std::vector<Outcome> Limiter::decide_many(const std::vector<Request>& requests) {
   std::vector<Outcome> out;
   if (requests.empty()) return out;
   if (breaker_ && !breaker_->allow()) {
     out.resize(requests.size());
-    for (auto& o : out) o.error = std::make_exception_ptr(Error(ErrorCode::kUnavailable, "circuit breaker open"));
+    for (auto& o : out) o.error = std::make_exception_ptr(breaker_open());
   } else {
     out = client_->backend().evaluate_many(requests);
     for (size_t i = 0; i < out.size(); ++i)

@@ -8,12 +8,21 @@
 // only offered to `inherited`, for cleanup that must not block.
 #pragma once
 
-#include <unistd.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <mutex>
 
 namespace polylimit {
+
+// Counts the fork()s on the way to this process: a child sees a value its
+// parent never had. Cheaper than getpid() (a system call) on every check.
+inline unsigned fork_generation() {
+  static std::atomic<unsigned> generation{0};
+  static const int registered = ::pthread_atfork(nullptr, nullptr, [] { generation.fetch_add(1); });
+  (void)registered;
+  return generation.load(std::memory_order_relaxed);
+}
 
 template <typename T>
 class PerProcess {
@@ -21,7 +30,7 @@ class PerProcess {
   PerProcess() : current_(new Entry) {}
   ~PerProcess() {
     Entry* e = current_.load();
-    if (e->pid == ::getpid()) delete e;
+    if (e->generation == fork_generation()) delete e;
   }
   PerProcess(const PerProcess&) = delete;
   PerProcess& operator=(const PerProcess&) = delete;
@@ -33,11 +42,11 @@ class PerProcess {
   template <typename F>
   T& get(F&& inherited) {
     Entry* e = current_.load(std::memory_order_acquire);
-    const pid_t pid = ::getpid();
-    if (e->pid == pid) return e->value;
+    const unsigned generation = fork_generation();
+    if (e->generation == generation) return e->value;
     std::lock_guard<std::mutex> guard(fork_mu_);  // only ever taken in a forked child
     e = current_.load(std::memory_order_acquire);
-    if (e->pid == pid) return e->value;
+    if (e->generation == generation) return e->value;
     inherited(e->value);
     Entry* fresh = new Entry;
     current_.store(fresh, std::memory_order_release);
@@ -46,7 +55,7 @@ class PerProcess {
 
  private:
   struct Entry {
-    pid_t pid = ::getpid();
+    unsigned generation = fork_generation();
     T value;
   };
   std::atomic<Entry*> current_;

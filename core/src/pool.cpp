@@ -1,4 +1,4 @@
-// pool.cpp - ConnectionPool.
+// pool.cpp - ConnectionPool and the links it hands out.
 #include "pool.h"
 
 #include <hiredis/hiredis.h>
@@ -8,37 +8,89 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "polylimit/errors.h"
 
 namespace polylimit {
 
-PooledConnection::~PooledConnection() {
-  if (conn_) pool_->release(static_cast<ConnectionPool::State*>(state_), std::move(conn_));
+Mux::CallPtr PooledConnection::prepare(const std::vector<const Argv*>& commands) {
+  // One Call per thread, reused while nobody else holds it (an abandoned
+  // call stays with its connection until its reply is read).
+  static thread_local Mux::CallPtr spare;
+  Mux::CallPtr call;
+  if (spare && spare.use_count() == 1)
+    call = spare;
+  else
+    call = spare = std::make_shared<Mux::Call>();
+  call->reset(commands.size(), Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms));
+  for (const Argv* argv : commands) Connection::encode(call->bytes, *argv);
+  return call;
+}
+
+std::vector<ReplyPtr> PooledConnection::run(const std::vector<const Argv*>& commands) {
+  sent_ = false;
+  for (int attempt = 0;; ++attempt) {
+    Mux::CallPtr call = prepare(commands);
+    try {
+      mux_->run(call, std::chrono::milliseconds(pool_->options_.acquire_timeout_ms));
+    } catch (const Error&) {
+      sent_ = call->sent;
+      // Nothing of it was written and the connection is gone (closed while
+      // idle, or broken by another call): once more on a fresh connection.
+      if (attempt == 0 && !call->sent && mux_->broken() && !pool_->closed_.load()) {
+        mux_ = pool_->acquire().mux_;
+        continue;
+      }
+      throw;
+    }
+    sent_ = true;
+    return std::move(call->replies);
+  }
+}
+
+ReplyPtr PooledConnection::command(const Argv& argv) {
+  std::vector<ReplyPtr> replies = run({&argv});
+  return std::move(replies.front());
+}
+
+std::vector<ReplyPtr> PooledConnection::pipeline(const std::vector<Argv>& commands) {
+  std::vector<const Argv*> all;
+  all.reserve(commands.size());
+  for (const Argv& c : commands) all.push_back(&c);
+  return run(all);
+}
+
+void PooledConnection::submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done) {
+  auto call = std::make_shared<Mux::Call>();
+  call->reset(commands.size(), Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms));
+  for (const Argv& argv : commands) Connection::encode(call->bytes, argv);
+  call->on_done = std::move(done);
+  mux_->submit(call);
 }
 
 ConnectionPool::ConnectionPool(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls)
     : endpoint_(std::move(endpoint)), options_(options), tls_(std::move(tls)) {}
 
+ConnectionPool::~ConnectionPool() { close(); }
+
 ConnectionPool::State* ConnectionPool::current() {
-  return &states_.get([](State& parent) {
-    // We are a forked child. Its idle sockets are shared with the parent:
-    // close our copies when the state is not locked (closing our fd does not
-    // disturb the parent's connection), and never send anything on them.
-    if (parent.mu.try_lock()) {
-      parent.idle.clear();
-      parent.mu.unlock();
-    }
+  return &states_.get([](State&) {
+    // We are a forked child: the parent's connections (and their I/O
+    // threads, which do not exist here) are left alone, never closed or
+    // written to.
   });
 }
 
-bool ConnectionPool::usable(Connection& conn) {
-  if (conn.stale()) return false;
-  auto idle = std::chrono::steady_clock::now() - conn.last_used();
-  if (idle < std::chrono::milliseconds(options_.idle_check_ms)) return true;
-  try {
-    ReplyPtr r = conn.command({"PING"});
-    return r->type == REDIS_REPLY_STATUS;
+bool ConnectionPool::usable(Mux& mux) {
+  if (mux.broken()) return false;
+  if (mux.idle_for() < std::chrono::milliseconds(options_.idle_check_ms)) return true;
+  try {  // idle for long: a PING first, so a dead connection costs no caller its call
+    auto call = std::make_shared<Mux::Call>();
+    call->reset(1, Mux::Clock::now() + std::chrono::milliseconds(options_.command_timeout_ms));
+    Connection::encode(call->bytes, {"PING"});
+    mux.run(call);
+    return call->replies.front()->type == REDIS_REPLY_STATUS;
   } catch (const Error&) {
     return false;
   }
@@ -47,15 +99,12 @@ bool ConnectionPool::usable(Connection& conn) {
 void ConnectionPool::close() {
   closed_.store(true);
   State* s = current();
-  std::vector<std::unique_ptr<Connection>> idle;
+  std::vector<std::shared_ptr<Mux>> muxes;
   {
     std::lock_guard<std::mutex> lock(s->mu);
-    idle.swap(s->idle);
-    s->open -= static_cast<int>(idle.size());
-    s->cv.notify_all();
+    muxes.swap(s->muxes);
   }
-  // `idle` closes its sockets here, outside the lock; leased ones close when
-  // they come back.
+  for (auto& m : muxes) m->shut_down();
 }
 
 namespace {
@@ -110,91 +159,107 @@ void ConnectionPool::probe_eviction(Connection& conn) {
   evicting_.store(maxmemory > 0 && policy != "noeviction" ? 1 : 0, std::memory_order_relaxed);
 }
 
-PooledConnection ConnectionPool::acquire() {
+PooledConnection ConnectionPool::acquire(bool grow) {
   if (closed_.load()) throw Error(ErrorCode::kClosed, "the client is closed");
   State* s = current();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.acquire_timeout_ms);
   std::unique_lock<std::mutex> lock(s->mu);
   for (;;) {
-    while (!s->idle.empty()) {
-      std::unique_ptr<Connection> conn = std::move(s->idle.back());
-      s->idle.pop_back();
+    s->muxes.erase(std::remove_if(s->muxes.begin(), s->muxes.end(), [](const auto& m) { return m->broken(); }),
+                   s->muxes.end());
+    std::shared_ptr<Mux> best;
+    size_t best_pending = 0;
+    for (const auto& m : s->muxes) {
+      size_t p = m->pending();
+      if (!best || p < best_pending) best = m, best_pending = p;
+    }
+    const bool may_open = static_cast<int>(s->muxes.size()) + s->connecting < options_.size &&
+                          (grow || s->muxes.empty());
+    if (best && (best_pending == 0 || !may_open)) {
       lock.unlock();
-      if (usable(*conn)) return PooledConnection(this, s, std::move(conn));
-      conn.reset();  // closed outside the lock
+      // (The non-blocking path skips the idle PING: a connection found closed
+      // when written fails its calls unsent, and they are retried.)
+      if (!grow || usable(*best)) return PooledConnection(this, std::move(best));
+      best->shut_down();  // failed its idle check: drop it, and look again
       lock.lock();
-      --s->open;
+      continue;
     }
-    if (s->open < options_.size) {
-      const auto now = std::chrono::steady_clock::now();
-      if (s->failures > 0 && now < s->retry_at) {
-        // The node is down: fail fast instead of a connect per call.
-        auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(s->retry_at - now).count() + 1;
-        throw Error(ErrorCode::kUnavailable,
-                    s->last_error + " (" + std::to_string(s->failures) + " failed connects in a row; next try in " +
-                        std::to_string(wait) + " ms)",
-                    s->last_errno);
-      }
-      ++s->open;
+    if (!may_open) {  // every allowed connection is being made: share the first to finish
       lock.unlock();
-      attempts_.fetch_add(1, std::memory_order_relaxed);
-      try {
-        auto conn = std::make_unique<Connection>(endpoint_, options_, tls_.get());
-        made_.fetch_add(1, std::memory_order_relaxed);
-        probe_eviction(*conn);
-        if (conn->broken())  // the handshake's replies came with bytes nobody asked for
-          throw Error(ErrorCode::kServer, "reply from " + endpoint_.describe() + ": unsolicited bytes after a reply");
-        lock.lock();
-        s->failures = 0;
-        lock.unlock();
-        return PooledConnection(this, s, std::move(conn));
-      } catch (const Error& e) {
-        lock.lock();
-        --s->open;
-        if (e.code() == ErrorCode::kUnavailable || e.code() == ErrorCode::kTimeout) {
-          ++s->failures;
-          s->retry_at = std::chrono::steady_clock::now() + backoff(s->failures);
-          s->last_error = e.what();
-          s->last_errno = e.sys_errno();
-        }
-        s->cv.notify_one();
-        throw;
-      } catch (...) {
-        lock.lock();
-        --s->open;
-        s->cv.notify_one();
-        throw;
-      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      lock.lock();
+      continue;
     }
-    if (s->cv.wait_until(lock, deadline) == std::cv_status::timeout && s->idle.empty() &&
-        s->open >= options_.size) {
-      throw Error(ErrorCode::kPoolExhausted,
-                  "no free connection to " + endpoint_.describe() + " within acquire_timeout_ms=" +
-                      std::to_string(options_.acquire_timeout_ms) + " (pool_size=" +
-                      std::to_string(options_.size) + ")");
+    try {
+      return PooledConnection(this, connect(s, lock));
+    } catch (const Error&) {
+      // The node refuses: while another connection is still good, use it.
+      if (best) return PooledConnection(this, std::move(best));
+      throw;
     }
   }
 }
 
-void ConnectionPool::release(State* s, std::unique_ptr<Connection> conn) {
-  if (s != current()) {
-    conn.reset();  // leased before fork(): our copy of the socket is only closed
-    return;
+// Makes a connection (the lock is released meanwhile); throws the connect
+// error, or kUnavailable at once while failed connects back off.
+std::shared_ptr<Mux> ConnectionPool::connect(State* s, std::unique_lock<std::mutex>& lock) {
+  const auto now = std::chrono::steady_clock::now();
+  if (s->failures > 0 && now < s->retry_at) {
+    // The node is down: fail fast instead of a connect per call.
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(s->retry_at - now).count() + 1;
+    throw Error(s->last_code,
+                s->last_error + " (" + std::to_string(s->failures) + " failed connects in a row; next try in " +
+                    std::to_string(wait) + " ms)",
+                s->last_errno);
   }
-  bool keep = !conn->broken() && !closed_.load();
-  if (!keep) conn.reset();
-  std::lock_guard<std::mutex> lock(s->mu);
-  if (keep)
-    s->idle.push_back(std::move(conn));
-  else
-    --s->open;
-  s->cv.notify_one();
+  ++s->connecting;
+  lock.unlock();
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    auto conn = std::make_unique<Connection>(endpoint_, options_, tls_.get());
+    made_.fetch_add(1, std::memory_order_relaxed);
+    probe_eviction(*conn);
+    if (conn->broken())  // the handshake's replies came with bytes nobody asked for
+      throw Error(ErrorCode::kServer, "reply from " + endpoint_.describe() + ": unsolicited bytes after a reply");
+    auto mux = std::make_shared<Mux>(std::move(conn));
+    lock.lock();
+    --s->connecting;
+    s->failures = 0;
+    if (closed_.load()) {
+      lock.unlock();
+      mux->shut_down();
+      throw Error(ErrorCode::kClosed, "the client is closed");
+    }
+    s->muxes.push_back(mux);
+    return mux;
+  } catch (const Error& e) {
+    if (!lock.owns_lock()) lock.lock();
+    if (e.code() == ErrorCode::kClosed) throw;  // (connecting already counted down)
+    --s->connecting;
+    // A refused certificate or password is retried no faster than a dead
+    // node: a misconfigured client must not hammer the server with handshakes.
+    if (e.code() == ErrorCode::kUnavailable || e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kAuth) {
+      ++s->failures;
+      s->retry_at = std::chrono::steady_clock::now() + backoff(s->failures);
+      s->last_error = e.what();
+      s->last_errno = e.sys_errno();
+      // Failing fast is "not reachable now" whatever the last try met, except
+      // a refused certificate or password, which stays the caller's to fix.
+      s->last_code = e.code() == ErrorCode::kAuth ? ErrorCode::kAuth : ErrorCode::kUnavailable;
+    }
+    throw;
+  } catch (...) {
+    if (!lock.owns_lock()) lock.lock();
+    --s->connecting;
+    throw;
+  }
 }
 
 int ConnectionPool::open_connections() {
   State* s = current();
   std::lock_guard<std::mutex> lock(s->mu);
-  return s->open;
+  int open = 0;
+  for (const auto& m : s->muxes) open += m->broken() ? 0 : 1;
+  return open;
 }
 
 }  // namespace polylimit

@@ -1,19 +1,23 @@
-// pool.h - a bounded, thread-safe, fork-aware pool of Connections.
+// pool.h - the connections of one Redis node, shared by every caller.
 //
-// A connection is leased to one thread at a time (PooledConnection is the RAII
-// lease) and comes back on destruction; a broken one is dropped and a new one
-// is made on demand. After fork() the child never uses the parent's
-// connections: the pool notices the pid change and starts afresh.
+// A node gets at most `size` connections (PoolOptions::size); each is a Mux
+// that many concurrent callers share by pipelining their commands (mux.h). A
+// call goes to the connection with the fewest calls waiting; another
+// connection is made only when every open one is busy and the bound allows.
+// A connection that fails is dropped (its calls fail) and a new one is made
+// on demand, after a backoff while the node keeps refusing. After fork() the
+// child never uses the parent's connections: it starts afresh.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "connection.h"
+#include "mux.h"
 #include "per_process.h"
 #include "polylimit/client.h"
 #include "polylimit/url.h"
@@ -22,21 +26,35 @@ namespace polylimit {
 
 class ConnectionPool;
 
-class PooledConnection {
+// What a transport holds for one call or batch: a Link onto a shared
+// connection of the pool. A command() or pipeline() that fails before any
+// byte of it was written (the connection had just been closed) is retried
+// once on another connection.
+class PooledConnection final : public Link {
  public:
-  PooledConnection(PooledConnection&& other) noexcept = default;
+  PooledConnection(PooledConnection&&) noexcept = default;
   PooledConnection& operator=(PooledConnection&&) = delete;
-  ~PooledConnection();
-  Connection& operator*() const { return *conn_; }
-  Connection* operator->() const { return conn_.get(); }
+  Link& operator*() { return *this; }
+  Link* operator->() { return this; }
+
+  ReplyPtr command(const Argv& argv) override;
+  std::vector<ReplyPtr> pipeline(const std::vector<Argv>& commands) override;
+  bool sent() const override { return sent_; }
+  bool broken() const override { return mux_ == nullptr || mux_->broken(); }
+
+  // The non-blocking form of pipeline(): `done` runs once with the replies
+  // or the error (Mux::Call::on_done says on which thread). Throws when the
+  // call cannot be queued (then `done` never runs).
+  void submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done);
 
  private:
   friend class ConnectionPool;
-  PooledConnection(ConnectionPool* pool, void* state, std::unique_ptr<Connection> conn)
-      : pool_(pool), state_(state), conn_(std::move(conn)) {}
+  PooledConnection(ConnectionPool* pool, std::shared_ptr<Mux> mux) : pool_(pool), mux_(std::move(mux)) {}
+  Mux::CallPtr prepare(const std::vector<const Argv*>& commands);
+  std::vector<ReplyPtr> run(const std::vector<const Argv*>& commands);
   ConnectionPool* pool_;
-  void* state_;  // the pool generation it came from
-  std::unique_ptr<Connection> conn_;
+  std::shared_ptr<Mux> mux_;
+  bool sent_ = false;
 };
 
 class ConnectionPool {
@@ -47,17 +65,22 @@ class ConnectionPool {
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  // Throws kPoolExhausted after acquire_timeout_ms, or the connect error.
-  PooledConnection acquire();
+  // A link onto the least busy connection (made now when none is open, or
+  // when all are busy and fewer than `size` are open). Throws the connect
+  // error, or kUnavailable at once while reconnects back off.
+  // `grow` false: never connect while a connection is open, however busy
+  // (the non-blocking path must not wait on a connect).
+  PooledConnection acquire(bool grow = true);
 
   const Endpoint& endpoint() const { return endpoint_; }
   const PoolOptions& options() const { return options_; }
 
-  // Closes the idle connections now and leased ones when they come back;
-  // acquire() then throws kClosed.
+  // Fails every queued and in-flight call with kClosed and closes the
+  // connections; acquire() then throws kClosed.
   void close();
+  ~ConnectionPool();
 
-  // Connections open now (idle plus leased), for tests and stats.
+  // Connections open now, for tests and stats.
   int open_connections();
   // Connections made since the pool started (this process only).
   long connections_made() const { return made_.load(); }
@@ -74,19 +97,19 @@ class ConnectionPool {
   friend class PooledConnection;
   struct State {  // one per process (see PerProcess)
     std::mutex mu;
-    std::condition_variable cv;
-    std::vector<std::unique_ptr<Connection>> idle;
-    int open = 0;
+    std::vector<std::shared_ptr<Mux>> muxes;
+    int connecting = 0;  // connects under way (outside the lock)
     // Reconnect backoff: after `failures` consecutive failed connects, no new
     // connect is tried before `retry_at` (10 ms doubling to 1 s, jittered).
     int failures = 0;
     std::chrono::steady_clock::time_point retry_at{};
     std::string last_error;  // of the last failed connect, for the fail-fast message
     int last_errno = 0;
+    ErrorCode last_code = ErrorCode::kUnavailable;  // kAuth stays kAuth while backing off
   };
   State* current();
-  void release(State* state, std::unique_ptr<Connection> conn);
-  bool usable(Connection& conn);
+  std::shared_ptr<Mux> connect(State* s, std::unique_lock<std::mutex>& lock);
+  bool usable(Mux& mux);
   static std::chrono::microseconds backoff(int failures);
   void probe_eviction(Connection& conn);
 

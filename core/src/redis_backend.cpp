@@ -74,6 +74,68 @@ void check_request(const Request& rq) {
     throw Error(ErrorCode::kInternal, "request: limits and keys do not match");
 }
 
+bool durable(const Request& rq) { return rq.op == Op::kCheck && rq.durable.on(); }
+
+bool same(const Durability& a, const Durability& b) {
+  return a.replicas == b.replicas && a.aof == b.aof && a.timeout_ms == b.timeout_ms;
+}
+
+std::string wait_name(const Durability& d) { return d.aof ? "WAITAOF" : "WAIT"; }
+
+// WAIT's error replies that say the deployment is misconfigured for the mode
+// (an ACL without +wait, WAITAOF before Redis 7.2 or without appendonly):
+// reported as such, whatever the decision and the failure policy.
+bool configuration_error(const std::string& reply) {
+  try {
+    throw_reply_error(reply, "WAIT");
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kPermission || e.code() == ErrorCode::kAuth) return true;
+  }
+  return reply.find("unknown command") != std::string::npos || reply.find("appendonly") != std::string::npos;
+}
+
+Error not_durable(const std::string& what) {
+  Error e(ErrorCode::kNotDurable, "check admitted by the master but not durable: " + what +
+                                      "; not admitted, its units stay consumed on the master");
+  e.set_outcome_unknown(true);  // consumed here, maybe lost in a failover
+  return e;
+}
+
+// Failover-safe mode: a decision stands only when the WAIT after its script
+// says its write is safe. An admitted check whose write was not acknowledged
+// in time is kNotDurable: its units stay consumed on the master (and on any
+// replica that got them), but the caller must not count it as admitted, since
+// a failover now could lose it and admit those units again. A denial stands
+// whatever the WAIT answered (nothing it wrote can admit more if lost), but a
+// misconfiguration is reported even then.
+Decision require_durable(Decision d, const Ack& ack, const Durability& want) {
+  if (!ack.waited) throw Error(ErrorCode::kInternal, "failover-safe mode: no WAIT was sent after the script");
+  if (!ack.error.empty()) {
+    if (configuration_error(ack.error)) {
+      std::string reply = ack.error;
+      if (reply.find("unknown command") != std::string::npos)
+        reply += " (durable_aof needs WAITAOF: Redis 7.2 or later)";
+      try {
+        throw_reply_error(reply, wait_name(want) + " after an " + (d.allowed ? "admitted" : "denied") + " check");
+      } catch (Error& e) {
+        e.set_outcome_unknown(d.allowed);  // an admitted check consumed its units
+        throw;
+      }
+    }
+    // Anything else acknowledged nothing: UNBLOCKED (the master was demoted
+    // while WAIT waited), a master that became a replica before the WAIT.
+    if (!d.allowed) return d;
+    throw not_durable(wait_name(want) + " answered " + ack.error);
+  }
+  if (!d.allowed) return d;
+  const bool local_ok = !want.aof || ack.local >= 1;
+  if (ack.replicas >= want.replicas && local_ok) return d;
+  std::string what = std::to_string(ack.replicas) + " of " + std::to_string(want.replicas) + " replicas";
+  if (want.aof) what = (ack.local >= 1 ? "fsynced locally, " : "not fsynced locally, ") + what;
+  throw not_durable("its write reached " + what + " within " + std::to_string(want.timeout_ms) + " ms (" +
+                    wait_name(want) + ")");
+}
+
 }  // namespace
 
 Decision decode_script_reply(const redisReply* reply, const std::vector<LimitParams>& limits) {
@@ -104,10 +166,25 @@ RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
   return e;
 }
 
+void RedisBackend::check_durability(const Durability& d) const {
+  if (!d.on()) return;
+  const int command_ms = transport_->command_timeout_ms();
+  if (d.timeout_ms >= command_ms)
+    throw_invalid("durable_timeout_ms = " + std::to_string(d.timeout_ms) +
+                  " must be below the client's command_timeout_ms = " + std::to_string(command_ms) +
+                  " (the WAIT's answer must arrive within the command's deadline)");
+}
+
 Decision RedisBackend::evaluate(const Request& rq) {
   Encoded e = encode(rq);
   const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
   round_trips_.fetch_add(1, std::memory_order_relaxed);
+  if (durable(rq)) {
+    // The script and WAIT in one pipeline: one round trip.
+    std::vector<Ack> acks;
+    std::vector<ReplyPtr> r = transport_->run_scripts(script, {e.call}, rq.durable, &acks);
+    return require_durable(decode(r[0].get(), script, *rq.limits), acks.at(0), rq.durable);
+  }
   ReplyPtr r = transport_->run_script(script, e.call.keys, e.call.args);
   return decode(r.get(), script, *rq.limits);
 }
@@ -123,12 +200,16 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
     const Algorithm alg = requests[first].limits && !requests[first].limits->empty()
                               ? (*requests[first].limits)[0].algorithm
                               : Algorithm::kSlidingLog;
+    // ... and one durability: a durable group ends each node's pipeline with WAIT.
+    const bool want = durable(requests[first]);
+    const Durability durability = want ? requests[first].durable : Durability{};
     for (size_t i = first; i < requests.size(); ++i) {
       if (done[i]) continue;
       const Request& rq = requests[i];
       try {
         check_request(rq);
         if ((*rq.limits)[0].algorithm != alg) continue;
+        if (durable(rq) != want || (want && !same(rq.durable, durability))) continue;
         encoded.push_back(encode(rq));
         group.push_back(i);
       } catch (...) {
@@ -142,16 +223,18 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
     calls.reserve(group.size());
     for (auto& e : encoded) calls.push_back(e.call);
     std::vector<ReplyPtr> replies;
+    std::vector<Ack> acks;
     try {
       round_trips_.fetch_add(1, std::memory_order_relaxed);
-      replies = transport_->run_scripts(script, calls);
+      replies = transport_->run_scripts(script, calls, durability, want ? &acks : nullptr);
     } catch (...) {
       for (size_t i : group) out[i].error = std::current_exception();
       continue;
     }
     for (size_t j = 0; j < group.size(); ++j) {
       try {
-        out[group[j]].decision = decode(replies[j].get(), script, *requests[group[j]].limits);
+        Decision d = decode(replies[j].get(), script, *requests[group[j]].limits);
+        out[group[j]].decision = want ? require_durable(d, acks.at(j), durability) : d;
       } catch (...) {
         out[group[j]].error = std::current_exception();
       }
@@ -167,6 +250,44 @@ void RedisBackend::reset(const std::vector<std::string>& keys) {
   round_trips_.fetch_add(1, std::memory_order_relaxed);
   ReplyPtr r = transport_->run_command(keys[0], argv);
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), "DEL");
+}
+
+void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)> done) {
+  const bool durable_check = rq.op == Op::kCheck && rq.durable.on();
+  if (!durable_check) {
+    Encoded e = encode(rq);
+    const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+    const std::vector<LimitParams>* limits = rq.limits;
+    round_trips_.fetch_add(1, std::memory_order_relaxed);
+    // The decode runs where the reply is read (a library thread).
+    if (transport_->run_script_async(script, e.call, [limits, done](ReplyPtr reply, std::exception_ptr error) {
+          Outcome o;
+          if (error) {
+            o.error = error;
+          } else {
+            try {
+              o.decision = decode_script_reply(reply.get(), *limits);
+            } catch (...) {
+              o.error = std::current_exception();
+            }
+          }
+          done(std::move(o));
+        }))
+      return;
+    round_trips_.fetch_sub(1, std::memory_order_relaxed);  // counted again by evaluate()
+  }
+  // No non-blocking path here (Cluster, Sentinel; WAIT after a durable
+  // check): the synchronous call on a library thread.
+  auto copy = std::make_shared<Request>(rq);
+  transport_->run_in_background([this, copy, done] {
+    Outcome o;
+    try {
+      o.decision = evaluate(*copy);
+    } catch (...) {
+      o.error = std::current_exception();
+    }
+    done(std::move(o));
+  });
 }
 
 }  // namespace polylimit

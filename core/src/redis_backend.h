@@ -24,12 +24,14 @@ class RedisBackend : public Backend {
   using Backend::reset;
   Decision evaluate(const Request& request) override;
   std::vector<Outcome> evaluate_many(const std::vector<Request>& requests) override;
+  void evaluate_async(const Request& request, std::function<void(Outcome)> done) override;
   void reset(const std::vector<std::string>& keys) override;
   long round_trips() const override { return round_trips_.load(std::memory_order_relaxed); }
   long noscript_reloads() const override { return transport_->noscript_reloads(); }
   void close() override { transport_->close(); }
   long evicting_nodes() override { return transport_->evicting_nodes(); }
   long connect_attempts() override { return transport_->connect_attempts(); }
+  void check_durability(const Durability& durable) const override;
 
   Transport& transport() { return *transport_; }
 

@@ -34,7 +34,7 @@ bool ScriptCache::is_noscript(const redisReply* r) {
   return r->type == REDIS_REPLY_ERROR && r->len >= 8 && std::memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-void ScriptCache::load(Connection& conn, const scripts::Script& script) {
+void ScriptCache::load(Link& conn, const scripts::Script& script) {
   ReplyPtr r = conn.command({"SCRIPT", "LOAD", script.source});
   if (r->type == REDIS_REPLY_ERROR)
     throw_reply_error(std::string(r->str, r->len), std::string("SCRIPT LOAD ") + script.name);
@@ -44,7 +44,7 @@ void ScriptCache::load(Connection& conn, const scripts::Script& script) {
   reloads_.fetch_add(1, std::memory_order_relaxed);
 }
 
-ReplyPtr ScriptCache::run(Connection& conn, const scripts::Script& script, const Argv& keys, const Argv& args) {
+ReplyPtr ScriptCache::run(Link& conn, const scripts::Script& script, const Argv& keys, const Argv& args) {
   std::string numkeys;
   Argv argv = evalsha(script, keys, args, numkeys);
   // A failure after a script call went out may come after it ran; SCRIPT

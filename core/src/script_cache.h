@@ -19,7 +19,7 @@ class ScriptCache {
  public:
   // Runs `script` with KEYS and ARGV; returns the reply (error replies other
   // than NOSCRIPT are returned for the caller to map).
-  ReplyPtr run(Connection& conn, const scripts::Script& script, const Argv& keys, const Argv& args);
+  ReplyPtr run(Link& conn, const scripts::Script& script, const Argv& keys, const Argv& args);
 
   // Builds the EVALSHA command for a script, for pipelines.
   static Argv evalsha(const scripts::Script& script, const Argv& keys, const Argv& args,
@@ -33,9 +33,11 @@ class ScriptCache {
   static bool is_noscript(const redisReply* reply);
 
   // SCRIPT LOAD; throws when the server refuses or answers another SHA1.
-  void load(Connection& conn, const scripts::Script& script);
+  void load(Link& conn, const scripts::Script& script);
 
   long reloads() const { return reloads_.load(std::memory_order_relaxed); }
+  // Counts a reload done elsewhere (the non-blocking path re-sends with EVAL).
+  void note_reload() { reloads_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   std::atomic<long> reloads_{0};

@@ -449,7 +449,7 @@ SentinelTransport::MasterPtr SentinelTransport::re_resolve() {
 }
 
 template <class R>
-R SentinelTransport::execute(const std::function<R(Connection&)>& run,
+R SentinelTransport::execute(const std::function<R(Link&)>& run,
                              const std::function<bool(const R&)>& readonly) {
   MasterPtr m = current();
   for (bool retried = false;; retried = true) {
@@ -480,22 +480,27 @@ R SentinelTransport::execute(const std::function<R(Connection&)>& run,
 }
 
 ReplyPtr SentinelTransport::run_script(const scripts::Script& script, const Argv& keys, const Argv& args) {
-  return execute<ReplyPtr>([&](Connection& c) { return scripts_.run(c, script, keys, args); },
+  return execute<ReplyPtr>([&](Link& c) { return scripts_.run(c, script, keys, args); },
                            [](const ReplyPtr& r) { return is_readonly(r.get()); });
 }
 
 ReplyPtr SentinelTransport::run_command(std::string_view, const Argv& argv) {
-  return execute<ReplyPtr>([&](Connection& c) { return send_with_outcome(c, [&] { return c.command(argv); }); },
+  return execute<ReplyPtr>([&](Link& c) { return send_with_outcome(c, [&] { return c.command(argv); }); },
                            [](const ReplyPtr& r) { return is_readonly(r.get()); });
 }
 
 std::vector<ReplyPtr> SentinelTransport::run_scripts(const scripts::Script& script,
-                                                     const std::vector<ScriptCall>& calls) {
+                                                     const std::vector<ScriptCall>& calls, const Durability& durable,
+                                                     std::vector<Ack>* acks) {
   if (calls.empty()) return {};
-  // All READONLY or none: the pipeline went to one server.
-  return execute<std::vector<ReplyPtr>>(
-      [&](Connection& c) { return run_scripts_on(c, scripts_, script, calls); },
+  // All READONLY or none: the pipeline went to one server. A retry on the
+  // re-resolved master replaces the ack of the demoted one.
+  Ack ack;
+  std::vector<ReplyPtr> replies = execute<std::vector<ReplyPtr>>(
+      [&](Link& c) { return run_scripts_on(c, scripts_, script, calls, durable, &ack); },
       [](const std::vector<ReplyPtr>& rs) { return !rs.empty() && is_readonly(rs.front().get()); });
+  if (acks) acks->assign(calls.size(), ack);
+  return replies;
 }
 
 std::string SentinelTransport::master_address() { return current()->address; }

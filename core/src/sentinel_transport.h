@@ -68,12 +68,14 @@ class SentinelTransport : public Transport {
   ~SentinelTransport() override;
 
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
-  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
+  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
+                                    const Durability& durable = {}, std::vector<Ack>* acks = nullptr) override;
   ReplyPtr run_command(std::string_view key, const Argv& argv) override;
   long noscript_reloads() const override { return scripts_.reloads(); }
   void close() override;
   long evicting_nodes() override;
   long connect_attempts() override;
+  int command_timeout_ms() const override { return options_.command_timeout_ms; }
 
   // host:port of the master in use (resolves it first if needed).
   std::string master_address();
@@ -137,7 +139,7 @@ class SentinelTransport : public Transport {
   void stop_threads();
 
   template <class R>
-  R execute(const std::function<R(Connection&)>& run, const std::function<bool(const R&)>& readonly);
+  R execute(const std::function<R(Link&)>& run, const std::function<bool(const R&)>& readonly);
 
   const Endpoint endpoint_;
   const PoolOptions options_;

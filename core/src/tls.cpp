@@ -86,6 +86,15 @@ TlsContext::TlsContext(const TlsOptions& o) : server_name_(o.server_name), verif
     // from ever needing a read.
     SSL_CTX_set_options(ctx_, SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_verify(ctx_, verify_ ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
+    // Client-side session cache, kept by us per server (keep_session): TLS
+    // 1.3 tickets arrive after the handshake, through this callback.
+    SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx_, [](SSL* ssl, SSL_SESSION* session) -> int {
+      auto* s = static_cast<TlsSession*>(SSL_get_app_data(ssl));
+      if (s == nullptr || s->session_key_.empty()) return 0;
+      s->context_->keep_session(s->session_key_, session);
+      return 1;  // the reference is ours now
+    });
     if (!o.ca_file.empty() || !o.ca_dir.empty()) {
       const char* file = o.ca_file.empty() ? nullptr : o.ca_file.c_str();
       const char* dir = o.ca_dir.empty() ? nullptr : o.ca_dir.c_str();
@@ -117,9 +126,28 @@ TlsContext::TlsContext(const TlsOptions& o) : server_name_(o.server_name), verif
   }
 }
 
-TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+TlsContext::~TlsContext() {
+  for (auto& entry : sessions_) SSL_SESSION_free(entry.second);
+  SSL_CTX_free(ctx_);
+}
 
-TlsSession::TlsSession(const TlsContext& context, const std::string& host) {
+SSL_SESSION* TlsContext::take_session(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  auto it = sessions_.find(key);
+  if (it == sessions_.end()) return nullptr;
+  SSL_SESSION_up_ref(it->second);
+  return it->second;
+}
+
+void TlsContext::keep_session(const std::string& key, SSL_SESSION* session) const {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  SSL_SESSION*& slot = sessions_[key];
+  if (slot != nullptr) SSL_SESSION_free(slot);
+  slot = session;
+}
+
+TlsSession::TlsSession(const TlsContext& context, const std::string& host, const std::string& session_key)
+    : context_(&context), session_key_(session_key) {
   ERR_clear_error();
   ssl_ = SSL_new(context.get());
   in_ = BIO_new(BIO_s_mem());
@@ -136,6 +164,13 @@ TlsSession::TlsSession(const TlsContext& context, const std::string& host) {
   BIO_set_mem_eof_return(out_, -1);
   SSL_set_bio(ssl_, in_, out_);  // ssl_ owns both from here
   SSL_set_connect_state(ssl_);
+  SSL_set_app_data(ssl_, this);
+  if (!session_key_.empty()) {
+    if (SSL_SESSION* cached = context.take_session(session_key_)) {
+      SSL_set_session(ssl_, cached);  // a failed resumption is a full handshake
+      SSL_SESSION_free(cached);
+    }
+  }
   const std::string& name = context.server_name().empty() ? host : context.server_name();
   bool ok = true;
   if (is_ip_literal(name)) {
@@ -154,9 +189,14 @@ TlsSession::TlsSession(const TlsContext& context, const std::string& host) {
   }
 }
 
+bool TlsSession::resumed() const { return SSL_session_reused(ssl_) == 1; }
+
 TlsSession::~TlsSession() {
   // No close_notify: the destructor also runs in a forked child that drops
   // the parent's connections, and must not write on a socket it shares.
+  // Marked shut down all the same (nothing is written): OpenSSL would
+  // otherwise mark the session not resumable.
+  SSL_set_shutdown(ssl_, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
   SSL_free(ssl_);
 }
 

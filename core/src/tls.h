@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "polylimit/client.h"
@@ -22,6 +24,7 @@
 
 typedef struct ssl_ctx_st SSL_CTX;
 typedef struct ssl_st SSL;
+typedef struct ssl_session_st SSL_SESSION;
 typedef struct bio_st BIO;
 
 namespace polylimit {
@@ -36,6 +39,12 @@ class TlsContext {
   TlsContext& operator=(const TlsContext&) = delete;
 
   SSL_CTX* get() const { return ctx_; }
+
+  // Session resumption: the last session a server (by `key`, its host:port)
+  // gave us, offered on the next connection to it, so reconnects (a pool
+  // growing, a restart, a failover back) skip the full handshake. Thread-safe.
+  SSL_SESSION* take_session(const std::string& key) const;  // a new reference, or null
+  void keep_session(const std::string& key, SSL_SESSION* session) const;  // takes the reference
   // The name to send as SNI and to verify; empty: the host being connected to.
   const std::string& server_name() const { return server_name_; }
   bool verify() const { return verify_; }
@@ -44,6 +53,8 @@ class TlsContext {
   SSL_CTX* ctx_ = nullptr;
   std::string server_name_;
   bool verify_ = true;
+  mutable std::mutex sessions_mu_;
+  mutable std::map<std::string, SSL_SESSION*> sessions_;
 };
 
 // One client-side TLS session over memory buffers (see above).
@@ -52,7 +63,9 @@ class TlsSession {
   // `host` is what the URL (or CLUSTER SLOTS, or a sentinel) named; the
   // certificate must match it (or the context's server_name), as a DNS name
   // or, for an IP literal, as an IP address SAN. No SNI for IP literals.
-  TlsSession(const TlsContext& context, const std::string& host);
+  // `session_key` (host:port) names the server for session resumption;
+  // empty: none.
+  TlsSession(const TlsContext& context, const std::string& host, const std::string& session_key = "");
   ~TlsSession();
   TlsSession(const TlsSession&) = delete;
   TlsSession& operator=(const TlsSession&) = delete;
@@ -81,9 +94,15 @@ class TlsSession {
   // Received bytes not yet handed out by read(): raw or decrypted.
   bool has_pending() const;
 
+  // The handshake resumed an earlier session (no certificate exchange).
+  bool resumed() const;
+
  private:
   [[noreturn]] void fail(const char* op, int ssl_error, const std::string& where);
+  friend class TlsContext;
   SSL* ssl_ = nullptr;
+  const TlsContext* context_ = nullptr;
+  std::string session_key_;
   BIO* in_ = nullptr;   // server -> us (owned by ssl_)
   BIO* out_ = nullptr;  // us -> server (owned by ssl_)
   std::string out_buf_;  // taken from out_, partly sent

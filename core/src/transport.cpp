@@ -1,10 +1,38 @@
 // transport.cpp - the standalone transport and pipelined script runs.
 #include "transport.h"
 
+#include <hiredis/hiredis.h>
+
 namespace polylimit {
 
-std::vector<ReplyPtr> run_scripts_on(Connection& conn, ScriptCache& cache, const scripts::Script& script,
-                                     const std::vector<ScriptCall>& calls) {
+Argv wait_command(const Durability& durable, std::string (&storage)[2]) {
+  storage[0] = std::to_string(durable.replicas);
+  storage[1] = std::to_string(durable.timeout_ms);
+  if (durable.aof) return {"WAITAOF", "1", storage[0], storage[1]};
+  return {"WAIT", storage[0], storage[1]};
+}
+
+Ack read_ack(const redisReply* r) {
+  Ack a;
+  a.waited = true;
+  if (r->type == REDIS_REPLY_ERROR) {
+    a.error.assign(r->str, r->len);
+  } else if (r->type == REDIS_REPLY_INTEGER) {
+    a.replicas = r->integer;
+  } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+             r->element[1]->type == REDIS_REPLY_INTEGER) {
+    a.local = r->element[0]->integer;
+    a.replicas = r->element[1]->integer;
+  } else {
+    a.error = "unexpected reply shape";
+  }
+  return a;
+}
+
+std::vector<ReplyPtr> run_scripts_on(Link& conn, ScriptCache& cache, const scripts::Script& script,
+                                     const std::vector<ScriptCall>& calls, const Durability& durable, Ack* ack) {
+  std::string wait_storage[2];
+  const Argv wait = durable.on() ? wait_command(durable, wait_storage) : Argv{};
   auto build = [&](const std::vector<size_t>& which, std::vector<std::string>& numkeys) {
     std::vector<Argv> commands;
     numkeys.resize(which.size());
@@ -15,8 +43,16 @@ std::vector<ReplyPtr> run_scripts_on(Connection& conn, ScriptCache& cache, const
   // Every call of the batch shares the one error: a failure after a
   // pipeline went out (or after some of its calls already ran, when a
   // NOSCRIPT reload or retry fails) has an unknown outcome for all of them.
-  auto send = [&conn](const std::vector<Argv>& commands) {
-    return send_with_outcome(conn, [&] { return conn.pipeline(commands); });
+  // In failover-safe mode the WAIT rides in the same write, after the
+  // calls; its reply is taken off the end.
+  auto send = [&](std::vector<Argv> commands) {
+    if (durable.on()) commands.push_back(wait);
+    std::vector<ReplyPtr> replies = send_with_outcome(conn, [&] { return conn.pipeline(commands); });
+    if (durable.on()) {
+      if (ack) *ack = read_ack(replies.back().get());
+      replies.pop_back();
+    }
+    return replies;
   };
   std::vector<size_t> all(calls.size());
   for (size_t i = 0; i < calls.size(); ++i) all[i] = i;
@@ -54,10 +90,14 @@ ReplyPtr StandaloneTransport::run_script(const scripts::Script& script, const Ar
 }
 
 std::vector<ReplyPtr> StandaloneTransport::run_scripts(const scripts::Script& script,
-                                                       const std::vector<ScriptCall>& calls) {
+                                                       const std::vector<ScriptCall>& calls, const Durability& durable,
+                                                       std::vector<Ack>* acks) {
   if (calls.empty()) return {};
   PooledConnection conn = pool_.acquire();
-  return run_scripts_on(*conn, scripts_, script, calls);
+  Ack ack;
+  std::vector<ReplyPtr> replies = run_scripts_on(*conn, scripts_, script, calls, durable, &ack);
+  if (acks) acks->assign(calls.size(), ack);
+  return replies;
 }
 
 ReplyPtr StandaloneTransport::run_command(std::string_view, const Argv& argv) {

@@ -5,11 +5,17 @@
 // interface, so the algorithms never know which one they talk to.
 #pragma once
 
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "connection.h"
+#include "polylimit/backend.h"
 #include "pool.h"
 #include "script_cache.h"
 
@@ -21,17 +27,41 @@ struct ScriptCall {
   Argv args;
 };
 
+// Failover-safe mode: what the WAIT (or WAITAOF) sent right after script
+// calls, on the same connection and in the same write, answered. It covers
+// every write that connection made before it.
+struct Ack {
+  bool waited = false;   // a WAIT went out after the calls and answered
+  int64_t local = 0;     // WAITAOF: 1 when fsynced to the master's AOF
+  int64_t replicas = 0;  // replicas that acknowledged within the timeout
+  std::string error;     // WAIT's error reply (ACL, WAITAOF unknown or without AOF, a replica)
+};
+
+// WAIT replicas timeout, or WAITAOF 1 replicas timeout; `storage` holds the
+// numbers the Argv points into.
+Argv wait_command(const Durability& durable, std::string (&storage)[2]);
+// Reads a WAIT (integer) or WAITAOF ([local, replicas]) reply.
+Ack read_ack(const redisReply* reply);
+
+class BackgroundRunner;
+
+// The non-blocking path's result: a reply, or the error (never both).
+using ScriptDone = std::function<void(ReplyPtr reply, std::exception_ptr error)>;
+
 class Transport {
  public:
-  virtual ~Transport() = default;
+  virtual ~Transport();
 
   // Runs a script on the node that owns keys[0]; NOSCRIPT is recovered once.
   // Error replies are returned; I/O failures throw.
   virtual ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) = 0;
 
   // Runs many calls of one script, pipelined (one round trip per node);
-  // replies in the order of `calls`.
-  virtual std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) = 0;
+  // replies in the order of `calls`. With `durable` on, each node's pipeline
+  // ends with WAIT (or WAITAOF) in the same write, and acks[i] is what the
+  // WAIT after calls[i] answered (WAIT cannot run inside a script).
+  virtual std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
+                                            const Durability& durable = {}, std::vector<Ack>* acks = nullptr) = 0;
 
   // Runs a plain command on the node that owns `key`.
   virtual ReplyPtr run_command(std::string_view key, const Argv& argv) = 0;
@@ -46,6 +76,28 @@ class Transport {
   virtual long evicting_nodes() = 0;
   // Connects tried to the data nodes (made or failed), this process only.
   virtual long connect_attempts() = 0;
+  // The deadline of one command (or pipeline), which a WAIT must fit in.
+  virtual int command_timeout_ms() const = 0;
+
+  // run_script without waiting: queues the call and returns; `done` runs
+  // once, later, on a library I/O thread or a thread driving the same
+  // connection (mux.h). Throws (and `done` never runs) when the call cannot
+  // be queued. False when this transport has no non-blocking path: then
+  // nothing was done (see run_in_background).
+  virtual bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) {
+    (void)script, (void)call, (void)done;
+    return false;
+  }
+
+  // Runs `job` on one of at most kBackgroundThreads library threads of this
+  // transport (started on first use): the non-blocking API's path where no
+  // non-blocking transport exists yet (Cluster, Sentinel, durable checks).
+  static constexpr int kBackgroundThreads = 4;
+  void run_in_background(std::function<void()> job);
+
+ private:
+  std::mutex background_mu_;
+  std::shared_ptr<BackgroundRunner> background_;
 };
 
 // One server (redis:// or unix://).
@@ -55,24 +107,35 @@ class StandaloneTransport : public Transport {
       : pool_(std::move(endpoint), options, std::move(tls)) {}
 
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
-  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls) override;
+  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
+                                    const Durability& durable = {}, std::vector<Ack>* acks = nullptr) override;
   ReplyPtr run_command(std::string_view key, const Argv& argv) override;
   long noscript_reloads() const override { return scripts_.reloads(); }
   void close() override { pool_.close(); }
   long evicting_nodes() override { return pool_.evicting() == 1 ? 1 : 0; }
   long connect_attempts() override { return pool_.connect_attempts(); }
+  bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) override;
+  int command_timeout_ms() const override { return pool_.options().command_timeout_ms; }
 
   ConnectionPool& pool() { return pool_; }
 
  private:
+  // One non-blocking attempt of a script call (async.cpp); its callback
+  // makes the next when the first was never sent or met NOSCRIPT.
+  struct AsyncCall;
+  void submit_async(const scripts::Script& script, std::shared_ptr<AsyncCall> call, ScriptDone done);
+
   ConnectionPool pool_;
   ScriptCache scripts_;
 };
 
 // Runs `calls` pipelined on one connection; a NOSCRIPT reply (the script did
 // not run) loads the script and re-runs those calls once. Shared by every
-// transport once it has picked the connection.
-std::vector<ReplyPtr> run_scripts_on(Connection& conn, ScriptCache& cache, const scripts::Script& script,
-                                     const std::vector<ScriptCall>& calls);
+// transport once it has picked the connection. With `durable` on, every
+// pipeline it sends ends with WAIT / WAITAOF, and *ack gets the last one's
+// answer (it covers the earlier pipelines too: same connection).
+std::vector<ReplyPtr> run_scripts_on(Link& conn, ScriptCache& cache, const scripts::Script& script,
+                                     const std::vector<ScriptCall>& calls, const Durability& durable = {},
+                                     Ack* ack = nullptr);
 
 }  // namespace polylimit

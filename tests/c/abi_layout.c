@@ -37,7 +37,7 @@ PIN(polylimit_client_options, tls_key_file, 64);
 PIN(polylimit_client_options, tls_server_name, 72);
 PIN(polylimit_client_options, tls_insecure, 80);
 
-SIZE(polylimit_limiter_options, 80);
+SIZE(polylimit_limiter_options, 96);
 PIN(polylimit_limiter_options, version, 0);
 PIN(polylimit_limiter_options, algorithm, 4);
 PIN(polylimit_limiter_options, limit, 8);
@@ -51,6 +51,9 @@ PIN(polylimit_limiter_options, breaker_failures, 56);
 PIN(polylimit_limiter_options, breaker_cooldown_ms, 60);
 PIN(polylimit_limiter_options, shadow, 64);
 PIN(polylimit_limiter_options, block_ms, 72);
+PIN(polylimit_limiter_options, durable_replicas, 80);  /* version 3 starts here */
+PIN(polylimit_limiter_options, durable_timeout_ms, 84);
+PIN(polylimit_limiter_options, durable_aof, 88);
 
 SIZE(polylimit_decision, 72);
 PIN(polylimit_decision, allowed, 0);
@@ -85,6 +88,7 @@ PIN(polylimit_stats, latency_buckets, 240);
 
 /* Enum values are ABI too. */
 _Static_assert(POLYLIMIT_ECLOSED == -11, "status values moved");
+_Static_assert(POLYLIMIT_ENOTDURABLE == -12, "status values moved");
 _Static_assert(POLYLIMIT_ALG_GCRA == 3, "algorithm values moved");
 _Static_assert(POLYLIMIT_FAIL_LOCAL == 3, "failure policy values moved");
 _Static_assert(POLYLIMIT_CLOCK_CLIENT == 1, "clock values moved");

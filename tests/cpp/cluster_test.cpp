@@ -1,14 +1,17 @@
-// Redis Cluster: slot routing, exactness per master, live resharding, manual
-// failover and a killed master, against a real 6-node cluster on loopback.
+// Redis Cluster: slot routing, exactness per master, live resharding, a slot
+// that ping-pongs during a handover, the map refresh after a MOVED, manual
+// failover and a killed master, against real clusters on loopback.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cluster_transport.h"
@@ -263,6 +266,186 @@ TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
   EXPECT_EQ(cluster.node(dst).integer(pltest::ring_units(skey)), kLimit);
   EXPECT_EQ(cluster.master_of_slot(slot), dst);
   EXPECT_EQ(transport.master_for(skey), "127.0.0.1:" + std::to_string(cluster.node(dst).port()));
+}
+
+namespace {
+
+// Threads that check one key until stopped, like Hammer, keeping the slowest
+// call as well.
+class TimedHammer {
+ public:
+  TimedHammer(Limiter& l, std::string key, int threads, std::chrono::microseconds pause) {
+    for (int t = 0; t < threads; ++t)
+      threads_.emplace_back([this, &l, key, pause] {
+        while (!stop_.load()) {
+          int64_t t0 = pltest::steady_ns();
+          try {
+            (l.check(key).allowed ? admitted : denied).fetch_add(1);
+          } catch (const Error& e) {
+            if (errors.fetch_add(1) == 0) {
+              std::lock_guard<std::mutex> lock(mu_);
+              first_error = e.what();
+            }
+          }
+          int64_t took = pltest::steady_ns() - t0;
+          for (int64_t cur = slowest_ns.load(); took > cur && !slowest_ns.compare_exchange_weak(cur, took);) {
+          }
+          attempts.fetch_add(1);
+          std::this_thread::sleep_for(pause);
+        }
+      });
+  }
+  ~TimedHammer() { stop(); }
+  void stop() {
+    stop_.store(true);
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+  std::string first_error_text() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_error;
+  }
+  std::atomic<long> admitted{0}, denied{0}, errors{0}, attempts{0};
+  std::atomic<int64_t> slowest_ns{0};
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::string first_error;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+// A slot handover done in the order that makes the two owners point at each
+// other: after the keys are migrated, SETSLOT NODE reaches the source first
+// and the destination (still IMPORTING) only `window` later. Meanwhile the
+// source answers MOVED to the destination and the destination MOVED back.
+// Callers keep following, with jittered pauses, until the handover completes
+// within their deadline (command_timeout_ms, 1000 ms here): no error, and
+// exactly the limit admitted, as the stored log shows.
+TEST(Cluster, SlotPingPongDuringAHandoverCostsNoError) {
+  RedisCluster cluster(3, 0);
+  auto client = open(cluster.url());
+  auto& transport = cluster_transport(*client);
+  constexpr int64_t kLimit = 4000;  // reached only after both handovers
+  Limiter l(client, limit(kLimit, 3600 * 1000, "pingpong"));
+  const std::string key = "hot";
+  const std::string skey = l.storage_key(key);
+  const int slot = polylimit::key_slot(skey);
+  const std::string sl = std::to_string(slot);
+  const size_t first_owner = cluster.master_of_slot(slot);
+  size_t second_owner = first_owner;
+  for (size_t m : cluster.masters())
+    if (m != first_owner) second_owner = m;
+
+  TimedHammer h(l, key, 8, 1000us);
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
+
+  int64_t slowest_ns = 0;
+  auto moved_to = [&](size_t node) {
+    return "MOVED " + sl + " 127.0.0.1:" + std::to_string(cluster.node(node).port());
+  };
+  auto handover = [&](size_t src, size_t dst, std::chrono::milliseconds window) {
+    const std::string src_id = cluster.node_id(src), dst_id = cluster.node_id(dst);
+    EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", sl, "IMPORTING", src_id}), "OK");
+    EXPECT_EQ(cluster.command(src, {"CLUSTER", "SETSLOT", sl, "MIGRATING", dst_id}), "OK");
+    EXPECT_EQ(cluster.command(src, {"CLUSTER", "GETKEYSINSLOT", sl, "1000"}), skey);
+    EXPECT_EQ(cluster.command(src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0",
+                                    "5000", "KEYS", skey}),
+              "OK");
+    const long at_migrate = transport.redirects();  // callers follow ASK now
+    ASSERT_TRUE(Hammer::wait_for([&] { return transport.redirects() > at_migrate; }, 10s));
+
+    const long redirects0 = transport.redirects();
+    slowest_ns = std::max(slowest_ns, h.slowest_ns.exchange(0));  // from here on: this handover's
+    const auto start = std::chrono::steady_clock::now();
+    const int64_t t0 = pltest::steady_ns();
+    EXPECT_EQ(cluster.command(src, {"CLUSTER", "SETSLOT", sl, "NODE", dst_id}), "OK");
+    // The two owners point at each other until the destination is told.
+    EXPECT_EQ(cluster.command(src, {"GET", skey}), moved_to(dst));
+    EXPECT_EQ(cluster.command(dst, {"GET", skey}), moved_to(src));
+    std::this_thread::sleep_until(start + window);
+    EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", sl, "NODE", dst_id}), "OK");
+    const double pingpong_ms = ms_since(t0, pltest::steady_ns());
+    for (size_t m : cluster.masters())
+      if (m != src && m != dst) cluster.command(m, {"CLUSTER", "SETSLOT", sl, "NODE", dst_id});
+    // Calls that started in the window end within a pause of its end.
+    std::this_thread::sleep_for(100ms);
+    const long followed = transport.redirects() - redirects0;
+    std::printf("slot %d ping-pong %d<->%d for %.0f ms (asked %lld ms): %ld redirections followed; slowest call "
+                "%.1f ms\n",
+                slot, cluster.node(src).port(), cluster.node(dst).port(), pingpong_ms,
+                static_cast<long long>(window.count()), followed, h.slowest_ns.load() / 1e6);
+    // More than one redirection per caller: the ping-pong was met.
+    EXPECT_GT(followed, 8);
+  };
+  // A long window (well past the 16 redirections a call used to follow), then
+  // a short one, as a handover tool that is slow or quick between its steps.
+  handover(first_owner, second_owner, 400ms);
+  handover(second_owner, first_owner, 30ms);
+  const long at_end = h.admitted.load();
+
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
+  h.stop();
+  slowest_ns = std::max(slowest_ns, h.slowest_ns.load());
+  const long long stored = cluster.node(first_owner).integer(pltest::ring_units(skey));
+  std::printf("ping-pong: %ld admitted (%ld when the handovers ended), %ld denied, %ld errors (%s); log holds %lld, "
+              "limit %lld; slowest call %.1f ms; %ld redirections, %ld map refreshes (%ld in the background)\n",
+              h.admitted.load(), at_end, h.denied.load(), h.errors.load(), h.first_error_text().c_str(), stored,
+              static_cast<long long>(kLimit), slowest_ns / 1e6, transport.redirects(),
+              transport.refreshes(), transport.background_refreshes());
+  EXPECT_EQ(h.errors.load(), 0) << h.first_error_text();
+  EXPECT_LT(at_end, kLimit) << "the limit was reached before the handovers: nothing was tested";
+  EXPECT_EQ(h.admitted.load(), kLimit);
+  EXPECT_EQ(stored, kLimit);
+  EXPECT_EQ(transport.master_for(skey), "127.0.0.1:" + std::to_string(cluster.node(first_owner).port()));
+}
+
+// After the first MOVED the whole map is reloaded, off the caller's thread and
+// at most kMinRefreshInterval after the previous load: a slot that moved with
+// it is then routed right without a redirection of its own.
+TEST(Cluster, FirstMovedRefreshesTheWholeMap) {
+  RedisCluster cluster(3, 0);
+  auto client = open(cluster.url());
+  auto& transport = cluster_transport(*client);
+  Limiter l(client, limit(100, 3600 * 1000, "moved"));
+  const size_t src = cluster.masters().front();
+  const size_t dst = cluster.masters().back();
+  // Two caller keys in two slots of `src`, never used before their slots move.
+  const std::string k1 = key_on(cluster, l, src, "a-");
+  const int s1 = polylimit::key_slot(l.storage_key(k1));
+  std::string k2 = key_on(cluster, l, src, "b-");
+  for (int i = 0; polylimit::key_slot(l.storage_key(k2)) == s1; ++i)
+    k2 = key_on(cluster, l, src, "b" + std::to_string(i) + "-");
+  const int s2 = polylimit::key_slot(l.storage_key(k2));
+  EXPECT_TRUE(l.check(key_on(cluster, l, dst, "warm-")).allowed);  // loads the map
+  EXPECT_EQ(transport.refreshes(), 1);
+
+  // Both empty slots go to dst (the new owner first, as redis-cli does).
+  const std::string dst_id = cluster.node_id(dst);
+  for (int s : {s1, s2}) {
+    EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", std::to_string(s), "NODE", dst_id}), "OK");
+    for (size_t m : cluster.masters())
+      if (m != dst) EXPECT_EQ(cluster.command(m, {"CLUSTER", "SETSLOT", std::to_string(s), "NODE", dst_id}), "OK");
+  }
+  const long redirects0 = transport.redirects();
+  const int64_t t0 = pltest::steady_ns();
+  EXPECT_TRUE(l.check(k1).allowed);
+  const double first_ms = ms_since(t0, pltest::steady_ns());
+  EXPECT_EQ(transport.redirects(), redirects0 + 1);
+  // The second slot's new owner arrives with the reloaded map, not by a call.
+  const std::string dst_address = "127.0.0.1:" + std::to_string(cluster.node(dst).port());
+  ASSERT_TRUE(Hammer::wait_for([&] { return transport.master_for(l.storage_key(k2)) == dst_address; }, 5s))
+      << "the map was not reloaded after the MOVED";
+  const double refreshed_ms = ms_since(t0, pltest::steady_ns());
+  EXPECT_EQ(transport.refreshes(), 2);
+  EXPECT_TRUE(l.check(k2).allowed);
+  EXPECT_EQ(transport.redirects(), redirects0 + 1) << "the second slot was redirected: the map was not refreshed";
+  EXPECT_GE(transport.background_refreshes(), 1);
+  std::printf("first MOVED: the call took %.1f ms; the whole map was reloaded within %.0f ms of it (%ld loads, %ld "
+              "in the background)\n",
+              first_ms, refreshed_ms, transport.refreshes(), transport.background_refreshes());
 }
 
 TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {

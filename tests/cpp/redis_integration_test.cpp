@@ -257,22 +257,27 @@ TEST(Redis, WrongTypeIsAScriptError) {
   EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kScript) << msg;
 }
 
-TEST(Redis, PoolExhaustedAfterAcquireTimeout) {
+// Concurrent callers share the connection (auto-pipelining): with one
+// connection allowed, 32 threads are served exactly, through that one.
+TEST(Redis, ThreadsShareOneConnection) {
   PoolOptions pool;
   pool.size = 1;
-  pool.acquire_timeout_ms = 50;
   auto client = Client::open(server().url(), ClientOptions{pool});
   auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
   LimiterOptions lo;
-  lo.limit = {Algorithm::kSlidingLog, 5, 1000};
+  lo.limit = {Algorithm::kSlidingLog, 1000, 60000};
+  lo.prefix = "shared";
   Limiter l(client, lo);
-  {
-    PooledConnection held = backend.pool().acquire();
-    std::string msg;
-    EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kPoolExhausted);
-    EXPECT_NE(msg.find("pool_size=1"), std::string::npos) << msg;
-  }
-  EXPECT_TRUE(l.check("k").allowed);  // the lease came back
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 32; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) admitted += l.check("k").allowed ? 1 : 0;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 1000);
+  EXPECT_EQ(server().integer(pltest::ring_units(l.storage_key("k"))), 1000);
+  EXPECT_EQ(backend.pool().connections_made(), 1);
   EXPECT_EQ(backend.pool().open_connections(), 1);
 }
 

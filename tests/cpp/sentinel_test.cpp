@@ -3,6 +3,7 @@
 // killed master) and reports clear errors for bad topology input.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -395,6 +396,66 @@ TEST(SentinelFollower, FailoverFollowedWithinMilliseconds) {
   EXPECT_GE(transport.switch_messages(), 1);
   EXPECT_EQ(h.errors.load(), 0) << h.first_error_text();
   EXPECT_GE(h.admitted.load(), kLimit);
+}
+
+// A master without persistence (the fixture runs every server with --save ''
+// and --appendonly no) killed with SIGKILL and restarted before the sentinels
+// fail it over (down-after-milliseconds 1000): it comes back empty, stays the
+// master, and its replica resyncs from it and empties too. Every limit it held
+// is admitted again in full. Nothing in the client can prevent this; the
+// server's persistence or a failover before the restart can.
+TEST(SentinelRestart, MasterWithoutPersistenceRestartedBeforeFailover) {
+  RedisSentinels s("norestore");
+  auto client = open(s.url());
+  auto& transport = sentinel_transport(*client);
+  RedisServer& master = s.master();
+  RedisServer& replica = s.replica();
+  const std::string master_address = "127.0.0.1:" + std::to_string(master.port());
+  EXPECT_EQ(master.command({"CONFIG", "GET", "appendonly"}), "appendonly\nno");
+  EXPECT_EQ(master.command({"CONFIG", "GET", "save"}), "save\n");
+  constexpr int64_t kLimit = 1000;
+  Limiter l(client, limit(kLimit, "norestore"));
+  const std::string skey = l.storage_key("k");
+  Hammer h(l, "k", 4, 1000us);
+  // The limit is used up, and the replica has all of it.
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 100; }, 30s));
+  ASSERT_TRUE(Hammer::wait_for([&] { return replica.integer(pltest::ring_units(skey)) == kLimit; }, 10s));
+  const long admitted_before = h.admitted.load();
+  const long errors_before = h.errors.load();
+  const std::string old_log = replica.command({"GET", skey});
+
+  const int64_t t0 = pltest::steady_ns();
+  ::kill(pltest::server_pid(master), SIGKILL);
+  master.stop();   // reaps it
+  master.start();  // same port and arguments, empty
+  const int64_t restarted = pltest::steady_ns();
+  ASSERT_TRUE(Hammer::wait_for(
+      [&] { return h.last_success_ns.load() > restarted && pltest::steady_ns() - h.last_error_ns.load() > 500000000; },
+      30s));
+  const double recovered = h.errors.load() > errors_before ? ms_since(t0, h.last_error_ns.load()) : 0.0;
+  const long denied_then = h.denied.load();
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= denied_then + 500; }, 30s));
+  h.stop();
+  const long long stored = master.integer(pltest::ring_units(skey));
+  const long admitted_after = h.admitted.load() - admitted_before;
+  // The replica followed the empty master (a full resync): its copy of the
+  // old log is gone too.
+  const std::string new_log = master.command({"GET", skey});
+  const bool replica_emptied = Hammer::wait_for([&] { return replica.command({"GET", skey}) == new_log; }, 10s) &&
+                               new_log != old_log;
+  std::printf("sentinel, SIGKILL + restart of a master without persistence (%.0f ms down): %ld admitted before "
+              "the kill, %ld after the restart, limit %lld: over-admission %ld (a whole limit); %ld errors (first: "
+              "%s), last error %.0f ms after the kill; the master's log holds %lld, the replica %s; master still "
+              "%s\n",
+              ms_since(t0, restarted), admitted_before, admitted_after, static_cast<long long>(kLimit),
+              h.admitted.load() - kLimit, h.errors.load() - errors_before, h.first_error_text().c_str(), recovered,
+              stored, replica_emptied ? "resynced from it (old log gone)" : "kept the old log",
+              transport.master_address().c_str());
+  EXPECT_EQ(transport.master_address(), master_address) << "a failover happened: the restart case was not tested";
+  EXPECT_EQ(admitted_before, kLimit);
+  EXPECT_EQ(admitted_after, kLimit);  // the whole limit again
+  EXPECT_EQ(stored, kLimit);
+  EXPECT_TRUE(replica_emptied);
 }
 
 TEST(SentinelTopology, UnreachableSentinels) {

@@ -29,6 +29,8 @@
 #include "polylimit/client.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
+#include "connection.h"
+#include "tls.h"
 
 using namespace polylimit;
 using pltest::code_of;
@@ -252,6 +254,46 @@ TEST(Tls, CApiOpensRedissWithCaFile) {
   EXPECT_TRUE(contains(err.message, "certificate verify failed")) << err.message;
   polylimit_limiter_free(l);
   polylimit_client_close(c);
+}
+
+// A reconnect to the same server resumes the TLS session (no certificate
+// exchange); another server does not get it.
+TEST(Tls, ReconnectsResumeTheSession) {
+  TlsServer s(certs().server, certs().server_key);
+  TlsServer other(certs().server, certs().server_key);
+  ClientOptions o = with_ca();
+  TlsContext context(o.tls);
+  Endpoint ep = parse_url(s.url());
+  {
+    Connection first(ep, o.pool, &context);
+    EXPECT_FALSE(first.tls_resumed());
+    ASSERT_EQ(first.command({"PING"})->type, REDIS_REPLY_STATUS);  // reads the session tickets
+  }
+  Connection second(ep, o.pool, &context);
+  EXPECT_TRUE(second.tls_resumed());
+  EXPECT_EQ(second.command({"PING"})->type, REDIS_REPLY_STATUS);
+  Connection elsewhere(parse_url(other.url()), o.pool, &context);
+  EXPECT_FALSE(elsewhere.tls_resumed());
+}
+
+// A refused certificate backs off like a dead node: a loop of checks does
+// not make a TLS handshake per call, and every error stays EAUTH.
+TEST(Tls, RefusedCertificateBacksOff) {
+  TlsServer s(certs().server, certs().server_key);
+  const std::string url = "rediss://:s3cret-pass@127.0.0.1:" + std::to_string(s.tls_port);
+  auto client = Client::open(url, with_ca(certs().other_ca));
+  Limiter l = limiter(client, 5);
+  const auto t0 = steady_clock::now();
+  int calls = 0;
+  while (ms_since(t0) < 300) {
+    std::string message;
+    ASSERT_EQ(code_of([&] { l.check("k"); }, &message), ErrorCode::kAuth) << message;
+    ++calls;
+  }
+  const uint64_t attempts = client->stats().connect_attempts;
+  std::printf("%d checks in 300 ms made %llu handshakes\n", calls, static_cast<unsigned long long>(attempts));
+  EXPECT_GT(calls, 50);
+  EXPECT_LE(attempts, 12u);  // 10 ms doubling: about 6 in 300 ms
 }
 
 TEST(Tls, WrongCaFailsWithTheReason) {

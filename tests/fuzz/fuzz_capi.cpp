@@ -90,7 +90,7 @@ struct Session {
 
   polylimit_limiter_options options() {
     polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
-    if (in.ConsumeIntegralInRange<int>(0, 7) == 0) o.version = in.ConsumeIntegralInRange<unsigned>(0, 3);
+    if (in.ConsumeIntegralInRange<int>(0, 7) == 0) o.version = in.ConsumeIntegralInRange<unsigned>(0, 4);
     o.algorithm = in.ConsumeIntegralInRange<int>(-1, 4);
     o.limit = amount(in);
     o.window_ms = in.ConsumeBool() ? in.ConsumeIntegralInRange<int64_t>(1, 5000) : amount(in);
@@ -104,6 +104,11 @@ struct Session {
     }
     o.shadow = in.ConsumeIntegralInRange<int>(0, 5) == 0;
     if (in.ConsumeIntegralInRange<int>(0, 5) == 0) o.block_ms = amount(in);
+    if (in.ConsumeIntegralInRange<int>(0, 5) == 0) {  // memory://: validated, then a no-op
+      o.durable_replicas = in.ConsumeIntegralInRange<int>(-1, 101);
+      o.durable_timeout_ms = in.ConsumeIntegralInRange<int>(-1, 2000);
+      o.durable_aof = in.ConsumeBool();
+    }
     return o;
   }
 

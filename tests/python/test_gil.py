@@ -79,19 +79,27 @@ def test_check_many_releases_the_gil_too(private_redis, frozen, key):
     assert spins > 10_000
 
 
-def test_pool_exhausted(private_redis, frozen, key):
-    with polylimit.Client(private_redis.url, pool_size=1, command_timeout=1.0, acquire_timeout=0.1) as client:
+def test_callers_share_the_connection_without_holding_the_gil(private_redis, frozen, key):
+    # One connection; a second caller queues behind the first (pipelined)
+    # instead of failing with PoolExhausted, and both wait without the GIL.
+    with polylimit.Client(private_redis.url, pool_size=1, command_timeout=0.5, acquire_timeout=0.1) as client:
         lim = client.limiter("10/s")
         lim.check(key)
         frozen()
-        holder = threading.Thread(target=lambda: pytest.raises(polylimit.Timeout, lim.check, key))
+        errors = []
+        holder = threading.Thread(target=lambda: errors.append(pytest.raises(polylimit.Timeout, lim.check, key)))
         holder.start()
-        # The only connection is busy once its request waits at the frozen server.
         wait_until(lambda: pending_requests(private_redis.port) > 0, what="a request pending at the frozen server")
-        with pytest.raises(polylimit.PoolExhausted) as info:
-            lim.check(key)
+        second = threading.Thread(target=lambda: errors.append(pytest.raises(polylimit.Timeout, lim.check, key)))
+        second.start()
+        spins = 0
+        deadline = time.perf_counter() + 0.2
+        while time.perf_counter() < deadline:
+            spins += 1
         holder.join(5)
-    assert info.value.code == "POLYLIMIT_EPOOL" and "acquire_timeout" in str(info.value)
+        second.join(5)
+    assert len(errors) == 2 and all(e.value.code == "POLYLIMIT_ETIMEOUT" for e in errors)
+    assert spins > 10_000
 
 
 def test_recovers_after_the_server_returns(private_redis, key):

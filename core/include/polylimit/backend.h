@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,16 @@ enum class Op {
 // let the backend read its own clock (Redis TIME, or the memory clock).
 constexpr int64_t kServerTime = -1;
 
+// Failover-safe mode (LimiterOptions::durable_*): a check counts as admitted
+// only once its write is acknowledged (WAIT, or WAITAOF with `aof`, sent with
+// the script in one round trip). Off when replicas == 0 and !aof.
+struct Durability {
+  int replicas = 0;     // replicas that must acknowledge the write
+  bool aof = false;     // also fsynced to the master's AOF (WAITAOF 1 replicas)
+  int timeout_ms = 0;   // how long the server waits for them (WAIT's timeout; >= 1)
+  bool on() const { return replicas > 0 || aof; }
+};
+
 // One decision over several limits of one caller key. `keys[i]` is the full
 // storage key of `limits[i]` (prefix and hash tag applied by Limiter); all
 // limits use one algorithm and all keys share one hash tag.
@@ -53,6 +64,11 @@ struct Request {
   // check denied until it ends); the end time is stored at block_key.
   int64_t block_us = 0;
   std::string block_key;
+  // kCheck only: an admitted check's write must be acknowledged, else the
+  // check fails with kNotDurable. A denial needs no acknowledgement, and
+  // peeks, refunds and resets send no WAIT: losing their writes in a
+  // failover can only admit less.
+  Durability durable;
 };
 
 // What one limit answered inside a multi-limit decision.
@@ -82,6 +98,10 @@ class Backend {
   // Many independent requests; a Redis backend pipelines them in one round
   // trip. An error in one request does not fail the others.
   virtual std::vector<Outcome> evaluate_many(const std::vector<Request>& requests);
+  // evaluate without waiting: `done` runs once with the outcome, later on a
+  // library thread, or before this returns (in process, or when the request
+  // fails at once). The request's limits must outlive the call.
+  virtual void evaluate_async(const Request& request, std::function<void(Outcome)> done);
   virtual void reset(const std::vector<std::string>& keys) = 0;
 
   // Round trips to the server (0 for in-process backends).
@@ -94,6 +114,10 @@ class Backend {
   virtual long evicting_nodes() { return 0; }
   // Connects tried to Redis data nodes (made or failed); 0 in process.
   virtual long connect_attempts() { return 0; }
+  // Throws Error(kInvalidArgument) when this backend cannot honour `durable`
+  // (a WAIT timeout that does not fit in the command timeout). In process
+  // there is no failover to survive: every decision is durable.
+  virtual void check_durability(const Durability& durable) const { (void)durable; }
 
   // One limit, one key: the shape of 1.0.
   Decision evaluate(Op op, const LimitParams& params, const std::string& key, int64_t cost, int64_t now_us);

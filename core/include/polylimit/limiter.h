@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,6 +55,16 @@ struct LimiterOptions {
   // Punitive block: a key denied by a check stays denied for block_ms (even
   // once the limit would admit it again). 0: off.
   int64_t block_ms = 0;
+  // Failover-safe mode (docs/deployments.md): a check is admitted only once
+  // its write is acknowledged by durable_replicas replicas (WAIT, pipelined
+  // with the script: one round trip) and, with durable_aof, fsynced to the
+  // master's AOF (WAITAOF, Redis 7.2+), within durable_timeout_ms (below the
+  // client's command timeout). An admitted check that is not acknowledged in
+  // time throws Error(kNotDurable) (its units stay consumed on the master),
+  // which failure_policy handles as an outage. 0 replicas and no aof: off.
+  int durable_replicas = 0;
+  int durable_timeout_ms = bounds::kDurableTimeoutMs.def;
+  bool durable_aof = false;
 };
 
 // The algorithm's segment in storage keys (it names the storage layout).
@@ -119,7 +130,20 @@ class Limiter {
   const LimiterOptions& options() const { return options_; }
   const std::vector<LimitParams>& limits() const { return limits_; }
 
+  // check() without waiting for Redis: `done` runs once with the decision
+  // or the error (after the failure policy, exactly as check() would return
+  // or throw), on a library thread, or before this returns when no round
+  // trip is needed (deny cache, open breaker). Bad arguments and a closed
+  // client throw here instead. `self` is kept alive until `done` has run.
+  using CheckDone = std::function<void(const Decision& decision, std::exception_ptr error)>;
+  static void check_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t cost, CheckDone done);
+
  private:
+  // What a check answers for the backend's outcome of `request`: the
+  // breaker learns from it; an outage goes through the failure policy;
+  // other errors are returned as they are.
+  Outcome settle(const Request& request, Outcome outcome);
+  Error breaker_open() const;  // what an open circuit breaker fails a check with
   int64_t now() const;
   void validate_key(std::string_view key) const;
   void validate_cost(int64_t cost) const;
@@ -135,6 +159,7 @@ class Limiter {
   std::vector<Outcome> decide_many(const std::vector<Request>& requests);
   Decision degrade(const Request& request, const Error& error);
 
+  Durability durable_;  // from the durable_* options; off unless asked for
   std::unique_ptr<DenyCache> deny_cache_;
   std::unique_ptr<Breaker> breaker_;
   std::unique_ptr<MemoryBackend> fallback_;  // FailurePolicy::kLocal

@@ -1,0 +1,343 @@
+// mux.cpp - Mux: the leader/follower engine over one Connection.
+#include "mux.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <new>
+
+#include "polylimit/errors.h"
+
+namespace polylimit {
+
+namespace {
+
+// `error` as this call sees it: an Error that reached the server marked
+// outcome-unknown, anything else turned into an Error.
+std::exception_ptr for_call(const std::exception_ptr& error, bool sent) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    Error copy = e;
+    copy.set_outcome_unknown(sent || e.outcome_unknown());
+    return std::make_exception_ptr(copy);
+  } catch (const std::bad_alloc&) {
+    Error copy(ErrorCode::kNoMemory, "out of memory while driving a connection");
+    copy.set_outcome_unknown(sent);
+    return std::make_exception_ptr(copy);
+  } catch (const std::exception& e) {
+    Error copy(ErrorCode::kInternal, e.what());
+    copy.set_outcome_unknown(sent);
+    return std::make_exception_ptr(copy);
+  }
+}
+
+}  // namespace
+
+Mux::Mux(std::unique_ptr<Connection> conn) : conn_(std::move(conn)), last_active_(Clock::now()) {
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) throw Error(ErrorCode::kUnavailable, "eventfd: cannot make one for a connection", errno);
+}
+
+Mux::~Mux() {
+  shut_down();
+  if (io_.joinable()) {
+    if (io_.get_id() == std::this_thread::get_id())
+      io_.detach();  // the I/O thread released the last reference; it returns at once
+    else
+      io_.join();
+  }
+  ::close(wake_fd_);
+}
+
+size_t Mux::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unsent_.size() + inflight_.size();
+}
+
+bool Mux::broken() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
+}
+
+Mux::Clock::duration Mux::idle_for() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!unsent_.empty() || !inflight_.empty()) return Clock::duration::zero();
+  return Clock::now() - last_active_;
+}
+
+void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock,
+                         std::chrono::milliseconds room_wait) {
+  auto full = [this] { return unsent_.size() + inflight_.size() >= kMaxPending; };
+  if (lock != nullptr && full() && room_wait.count() > 0) {
+    ++room_waiters_;
+    room_cv_.wait_for(*lock, room_wait, [&] { return broken_ || !full(); });
+    --room_waiters_;
+  }
+  if (broken_)
+    throw Error(ErrorCode::kUnavailable, "the connection to " + conn_->where() + " is closed");
+  if (full())
+    throw Error(ErrorCode::kPoolExhausted, "queue full: " + std::to_string(kMaxPending) +
+                                               " calls already wait on the connection to " + conn_->where() +
+                                               (room_wait.count() > 0 ? " (waited acquire_timeout_ms=" +
+                                                                            std::to_string(room_wait.count()) + ")"
+                                                                      : std::string()));
+  unsent_.push_back(call);
+  if (leader_ && parked_) {  // the leader waits for replies: have it write ours now
+    parked_ = false;
+    const uint64_t one = 1;
+    while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void Mux::complete_locked(const CallPtr& call) {
+  call->done = true;
+  if (room_waiters_ > 0) room_cv_.notify_one();
+  if (call->on_done) {
+    --async_outstanding_;
+    callbacks_.push_back(call);
+  } else if (!call->abandoned) {
+    call->cv.notify_one();
+  }
+}
+
+void Mux::fail_all_locked(std::exception_ptr error) {
+  broken_ = true;
+  room_cv_.notify_all();
+  std::deque<CallPtr> calls;
+  calls.swap(inflight_);
+  for (CallPtr& c : unsent_) calls.push_back(std::move(c));
+  unsent_.clear();
+  for (CallPtr& c : calls) {
+    if (c->done) continue;
+    c->error = for_call(error, c->sent);
+    complete_locked(c);
+  }
+}
+
+void Mux::run_callbacks(std::unique_lock<std::mutex>& lock) {
+  if (callbacks_.empty()) return;
+  std::vector<CallPtr> ready;
+  ready.swap(callbacks_);
+  lock.unlock();
+  for (CallPtr& c : ready) {
+    auto fn = std::move(c->on_done);
+    c->on_done = nullptr;
+    fn(*c);
+  }
+  ready.clear();
+  lock.lock();
+}
+
+void Mux::hand_off_locked() {
+  leader_ = false;
+  if (broken_) return;
+  CallPtr next;
+  for (const CallPtr& c : inflight_)
+    if (!c->abandoned) {
+      next = c;
+      break;
+    }
+  if (!next && !unsent_.empty()) next = unsent_.front();
+  if (!next) return;  // only abandoned calls: the next caller reads their replies
+  leader_ = true;
+  if (next->on_done) {
+    io_lead_ = true;
+    io_cv_.notify_one();
+  } else {
+    next->lead = true;
+    next->cv.notify_one();
+  }
+}
+
+bool Mux::flush_locked(std::unique_lock<std::mutex>& lock) {
+  if (inflight_.empty()) {
+    // Idle until now: bytes or EOF that arrived meanwhile belong to nobody;
+    // the connection is not used again (nothing of ours was sent).
+    lock.unlock();
+    const bool stale = conn_->stale();
+    lock.lock();
+    if (broken_) return false;
+    if (stale) {
+      fail_all_locked(std::make_exception_ptr(
+          Error(ErrorCode::kUnavailable, "the connection to " + conn_->where() + " was closed while idle")));
+      return false;
+    }
+  }
+  out_.clear();
+  Clock::time_point deadline = unsent_.front()->deadline;
+  while (!unsent_.empty()) {
+    CallPtr c = std::move(unsent_.front());
+    unsent_.pop_front();
+    out_ += c->bytes;
+    c->sent = true;
+    deadline = std::max(deadline, c->deadline);
+    inflight_.push_back(std::move(c));
+  }
+  lock.unlock();
+  std::exception_ptr failed;
+  try {
+    conn_->write(out_, deadline);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  lock.lock();
+  last_active_ = Clock::now();
+  if (broken_) return false;  // shut down meanwhile
+  if (failed) {
+    fail_all_locked(failed);
+    return false;
+  }
+  return true;
+}
+
+void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
+  auto finished = [&] { return self != nullptr ? self->done || self->abandoned : async_outstanding_ == 0; };
+  while (!broken_ && !finished()) {
+    if (!unsent_.empty()) {
+      if (!flush_locked(lock)) break;
+      continue;  // more may have been queued meanwhile
+    }
+    if (inflight_.empty()) break;  // (self was failed or is queued elsewhere)
+
+    Clock::time_point until = inflight_.front()->deadline;
+    if (self != nullptr && self->deadline < until) until = self->deadline;
+    parked_ = true;
+    lock.unlock();
+    bool woken = false;
+    ReplyPtr reply;
+    std::exception_ptr failed;
+    try {
+      reply = conn_->next_reply(until, wake_fd_, woken);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    lock.lock();
+    parked_ = false;
+    if (broken_) break;  // shut down meanwhile: every call has failed
+    if (failed) {
+      fail_all_locked(failed);
+      break;
+    }
+    if (woken) continue;
+    if (!reply) {
+      const Clock::time_point now = Clock::now();
+      if (now >= inflight_.front()->deadline) {
+        fail_all_locked(std::make_exception_ptr(
+            Error(ErrorCode::kTimeout, "reply from " + conn_->where() + ": timed out after " +
+                                           std::to_string(conn_->command_timeout_ms()) + " ms")));
+        break;
+      }
+      if (self != nullptr && now >= self->deadline) {
+        self->abandoned = true;  // an older call is still in time; ours is read and dropped later
+        break;
+      }
+      continue;
+    }
+    last_active_ = Clock::now();
+    CallPtr& head = inflight_.front();
+    head->replies.push_back(std::move(reply));
+    if (head->replies.size() >= head->expect) {
+      CallPtr c = std::move(head);
+      inflight_.pop_front();
+      if (!c->abandoned || c->on_done)
+        complete_locked(c);
+      else if (room_waiters_ > 0)
+        room_cv_.notify_one();
+      if (inflight_.empty() && conn_->has_leftover()) {
+        // A reply nobody asked for: the stream cannot be trusted any more.
+        fail_all_locked(std::make_exception_ptr(
+            Error(ErrorCode::kServer, "reply from " + conn_->where() + ": unsolicited bytes after a reply")));
+        break;
+      }
+    }
+    if (!callbacks_.empty() && self == nullptr) run_callbacks(lock);
+  }
+  hand_off_locked();
+  run_callbacks(lock);
+}
+
+void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  enqueue_locked(call, &lock, room_wait);
+  while (!call->done && !call->abandoned) {
+    if (call->lead) {
+      call->lead = false;
+      lead(lock, call.get());
+    } else if (!leader_) {
+      leader_ = true;
+      lead(lock, call.get());
+    } else if (call->cv.wait_until(lock, call->deadline) == std::cv_status::timeout && !call->done &&
+               !call->lead) {
+      if (!call->sent) {
+        unsent_.erase(std::find(unsent_.begin(), unsent_.end(), call));
+        throw Error(ErrorCode::kTimeout, "no reply from " + conn_->where() + " within " +
+                                             std::to_string(conn_->command_timeout_ms()) +
+                                             " ms: the call waited in the queue (not sent)");
+      }
+      call->abandoned = true;
+    }
+  }
+  if (call->error) std::rethrow_exception(call->error);
+  if (!call->done) {
+    Error e(ErrorCode::kTimeout, "reply from " + conn_->where() + ": timed out after " +
+                                     std::to_string(conn_->command_timeout_ms()) + " ms");
+    e.set_outcome_unknown(true);
+    throw e;
+  }
+}
+
+void Mux::submit(const CallPtr& call) {
+  std::unique_lock<std::mutex> lock(mu_);
+  enqueue_locked(call);
+  ++async_outstanding_;
+  ensure_io_thread_locked();
+  if (!leader_) {
+    // Write it from this thread now; the I/O thread reads the reply.
+    leader_ = true;
+    flush_locked(lock);
+    hand_off_locked();
+  }
+  run_callbacks(lock);
+}
+
+void Mux::ensure_io_thread_locked() {
+  if (io_.joinable() || io_stop_) return;
+  std::weak_ptr<Mux> weak = weak_from_this();
+  io_ = std::thread([weak] {
+    for (;;) {
+      std::shared_ptr<Mux> self = weak.lock();
+      if (!self || !self->io_step()) return;
+    }
+  });
+}
+
+// One wait for work on the I/O thread; false when it should stop.
+bool Mux::io_step() {
+  std::unique_lock<std::mutex> lock(mu_);
+  // A bounded wait: the thread's reference is dropped now and then, so a
+  // Mux nobody else holds is destroyed.
+  io_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return io_lead_ || io_stop_; });
+  if (io_lead_) {
+    io_lead_ = false;
+    lead(lock, nullptr);
+  }
+  run_callbacks(lock);
+  return !io_stop_;
+}
+
+void Mux::shut_down(std::exception_ptr error) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!broken_)
+    fail_all_locked(error ? error : std::make_exception_ptr(Error(ErrorCode::kClosed, "the client is closed")));
+  io_stop_ = true;
+  io_cv_.notify_all();
+  run_callbacks(lock);
+  lock.unlock();
+  conn_->shut_down();  // a leader waiting in poll() returns
+}
+
+}  // namespace polylimit

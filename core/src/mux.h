@@ -1,0 +1,144 @@
+// mux.h - one connection shared by many callers (auto-pipelining).
+//
+// Callers queue their encoded commands; whoever drives the connection (the
+// "leader") writes everything queued in one send and reads replies, which
+// are matched to calls strictly in the order they were written. There is no
+// I/O thread on the synchronous path: a caller that finds nobody driving
+// becomes the leader itself, so an uncontended call is one write and one
+// read on the caller's thread, as with a private connection. When the
+// leader's own reply is in, it hands the connection to the caller whose
+// reply comes next (one wake-up) and returns.
+//
+// While the leader waits for replies, a new caller's bytes would sit in the
+// queue until the next reply arrives; instead the caller kicks an eventfd the
+// leader polls alongside the socket, and the leader writes them at once, so
+// several batches are in flight on one connection.
+//
+// Calls submitted without a waiting thread (submit(): the non-blocking API)
+// are driven by one I/O thread per connection, started on first use.
+//
+// Deadlines: each call has its own (the command timeout from submission,
+// covering the queue, the write and the whole reply). When the oldest call in
+// flight passes its deadline the server is not answering in time: the
+// connection is broken and every call on it fails (those written with an
+// unknown outcome). A caller whose own deadline passes while an older call is
+// still in time abandons its call; its reply is read and dropped later, so
+// no reply can ever reach another call.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "connection.h"
+
+namespace polylimit {
+
+class Mux : public std::enable_shared_from_this<Mux> {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Call {
+    std::string bytes;                // the encoded commands (reused between calls)
+    size_t expect = 0;                // replies to read
+    std::vector<ReplyPtr> replies;
+    std::exception_ptr error;         // set when the call failed
+    Clock::time_point deadline{};
+    bool sent = false;                // some of its bytes may have reached the server
+    bool done = false;                // replies or error are final
+    bool abandoned = false;           // its caller gave up; the replies are dropped
+    bool lead = false;                // handed the connection: drive it
+    std::condition_variable cv;       // a synchronous caller waits here
+    // The non-blocking API: called once done (outside every lock), on the
+    // connection's I/O thread or on a caller's thread that was driving it.
+    std::function<void(Call&)> on_done;
+
+    void reset(size_t commands, Clock::time_point until) {
+      bytes.clear();
+      expect = commands;
+      replies.clear();
+      error = nullptr;
+      deadline = until;
+      sent = done = abandoned = lead = false;
+      on_done = nullptr;
+    }
+  };
+  using CallPtr = std::shared_ptr<Call>;
+
+  // Most calls queued or in flight on one connection; past it run() and
+  // submit() throw kPoolExhausted ("queue full").
+  static constexpr size_t kMaxPending = 4096;
+
+  // Make it with std::make_shared (the I/O thread holds a weak reference).
+  explicit Mux(std::unique_ptr<Connection> conn);
+  ~Mux();
+  Mux(const Mux&) = delete;
+  Mux& operator=(const Mux&) = delete;
+
+  // Queues the call and returns once it is done; throws its error. The call
+  // must not be shared with another run() or submit() until then. When the
+  // queue is full it waits up to `room_wait` for room first.
+  void run(const CallPtr& call, std::chrono::milliseconds room_wait = std::chrono::milliseconds(0));
+  // Queues the call and returns at once; call->on_done runs when it is done.
+  // Throws (nothing queued, on_done never runs) when the connection is
+  // broken or the queue is full.
+  void submit(const CallPtr& call);
+
+  // Calls queued or in flight.
+  size_t pending() const;
+  bool broken() const;
+  // Time since the connection last carried a call.
+  Clock::duration idle_for() const;
+  // Fails every call with kClosed (or `error`) and stops the I/O thread.
+  void shut_down(std::exception_ptr error = nullptr);
+
+ private:
+  void enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock = nullptr,
+                      std::chrono::milliseconds room_wait = std::chrono::milliseconds(0));
+  // Drives the connection until `self` is done (self null: until no call of
+  // the non-blocking API is outstanding), then hands it on. Called and
+  // returns with `lock` held.
+  void lead(std::unique_lock<std::mutex>& lock, Call* self);
+  void hand_off_locked();
+  // Writes every queued call in one send (the caller leads); false when the
+  // connection broke (every call has failed).
+  bool flush_locked(std::unique_lock<std::mutex>& lock);
+  bool io_step();
+  // Fails every queued and in-flight call; the connection is not reused.
+  void fail_all_locked(std::exception_ptr error);
+  void complete_locked(const CallPtr& call);
+  void run_callbacks(std::unique_lock<std::mutex>& lock);
+  void io_thread_main();
+  void ensure_io_thread_locked();
+
+  std::unique_ptr<Connection> conn_;
+  int wake_fd_ = -1;  // eventfd the leader polls with the socket
+
+  mutable std::mutex mu_;
+  std::deque<CallPtr> unsent_;    // queued, not yet written
+  std::deque<CallPtr> inflight_;  // written, replies not all read
+  std::vector<CallPtr> callbacks_;  // async calls done, on_done not yet run
+  bool leader_ = false;           // somebody drives the connection
+  bool parked_ = false;           // the leader waits in poll (kick wake_fd_)
+  bool broken_ = false;
+  size_t async_outstanding_ = 0;  // submit()ted calls not yet done
+  Clock::time_point last_active_;
+  std::string out_;               // the leader's write buffer
+  std::condition_variable room_cv_;  // callers waiting for a full queue to drain
+  int room_waiters_ = 0;
+
+  std::thread io_;
+  std::condition_variable io_cv_;
+  bool io_lead_ = false;          // the I/O thread was handed the connection
+  bool io_stop_ = false;
+};
+
+}  // namespace polylimit

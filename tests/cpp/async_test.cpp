@@ -1,0 +1,276 @@
+// async_test.cpp - the non-blocking C API (polylimit_limiter_submit_check and
+// polylimit_queue_*) against real redis-server processes.
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "polylimit.h"
+#include "redis_server.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+pltest::RedisServer& server() {
+  static pltest::RedisServer s;
+  return s;
+}
+
+struct Handles {
+  polylimit_client* client = nullptr;
+  polylimit_limiter* limiter = nullptr;
+  polylimit_queue* queue = nullptr;
+  ~Handles() {
+    polylimit_limiter_free(limiter);
+    polylimit_client_close(client);
+    polylimit_queue_free(queue);
+  }
+};
+
+void open(Handles& h, const std::string& url, const std::string& prefix, int64_t limit, int pool_size = 0,
+          int timeout_ms = 0) {
+  polylimit_error err;
+  polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
+  co.pool_size = pool_size;
+  co.command_timeout_ms = timeout_ms;
+  ASSERT_EQ(polylimit_client_open(url.c_str(), &co, &h.client, &err), POLYLIMIT_OK) << err.message;
+  polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
+  lo.limit = limit;
+  lo.window_ms = 600000;
+  lo.prefix = prefix.c_str();
+  ASSERT_EQ(polylimit_limiter_new(h.client, &lo, &h.limiter, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_queue_new(&h.queue, &err), POLYLIMIT_OK) << err.message;
+}
+
+// Polls until `n` completions arrived or `within` passed.
+std::vector<polylimit_completion> collect(polylimit_queue* q, size_t n, std::chrono::milliseconds within) {
+  std::vector<polylimit_completion> got;
+  const auto deadline = Clock::now() + within;
+  polylimit_completion buf[64];
+  while (got.size() < n && Clock::now() < deadline) {
+    size_t k = polylimit_queue_poll(q, buf, 64, 50);
+    got.insert(got.end(), buf, buf + k);
+  }
+  return got;
+}
+
+TEST(Async, ThreadsSubmittingShareOneLimitExactly) {
+  Handles h;
+  open(h, server().url(), "async-exact", 500);
+  constexpr int kThreads = 8, kEach = 250;
+  std::vector<std::thread> threads;
+  std::atomic<int> submit_errors{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        polylimit_error err;
+        if (polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, uint64_t(t) * kEach + i, &err) !=
+            POLYLIMIT_OK)
+          ++submit_errors;
+      }
+    });
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(submit_errors.load(), 0);
+  std::vector<polylimit_completion> got = collect(h.queue, kThreads * kEach, 10s);
+  ASSERT_EQ(got.size(), size_t(kThreads * kEach));
+  std::set<uint64_t> tokens;
+  int allowed = 0;
+  for (const auto& c : got) {
+    EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
+    tokens.insert(c.token);
+    allowed += c.decision.allowed;
+  }
+  EXPECT_EQ(tokens.size(), size_t(kThreads * kEach));  // each exactly once
+  EXPECT_EQ(allowed, 500);
+  EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+  polylimit_decision d;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_peek(h.limiter, "k", 1, &d, &err), POLYLIMIT_OK);
+  EXPECT_EQ(d.remaining, 0);
+}
+
+// The eventfd is what an event loop watches: readable exactly while
+// completions wait.
+TEST(Async, QueueFdIsReadableWhileCompletionsWait) {
+  Handles h;
+  open(h, server().url(), "async-fd", 10);
+  const int fd = polylimit_queue_fd(h.queue);
+  ASSERT_GE(fd, 0);
+  pollfd p{fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, 7, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(::poll(&p, 1, 2000), 1);
+  polylimit_completion c;
+  ASSERT_EQ(polylimit_queue_poll(h.queue, &c, 1, 0), 1u);
+  EXPECT_EQ(c.token, 7u);
+  EXPECT_EQ(c.status, POLYLIMIT_OK);
+  EXPECT_EQ(c.decision.allowed, 1);
+  EXPECT_EQ(c.decision.remaining, 9);
+  EXPECT_EQ(::poll(&p, 1, 0), 0);  // drained
+  polylimit_queue_wake(h.queue);
+  EXPECT_EQ(::poll(&p, 1, 0), 1);
+  EXPECT_EQ(polylimit_queue_poll(h.queue, &c, 1, -1), 0u);  // a wake returns with nothing
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
+}
+
+// Submitting never waits for Redis: against a frozen server the submit
+// returns at once and the completion carries the timeout, marked
+// outcome-unknown (the command was written).
+TEST(Async, FrozenServerCompletesWithTimeoutAndSubmitDoesNotWait) {
+  pltest::RedisServer own;
+  Handles h;
+  open(h, own.url(), "async-frozen", 10, 0, 300);  // default pool: 2 connections may open
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "warm", 4, 1, h.queue, 1, &err), POLYLIMIT_OK);
+  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);  // connected
+  own.pause();
+  const auto t0 = Clock::now();
+  for (uint64_t i = 0; i < 100; ++i)
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, 100 + i, &err), POLYLIMIT_OK)
+        << err.message;
+  const auto submit_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  EXPECT_LT(submit_ms, 100) << "100 submits took " << submit_ms << " ms";
+  std::vector<polylimit_completion> got = collect(h.queue, 100, 3s);
+  const auto done_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  own.resume();
+  ASSERT_EQ(got.size(), 100u);
+  for (const auto& c : got) {
+    EXPECT_EQ(c.status, POLYLIMIT_ETIMEOUT) << c.error.message;
+    EXPECT_EQ(c.error.outcome_unknown, 1);
+  }
+  EXPECT_LT(done_ms, 300 + 400);
+  std::printf("100 submits: %lld ms; all timed out after %lld ms (timeout 300 ms)\n",
+              static_cast<long long>(submit_ms), static_cast<long long>(done_ms));
+  // The client recovers on a new connection.
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, 999, &err), POLYLIMIT_OK);
+  std::vector<polylimit_completion> after = collect(h.queue, 1, 2s);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].status, POLYLIMIT_OK) << after[0].error.message;
+}
+
+// The queue of one connection is bounded: past it, the check completes at
+// once with POLYLIMIT_EPOOL naming the cause (the failure policy's input,
+// as for check()); the queued ones complete once the server answers.
+TEST(Async, FullConnectionQueueIsAClearError) {
+  pltest::RedisServer own;
+  Handles h;
+  open(h, own.url(), "async-full", 10, 1, 3000);
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "warm", 4, 1, h.queue, 1, &err), POLYLIMIT_OK);
+  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);
+  own.pause();
+  for (int i = 0; i < 5000; ++i)
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, i, &err), POLYLIMIT_OK) << err.message;
+  std::vector<polylimit_completion> refused = collect(h.queue, 5000 - 4096, 1s);
+  ASSERT_EQ(refused.size(), size_t(5000 - 4096));
+  for (const auto& c : refused) {
+    EXPECT_EQ(c.status, POLYLIMIT_EPOOL);
+    EXPECT_NE(std::string(c.error.message).find("queue full"), std::string::npos) << c.error.message;
+    EXPECT_GE(c.token, 4096u);  // the first 4096 were queued
+  }
+  own.resume();
+  std::vector<polylimit_completion> served = collect(h.queue, 4096, 10s);
+  ASSERT_EQ(served.size(), 4096u);
+  int allowed = 0;
+  for (const auto& c : served) {
+    EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
+    allowed += c.decision.allowed;
+  }
+  EXPECT_EQ(allowed, 10);
+}
+
+// Closing the client completes what is in flight (with an error), and the
+// queue outlives its handle until then.
+TEST(Async, CloseCompletesEverythingInFlight) {
+  pltest::RedisServer own;
+  Handles h;
+  open(h, own.url(), "async-close", 10, 1, 5000);
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "warm", 4, 1, h.queue, 1, &err), POLYLIMIT_OK);
+  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);
+  own.pause();
+  for (uint64_t i = 0; i < 50; ++i)
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, i, &err), POLYLIMIT_OK);
+  polylimit_limiter_free(h.limiter);  // allowed with checks in flight
+  h.limiter = nullptr;
+  const auto t0 = Clock::now();
+  polylimit_client_close(h.client);
+  h.client = nullptr;
+  std::vector<polylimit_completion> got = collect(h.queue, 50, 2s);
+  own.resume();
+  ASSERT_EQ(got.size(), 50u);
+  for (const auto& c : got) EXPECT_EQ(c.status, POLYLIMIT_ECLOSED) << c.error.message;
+  EXPECT_LT(Clock::now() - t0, 1s);
+  EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+}
+
+// After SCRIPT FLUSH the non-blocking path re-sends with EVAL and still
+// decides; a failing policy applies to completions as to check().
+TEST(Async, ScriptFlushAndFailurePolicy) {
+  pltest::RedisServer own;
+  Handles h;
+  open(h, own.url(), "async-flush", 3);
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, 1, &err), POLYLIMIT_OK);
+  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);
+  own.command({"SCRIPT", "FLUSH"});
+  for (uint64_t i = 2; i <= 4; ++i)
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, i, &err), POLYLIMIT_OK);
+  std::vector<polylimit_completion> got = collect(h.queue, 3, 2s);
+  ASSERT_EQ(got.size(), 3u);
+  int allowed = 0;
+  for (const auto& c : got) {
+    ASSERT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
+    allowed += c.decision.allowed;
+  }
+  EXPECT_EQ(allowed, 2);  // 3 per window, one taken before the flush
+
+  // on_failure = open: a stopped server's checks complete admitted, degraded.
+  polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
+  lo.limit = 3;
+  lo.window_ms = 1000;
+  lo.failure_policy = POLYLIMIT_FAIL_OPEN;
+  polylimit_limiter* open_limiter = nullptr;
+  ASSERT_EQ(polylimit_limiter_new(h.client, &lo, &open_limiter, &err), POLYLIMIT_OK);
+  own.stop();
+  // Twice: the first meets the dropped connection, the second a refused
+  // reconnect on the submitting thread; both get the policy.
+  for (uint64_t t = 10; t < 12; ++t) {
+    ASSERT_EQ(polylimit_limiter_submit_check(open_limiter, "k", 1, 1, h.queue, t, &err), POLYLIMIT_OK)
+        << err.message;
+    std::vector<polylimit_completion> c = collect(h.queue, 1, 3s);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].status, POLYLIMIT_OK) << c[0].error.message;
+    EXPECT_EQ(c[0].decision.allowed, 1);
+    EXPECT_EQ(c[0].decision.degraded, 1);
+  }
+  polylimit_limiter_free(open_limiter);
+  own.start();
+}
+
+TEST(Async, MemoryBackendCompletesBeforeSubmitReturns) {
+  Handles h;
+  open(h, "memory://", "mem", 2);
+  polylimit_error err;
+  for (uint64_t i = 0; i < 3; ++i)
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, i, &err), POLYLIMIT_OK);
+  polylimit_completion c[4];
+  ASSERT_EQ(polylimit_queue_poll(h.queue, c, 4, 0), 3u);
+  EXPECT_EQ(c[0].decision.allowed + c[1].decision.allowed + c[2].decision.allowed, 2);
+  EXPECT_EQ(polylimit_limiter_submit_check(h.limiter, nullptr, 1, 1, h.queue, 9, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, nullptr, 9, &err), POLYLIMIT_EINVALID);
+  EXPECT_NE(std::string(err.message).find("queue"), std::string::npos);
+  EXPECT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, -5, h.queue, 9, &err), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+}
+
+}  // namespace
