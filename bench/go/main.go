@@ -1,11 +1,13 @@
 // Command bench compares the polylimit Go binding (cgo over libpolylimit)
 // with github.com/go-redis/redis_rate (pure Go, GCRA) on one redis-server
-// that it starts itself, and prints a table of throughput and latency.
+// that it starts itself, and prints a table: calls per second on the allow
+// path and on the deny path, at each concurrency, as the median (min..max)
+// of interleaved repetitions, with the ratio to redis_rate in the same run.
 //
-// The default algorithms differ: polylimit's is an exact sliding-window log (a
-// ZSET per key), redis_rate's is GCRA (one string per key); the "polylimit
-// GCRA" row runs polylimit's GCRA for a like-for-like comparison. Limits are set so that
-// neither ever denies, so both do their full admit path on every call.
+// polylimit runs in the ways Allow can run (the default, which blocks an OS
+// thread for the first check in flight and queues the others; every check
+// blocking; every check queued; a cancelable context), so that the default
+// can be chosen by measurement.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,12 +37,16 @@ import (
 )
 
 var (
-	duration   = flag.Duration("duration", 3*time.Second, "measured time per cell")
-	warmup     = flag.Duration("warmup", 500*time.Millisecond, "unmeasured time before each cell")
-	runs       = flag.Int("runs", 3, "runs; the table shows medians")
-	poolSize   = flag.Int("pool", 64, "connection pool size for both clients")
+	duration   = flag.Duration("duration", 2*time.Second, "measured time per cell")
+	warmup     = flag.Duration("warmup", 300*time.Millisecond, "unmeasured time before each cell")
+	reps       = flag.Int("reps", 3, "repetitions, interleaved; the table shows median (min..max)")
+	poolSize   = flag.Int("pool", 0, "polylimit pool size (WithPoolSize; 0: the library's default)")
+	redisPool  = flag.Int("redis-pool", 64, "go-redis PoolSize for redis_rate (0: go-redis's default, 10 per GOMAXPROCS)")
 	goroutines = flag.String("goroutines", "1,64", "comma-separated concurrency levels")
+	paths      = flag.String("paths", "allow,deny", "allow, deny or both")
+	only       = flag.String("only", "", "run only the contenders whose name contains this")
 	url        = flag.String("url", "", "use this Redis (redis://host:port) instead of starting redis-server")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (go tool pprof) to this file")
 )
 
 // op is one decision; it reports whether it was admitted.
@@ -47,51 +54,44 @@ type op func(ctx context.Context, key string) (bool, error)
 
 type contender struct {
 	name, algorithm string
-	ctx             func() (context.Context, context.CancelFunc)
-	op              op
-	serverStats     bool // has an EVALSHA whose server time INFO commandstats shows
+	cancelable      bool // a context that can end (context.WithCancel)
+	allow, deny     op   // on a limit far above the load; on an exhausted one
 }
 
 type cell struct {
-	opsPerSec float64
-	p50, p99  time.Duration
-	denied    int64
-	serverUS  float64 // server-side µs per EVALSHA, from INFO commandstats
-	clientCPU float64 // this process's CPU µs (user+sys) per op
-	serverCPU float64 // redis-server's CPU µs per op (network and script); 0 if unknown
+	callsPerSec float64 // calls completed / measured wall time
+	p50, p99    time.Duration
+	max         time.Duration // the slowest call: a stall shows here
+	denied      float64       // fraction of calls denied
+	clientCPU   float64       // this process's CPU µs (user+sys) per call
+	serverCPU   float64       // redis-server's CPU µs per call; 0 if unknown
 }
 
 // serverPID is the redis-server this run started (0 with -url).
 var serverPID int
 
-// cpuSelf returns this process's user+sys CPU time.
-func cpuSelf() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// cpuOf returns a process's user+sys CPU time from /proc (clock ticks of 10ms).
-func cpuOf(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from 3 (state) on
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
 func main() {
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	levels, err := parseLevels(*goroutines)
 	if err != nil {
 		fatal(err)
+	}
+	var pathList []string
+	for _, p := range strings.Split(*paths, ",") {
+		if p = strings.TrimSpace(p); p != "allow" && p != "deny" {
+			fatal(fmt.Errorf("bad -paths %q", *paths))
+		}
+		pathList = append(pathList, strings.TrimSpace(p))
 	}
 
 	addr := strings.TrimPrefix(*url, "redis://")
@@ -107,138 +107,186 @@ func main() {
 	}
 	redisURL := "redis://" + addr
 
-	client, err := polylimit.Open(redisURL, polylimit.WithPoolSize(*poolSize))
-	if err != nil {
-		fatal(err)
+	// One client per way of running Allow; each has its own pool.
+	openClient := func(extra ...polylimit.Option) *polylimit.Client {
+		opts := extra
+		if *poolSize > 0 {
+			opts = append(opts, polylimit.WithPoolSize(*poolSize))
+		}
+		c, err := polylimit.Open(redisURL, opts...)
+		if err != nil {
+			fatal(err)
+		}
+		return c
 	}
-	defer client.Close()
-	// Limit far above what one server can do, so nothing is ever denied.
-	lim, err := client.LimiterFor(1000000, time.Second, polylimit.WithPrefix("bench"))
-	if err != nil {
-		fatal(err)
+	// limiters makes the allow and deny limiters of one client and
+	// algorithm: a limit far above what one server can serve, so nothing is
+	// denied, and 1 per hour, exhausted by the warm-up, so everything is.
+	limiters := func(c *polylimit.Client, prefix string, alg polylimit.Algorithm) (op, op) {
+		allow, err := c.LimiterFor(1000000, time.Second, polylimit.WithPrefix(prefix+"-a"),
+			polylimit.WithAlgorithm(alg), polylimit.WithBurst(burstFor(alg, 1000000)))
+		if err != nil {
+			fatal(err)
+		}
+		deny, err := c.LimiterFor(1, time.Hour, polylimit.WithPrefix(prefix+"-d"), polylimit.WithAlgorithm(alg),
+			polylimit.WithBurst(burstFor(alg, 1)))
+		if err != nil {
+			fatal(err)
+		}
+		wrap := func(l *polylimit.Limiter) op {
+			return func(ctx context.Context, k string) (bool, error) {
+				r, err := l.Allow(ctx, k)
+				return r.Allowed, err
+			}
+		}
+		return wrap(allow), wrap(deny)
 	}
-	defer lim.Close()
-	// The same algorithm as redis_rate, for a like-for-like row.
-	gcraLim, err := client.LimiterFor(1000000, time.Second, polylimit.WithPrefix("bench-gcra"),
-		polylimit.WithAlgorithm(polylimit.GCRA), polylimit.WithBurst(1000000))
-	if err != nil {
-		fatal(err)
-	}
-	defer gcraLim.Close()
-	mem, err := polylimit.Open("memory://")
-	if err != nil {
-		fatal(err)
-	}
-	defer mem.Close()
-	// In process it outruns a million a second: a shorter window keeps it admitting.
-	memLim, err := mem.LimiterFor(1000000, 100*time.Millisecond)
-	if err != nil {
-		fatal(err)
-	}
-	defer memLim.Close()
+	def := openClient()
+	defer def.Close()
+	blocking := openClient(polylimit.WithBlockingChecks(1 << 20))
+	defer blocking.Close()
+	queued := openClient(polylimit.WithBlockingChecks(0))
+	defer queued.Close()
 
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: *poolSize, MinIdleConns: 0})
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: *redisPool})
 	defer rdb.Close()
 	rate := redis_rate.NewLimiter(rdb)
-	rateLimit := redis_rate.Limit{Rate: 1000000, Burst: 1000000, Period: time.Second}
-	ceiling := redis.NewScript("return 1")
-
-	background := func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
-	cancelable := func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }
-	contenders := []contender{
-		{"polylimit", "sliding log", background, func(ctx context.Context, k string) (bool, error) {
-			r, err := lim.Allow(ctx, k)
-			return r.Allowed, err
-		}, true},
-		{"polylimit, cancelable ctx", "sliding log", cancelable, func(ctx context.Context, k string) (bool, error) {
-			r, err := lim.Allow(ctx, k)
-			return r.Allowed, err
-		}, true},
-		{"polylimit GCRA", "GCRA", background, func(ctx context.Context, k string) (bool, error) {
-			r, err := gcraLim.Allow(ctx, k)
-			return r.Allowed, err
-		}, true},
-		{"redis_rate v10", "GCRA", background, func(ctx context.Context, k string) (bool, error) {
-			r, err := rate.Allow(ctx, k, rateLimit)
+	rateOp := func(limit redis_rate.Limit) op {
+		return func(ctx context.Context, k string) (bool, error) {
+			r, err := rate.Allow(ctx, k, limit)
 			if err != nil {
 				return false, err
 			}
 			return r.Allowed > 0, nil
-		}, true},
-		{"go-redis EVALSHA 'return 1'", "none (ceiling)", background, func(ctx context.Context, k string) (bool, error) {
-			err := ceiling.Run(ctx, rdb, []string{k}).Err()
-			return err == nil, err
-		}, true},
-		{"polylimit memory://", "sliding log, no Redis", background, func(ctx context.Context, k string) (bool, error) {
-			r, err := memLim.Allow(ctx, k)
-			return r.Allowed, err
-		}, false},
+		}
 	}
 
-	fmt.Printf("polylimit %s, redis-server at %s, pool %d, %v per cell, %d runs (medians), GOMAXPROCS %d\n",
-		polylimit.Version(), addr, *poolSize, *duration, *runs, runtimeProcs())
+	var all []contender
+	add := func(name, alg string, cancelable bool, c *polylimit.Client, prefix string, a polylimit.Algorithm) {
+		allow, deny := limiters(c, prefix, a)
+		all = append(all, contender{name, alg, cancelable, allow, deny})
+	}
+	all = append(all, contender{"redis_rate v10", "GCRA", false,
+		rateOp(redis_rate.Limit{Rate: 1000000, Burst: 1000000, Period: time.Second}),
+		rateOp(redis_rate.Limit{Rate: 1, Burst: 1, Period: time.Hour})})
+	add("polylimit", "sliding log", false, def, "sl", polylimit.SlidingLog)
+	add("polylimit", "GCRA", false, def, "gcra", polylimit.GCRA)
+	add("polylimit, cancelable ctx", "GCRA", true, def, "gcra-ctx", polylimit.GCRA)
+	add("polylimit, all blocking", "GCRA", false, blocking, "gcra-blocking", polylimit.GCRA)
+	add("polylimit, all queued", "GCRA", false, queued, "gcra-queued", polylimit.GCRA)
+	var contenders []contender
+	for _, c := range all {
+		if *only == "" || c.name == "redis_rate v10" || strings.Contains(c.name+" "+c.algorithm, *only) {
+			contenders = append(contenders, c)
+		}
+	}
+
+	ourPool := fmt.Sprintf("library default (%d)", polylimit.DefaultPoolSize)
+	if *poolSize > 0 {
+		ourPool = strconv.Itoa(*poolSize)
+	}
+	theirPool := strconv.Itoa(*redisPool)
+	if *redisPool == 0 {
+		theirPool = fmt.Sprintf("go-redis default (%d)", 10*runtime.GOMAXPROCS(0))
+	}
+	fmt.Printf("polylimit %s (default blocking checks %d), redis-server %s, GOMAXPROCS %d\n", polylimit.Version(),
+		polylimit.DefaultBlockingChecks, serverVersion(rdb), runtime.GOMAXPROCS(0))
+	fmt.Printf("pool sizes: polylimit %s per client, go-redis PoolSize %s\n", ourPool, theirPool)
+	fmt.Printf("%v per cell after %v warm-up, %d interleaved repetitions, each goroutine on its own key\n",
+		*duration, *warmup, *reps)
+
 	results := map[string][]cell{}
-	for r := 0; r < *runs; r++ {
-		for _, g := range levels {
-			for _, c := range contenders { // interleaved, so drift hits everyone alike
-				res, err := measure(rdb, c, g, r)
-				if err != nil {
-					fatal(fmt.Errorf("%s, %d goroutines: %w", c.name, g, err))
+	key := func(c contender, path string, g int) string {
+		return fmt.Sprintf("%s|%s|%s|%d", c.name, c.algorithm, path, g)
+	}
+	for r := 0; r < *reps; r++ {
+		for _, path := range pathList {
+			for _, g := range levels {
+				// Rotate the order each repetition, so that drift and
+				// position hit every contender alike.
+				for i := range contenders {
+					c := contenders[(i+r)%len(contenders)]
+					res, err := measure(c, path, g, r)
+					if err != nil {
+						fatal(fmt.Errorf("%s %s, %s, %d goroutines: %w", c.name, c.algorithm, path, g, err))
+					}
+					results[key(c, path, g)] = append(results[key(c, path, g)], res)
+					fmt.Fprintf(os.Stderr, "rep %d: %-5s %3d gor. %-28s %-11s %9.0f calls/s, max %v\n", r+1, path, g, c.name,
+						c.algorithm, res.callsPerSec, res.max)
 				}
-				k := fmt.Sprintf("%s|%d", c.name, g)
-				results[k] = append(results[k], res)
-				fmt.Fprintf(os.Stderr, "run %d: %-28s %3d goroutines %9.0f ops/s\n", r+1, c.name, g, res.opsPerSec)
 			}
 		}
 	}
 
 	fmt.Println()
-	fmt.Printf("%-28s %-22s %4s %9s %8s %9s %9s %9s %9s %8s %6s\n", "implementation", "algorithm", "gor.",
-		"ops/s", "vs rate", "p50", "p99", "script/op", "srvCPU/op", "cliCPU/op", "denied")
-	for _, g := range levels {
-		base := median(results[fmt.Sprintf("redis_rate v10|%d", g)], func(c cell) float64 { return c.opsPerSec })
-		for _, c := range contenders {
-			cs := results[fmt.Sprintf("%s|%d", c.name, g)]
-			ops := median(cs, func(c cell) float64 { return c.opsPerSec })
-			p50 := time.Duration(median(cs, func(c cell) float64 { return float64(c.p50) }))
-			p99 := time.Duration(median(cs, func(c cell) float64 { return float64(c.p99) }))
-			script, srvCPU := "-", "-"
-			if c.serverStats {
-				script = fmt.Sprintf("%.1fµs", median(cs, func(c cell) float64 { return c.serverUS }))
-				if serverPID != 0 {
-					srvCPU = fmt.Sprintf("%.1fµs", median(cs, func(c cell) float64 { return c.serverCPU }))
+	fmt.Printf("%-5s %4s  %-28s %-11s %-26s %-24s %9s %9s %9s %9s %9s %7s\n", "path", "gor.", "implementation",
+		"algorithm", "calls/s median (min..max)", "vs redis_rate", "p50", "p99", "max", "cliCPU", "srvCPU", "denied")
+	for _, path := range pathList {
+		for _, g := range levels {
+			base := results[key(contenders[0], path, g)]
+			for _, c := range contenders {
+				cs := results[key(c, path, g)]
+				ops := stats(cs, func(i int) float64 { return cs[i].callsPerSec })
+				ratio := "-"
+				if c.name != "redis_rate v10" {
+					// Ratio of the medians, then the range of the
+					// per-repetition ratios (each against the same repetition).
+					per := stats(cs, func(i int) float64 { return cs[i].callsPerSec / base[i].callsPerSec })
+					ratio = fmt.Sprintf("%.2fx (%.2f..%.2f)", ops.med/median(base, func(c cell) float64 { return c.callsPerSec }),
+						per.min, per.max)
 				}
+				srv := "-"
+				if serverPID != 0 {
+					srv = fmt.Sprintf("%.1fµs", median(cs, func(c cell) float64 { return c.serverCPU }))
+				}
+				fmt.Printf("%-5s %4d  %-28s %-11s %-26s %-24s %9s %9s %9s %9s %9s %6.0f%%\n", path, g, c.name, c.algorithm,
+					fmt.Sprintf("%.0f (%.0f..%.0f)", ops.med, ops.min, ops.max), ratio,
+					round(time.Duration(median(cs, func(c cell) float64 { return float64(c.p50) }))),
+					round(time.Duration(median(cs, func(c cell) float64 { return float64(c.p99) }))),
+					round(time.Duration(stats(cs, func(i int) float64 { return float64(cs[i].max) }).max)),
+					fmt.Sprintf("%.1fµs", median(cs, func(c cell) float64 { return c.clientCPU })), srv,
+					100*median(cs, func(c cell) float64 { return c.denied }))
 			}
-			cliCPU := fmt.Sprintf("%.1fµs", median(cs, func(c cell) float64 { return c.clientCPU }))
-			var denied int64
-			for _, x := range cs {
-				denied += x.denied
-			}
-			fmt.Printf("%-28s %-22s %4d %9.0f %7.2fx %9s %9s %9s %9s %9s %6d\n", c.name, c.algorithm, g, ops,
-				ops/base, round(p50), round(p99), script, srvCPU, cliCPU, denied)
 		}
 	}
-	fmt.Println("\nvs rate: ops/s over redis_rate's. script/op: Redis time inside EVALSHA (INFO commandstats).")
-	fmt.Println("srvCPU/op: redis-server CPU per op, network included. cliCPU/op: this process's CPU per op.")
-	fmt.Println("Algorithms differ: sliding log keeps a ZSET entry per admitted unit (exact); GCRA keeps one value (smooth).")
+	fmt.Println("\ncalls/s: calls completed / measured wall time (from the first call to the last goroutine's end).")
+	fmt.Println("vs redis_rate: ratio of the medians; in brackets the range of per-repetition ratios.")
+	fmt.Println("p50, p99: medians over repetitions; max: the slowest call of all repetitions.")
+	fmt.Println("cliCPU, srvCPU: this process's and redis-server's CPU per call (medians).")
+}
+
+// burstFor is the GCRA burst of a limiter (other algorithms ignore it).
+func burstFor(alg polylimit.Algorithm, limit int) int {
+	if alg == polylimit.GCRA {
+		return limit
+	}
+	return 0
 }
 
 // measure runs one cell: g goroutines, each on its own key, for the duration.
-func measure(rdb *redis.Client, c contender, g, run int) (cell, error) {
-	ctx := context.Background()
-	loop := func(until time.Time, key string, lat []time.Duration) ([]time.Duration, int64, error) {
-		octx, cancel := c.ctx()
-		defer cancel()
-		var denied int64
+func measure(c contender, path string, g, rep int) (cell, error) {
+	do := c.allow
+	if path == "deny" {
+		do = c.deny
+	}
+	loop := func(until time.Time, key string, lat []time.Duration) ([]time.Duration, int64, int64, error) {
+		ctx := context.Background()
+		if c.cancelable {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+		}
+		var calls, denied int64
 		for {
 			start := time.Now()
 			if !start.Before(until) {
-				return lat, denied, nil
+				return lat, calls, denied, nil
 			}
-			ok, err := c.op(octx, key)
+			ok, err := do(ctx, key)
 			if err != nil {
-				return lat, denied, err
+				return lat, calls, denied, err
 			}
+			calls++
 			if !ok {
 				denied++
 			}
@@ -247,25 +295,29 @@ func measure(rdb *redis.Client, c contender, g, run int) (cell, error) {
 			}
 		}
 	}
-	keyFor := func(i int) string { return fmt.Sprintf("bench:%s:%d:%d:%d", strings.Fields(c.name)[0], g, run, i) }
+	// A fresh key per goroutine, cell and repetition: the allow path starts
+	// empty, the deny path is exhausted by the warm-up's first call.
+	keyFor := func(i int) string {
+		return fmt.Sprintf("bench:%s:%s:%s:%d:%d:%d", strings.ReplaceAll(c.name, " ", ""), c.algorithm, path, g, rep, i)
+	}
 
-	// Warm-up: connections, script loading, key creation.
 	var wg sync.WaitGroup
 	until := time.Now().Add(*warmup)
+	errs := make([]error, g)
 	for i := 0; i < g; i++ {
 		wg.Add(1)
-		go func(i int) { defer wg.Done(); loop(until, keyFor(i), nil) }(i)
+		go func(i int) { defer wg.Done(); _, _, _, errs[i] = loop(until, keyFor(i), nil) }(i)
 	}
 	wg.Wait()
-
-	if c.serverStats {
-		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+	for _, err := range errs {
+		if err != nil {
 			return cell{}, err
 		}
 	}
+
 	lats := make([][]time.Duration, g)
+	calls := make([]int64, g)
 	denied := make([]int64, g)
-	errs := make([]error, g)
 	cpu0, scpu0 := cpuSelf(), cpuOf(serverPID)
 	start := time.Now()
 	until = start.Add(*duration)
@@ -273,59 +325,49 @@ func measure(rdb *redis.Client, c contender, g, run int) (cell, error) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			lats[i], denied[i], errs[i] = loop(until, keyFor(i), make([]time.Duration, 0, 1<<16))
+			lats[i], calls[i], denied[i], errs[i] = loop(until, keyFor(i), make([]time.Duration, 0, 1<<15))
 		}(i)
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu, scpu := cpuSelf()-cpu0, cpuOf(serverPID)-scpu0
 	var all []time.Duration
-	var res cell
+	var n, nd int64
 	for i := range lats {
 		if errs[i] != nil {
 			return cell{}, errs[i]
 		}
 		all = append(all, lats[i]...)
-		res.denied += denied[i]
+		n += calls[i]
+		nd += denied[i]
 	}
-	if len(all) == 0 {
-		return cell{}, fmt.Errorf("no operation completed")
+	if n == 0 {
+		return cell{}, fmt.Errorf("no call completed")
 	}
 	sort.Slice(all, func(a, b int) bool { return all[a] < all[b] })
-	res.opsPerSec = float64(len(all)) / elapsed.Seconds()
-	res.p50 = all[len(all)/2]
-	res.p99 = all[len(all)*99/100]
-	res.clientCPU = float64(cpu) / float64(time.Microsecond) / float64(len(all))
-	if serverPID != 0 && c.serverStats {
-		res.serverCPU = float64(scpu) / float64(time.Microsecond) / float64(len(all))
+	res := cell{
+		callsPerSec: float64(n) / elapsed.Seconds(),
+		p50:         all[len(all)/2],
+		p99:         all[len(all)*99/100],
+		max:         all[len(all)-1],
+		denied:      float64(nd) / float64(n),
+		clientCPU:   float64(cpu) / float64(time.Microsecond) / float64(n),
 	}
-	if c.serverStats {
-		us, err := evalshaUsec(rdb)
-		if err != nil {
-			return cell{}, err
-		}
-		res.serverUS = us
+	if serverPID != 0 {
+		res.serverCPU = float64(scpu) / float64(time.Microsecond) / float64(n)
 	}
 	return res, nil
 }
 
-// evalshaUsec reads usec_per_call of EVALSHA from INFO commandstats.
-func evalshaUsec(rdb *redis.Client) (float64, error) {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		return 0, err
+type summary struct{ med, min, max float64 }
+
+func stats(cs []cell, f func(i int) float64) summary {
+	v := make([]float64, len(cs))
+	for i := range cs {
+		v[i] = f(i)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") {
-			continue
-		}
-		for _, f := range strings.Split(strings.TrimSpace(strings.TrimPrefix(line, "cmdstat_evalsha:")), ",") {
-			if v := strings.TrimPrefix(f, "usec_per_call="); v != f {
-				return strconv.ParseFloat(v, 64)
-			}
-		}
-	}
-	return 0, nil
+	sort.Float64s(v)
+	return summary{medianOf(v), v[0], v[len(v)-1]}
 }
 
 func median(cs []cell, f func(cell) float64) float64 {
@@ -334,6 +376,10 @@ func median(cs []cell, f func(cell) float64) float64 {
 		v[i] = f(c)
 	}
 	sort.Float64s(v)
+	return medianOf(v)
+}
+
+func medianOf(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
 	}
@@ -343,13 +389,50 @@ func median(cs []cell, f func(cell) float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
-func round(d time.Duration) string {
-	switch {
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-	default:
-		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+// cpuSelf returns this process's user+sys CPU time.
+func cpuSelf() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuOf returns a process's user+sys CPU time from /proc (clock ticks of 10ms).
+func cpuOf(pid int) time.Duration {
+	if pid == 0 {
+		return 0
 	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from 3 (state) on
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+func serverVersion(rdb *redis.Client) string {
+	info, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v := strings.TrimPrefix(line, "redis_version:"); v != line {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+func round(d time.Duration) string {
+	if d >= time.Millisecond {
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
 }
 
 func parseLevels(s string) ([]int, error) {
@@ -452,5 +535,3 @@ func stopOnSignal(s *server) {
 		os.Exit(130)
 	}()
 }
-
-func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

@@ -51,7 +51,9 @@
 // one call) and Refund. Options add a local deny cache (WithDenyCache,
 // Result.Cached), a failure policy and circuit breaker for outages
 // (WithFailurePolicy: FailOpen, FailClosed, FailLocal; Result.Degraded),
-// shadow mode (WithShadow, Result.Shadowed) and a punitive block (WithBlock).
+// shadow mode (WithShadow, Result.Shadowed), a punitive block (WithBlock) and
+// failover-safe mode (WithDurable: admitted only once replicas acknowledged
+// the write, else ErrNotDurable).
 // Client.Stats and Client.StatsPrometheus report the client's counters
 // (labelled client="<name>" with WithName); PrometheusText puts several
 // clients on one page. Limiter.Headers gives the standard HTTP rate-limit
@@ -67,7 +69,8 @@
 // A denial is a Result with Allowed false, never an error. Errors are *Error
 // values whose Code (an ErrCode) matches the sentinels with errors.Is:
 // ErrInvalidArgument, ErrUnavailable, ErrTimeout, ErrAuth, ErrPermission,
-// ErrScript, ErrPoolExhausted, ErrNoMemory, ErrServer, ErrClosed, ErrInternal.
+// ErrScript, ErrPoolExhausted, ErrNoMemory, ErrServer, ErrClosed, ErrNotDurable,
+// ErrInternal.
 //
 // Contexts: a context that is already done returns its error at once. A
 // context that ends while the call waits for Redis makes the method return a
@@ -75,6 +78,13 @@
 // inside C, so it finishes in the background and its result is dropped — an
 // abandoned Allow may still have consumed a unit. The client's command,
 // connect and acquire timeouts bound how long such a call lives.
+//
+// Threads: a blocking C call holds its OS thread until Redis answers, so only
+// the first Allow in flight per client (WithBlockingChecks) makes one; the
+// others, and every Allow with a context that can end, are submitted to the
+// library without waiting and wait on a channel, and one goroutine per
+// client hands them their completions. Thousands of concurrent Allow calls
+// thus need a few OS threads, not one each.
 //
 // Client and Limiter are safe for concurrent use. Close them explicitly;
 // finalizers are only a safety net. Closing a Client closes every Limiter

@@ -29,6 +29,7 @@ type clientConfig struct {
 	tlsKeyFile       string
 	tlsServerName    string
 	tlsInsecure      bool
+	blockingChecks   int32 // WithBlockingChecks + 1; 0: unset (Go only)
 	err              *Error
 }
 
@@ -98,8 +99,8 @@ func WithTLSInsecureSkipVerify() Option {
 	return func(c *clientConfig) { c.tlsInsecure = true }
 }
 
-// WithPoolSize bounds the connections open at once (MinPoolSize..MaxPoolSize;
-// 0: DefaultPoolSize, 8).
+// WithPoolSize bounds the connections per Redis node (MinPoolSize..MaxPoolSize;
+// 0: DefaultPoolSize, 2). Concurrent calls share them, pipelined.
 func WithPoolSize(n int) Option {
 	return func(c *clientConfig) { c.poolSize = cInt(int64(n)) }
 }
@@ -110,14 +111,14 @@ func WithConnectTimeout(d time.Duration) Option {
 	return func(c *clientConfig) { c.connectTimeout = cInt(millis(d)) }
 }
 
-// WithCommandTimeout bounds the send plus reply of one command (default 1 s).
+// WithCommandTimeout bounds one call from queueing to the whole reply (default 1 s).
 // Rounded up to whole milliseconds; 0 selects the default.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(c *clientConfig) { c.commandTimeout = cInt(millis(d)) }
 }
 
-// WithAcquireTimeout bounds the wait for a free pooled connection (default
-// 1 s). Rounded up to whole milliseconds; 0 selects the default.
+// WithAcquireTimeout bounds the wait for room when a connection already has
+// 4096 calls queued (default 1 s). Rounded up to whole milliseconds; 0 selects the default.
 func WithAcquireTimeout(d time.Duration) Option {
 	return func(c *clientConfig) { c.acquireTimeout = cInt(millis(d)) }
 }
@@ -185,6 +186,9 @@ type limiterConfig struct {
 	breakerCooldown int32 // ms
 	shadow          bool
 	block           int64 // ms
+	durableReplicas int32
+	durableTimeout  int32 // ms
+	durableAOF      bool
 	err             *Error
 }
 
@@ -308,6 +312,25 @@ func WithShadow() LimiterOption { return func(c *limiterConfig) { c.shadow = tru
 func WithBlock(d time.Duration) LimiterOption {
 	return func(c *limiterConfig) { c.block = millis(d) }
 }
+
+// WithDurable turns on failover-safe mode: a check is admitted only once its
+// write is acknowledged by replicas replicas (WAIT, sent with the script in
+// one round trip) within timeout (rounded up to whole milliseconds; 0: the
+// default, DefaultDurableTimeoutMs ms; it must be below the client's command
+// timeout). An admitted check whose write is not acknowledged in time fails
+// with ErrNotDurable (its units stay consumed on the master), which the
+// failure policy handles like an outage. replicas 0: off.
+func WithDurable(replicas int, timeout time.Duration) LimiterOption {
+	return func(c *limiterConfig) {
+		c.durableReplicas, c.durableTimeout = cInt(int64(replicas)), cInt(millis(timeout))
+	}
+}
+
+// WithDurableAOF adds to failover-safe mode (or turns it on, with 0
+// replicas) that the write must be fsynced to the master's append-only file
+// (WAITAOF: Redis 7.2 or later, appendonly yes); the replicas of WithDurable
+// must then have fsynced it too.
+func WithDurableAOF() LimiterOption { return func(c *limiterConfig) { c.durableAOF = true } }
 
 // exactMillis converts a window, which sets the rate, to milliseconds. It is
 // not rounded: a window that is not a whole number of milliseconds is

@@ -14,6 +14,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -71,6 +72,7 @@ type Client struct {
 	name string
 	// shown is the URL as String shows it: redacted by the library.
 	shown string
+	async asyncState // blocking or queued checks, and the queue (async.go)
 }
 
 // errClientClosed is what calls on a closed Client return, in the words of
@@ -150,6 +152,7 @@ func Open(url string, opts ...Option) (*Client, error) {
 		shown = RedactURL(url)
 	}
 	c := &Client{h: h, name: cfg.name, shown: shown}
+	c.async.init(&cfg)
 	runtime.SetFinalizer(c, (*Client).Close)
 	return c, nil
 }
@@ -165,14 +168,16 @@ func (c *Client) Name() string { return c.name }
 //
 // Close waits for calls in flight on the client and its limiters, including
 // calls a context abandoned (the command, connect and acquire timeouts bound
-// them; Acquire waits in slices of at most a second). Close is idempotent;
-// calls on the Client after Close return ErrClosed.
+// them; Acquire waits in slices of at most a second). Queued Allow calls
+// still in flight fail at once with ErrClosed. Close is idempotent; calls on
+// the Client after Close return ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.h != nil {
 		C.polylimit_client_close(c.h)
 		c.h = nil
+		c.async.stop() // after the close: every queued check has completed or fails now
 		runtime.SetFinalizer(c, nil)
 	}
 	return nil
@@ -256,6 +261,11 @@ func (c *Client) newLimiter(cfg *limiterConfig, mk func(*C.polylimit_limiter_opt
 		lo.shadow = 1
 	}
 	lo.block_ms = C.int64_t(cfg.block)
+	lo.durable_replicas = C.int(cfg.durableReplicas)
+	lo.durable_timeout_ms = C.int(cfg.durableTimeout)
+	if cfg.durableAOF {
+		lo.durable_aof = 1
+	}
 
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -267,7 +277,8 @@ func (c *Client) newLimiter(cfg *limiterConfig, mk func(*C.polylimit_limiter_opt
 	if st := mk(&lo, &h, &cerr); st != C.POLYLIMIT_OK {
 		return nil, cError(st, &cerr)
 	}
-	l := &Limiter{client: c, h: h, limit: limit, window: window, spec: spec}
+	l := &Limiter{client: c, h: h, limit: limit, window: window, spec: spec,
+		degrades: cfg.failurePolicy != int32(FailError) || cfg.breakerFailures > 0}
 	runtime.SetFinalizer(l, (*Limiter).Close)
 	return l, nil
 }
@@ -342,11 +353,15 @@ func (c *Client) StatsPrometheus() (string, error) {
 // Every method that talks to Redis takes a context. A context that is already
 // done returns its error without touching Redis. A context that can end
 // (ctx.Done() != nil) is honoured even when it is shorter than the command
-// timeout: the call then runs on its own goroutine and, if the context ends
-// first, the method returns a *ContextError wrapping ctx.Err(). The abandoned
-// call still finishes in the background and its result is dropped, so the
-// decision may have consumed units nobody was told of. With
-// context.Background() the call is made directly, a little cheaper.
+// timeout: if it ends first, the method returns a *ContextError wrapping
+// ctx.Err(). The abandoned call still finishes in the background and its
+// result is dropped, so the decision may have consumed units nobody was told
+// of. Allow, AllowN and AllowBytes are then submitted to the library without
+// waiting and wait on a channel (as do all but the first of a client's
+// concurrent calls, see WithBlockingChecks), so that calls in flight do not
+// each hold an OS thread; the other methods run their C call on a goroutine
+// of its own. With context.Background() and no other call in flight the call
+// is made directly, a little cheaper.
 //
 // A Limiter belongs to the Client it was made from: Client.Close closes it
 // too (its calls then return ErrClosed), and it keeps that Client reachable.
@@ -357,6 +372,8 @@ type Limiter struct {
 	limit  int
 	window time.Duration
 	spec   string
+	// degrades: a failure policy or breaker answers outages (see doQueued)
+	degrades bool
 }
 
 // Limit returns the limit given to LimiterFor; 0 for a limiter made from a
@@ -371,7 +388,8 @@ func (l *Limiter) Window() time.Duration { return l.window }
 func (l *Limiter) Spec() string { return l.spec }
 
 // Close frees the limiter. It waits for calls in flight, including abandoned
-// ones, which the command and acquire timeouts bound. Idempotent; calls after
+// ones, which the command and acquire timeouts bound; queued Allow calls go
+// on and complete after it. Idempotent; calls after
 // Close return ErrClosed. Closing the Client first is fine: the limiter is
 // then closed already, and Close only frees its handle.
 func (l *Limiter) Close() error {
@@ -416,12 +434,18 @@ type call struct {
 	st     C.int
 	dec    C.polylimit_decision
 	cerr   C.polylimit_error
+	// inflight, for a blocking check, is the client's count of checks in
+	// flight (async.go), dropped when C returns.
+	inflight *atomic.Int32
 }
 
 // invoke makes the C call under the shared locks of the client and the
 // limiter. A closed client is not checked here: the library answers
 // ErrClosed itself.
 func (l *Limiter) invoke(c *call) {
+	if c.inflight != nil {
+		defer c.inflight.Add(-1)
+	}
 	l.client.mu.RLock()
 	defer l.client.mu.RUnlock()
 	l.mu.RLock()
@@ -463,6 +487,17 @@ func (l *Limiter) do(ctx context.Context, c *call, skey string, bkey []byte, isB
 	}
 	c.klen = C.size_t(n)
 
+	if c.op == opCheck && !l.client.async.enter(c) {
+		defer l.client.async.leave()
+		return l.doQueued(ctx, c, skey, bkey, isBytes)
+	}
+	return l.doBlocking(ctx, c, skey, bkey, isBytes)
+}
+
+// doBlocking makes the C call on this goroutine, or on a goroutine of its
+// own when ctx can end first.
+func (l *Limiter) doBlocking(ctx context.Context, c *call, skey string, bkey []byte, isBytes bool) (Result, error) {
+	n := int(c.klen)
 	if ctx.Done() == nil {
 		// Direct path: Go memory may be lent to C for the call's duration.
 		if isBytes {

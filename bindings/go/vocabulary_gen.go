@@ -19,7 +19,7 @@ const (
 	ErrPermission ErrCode = -6
 	// ErrScript is POLYLIMIT_ESCRIPT: the Lua script failed inside Redis (a bug, or a key of the wrong type).
 	ErrScript ErrCode = -7
-	// ErrPoolExhausted is POLYLIMIT_EPOOL: no pooled connection became free in time; retry later.
+	// ErrPoolExhausted is POLYLIMIT_EPOOL: the connection queue stayed full (4096 calls) for acquire_timeout_ms; retry later.
 	ErrPoolExhausted ErrCode = -8
 	// ErrNoMemory is POLYLIMIT_ENOMEM: out of memory, here or in Redis (OOM).
 	ErrNoMemory ErrCode = -9
@@ -27,6 +27,8 @@ const (
 	ErrServer ErrCode = -10
 	// ErrClosed is POLYLIMIT_ECLOSED: the handle, or the client it was made from, was closed.
 	ErrClosed ErrCode = -11
+	// ErrNotDurable is POLYLIMIT_ENOTDURABLE: failover-safe mode: the master admitted the check but its write was not acknowledged by enough replicas (or fsynced) in time; the units stay consumed on the master.
+	ErrNotDurable ErrCode = -12
 )
 
 // codeInfo describes a status code.
@@ -49,6 +51,7 @@ var codeInfos = map[ErrCode]codeInfo{
 	ErrNoMemory:        {"POLYLIMIT_ENOMEM", "out of memory", false, false},
 	ErrServer:          {"POLYLIMIT_ESERVER", "unexpected server reply", false, false},
 	ErrClosed:          {"POLYLIMIT_ECLOSED", "closed", false, false},
+	ErrNotDurable:      {"POLYLIMIT_ENOTDURABLE", "not durable", true, true},
 }
 
 // The Algorithm values, as polylimit_algorithm in polylimit.h.
@@ -97,10 +100,10 @@ var failurePolicyNames = [...]string{"error", "open", "closed", "local"}
 // "<name> = <value> is out of range <min>..<max>". Default is what 0 selects
 // where the option has a default.
 const (
-	// pool_size: most connections open at once.
+	// pool_size: most connections per Redis node; concurrent calls share them (pipelined).
 	MinPoolSize     = 1
 	MaxPoolSize     = 4096
-	DefaultPoolSize = 8
+	DefaultPoolSize = 2
 
 	// connect_timeout_ms: TCP/unix connect.
 	MinConnectTimeoutMs     = 1
@@ -112,7 +115,7 @@ const (
 	MaxCommandTimeoutMs     = 3600000
 	DefaultCommandTimeoutMs = 1000
 
-	// acquire_timeout_ms: wait for a free pooled connection.
+	// acquire_timeout_ms: wait for room when a connection already has 4096 calls queued.
 	MinAcquireTimeoutMs     = 0
 	MaxAcquireTimeoutMs     = 3600000
 	DefaultAcquireTimeoutMs = 1000
@@ -159,6 +162,16 @@ const (
 	MinBlockMs     = 0
 	MaxBlockMs     = 31622400000
 	DefaultBlockMs = 0
+
+	// durable_replicas: failover-safe mode: replicas that must acknowledge a check's write (WAIT) before it is admitted; 0: off.
+	MinDurableReplicas     = 0
+	MaxDurableReplicas     = 100
+	DefaultDurableReplicas = 0
+
+	// durable_timeout_ms: failover-safe mode: how long a check waits for those acknowledgements; below command_timeout_ms.
+	MinDurableTimeoutMs     = 1
+	MaxDurableTimeoutMs     = 3600000
+	DefaultDurableTimeoutMs = 100
 
 	// timeout_ms: acquire: longest wait for admission.
 	MinTimeoutMs     = 0

@@ -110,7 +110,7 @@ func TestVocabularyNames(t *testing.T) {
 		t.Errorf("ParseAlgorithm(token_bucket): %v", err)
 	}
 	// Every code from -1 down is known, retryable exactly when it is an outage here.
-	for c := ErrCode(-1); c >= ErrClosed; c-- {
+	for c := ErrCode(-1); c >= ErrNotDurable; c-- {
 		info, ok := codeInfos[c]
 		if !ok || info.name == "" || info.text == "" {
 			t.Errorf("code %d: %+v", c, info)

@@ -29,6 +29,10 @@
  *    wrapper copies the string and releases it with polylimit_free.
  *  - Several clients (polylimit_clients_stats_prometheus) are a Java array of
  *    client handles; the C array of pointers lives for the call only.
+ *  - Non-blocking checks: the uint64_t token is a Java long (same bits), and
+ *    completions are polled into a polylimit_completion_batch (C memory, so
+ *    the poll blocks with no Java array held), then copied out in one call
+ *    (polylimit_queue_poll_batch, polylimit_completion_batch_unpack, at the end).
  *  - The string options of polylimit_client_options (name, tls_*) are owned
  *    by the struct (copied by their setters, freed with it), like the
  *    limiter prefix.
@@ -147,6 +151,14 @@ static int polylimit_swig_set_string(const char **field, const void *bytes, size
 
 POLYLIMIT_HANDLE_OUT(polylimit_client)
 POLYLIMIT_HANDLE_OUT(polylimit_limiter)
+POLYLIMIT_HANDLE_OUT(polylimit_queue)
+
+/* Tokens are opaque to C, so the signed jlong's bits serve as they are:
+   no BigInteger (stdint.i's uint64_t) per check. */
+%apply int64_t { uint64_t token };
+
+/* Java polls through polylimit_queue_poll_batch (at the end) instead. */
+%ignore polylimit_queue_poll;
 
 /* ---- binary keys: (const void *, size_t) <- byte[] ----------------------- */
 
@@ -282,6 +294,7 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
 
 POLYLIMIT_ARRAY_OUT(int64_t, values, values_len, jlong, "jlongArray", "long[]", Long)
 POLYLIMIT_ARRAY_OUT(int, codes, codes_len, jint, "jintArray", "int[]", Int)
+POLYLIMIT_ARRAY_OUT(int64_t, tokens, tokens_len, jlong, "jlongArray", "long[]", Long)
 
 /* ---- several clients: SWIGTYPE_p_polylimit_client[] -> (clients, n) ------- */
 
@@ -369,6 +382,7 @@ POLYLIMIT_ARRAY_OUT(int, codes, codes_len, jint, "jintArray", "int[]", Int)
 
 POLYLIMIT_HANDLE_OUT(polylimit_client)
 POLYLIMIT_HANDLE_OUT(polylimit_limiter)
+POLYLIMIT_HANDLE_OUT(polylimit_queue)
 
 /* Byte strings; a string with characters above 0xFF dies ("Wide character"),
    as Perl's own byte APIs do; undef passes NULL / 0. */
@@ -712,6 +726,102 @@ int polylimit_client_stats_packed(polylimit_client *client, int64_t *values, siz
     values[POLYLIMIT_PACKED_STATS_LATENCY_BUCKETS + i] = (int64_t)s.latency_buckets[i];
   }
   return POLYLIMIT_OK;
+}
+%}
+
+/* ---- non-blocking checks: completions polled in batches ----------------- */
+
+/* Room for up to cap completions, in C memory: polylimit_queue_poll_batch
+   blocks with no Java array held, and polylimit_completion_batch_unpack then
+   copies the batch out in one call. A failed completion's error is read one
+   at a time (sysErrno, outcomeUnknown, messageBytes; its code is the status
+   unpack wrote). An index out of range reads as 0 / an empty message. */
+%immutable polylimit_completion_batch::cap;
+%immutable polylimit_completion_batch::n;
+%ignore polylimit_completion_batch::items;
+%extend polylimit_completion_batch {
+  polylimit_completion_batch(int cap) {
+    size_t count = cap > 0 ? (size_t)cap : 1;
+    polylimit_completion_batch *b = (polylimit_completion_batch *)malloc(sizeof *b);
+    if (!b) return NULL;
+    b->items = (polylimit_completion *)calloc(count, sizeof *b->items);
+    if (!b->items) {
+      free(b);
+      return NULL;
+    }
+    b->cap = count;
+    b->n = 0;
+    return b;
+  }
+  ~polylimit_completion_batch() {
+    free($self->items);
+    free($self);
+  }
+  int sysErrno(int i) {
+    return i >= 0 && (size_t)i < $self->n ? $self->items[i].error.sys_errno : 0;
+  }
+  int outcomeUnknown(int i) {
+    return i >= 0 && (size_t)i < $self->n ? $self->items[i].error.outcome_unknown : 0;
+  }
+  /* The NUL-terminated message of completion i as bytes. */
+  polylimit_bytes messageBytes(int i) {
+    polylimit_bytes b = { "", 0 };
+    if (i >= 0 && (size_t)i < $self->n) {
+      const char *m = $self->items[i].error.message;
+      const char *end = (const char *)memchr(m, 0, sizeof $self->items[i].error.message);
+      b.data = m;
+      b.len = end ? (size_t)(end - m) : sizeof $self->items[i].error.message;
+    }
+    return b;
+  }
+}
+%exception polylimit_completion_batch::polylimit_completion_batch {
+  $action
+  if (!result) {
+    SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "allocating the completion batch");
+    return $null;
+  }
+}
+
+%inline %{
+typedef struct polylimit_completion_batch {
+  polylimit_completion *items;
+  size_t cap;
+  size_t n; /* filled by the last polylimit_queue_poll_batch */
+} polylimit_completion_batch;
+
+/* polylimit_queue_poll into the batch (up to its cap, waiting up to
+   timeout_ms for the first, -1: until one arrives or polylimit_queue_wake);
+   returns how many it holds now. NULL arguments hold and return 0. */
+int polylimit_queue_poll_batch(polylimit_queue *queue, polylimit_completion_batch *batch, int timeout_ms) {
+  if (!batch) return 0;
+  batch->n = queue ? polylimit_queue_poll(queue, batch->items, batch->cap, timeout_ms) : 0;
+  return (int)batch->n;
+}
+
+/* Copies the batch's completions out: completion i's token to tokens[i], its
+   status to codes[i] and, when that is POLYLIMIT_OK, its decision to
+   values[i * POLYLIMIT_PACKED_DECISION ...] (as
+   polylimit_limiter_check_many_packed packs them). Returns how many, or
+   POLYLIMIT_EINVALID (nothing written) when an array is too short. */
+int polylimit_completion_batch_unpack(const polylimit_completion_batch *batch, int64_t *tokens, size_t tokens_len,
+                                      int64_t *values, size_t values_len, int *codes, size_t codes_len) {
+  size_t i;
+  if (!batch) return 0;
+  if (batch->n > 0 && (!tokens || tokens_len < batch->n || !values ||
+                       values_len / POLYLIMIT_PACKED_DECISION < batch->n || !codes || codes_len < batch->n))
+    return POLYLIMIT_EINVALID;
+  for (i = 0; i < batch->n; i++) {
+    const polylimit_completion *c = &batch->items[i];
+    int64_t *v = values + i * POLYLIMIT_PACKED_DECISION;
+    tokens[i] = (int64_t)c->token;
+    codes[i] = c->status;
+    if (c->status != POLYLIMIT_OK) continue;
+#define POLYLIMIT_PACK_(name) v[POLYLIMIT_PACKED_DECISION_##name] = (int64_t)c->decision.name;
+    POLYLIMIT_DECISION_FIELDS(POLYLIMIT_PACK_)
+#undef POLYLIMIT_PACK_
+  }
+  return (int)batch->n;
 }
 %}
 #endif /* SWIGJAVA */

@@ -17,7 +17,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include <unistd.h>
 
 #include "polylimit.h"
 
@@ -58,9 +61,17 @@ py::object make_error(int status, const char* message, int sys_errno, bool outco
   throw py::error_already_set();
 }
 
+// The exception object for a failed call's (status, err), as raise_error
+// raises it: the one mapping for the blocking and the non-blocking calls.
+py::object error_object(int status, const polylimit_error& err) {
+  return make_error(status, err.message[0] ? err.message : polylimit_status_name(status), err.sys_errno,
+                    err.outcome_unknown != 0);
+}
+
 [[noreturn]] void raise_error(int status, const polylimit_error& err) {
-  raise_status(status, err.message[0] ? err.message : polylimit_status_name(status), err.sys_errno,
-               err.outcome_unknown != 0);
+  py::object exc = error_object(status, err);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+  throw py::error_already_set();
 }
 
 [[noreturn]] void raise_invalid(const std::string& message) { raise_status(POLYLIMIT_EINVALID, message.c_str(), 0); }
@@ -291,6 +302,86 @@ std::string clients_stats_prometheus(py::handle clients) {
   return std::string(text, len);
 }
 
+// A polylimit_queue: completions of the non-blocking checks (submit_check).
+// Every method runs with the GIL held and none blocks (poll never waits), so
+// the GIL is what serialises them. The handle is shared with submit calls in
+// progress (they run without the GIL), so close() during one frees the queue
+// only when that call is done.
+class Queue {
+ public:
+  Queue() : pid_(::getpid()) {
+    polylimit_queue* raw = nullptr;
+    polylimit_error err;
+    int st = polylimit_queue_new(&raw, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    handle_.reset(raw, polylimit_queue_free);
+  }
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
+  ~Queue() { close(); }
+
+  std::shared_ptr<polylimit_queue> handle() const {
+    if (!handle_) raise_status(POLYLIMIT_ECLOSED, "the queue is closed", 0);
+    return handle_;
+  }
+  int fd() const { return handle_ ? polylimit_queue_fd(handle_.get()) : -1; }
+  size_t outstanding() const { return handle_ ? polylimit_queue_outstanding(handle_.get()) : 0; }
+  void wake() {
+    if (handle_) polylimit_queue_wake(handle_.get());
+  }
+  bool closed() const { return !handle_; }
+
+  // Checks still in flight complete into the queue's memory and are dropped
+  // (polylimit_queue_free). In a forked child the parent's queue is left
+  // alone: its lock may be held by a thread that does not exist here.
+  void close() {
+    if (handle_ && ::getpid() != pid_) new std::shared_ptr<polylimit_queue>(std::move(handle_));  // leaked on purpose
+    handle_.reset();
+    limiters_.clear();
+  }
+
+  // Up to `max` waiting completions, oldest first, without waiting: a list of
+  // (token, 0, Decision) or (token, status, Error), the error as the blocking
+  // check raises it for the same failure.
+  py::list poll(py::handle max) {
+    int64_t n = to_int64(max, "max");
+    if (n < 1 || n > kMaxPoll)
+      raise_invalid("max = " + std::to_string(n) + " is out of range 1.." + std::to_string(kMaxPoll));
+    py::list out;
+    if (!handle_) return out;  // closed: nothing will arrive
+    if (buffer_.size() < static_cast<size_t>(n)) buffer_.resize(static_cast<size_t>(n));
+    size_t got = polylimit_queue_poll(handle_.get(), buffer_.data(), static_cast<size_t>(n), 0);
+    for (size_t i = 0; i < got; ++i) {
+      const polylimit_completion& c = buffer_[i];
+      LimiterHandle limiter;
+      auto it = limiters_.find(c.token);
+      if (it != limiters_.end()) {
+        limiter = std::move(it->second);
+        limiters_.erase(it);
+      }
+      py::object result = c.status == POLYLIMIT_OK ? py::cast(Decision{c.decision, std::move(limiter)})
+                                                   : error_object(c.status, c.error);
+      out.append(py::make_tuple(c.token, c.status, std::move(result)));
+    }
+    return out;
+  }
+
+  // The limiter a token's Decision belongs to (for decision.headers()),
+  // recorded before the submit; forgotten if the submit fails.
+  void track(uint64_t token, const LimiterHandle& limiter) {
+    if (!limiters_.emplace(token, limiter).second) raise_invalid("token " + std::to_string(token) + " is in flight");
+  }
+  void untrack(uint64_t token) { limiters_.erase(token); }
+
+  static constexpr int64_t kMaxPoll = 1024;
+
+ private:
+  std::shared_ptr<polylimit_queue> handle_;
+  pid_t pid_;
+  std::unordered_map<uint64_t, LimiterHandle> limiters_;
+  std::vector<polylimit_completion> buffer_;
+};
+
 class Limiter {
  public:
   // spec: a rate spec (polylimit_limiter_new_spec), or None for limit/window_ms/burst
@@ -299,7 +390,7 @@ class Limiter {
   Limiter(Client& client, py::object spec, py::handle limit, py::handle window_ms, py::handle burst,
           py::handle algorithm, const std::string& prefix, py::handle clock, py::handle deny_cache_size,
           py::handle failure_policy, py::handle breaker_failures, py::handle breaker_cooldown_ms, bool shadow,
-          py::handle block_ms)
+          py::handle block_ms, py::handle durable_replicas, py::handle durable_timeout_ms, bool durable_aof)
       : prefix_(prefix) {
     if (prefix.find('\0') != std::string::npos) raise_invalid("prefix contains a NUL character");
     polylimit_limiter_options opts;
@@ -313,6 +404,9 @@ class Limiter {
     opts.breaker_cooldown_ms = to_int(breaker_cooldown_ms, "breaker_cooldown_ms");
     opts.shadow = shadow ? 1 : 0;
     opts.block_ms = to_int64(block_ms, "block_ms");
+    opts.durable_replicas = to_int(durable_replicas, "durable_replicas");
+    opts.durable_timeout_ms = to_int(durable_timeout_ms, "durable_timeout_ms");
+    opts.durable_aof = durable_aof ? 1 : 0;
     polylimit_limiter* raw = nullptr;
     polylimit_error err;
     int st;
@@ -484,6 +578,72 @@ class Limiter {
     throw py::error_already_set();
   }
 
+  // polylimit_limiter_submit_check: check(key, cost) whose result arrives in
+  // `queue` as (token, ...). The GIL is released around the call: the first
+  // check of a client may connect. A refused submit raises what check would.
+  void submit_check(py::handle key, py::handle cost, Queue& queue, uint64_t token) {
+    std::string k = key_bytes(key);
+    int64_t c = to_int64(cost, "cost");
+    std::shared_ptr<polylimit_queue> q = queue.handle();
+    queue.track(token, handle_);
+    polylimit_limiter* h = handle_.get();
+    polylimit_error err;
+    int st;
+    {
+      py::gil_scoped_release nogil;
+      st = polylimit_limiter_submit_check(h, k.data(), k.size(), c, q.get(), token, &err);
+    }
+    if (st != POLYLIMIT_OK) {
+      queue.untrack(token);
+      raise_error(st, err);
+    }
+  }
+
+  // submit_check for every key (tokens first_token, first_token + 1, ...),
+  // with one GIL release. Keys are converted first, as check_many does (a bad
+  // key refuses the whole call before any is submitted). Returns a list with
+  // None for each key submitted and the Error (.index = i) for each refused.
+  py::list submit_check_many(py::handle keys, py::handle cost, Queue& queue, uint64_t first_token) {
+    if (PyUnicode_Check(keys.ptr()) || PyBytes_Check(keys.ptr()))
+      throw py::type_error("keys must be an iterable of keys, not a single " + type_name(keys));
+    int64_t c = to_int64(cost, "cost");
+    std::vector<std::string> ks;
+    for (py::handle k : py::iter(keys))
+      ks.push_back(key_bytes(k, "every key", "keys[" + std::to_string(ks.size()) + "]"));
+    const size_t n = ks.size();
+    std::shared_ptr<polylimit_queue> q = queue.handle();
+    for (size_t i = 0; i < n; ++i) {
+      try {
+        queue.track(first_token + i, handle_);
+      } catch (...) {
+        for (size_t j = 0; j < i; ++j) queue.untrack(first_token + j);
+        throw;
+      }
+    }
+    std::vector<std::pair<size_t, polylimit_error>> refused;  // only these need an error struct
+    polylimit_limiter* h = handle_.get();
+    {
+      py::gil_scoped_release nogil;
+      polylimit_error err;
+      for (size_t i = 0; i < n; ++i) {
+        int st = polylimit_limiter_submit_check(h, ks[i].data(), ks[i].size(), c, q.get(), first_token + i, &err);
+        if (st != POLYLIMIT_OK) {
+          err.code = st;
+          refused.emplace_back(i, err);
+        }
+      }
+    }
+    py::list out(n);
+    for (size_t i = 0; i < n; ++i) out[i] = py::none();
+    for (const auto& r : refused) {
+      queue.untrack(first_token + r.first);
+      py::object e = error_object(r.second.code, r.second);
+      e.attr("index") = py::int_(r.first);
+      out[r.first] = e;
+    }
+    return out;
+  }
+
   // The headers for a decision; the one of any limiter is accepted (the core
   // formats it with this limiter's policy).
   py::dict headers(const Decision& decision) const { return limiter_headers_dict(handle_.get(), decision.d); }
@@ -622,16 +782,28 @@ PYBIND11_MODULE(_core, m) {
   m.def("clients_stats_prometheus", &clients_stats_prometheus, py::arg("clients"),
         "polylimit_clients_stats_prometheus: the clients' counters on one Prometheus page.");
 
+  py::class_<Queue>(m, "Queue", "polylimit_queue: completions of Limiter.submit_check, with an eventfd to watch.")
+      .def(py::init<>())
+      .def("fd", &Queue::fd, "The eventfd, readable while completions wait (do not read or close it); -1 once closed.")
+      .def("poll", &Queue::poll, py::arg("max") = 256,
+           "Up to max completions, oldest first, without waiting: [(token, status, Decision or Error)].")
+      .def("wake", &Queue::wake)
+      .def("outstanding", &Queue::outstanding, "Checks submitted and not yet completed.")
+      .def("close", &Queue::close, "Frees the queue; completions still in flight are dropped. Idempotent.")
+      .def_property_readonly("closed", &Queue::closed);
+
   py::class_<Limiter>(m, "Limiter")
       // Options as the C struct has them (polylimit_limiter_options_init's defaults).
       .def(py::init<Client&, py::object, py::handle, py::handle, py::handle, py::handle, const std::string&,
-                    py::handle, py::handle, py::handle, py::handle, py::handle, bool, py::handle>(),
+                    py::handle, py::handle, py::handle, py::handle, py::handle, bool, py::handle, py::handle,
+                    py::handle, bool>(),
            py::arg("client"), py::kw_only(), py::arg("spec") = py::none(), py::arg("limit") = 0,
            py::arg("window_ms") = 0, py::arg("burst") = 0,
            py::arg("algorithm") = static_cast<int>(POLYLIMIT_ALG_SLIDING_LOG), py::arg("prefix") = "pl",
            py::arg("clock") = static_cast<int>(POLYLIMIT_CLOCK_SERVER), py::arg("deny_cache_size") = 0,
            py::arg("failure_policy") = static_cast<int>(POLYLIMIT_FAIL_ERROR), py::arg("breaker_failures") = 0,
-           py::arg("breaker_cooldown_ms") = 0, py::arg("shadow") = false, py::arg("block_ms") = 0)
+           py::arg("breaker_cooldown_ms") = 0, py::arg("shadow") = false, py::arg("block_ms") = 0,
+           py::arg("durable_replicas") = 0, py::arg("durable_timeout_ms") = 0, py::arg("durable_aof") = false)
       .def("check", &Limiter::check, py::arg("key"), py::arg("cost") = 1)
       .def("check_at", &Limiter::check_at, py::arg("key"), py::arg("cost"), py::arg("now_us"))
       .def("peek", &Limiter::peek, py::arg("key"))
@@ -644,6 +816,10 @@ PYBIND11_MODULE(_core, m) {
            py::arg("window_ms"))
       .def("refund", &Limiter::refund, py::arg("key"), py::arg("units"))
       .def("headers", &Limiter::headers, py::arg("decision"))
+      .def("submit_check", &Limiter::submit_check, py::arg("key"), py::arg("cost"), py::arg("queue"),
+           py::arg("token"))
+      .def("submit_check_many", &Limiter::submit_check_many, py::arg("keys"), py::arg("cost"), py::arg("queue"),
+           py::arg("first_token"))
       .def_property_readonly("spec", &Limiter::spec)
       .def_property_readonly("limit", &Limiter::limit)
       .def_property_readonly("window_ms", &Limiter::window_ms)

@@ -23,6 +23,7 @@ from ._errors import (
     Error,
     InvalidArgument,
     NoMemory,
+    NotDurable,
     PermissionDenied,
     PoolExhausted,
     RateLimited,
@@ -57,6 +58,7 @@ __all__ = [
     "InvalidArgument",
     "Limiter",
     "NoMemory",
+    "NotDurable",
     "PermissionDenied",
     "PoolExhausted",
     "Rate",
@@ -72,7 +74,7 @@ __all__ = [
 ]
 
 # Tracebacks name the public module, not the private one that defines them.
-for _cls in (AuthError, ClosedError, Error, InvalidArgument, NoMemory, PermissionDenied, PoolExhausted,
+for _cls in (AuthError, ClosedError, Error, InvalidArgument, NoMemory, NotDurable, PermissionDenied, PoolExhausted,
              RateLimited, ScriptError, ServerError, Timeout, Unavailable, Client, Hit, Limiter, Rate):
     _cls.__module__ = __name__
 del _cls

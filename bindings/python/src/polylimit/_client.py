@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import (Any, Callable, Dict, Iterable, List, Literal, NamedTuple, Optional, Tuple, TypedDict, TypeVar,
                     Union, overload)
 
-from . import _core, _vocabulary
+from . import _aio, _core, _vocabulary
 from ._core import Decision
 from ._errors import Error, InvalidArgument, RateLimited
 
@@ -273,6 +273,9 @@ class Client:
         breaker_cooldown: Optional[Seconds] = None,
         shadow: bool = False,
         block: Seconds = 0.0,
+        durable_replicas: int = 0,
+        durable_timeout: Optional[Seconds] = None,
+        durable_aof: bool = False,
     ) -> "Limiter":
         """A limiter for a rate ``spec``, or ``limit`` units per ``window`` seconds.
 
@@ -304,6 +307,15 @@ class Client:
           with ``decision.shadowed`` set on would-be denials.
         - ``block``: seconds a denied key stays denied (punitive block);
           0 is off.
+        - ``durable_replicas``: failover-safe mode: a check is admitted only
+          once its write is acknowledged by this many replicas (WAIT, sent
+          with the script in one round trip) within ``durable_timeout``
+          seconds (None: the library default, 0.1 s; below the client's
+          ``command_timeout``); ``durable_aof=True`` also requires an fsync
+          to the master's AOF (WAITAOF, Redis 7.2+). An admitted check that is
+          not acknowledged in time raises :class:`NotDurable` (its units stay
+          consumed on the master), which ``on_failure`` handles like an
+          outage. 0 (the default) is off.
 
         Durations are rounded up to whole milliseconds (``window`` must be
         one). Every range is checked by the core, which names the option as
@@ -332,6 +344,8 @@ class Client:
             raise TypeError("prefix must be a str, not %s" % type(prefix).__name__)
         if not isinstance(shadow, bool):
             raise TypeError("shadow must be a bool, not %s" % type(shadow).__name__)
+        if not isinstance(durable_aof, bool):
+            raise TypeError("durable_aof must be a bool, not %s" % type(durable_aof).__name__)
         options: Dict[str, Any] = dict(
             algorithm=alg,
             prefix=prefix,
@@ -342,6 +356,9 @@ class Client:
             breaker_cooldown_ms=0 if breaker_cooldown is None else _breaker_cooldown_ms(breaker_cooldown),
             shadow=shadow,
             block_ms=_ms("block", block),
+            durable_replicas=_check_int("durable_replicas", durable_replicas),
+            durable_timeout_ms=0 if durable_timeout is None else _durable_timeout_ms(durable_timeout),
+            durable_aof=durable_aof,
         )
         with self._lock:
             if spec is not None:
@@ -434,6 +451,13 @@ def _breaker_cooldown_ms(cooldown: Any) -> int:
     return ms
 
 
+def _durable_timeout_ms(timeout: Any) -> int:
+    ms = _ms("durable_timeout", timeout)
+    if ms == 0:  # the C ABI would read 0 as the default
+        raise _out_of_range("durable_timeout_ms", 0)
+    return ms
+
+
 def _timeout_ms(timeout: Any) -> int:
     """acquire's timeout: None is as long as the core allows."""
     if timeout is None:
@@ -464,9 +488,10 @@ class Limiter:
     """A rate (one or more limits) applied to keys.
 
     Keys are ``str`` (sent as UTF-8) or ``bytes`` (binary safe). Every
-    method is thread-safe and releases the GIL while it waits on Redis; the
-    ``a*`` variants run the same call in the client's thread pool, so they
-    never block the event loop.
+    method is thread-safe and releases the GIL while it waits on Redis. The
+    ``a*`` variants never block the event loop: ``acheck``, ``acheck_many``
+    (and so ``aacquire``, ``hit`` and ``limit``) complete on the loop itself,
+    with no thread; the others run the same call in the client's thread pool.
     """
 
     def __init__(self, client: Client, core: "_core.Limiter", algorithm: str, clock: str,
@@ -639,7 +664,12 @@ class Limiter:
         return loop.run_in_executor(self._client._async_executor(), fn, *args)
 
     async def acheck(self, key: Key, cost: int = 1) -> Decision:
-        return await self._run(self._core.check, key, cost)
+        """check for asyncio: submitted to the core without waiting, and
+        completed on the event loop (no thread is used or held)."""
+        lq = _aio.queue_for(asyncio.get_running_loop())
+        if lq is None:  # a loop that cannot watch a file descriptor
+            return await self._run(self._core.check, key, cost)
+        return await _aio.check(lq, self._core, key, cost)
 
     async def acheck_at(self, key: Key, cost: int, now: Union[float, int, datetime.datetime]) -> Decision:
         return await self._run(self._core.check_at, key, cost, _now_us(now))
@@ -664,10 +694,16 @@ class Limiter:
 
     async def acheck_many(self, keys: Iterable[Key], cost: int = 1, *,
                           return_exceptions: bool = False) -> List[Any]:
-        """check_many for asyncio: one round trip, in the client's thread pool."""
-        if not isinstance(keys, (str, bytes)):
-            keys = list(keys)  # iterate here: a generator must not run in a worker thread
-        return await self._run(self._core.check_many, keys, cost, return_exceptions)
+        """check_many for asyncio: every key submitted to the core at once
+        (pipelined on its connections), completed on the event loop; the
+        same results and errors as check_many."""
+        if isinstance(keys, (str, bytes)):
+            return self._core.check_many(keys, cost, return_exceptions)  # raises TypeError
+        keys = list(keys)  # iterate here: a generator must not run in a worker thread
+        lq = _aio.queue_for(asyncio.get_running_loop())
+        if lq is None:
+            return await self._run(self._core.check_many, keys, cost, return_exceptions)
+        return await _aio.check_many(lq, self._core, keys, cost, return_exceptions)
 
     async def acheck_at_most(self, key: Key, max_cost: int) -> Decision:
         return await self._run(self._core.check_at_most, key, max_cost)
@@ -690,7 +726,7 @@ class Limiter:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000.0
         while True:
-            d = await self._run(self._core.check, key, cost)
+            d = await self.acheck(key, cost)
             if d.allowed:
                 return d
             wait = max(1, d.retry_after_ms) / 1000.0

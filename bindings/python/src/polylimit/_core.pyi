@@ -1,6 +1,6 @@
 # Type stubs for polylimit._core (the pybind11 module over the C ABI).
 # Status codes, enum values and bounds are in polylimit._vocabulary (generated).
-from typing import Dict, Iterable, List, Optional, Union
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 from ._errors import Error
 
@@ -75,6 +75,21 @@ class Client:
 def clients_stats_prometheus(clients: Iterable[Client]) -> str:
     """polylimit_clients_stats_prometheus: the clients' counters on one Prometheus page."""
 
+class Queue:
+    """polylimit_queue: completions of Limiter.submit_check, with an eventfd to watch."""
+    def __init__(self) -> None: ...
+    def fd(self) -> int:
+        """The eventfd, readable while completions wait (do not read or close it); -1 once closed."""
+    def poll(self, max: int = 256) -> List[Tuple[int, int, Union[Decision, Error]]]:
+        """Up to max completions, oldest first, without waiting: [(token, status, Decision or Error)]."""
+    def wake(self) -> None: ...
+    def outstanding(self) -> int:
+        """Checks submitted and not yet completed."""
+    def close(self) -> None:
+        """Frees the queue; completions still in flight are dropped. Idempotent."""
+    @property
+    def closed(self) -> bool: ...
+
 class Limiter:
     def __init__(
         self,
@@ -93,6 +108,9 @@ class Limiter:
         breaker_cooldown_ms: int = 0,
         shadow: bool = False,
         block_ms: int = 0,
+        durable_replicas: int = 0,
+        durable_timeout_ms: int = 0,
+        durable_aof: bool = False,
     ) -> None: ...
     def check(self, key: _Key, cost: int = 1) -> Decision: ...
     def check_at(self, key: _Key, cost: int, now_us: int) -> Decision: ...
@@ -111,6 +129,14 @@ class Limiter:
     def check_limit(self, key: _Key, cost: int, limit: int, window_ms: int) -> Decision: ...
     def refund(self, key: _Key, units: int) -> Decision: ...
     def headers(self, decision: Decision) -> Dict[str, str]: ...
+    def submit_check(self, key: _Key, cost: int, queue: Queue, token: int) -> None:
+        """polylimit_limiter_submit_check: the result arrives in queue as (token, ...).
+        A refused submit raises what check would."""
+    def submit_check_many(
+        self, keys: Iterable[_Key], cost: int, queue: Queue, first_token: int
+    ) -> List[Optional[Error]]:
+        """submit_check per key (tokens first_token, first_token + 1, ...): None
+        for a key submitted, its Error (.index) for one refused."""
     @property
     def spec(self) -> Optional[str]: ...
     @property

@@ -66,7 +66,7 @@ class ScriptError(Error):
 
 
 class PoolExhausted(Error):
-    """No pooled connection became free within acquire_timeout: retry later."""
+    """A connection's queue stayed full for acquire_timeout: retry later."""
 
 
 class NoMemory(Error):
@@ -79,6 +79,12 @@ class ServerError(Error):
 
 class ClosedError(Error):
     """The client, or the client a limiter was made from, is closed."""
+
+
+class NotDurable(Error):
+    """Failover-safe mode (``durable_replicas``): the master admitted the check
+    but its write was not acknowledged by enough replicas in time. Not
+    admitted; its units stay consumed on the master (``outcome_unknown``)."""
 
 
 class RateLimited(Error):

@@ -34,8 +34,11 @@ import java.util.Objects;
  * {@link InvalidArgumentException}: there is no silent local default.
  * Connections are made lazily, on the first command.
  *
- * <p>{@link #close()} is idempotent and thread-safe, and waits for no one: calls
- * in flight (on the client or its limiters) finish first, later ones fail.
+ * <p>{@link #close()} is idempotent and thread-safe, and waits for no call:
+ * calls in flight (on the client or its limiters) finish first, later ones
+ * fail. Checks of {@link Limiter#checkAsync} still outstanding fail with a
+ * {@link ClosedException} at once, and close waits for the client's
+ * completion thread to exit.
  * Closing a client closes every limiter made from it, as in every language of
  * polylimit: their calls throw {@link ClosedException} ("the client is
  * closed") from then on. {@link Limiter#close()} still releases each limiter's
@@ -45,13 +48,27 @@ import java.util.Objects;
  */
 public final class Client implements AutoCloseable {
     private final NativeRef<SWIGTYPE_p_polylimit_client> ref;
+    private final AsyncChecks async; // Limiter.checkAsync: a queue and its poller thread, made on first use
     private final Cleaner.Cleanable cleanable;
     private final String url; // password removed
     private final String name; // null: unnamed
 
     private Client(SWIGTYPE_p_polylimit_client handle, String url, String name) {
-        this.ref = new NativeRef<>(handle, PolylimitNative::polylimit_client_close, "client");
-        this.cleanable = Natives.CLEANER.register(this, ref);
+        NativeRef<SWIGTYPE_p_polylimit_client> r = new NativeRef<>(handle, PolylimitNative::polylimit_client_close,
+                "client");
+        AsyncChecks a = new AsyncChecks(name);
+        this.ref = r;
+        this.async = a;
+        // Locals, not fields: the action must not refer to this. The checks
+        // go first, so that the outstanding ones fail with Java's
+        // "the client is closed" rather than racing the C close.
+        this.cleanable = Natives.CLEANER.register(this, () -> {
+            try {
+                a.close();
+            } finally {
+                r.run();
+            }
+        });
         this.url = url;
         this.name = name;
     }
@@ -231,6 +248,11 @@ public final class Client implements AutoCloseable {
         ref.release();
     }
 
+    /** The client's non-blocking checks (Limiter.checkAsync). */
+    AsyncChecks async() {
+        return async;
+    }
+
     public boolean isClosed() {
         return ref.isClosed();
     }
@@ -239,7 +261,11 @@ public final class Client implements AutoCloseable {
      * Closes the client and, with it, every limiter made from it (their calls
      * throw {@link ClosedException} from now on); a second call does nothing.
      * Calls in flight finish first: the connections are released after the
-     * last of them returns.
+     * last of them returns. Futures of {@link Limiter#checkAsync} still
+     * outstanding complete exceptionally with a {@link ClosedException} ("the
+     * client is closed"), on this thread (so their dependent actions run
+     * here); then close waits for the completion thread to exit (it is woken,
+     * so that takes no longer than a dependent action already running there).
      */
     @Override
     public void close() {

@@ -220,7 +220,7 @@ public final class ClientOptions {
             return this;
         }
 
-        /** Wait for a free pooled connection; zero: the default ({@link Vocabulary#DEFAULT_ACQUIRE_TIMEOUT_MS} ms). */
+        /** Wait for room when a connection already has 4096 calls queued; zero: the default ({@link Vocabulary#DEFAULT_ACQUIRE_TIMEOUT_MS} ms). */
         public Builder acquireTimeout(Duration timeout) {
             acquireTimeoutMs = Convert.intMillis(Objects.requireNonNull(timeout, "timeout"), "acquire_timeout_ms",
                     Vocabulary.MIN_ACQUIRE_TIMEOUT_MS, Vocabulary.MAX_ACQUIRE_TIMEOUT_MS);

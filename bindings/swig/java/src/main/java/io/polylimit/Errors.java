@@ -1,5 +1,6 @@
 package io.polylimit;
 
+import io.polylimit.jni.polylimit_completion_batch;
 import io.polylimit.jni.polylimit_error;
 import io.polylimit.jni.polylimit_error_list;
 import java.nio.charset.StandardCharsets;
@@ -29,6 +30,12 @@ final class Errors {
         // The list holds the code too; the statuses array is authoritative.
         return Status.exception(code, text(errors.messageBytes(i)), errors.sysErrno(i))
                 .withOutcomeUnknown(errors.outcomeUnknown(i) != 0);
+    }
+
+    /** The exception of completion i of a polled batch: its status, message, errno and outcome_unknown. */
+    static PolylimitException exception(polylimit_completion_batch batch, int i, int code) {
+        return Status.exception(code, text(batch.messageBytes(i)), batch.sysErrno(i))
+                .withOutcomeUnknown(batch.outcomeUnknown(i) != 0);
     }
 
     private static String text(byte[] message) {

@@ -271,18 +271,7 @@ public final class Limiter implements AutoCloseable {
         PolylimitException[] keyErrors;
 
         Decision decision(int i) {
-            int o = i * PACKED;
-            // Indexes generated from the header's X-macro POLYLIMIT_DECISION_FIELDS.
-            return new Decision(
-                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_allowed] != 0,
-                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_limit],
-                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_remaining],
-                    Duration.ofMillis(values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_retry_after_ms]),
-                    Duration.ofMillis(values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_reset_after_ms]),
-                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_cached] != 0,
-                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_degraded] != 0,
-                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_shadowed] != 0,
-                    values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_granted]);
+            return packedDecision(values, i * PACKED);
         }
     }
 
@@ -313,15 +302,36 @@ public final class Limiter implements AutoCloseable {
     }
 
     /**
-     * As {@link #check(String)}, as a future, for code written against an
-     * asynchronous API. For now the check runs synchronously on the calling
-     * thread and the future is already complete when this returns: the
-     * library's non-blocking transport has not landed yet, and no thread is
-     * started or borrowed behind the caller's back. When it lands, this
-     * method keeps its contract and stops blocking.
+     * As {@link #check(String)} without blocking: the check is sent to Redis
+     * and this returns at once; the future completes when the reply arrives.
+     * The first call on a client may connect first (bounded by the connect
+     * timeout), and a check answered locally (deny cache, open circuit
+     * breaker) may be complete already. No thread waits per call: each
+     * {@link Client} has one daemon thread, {@code polylimit-completions}
+     * (with {@code -<name>} for a named client), started by its first
+     * {@code checkAsync}, that completes the futures of all its limiters.
+     *
+     * <p><b>The futures complete on that thread</b>, so dependent actions
+     * attached with {@code thenApply}, {@code thenAccept}, {@code whenComplete}
+     * ... run there unless they use the {@code *Async} variants (exceptions,
+     * as {@link CompletableFuture} has them: an action attached to a complete
+     * future runs on the attaching thread, and a thread waiting in
+     * {@code get()}/{@code join()} of the future may run its actions). Keep
+     * such actions short and never block in them: every other check of the
+     * client waits meanwhile, and waiting there for another future of the
+     * same client (a {@code join()}) never returns.
      *
      * <p>A failed check completes the future exceptionally with the
-     * {@link PolylimitException} that {@link #check(String)} would throw.
+     * {@link PolylimitException} that {@link #check(String)} would throw (a
+     * timeout after the client's command timeout, and so on), after the
+     * failure policy, as for {@link #check(String)}. Arguments the core
+     * rejects (a bad cost), a closed limiter or client, and a full connection
+     * queue ({@link PoolExhaustedException}) fail it before this returns.
+     * {@link Client#close()} completes the checks still outstanding with a
+     * {@link ClosedException} ("the client is closed", with
+     * {@link PolylimitException#outcomeUnknown()}: they may have run).
+     * Closing this limiter does not affect its checks in flight. Cancelling
+     * the future does not cancel the check.
      *
      * @throws NullPointerException if key is null (at once, not in the future)
      */
@@ -337,10 +347,17 @@ public final class Limiter implements AutoCloseable {
     /** As {@link #checkAsync(String)} for a byte key and {@code cost} units. */
     public CompletableFuture<Decision> checkAsync(byte[] key, long cost) {
         Objects.requireNonNull(key, "key");
+        SWIGTYPE_p_polylimit_limiter h;
         try {
-            return CompletableFuture.completedFuture(check(key, cost));
+            h = begin();
         } catch (PolylimitException e) {
             return CompletableFuture.failedFuture(e);
+        }
+        try {
+            // The handles are held for the submit only: C keeps what the check needs.
+            return client.async().submit(h, key, cost);
+        } finally {
+            end();
         }
     }
 
@@ -538,6 +555,21 @@ public final class Limiter implements AutoCloseable {
         return raw;
     }
 
+    /** The decision packed at values[o ...] (polylimit_limiter_check_many_packed, polylimit_completion_batch_unpack). */
+    static Decision packedDecision(long[] values, int o) {
+        // Indexes generated from the header's X-macro POLYLIMIT_DECISION_FIELDS.
+        return new Decision(
+                values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_allowed] != 0,
+                values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_limit],
+                values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_remaining],
+                Duration.ofMillis(values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_retry_after_ms]),
+                Duration.ofMillis(values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_reset_after_ms]),
+                values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_cached] != 0,
+                values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_degraded] != 0,
+                values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_shadowed] != 0,
+                values[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_granted]);
+    }
+
     private static Decision decision(polylimit_decision d) {
         return new Decision(d.getAllowed() != 0, d.getLimit(), d.getRemaining(),
                 Duration.ofMillis(d.getRetry_after_ms()), Duration.ofMillis(d.getReset_after_ms()),
@@ -565,6 +597,9 @@ public final class Limiter implements AutoCloseable {
         private Duration breakerCooldown = Duration.ZERO;
         private boolean shadow;
         private Duration block = Duration.ZERO;
+        private int durableReplicas;
+        private Duration durableTimeout = Duration.ZERO;
+        private boolean durableAof;
 
         Builder(Client client, String spec) {
             this.client = client;
@@ -655,6 +690,31 @@ public final class Limiter implements AutoCloseable {
         }
 
         /**
+         * Failover-safe mode: a check is admitted only once its write is acknowledged
+         * by {@code replicas} replicas (WAIT, sent with the script in one round trip)
+         * within {@code timeout} (rounded up to ms; zero: the default,
+         * {@link Vocabulary#DEFAULT_DURABLE_TIMEOUT_MS} ms; below the client's command
+         * timeout). An admitted check whose write is not acknowledged in time throws
+         * {@link NotDurableException} (its units stay consumed on the master), which the
+         * failure policy handles like an outage. 0 replicas: off.
+         */
+        public Builder durable(int replicas, Duration timeout) {
+            this.durableReplicas = replicas;
+            this.durableTimeout = Objects.requireNonNull(timeout, "timeout");
+            return this;
+        }
+
+        /**
+         * Failover-safe mode with persistence: the write must also be fsynced to the
+         * master's append-only file (WAITAOF: Redis 7.2 or later, appendonly yes); the
+         * replicas of {@link #durable} must then have fsynced it too.
+         */
+        public Builder durableAof() {
+            this.durableAof = true;
+            return this;
+        }
+
+        /**
          * @throws InvalidArgumentException for a bad spec, limit, window, prefix or option
          * @throws ClosedException if the client is closed
          */
@@ -665,6 +725,8 @@ public final class Limiter implements AutoCloseable {
             int cooldownMs = Convert.intMillis(breakerCooldown, "breaker_cooldown_ms",
                     Vocabulary.MIN_BREAKER_COOLDOWN_MS, Vocabulary.MAX_BREAKER_COOLDOWN_MS);
             long blockMs = Convert.millis(block, "block_ms", Vocabulary.MIN_BLOCK_MS, Vocabulary.MAX_BLOCK_MS);
+            int durableTimeoutMs = Convert.intMillis(durableTimeout, "durable_timeout_ms",
+                    Vocabulary.MIN_DURABLE_TIMEOUT_MS, Vocabulary.MAX_DURABLE_TIMEOUT_MS);
             if (spec != null && burst != null)
                 throw new InvalidArgumentException("burst: write it in the rate spec, e.g. \"10/s burst 20\"");
             if (spec != null && spec.indexOf('\0') >= 0)
@@ -683,6 +745,9 @@ public final class Limiter implements AutoCloseable {
                 opts.setBreaker_cooldown_ms(cooldownMs);
                 opts.setShadow(shadow ? 1 : 0);
                 opts.setBlock_ms(blockMs);
+                opts.setDurable_replicas(durableReplicas);
+                opts.setDurable_timeout_ms(durableTimeoutMs);
+                opts.setDurable_aof(durableAof ? 1 : 0);
                 if (prefix != null) {
                     int rc = opts.setPrefix(prefix.getBytes(StandardCharsets.UTF_8));
                     if (rc == Status.EINVALID) throw new InvalidArgumentException("prefix contains a NUL character");

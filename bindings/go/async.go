@@ -1,0 +1,367 @@
+//go:build cgo
+// +build cgo
+
+package polylimit
+
+/*
+#include <stdlib.h>
+#include <polylimit.h>
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// Checks that do not hold an OS thread while they wait.
+//
+// A blocking C call keeps its OS thread for the whole round trip: N
+// concurrent Allow calls need N threads, and every reply is a thread wake-up
+// plus a hand-off of the P. Yet for a lone caller it is the fastest path (the
+// reply is read on the caller's own thread; bench/go measures about twice
+// the throughput of the queued path at one and two goroutines, parity at
+// four, and the queued path ahead from eight on). So a check makes the
+// blocking call only while few checks of its client are in flight
+// (WithBlockingChecks); the others submit the check
+// (polylimit_limiter_submit_check, a short cgo call) and wait on a channel.
+// One poller goroutine per client, made on first use, takes the completions
+// and hands each to its waiter by token; tokens are plain integers, so no Go
+// pointer reaches C. The poller waits for the queue's eventfd in the Go
+// netpoller, which holds no OS thread and, measured against a poller blocked
+// in polylimit_queue_poll, wakes waiters sooner (no P hand-off after a cgo
+// call); where the fd cannot be polled it blocks in polylimit_queue_poll.
+
+// DefaultBlockingChecks is WithBlockingChecks' default.
+const DefaultBlockingChecks = 2
+
+// pollBatch is how many completions one polylimit_queue_poll may return.
+const pollBatch = 256
+
+// WithBlockingChecks sets when an Allow call (Allow, AllowN, AllowBytes)
+// waits for Redis in a blocking C call, on an OS thread of its own: while at
+// most n checks of the client, itself included, are in flight (default
+// DefaultBlockingChecks). Past that, checks are submitted without waiting
+// and wait on a channel, all served by one goroutine, so that thousands in
+// flight hold a few OS threads. 0: every check is queued. The other methods
+// always make the blocking call.
+func WithBlockingChecks(n int) Option {
+	return func(c *clientConfig) {
+		if n < 0 {
+			c.fail("blocking checks = %d is out of range 0..", n)
+			return
+		}
+		c.blockingChecks = int32(n) + 1 // 0 stays "unset"
+	}
+}
+
+// asyncState is the part of a Client that chooses between the blocking and
+// the queued check, and owns the queue.
+type asyncState struct {
+	maxBlocking int32        // a check blocks while at most this many are in flight
+	inflight    atomic.Int32 // checks in flight: queued, or blocking until C returns
+	mu          sync.Mutex   // serializes making the queue
+	cq          atomic.Pointer[completionQueue]
+}
+
+func (a *asyncState) init(cfg *clientConfig) {
+	a.maxBlocking = DefaultBlockingChecks
+	if cfg.blockingChecks > 0 {
+		a.maxBlocking = cfg.blockingChecks - 1
+	}
+}
+
+// enter counts a check in flight and says whether it makes the blocking
+// call. If so, c carries the count, which invoke drops once C returns (an
+// abandoned call goes on counting while it holds its thread); otherwise the
+// caller queues the check and calls leave when it is done with it.
+func (a *asyncState) enter(c *call) bool {
+	n := a.inflight.Add(1)
+	if n <= a.maxBlocking {
+		c.inflight = &a.inflight
+		return true
+	}
+	return false
+}
+
+func (a *asyncState) leave() { a.inflight.Add(-1) }
+
+// queue returns the client's queue, making it (and its poller) on first use.
+// The caller holds the client's shared lock and has checked that it is open,
+// so Close cannot run meanwhile.
+func (a *asyncState) queue() (*completionQueue, error) {
+	if cq := a.cq.Load(); cq != nil {
+		return cq, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cq := a.cq.Load(); cq != nil {
+		return cq, nil
+	}
+	var q *C.polylimit_queue
+	var cerr C.polylimit_error
+	if st := C.polylimit_queue_new(&q, &cerr); st != C.POLYLIMIT_OK {
+		return nil, cError(st, &cerr)
+	}
+	cq := &completionQueue{q: q, waiters: make(map[uint64]*waiter), done: make(chan struct{})}
+	go cq.poll()
+	a.cq.Store(cq)
+	return cq, nil
+}
+
+// stop is called by Client.Close once the C client is closed: every check
+// in flight has then completed or will, with an error, and reaches its
+// waiter before the poller ends.
+func (a *asyncState) stop() {
+	if cq := a.cq.Load(); cq != nil {
+		cq.stop()
+	}
+}
+
+// completionQueue is one polylimit_queue and the goroutines waiting on it.
+type completionQueue struct {
+	q       *C.polylimit_queue
+	closing atomic.Bool
+	done    chan struct{} // closed when the poller has freed the queue
+
+	mu      sync.Mutex
+	next    uint64
+	waiters map[uint64]*waiter // by token; a canceled caller removes its own
+}
+
+// waiter is one queued check's caller. Pooled: it is only reused once
+// neither the poller nor the caller can touch it.
+type waiter struct {
+	ready chan struct{} // 1 slot: the poller never blocks on it
+	res   Result
+	err   error
+}
+
+var waiters = sync.Pool{New: func() interface{} { return &waiter{ready: make(chan struct{}, 1)} }}
+
+func (cq *completionQueue) add(w *waiter) uint64 {
+	cq.mu.Lock()
+	cq.next++
+	t := cq.next
+	cq.waiters[t] = w
+	cq.mu.Unlock()
+	return t
+}
+
+// remove takes the token's waiter out; false when the poller already did
+// (its result is then on the way).
+func (cq *completionQueue) remove(t uint64) bool {
+	cq.mu.Lock()
+	_, ok := cq.waiters[t]
+	delete(cq.waiters, t)
+	cq.mu.Unlock()
+	return ok
+}
+
+// poll is the poller goroutine: it hands completions to their waiters until
+// the client is closed and nothing is in flight, then frees the queue.
+func (cq *completionQueue) poll() {
+	defer close(cq.done)
+	// C memory: pollBlocking lends it across a blocking call.
+	buf := (*[pollBatch]C.polylimit_completion)(C.malloc(C.size_t(unsafe.Sizeof(C.polylimit_completion{})) * pollBatch))
+	defer C.free(unsafe.Pointer(buf))
+	cq.pollNet(buf, make([]*waiter, 0, pollBatch))
+	cq.mu.Lock()
+	left := cq.waiters
+	cq.waiters = nil
+	cq.mu.Unlock()
+	for _, w := range left { // none, unless a check never completed
+		w.res, w.err = Result{}, errClientClosed()
+		w.ready <- struct{}{}
+	}
+	C.polylimit_queue_free(cq.q)
+}
+
+// finished reports whether the poller may stop: the client is closed and no
+// check is in flight. Completions are queued before they stop counting as
+// outstanding (under the queue's lock), so one more poll finds the rest.
+func (cq *completionQueue) finished() bool {
+	return cq.closing.Load() && C.polylimit_queue_outstanding(cq.q) == 0
+}
+
+// pollBlocking waits in polylimit_queue_poll, holding one OS thread.
+func (cq *completionQueue) pollBlocking(buf *[pollBatch]C.polylimit_completion, ready []*waiter) {
+	for {
+		n := int(C.polylimit_queue_poll(cq.q, &buf[0], pollBatch, -1))
+		ready = cq.dispatch(buf[:n], ready)
+		if cq.finished() {
+			for n != 0 {
+				n = int(C.polylimit_queue_poll(cq.q, &buf[0], pollBatch, 0))
+				ready = cq.dispatch(buf[:n], ready)
+			}
+			return
+		}
+		if n > 0 {
+			// Let the woken callers run on this P before the next blocking
+			// call parks it; completions meanwhile pile up into one batch.
+			runtime.Gosched()
+		}
+	}
+}
+
+// pollNet waits for the queue's eventfd in the Go netpoller, then takes the
+// completions without waiting. The fd is readable while completions wait
+// (polylimit_queue_poll resets it when it empties the queue) and after
+// polylimit_queue_wake. It is the library's: a dup is registered with the
+// netpoller and closed before the queue is freed; nothing reads it.
+func (cq *completionQueue) pollNet(buf *[pollBatch]C.polylimit_completion, ready []*waiter) {
+	fd := int(C.polylimit_queue_fd(cq.q))
+	if fd < 0 {
+		cq.pollBlocking(buf, ready)
+		return
+	}
+	fd, err := syscall.Dup(fd)
+	if err != nil {
+		cq.pollBlocking(buf, ready)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "polylimit_queue") // non-blocking (EFD_NONBLOCK): goes to the netpoller
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		cq.pollBlocking(buf, ready)
+		return
+	}
+	for {
+		n, done := 0, false
+		err := rc.Read(func(uintptr) bool {
+			n = int(C.polylimit_queue_poll(cq.q, &buf[0], pollBatch, 0))
+			done = n == 0 && cq.finished()
+			return n > 0 || done
+		})
+		if err != nil { // not pollable here: wait in C instead
+			cq.pollBlocking(buf, ready)
+			return
+		}
+		ready = cq.dispatch(buf[:n], ready)
+		if done {
+			for n = 1; n != 0; {
+				n = int(C.polylimit_queue_poll(cq.q, &buf[0], pollBatch, 0))
+				ready = cq.dispatch(buf[:n], ready)
+			}
+			return
+		}
+	}
+}
+
+// dispatch gives each completion to its waiter; a completion whose caller
+// gave up is dropped.
+func (cq *completionQueue) dispatch(cs []C.polylimit_completion, ready []*waiter) []*waiter {
+	if len(cs) == 0 {
+		return ready
+	}
+	ready = ready[:0]
+	cq.mu.Lock()
+	for i := range cs {
+		t := uint64(cs[i].token)
+		w := cq.waiters[t]
+		delete(cq.waiters, t)
+		ready = append(ready, w)
+	}
+	cq.mu.Unlock()
+	for i, w := range ready {
+		if w == nil {
+			continue
+		}
+		c := &cs[i]
+		if c.status != C.POLYLIMIT_OK {
+			w.res, w.err = Result{}, cError(c.status, &c.error)
+		} else {
+			w.res, w.err = decision(&c.decision), nil
+		}
+		w.ready <- struct{}{}
+		ready[i] = nil
+	}
+	return ready
+}
+
+func (cq *completionQueue) stop() {
+	cq.closing.Store(true)
+	C.polylimit_queue_wake(cq.q)
+	<-cq.done
+}
+
+// doQueued submits a check and waits for its completion or for ctx.
+func (l *Limiter) doQueued(ctx context.Context, c *call, skey string, bkey []byte, isBytes bool) (Result, error) {
+	w := waiters.Get().(*waiter)
+	cq, token, err := l.submit(c, w, skey, bkey, isBytes)
+	if err != nil {
+		waiters.Put(w)
+		var e *Error
+		if l.degrades && errors.As(err, &e) && e.Code != ErrInvalidArgument && e.Code != ErrClosed {
+			// Refused before anything was queued (a failed first connect,
+			// a full connection queue), so the failure policy and the
+			// breaker did not see it. The blocking call applies them, as
+			// Allow without the queue would; the connect backoff makes its
+			// own connect fail fast. Without them, the error is the
+			// blocking call's.
+			return l.doBlocking(ctx, c, skey, bkey, isBytes)
+		}
+		return Result{}, err
+	}
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		if cq.remove(token) {
+			waiters.Put(w)
+			return Result{}, &ContextError{Op: opNames[c.op], Err: ctx.Err(), abandoned: true}
+		}
+		<-w.ready // the poller has it: a finished decision beats a dropped one
+	}
+	res, err := w.res, w.err
+	w.res, w.err = Result{}, nil
+	waiters.Put(w)
+	return res, err
+}
+
+// submit registers w and submits the check under the shared locks of the
+// client and the limiter (the C ABI: no free during a call). The key is
+// only read during the call.
+func (l *Limiter) submit(c *call, w *waiter, skey string, bkey []byte, isBytes bool) (*completionQueue, uint64, error) {
+	l.client.mu.RLock()
+	defer l.client.mu.RUnlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.h == nil {
+		return nil, 0, errLimiterClosed()
+	}
+	if l.client.h == nil {
+		return nil, 0, errClientClosed()
+	}
+	cq, err := l.client.async.queue()
+	if err != nil {
+		return nil, 0, err
+	}
+	var key unsafe.Pointer
+	if isBytes {
+		if len(bkey) > 0 {
+			key = unsafe.Pointer(&bkey[0])
+		}
+	} else if len(skey) > 0 {
+		ck := C.CString(skey) // copy: a Go string's bytes are not ours to lend
+		defer C.free(unsafe.Pointer(ck))
+		key = unsafe.Pointer(ck)
+	}
+	// Registered first: the completion may arrive before submit returns
+	// (deny cache, open breaker).
+	token := cq.add(w)
+	var cerr C.polylimit_error
+	st := C.polylimit_limiter_submit_check(l.h, key, C.size_t(c.klen), C.int64_t(c.cost), cq.q, C.uint64_t(token), &cerr)
+	runtime.KeepAlive(bkey)
+	if st != C.POLYLIMIT_OK {
+		cq.remove(token) // nothing was queued
+		return nil, 0, cError(st, &cerr)
+	}
+	return cq, token, nil
+}
