@@ -286,7 +286,8 @@ std::unique_ptr<Connection> SentinelTransport::subscribe(size_t i) {
   auto conn = std::make_unique<Connection>(sentinel_endpoint(i), options_, tls_.get());
   // One channel per SUBSCRIBE: one confirmation per command.
   std::vector<ReplyPtr> rs =
-      conn->pipeline({{"SUBSCRIBE", "+switch-master"}, {"SUBSCRIBE", "-failover-abort-no-good-slave"}});
+      conn->pipeline({{"SUBSCRIBE", "+switch-master"}, {"SUBSCRIBE", "-failover-abort-no-good-slave"},
+                      {"SUBSCRIBE", "+sdown"}, {"SUBSCRIBE", "-sdown"}});
   for (const ReplyPtr& r : rs) {
     if (r->type == REDIS_REPLY_ERROR) throw Error(ErrorCode::kUnavailable, where + ": " + text_of(r.get()));
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || text_of(r->element[0]) != "subscribe")
@@ -318,13 +319,15 @@ void SentinelTransport::background_resolve(std::chrono::milliseconds min_age) {
 void SentinelTransport::on_message(const redisReply* m) {
   // ["message", "+switch-master", "<name> <old-ip> <old-port> <new-ip> <new-port>"]
   // ["message", "-failover-abort-no-good-slave", "master <name> <ip> <port>"]
+  // ["message", "+sdown" or "-sdown", "master <name> <ip> <port>"] (also for replicas and sentinels)
   if (!m || m->type != REDIS_REPLY_ARRAY || m->elements != 3 || text_of(m->element[0]) != "message") return;
   const std::string channel = text_of(m->element[1]);
   std::istringstream in(text_of(m->element[2]));
-  if (channel == "-failover-abort-no-good-slave") {
+  if (channel == "-failover-abort-no-good-slave" || channel == "+sdown" || channel == "-sdown") {
     std::string type, name;
-    // The master stays where it was: make sure of it without waiting for the
-    // next periodic re-check.
+    // The master stays where it was (an aborted failover), or a sentinel
+    // lost or regained sight of it: re-check it now instead of at the next
+    // periodic re-check (on this follower thread, never a caller's).
     if (in >> type >> name && type == "master" && name == endpoint_.master_name)
       background_resolve(kMinResolveInterval);
     return;
