@@ -11,7 +11,6 @@ import "C"
 
 import (
 	"context"
-	"errors"
 	"os"
 	"runtime"
 	"sync"
@@ -54,7 +53,7 @@ const pollBatch = 256
 func WithBlockingChecks(n int) Option {
 	return func(c *clientConfig) {
 		if n < 0 {
-			c.fail("blocking checks = %d is out of range 0..", n)
+			c.fail("WithBlockingChecks(%d): the count must be 0 or more", n)
 			return
 		}
 		c.blockingChecks = int32(n) + 1 // 0 stays "unset"
@@ -297,17 +296,10 @@ func (l *Limiter) doQueued(ctx context.Context, c *call, skey string, bkey []byt
 	w := waiters.Get().(*waiter)
 	cq, token, err := l.submit(c, w, skey, bkey, isBytes)
 	if err != nil {
+		// Only bad arguments and a closed client are refused here; an outage
+		// (a failed connect, a full queue) completes through the queue,
+		// after the failure policy, as for the blocking call.
 		waiters.Put(w)
-		var e *Error
-		if l.degrades && errors.As(err, &e) && e.Code != ErrInvalidArgument && e.Code != ErrClosed {
-			// Refused before anything was queued (a failed first connect,
-			// a full connection queue), so the failure policy and the
-			// breaker did not see it. The blocking call applies them, as
-			// Allow without the queue would; the connect backoff makes its
-			// own connect fail fast. Without them, the error is the
-			// blocking call's.
-			return l.doBlocking(ctx, c, skey, bkey, isBytes)
-		}
 		return Result{}, err
 	}
 	select {

@@ -108,6 +108,22 @@ func TestQueuedAnswersAsBlocking(t *testing.T) {
 		})
 }
 
+func TestWithBlockingChecksArgument(t *testing.T) {
+	_, err := polylimit.Open("memory://", polylimit.WithBlockingChecks(-1))
+	wantError(t, "WithBlockingChecks(-1)", err, polylimit.ErrInvalidArgument, "WithBlockingChecks(-1): the count must be 0 or more")
+	// memory:// answers queued checks too.
+	c := open(t, "memory://", polylimit.WithBlockingChecks(0))
+	l := limiter(t, c, "1/minute")
+	for i, want := range []bool{true, false} {
+		if r, err := l.Allow(context.Background(), "k"); err != nil || r.Allowed != want {
+			t.Fatalf("memory://, queued check %d: %+v, %v", i, r, err)
+		}
+	}
+	if n := polylimit.QueuedWaiters(c); n != 0 {
+		t.Fatalf("memory://: %d waiters left (or no queue: -1)", n)
+	}
+}
+
 // A server that is gone or frozen: the documented error (or the failure
 // policy's answer), the same as the blocking call's, within the timeouts.
 func TestQueuedServerFailuresAsBlocking(t *testing.T) {

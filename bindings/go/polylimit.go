@@ -277,8 +277,7 @@ func (c *Client) newLimiter(cfg *limiterConfig, mk func(*C.polylimit_limiter_opt
 	if st := mk(&lo, &h, &cerr); st != C.POLYLIMIT_OK {
 		return nil, cError(st, &cerr)
 	}
-	l := &Limiter{client: c, h: h, limit: limit, window: window, spec: spec,
-		degrades: cfg.failurePolicy != int32(FailError) || cfg.breakerFailures > 0}
+	l := &Limiter{client: c, h: h, limit: limit, window: window, spec: spec}
 	runtime.SetFinalizer(l, (*Limiter).Close)
 	return l, nil
 }
@@ -372,8 +371,6 @@ type Limiter struct {
 	limit  int
 	window time.Duration
 	spec   string
-	// degrades: a failure policy or breaker answers outages (see doQueued)
-	degrades bool
 }
 
 // Limit returns the limit given to LimiterFor; 0 for a limiter made from a
