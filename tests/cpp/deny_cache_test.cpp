@@ -50,7 +50,9 @@ TEST(DenyCache, FloodCostsFewRoundTripsAndAdmitsTheSame) {
     long rt_cached = cached_client->backend().round_trips();
     std::printf("  %s: %d checks; admitted plain %d cached %d; round trips plain %ld cached %ld; cache hits %d\n",
                 algorithm_name(alg), checks, admitted_plain, admitted_cached, rt_plain, rt_cached, hits);
-    EXPECT_GE(checks, 20 * admitted_plain);
+    // A flood (the precondition of what follows): at least 10 checks per
+    // admission even in a sanitizer build on a busy machine.
+    EXPECT_GE(checks, 10 * admitted_plain);
     EXPECT_NEAR(admitted_cached, admitted_plain, 2);
     EXPECT_EQ(rt_cached + hits, checks);
     // About one round trip per admission plus a few per retry period (the
