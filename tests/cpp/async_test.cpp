@@ -62,6 +62,14 @@ std::vector<polylimit_completion> collect(polylimit_queue* q, size_t n, std::chr
   return got;
 }
 
+// One check to open the connection, then the server freezes (SIGSTOP).
+void connect_then_pause(Handles& h, pltest::RedisServer& own) {
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "warm", 4, 1, h.queue, 1, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);
+  own.pause();
+}
+
 TEST(Async, ThreadsSubmittingShareOneLimitExactly) {
   Handles h;
   open(h, server().url(), "async-exact", 500);
@@ -130,9 +138,7 @@ TEST(Async, FrozenServerCompletesWithTimeoutAndSubmitDoesNotWait) {
   Handles h;
   open(h, own.url(), "async-frozen", 10, 0, 300);  // default pool: 2 connections may open
   polylimit_error err;
-  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "warm", 4, 1, h.queue, 1, &err), POLYLIMIT_OK);
-  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);  // connected
-  own.pause();
+  ASSERT_NO_FATAL_FAILURE(connect_then_pause(h, own));
   const auto t0 = Clock::now();
   for (uint64_t i = 0; i < 100; ++i)
     ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, 100 + i, &err), POLYLIMIT_OK)
@@ -165,9 +171,7 @@ TEST(Async, FullConnectionQueueIsAClearError) {
   Handles h;
   open(h, own.url(), "async-full", 10, 1, 3000);
   polylimit_error err;
-  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "warm", 4, 1, h.queue, 1, &err), POLYLIMIT_OK);
-  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);
-  own.pause();
+  ASSERT_NO_FATAL_FAILURE(connect_then_pause(h, own));
   for (int i = 0; i < 5000; ++i)
     ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, i, &err), POLYLIMIT_OK) << err.message;
   std::vector<polylimit_completion> refused = collect(h.queue, 5000 - 4096, 1s);
@@ -195,9 +199,7 @@ TEST(Async, CloseCompletesEverythingInFlight) {
   Handles h;
   open(h, own.url(), "async-close", 10, 1, 5000);
   polylimit_error err;
-  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "warm", 4, 1, h.queue, 1, &err), POLYLIMIT_OK);
-  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);
-  own.pause();
+  ASSERT_NO_FATAL_FAILURE(connect_then_pause(h, own));
   for (uint64_t i = 0; i < 50; ++i)
     ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, i, &err), POLYLIMIT_OK);
   polylimit_limiter_free(h.limiter);  // allowed with checks in flight

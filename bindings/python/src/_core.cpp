@@ -515,6 +515,18 @@ class Limiter {
     if (st != POLYLIMIT_OK) raise_error(st, err);
   }
 
+  // A batch's keys as bytes and its cost, converted as check_many does (a
+  // single str or bytes is refused; a bad key names its index).
+  static std::vector<std::string> batch_keys(py::handle keys, py::handle cost, int64_t& c) {
+    if (PyUnicode_Check(keys.ptr()) || PyBytes_Check(keys.ptr()))
+      throw py::type_error("keys must be an iterable of keys, not a single " + type_name(keys));
+    c = to_int64(cost, "cost");
+    std::vector<std::string> ks;
+    for (py::handle k : py::iter(keys))
+      ks.push_back(key_bytes(k, "every key", "keys[" + std::to_string(ks.size()) + "]"));
+    return ks;
+  }
+
   // polylimit_limiter_check_many: one pipelined round trip for every key, the
   // GIL released around it. Every key comes back with its own status and
   // message (statuses[i], key_errors[i]): the binding reads them, it never
@@ -527,12 +539,8 @@ class Limiter {
   //    .results (what return_exceptions would have returned: the other keys
   //    were decided, and consumed, all the same).
   py::list check_many(py::handle keys, py::handle cost, bool return_exceptions) {
-    if (PyUnicode_Check(keys.ptr()) || PyBytes_Check(keys.ptr()))
-      throw py::type_error("keys must be an iterable of keys, not a single " + type_name(keys));
-    int64_t c = to_int64(cost, "cost");
-    std::vector<std::string> ks;
-    for (py::handle k : py::iter(keys))
-      ks.push_back(key_bytes(k, "every key", "keys[" + std::to_string(ks.size()) + "]"));
+    int64_t c = 0;
+    std::vector<std::string> ks = batch_keys(keys, cost, c);
     const size_t n = ks.size();
     std::vector<const void*> ptrs(n);
     std::vector<size_t> lens(n);
@@ -604,12 +612,8 @@ class Limiter {
   // key refuses the whole call before any is submitted). Returns a list with
   // None for each key submitted and the Error (.index = i) for each refused.
   py::list submit_check_many(py::handle keys, py::handle cost, Queue& queue, uint64_t first_token) {
-    if (PyUnicode_Check(keys.ptr()) || PyBytes_Check(keys.ptr()))
-      throw py::type_error("keys must be an iterable of keys, not a single " + type_name(keys));
-    int64_t c = to_int64(cost, "cost");
-    std::vector<std::string> ks;
-    for (py::handle k : py::iter(keys))
-      ks.push_back(key_bytes(k, "every key", "keys[" + std::to_string(ks.size()) + "]"));
+    int64_t c = 0;
+    std::vector<std::string> ks = batch_keys(keys, cost, c);
     const size_t n = ks.size();
     std::shared_ptr<polylimit_queue> q = queue.handle();
     for (size_t i = 0; i < n; ++i) {
