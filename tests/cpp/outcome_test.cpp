@@ -20,33 +20,23 @@
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
 #include "redis_server.h"
+#include "short_timeouts.h"
 
 using namespace polylimit;
 using namespace std::chrono;
 
 namespace {
 
-constexpr int kTimeoutMs = 200;
+using pltest::client_for;
+using pltest::kTimeoutMs;
+using pltest::limiter;
 
 pltest::RedisServer& server() {
   static pltest::RedisServer s;
   return s;
 }
 
-std::shared_ptr<Client> client_for(const std::string& url, int pool_size = 1, int timeout_ms = kTimeoutMs) {
-  ClientOptions co;
-  co.pool.size = pool_size;
-  co.pool.command_timeout_ms = timeout_ms;
-  co.pool.connect_timeout_ms = timeout_ms;
-  return Client::open(url, co);
-}
 
-Limiter limiter(std::shared_ptr<Client> c, const std::string& prefix, int64_t limit = 10) {
-  LimiterOptions o;
-  o.prefix = prefix;
-  o.limit = {Algorithm::kSlidingLog, limit, 600000};
-  return Limiter(std::move(c), o);
-}
 
 // The Error a call throws; a call that does not throw fails the test.
 Error error_of(const std::function<void()>& f) {

@@ -11,6 +11,7 @@
 #include "error_code.h"
 #include "fault_proxy.h"
 #include "redis_server.h"
+#include "short_timeouts.h"
 #include "polylimit/limiter.h"
 
 using namespace polylimit;
@@ -20,27 +21,16 @@ using pltest::code_of;
 
 namespace {
 
-constexpr int kTimeoutMs = 200;
+using pltest::client_for;
+using pltest::kTimeoutMs;
+using pltest::limiter;
 
 pltest::RedisServer& server() {
   static pltest::RedisServer s;
   return s;
 }
 
-std::shared_ptr<Client> client_for(const std::string& url, int pool_size = 1) {
-  ClientOptions co;
-  co.pool.size = pool_size;
-  co.pool.command_timeout_ms = kTimeoutMs;
-  co.pool.connect_timeout_ms = kTimeoutMs;
-  return Client::open(url, co);
-}
 
-Limiter limiter(std::shared_ptr<Client> c, const std::string& prefix, int64_t limit = 10) {
-  LimiterOptions o;
-  o.prefix = prefix;
-  o.limit = {Algorithm::kSlidingLog, limit, 600000};
-  return Limiter(std::move(c), o);
-}
 
 int64_t ms_since(steady_clock::time_point t0) { return duration_cast<milliseconds>(steady_clock::now() - t0).count(); }
 
