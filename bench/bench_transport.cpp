@@ -171,6 +171,9 @@ std::string allow_id(int t, int i) { return "allow-" + std::to_string(t) + "-" +
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
   const double seconds = argc > 2 ? std::max(0.2, std::atof(argv[2])) : 1.0;
+  // Optional: run only the measurements whose "path mode" contains this
+  // text (for profiling one case; ratios need their baselines in the run).
+  const std::string only = argc > 3 ? argv[3] : "";
   pltest::RedisServer server;
   Conn control(server.port());
   if (control.text({"SCRIPT", "LOAD", polylimit::scripts::k_sliding_log.source}) != polylimit::scripts::k_sliding_log.sha1)
@@ -274,6 +277,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps; ++r)
     for (const Path& p : paths)
       for (const Mode& m : modes) {
+        if (!only.empty() && (std::string(p.name) + " " + m.name).find(only) == std::string::npos) continue;
         Sample s = m.run(p, seconds);
         if (p.allow ? s.admitted != s.calls : s.admitted != 0)
           throw std::runtime_error(m.name + " " + p.name + ": the path was not the one measured");
@@ -293,6 +297,7 @@ int main(int argc, char** argv) {
     for (const Mode& m : modes) {
       std::vector<double> rate, cpu;
       long long conns = 0;
+      if (results[{p.name, m.name}].empty()) continue;
       for (const Sample& s : results[{p.name, m.name}]) {
         rate.push_back(s.calls_per_s);
         cpu.push_back(s.cpu_us_per_call);
@@ -300,11 +305,11 @@ int main(int argc, char** argv) {
       }
       med[m.name] = median(rate);
       std::string ratio;
-      if (m.name == "polylimit 1t") {
+      if (m.name == "polylimit 1t" && med.count("hiredis sync")) {
         char b[64];
         std::snprintf(b, sizeof b, "%.2fx hiredis sync", med[m.name] / med["hiredis sync"]);
         ratio = b;
-      } else if (m.threads > 1) {
+      } else if (m.threads > 1 && med.count("hiredis pipe x64")) {
         char b[64];
         std::snprintf(b, sizeof b, "%.2fx hiredis pipe x64", med[m.name] / med["hiredis pipe x64"]);
         ratio = b;

@@ -446,6 +446,28 @@ ReplyPtr Connection::next_reply(Deadline deadline, int wake_fd, bool& woken) {
   }
 }
 
+ReplyPtr Connection::buffered_reply() {
+  if (broken_) throw Error(ErrorCode::kInternal, "read on a broken connection to " + where_);
+  try {
+    for (;;) {
+      void* raw = nullptr;
+      if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
+        fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
+      if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+      if (!tls_) return nullptr;
+      char buf[16 * 1024];
+      const size_t n = tls_->read(buf, sizeof buf, where_);  // decrypts what was fed, no I/O
+      if (n == 0) return nullptr;
+      guard_.scan(buf, n, where_);
+      if (redisReaderFeed(reader_, buf, n) != REDIS_OK)
+        fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
+    }
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+}
+
 bool Connection::tls_resumed() const { return tls_ && tls_->resumed(); }
 
 void Connection::shut_down() noexcept {

@@ -132,6 +132,9 @@ class Connection final : public Link {
   // (an eventfd, -1: none) became readable (it is drained; `woken` is set).
   // Failures throw and mark it broken.
   ReplyPtr next_reply(Deadline deadline, int wake_fd, bool& woken);
+  // The next reply if all of it was already received (no I/O), else null.
+  // Failures throw and mark it broken.
+  ReplyPtr buffered_reply();
   const std::string& where() const { return where_; }
   // rediss://: the handshake resumed an earlier session with this server.
   bool tls_resumed() const;

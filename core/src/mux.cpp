@@ -1,7 +1,9 @@
 // mux.cpp - Mux: the leader/follower engine over one Connection.
 #include "mux.h"
 
+#include <linux/futex.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +34,31 @@ std::exception_ptr for_call(const std::exception_ptr& error, bool sent) {
     copy.set_outcome_unknown(sent);
     return std::make_exception_ptr(copy);
   }
+}
+
+uint32_t* futex_word(std::atomic<uint32_t>& signal) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word is 32 bits");
+  return reinterpret_cast<uint32_t*>(&signal);
+}
+
+void wake_one(std::atomic<uint32_t>& signal) {
+  ::syscall(SYS_futex, futex_word(signal), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+// Sleeps until `signal` leaves kWaiting or `deadline` passes; false on the
+// deadline. Spurious wake-ups (a wake meant for the call's previous use) loop.
+bool wait_signal(std::atomic<uint32_t>& signal, Mux::Clock::time_point deadline) {
+  // steady_clock is CLOCK_MONOTONIC, the clock of FUTEX_WAIT_BITSET's absolute time.
+  const auto since_epoch = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
+  timespec until{};
+  until.tv_sec = static_cast<time_t>(since_epoch / 1000000000);
+  until.tv_nsec = static_cast<long>(since_epoch % 1000000000);
+  while (signal.load(std::memory_order_acquire) == Mux::kWaiting) {
+    const long r = ::syscall(SYS_futex, futex_word(signal), FUTEX_WAIT_BITSET_PRIVATE, Mux::kWaiting, &until,
+                             nullptr, FUTEX_BITSET_MATCH_ANY);
+    if (r != 0 && errno == ETIMEDOUT) return signal.load(std::memory_order_acquire) != Mux::kWaiting;
+  }
+  return true;
 }
 
 }  // namespace
@@ -76,8 +103,10 @@ void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock
     room_cv_.wait_for(*lock, room_wait, [&] { return broken_ || !full(); });
     --room_waiters_;
   }
-  if (broken_)
+  if (broken_) {
+    call->may_resend = true;
     throw Error(ErrorCode::kUnavailable, "the connection to " + conn_->where() + " is closed");
+  }
   if (full())
     throw Error(ErrorCode::kPoolExhausted, "queue full: " + std::to_string(kMaxPending) +
                                                " calls already wait on the connection to " + conn_->where() +
@@ -85,7 +114,11 @@ void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock
                                                                             std::to_string(room_wait.count()) + ")"
                                                                       : std::string()));
   unsent_.push_back(call);
-  if (leader_ && parked_) {  // the leader waits for replies: have it write ours now
+  // The leader waits for replies; it writes what is queued when the next one
+  // arrives. It is kicked to write at once only when the queued batch is at
+  // least half the batch in flight: one send per call would cost the server
+  // (and us) more than the wait.
+  if (leader_ && parked_ && unsent_.size() * 2 >= inflight_.size()) {
     parked_ = false;
     const uint64_t one = 1;
     while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
@@ -93,15 +126,52 @@ void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock
   }
 }
 
-void Mux::complete_locked(const CallPtr& call) {
+void Mux::complete_locked(const CallPtr& call, std::vector<CallPtr>* wake) {
   call->done = true;
   if (room_waiters_ > 0) room_cv_.notify_one();
   if (call->on_done) {
     --async_outstanding_;
     callbacks_.push_back(call);
   } else if (!call->abandoned) {
-    call->cv.notify_one();
+    call->signal.store(kDone, std::memory_order_release);
+    if (wake != nullptr)
+      wake->push_back(call);
+    else
+      wake_one(call->signal);
   }
+}
+
+void Mux::wake_all(std::vector<CallPtr>& calls) {
+  for (const CallPtr& c : calls) wake_one(c->signal);
+  calls.clear();
+}
+
+bool Mux::dispatch_locked(std::vector<ReplyPtr>& replies, std::vector<CallPtr>& wake) {
+  bool unsolicited = false;
+  for (ReplyPtr& reply : replies) {
+    if (inflight_.empty()) {
+      unsolicited = true;
+      break;
+    }
+    CallPtr& head = inflight_.front();
+    head->replies.push_back(std::move(reply));
+    if (head->replies.size() >= head->expect) {
+      CallPtr c = std::move(head);
+      inflight_.pop_front();
+      if (!c->abandoned || c->on_done)
+        complete_locked(c, &wake);
+      else if (room_waiters_ > 0)
+        room_cv_.notify_one();
+    }
+  }
+  replies.clear();
+  if (unsolicited || (inflight_.empty() && conn_->has_leftover())) {
+    // A reply nobody asked for: the stream cannot be trusted any more.
+    fail_all_locked(std::make_exception_ptr(
+        Error(ErrorCode::kServer, "reply from " + conn_->where() + ": unsolicited bytes after a reply")));
+    return false;
+  }
+  return true;
 }
 
 void Mux::fail_all_locked(std::exception_ptr error) {
@@ -111,9 +181,20 @@ void Mux::fail_all_locked(std::exception_ptr error) {
   calls.swap(inflight_);
   for (CallPtr& c : unsent_) calls.push_back(std::move(c));
   unsent_.clear();
+  // A call never written may be tried once more on a fresh connection,
+  // unless this one was given up because the server did not answer in time:
+  // a new connection to it would not answer sooner.
+  bool timed_out = false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    timed_out = e.code() == ErrorCode::kTimeout;
+  } catch (...) {
+  }
   for (CallPtr& c : calls) {
     if (c->done) continue;
     c->error = for_call(error, c->sent);
+    c->may_resend = !c->sent && !timed_out;
     complete_locked(c);
   }
 }
@@ -149,7 +230,8 @@ void Mux::hand_off_locked() {
     io_cv_.notify_one();
   } else {
     next->lead = true;
-    next->cv.notify_one();
+    next->signal.store(kLead, std::memory_order_release);
+    wake_one(next->signal);
   }
 }
 
@@ -207,23 +289,45 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
     if (self != nullptr && self->deadline < until) until = self->deadline;
     parked_ = true;
     lock.unlock();
+    // The first reply (waiting for it), then every reply that came with it.
     bool woken = false;
-    ReplyPtr reply;
     std::exception_ptr failed;
     try {
-      reply = conn_->next_reply(until, wake_fd_, woken);
+      if (ReplyPtr first = conn_->next_reply(until, wake_fd_, woken)) {
+        batch_.push_back(std::move(first));
+        while (ReplyPtr more = conn_->buffered_reply()) batch_.push_back(std::move(more));
+      }
     } catch (...) {
       failed = std::current_exception();
     }
     lock.lock();
     parked_ = false;
-    if (broken_) break;  // shut down meanwhile: every call has failed
+    if (broken_) {  // shut down meanwhile: every call has failed
+      batch_.clear();
+      break;
+    }
+    const bool got = !batch_.empty();
+    if (got) {
+      last_active_ = Clock::now();
+      if (!dispatch_locked(batch_, wake_)) {
+        wake_all(wake_);
+        break;
+      }
+    }
     if (failed) {
+      wake_all(wake_);
       fail_all_locked(failed);
       break;
     }
-    if (woken) continue;
-    if (!reply) {
+    if (!wake_.empty()) {
+      // Calls queued while we waited go out before their callers are woken:
+      // the server works on them meanwhile.
+      const bool ok = unsent_.empty() || flush_locked(lock);
+      lock.unlock();
+      wake_all(wake_);
+      lock.lock();
+      if (!ok) break;
+    } else if (!got && !woken) {
       const Clock::time_point now = Clock::now();
       if (now >= inflight_.front()->deadline) {
         fail_all_locked(std::make_exception_ptr(
@@ -233,24 +337,6 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
       }
       if (self != nullptr && now >= self->deadline) {
         self->abandoned = true;  // an older call is still in time; ours is read and dropped later
-        break;
-      }
-      continue;
-    }
-    last_active_ = Clock::now();
-    CallPtr& head = inflight_.front();
-    head->replies.push_back(std::move(reply));
-    if (head->replies.size() >= head->expect) {
-      CallPtr c = std::move(head);
-      inflight_.pop_front();
-      if (!c->abandoned || c->on_done)
-        complete_locked(c);
-      else if (room_waiters_ > 0)
-        room_cv_.notify_one();
-      if (inflight_.empty() && conn_->has_leftover()) {
-        // A reply nobody asked for: the stream cannot be trusted any more.
-        fail_all_locked(std::make_exception_ptr(
-            Error(ErrorCode::kServer, "reply from " + conn_->where() + ": unsolicited bytes after a reply")));
         break;
       }
     }
@@ -264,14 +350,18 @@ void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
   std::unique_lock<std::mutex> lock(mu_);
   enqueue_locked(call, &lock, room_wait);
   while (!call->done && !call->abandoned) {
-    if (call->lead) {
+    if (call->lead || !leader_) {
       call->lead = false;
-      lead(lock, call.get());
-    } else if (!leader_) {
+      call->signal.store(kWaiting, std::memory_order_relaxed);
       leader_ = true;
       lead(lock, call.get());
-    } else if (call->cv.wait_until(lock, call->deadline) == std::cv_status::timeout && !call->done &&
-               !call->lead) {
+      continue;
+    }
+    lock.unlock();
+    const bool in_time = wait_signal(call->signal, call->deadline);
+    if (call->signal.load(std::memory_order_acquire) == kDone) break;  // without the lock: nothing left to do
+    lock.lock();
+    if (!in_time && !call->done && !call->lead) {
       if (!call->sent) {
         unsent_.erase(std::find(unsent_.begin(), unsent_.end(), call));
         throw Error(ErrorCode::kTimeout, "no reply from " + conn_->where() + " within " +
@@ -281,6 +371,7 @@ void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
       call->abandoned = true;
     }
   }
+  if (lock.owns_lock()) lock.unlock();
   if (call->error) std::rethrow_exception(call->error);
   if (!call->done) {
     Error e(ErrorCode::kTimeout, "reply from " + conn_->where() + ": timed out after " +

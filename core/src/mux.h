@@ -14,6 +14,17 @@
 // leader polls alongside the socket, and the leader writes them at once, so
 // several batches are in flight on one connection.
 //
+// Writes are batched by demand, not by a timer: a caller whose bytes arrive
+// while the leader waits for replies kicks it only when the batch queued is
+// at least half the size of the one in flight; otherwise its bytes go out
+// with the next reply the leader reads (the server is busy meanwhile). Of the
+// replies one read brings, all are matched and their callers woken before the
+// next read, and the calls queued meanwhile are written first, so the server
+// starts on them while the woken callers run.
+//
+// A synchronous caller sleeps on its own futex word (Call::signal), not on
+// the connection's mutex: waking it does not make it contend for that lock.
+//
 // Calls submitted without a waiting thread (submit(): the non-blocking API)
 // are driven by one I/O thread per connection, started on first use.
 //
@@ -26,6 +37,7 @@
 // no reply can ever reach another call.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -46,6 +58,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
  public:
   using Clock = std::chrono::steady_clock;
 
+  static constexpr uint32_t kWaiting = 0, kDone = 1, kLead = 2;
+
   struct Call {
     std::string bytes;                // the encoded commands (reused between calls)
     size_t expect = 0;                // replies to read
@@ -56,7 +70,10 @@ class Mux : public std::enable_shared_from_this<Mux> {
     bool done = false;                // replies or error are final
     bool abandoned = false;           // its caller gave up; the replies are dropped
     bool lead = false;                // handed the connection: drive it
-    std::condition_variable cv;       // a synchronous caller waits here
+    bool may_resend = false;          // failed unwritten: a fresh connection may serve it
+    // What a synchronous caller sleeps on: kWaiting, then kDone or kLead,
+    // stored (release) after the fields above; the futex word of its wait.
+    std::atomic<uint32_t> signal{0};
     // The non-blocking API: called once done (outside every lock), on the
     // connection's I/O thread or on a caller's thread that was driving it.
     std::function<void(Call&)> on_done;
@@ -67,7 +84,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
       replies.clear();
       error = nullptr;
       deadline = until;
-      sent = done = abandoned = lead = false;
+      sent = done = abandoned = lead = may_resend = false;
+      signal.store(kWaiting, std::memory_order_relaxed);
       on_done = nullptr;
     }
   };
@@ -114,7 +132,14 @@ class Mux : public std::enable_shared_from_this<Mux> {
   bool io_step();
   // Fails every queued and in-flight call; the connection is not reused.
   void fail_all_locked(std::exception_ptr error);
-  void complete_locked(const CallPtr& call);
+  // Marks the call done. A synchronous caller is woken at once, or, with
+  // `wake`, added to it for wake_all() once the lock is released.
+  void complete_locked(const CallPtr& call, std::vector<CallPtr>* wake = nullptr);
+  // Wakes the callers of `calls` (without the lock) and clears it.
+  static void wake_all(std::vector<CallPtr>& calls);
+  // Matches `replies` (one read's worth, in order) to the calls in flight.
+  // False when the connection broke (more replies than calls).
+  bool dispatch_locked(std::vector<ReplyPtr>& replies, std::vector<CallPtr>& wake);
   void run_callbacks(std::unique_lock<std::mutex>& lock);
   void io_thread_main();
   void ensure_io_thread_locked();
@@ -132,6 +157,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
   size_t async_outstanding_ = 0;  // submit()ted calls not yet done
   Clock::time_point last_active_;
   std::string out_;               // the leader's write buffer
+  std::vector<ReplyPtr> batch_;   // the leader's replies of one read
+  std::vector<CallPtr> wake_;     // the leader's calls to wake after dispatch
   std::condition_variable room_cv_;  // callers waiting for a full queue to drain
   int room_waiters_ = 0;
 

@@ -131,8 +131,7 @@ TEST(Async, QueueFdIsReadableWhileCompletionsWait) {
 }
 
 // Submitting never waits for Redis: against a frozen server the submit
-// returns at once and the completion carries the timeout, marked
-// outcome-unknown (the command was written).
+// returns at once, and every completion comes within the deadline.
 TEST(Async, FrozenServerCompletesWithTimeoutAndSubmitDoesNotWait) {
   pltest::RedisServer own;
   Handles h;
@@ -149,13 +148,24 @@ TEST(Async, FrozenServerCompletesWithTimeoutAndSubmitDoesNotWait) {
   const auto done_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
   own.resume();
   ASSERT_EQ(got.size(), 100u);
+  // A check written before the server froze times out with an unknown
+  // outcome; one still queued behind it when the connection was given up
+  // was never written: its outcome is known (nothing consumed). It is not
+  // tried again on a fresh connection, which would not answer sooner.
+  int written = 0;
   for (const auto& c : got) {
-    EXPECT_EQ(c.status, POLYLIMIT_ETIMEOUT) << c.error.message;
-    EXPECT_EQ(c.error.outcome_unknown, 1);
+    if (c.error.outcome_unknown) {
+      ++written;
+      EXPECT_EQ(c.status, POLYLIMIT_ETIMEOUT) << c.error.message;
+    } else {
+      EXPECT_TRUE(c.status == POLYLIMIT_ETIMEOUT || c.status == POLYLIMIT_EUNAVAILABLE)
+          << c.status << " " << c.error.message;
+    }
   }
+  EXPECT_GE(written, 1);
   EXPECT_LT(done_ms, 300 + 400);
-  std::printf("100 submits: %lld ms; all timed out after %lld ms (timeout 300 ms)\n",
-              static_cast<long long>(submit_ms), static_cast<long long>(done_ms));
+  std::printf("100 submits: %lld ms; all failed after %lld ms (timeout 300 ms), %d of them written\n",
+              static_cast<long long>(submit_ms), static_cast<long long>(done_ms), written);
   // The client recovers on a new connection.
   ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, 999, &err), POLYLIMIT_OK);
   std::vector<polylimit_completion> after = collect(h.queue, 1, 2s);
