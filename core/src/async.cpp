@@ -96,51 +96,44 @@ void Transport::run_in_background(std::function<void()> job) {
 // ------------------------------------------------------------ standalone
 
 struct StandaloneTransport::AsyncCall {
+  AsyncCall(ScriptCache& cache, const scripts::Script& script, const ScriptCall& call)
+      : keys(call.keys.begin(), call.keys.end()), args(call.args.begin(), call.args.end()),
+        attempts(cache, script, /*can_load=*/false) {}
   std::vector<std::string> keys, args;  // the views of the ScriptCall die when run_script_async returns
-  bool resent = false;                  // once more after a failure before the send
-  bool evaled = false;                  // once more with EVAL after NOSCRIPT
+  // No SCRIPT LOAD here: a callback must not wait for one.
+  ScriptCache::Attempts attempts;
+  Mux::Clock::time_point deadline;  // of every attempt: one per call
 };
 
 bool StandaloneTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
                                            const ScriptDone& done) {
-  auto c = std::make_shared<AsyncCall>();
-  c->keys.assign(call.keys.begin(), call.keys.end());
-  c->args.assign(call.args.begin(), call.args.end());
-  submit_async(script, std::move(c), done);
+  auto c = std::make_shared<AsyncCall>(scripts_, script, call);
+  c->deadline = Mux::Clock::now() + std::chrono::milliseconds(pool_.options().command_timeout_ms);
+  submit_async(std::move(c), done);
   return true;
 }
 
-void StandaloneTransport::submit_async(const scripts::Script& script, std::shared_ptr<AsyncCall> c,
-                                       ScriptDone done) {
+void StandaloneTransport::submit_async(std::shared_ptr<AsyncCall> c, ScriptDone done) {
   // Only the first attempt may throw to the submitter; later ones run in a
   // callback and report through `done`. The submitter never waits on a
   // connect while a connection is open (grow = false).
-  PooledConnection conn = pool_.acquire(/*grow=*/c->resent);
+  PooledConnection conn = pool_.acquire(/*grow=*/c->attempts.resent());
   Argv keys(c->keys.begin(), c->keys.end()), args(c->args.begin(), c->args.end());
   std::string numkeys;
-  Argv command = c->evaled ? ScriptCache::eval(script, keys, args, numkeys)
-                           : ScriptCache::evalsha(script, keys, args, numkeys);
-  conn.submit({command}, [this, &script, c, done](Mux::Call& call) {
+  conn.submit({c->attempts.command(keys, args, numkeys)}, [this, c, done](Mux::Call& call) {
     try {
-      if (call.error && !call.sent && !c->resent) {
-        // Nothing was written (the connection had been closed while idle):
-        // once more, on a fresh connection.
-        c->resent = true;
-        return submit_async(script, c, done);
-      }
-      if (!call.error && ScriptCache::is_noscript(call.replies.front().get()) && !c->evaled) {
-        // The script did not run: once more with EVAL, which carries the
-        // source (and caches it again).
-        c->evaled = true;
-        scripts_.note_reload();
-        return submit_async(script, c, done);
-      }
+      // Once more on a fresh connection when nothing was written (the
+      // connection had been closed while idle; see Mux::Call::may_resend)
+      // and time is left, or after NOSCRIPT.
+      if (call.error ? call.may_resend && Mux::Clock::now() < c->deadline && c->attempts.resend_unsent(call.sent)
+                     : ScriptCache::is_noscript(call.replies.front().get()) && c->attempts.retry_noscript())
+        return submit_async(c, done);
     } catch (...) {
       return done(nullptr, std::current_exception());
     }
     if (call.error) return done(nullptr, call.error);
     done(std::move(call.replies.front()), nullptr);
-  });
+  }, c->deadline);
 }
 
 // ------------------------------------------------------------ backends
@@ -163,10 +156,12 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
   self->validate_key(key);
   self->validate_cost(cost);
   Metrics& metrics = self->client_->metrics();
-  const auto started = DenyCache::Clock::now();
-  auto report = [&metrics, started](const Decision& d, const std::exception_ptr& error) {
+  // Latency on the real clock; the deny cache on the client's (clock.h).
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto started = self->deny_cache_ ? self->client_->clock()->now() : DenyCache::TimePoint{};
+  auto report = [&metrics, t0](const Decision& d, const std::exception_ptr& error) {
     const auto us = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(DenyCache::Clock::now() - started).count());
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
     if (error)
       metrics.error(us);
     else

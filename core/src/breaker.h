@@ -1,17 +1,23 @@
 // breaker.h - a circuit breaker: after `failures` consecutive outages, calls
 // fail fast for `cooldown` instead of each waiting for a timeout; then one
 // probe goes through (half-open): success closes it, failure re-opens it.
+// Time is the client's clock (clock.h): open at now < opened + cooldown,
+// half-open from opened + cooldown on.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <mutex>
+
+#include "clock.h"
 
 namespace polylimit {
 
 class Breaker {
  public:
-  using Clock = std::chrono::steady_clock;
-  Breaker(int failures, std::chrono::milliseconds cooldown) : threshold_(failures), cooldown_(cooldown) {}
+  Breaker(int failures, std::chrono::milliseconds cooldown,
+          std::shared_ptr<const MonotonicClock> clock = MonotonicClock::real())
+      : clock_(std::move(clock)), threshold_(failures), cooldown_(cooldown) {}
 
   // May this call go to the server? False while open (and, half-open, while
   // the probe is out).
@@ -20,7 +26,7 @@ class Breaker {
     switch (state_) {
       case State::kClosed: return true;
       case State::kOpen:
-        if (Clock::now() < open_until_) return false;
+        if (clock_->now() < open_until_) return false;
         state_ = State::kHalfOpen;  // this caller is the probe
         return true;
       case State::kHalfOpen: return false;
@@ -38,7 +44,7 @@ class Breaker {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ == State::kHalfOpen || ++failures_ >= threshold_) {
       state_ = State::kOpen;
-      open_until_ = Clock::now() + cooldown_;
+      open_until_ = clock_->now() + cooldown_;
       failures_ = 0;
     }
   }
@@ -51,11 +57,12 @@ class Breaker {
  private:
   enum class State { kClosed, kOpen, kHalfOpen };
   std::mutex mu_;
+  const std::shared_ptr<const MonotonicClock> clock_;
   const int threshold_;
   const std::chrono::milliseconds cooldown_;
   State state_ = State::kClosed;
   int failures_ = 0;
-  Clock::time_point open_until_;
+  MonotonicClock::time_point open_until_;
 };
 
 }  // namespace polylimit

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "clock.h"
 #include "cluster_transport.h"
 #include "memory_backend.h"
 #include "redis_backend.h"
@@ -15,10 +16,12 @@ namespace polylimit {
 namespace {
 
 std::unique_ptr<Transport> make_transport(const Endpoint& ep, const PoolOptions& pool,
-                                          std::shared_ptr<const TlsContext> tls) {
-  if (ep.kind == Endpoint::Kind::kCluster) return std::make_unique<ClusterTransport>(ep, pool, std::move(tls));
-  if (ep.kind == Endpoint::Kind::kSentinel) return std::make_unique<SentinelTransport>(ep, pool, std::move(tls));
-  return std::make_unique<StandaloneTransport>(ep, pool, std::move(tls));
+                                          std::shared_ptr<const TlsContext> tls,
+                                          const std::shared_ptr<const MonotonicClock>& clock) {
+  if (ep.kind == Endpoint::Kind::kCluster) return std::make_unique<ClusterTransport>(ep, pool, std::move(tls), clock);
+  if (ep.kind == Endpoint::Kind::kSentinel)
+    return std::make_unique<SentinelTransport>(ep, pool, std::move(tls), clock);
+  return std::make_unique<StandaloneTransport>(ep, pool, std::move(tls), clock);
 }
 
 }  // namespace
@@ -52,12 +55,13 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
   // read now, so that a bad path fails here (EINVALID naming the option).
   std::shared_ptr<const TlsContext> tls;
   if (ep.tls) tls = std::make_shared<const TlsContext>(options.tls);
+  std::shared_ptr<const MonotonicClock> clock = options.clock ? options.clock : MonotonicClock::real();
   std::unique_ptr<Backend> backend;
   if (ep.kind == Endpoint::Kind::kMemory)
     backend = std::make_unique<MemoryBackend>(options.memory_clock);
   else
-    backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool, std::move(tls)));
-  return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend), options.name));
+    backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool, std::move(tls), clock));
+  return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend), options.name, std::move(clock)));
 }
 
 void Client::close() {

@@ -78,23 +78,17 @@ bool node_of(const redisReply* e, const std::string& asked_host, HostPort& out) 
 
 }  // namespace
 
-ClusterTransport::ClusterTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls)
-    : endpoint_(std::move(endpoint)), options_(options), tls_(std::move(tls)), slots_(kClusterSlots) {
+ClusterTransport::ClusterTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls,
+                                   std::shared_ptr<const MonotonicClock> clock)
+    : endpoint_(std::move(endpoint)),
+      options_(options),
+      tls_(std::move(tls)),
+      pools_(endpoint_, options_, tls_, std::move(clock)),
+      slots_(kClusterSlots) {
   if (endpoint_.seeds.empty()) throw_invalid("redis+cluster:// needs at least one seed node");
 }
 
 ClusterTransport::~ClusterTransport() { stop_refresher(); }
-
-Endpoint ClusterTransport::node_endpoint(const HostPort& address) const {
-  Endpoint ep;
-  ep.kind = Endpoint::Kind::kTcp;
-  ep.host = address.host;
-  ep.port = address.port;
-  ep.user = endpoint_.user;
-  ep.password = endpoint_.password;
-  ep.tls = endpoint_.tls;
-  return ep;
-}
 
 int ClusterTransport::slot_of(const Argv& keys) const {
   if (keys.empty()) throw Error(ErrorCode::kInternal, "a cluster command needs at least one key to be routed");
@@ -233,7 +227,7 @@ void ClusterTransport::load_map(const HostPort* first) {
   bool not_a_cluster = false;
   for (const HostPort& candidate : candidates) {
     if (locks().stopping.load()) throw Error(ErrorCode::kClosed, "the client is closed");
-    Endpoint ep = node_endpoint(candidate);
+    Endpoint ep = pools_.endpoint(candidate);
     std::string where = candidate.describe();
     ReplyPtr r;
     try {
@@ -258,11 +252,6 @@ void ClusterTransport::load_map(const HostPort* first) {
     std::vector<NodePtr> slots(kClusterSlots);
     std::map<std::string, NodePtr> nodes;
     std::vector<HostPort> masters, replicas;
-    std::map<std::string, NodePtr> old;
-    {
-      std::shared_lock<std::shared_mutex> lock(locks().map);
-      old = nodes_;
-    }
     size_t served = 0;
     for (size_t i = 0; i < r->elements; ++i) {
       const redisReply* e = r->element[i];
@@ -275,8 +264,7 @@ void ClusterTransport::load_map(const HostPort* first) {
       std::string key = master.describe();
       NodePtr& node = nodes[key];
       if (!node) {
-        auto it = old.find(key);
-        node = it != old.end() ? it->second : std::make_shared<Node>(node_endpoint(master), options_, tls_);
+        node = pools_.make(master);
         masters.push_back(master);
       }
       for (long long s = lo; s <= hi; ++s) slots[static_cast<size_t>(s)] = node;
@@ -291,10 +279,12 @@ void ClusterTransport::load_map(const HostPort* first) {
       continue;
     }
     masters.insert(masters.end(), replicas.begin(), replicas.end());
+    std::vector<NodePtr> serving;
+    for (auto& entry : nodes) serving.push_back(entry.second);
+    pools_.replace(serving);
     {
       std::unique_lock<std::shared_mutex> lock(locks().map);
       slots_.swap(slots);
-      nodes_.swap(nodes);
       known_ = std::move(masters);
     }
     loaded_.store(true, std::memory_order_release);
@@ -306,42 +296,18 @@ void ClusterTransport::load_map(const HostPort* first) {
   throw Error(ErrorCode::kUnavailable, "redis+cluster://: no node answered CLUSTER SLOTS (" + failures + ")");
 }
 
-ClusterTransport::NodePtr ClusterTransport::node_for_slot(int slot) {
+NodePtr ClusterTransport::node_for_slot(int slot) {
   std::shared_lock<std::shared_mutex> lock(locks().map);
   return slots_[static_cast<size_t>(slot)];
 }
 
-ClusterTransport::NodePtr ClusterTransport::node_at(const HostPort& address) {
-  std::string key = address.describe();
-  {
-    std::shared_lock<std::shared_mutex> lock(locks().map);
-    auto it = nodes_.find(key);
-    if (it != nodes_.end()) return it->second;
-  }
-  std::unique_lock<std::shared_mutex> lock(locks().map);
-  NodePtr& node = nodes_[key];
-  if (!node) node = std::make_shared<Node>(node_endpoint(address), options_, tls_);
-  return node;
-}
+long ClusterTransport::evicting_nodes() { return pools_.evicting(); }
 
-long ClusterTransport::evicting_nodes() {
-  std::shared_lock<std::shared_mutex> lock(locks().map);
-  long n = 0;
-  for (auto& entry : nodes_) n += entry.second->pool.evicting() == 1 ? 1 : 0;
-  return n;
-}
-
-long ClusterTransport::connect_attempts() {
-  std::shared_lock<std::shared_mutex> lock(locks().map);
-  long n = 0;
-  for (auto& entry : nodes_) n += entry.second->pool.connect_attempts();
-  return n;
-}
+long ClusterTransport::connect_attempts() { return pools_.connect_attempts(); }
 
 void ClusterTransport::close() {
   stop_refresher();
-  std::shared_lock<std::shared_mutex> lock(locks().map);
-  for (auto& entry : nodes_) entry.second->pool.close();
+  pools_.close();
 }
 
 namespace {
@@ -408,7 +374,7 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
         throw Error(ErrorCode::kUnavailable, "redis+cluster://: still redirected after " + std::to_string(redirects - 1) +
                                                  " redirections for slot " + std::to_string(slot) + " (last: " +
                                                  std::string(r->str, r->len) + ")");
-      NodePtr target = node_at(rd.address);
+      NodePtr target = pools_.get(rd.address);
       if (rd.moved) {
         {
           std::unique_lock<std::shared_mutex> lock(locks().map);
@@ -429,37 +395,15 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
   }
 }
 
-ReplyPtr ClusterTransport::run_script_on(Link& conn, const scripts::Script& script, const Argv& keys,
-                                         const Argv& args, bool asking, const Durability& durable, Ack* ack) {
-  std::string numkeys;
-  Argv cmd = ScriptCache::evalsha(script, keys, args, numkeys);
-  std::string wait_storage[2];
-  const Argv wait = durable.on() ? wait_command(durable, wait_storage) : Argv{};
-  auto send = [&] {
-    return send_with_outcome(conn, [&] {
-      if (!asking && !durable.on()) return conn.command(cmd);
-      // ASKING, the script and WAIT in one write; WAIT cannot run inside it.
-      std::vector<Argv> commands;
-      if (asking) commands.push_back(Argv{"ASKING"});
-      commands.push_back(cmd);
-      if (durable.on()) commands.push_back(wait);
-      std::vector<ReplyPtr> rs = conn.pipeline(commands);
-      if (durable.on() && ack) *ack = read_ack(rs.back().get());
-      return std::move(rs[asking ? 1 : 0]);
-    });
-  };
-  ReplyPtr r = send();
-  if (!ScriptCache::is_noscript(r.get())) return r;
-  scripts_.load(conn, script);  // a new or promoted node: load once, retry once
-  r = send();
-  if (!ScriptCache::is_noscript(r.get())) return r;
-  cmd = ScriptCache::eval(script, keys, args, numkeys);  // flushed again in between: EVAL carries the source
-  return send();
+ReplyPtr ClusterTransport::run_script_on(Link& conn, const scripts::Script& script, const ScriptCall& call,
+                                         bool asking, const Durability& durable, Ack* ack) {
+  static const Argv kAsking{"ASKING"};
+  return std::move(run_scripts_on(conn, scripts_, script, {call}, durable, ack, asking ? kAsking : Argv{}).front());
 }
 
 ReplyPtr ClusterTransport::run_script(const scripts::Script& script, const Argv& keys, const Argv& args) {
   int slot = slot_of(keys);
-  return execute(slot, [&](Link& c, bool asking) { return run_script_on(c, script, keys, args, asking); });
+  return execute(slot, [&](Link& c, bool asking) { return run_script_on(c, script, {keys, args}, asking); });
 }
 
 ReplyPtr ClusterTransport::run_command(std::string_view key, const Argv& argv) {
@@ -534,8 +478,7 @@ std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& scrip
     for (size_t i : alone) {
       // Through the redirections, with its own WAIT on whichever node ran it.
       replies[i] = execute(slot_of(calls[i].keys), [&](Link& c, bool asking) {
-        return run_script_on(c, script, calls[i].keys, calls[i].args, asking, durable,
-                             acks ? &(*acks)[i] : nullptr);
+        return run_script_on(c, script, calls[i], asking, durable, acks ? &(*acks)[i] : nullptr);
       });
       some_ran = true;
     }

@@ -2,8 +2,8 @@
 //
 // The slot map comes from CLUSTER SLOTS, asked of any reachable node (the
 // seeds from the URL, then every node seen in an earlier map). Each master has
-// its own ConnectionPool. MOVED updates the slot at once and asks for a
-// refresh of the whole map (other slots have probably moved too); ASK sends
+// its own ConnectionPool (NodePools). MOVED updates the slot at once and asks
+// for a refresh of the whole map (other slots have probably moved too); ASK sends
 // ASKING plus the command to the importing node, once. A command is retried
 // on another node only when it was certainly not executed (the connection
 // could not be made, or the reply was a redirection); after a timeout on a
@@ -36,6 +36,7 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "node_pools.h"
 #include "per_process.h"
 #include "transport.h"
 
@@ -59,7 +60,9 @@ class ClusterTransport : public Transport {
   // node. Nothing is connected until the first command. With endpoint.tls
   // every node (seeds and the nodes CLUSTER SLOTS names) is reached over TLS
   // with `tls`.
-  ClusterTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr);
+  // `clock`: of the pools' reconnect backoff (null: the real clock).
+  ClusterTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr,
+                   std::shared_ptr<const MonotonicClock> clock = nullptr);
 
   ClusterTransport(const ClusterTransport&) = delete;
   ClusterTransport& operator=(const ClusterTransport&) = delete;
@@ -83,21 +86,12 @@ class ClusterTransport : public Transport {
   long redirects() const { return redirects_.load(); }
 
  private:
-  struct Node {
-    Node(const Endpoint& ep, const PoolOptions& options, std::shared_ptr<const TlsContext> tls)
-        : address(ep.describe()), pool(ep, options, std::move(tls)) {}
-    std::string address;
-    ConnectionPool pool;
-  };
-  using NodePtr = std::shared_ptr<Node>;
   // Runs one command on a connection; `asking` means ASKING must precede it.
   using RunFn = std::function<ReplyPtr(Link&, bool asking)>;
 
   ReplyPtr execute(int slot, const RunFn& run);
   int slot_of(const Argv& keys) const;
   NodePtr node_for_slot(int slot);
-  NodePtr node_at(const HostPort& address);
-  Endpoint node_endpoint(const HostPort& address) const;
   void ensure_map();
   // Reloads the slot map unless one was loaded less than kMinRefreshInterval
   // ago; `wait`: wait for a refresh another thread is running.
@@ -109,10 +103,9 @@ class ClusterTransport : public Transport {
   void stop_refresher();
   // locks().refresh held; throws when no node answers. `first`: asked first.
   void load_map(const HostPort* first = nullptr);
-  // With `durable` on, WAIT / WAITAOF follows the script in the same write
-  // and *ack gets its answer.
-  ReplyPtr run_script_on(Link& conn, const scripts::Script& script, const Argv& keys, const Argv& args,
-                         bool asking, const Durability& durable = {}, Ack* ack = nullptr);
+  // One script call on `conn` (run_scripts_on), ASKING first when `asking`.
+  ReplyPtr run_script_on(Link& conn, const scripts::Script& script, const ScriptCall& call, bool asking,
+                         const Durability& durable = {}, Ack* ack = nullptr);
 
   const Endpoint endpoint_;
   const PoolOptions options_;
@@ -122,7 +115,7 @@ class ClusterTransport : public Transport {
   // The locks live apart so that a forked child can start with fresh ones: a
   // parent thread may hold them at the time of fork().
   struct Locks {
-    std::shared_mutex map;  // guards slots_, nodes_, known_
+    std::shared_mutex map;  // guards slots_, known_
     std::mutex refresh;     // single flight
     std::mutex refresher;   // guards what follows
     std::condition_variable wake;
@@ -136,8 +129,8 @@ class ClusterTransport : public Transport {
   Locks& locks() { return locks_.get(); }
   PerProcess<Locks> locks_;
 
+  NodePools pools_;                            // the masters of the map, by host:port
   std::vector<NodePtr> slots_;                 // kClusterSlots entries; null: unserved
-  std::map<std::string, NodePtr> nodes_;       // masters by host:port
   std::vector<HostPort> known_;                // every node of the last map, masters first
 
   std::atomic<bool> loaded_{false};

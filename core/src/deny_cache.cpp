@@ -6,14 +6,14 @@
 namespace polylimit {
 namespace {
 
-int64_t ceil_ms(DenyCache::Clock::duration d) {
+int64_t ceil_ms(MonotonicClock::duration d) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
   return us <= 0 ? 0 : (us + 999) / 1000;
 }
 
 }  // namespace
 
-std::optional<Decision> DenyCache::lookup(std::string_view key, int64_t cost, Clock::time_point now) {
+std::optional<Decision> DenyCache::lookup(std::string_view key, int64_t cost, TimePoint now) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) return std::nullopt;
@@ -39,13 +39,13 @@ uint64_t DenyCache::epoch() {
   return epoch_;
 }
 
-void DenyCache::record(std::string_view key, int64_t cost, const Decision& d, Clock::time_point started,
+void DenyCache::record(std::string_view key, int64_t cost, const Decision& d, TimePoint started,
                        uint64_t epoch) {
   if (d.allowed) return;  // an admission says nothing about later denials
   // Redis computed retry_after at a moment after `started` and rounded it up
   // to a millisecond: one millisecond less from `started` is never too late.
   if (d.retry_after_ms <= 1) return;
-  const Clock::time_point until = started + std::chrono::milliseconds(d.retry_after_ms - 1);
+  const TimePoint until = started + std::chrono::milliseconds(d.retry_after_ms - 1);
   std::lock_guard<std::mutex> lock(mu_);
   if (epoch != epoch_) return;
   auto it = index_.find(key);

@@ -5,7 +5,8 @@
 // smallest cost Redis denied and a deadline no later than Redis's own (the
 // call's start plus retry_after rounded down), and retry_after never shrinks
 // for a larger cost or an earlier time. Bounded: least recently used entries
-// are dropped first.
+// are dropped first. It holds no clock: callers pass the client's
+// MonotonicClock time (clock.h).
 #pragma once
 
 #include <chrono>
@@ -17,20 +18,21 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "clock.h"
 #include "polylimit/decision.h"
 
 namespace polylimit {
 
 class DenyCache {
  public:
-  using Clock = std::chrono::steady_clock;
+  using TimePoint = MonotonicClock::time_point;
   explicit DenyCache(size_t capacity) : capacity_(capacity) {}
 
   // A cached denial for `cost` at `now`, or nothing (ask Redis).
-  std::optional<Decision> lookup(std::string_view key, int64_t cost, Clock::time_point now);
+  std::optional<Decision> lookup(std::string_view key, int64_t cost, TimePoint now);
   // Records what Redis answered for a call that started at `started`, when
   // no erase() happened since `epoch` (a reset racing with the call must win).
-  void record(std::string_view key, int64_t cost, const Decision& d, Clock::time_point started, uint64_t epoch);
+  void record(std::string_view key, int64_t cost, const Decision& d, TimePoint started, uint64_t epoch);
   void erase(std::string_view key);
   uint64_t epoch();
   size_t size();
@@ -38,10 +40,10 @@ class DenyCache {
  private:
   struct Entry {
     std::string key;
-    Clock::time_point until;
+    TimePoint until;
     int64_t cost;  // Redis denied this cost; larger costs are denied too
     Decision decision;
-    Clock::time_point decided;  // when `decision` was current
+    TimePoint decided;  // when `decision` was current
   };
   std::mutex mu_;
   size_t capacity_;

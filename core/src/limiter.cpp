@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 
 #include "breaker.h"
+#include "clock.h"
 #include "deny_cache.h"
 #include "memory_backend.h"
 #include "sha256.h"
@@ -117,7 +117,7 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
   check_bound(bounds::kBreakerCooldownMs, options_.breaker_cooldown_ms);
   if (options_.breaker_failures > 0)
     breaker_ = std::make_unique<Breaker>(options_.breaker_failures,
-                                         std::chrono::milliseconds(options_.breaker_cooldown_ms));
+                                         std::chrono::milliseconds(options_.breaker_cooldown_ms), client_->clock());
   check_bound(bounds::kBlockMs, options_.block_ms);
   check_bound(bounds::kDurableReplicas, options_.durable_replicas);
   check_bound(bounds::kDurableTimeoutMs, options_.durable_timeout_ms);
@@ -203,7 +203,7 @@ Decision Limiter::check(std::string_view key, int64_t cost) {
   validate_key(key);
   validate_cost(cost);
   return finish(measured(client_->metrics(), [&] {
-    const auto started = DenyCache::Clock::now();
+    const auto started = deny_cache_ ? client_->clock()->now() : DenyCache::TimePoint{};
     uint64_t epoch = 0;
     if (deny_cache_) {
       if (auto d = deny_cache_->lookup(key, cost, started)) return *d;
@@ -250,7 +250,7 @@ std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& ke
   std::vector<Request> requests;
   std::vector<size_t> index;
   const int64_t t = now();
-  const auto started = DenyCache::Clock::now();
+  const auto started = deny_cache_ ? client_->clock()->now() : DenyCache::TimePoint{};
   const uint64_t epoch = deny_cache_ ? deny_cache_->epoch() : 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     try {
@@ -340,13 +340,14 @@ Decision Limiter::check_at_most(std::string_view key, int64_t max_cost) {
 Decision Limiter::acquire(std::string_view key, int64_t cost, std::chrono::milliseconds timeout) {
   client_->ensure_open();
   check_bound(bounds::kTimeoutMs, timeout.count());
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const MonotonicClock& clock = *client_->clock();
+  const auto deadline = clock.now() + timeout;
   while (true) {
     Decision d = check(key, cost);
     if (d.allowed) return d;
-    const auto wait = std::chrono::milliseconds(std::max<int64_t>(1, d.retry_after_ms));
-    if (std::chrono::steady_clock::now() + wait > deadline) return d;
-    std::this_thread::sleep_for(wait);
+    const auto wake = clock.now() + std::chrono::milliseconds(std::max<int64_t>(1, d.retry_after_ms));
+    if (wake > deadline) return d;
+    clock.sleep_until(wake);
   }
 }
 

@@ -14,7 +14,7 @@
 
 namespace polylimit {
 
-Mux::CallPtr PooledConnection::prepare(const std::vector<const Argv*>& commands) {
+Mux::CallPtr PooledConnection::prepare(const std::vector<const Argv*>& commands, Mux::Clock::time_point deadline) {
   // One Call per thread, reused while nobody else holds it (an abandoned
   // call stays with its connection until its reply is read).
   static thread_local Mux::CallPtr spare;
@@ -23,22 +23,25 @@ Mux::CallPtr PooledConnection::prepare(const std::vector<const Argv*>& commands)
     call = spare;
   else
     call = spare = std::make_shared<Mux::Call>();
-  call->reset(commands.size(), Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms));
+  call->reset(commands.size(), deadline);
   for (const Argv* argv : commands) Connection::encode(call->bytes, *argv);
   return call;
 }
 
 std::vector<ReplyPtr> PooledConnection::run(const std::vector<const Argv*>& commands) {
   sent_ = false;
+  // One deadline for the call, the retry included.
+  const Mux::Clock::time_point deadline =
+      Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms);
   for (int attempt = 0;; ++attempt) {
-    Mux::CallPtr call = prepare(commands);
+    Mux::CallPtr call = prepare(commands, deadline);
     try {
       mux_->run(call, std::chrono::milliseconds(pool_->options_.acquire_timeout_ms));
     } catch (const Error&) {
       sent_ = call->sent;
       // Nothing of it was written and the connection is gone (closed while
       // idle, or broken by another call): once more on a fresh connection.
-      if (attempt == 0 && !call->sent && mux_->broken() && !pool_->closed_.load()) {
+      if (attempt == 0 && call->may_resend && !pool_->closed_.load() && Mux::Clock::now() < deadline) {
         mux_ = pool_->acquire().mux_;
         continue;
       }
@@ -61,16 +64,23 @@ std::vector<ReplyPtr> PooledConnection::pipeline(const std::vector<Argv>& comman
   return run(all);
 }
 
-void PooledConnection::submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done) {
+void PooledConnection::submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done,
+                              Mux::Clock::time_point deadline) {
   auto call = std::make_shared<Mux::Call>();
-  call->reset(commands.size(), Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms));
+  if (deadline == Mux::Clock::time_point{})
+    deadline = Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms);
+  call->reset(commands.size(), deadline);
   for (const Argv& argv : commands) Connection::encode(call->bytes, argv);
   call->on_done = std::move(done);
   mux_->submit(call);
 }
 
-ConnectionPool::ConnectionPool(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls)
-    : endpoint_(std::move(endpoint)), options_(options), tls_(std::move(tls)) {}
+ConnectionPool::ConnectionPool(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls,
+                               std::shared_ptr<const MonotonicClock> clock)
+    : endpoint_(std::move(endpoint)),
+      options_(options),
+      tls_(std::move(tls)),
+      clock_(clock ? std::move(clock) : MonotonicClock::real()) {}
 
 ConnectionPool::~ConnectionPool() { close(); }
 
@@ -202,7 +212,7 @@ PooledConnection ConnectionPool::acquire(bool grow) {
 // Makes a connection (the lock is released meanwhile); throws the connect
 // error, or kUnavailable at once while failed connects back off.
 std::shared_ptr<Mux> ConnectionPool::connect(State* s, std::unique_lock<std::mutex>& lock) {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_->now();
   if (s->failures > 0 && now < s->retry_at) {
     // The node is down: fail fast instead of a connect per call.
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(s->retry_at - now).count() + 1;
@@ -239,7 +249,7 @@ std::shared_ptr<Mux> ConnectionPool::connect(State* s, std::unique_lock<std::mut
     // node: a misconfigured client must not hammer the server with handshakes.
     if (e.code() == ErrorCode::kUnavailable || e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kAuth) {
       ++s->failures;
-      s->retry_at = std::chrono::steady_clock::now() + backoff(s->failures);
+      s->retry_at = clock_->now() + backoff(s->failures);
       s->last_error = e.what();
       s->last_errno = e.sys_errno();
       // Failing fast is "not reachable now" whatever the last try met, except

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "clock.h"
 #include "connection.h"
 #include "mux.h"
 #include "per_process.h"
@@ -45,12 +46,15 @@ class PooledConnection final : public Link {
   // The non-blocking form of pipeline(): `done` runs once with the replies
   // or the error (Mux::Call::on_done says on which thread). Throws when the
   // call cannot be queued (then `done` never runs).
-  void submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done);
+  // `deadline`: the call's (a retry keeps the first attempt's); default:
+  // the command timeout from now.
+  void submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done,
+              Mux::Clock::time_point deadline = {});
 
  private:
   friend class ConnectionPool;
   PooledConnection(ConnectionPool* pool, std::shared_ptr<Mux> mux) : pool_(pool), mux_(std::move(mux)) {}
-  Mux::CallPtr prepare(const std::vector<const Argv*>& commands);
+  Mux::CallPtr prepare(const std::vector<const Argv*>& commands, Mux::Clock::time_point deadline);
   std::vector<ReplyPtr> run(const std::vector<const Argv*>& commands);
   ConnectionPool* pool_;
   std::shared_ptr<Mux> mux_;
@@ -61,7 +65,10 @@ class ConnectionPool {
  public:
   // `tls`: the client's TLS context, required when endpoint.tls (shared by
   // every connection of the pool, and of the client's other pools).
-  ConnectionPool(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr);
+  // `clock`: the client's, of the reconnect backoff (null: the real clock);
+  // connect and command deadlines are always on the real clock.
+  ConnectionPool(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr,
+                 std::shared_ptr<const MonotonicClock> clock = nullptr);
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
@@ -93,6 +100,11 @@ class ConnectionPool {
   // when not, -1 when it could not be read (CONFIG and INFO both denied).
   int evicting() const { return evicting_.load(std::memory_order_relaxed); }
 
+  // The wait after `failures` (>= 1) consecutive failed connects: 10 ms
+  // doubling to 1 s, jittered down to at most half (per thread, seeded from
+  // the pid) so that processes do not reconnect in step.
+  static std::chrono::microseconds backoff(int failures);
+
  private:
   friend class PooledConnection;
   struct State {  // one per process (see PerProcess)
@@ -100,9 +112,10 @@ class ConnectionPool {
     std::vector<std::shared_ptr<Mux>> muxes;
     int connecting = 0;  // connects under way (outside the lock)
     // Reconnect backoff: after `failures` consecutive failed connects, no new
-    // connect is tried before `retry_at` (10 ms doubling to 1 s, jittered).
+    // connect is tried before `retry_at` (10 ms doubling to 1 s, jittered),
+    // on the pool's clock.
     int failures = 0;
-    std::chrono::steady_clock::time_point retry_at{};
+    MonotonicClock::time_point retry_at{};
     std::string last_error;  // of the last failed connect, for the fail-fast message
     int last_errno = 0;
     ErrorCode last_code = ErrorCode::kUnavailable;  // kAuth stays kAuth while backing off
@@ -110,12 +123,12 @@ class ConnectionPool {
   State* current();
   std::shared_ptr<Mux> connect(State* s, std::unique_lock<std::mutex>& lock);
   bool usable(Mux& mux);
-  static std::chrono::microseconds backoff(int failures);
   void probe_eviction(Connection& conn);
 
   Endpoint endpoint_;
   PoolOptions options_;
   std::shared_ptr<const TlsContext> tls_;
+  std::shared_ptr<const MonotonicClock> clock_;
   PerProcess<State> states_;
   std::atomic<long> made_{0};
   std::atomic<long> attempts_{0};

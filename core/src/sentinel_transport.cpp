@@ -39,8 +39,12 @@ struct SentinelTransport::Query {
   std::deque<Answer> answers;
 };
 
-SentinelTransport::SentinelTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls)
-    : endpoint_(std::move(endpoint)), options_(options), tls_(std::move(tls)) {
+SentinelTransport::SentinelTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls,
+                                     std::shared_ptr<const MonotonicClock> clock)
+    : endpoint_(std::move(endpoint)),
+      options_(options),
+      tls_(std::move(tls)),
+      pools_(endpoint_, options_, tls_, std::move(clock)) {
   if (endpoint_.seeds.empty()) throw_invalid("redis+sentinel:// needs at least one sentinel");
   if (endpoint_.master_name.empty()) throw_invalid("redis+sentinel:// needs a master name");
   failures_.reset(new std::atomic<int>[endpoint_.seeds.size()]);
@@ -156,16 +160,8 @@ void SentinelTransport::launch_probe(size_t i, const std::shared_ptr<Query>& q) 
 
 SentinelTransport::MasterPtr SentinelTransport::confirm(const MasterPtr& previous, const std::string& host, int port,
                                                         const std::string& where, std::string& failures) {
-  Endpoint data;
-  data.kind = Endpoint::Kind::kTcp;
-  data.host = host;
-  data.port = port;
-  data.user = endpoint_.user;
-  data.password = endpoint_.password;
-  data.db = endpoint_.db;
-  data.tls = endpoint_.tls;
-  MasterPtr m =
-      previous && previous->address == data.describe() ? previous : std::make_shared<Master>(data, options_, tls_);
+  const HostPort address{host, port};
+  MasterPtr m = previous && previous->address == address.describe() ? previous : pools_.make(address);
   try {
     PooledConnection conn = m->pool.acquire();
     ReplyPtr role = conn->command({"ROLE"});
@@ -302,15 +298,8 @@ void SentinelTransport::background_resolve(std::chrono::milliseconds min_age) {
   std::unique_lock<std::mutex> single(locks().resolve, std::try_to_lock);
   if (!single.owns_lock()) return;  // someone is at it
   if (now_ns() - last_resolve_ns_.load() < std::chrono::nanoseconds(min_age).count()) return;
-  MasterPtr previous;
-  {
-    std::lock_guard<std::mutex> lock(locks().master);
-    previous = master_;
-  }
   try {
-    MasterPtr m = resolve(previous);
-    std::lock_guard<std::mutex> lock(locks().master);
-    master_ = m;  // the old pool closes when its last lease comes back
+    use(resolve(master()));
   } catch (const Error&) {
     // Keep the master in use; a failing command will re-resolve.
   }
@@ -337,11 +326,7 @@ void SentinelTransport::on_message(const redisReply* m) {
   int port = 0;
   if (!(in >> name >> old_host >> old_port >> host >> port) || name != endpoint_.master_name) return;
   std::lock_guard<std::mutex> single(locks().resolve);
-  MasterPtr previous;
-  {
-    std::lock_guard<std::mutex> lock(locks().master);
-    previous = master_;
-  }
+  MasterPtr previous = master();
   std::string failures;
   MasterPtr next;
   try {
@@ -357,10 +342,7 @@ void SentinelTransport::on_message(const redisReply* m) {
     }
   }
   last_resolve_ns_.store(now_ns());
-  {
-    std::lock_guard<std::mutex> lock(locks().master);
-    master_ = next;
-  }
+  use(next);
   switch_messages_.fetch_add(1);
 }
 
@@ -424,10 +406,7 @@ SentinelTransport::MasterPtr SentinelTransport::current() {
     if (master_) return master_;
   }
   MasterPtr m = resolve(nullptr);  // the first resolution's error is the caller's answer
-  {
-    std::lock_guard<std::mutex> lock(locks().master);
-    master_ = m;
-  }
+  use(m);
   ensure_follower();
   return m;
 }
@@ -435,16 +414,11 @@ SentinelTransport::MasterPtr SentinelTransport::current() {
 SentinelTransport::MasterPtr SentinelTransport::re_resolve() {
   const int64_t min_gap = std::chrono::nanoseconds(kMinResolveInterval).count();
   std::lock_guard<std::mutex> single(locks().resolve);
-  MasterPtr previous;
-  {
-    std::lock_guard<std::mutex> lock(locks().master);
-    previous = master_;
-  }
+  MasterPtr previous = master();
   if (now_ns() - last_resolve_ns_.load() < min_gap) return previous;  // just done, maybe by another thread
   try {
     MasterPtr m = resolve(previous);
-    std::lock_guard<std::mutex> lock(locks().master);
-    master_ = m;  // the old pool closes when its last lease comes back
+    use(m);
     return m;
   } catch (const Error&) {
     return previous;  // the caller reports its own failure
@@ -512,33 +486,27 @@ std::string SentinelTransport::master_address() { return current()->address; }
 
 namespace polylimit {
 
-long SentinelTransport::evicting_nodes() {
-  MasterPtr master;
-  {
-    std::lock_guard<std::mutex> lock(locks().master);
-    master = master_;
-  }
-  return master && master->pool.evicting() == 1 ? 1 : 0;
+SentinelTransport::MasterPtr SentinelTransport::master() {
+  std::lock_guard<std::mutex> lock(locks().master);
+  return master_;
 }
 
-long SentinelTransport::connect_attempts() {
-  MasterPtr master;
+void SentinelTransport::use(MasterPtr m) {
   {
     std::lock_guard<std::mutex> lock(locks().master);
-    master = master_;
+    master_ = m;
   }
-  return master ? master->pool.connect_attempts() : 0;
+  pools_.replace({m});  // the old pool closes when its last lease comes back
 }
+
+long SentinelTransport::evicting_nodes() { return pools_.evicting(); }
+
+long SentinelTransport::connect_attempts() { return pools_.connect_attempts(); }
 
 void SentinelTransport::close() {
   closed_.store(true);
   stop_threads();
-  MasterPtr master;
-  {
-    std::lock_guard<std::mutex> lock(locks().master);
-    master = master_;
-  }
-  if (master) master->pool.close();
+  pools_.close();
 }
 
 }  // namespace polylimit

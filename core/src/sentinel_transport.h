@@ -41,6 +41,7 @@
 
 #include <sys/types.h>
 
+#include "node_pools.h"
 #include "per_process.h"
 #include "transport.h"
 
@@ -61,7 +62,9 @@ class SentinelTransport : public Transport {
   // `endpoint` is a kSentinel endpoint. Nothing is connected until the first
   // command. With endpoint.tls the sentinels and the data nodes they name are
   // all reached over TLS with `tls`.
-  SentinelTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr);
+  // `clock`: of the master pool's reconnect backoff (null: the real clock).
+  SentinelTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr,
+                    std::shared_ptr<const MonotonicClock> clock = nullptr);
 
   SentinelTransport(const SentinelTransport&) = delete;
   SentinelTransport& operator=(const SentinelTransport&) = delete;
@@ -87,13 +90,7 @@ class SentinelTransport : public Transport {
   int subscriptions() const { return subscriptions_.load(); }
 
  private:
-  struct Master {
-    Master(const Endpoint& ep, const PoolOptions& options, std::shared_ptr<const TlsContext> tls)
-        : address(ep.describe()), pool(ep, options, std::move(tls)) {}
-    std::string address;
-    ConnectionPool pool;
-  };
-  using MasterPtr = std::shared_ptr<Master>;
+  using MasterPtr = NodePtr;
 
   // One sentinel's answer (or failure) to get-master-addr-by-name.
  public:
@@ -113,11 +110,15 @@ class SentinelTransport : public Transport {
   };
 
   MasterPtr current();
+  // The master in use (null before the first resolution), and its change:
+  // pools_ then holds that one node.
+  MasterPtr master();
+  void use(MasterPtr m);
   // Resolves again unless that was done less than kMinResolveInterval ago;
   // returns the master in use afterwards (unchanged when resolution fails).
   MasterPtr re_resolve();
   MasterPtr resolve(const MasterPtr& previous);  // locks().resolve held; throws
-  // A Master for host:port (`previous` when it is the same address), or null
+  // The node at host:port (`previous` when it is the same address), or null
   // when ROLE says it is not a master; throws kAuth/kPermission, appends
   // other failures to `failures`.
   MasterPtr confirm(const MasterPtr& previous, const std::string& host, int port, const std::string& where,
@@ -145,6 +146,7 @@ class SentinelTransport : public Transport {
   const PoolOptions options_;
   const std::shared_ptr<const TlsContext> tls_;
   ScriptCache scripts_;
+  NodePools pools_;  // the master in use
   // Apart, so that a forked child starts with fresh locks and threads of its
   // own (see ClusterTransport): the parent's follower does not exist there.
   struct Locks {

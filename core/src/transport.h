@@ -21,12 +21,6 @@
 
 namespace polylimit {
 
-// One script invocation; all its keys share one hash tag (one slot).
-struct ScriptCall {
-  Argv keys;
-  Argv args;
-};
-
 // Failover-safe mode: what the WAIT (or WAITAOF) sent right after script
 // calls, on the same connection and in the same write, answered. It covers
 // every write that connection made before it.
@@ -103,8 +97,9 @@ class Transport {
 // One server (redis:// or unix://).
 class StandaloneTransport : public Transport {
  public:
-  StandaloneTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr)
-      : pool_(std::move(endpoint), options, std::move(tls)) {}
+  StandaloneTransport(Endpoint endpoint, PoolOptions options, std::shared_ptr<const TlsContext> tls = nullptr,
+                      std::shared_ptr<const MonotonicClock> clock = nullptr)
+      : pool_(std::move(endpoint), options, std::move(tls), std::move(clock)) {}
 
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override;
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
@@ -121,21 +116,21 @@ class StandaloneTransport : public Transport {
 
  private:
   // One non-blocking attempt of a script call (async.cpp); its callback
-  // makes the next when the first was never sent or met NOSCRIPT.
+  // makes the next when ScriptCache::Attempts says so.
   struct AsyncCall;
-  void submit_async(const scripts::Script& script, std::shared_ptr<AsyncCall> call, ScriptDone done);
+  void submit_async(std::shared_ptr<AsyncCall> call, ScriptDone done);
 
   ConnectionPool pool_;
   ScriptCache scripts_;
 };
 
-// Runs `calls` pipelined on one connection; a NOSCRIPT reply (the script did
-// not run) loads the script and re-runs those calls once. Shared by every
-// transport once it has picked the connection. With `durable` on, every
-// pipeline it sends ends with WAIT / WAITAOF, and *ack gets the last one's
-// answer (it covers the earlier pipelines too: same connection).
+// Runs `calls` pipelined on one connection through ScriptCache::run_all
+// (NOSCRIPT recovery, outcome marking). Shared by every transport once it has
+// picked the connection. With `durable` on, every pipeline it sends ends with
+// WAIT / WAITAOF, and *ack gets the last one's answer (it covers the earlier
+// pipelines too: same connection). `before` (ASKING) precedes each call.
 std::vector<ReplyPtr> run_scripts_on(Link& conn, ScriptCache& cache, const scripts::Script& script,
                                      const std::vector<ScriptCall>& calls, const Durability& durable = {},
-                                     Ack* ack = nullptr);
+                                     Ack* ack = nullptr, const Argv& before = {});
 
 }  // namespace polylimit

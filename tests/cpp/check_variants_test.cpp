@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstring>
+#include <future>
 
+#include "clock.h"
 #include "redis_server.h"
 #include "polylimit.h"
 #include "polylimit/errors.h"
@@ -63,6 +65,49 @@ TEST(Acquire, WaitsForRetryAfterUpToTheTimeout) {
   d = l.acquire("k", 1, 10ms);
   EXPECT_FALSE(d.allowed);
   EXPECT_LT(duration_cast<milliseconds>(steady_clock::now() - t).count(), 10);
+}
+
+// The same on the client's clock, stepped: acquire sleeps on it until
+// retry_after, exactly, and gives up at once when the wait would pass the
+// timeout (memory://'s algorithm clock is the same ManualClock).
+TEST(Acquire, WaitsOnTheClientClock) {
+  auto clock = std::make_shared<ManualClock>();
+  const auto start = clock->now();
+  ClientOptions co;
+  co.clock = clock;
+  co.memory_clock = [clock, start] {
+    return int64_t{1700000000000000} + duration_cast<microseconds>(clock->now() - start).count();
+  };
+  Limiter l(Client::open("memory://", co), opts("acq-clock", {{Algorithm::kGcra, 20, 1000, 1}}));  // one per 50 ms
+  ASSERT_TRUE(l.check("k").allowed);
+  Decision d = l.check("k");
+  ASSERT_FALSE(d.allowed);
+  const int64_t retry_ms = d.retry_after_ms;
+  ASSERT_EQ(retry_ms, 50);
+  // The wait would end 1 ms after the deadline: denied at once, no sleep.
+  d = l.acquire("k", 1, milliseconds(retry_ms - 1));
+  EXPECT_FALSE(d.allowed);
+  EXPECT_EQ(clock->now(), start);
+  // It ends at the deadline: acquire sleeps on the clock until then.
+  auto waiting = std::async(std::launch::async, [&] { return l.acquire("k", 1, milliseconds(retry_ms)); });
+  ASSERT_TRUE(clock->await_sleeps(1, 10s));
+  clock->advance(milliseconds(retry_ms) - 1us);
+  EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout);  // 1 us short: still asleep
+  clock->advance(1us);
+  ASSERT_EQ(waiting.wait_for(10s), std::future_status::ready);
+  d = waiting.get();
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(clock->now() - start, milliseconds(retry_ms));
+  // Several waits in a row within one timeout: two more units, 50 ms apart.
+  auto twice = std::async(std::launch::async, [&] {
+    return l.acquire("k", 1, 200ms).allowed && l.acquire("k", 1, 200ms).allowed;
+  });
+  for (size_t i = 2; i <= 3; ++i) {
+    ASSERT_TRUE(clock->await_sleeps(i, 10s));
+    clock->advance(milliseconds(retry_ms));
+  }
+  ASSERT_EQ(twice.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(twice.get());
 }
 
 TEST(Shadow, DecidesAndCountsButAdmits) {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
 
+#include "clock.h"
 #include "error_code.h"
 #include "redis_server.h"
 #include "polylimit/errors.h"
@@ -19,10 +19,12 @@ namespace {
 
 constexpr int kTimeoutMs = 150;
 
-std::shared_ptr<Client> client_for(const pltest::RedisServer& s) {
+// `clock`: of the breaker and the reconnect backoff (null: the real one).
+std::shared_ptr<Client> client_for(const pltest::RedisServer& s, std::shared_ptr<const MonotonicClock> clock = nullptr) {
   ClientOptions co;
   co.pool.command_timeout_ms = kTimeoutMs;
   co.pool.connect_timeout_ms = kTimeoutMs;
+  co.clock = std::move(clock);
   return Client::open(s.url(), co);
 }
 
@@ -96,21 +98,29 @@ TEST(FailurePolicy, ConfigErrorsAreNotOutages) {
   EXPECT_EQ(code_of([&] { open.check("k"); }), ErrorCode::kScript);  // not hidden by the policy
 }
 
+// The breaker's cool-down and the reconnect backoff run on the client's
+// clock: the test steps a ManualClock instead of sleeping through them. The
+// paused server and the timeouts it causes are real.
 TEST(Breaker, OpensFailsFastAndClosesWhenServerIsBack) {
   pltest::RedisServer server;
-  Limiter l = make(client_for(server), FailurePolicy::kClosed, /*breaker=*/3, /*cooldown_ms=*/400);
+  auto clock = std::make_shared<ManualClock>();
+  auto client = client_for(server, clock);
+  auto attempts = [&] { return client->stats().connect_attempts; };
+  Limiter l = make(client, FailurePolicy::kClosed, /*breaker=*/3, /*cooldown_ms=*/400);
   ASSERT_FALSE(l.check("k").degraded);
+  ASSERT_EQ(attempts(), 1u);
   server.pause();
   // Three outages open the breaker: the first waits for the timeout on its
-  // connection; the next ones time out on a new connection's handshake or
-  // fail fast while the reconnect backoff runs.
+  // connection, the second for the timeout of a new connection's handshake,
+  // the third fails fast (the reconnect backoff runs: the clock stands still).
   for (int i = 0; i < 3; ++i) {
     auto t = steady_clock::now();
     Decision d = l.check("k");
     EXPECT_TRUE(d.degraded);
-    if (i == 0) EXPECT_GE(ms_since(t), kTimeoutMs - 20) << "call 0 should have waited for the timeout";
+    if (i < 2) EXPECT_GE(ms_since(t), kTimeoutMs - 20) << "call " << i << " should have waited for the timeout";
     EXPECT_LT(ms_since(t), kTimeoutMs + 100) << "call " << i;
   }
+  EXPECT_EQ(attempts(), 2u);  // the first connection, then one reconnect
   // ...then no call waits for the timeout while it is open.
   auto t = steady_clock::now();
   for (int i = 0; i < 200; ++i) {
@@ -122,24 +132,38 @@ TEST(Breaker, OpensFailsFastAndClosesWhenServerIsBack) {
     ASSERT_LT(ms_since(c), kTimeoutMs / 3) << "call " << i << " waited while the breaker was open";
   }
   EXPECT_LT(ms_since(t), 200 * kTimeoutMs / 10);  // far below one timeout per call
-  // After the cool-down one probe goes to the (still paused) server, fails
-  // (a timeout, or at once while the reconnect backoff runs), re-opens.
-  // Not a wait for a condition: the breaker's 400 ms cool-down passing in real
-  // time is what is tested.
-  std::this_thread::sleep_until(t + 420ms);
-  auto probe = steady_clock::now();
-  EXPECT_TRUE(l.check("k").degraded);
-  EXPECT_LT(ms_since(probe), kTimeoutMs + 100);
+  EXPECT_EQ(attempts(), 2u);
+  // Open for exactly the cool-down: 1 ms before it, no call reaches the pool.
+  clock->advance(399ms);
   auto c = steady_clock::now();
   EXPECT_TRUE(l.check("k").degraded);
+  EXPECT_LT(ms_since(c), kTimeoutMs / 3);
+  EXPECT_EQ(attempts(), 2u);
+  // At the cool-down one probe goes to the (still paused) server (past the
+  // reconnect backoff too), times out and re-opens the breaker.
+  clock->advance(1ms);
+  auto probe = steady_clock::now();
+  EXPECT_TRUE(l.check("k").degraded);
+  EXPECT_GE(ms_since(probe), kTimeoutMs - 20) << "the probe should have waited for the timeout";
+  EXPECT_LT(ms_since(probe), kTimeoutMs + 100);
+  EXPECT_EQ(attempts(), 3u);
+  c = steady_clock::now();
+  EXPECT_TRUE(l.check("k").degraded);
   EXPECT_LT(ms_since(c), kTimeoutMs / 3);  // open again
-  // The server comes back: the next probe closes the breaker. (The timed-out
-  // calls may run now that it resumes: a timeout does not mean "not done".)
+  EXPECT_EQ(attempts(), 3u);
+  // The server comes back: still open until the new cool-down has passed,
+  // then the next probe closes the breaker. (The timed-out calls may run now
+  // that it resumes: a timeout does not mean "not done".)
   server.resume();
-  std::this_thread::sleep_for(420ms);  // the cool-down again (real time under test, not a guess)
+  clock->advance(399ms);
   Decision d = l.check("after");
+  EXPECT_TRUE(d.degraded);
+  EXPECT_EQ(attempts(), 3u);
+  clock->advance(1ms);
+  d = l.check("after");
   EXPECT_FALSE(d.degraded);
   EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(attempts(), 4u);
   EXPECT_FALSE(l.check("other").degraded);
 }
 

@@ -5,9 +5,11 @@
 // no call receives another call's reply, and a dead node is not hammered.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
-#include <thread>
+#include <set>
 
+#include "clock.h"
 #include "error_code.h"
 #include "fault_proxy.h"
 #include "redis_server.h"
@@ -33,6 +35,16 @@ pltest::RedisServer& server() {
 
 
 int64_t ms_since(steady_clock::time_point t0) { return duration_cast<milliseconds>(steady_clock::now() - t0).count(); }
+
+// As client_for, with the reconnect backoff on `clock`.
+std::shared_ptr<Client> manual_client(const std::string& url, std::shared_ptr<const MonotonicClock> clock) {
+  ClientOptions co;
+  co.pool.size = 1;
+  co.pool.command_timeout_ms = kTimeoutMs;
+  co.pool.connect_timeout_ms = kTimeoutMs;
+  co.clock = std::move(clock);
+  return Client::open(url, co);
+}
 
 }  // namespace
 
@@ -105,43 +117,85 @@ TEST(Transport, HostileReplyHeadersAreProtocolErrors) {
   }
 }
 
-// Nobody listens: calls fail fast with UNAVAILABLE, and the connect rate is
-// bounded by the backoff (10 ms doubling to 1 s), not one connect per call.
+// Nobody listens: calls fail fast with UNAVAILABLE, and connects follow the
+// backoff (10 ms doubling to 1 s, each wait jittered within [base/2, base])
+// on the client's clock, which the test steps: not one connect per call.
 TEST(Transport, ADeadPortIsNotHammered) {
-  auto client = client_for("redis://127.0.0.1:" + std::to_string(pltest::free_port()));
+  auto clock = std::make_shared<ManualClock>();
+  auto client = manual_client("redis://127.0.0.1:" + std::to_string(pltest::free_port()), clock);
   Limiter l = limiter(client, "dead");
+  auto attempts = [&] { return client->stats().connect_attempts; };
   long calls = 0;
-  auto t0 = steady_clock::now();
-  while (ms_since(t0) < 1500) {
-    EXPECT_EQ(code_of([&] { l.check("k"); }), ErrorCode::kUnavailable);
+  int64_t slowest_us = 0;
+  auto fails_fast = [&] {
+    auto t = steady_clock::now();
+    std::string msg;
+    EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kUnavailable) << msg;
+    slowest_us = std::max<int64_t>(slowest_us, duration_cast<microseconds>(steady_clock::now() - t).count());
     ++calls;
+    return msg;
+  };
+  fails_fast();
+  ASSERT_EQ(attempts(), 1u);
+  std::set<int64_t> capped_waits;  // n >= 8: the base is the cap
+  for (uint64_t n = 1; n <= 10; ++n) {
+    SCOPED_TRACE("after " + std::to_string(n) + " failed connects");
+    const microseconds base = n >= 8 ? microseconds(1000000) : microseconds(10000 << (n - 1));
+    // Before half the base: never, however many calls.
+    clock->advance(base / 2 - 1us);
+    for (int i = 0; i < 50; ++i) {
+      std::string msg = fails_fast();
+      EXPECT_NE(msg.find(std::to_string(n) + " failed connects in a row; next try in"), std::string::npos) << msg;
+    }
+    ASSERT_EQ(attempts(), n);
+    // Then in 1 ms steps: one connect as soon as the jittered wait is over,
+    // and by the base at the latest.
+    microseconds waited = base / 2 - 1us;
+    while (attempts() == n && waited < base) {
+      const microseconds step = std::min<microseconds>(1ms, base - waited);
+      clock->advance(step);
+      waited += step;
+      fails_fast();
+    }
+    ASSERT_EQ(attempts(), n + 1);
+    EXPECT_GE(waited, base / 2);
+    EXPECT_LE(waited, base);
+    if (n >= 8) capped_waits.insert(waited.count());
   }
-  const uint64_t connects = client->stats().connect_attempts;
-  std::printf("dead port for 1.5 s: %ld calls, %llu connect attempts\n", calls,
-              static_cast<unsigned long long>(connects));
-  EXPECT_GT(calls, 1000);      // failing fast
-  EXPECT_LE(connects, 20u);    // ~9 expected; one connect per call would be `calls`
-  EXPECT_GE(connects, 3u);     // but it keeps trying
+  std::printf("dead port: %ld calls, %llu connect attempts, slowest call %lld us\n", calls,
+              static_cast<unsigned long long>(attempts()), static_cast<long long>(slowest_us));
+  EXPECT_EQ(attempts(), 11u);  // one connect per backoff period, not one per call
+  EXPECT_GT(calls, 500);
+  EXPECT_LT(slowest_us, 50000);  // failing fast: no call waits for a connect timeout
+  EXPECT_GE(capped_waits.size(), 2u);  // jittered: the three capped waits are not all alike
 }
 
-// A server that comes back is used again within the backoff's cap (1 s).
+// A server that comes back is used again when the backoff's wait is over
+// (at most its cap, 1 s), and not before: the client's clock is stepped.
 TEST(Transport, RecoversWhenTheServerComesBack) {
   pltest::RedisServer own;
-  Limiter l = limiter(client_for(own.url()), "back");
+  auto clock = std::make_shared<ManualClock>();
+  auto client = manual_client(own.url(), clock);
+  Limiter l = limiter(client, "back");
   ASSERT_TRUE(l.check("k").allowed);
   own.stop();
   for (int i = 0; i < 20; ++i) EXPECT_NE(code_of([&] { l.check("k"); }), ErrorCode::kInternal);
-  own.start();
-  auto t0 = steady_clock::now();
-  bool ok = false;
-  while (!ok && ms_since(t0) < 3000) {
-    try {
-      ok = l.check("k").allowed;
-    } catch (const Error&) {
-      std::this_thread::sleep_for(5ms);
-    }
+  // Ten more refused connects, a second apart: the backoff reaches its cap.
+  for (int i = 0; i < 10; ++i) {
+    const uint64_t before = client->stats().connect_attempts;
+    clock->advance(1s);
+    EXPECT_EQ(code_of([&] { l.check("k"); }), ErrorCode::kUnavailable);
+    EXPECT_EQ(client->stats().connect_attempts, before + 1);
   }
-  EXPECT_TRUE(ok);
-  std::printf("recovered %lld ms after the restart\n", static_cast<long long>(ms_since(t0)));
-  EXPECT_LT(ms_since(t0), 1500);
+  own.start();
+  const uint64_t before = client->stats().connect_attempts;
+  // Up, but the wait (within [500 ms, 1 s]) is not over: no connect yet.
+  EXPECT_EQ(code_of([&] { l.check("k"); }), ErrorCode::kUnavailable);
+  clock->advance(499ms);
+  EXPECT_EQ(code_of([&] { l.check("k"); }), ErrorCode::kUnavailable);
+  EXPECT_EQ(client->stats().connect_attempts, before);
+  clock->advance(501ms);
+  Decision d = l.check("k");
+  EXPECT_TRUE(d.allowed);
+  EXPECT_EQ(client->stats().connect_attempts, before + 1);
 }

@@ -13,6 +13,8 @@
 
 namespace polylimit {
 
+class MonotonicClock;  // core/src/clock.h
+
 // Pool and transport knobs; defaults and bounds come from the vocabulary.
 struct PoolOptions {
   int size = bounds::kPoolSize.def;                              // most connections open at once
@@ -46,6 +48,12 @@ struct ClientOptions {
   // memory:// only: the backend's clock in microseconds since the epoch.
   // Empty: the system realtime clock. Tests inject a fake clock here.
   std::function<int64_t()> memory_clock;
+  // Internal, for the core's tests (no binding or C ABI sets it): the
+  // monotonic clock of this client's time-based decisions (circuit breaker,
+  // deny cache, reconnect backoff, Limiter::acquire waits), e.g. a
+  // ManualClock (core/src/clock.h). Null: the real steady clock. Socket
+  // deadlines always use the real clock.
+  std::shared_ptr<const MonotonicClock> clock;
 };
 
 // Throws Error(kInvalidArgument) naming the bad field.
@@ -69,6 +77,8 @@ class Client {
   Stats stats() const;
   const Endpoint& endpoint() const { return endpoint_; }
   const std::string& name() const { return name_; }
+  // The clock of the client's time-based decisions (ClientOptions::clock).
+  const std::shared_ptr<const MonotonicClock>& clock() const { return clock_; }
 
   // Closes the client for every limiter made from it: connections are
   // released and later calls throw kClosed. Idempotent; calls in flight
@@ -79,15 +89,18 @@ class Client {
   void ensure_open() const;
 
  private:
-  Client(Endpoint endpoint, std::unique_ptr<Backend> backend, std::string name)
+  Client(Endpoint endpoint, std::unique_ptr<Backend> backend, std::string name,
+         std::shared_ptr<const MonotonicClock> clock)
       : endpoint_(std::move(endpoint)),
         backend_(std::move(backend)),
         metrics_(std::make_unique<Metrics>()),
-        name_(std::move(name)) {}
+        name_(std::move(name)),
+        clock_(std::move(clock)) {}
   Endpoint endpoint_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
   std::string name_;
+  std::shared_ptr<const MonotonicClock> clock_;
   std::atomic<bool> closed_{false};
 };
 
