@@ -124,7 +124,17 @@ std::vector<ReplyPtr> ScriptCache::run_all(Link& conn, const scripts::Script& sc
 }
 
 ReplyPtr ScriptCache::run(Link& conn, const scripts::Script& script, const Argv& keys, const Argv& args) {
-  return std::move(run_all(conn, script, {ScriptCall{keys, args}}).front());
+  // run_all for one call without its batch bookkeeping: the check's hot path.
+  // A failure after the send has an unknown outcome; SCRIPT LOAD runs only
+  // after NOSCRIPT (the call did not run), so its failure leaves it known.
+  Attempts attempts(*this, script, /*can_load=*/true);
+  std::string numkeys;
+  for (;;) {
+    attempts.prepare(conn);
+    const Argv command = attempts.command(keys, args, numkeys);
+    ReplyPtr r = send_with_outcome(conn, [&] { return conn.command(command); });
+    if (!is_noscript(r.get()) || !attempts.retry_noscript()) return r;
+  }
 }
 
 }  // namespace polylimit
