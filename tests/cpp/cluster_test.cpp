@@ -271,12 +271,13 @@ TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
 namespace {
 
 // Threads that check one key until stopped, like Hammer, keeping the slowest
-// call as well.
+// call as well, and when each thread's last finished call started.
 class TimedHammer {
  public:
-  TimedHammer(Limiter& l, std::string key, int threads, std::chrono::microseconds pause) {
+  TimedHammer(Limiter& l, std::string key, int threads, std::chrono::microseconds pause)
+      : last_started_ns_(static_cast<size_t>(threads)) {
     for (int t = 0; t < threads; ++t)
-      threads_.emplace_back([this, &l, key, pause] {
+      threads_.emplace_back([this, &l, key, pause, t] {
         while (!stop_.load()) {
           int64_t t0 = pltest::steady_ns();
           try {
@@ -290,12 +291,20 @@ class TimedHammer {
           int64_t took = pltest::steady_ns() - t0;
           for (int64_t cur = slowest_ns.load(); took > cur && !slowest_ns.compare_exchange_weak(cur, took);) {
           }
+          last_started_ns_[static_cast<size_t>(t)].store(t0);
           attempts.fetch_add(1);
           std::this_thread::sleep_for(pause);
         }
       });
   }
   ~TimedHammer() { stop(); }
+  // Whether every thread has finished a call that started at `t_ns` or later
+  // (so none is still in one that started before).
+  bool each_finished_a_call_since(int64_t t_ns) const {
+    for (const auto& started : last_started_ns_)
+      if (started.load() < t_ns) return false;
+    return true;
+  }
   void stop() {
     stop_.store(true);
     for (auto& t : threads_)
@@ -312,6 +321,7 @@ class TimedHammer {
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::string first_error;
+  std::vector<std::atomic<int64_t>> last_started_ns_;  // per thread, of its last finished call
   std::vector<std::thread> threads_;
 };
 
@@ -370,8 +380,11 @@ TEST(Cluster, SlotPingPongDuringAHandoverCostsNoError) {
     const double pingpong_ms = ms_since(t0, pltest::steady_ns());
     for (size_t m : cluster.masters())
       if (m != src && m != dst) cluster.command(m, {"CLUSTER", "SETSLOT", sl, "NODE", dst_id});
-    // Calls that started in the window end within a pause of its end.
-    std::this_thread::sleep_for(100ms);
+    // The window's calls are over once every caller has finished one that
+    // started after it (each ends within a pause of the window's end).
+    const int64_t window_end = pltest::steady_ns();
+    ASSERT_TRUE(Hammer::wait_for([&] { return h.each_finished_a_call_since(window_end); }, 10s))
+        << "a caller is still in a call of the window";
     const long followed = transport.redirects() - redirects0;
     std::printf("slot %d ping-pong %d<->%d for %.0f ms (asked %lld ms): %ld redirections followed; slowest call "
                 "%.1f ms\n",

@@ -3,7 +3,6 @@
 
 #include <hiredis/hiredis.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -266,50 +265,66 @@ void RedisCluster::kill(size_t i) {
   alive_[i] = false;
 }
 
-// ---------------------------------------------------------------- processes
-
-Process::Process(const std::string& program, const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> argv = {program};
-  argv.insert(argv.end(), args.begin(), args.end());
-  pid_ = spawn(argv, log);
-}
-
-Process::~Process() { kill(SIGTERM); }
-
-void Process::kill(int sig) {
-  if (pid_ <= 0) return;
-  ::kill(pid_, sig);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
-}
-
 // ---------------------------------------------------------------- sentinel
+
+namespace {
+
+SentinelOptions sentinel_options(std::string name, std::string data_password, std::string sentinel_password,
+                                 bool for_failover) {
+  SentinelOptions o;
+  o.name = std::move(name);
+  o.data_password = std::move(data_password);
+  o.sentinel_password = std::move(sentinel_password);
+  o.for_failover = for_failover;
+  return o;
+}
+
+}  // namespace
 
 RedisSentinels::RedisSentinels(std::string name, std::string data_password, std::string sentinel_password,
                                bool for_failover)
-    : name_(std::move(name)), data_password_(std::move(data_password)), sentinel_password_(std::move(sentinel_password)) {
-  // tests/fixture/redisfix starts the master, the replica (and waits until it
-  // is in sync) and the sentinels, and waits until every sentinel names the
-  // master and, unless --no-discovery, knows the replica and its two peers
-  // (several seconds: they learn them from periodic INFO and hello messages).
-  std::vector<std::string> args = {"sentinel", "--name", name_, "--replicas", "1", "--sentinels", "3"};
+    : RedisSentinels(sentinel_options(std::move(name), std::move(data_password), std::move(sentinel_password),
+                                      for_failover)) {}
+
+RedisSentinels::RedisSentinels(const SentinelOptions& o)
+    : name_(o.name), data_password_(o.data_password), sentinel_password_(o.sentinel_password),
+      tls_(!o.tls_cert_file.empty()) {
+  // tests/fixture/redisfix starts the master, the replicas (and waits until
+  // they are in sync) and the sentinels, and waits until every sentinel names
+  // the master and, unless --no-discovery, has heard from the master and the
+  // replicas and knows its peers.
+  std::vector<std::string> args = {"sentinel", "--name", name_, "--replicas", std::to_string(o.replicas),
+                                   "--sentinels", std::to_string(o.sentinels)};
   if (!data_password_.empty()) args.insert(args.end(), {"--password", data_password_});
   if (!sentinel_password_.empty()) args.insert(args.end(), {"--sentinel-password", sentinel_password_});
-  if (!for_failover) args.push_back("--no-discovery");
+  if (!o.for_failover) args.push_back("--no-discovery");
+  if (tls_)
+    args.insert(args.end(), {"--tls-cert-file", o.tls_cert_file, "--tls-key-file", o.tls_key_file,
+                             "--tls-ca-cert-file", o.tls_ca_cert_file});
   launcher_ = std::make_shared<Launcher>(args);
-  for (size_t i = 0; i < 2; ++i) data_.push_back(std::unique_ptr<RedisServer>(new RedisServer(launcher_, i)));
-  for (const Json& s : launcher_->description()["sentinels"].items) sentinel_ports_.push_back(s["port"].integer());
+  const Json& d = launcher_->description();
+  for (size_t i = 0; i < d["nodes"].items.size(); ++i) {
+    data_.push_back(std::unique_ptr<RedisServer>(new RedisServer(launcher_, i)));
+    data_tls_ports_.push_back(d["nodes"][i]["tls_port"].integer());
+  }
+  for (const Json& s : d["sentinels"].items) {
+    sentinel_ports_.push_back(s["port"].integer());
+    sentinel_tls_ports_.push_back(s["tls_port"].integer());
+  }
 }
 
 RedisSentinels::~RedisSentinels() = default;
 
 std::string RedisSentinels::url() const {
-  std::string out = "redis+sentinel://";
-  for (size_t i = 0; i < sentinel_ports_.size(); ++i)
-    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinel_ports_[i]);
+  std::string out = tls_ ? "rediss+sentinel://" : "redis+sentinel://";
+  const std::vector<int>& ports = tls_ ? sentinel_tls_ports_ : sentinel_ports_;
+  for (size_t i = 0; i < ports.size(); ++i) out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(ports[i]);
   return out + "/" + name_;
 }
+
+void RedisSentinels::stop_sentinel(size_t i) { launcher_->request("stop-sentinel " + std::to_string(i)); }
+
+void RedisSentinels::start_sentinel(size_t i) { launcher_->request("start-sentinel " + std::to_string(i)); }
 
 void RedisSentinels::sentinel_failover() {
   std::string r = command_at(sentinel_ports_[0], {"SENTINEL", "FAILOVER", name_}, sentinel_password_);
@@ -322,11 +337,13 @@ void RedisSentinels::wait_promoted(std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   int old_port = data_[master_]->port();
   int new_port = data_[1 - master_]->port();
+  // The port the sentinels name it by: its TLS port with TLS.
+  const int announced = tls_ ? data_tls_ports_[1 - master_] : new_port;
   for (;;) {
     bool all = true;
     for (int port : sentinel_ports_) {
       std::vector<std::string> addr = split(command_at(port, {"SENTINEL", "get-master-addr-by-name", name_}, sentinel_password_), '\n');
-      if (addr.size() != 2 || std::atoi(addr[1].c_str()) != new_port) all = false;
+      if (addr.size() != 2 || std::atoi(addr[1].c_str()) != announced) all = false;
     }
     std::vector<std::string> role = split(command_at(new_port, {"ROLE"}, data_password_), '\n');
     if (all && !role.empty() && role.front() == "master") break;

@@ -61,34 +61,40 @@ class RedisCluster {
   std::vector<bool> alive_;
 };
 
-// A process started by the tests (redis-server --sentinel), stopped on destruction.
-class Process {
- public:
-  Process(const std::string& program, const std::vector<std::string>& args, const std::string& log);
-  ~Process();
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-  void kill(int sig);  // and reap
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
+// What RedisSentinels starts (redisfix sentinel's options).
+struct SentinelOptions {
+  std::string name = "rlmaster";
+  std::string data_password;      // the data nodes require it
+  std::string sentinel_password;  // the sentinels require it
+  // Unless false, the constructor waits until every sentinel has heard from
+  // the master and the replicas and knows its peers.
+  bool for_failover = true;
+  int replicas = 1;
+  int sentinels = 3;
+  // TLS (all three files, or none): every data node and sentinel also
+  // listens on a TLS port; replication, Sentinel's links and what it
+  // announces use those, url() is rediss+sentinel://. Plain ports stay, for
+  // the tests' own commands (RedisServer::command).
+  std::string tls_cert_file, tls_key_file, tls_ca_cert_file;
 };
 
-// One master, one replica and three sentinels watching them as `name`.
-// Optionally the data nodes require `data_password` and the sentinels
-// `sentinel_password`. Unless `for_failover` is false, the constructor waits
-// until every sentinel knows the replica and its two peers (several seconds:
-// they learn them from periodic INFO and hello messages).
+// One master, its replicas (one by default) and sentinels (three) watching
+// them as `name`. Optionally the data nodes require `data_password` and the
+// sentinels `sentinel_password`. Unless `for_failover` is false, the
+// constructor waits until every sentinel has heard from the master and the
+// replica and knows its two peers.
 class RedisSentinels {
  public:
   explicit RedisSentinels(std::string name = "rlmaster", std::string data_password = "",
                           std::string sentinel_password = "", bool for_failover = true);
+  explicit RedisSentinels(const SentinelOptions& options);
   ~RedisSentinels();
-  std::string url() const;  // redis+sentinel://s1,s2,s3/name, without credentials
+  // redis+sentinel://s1,s2,s3/name, without credentials (rediss+sentinel://
+  // and the sentinels' TLS ports with TLS).
+  std::string url() const;
   const std::string& name() const { return name_; }
   RedisServer& master() { return *data_[master_]; }
-  RedisServer& replica() { return *data_[1 - master_]; }
+  RedisServer& replica() { return *data_[1 - master_]; }  // with one replica
   // SIGKILLs the master; the replica is then expected to be promoted.
   void kill_master();
   // SENTINEL FAILOVER: the replica is promoted, the master demoted to replica.
@@ -96,15 +102,25 @@ class RedisSentinels {
   // Polls until the sentinels name a live master other than the killed one
   // and it answers ROLE as master. Throws after `timeout`.
   void wait_promoted(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  size_t sentinels() const { return sentinel_ports_.size(); }
   int sentinel_port(size_t i) const { return sentinel_ports_[i]; }
+  int sentinel_tls_port(size_t i) const { return sentinel_tls_ports_[i]; }  // 0 without TLS
+  // Sentinel i stopped (SIGTERM), or started again on its ports with its
+  // configuration file (what it learned included); starting one that runs
+  // does nothing, one that was killed is reaped first. start_sentinel waits
+  // until it answers PING.
+  void stop_sentinel(size_t i);
+  void start_sentinel(size_t i);
 
  private:
   std::string name_;
   std::string data_password_, sentinel_password_;
+  bool tls_ = false;
   std::shared_ptr<Launcher> launcher_;  // tests/fixture/redisfix sentinel
   std::vector<std::unique_ptr<RedisServer>> data_;
+  std::vector<int> data_tls_ports_;  // of data_, 0 without TLS
   size_t master_ = 0;
-  std::vector<int> sentinel_ports_;
+  std::vector<int> sentinel_ports_, sentinel_tls_ports_;
 };
 
 // SIGKILLs a redis-server found through INFO (its pid).

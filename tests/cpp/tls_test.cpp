@@ -519,53 +519,28 @@ TEST(Tls, ClusterOverTls) {
 
 TEST(Tls, SentinelOverTls) {
   const Certs& c = certs();
-  TlsServer data(c.server, c.server_key, false, {"--tls-replication", "yes"});
-  // One sentinel, TLS only to its clients and to the master it watches.
-  char tmpl[] = "/tmp/polylimit-tls-sentinel-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  const int port = pltest::free_port(), tls_port = pltest::free_port();
-  {
-    std::ofstream conf(dir + "/sentinel.conf");
-    conf << "port " << port << "\nbind 127.0.0.1\ndaemonize no\nprotected-mode no\ndir " << dir << "\n"
-         << "tls-port " << tls_port << "\ntls-cert-file " << c.server << "\ntls-key-file " << c.server_key
-         << "\ntls-ca-cert-file " << c.ca << "\ntls-auth-clients no\ntls-replication yes\n"
-         << "sentinel monitor tlsmaster 127.0.0.1 " << data.tls_port << " 1\n";
-  }
-  {
-    pltest::Process sentinel("redis-server", {dir + "/sentinel.conf", "--sentinel"}, dir + "/sentinel.log");
-    // Ready when it has reached the master over TLS (INFO of the master seen).
-    auto deadline = steady_clock::now() + seconds(20);
-    for (;;) {
-      timeval tv{1, 0};
-      redisContext* ctx = redisConnectWithTimeout("127.0.0.1", port, tv);
-      std::string flags;
-      if (ctx && !ctx->err) {
-        auto* r = static_cast<redisReply*>(redisCommand(ctx, "SENTINEL MASTER tlsmaster"));
-        if (r && r->type == REDIS_REPLY_ARRAY)
-          for (size_t i = 0; i + 1 < r->elements; i += 2)
-            if (std::string(r->element[i]->str, r->element[i]->len) == "role-reported")
-              flags.assign(r->element[i + 1]->str, r->element[i + 1]->len);
-        if (r) freeReplyObject(r);
-      }
-      if (ctx) redisFree(ctx);
-      if (flags == "master") break;
-      ASSERT_LT(steady_clock::now(), deadline) << "the sentinel never reached the master over TLS";
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    const std::string url = "rediss+sentinel://127.0.0.1:" + std::to_string(tls_port) + "/tlsmaster";
-    Limiter l = limiter(Client::open(url, with_ca()), 2, "tlss");
-    EXPECT_TRUE(l.check("k").allowed);
-    EXPECT_TRUE(l.check("k").allowed);
-    EXPECT_FALSE(l.check("k").allowed);
-    EXPECT_EQ(data.server->integer(pltest::ring_units(l.storage_key("k"))), 2);
+  // One master and one sentinel (the fixture's), TLS to their clients, and
+  // from the sentinel to the master; ready once the sentinel has reached the
+  // master over TLS (its INFO answered).
+  pltest::SentinelOptions o;
+  o.name = "tlsmaster";
+  o.replicas = 0;
+  o.sentinels = 1;
+  o.tls_cert_file = c.server;
+  o.tls_key_file = c.server_key;
+  o.tls_ca_cert_file = c.ca;
+  pltest::RedisSentinels sentinels(o);
+  const std::string url = sentinels.url();
+  ASSERT_EQ(url, "rediss+sentinel://127.0.0.1:" + std::to_string(sentinels.sentinel_tls_port(0)) + "/tlsmaster");
+  Limiter l = limiter(Client::open(url, with_ca()), 2, "tlss");
+  EXPECT_TRUE(l.check("k").allowed);
+  EXPECT_TRUE(l.check("k").allowed);
+  EXPECT_FALSE(l.check("k").allowed);
+  EXPECT_EQ(sentinels.master().integer(pltest::ring_units(l.storage_key("k"))), 2);
 
-    std::string message;
-    EXPECT_EQ(check_error(url, with_ca(c.other_ca), &message), ErrorCode::kAuth) << message;
-    EXPECT_TRUE(contains(message, "TLS")) << message;
-    EXPECT_FALSE(contains(message, "refused the credentials")) << message;
-    EXPECT_TRUE(contains(message, "certificate verify failed")) << message;
-  }
-  std::string cmd = "rm -rf '" + dir + "'";
-  if (std::system(cmd.c_str()) != 0) { /* best effort */ }
+  std::string message;
+  EXPECT_EQ(check_error(url, with_ca(c.other_ca), &message), ErrorCode::kAuth) << message;
+  EXPECT_TRUE(contains(message, "TLS")) << message;
+  EXPECT_FALSE(contains(message, "refused the credentials")) << message;
+  EXPECT_TRUE(contains(message, "certificate verify failed")) << message;
 }

@@ -100,6 +100,16 @@ TEST(Url, Malformed) {
       {"rediss+sentinel://h:1", "missing master name"},
       {"redisss://h:1", "unknown scheme"},
       {"redis://h h:1", "invalid character"},
+      // A second ':' is not a port inside the host, in every kind of URL.
+      {"redis://h:1:2", "host \"h:1\" contains ':'"},
+      {"rediss://u:p@h:1:2/0", "host \"h:1\" contains ':'"},
+      {"redis+cluster://a:1,b:2:3", "host \"b:2\" contains ':'"},
+      {"redis+sentinel://s:1:2/m", "host \"s:1\" contains ':'"},
+      // Control characters in a host name.
+      {"redis://h\x01st:1", "control character in host"},
+      {"redis://h\x7f:1", "control character in host"},
+      {"redis+cluster://a:1,b\x1f:2", "control character in host"},
+      {"redis+sentinel://s\n:1/m", "control character in host"},
   };
   for (const auto& [url, fragment] : cases) {
     try {

@@ -804,34 +804,6 @@ void sentinel_unknown_master(pltest::RedisSentinels& sentinels) {
   s.drain_and_verify(ok, "k", [&](size_t) { return ring(sentinels.master().port(), ok.storage_key("k")); });
 }
 
-// Three sentinels on the ports of `sentinels`, monitoring its current master
-// (to restart them after a SIGKILL).
-struct Resentinels {
-  std::string dir;
-  std::vector<pid_t> pids;
-  Resentinels(pltest::RedisSentinels& s) {
-    char tmpl[] = "/tmp/polylimit-faults-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp");
-    dir = tmpl;
-    for (int i = 0; i < 3; ++i) {
-      std::string conf = dir + "/s" + std::to_string(i) + ".conf";
-      std::ofstream out(conf);
-      out << "port " << s.sentinel_port(i) << "\nbind 127.0.0.1\nprotected-mode no\ndir " << dir << "\n"
-          << "sentinel monitor " << s.name() << " 127.0.0.1 " << s.master().port() << " 2\n";
-      out.close();
-      pids.push_back(pltest::spawn({"redis-server", conf, "--sentinel"}));
-    }
-  }
-  ~Resentinels() {
-    for (pid_t p : pids) {
-      ::kill(p, SIGTERM);
-      ::waitpid(p, nullptr, 0);
-    }
-    std::string cmd = "rm -rf '" + dir + "'";
-    if (std::system(cmd.c_str()) != 0) { /* best effort */ }
-  }
-};
-
 void sentinel_all_down(pltest::RedisSentinels& sentinels, bool hung) {
   Scenario s("sentinel", hung ? "every sentinel hung (`SIGSTOP`)" : "every sentinel down (`kill -9`)",
              hung ? "SIGSTOP of all 3 sentinels; a client that knows the master keeps using it, a new client "
@@ -868,11 +840,12 @@ void sentinel_all_down(pltest::RedisSentinels& sentinels, bool hung) {
   Trio t(fresh, name, {{Algorithm::kSlidingLog, 5, kHour}});
   if (hung) s.row().deadline_ms = kDeadlineMs;  // one deadline for the whole call, whatever the sentinels do
   t.during(s, "k", {ErrorCode::kUnavailable}, "sentinel");
-  std::unique_ptr<Resentinels> restarted;
   if (hung) {
     for (pid_t p : pids) ::kill(p, SIGCONT);
   } else {
-    restarted = std::make_unique<Resentinels>(sentinels);
+    // The fixture starts them again on the same ports, with their
+    // configuration files (the master they monitor included).
+    for (size_t i = 0; i < sentinels.sentinels(); ++i) sentinels.start_sentinel(i);
   }
   Clock::time_point back = Clock::now();
   s.recover(t.error, "k", back);

@@ -4,6 +4,8 @@
 import os
 import signal
 import socket
+import threading
+import time
 
 import pytest
 
@@ -72,3 +74,68 @@ def test_paused_server_batch_marks_every_key(paused_server, key):
     assert [type(r) for r in results] == [polylimit.Timeout] * 3
     assert [r.outcome_unknown for r in results] == [True] * 3
     assert info.value.outcome_unknown is True and info.value.index == 0
+
+
+def test_client_kill_storm_consumes_only_through_unknown_outcomes(private_redis, prefix):
+    """Threads check while another connection kills every normal client again
+    and again (CLIENT KILL during load). Afterwards the stored state, read
+    through a separate client, holds every admitted unit plus at most one unit
+    per error with an unknown outcome: errors with a known outcome consumed
+    nothing (docs/error-model.md, "Unknown outcome")."""
+    limit = 1000000  # never denies: every unit stored is an admission or an error's
+    keys = ["storm:%d" % i for i in range(4)]
+    counts = {"admitted": 0, "denied": 0, "unknown": 0, "known": 0}
+    lock = threading.Lock()
+    stop = threading.Event()
+    with polylimit.Client(private_redis.url, pool_size=2, command_timeout=2) as client:
+        lim = client.limiter(limit=limit, window=3600, prefix=prefix)
+
+        def checker(key):
+            while not stop.is_set():
+                try:
+                    outcome = "admitted" if lim.check(key).allowed else "denied"
+                except polylimit.Error as e:
+                    outcome = "unknown" if e.outcome_unknown else "known"
+                with lock:
+                    counts[outcome] += 1
+
+        threads = [threading.Thread(target=checker, args=(k,)) for k in keys]
+        for t in threads:
+            t.start()
+        kills = 0
+        try:
+            # Kill, then wait until the checkers are back at work (more calls
+            # admitted) before the next kill; until enough kills hit calls in
+            # flight, or a time limit.
+            give_up = time.monotonic() + 20
+            while time.monotonic() < give_up and not (counts["unknown"] >= 10 and kills >= 50):
+                private_redis.command("CLIENT", "KILL", "TYPE", "normal")  # not this connection (SKIPME)
+                kills += 1
+                resume_at = counts["admitted"] + 10
+                back = time.monotonic() + 0.5
+                while counts["admitted"] < resume_at and time.monotonic() < back:
+                    time.sleep(0.001)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        # The client recovers once the storm ends.
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                assert lim.check("after")
+                break
+            except polylimit.Error:
+                if time.monotonic() > deadline:
+                    raise
+    # The stored units, through a client of its own (a separate connection).
+    with polylimit.Client(private_redis.url) as reader:
+        peek = reader.limiter(limit=limit, window=3600, prefix=prefix)
+        stored = sum(limit - peek.peek(k).remaining for k in keys)
+    print("CLIENT KILL storm: %d kills; %d admitted, %d stored; errors: %d with an unknown outcome, %d known"
+          % (kills, counts["admitted"], stored, counts["unknown"], counts["known"]))
+    assert counts["denied"] == 0
+    assert counts["unknown"] > 0, ("no kill hit a call in flight", kills, counts)
+    assert stored >= counts["admitted"], ("an admitted unit is missing", stored, counts)
+    assert stored - counts["admitted"] <= counts["unknown"], ("an error with a known outcome consumed units",
+                                                              stored, counts)

@@ -56,6 +56,28 @@ def test_wheel_installs_into_a_clean_venv(tmp_path):
         assert not [n for n in _needed(so) if "hiredis" in n], _needed(so)
     for name in ("py.typed", "_core.pyi", "_vocabulary.py"):  # _vocabulary.py: generated at build time
         assert os.path.exists(os.path.join(os.path.dirname(so), name)), name
+    # The web frameworks and prometheus_client are extras: the clean venv has
+    # none of them, and polylimit with the framework-free parts of
+    # polylimit.contrib imports without them.
+    script = (
+        "import importlib.util, sys\n"
+        "import polylimit, polylimit.contrib, polylimit.contrib.http, polylimit.contrib.asgi\n"
+        "import polylimit.contrib.django\n"
+        "present = [m for m in ('fastapi', 'starlette', 'flask', 'django', 'prometheus_client')\n"
+        "           if m in sys.modules or importlib.util.find_spec(m) is not None]\n"
+        "print(present)\n"
+    )
+    out = subprocess.run([py, "-c", script], check=True, capture_output=True, text=True, cwd=str(tmp_path)).stdout
+    assert out.strip() == "[]", out
+    # ... and the wheel's metadata requires each of them only for its extra.
+    with zipfile.ZipFile(wheel) as z:
+        metadata = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        assert len(metadata) == 1, metadata
+        lines = z.read(metadata[0]).decode().splitlines()
+    requires = [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
+    assert not [r for r in requires if "extra ==" not in r], requires
+    extras = {line.split(":", 1)[1].strip() for line in lines if line.startswith("Provides-Extra:")}
+    assert {"fastapi", "flask", "django", "prometheus"} <= extras, extras
 
 
 def _built_wheel():
