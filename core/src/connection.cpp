@@ -364,17 +364,25 @@ size_t Connection::read_some(char* buf, size_t cap, Deadline deadline) {
   }
 }
 
+ReplyPtr Connection::parsed() {
+  void* raw = nullptr;
+  if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
+    fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
+  return ReplyPtr(static_cast<redisReply*>(raw));
+}
+
+void Connection::feed_reader(const char* data, size_t len) {
+  guard_.scan(data, len, where_);
+  if (redisReaderFeed(reader_, data, len) != REDIS_OK)
+    fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
+}
+
 ReplyPtr Connection::read_reply(Deadline deadline) {
   for (;;) {
-    void* raw = nullptr;
-    if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
-      fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
-    if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+    if (ReplyPtr r = parsed()) return r;
     char buf[16 * 1024];
     size_t n = read_some(buf, sizeof buf, deadline);
-    guard_.scan(buf, n, where_);
-    if (redisReaderFeed(reader_, buf, n) != REDIS_OK)
-      fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
+    feed_reader(buf, n);
   }
 }
 
@@ -416,10 +424,7 @@ ReplyPtr Connection::next_reply(Deadline deadline, int wake_fd, bool& woken) {
   if (broken_) throw Error(ErrorCode::kInternal, "read on a broken connection to " + where_);
   try {
     for (;;) {
-      void* raw = nullptr;
-      if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
-        fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
-      if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+      if (ReplyPtr r = parsed()) return r;
       char buf[16 * 1024];
       size_t n = 0;
       if (tls_) {
@@ -436,9 +441,7 @@ ReplyPtr Connection::next_reply(Deadline deadline, int wake_fd, bool& woken) {
         n = recv_or_wake(buf, sizeof buf, deadline, wake_fd, woken);
         if (n == 0) return nullptr;
       }
-      guard_.scan(buf, n, where_);
-      if (redisReaderFeed(reader_, buf, n) != REDIS_OK)
-        fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
+      feed_reader(buf, n);
     }
   } catch (...) {
     broken_ = true;
@@ -450,17 +453,12 @@ ReplyPtr Connection::buffered_reply() {
   if (broken_) throw Error(ErrorCode::kInternal, "read on a broken connection to " + where_);
   try {
     for (;;) {
-      void* raw = nullptr;
-      if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
-        fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
-      if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+      if (ReplyPtr r = parsed()) return r;
       if (!tls_) return nullptr;
       char buf[16 * 1024];
       const size_t n = tls_->read(buf, sizeof buf, where_);  // decrypts what was fed, no I/O
       if (n == 0) return nullptr;
-      guard_.scan(buf, n, where_);
-      if (redisReaderFeed(reader_, buf, n) != REDIS_OK)
-        fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
+      feed_reader(buf, n);
     }
   } catch (...) {
     broken_ = true;
@@ -517,10 +515,7 @@ std::vector<ReplyPtr> Connection::pipeline(const std::vector<Argv>& commands) {
 ReplyPtr Connection::receive(std::chrono::milliseconds wait) {
   if (broken_) throw Error(ErrorCode::kInternal, "receive on a broken connection to " + where_);
   try {
-    void* raw = nullptr;
-    if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
-      fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
-    if (raw != nullptr) return ReplyPtr(static_cast<redisReply*>(raw));
+    if (ReplyPtr r = parsed()) return r;
     if (!(tls_ && tls_->has_pending()) && !wait_for(fd_, POLLIN, Clock::now() + wait)) return nullptr;
     ReplyPtr r = read_reply(command_deadline());
     last_used_ = Clock::now();

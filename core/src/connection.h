@@ -150,6 +150,10 @@ class Connection final : public Link {
   void append(std::string& out, const Argv& argv) { encode(out, argv); }
   void send_all(const std::string& data, Deadline deadline);
   ReplyPtr read_reply(Deadline deadline);
+  // The next whole reply among the bytes fed so far, else null.
+  ReplyPtr parsed();
+  // Received (decrypted) reply bytes into the reader, through the guard.
+  void feed_reader(const char* data, size_t len);
   // Socket I/O under `deadline`; `what` ("send to", "TLS handshake with") and
   // budget_ms (the timeout it came from) name a failure.
   void send_raw(const char* data, size_t len, Deadline deadline, const char* what, int budget_ms);
