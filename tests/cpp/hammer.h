@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <mutex>
@@ -37,6 +38,7 @@ class Hammer {
           } catch (const polylimit::Error& e) {
             errors.fetch_add(1);
             int64_t now = steady_ns();
+            if (e.outcome_unknown() && now >= unknown_since_ns.load()) unknown_late.fetch_add(1);
             last_error_ns.store(now);
             std::lock_guard<std::mutex> lock(mu_);
             if (first_error.empty()) {
@@ -71,6 +73,10 @@ class Hammer {
 
   std::atomic<long> admitted{0}, denied{0}, errors{0}, attempts{0};
   std::atomic<int64_t> last_error_ns{0}, last_success_ns{0};
+  // Errors with an unknown outcome (they may have consumed a unit) from
+  // unknown_since_ns on.
+  std::atomic<int64_t> unknown_since_ns{INT64_MAX};
+  std::atomic<long> unknown_late{0};
   int64_t first_error_ns = 0;
 
  private:
