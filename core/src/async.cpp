@@ -125,7 +125,7 @@ void StandaloneTransport::submit_async(std::shared_ptr<AsyncCall> c, ScriptDone 
       // Once more on a fresh connection when nothing was written (the
       // connection had been closed while idle; see Mux::Call::may_resend)
       // and time is left, or after NOSCRIPT.
-      if (call.error ? call.may_resend && Mux::Clock::now() < c->deadline && c->attempts.resend_unsent(call.sent)
+      if (call.error ? call.may_resend && c->attempts.resend_unsent(call.sent)
                      : ScriptCache::is_noscript(call.replies.front().get()) && c->attempts.retry_noscript())
         return submit_async(c, done);
     } catch (...) {

@@ -104,7 +104,7 @@ void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock
     --room_waiters_;
   }
   if (broken_) {
-    call->may_resend = true;
+    call->may_resend = Clock::now() < call->deadline;
     throw Error(ErrorCode::kUnavailable, "the connection to " + conn_->where() + " is closed");
   }
   if (full())
@@ -181,9 +181,9 @@ void Mux::fail_all_locked(std::exception_ptr error) {
   calls.swap(inflight_);
   for (CallPtr& c : unsent_) calls.push_back(std::move(c));
   unsent_.clear();
-  // A call never written may be tried once more on a fresh connection,
-  // unless this one was given up because the server did not answer in time:
-  // a new connection to it would not answer sooner.
+  // A call never written may be tried once more on a fresh connection, within
+  // its deadline, unless this one was given up because the server did not
+  // answer in time: a new connection to it would not answer sooner.
   bool timed_out = false;
   try {
     std::rethrow_exception(error);
@@ -191,10 +191,11 @@ void Mux::fail_all_locked(std::exception_ptr error) {
     timed_out = e.code() == ErrorCode::kTimeout;
   } catch (...) {
   }
+  const Clock::time_point now = Clock::now();
   for (CallPtr& c : calls) {
     if (c->done) continue;
     c->error = for_call(error, c->sent);
-    c->may_resend = !c->sent && !timed_out;
+    c->may_resend = !c->sent && !timed_out && now < c->deadline;
     complete_locked(c);
   }
 }

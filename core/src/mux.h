@@ -70,7 +70,7 @@ class Mux : public std::enable_shared_from_this<Mux> {
     bool done = false;                // replies or error are final
     bool abandoned = false;           // its caller gave up; the replies are dropped
     bool lead = false;                // handed the connection: drive it
-    bool may_resend = false;          // failed unwritten: a fresh connection may serve it
+    bool may_resend = false;          // failed unwritten, in time: a fresh connection may serve it
     // What a synchronous caller sleeps on: kWaiting, then kDone or kLead,
     // stored (release) after the fields above; the futex word of its wait.
     std::atomic<uint32_t> signal{0};

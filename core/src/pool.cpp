@@ -41,7 +41,7 @@ std::vector<ReplyPtr> PooledConnection::run(const std::vector<const Argv*>& comm
       sent_ = call->sent;
       // Nothing of it was written and the connection is gone (closed while
       // idle, or broken by another call): once more on a fresh connection.
-      if (attempt == 0 && call->may_resend && !pool_->closed_.load() && Mux::Clock::now() < deadline) {
+      if (attempt == 0 && call->may_resend && !pool_->closed_.load()) {
         mux_ = pool_->acquire().mux_;
         continue;
       }
