@@ -513,8 +513,11 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_check_many(polylimit_limiter *limiter, c
  * exactly once (with an error when the client is closed meanwhile).
  * The first check on a client may connect on the submitting thread (bounded
  * by connect_timeout_ms).
- * Cluster and Sentinel clients: the check runs on a library thread (at most
- * 4 per client) instead; the completion is the same.
+ * Cluster and Sentinel clients: the same, on the node of the key's slot or
+ * the current master. A check that must wait (the client's first, which
+ * loads the slot map or asks the sentinels; a redirection; a READONLY reply;
+ * an unreachable node) goes on on a library thread (at most 4 per client),
+ * as do durable checks; the completion is the same.
  * ------------------------------------------------------------------------ */
 
 /** A queue of completed non-blocking checks. */

@@ -88,52 +88,65 @@ Transport::~Transport() {
 }
 
 void Transport::run_in_background(std::function<void()> job) {
+  background_jobs_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(background_mu_);
   if (!background_) background_ = std::make_shared<BackgroundRunner>();
   background_->run(std::move(job));
 }
 
-// ------------------------------------------------------------ standalone
+// ------------------------------------------------------------ script calls
 
-struct StandaloneTransport::AsyncCall {
-  AsyncCall(ScriptCache& cache, const scripts::Script& script, const ScriptCall& call)
-      : keys(call.keys.begin(), call.keys.end()), args(call.args.begin(), call.args.end()),
-        attempts(cache, script, /*can_load=*/false) {}
-  std::vector<std::string> keys, args;  // the views of the ScriptCall die when run_script_async returns
-  // No SCRIPT LOAD here: a callback must not wait for one.
-  ScriptCache::Attempts attempts;
-  Mux::Clock::time_point deadline;  // of every attempt: one per call
-};
+Transport::AsyncCall::AsyncCall(ScriptCache& cache, const scripts::Script& script, const ScriptCall& call,
+                                int timeout_ms, ScriptDone done)
+    : script(script), keys(call.keys.begin(), call.keys.end()), args(call.args.begin(), call.args.end()),
+      attempts(cache, script, /*can_load=*/false),
+      deadline(Mux::Clock::now() + std::chrono::milliseconds(timeout_ms)), done(std::move(done)) {}
 
-bool StandaloneTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
-                                           const ScriptDone& done) {
-  auto c = std::make_shared<AsyncCall>(scripts_, script, call);
-  c->deadline = Mux::Clock::now() + std::chrono::milliseconds(pool_.options().command_timeout_ms);
-  submit_async(std::move(c), done);
-  return true;
-}
-
-void StandaloneTransport::submit_async(std::shared_ptr<AsyncCall> c, ScriptDone done) {
-  // Only the first attempt may throw to the submitter; later ones run in a
-  // callback and report through `done`. The submitter never waits on a
-  // connect while a connection is open (grow = false).
-  PooledConnection conn = pool_.acquire(/*grow=*/c->attempts.resent());
+void Transport::submit_async(const std::shared_ptr<AsyncCall>& c) {
+  // The submitter never waits on a connect while a connection is open
+  // (grow = false); a resend may open a fresh one.
+  PooledConnection conn = c->pool->acquire(/*grow=*/c->attempts.resent());
   Argv keys(c->keys.begin(), c->keys.end()), args(c->args.begin(), c->args.end());
   std::string numkeys;
-  conn.submit({c->attempts.command(keys, args, numkeys)}, [this, c, done](Mux::Call& call) {
+  conn.submit({c->attempts.command(keys, args, numkeys)}, [this, c](Mux::Call& call) {
     try {
       // Once more on a fresh connection when nothing was written (the
       // connection had been closed while idle; see Mux::Call::may_resend)
       // and time is left, or after NOSCRIPT.
       if (call.error ? call.may_resend && c->attempts.resend_unsent(call.sent)
                      : ScriptCache::is_noscript(call.replies.front().get()) && c->attempts.retry_noscript())
-        return submit_async(c, done);
+        return submit_async(c);
+      if (divert_async(c, call)) return;
     } catch (...) {
-      return done(nullptr, std::current_exception());
+      return c->done(nullptr, std::current_exception());
     }
-    if (call.error) return done(nullptr, call.error);
-    done(std::move(call.replies.front()), nullptr);
+    if (call.error) return c->done(nullptr, call.error);
+    c->done(std::move(call.replies.front()), nullptr);
   }, c->deadline);
+}
+
+void Transport::finish_in_background(const std::shared_ptr<AsyncCall>& c, std::function<void()> first) {
+  run_in_background([this, c, first = std::move(first)] {
+    ReplyPtr reply;
+    try {
+      if (first) first();
+      Argv keys(c->keys.begin(), c->keys.end()), args(c->args.begin(), c->args.end());
+      reply = run_script(c->script, keys, args);
+    } catch (...) {
+      return c->done(nullptr, std::current_exception());
+    }
+    c->done(std::move(reply), nullptr);
+  });
+}
+
+// ------------------------------------------------------------ standalone
+
+bool StandaloneTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
+                                           const ScriptDone& done) {
+  auto c = std::make_shared<AsyncCall>(scripts_, script, call, pool_.options().command_timeout_ms, done);
+  c->pool = &pool_;
+  submit_async(c);
+  return true;
 }
 
 // ------------------------------------------------------------ backends

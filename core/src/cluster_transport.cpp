@@ -486,6 +486,53 @@ std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& scrip
   });
 }
 
+bool ClusterTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
+                                        const ScriptDone& done) {
+  if (!loaded_.load(std::memory_order_acquire)) return false;  // a caller waits for the first map
+  ensure_map();  // loaded: at most asks for the periodic refresh
+  NodePtr node = node_for_slot(slot_of(call.keys));
+  if (!node) return false;
+  auto c = std::make_shared<AsyncCall>(scripts_, script, call, options_.command_timeout_ms, done);
+  c->node = node;
+  c->pool = &node->pool;
+  try {
+    submit_async(c);
+  } catch (const Error& e) {
+    // Nothing was queued: the blocking path refreshes the map and retries.
+    if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
+    return false;
+  }
+  return true;
+}
+
+bool ClusterTransport::divert_async(const std::shared_ptr<AsyncCall>& c, Mux::Call& attempt) {
+  if (attempt.error) {
+    request_refresh();  // as execute(): the node may be gone; the call may have run, so no retry
+    return false;
+  }
+  const redisReply* r = attempt.replies.front().get();
+  Redirect rd;
+  if (parse_redirect(r, host_of(c->node->address), rd)) {
+    redirects_.fetch_add(1, std::memory_order_relaxed);
+    if (rd.moved) {
+      NodePtr target = pools_.get(rd.address);
+      {
+        std::unique_lock<std::shared_mutex> lock(locks().map);
+        slots_[static_cast<size_t>(rd.slot)] = target;
+      }
+      request_refresh(&rd.address);
+    }
+    finish_in_background(c);  // the call did not run: execute() follows the redirection
+    return true;
+  }
+  if (reply_starts_with(r, "TRYAGAIN")) {
+    finish_in_background(c);  // did not run either; execute() pauses and retries
+    return true;
+  }
+  if (reply_starts_with(r, "CLUSTERDOWN")) request_refresh();
+  return false;
+}
+
 std::string ClusterTransport::master_for(std::string_view key) {
   ensure_map();
   NodePtr node = node_for_slot(key_slot(key));

@@ -77,6 +77,11 @@ class ClusterTransport : public Transport {
   void close() override;
   long evicting_nodes() override;
   long connect_attempts() override;
+  // Once the map is loaded: on the node of the call's slot, without a
+  // thread. A redirection hands the call to the blocking path (execute) on a
+  // library thread; so do the first map load and a node that cannot be
+  // reached (nothing was queued: run_in_background).
+  bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) override;
 
   // host:port of the master that owns `key` in the current map (loads it).
   std::string master_for(std::string_view key);
@@ -90,6 +95,7 @@ class ClusterTransport : public Transport {
   using RunFn = std::function<ReplyPtr(Link&, bool asking)>;
 
   ReplyPtr execute(int slot, const RunFn& run);
+  bool divert_async(const std::shared_ptr<AsyncCall>& call, Mux::Call& attempt) override;
   int slot_of(const Argv& keys) const;
   NodePtr node_for_slot(int slot);
   void ensure_map();

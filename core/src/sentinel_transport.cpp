@@ -480,6 +480,41 @@ std::vector<ReplyPtr> SentinelTransport::run_scripts(const scripts::Script& scri
   return replies;
 }
 
+bool SentinelTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
+                                         const ScriptDone& done) {
+  if (!master()) return false;  // a caller waits for the first resolution
+  MasterPtr m = current();
+  auto c = std::make_shared<AsyncCall>(scripts_, script, call, options_.command_timeout_ms, done);
+  c->node = m;
+  c->pool = &m->pool;
+  try {
+    submit_async(c);
+  } catch (const Error& e) {
+    // Nothing was queued: the blocking path re-resolves and tries again.
+    if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
+    return false;
+  }
+  return true;
+}
+
+bool SentinelTransport::divert_async(const std::shared_ptr<AsyncCall>& c, Mux::Call& attempt) {
+  if (attempt.error) {
+    // As execute(): re-resolve for the next call; this one may have run, so
+    // it fails (after the resolution, which must not run on an I/O thread).
+    if (closed_.load()) return false;
+    std::exception_ptr error = attempt.error;
+    run_in_background([this, c, error] {
+      re_resolve();
+      c->done(nullptr, error);
+    });
+    return true;
+  }
+  if (!is_readonly(attempt.replies.front().get())) return false;
+  readonly_replies_.fetch_add(1, std::memory_order_relaxed);
+  finish_in_background(c, [this] { re_resolve(); });  // the command did not run
+  return true;
+}
+
 std::string SentinelTransport::master_address() { return current()->address; }
 
 }  // namespace polylimit

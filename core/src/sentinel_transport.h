@@ -79,6 +79,10 @@ class SentinelTransport : public Transport {
   long evicting_nodes() override;
   long connect_attempts() override;
   int command_timeout_ms() const override { return options_.command_timeout_ms; }
+  // Once a master is known: on its pool, without a thread. A READONLY reply
+  // (a demoted master) or a failed send re-resolves on a library thread, as
+  // execute() does; so does the first resolution (run_in_background).
+  bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) override;
 
   // host:port of the master in use (resolves it first if needed).
   std::string master_address();
@@ -110,6 +114,7 @@ class SentinelTransport : public Transport {
   };
 
   MasterPtr current();
+  bool divert_async(const std::shared_ptr<AsyncCall>& call, Mux::Call& attempt) override;
   // The master in use (null before the first resolution), and its change:
   // pools_ then holds that one node.
   MasterPtr master();

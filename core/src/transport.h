@@ -5,6 +5,7 @@
 // interface, so the algorithms never know which one they talk to.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -38,6 +39,7 @@ Argv wait_command(const Durability& durable, std::string (&storage)[2]);
 Ack read_ack(const redisReply* reply);
 
 class BackgroundRunner;
+struct Node;
 
 // The non-blocking path's result: a reply, or the error (never both).
 using ScriptDone = std::function<void(ReplyPtr reply, std::exception_ptr error)>;
@@ -88,10 +90,45 @@ class Transport {
   // non-blocking transport exists yet (Cluster, Sentinel, durable checks).
   static constexpr int kBackgroundThreads = 4;
   void run_in_background(std::function<void()> job);
+  // Jobs run_in_background was given (for tests: which path calls took).
+  long background_jobs() const { return background_jobs_.load(std::memory_order_relaxed); }
+
+ protected:
+  // One script call on the non-blocking path (async.cpp), for every
+  // transport: each attempt goes to `pool`; ScriptCache::Attempts says when
+  // another goes (NOSCRIPT, a connection closed before anything was written).
+  struct AsyncCall {
+    AsyncCall(ScriptCache& cache, const scripts::Script& script, const ScriptCall& call, int timeout_ms,
+              ScriptDone done);
+    const scripts::Script& script;
+    std::vector<std::string> keys, args;  // the views of the ScriptCall die when run_script_async returns
+    ScriptCache::Attempts attempts;       // no SCRIPT LOAD: a callback must not wait for one
+    Mux::Clock::time_point deadline;      // of every attempt: one per call
+    ScriptDone done;
+    std::shared_ptr<Node> node;           // Cluster, Sentinel: the node of `pool`, held while the call lasts
+    ConnectionPool* pool = nullptr;
+  };
+  // Sends the next attempt of `call`. Only the first may throw to the
+  // submitter (then call.done never runs); later ones report through done.
+  void submit_async(const std::shared_ptr<AsyncCall>& call);
+  // Looks at an attempt's final result (a reply that is not NOSCRIPT, or an
+  // error that allows no resend) before call.done gets it, on the thread
+  // that completed it. True when it took the call over (a redirection, a
+  // demoted master: it goes on elsewhere and reports through call.done).
+  virtual bool divert_async(const std::shared_ptr<AsyncCall>& call, Mux::Call& attempt) {
+    (void)call, (void)attempt;
+    return false;
+  }
+  // Hands the call to a library thread that runs it with run_script, the
+  // blocking path (which follows redirections and re-resolves masters), after
+  // `first` (may be null). Safe from a completion: the job holds call.done,
+  // and with it whoever keeps this transport alive.
+  void finish_in_background(const std::shared_ptr<AsyncCall>& call, std::function<void()> first = nullptr);
 
  private:
   std::mutex background_mu_;
   std::shared_ptr<BackgroundRunner> background_;
+  std::atomic<long> background_jobs_{0};
 };
 
 // One server (redis:// or unix://).
@@ -115,11 +152,6 @@ class StandaloneTransport : public Transport {
   ConnectionPool& pool() { return pool_; }
 
  private:
-  // One non-blocking attempt of a script call (async.cpp); its callback
-  // makes the next when ScriptCache::Attempts says so.
-  struct AsyncCall;
-  void submit_async(std::shared_ptr<AsyncCall> call, ScriptDone done);
-
   ConnectionPool pool_;
   ScriptCache scripts_;
 };

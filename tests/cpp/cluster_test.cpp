@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -211,11 +213,67 @@ TEST_F(SharedCluster, KeysSpreadOverMastersAndHotKeysAreExact) {
   EXPECT_TRUE(spread.check("after-fork").allowed);
 }
 
-TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
+// The non-blocking path goes straight to the node of the key's slot, on the
+// connection's I/O thread: once the map is loaded no call takes a library
+// thread, and one hot key per master is still exact.
+TEST_F(SharedCluster, AsyncChecksGoToTheSlotsNodeWithoutALibraryThread) {
+  RedisCluster& cluster = SharedCluster::cluster();
+  auto client = open(url());
+  auto& transport = cluster_transport(*client);
+  constexpr int64_t kLimit = 200;
+  auto hot = std::make_shared<Limiter>(client, limit(kLimit, 3600 * 1000, "async-hot"));
+  std::vector<std::string> keys;
+  for (size_t m : cluster.masters()) keys.push_back(key_on(cluster, *hot, m, "k-"));
+  auto check = [&](const std::string& key) {
+    std::promise<polylimit::Decision> p;
+    auto f = p.get_future();
+    Limiter::check_async(hot, key, 1, [&p](const polylimit::Decision& d, std::exception_ptr e) {
+      if (e)
+        p.set_exception(e);
+      else
+        p.set_value(d);
+    });
+    return f.get();
+  };
+  EXPECT_TRUE(check("warm").allowed);  // loads the map (on a library thread: the first call waits for it)
+  const long jobs0 = transport.background_jobs();
+  EXPECT_LE(jobs0, 1);
+
+  std::vector<std::atomic<int>> admitted(keys.size());
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 60 * static_cast<int>(keys.size()); ++i) {
+        size_t k = static_cast<size_t>(i) % keys.size();
+        try {
+          if (check(keys[k]).allowed) ++admitted[k];
+        } catch (const Error&) {
+          ++errors;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    EXPECT_EQ(admitted[k].load(), kLimit) << keys[k];
+    const int port = cluster.node(cluster.master_of_slot(polylimit::key_slot(hot->storage_key(keys[k])))).port();
+    EXPECT_EQ(transport.master_for(hot->storage_key(keys[k])), "127.0.0.1:" + std::to_string(port));
+  }
+  EXPECT_EQ(transport.background_jobs(), jobs0) << "calls took the blocking path on library threads";
+  EXPECT_EQ(transport.redirects(), 0);
+}
+
+namespace {
+
+// Hammers one key (through check, or check_async) while its slot migrates to
+// another master; the log moves with it and the limit stays exact.
+void reshard_under_load(bool async, const char* prefix) {
   RedisCluster cluster(3, 1);
   auto client = open(cluster.url());
   constexpr int64_t kLimit = 4000;  // high enough to be reached only after the move
-  Limiter l(client, limit(kLimit, 3600 * 1000, "reshard"));
+  auto shared = std::make_shared<Limiter>(client, limit(kLimit, 3600 * 1000, prefix));
+  Limiter& l = *shared;
   const std::string key = "moving";
   const std::string skey = l.storage_key(key);
   const int slot = polylimit::key_slot(skey);
@@ -226,10 +284,13 @@ TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
   const std::string src_id = cluster.node_id(src), dst_id = cluster.node_id(dst);
   auto& transport = cluster_transport(*client);
 
-  Hammer h(l, key, 8, 1000us);
+  std::unique_ptr<Hammer> hammer =
+      async ? std::make_unique<Hammer>(shared, key, 8, 1000us) : std::make_unique<Hammer>(l, key, 8, 1000us);
+  Hammer& h = *hammer;
   ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
   long before = h.admitted.load();
   long redirects_before = transport.redirects();
+  const long jobs_before = transport.background_jobs();
 
   // The standard slot migration, with pauses so that callers meet both the
   // MIGRATING state (ASK) and the final reassignment (MOVED).
@@ -255,10 +316,18 @@ TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
   // Keep going until well past the limit.
   ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
   h.stop();
-  std::printf("resharding slot %d %d->%d: admitted %ld before, %ld at MIGRATE, %ld at SETSLOT NODE, %ld total; "
-              "%ld denied, %ld errors, %ld redirections followed\n",
-              slot, cluster.node(src).port(), cluster.node(dst).port(), before, at_migrate, at_assign,
-              h.admitted.load(), h.denied.load(), h.errors.load(), transport.redirects() - redirects_before);
+  const long jobs = transport.background_jobs() - jobs_before;
+  std::printf("resharding slot %d %d->%d (%s): admitted %ld before, %ld at MIGRATE, %ld at SETSLOT NODE, %ld total; "
+              "%ld denied, %ld errors, %ld redirections followed; %ld of %ld calls on library threads\n",
+              slot, cluster.node(src).port(), cluster.node(dst).port(), async ? "check_async" : "check", before,
+              at_migrate, at_assign, h.admitted.load(), h.denied.load(), h.errors.load(),
+              transport.redirects() - redirects_before, jobs, h.attempts.load());
+  if (async) {
+    EXPECT_GT(jobs, 0) << "no redirected call was handed to the blocking path";
+    EXPECT_LT(jobs, h.attempts.load() / 10) << "most calls should not need a library thread";
+  } else {
+    EXPECT_EQ(jobs, 0);
+  }
   EXPECT_EQ(h.errors.load(), 0) << h.first_error_text();
   EXPECT_EQ(h.admitted.load(), kLimit);
   EXPECT_LT(at_assign, kLimit) << "the limit was reached before the move: nothing was tested";
@@ -267,6 +336,15 @@ TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) {
   EXPECT_EQ(cluster.master_of_slot(slot), dst);
   EXPECT_EQ(transport.master_for(skey), "127.0.0.1:" + std::to_string(cluster.node(dst).port()));
 }
+
+}  // namespace
+
+TEST(Cluster, LiveReshardingMovesTheLogWithTheKey) { reshard_under_load(false, "reshard"); }
+
+// The same through the non-blocking path: a redirected call goes on through
+// the blocking path on a library thread; the others never leave the I/O
+// threads.
+TEST(Cluster, LiveReshardingUnderAsyncChecks) { reshard_under_load(true, "reshard-async"); }
 
 namespace {
 

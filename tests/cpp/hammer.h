@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -28,28 +30,13 @@ class Hammer {
   // the limit is reached only after the event under test.
   Hammer(polylimit::Limiter& limiter, std::string key, int threads, std::chrono::microseconds pause)
       : limiter_(limiter), key_(std::move(key)) {
-    for (int t = 0; t < threads; ++t)
-      threads_.emplace_back([this, pause] {
-        while (!stop_.load()) {
-          try {
-            polylimit::Decision d = limiter_.check(key_);
-            (d.allowed ? admitted : denied).fetch_add(1);
-            last_success_ns.store(steady_ns());
-          } catch (const polylimit::Error& e) {
-            errors.fetch_add(1);
-            int64_t now = steady_ns();
-            if (e.outcome_unknown() && now >= unknown_since_ns.load()) unknown_late.fetch_add(1);
-            last_error_ns.store(now);
-            std::lock_guard<std::mutex> lock(mu_);
-            if (first_error.empty()) {
-              first_error = std::string(polylimit::error_code_name(e.code())) + ": " + e.what();
-              first_error_ns = now;
-            }
-          }
-          attempts.fetch_add(1);
-          if (pause.count() > 0) std::this_thread::sleep_for(pause);
-        }
-      });
+    start(threads, pause);
+  }
+  // Through the non-blocking path (Limiter::check_async), each thread
+  // waiting for its own call's completion.
+  Hammer(std::shared_ptr<polylimit::Limiter> limiter, std::string key, int threads, std::chrono::microseconds pause)
+      : limiter_(*limiter), async_(std::move(limiter)), key_(std::move(key)) {
+    start(threads, pause);
   }
   ~Hammer() { stop(); }
   void stop() {
@@ -80,7 +67,46 @@ class Hammer {
   int64_t first_error_ns = 0;
 
  private:
+  polylimit::Decision check() {
+    if (!async_) return limiter_.check(key_);
+    std::promise<polylimit::Decision> p;
+    std::future<polylimit::Decision> f = p.get_future();
+    polylimit::Limiter::check_async(async_, key_, 1, [&p](const polylimit::Decision& d, std::exception_ptr e) {
+      if (e)
+        p.set_exception(e);
+      else
+        p.set_value(d);
+    });
+    return f.get();
+  }
+
+  void start(int threads, std::chrono::microseconds pause) {
+    for (int t = 0; t < threads; ++t)
+      threads_.emplace_back([this, pause] {
+        while (!stop_.load()) {
+          try {
+            polylimit::Decision d = check();
+            (d.allowed ? admitted : denied).fetch_add(1);
+            last_success_ns.store(steady_ns());
+          } catch (const polylimit::Error& e) {
+            errors.fetch_add(1);
+            int64_t now = steady_ns();
+            if (e.outcome_unknown() && now >= unknown_since_ns.load()) unknown_late.fetch_add(1);
+            last_error_ns.store(now);
+            std::lock_guard<std::mutex> lock(mu_);
+            if (first_error.empty()) {
+              first_error = std::string(polylimit::error_code_name(e.code())) + ": " + e.what();
+              first_error_ns = now;
+            }
+          }
+          attempts.fetch_add(1);
+          if (pause.count() > 0) std::this_thread::sleep_for(pause);
+        }
+      });
+  }
+
   polylimit::Limiter& limiter_;
+  std::shared_ptr<polylimit::Limiter> async_;
   std::string key_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;

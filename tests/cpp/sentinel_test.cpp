@@ -78,8 +78,9 @@ void expect_exact(Limiter& l, const std::string& key, int64_t n) {
 // checks how the client fared. With `demote`, the old master is then turned
 // into a replica of the new one at once (Sentinel itself does it seconds
 // later), so that connections to it answer READONLY.
+// With `async`, the hammering threads go through the non-blocking path.
 void through_failover(RedisSentinels& s, const char* what, const char* prefix, const std::function<void()>& cause,
-                      bool demote) {
+                      bool demote, bool async = false) {
   auto client = open(s.url());
   auto& transport = sentinel_transport(*client);
   RedisServer& old_server = s.master();
@@ -88,8 +89,14 @@ void through_failover(RedisSentinels& s, const char* what, const char* prefix, c
   const std::string new_master = "127.0.0.1:" + std::to_string(new_server.port());
   EXPECT_EQ(transport.master_address(), old_master);
   constexpr int64_t kLimit = 5000;
-  Limiter l(client, limit(kLimit, prefix));
-  Hammer h(l, "k", 4, 2000us);  // slow enough not to reach the limit before the move
+  auto shared = std::make_shared<Limiter>(client, limit(kLimit, prefix));
+  Limiter& l = *shared;
+  // Slow enough not to reach the limit before the move.
+  std::unique_ptr<Hammer> hammer =
+      async ? std::make_unique<Hammer>(shared, "k", 4, 2000us) : std::make_unique<Hammer>(l, "k", 4, 2000us);
+  Hammer& h = *hammer;
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.attempts.load() >= 20; }, 20s));
+  const long jobs_before = transport.background_jobs();
   ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
   long at_event = h.admitted.load();
   int64_t t0 = pltest::steady_ns();
@@ -109,14 +116,20 @@ void through_failover(RedisSentinels& s, const char* what, const char* prefix, c
   long denied_at_move = h.denied.load();
   ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= denied_at_move + 1000; }, 30s));
   h.stop();
+  const long jobs = transport.background_jobs() - jobs_before;
   long long logged = new_server.integer(pltest::ring_units(l.storage_key("k")));
   std::printf("sentinel, %s: promoted after %.0f ms, client on the new master %.0f ms after the promotion; "
               "%ld errors (first: %s); last error %.0f ms after the event; admitted %ld (%ld before the event, %ld "
               "when the client moved), new master's log holds %lld, limit %lld; %ld resolutions, %ld READONLY "
-              "replies\n",
+              "replies; %s: %ld of %ld calls on library threads\n",
               what, ms_since(t0, promoted), ms_since(promoted, moved), h.errors.load(), h.first_error_text().c_str(),
               recovered, h.admitted.load(), at_event, at_move, logged, static_cast<long long>(kLimit),
-              transport.resolutions(), transport.readonly_replies());
+              transport.resolutions(), transport.readonly_replies(), async ? "check_async" : "check", jobs,
+              h.attempts.load());
+  if (async)
+    EXPECT_LT(jobs, h.attempts.load() / 10) << "most calls should not need a library thread";
+  else
+    EXPECT_EQ(jobs, 0);
   EXPECT_LT(at_move, kLimit) << "the limit was reached before the move: nothing was tested";
   EXPECT_LT(recovered, 15000.0);
   EXPECT_EQ(logged, kLimit);
@@ -136,6 +149,13 @@ TEST(Sentinel, DemotedMasterAnswersReadonlyAndClientMoves) {
   // writes until it is demoted, and what it took meanwhile is lost when it
   // resyncs: that window is what the client's re-resolution bounds.
   through_failover(s, "SENTINEL FAILOVER", "demote", [&] { s.sentinel_failover(); }, true);
+}
+
+// The same through the non-blocking path: a READONLY reply re-resolves and
+// goes on through the blocking path on a library thread.
+TEST(Sentinel, DemotedMasterAnswersReadonlyAndAsyncChecksMove) {
+  RedisSentinels s;
+  through_failover(s, "SENTINEL FAILOVER", "demote-async", [&] { s.sentinel_failover(); }, true, true);
 }
 
 TEST(Sentinel, KilledMasterIsReplacedByPromotedReplica) {
