@@ -5,9 +5,10 @@
 // of interleaved repetitions, with the ratio to redis_rate in the same run.
 //
 // polylimit runs in the ways Allow can run (the default, which blocks an OS
-// thread for the first check in flight and queues the others; every check
-// blocking; every check queued; a cancelable context), so that the default
-// can be chosen by measurement.
+// thread while at most 2 checks are in flight and batches the others; the
+// same with the others queued; every check blocking; every check queued;
+// every check batched; a cancelable context), so that the default can be
+// chosen by measurement.
 package main
 
 import (
@@ -44,7 +45,7 @@ var (
 	redisPool  = flag.Int("redis-pool", 64, "go-redis PoolSize for redis_rate (0: go-redis's default, 10 per GOMAXPROCS)")
 	goroutines = flag.String("goroutines", "1,64", "comma-separated concurrency levels")
 	paths      = flag.String("paths", "allow,deny", "allow, deny or both")
-	only       = flag.String("only", "", "run only the contenders whose name contains this")
+	only       = flag.String("only", "", "run only the contenders whose name and algorithm contain this (or one of a|b|c), and redis_rate")
 	url        = flag.String("url", "", "use this Redis (redis://host:port) instead of starting redis-server")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (go tool pprof) to this file")
 )
@@ -145,8 +146,14 @@ func main() {
 	defer def.Close()
 	blocking := openClient(polylimit.WithBlockingChecks(1 << 20))
 	defer blocking.Close()
-	queued := openClient(polylimit.WithBlockingChecks(0))
+	queued := openClient(polylimit.WithBlockingChecks(0), polylimit.WithWaitStrategy(polylimit.WaitQueued))
 	defer queued.Close()
+	queuedPast := openClient(polylimit.WithWaitStrategy(polylimit.WaitQueued))
+	defer queuedPast.Close()
+	batched := openClient(polylimit.WithBlockingChecks(0), polylimit.WithWaitStrategy(polylimit.WaitBatched))
+	defer batched.Close()
+	batchedPast := openClient(polylimit.WithWaitStrategy(polylimit.WaitBatched))
+	defer batchedPast.Close()
 
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: *redisPool})
 	defer rdb.Close()
@@ -174,10 +181,20 @@ func main() {
 	add("polylimit, cancelable ctx", "GCRA", true, def, "gcra-ctx", polylimit.GCRA)
 	add("polylimit, all blocking", "GCRA", false, blocking, "gcra-blocking", polylimit.GCRA)
 	add("polylimit, all queued", "GCRA", false, queued, "gcra-queued", polylimit.GCRA)
+	add("polylimit, queued past 2", "GCRA", false, queuedPast, "gcra-queued-past", polylimit.GCRA)
+	add("polylimit, all batched", "GCRA", false, batched, "gcra-batched", polylimit.GCRA)
+	add("polylimit, batched past 2", "GCRA", false, batchedPast, "gcra-batched-past", polylimit.GCRA)
 	var contenders []contender
 	for _, c := range all {
-		if *only == "" || c.name == "redis_rate v10" || strings.Contains(c.name+" "+c.algorithm, *only) {
+		if *only == "" || c.name == "redis_rate v10" {
 			contenders = append(contenders, c)
+			continue
+		}
+		for _, o := range strings.Split(*only, "|") {
+			if strings.Contains(c.name+" "+c.algorithm, o) {
+				contenders = append(contenders, c)
+				break
+			}
 		}
 	}
 
@@ -189,8 +206,9 @@ func main() {
 	if *redisPool == 0 {
 		theirPool = fmt.Sprintf("go-redis default (%d)", 10*runtime.GOMAXPROCS(0))
 	}
-	fmt.Printf("polylimit %s (default blocking checks %d), redis-server %s, GOMAXPROCS %d\n", polylimit.Version(),
-		polylimit.DefaultBlockingChecks, serverVersion(rdb), runtime.GOMAXPROCS(0))
+	strategy := map[polylimit.WaitStrategy]string{polylimit.WaitQueued: "queued", polylimit.WaitBatched: "batched"}
+	fmt.Printf("polylimit %s (default blocking checks %d, then %s), redis-server %s, GOMAXPROCS %d\n", polylimit.Version(),
+		polylimit.DefaultBlockingChecks, strategy[polylimit.DefaultWaitStrategy], serverVersion(rdb), runtime.GOMAXPROCS(0))
 	fmt.Printf("pool sizes: polylimit %s per client, go-redis PoolSize %s\n", ourPool, theirPool)
 	fmt.Printf("%v per cell after %v warm-up, %d interleaved repetitions, each goroutine on its own key\n",
 		*duration, *warmup, *reps)

@@ -25,20 +25,56 @@ import (
 // concurrent Allow calls need N threads, and every reply is a thread wake-up
 // plus a hand-off of the P. Yet for a lone caller it is the fastest path (the
 // reply is read on the caller's own thread; bench/go measures about twice
-// the throughput of the queued path at one and two goroutines, parity at
-// four, and the queued path ahead from eight on). So a check makes the
-// blocking call only while few checks of its client are in flight
-// (WithBlockingChecks); the others submit the check
-// (polylimit_limiter_submit_check, a short cgo call) and wait on a channel.
-// One poller goroutine per client, made on first use, takes the completions
-// and hands each to its waiter by token; tokens are plain integers, so no Go
-// pointer reaches C. The poller waits for the queue's eventfd in the Go
-// netpoller, which holds no OS thread and, measured against a poller blocked
-// in polylimit_queue_poll, wakes waiters sooner (no P hand-off after a cgo
-// call); where the fd cannot be polled it blocks in polylimit_queue_poll.
+// the throughput of the queued path at one and two goroutines). So a check
+// makes the blocking call only while few checks of its client are in flight
+// (WithBlockingChecks, default 2); past that it waits one of two ways
+// (WithWaitStrategy):
+//
+//   - Batched (WaitBatched, the default; batch.go): the check joins its
+//     limiter's batcher. At most two batch goroutines per limiter each take
+//     everything queued (up to 256 checks), decide it in one blocking
+//     polylimit_limiter_check_many (one pipelined round trip on the
+//     library's shared connection) and hand each caller its result. Two OS
+//     threads wait for Redis however many checks are in flight, and the
+//     library encodes, writes and reads a whole batch at once.
+//   - Queued (WaitQueued): each check is submitted alone
+//     (polylimit_limiter_submit_check, a short cgo call) and waits on a
+//     channel. One poller goroutine per client, made on first use, takes the
+//     completions and hands each to its waiter by token; tokens are plain
+//     integers, so no Go pointer reaches C. The poller waits for the queue's
+//     eventfd in the Go netpoller, which holds no OS thread and, measured
+//     against a poller blocked in polylimit_queue_poll, wakes waiters sooner
+//     (no P hand-off after a cgo call); where the fd cannot be polled it
+//     blocks in polylimit_queue_poll.
+//
+// Why batched by default (bench/go, GCRA, 2-core shared VM at load 4-4.5,
+// two runs of 5 interleaved repetitions; bench/go/README.md has the tables):
+// at 64 goroutines the batched default did 1.37x and 1.72x redis_rate on
+// the allow path and 1.24x and 1.06x on the deny path, where the queued one
+// did 1.28x / 1.35x and 0.96x / 0.89x in the same runs; no repetition of it
+// fell below redis_rate (queued: down to 0.67x). Its client CPU per call was
+// 5-9 µs against 19-22 µs queued and 12-17 µs for redis_rate: a queued check
+// pays an I/O-thread hop, an eventfd and a goroutine wake-up of its own, a
+// batch one cgo call and one pipelined round trip for all its checks. At 8
+// goroutines batched did 0.76-1.03x against queued 0.56-0.69x. At 1
+// goroutine both make the same blocking call. The batch goroutine yields
+// after handing out a batch (runtime.Gosched), so that the callers it woke
+// queue their next checks before it takes the next batch (without it
+// batches averaged 1 check at 8 goroutines and 6 at 64 instead of 3 and
+// 21-23, at twice the client CPU per call). At most two batches per limiter
+// are in flight, so that Redis has the next batch while one is handed out
+// (one and two were level within this machine's noise; four made smaller
+// batches, at two to three times the client CPU per call at 8 goroutines).
+// Costs of batching: a check may wait for the batch before its own (one
+// round trip), and Client.Close waits for the batches in flight as it does
+// for blocking calls. Limiters with a circuit breaker keep the queued path
+// (batch.go says why).
 
 // DefaultBlockingChecks is WithBlockingChecks' default.
 const DefaultBlockingChecks = 2
+
+// DefaultWaitStrategy is WithWaitStrategy's default.
+const DefaultWaitStrategy = WaitBatched
 
 // pollBatch is how many completions one polylimit_queue_poll may return.
 const pollBatch = 256
@@ -60,10 +96,41 @@ func WithBlockingChecks(n int) Option {
 	}
 }
 
+// WaitStrategy is how an Allow call waits once more checks of its client
+// are in flight than WithBlockingChecks lets block.
+type WaitStrategy int
+
+const (
+	// WaitQueued submits each check alone (polylimit_limiter_submit_check)
+	// and waits on a channel; the client's poller goroutine hands out the
+	// completions.
+	WaitQueued WaitStrategy = 1
+	// WaitBatched hands the check to its limiter's batcher: a batch
+	// goroutine (at most two per limiter in flight) takes every check
+	// queued, decides them in one blocking polylimit_limiter_check_many
+	// (one pipelined round trip) and hands each caller its own result.
+	// Limiters with a circuit breaker queue their checks as WaitQueued
+	// does (batch.go says why).
+	WaitBatched WaitStrategy = 2
+)
+
+// WithWaitStrategy sets how Allow calls past WithBlockingChecks wait
+// (default DefaultWaitStrategy).
+func WithWaitStrategy(s WaitStrategy) Option {
+	return func(c *clientConfig) {
+		if s != WaitQueued && s != WaitBatched {
+			c.fail("WithWaitStrategy(%d): not WaitQueued (1) or WaitBatched (2)", int(s))
+			return
+		}
+		c.waitStrategy = int32(s)
+	}
+}
+
 // asyncState is the part of a Client that chooses between the blocking and
-// the queued check, and owns the queue.
+// the queued or batched check, and owns the queue.
 type asyncState struct {
 	maxBlocking int32        // a check blocks while at most this many are in flight
+	batched     bool         // past maxBlocking: WaitBatched
 	inflight    atomic.Int32 // checks in flight: queued, or blocking until C returns
 	mu          sync.Mutex   // serializes making the queue
 	cq          atomic.Pointer[completionQueue]
@@ -74,6 +141,11 @@ func (a *asyncState) init(cfg *clientConfig) {
 	if cfg.blockingChecks > 0 {
 		a.maxBlocking = cfg.blockingChecks - 1
 	}
+	s := DefaultWaitStrategy
+	if cfg.waitStrategy != 0 {
+		s = WaitStrategy(cfg.waitStrategy)
+	}
+	a.batched = s == WaitBatched
 }
 
 // enter counts a check in flight and says whether it makes the blocking

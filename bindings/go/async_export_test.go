@@ -31,3 +31,24 @@ func PollerStopped(c *Client) bool {
 		return false
 	}
 }
+
+// BatchedChecks is how many batched checks of l are queued or in a batch in
+// flight (not yet delivered or dropped).
+func BatchedChecks(l *Limiter) int { return int(l.batch.pending.Load()) }
+
+// BatchQueue is how many batched checks of l wait for a batch goroutine.
+func BatchQueue(l *Limiter) int {
+	l.batch.mu.Lock()
+	defer l.batch.mu.Unlock()
+	return len(l.batch.queue)
+}
+
+// BatchGoroutines is how many batch goroutines l has.
+func BatchGoroutines(l *Limiter) int {
+	l.batch.mu.Lock()
+	defer l.batch.mu.Unlock()
+	return l.batch.running
+}
+
+// BatchesInFlight is how many batch goroutines a limiter may have.
+const BatchesInFlight = batchesInFlight

@@ -3,7 +3,8 @@
 
 // Queued checks (async.go): submitted without a blocked OS thread and
 // completed by the client's poller. They must answer exactly what the
-// blocking call answers.
+// blocking call answers. Batched checks (batch.go) run through the same
+// answer comparisons here; batched_test.go has their own tests.
 
 package polylimit_test
 
@@ -25,16 +26,30 @@ import (
 )
 
 // checkModes are the ways Allow can run: a blocking C call (on the caller's
-// goroutine, or on one of its own when the context can end) or queued.
+// goroutine, or on one of its own when the context can end), queued, or
+// batched (here batches of one: the calls are sequential).
 var checkModes = []struct {
 	name string
-	opt  polylimit.Option
+	opts []polylimit.Option
 	ctx  func() (context.Context, context.CancelFunc)
 }{
-	{"blocking", polylimit.WithBlockingChecks(1 << 20), background},
-	{"blocking, cancelable ctx", polylimit.WithBlockingChecks(1 << 20), cancelable},
-	{"queued", polylimit.WithBlockingChecks(0), background},
-	{"queued, cancelable ctx", polylimit.WithBlockingChecks(0), cancelable},
+	{"blocking", allBlocking, background},
+	{"blocking, cancelable ctx", allBlocking, cancelable},
+	{"queued", allQueued, background},
+	{"queued, cancelable ctx", allQueued, cancelable},
+	{"batched", allBatched, background},
+	{"batched, cancelable ctx", allBatched, cancelable},
+}
+
+var (
+	allBlocking = []polylimit.Option{polylimit.WithBlockingChecks(1 << 20)}
+	allQueued   = []polylimit.Option{polylimit.WithBlockingChecks(0), polylimit.WithWaitStrategy(polylimit.WaitQueued)}
+	allBatched  = []polylimit.Option{polylimit.WithBlockingChecks(0), polylimit.WithWaitStrategy(polylimit.WaitBatched)}
+)
+
+// with returns opts followed by more, in a new slice.
+func with(opts []polylimit.Option, more ...polylimit.Option) []polylimit.Option {
+	return append(append([]polylimit.Option{}, opts...), more...)
 }
 
 func background() (context.Context, context.CancelFunc) { return context.Background(), func() {} }
@@ -64,7 +79,7 @@ func sameAnswers(t *testing.T, url string, opts []polylimit.Option, spec string,
 	t.Helper()
 	var want []string
 	for i, m := range checkModes {
-		c := open(t, url, append([]polylimit.Option{m.opt}, opts...)...)
+		c := open(t, url, with(m.opts, opts...)...)
 		l := limiter(t, c, spec, lopts...)
 		ctx, cancel := m.ctx()
 		got := script(ctx, l)
@@ -111,16 +126,29 @@ func TestQueuedAnswersAsBlocking(t *testing.T) {
 func TestWithBlockingChecksArgument(t *testing.T) {
 	_, err := polylimit.Open("memory://", polylimit.WithBlockingChecks(-1))
 	wantError(t, "WithBlockingChecks(-1)", err, polylimit.ErrInvalidArgument, "WithBlockingChecks(-1): the count must be 0 or more")
-	// memory:// answers queued checks too.
-	c := open(t, "memory://", polylimit.WithBlockingChecks(0))
+	for _, s := range []polylimit.WaitStrategy{0, 3} {
+		_, err := polylimit.Open("memory://", polylimit.WithWaitStrategy(s))
+		wantError(t, fmt.Sprintf("WithWaitStrategy(%d)", s), err, polylimit.ErrInvalidArgument,
+			fmt.Sprintf("WithWaitStrategy(%d): not WaitQueued (1) or WaitBatched (2)", s))
+	}
+	// memory:// answers queued and batched checks too.
+	c := open(t, "memory://", allQueued...)
 	l := limiter(t, c, "1/minute")
+	cb := open(t, "memory://", allBatched...)
+	lb := limiter(t, cb, "1/minute")
 	for i, want := range []bool{true, false} {
 		if r, err := l.Allow(context.Background(), "k"); err != nil || r.Allowed != want {
 			t.Fatalf("memory://, queued check %d: %+v, %v", i, r, err)
 		}
+		if r, err := lb.Allow(context.Background(), "k"); err != nil || r.Allowed != want {
+			t.Fatalf("memory://, batched check %d: %+v, %v", i, r, err)
+		}
 	}
 	if n := polylimit.QueuedWaiters(c); n != 0 {
 		t.Fatalf("memory://: %d waiters left (or no queue: -1)", n)
+	}
+	if n := polylimit.QueuedWaiters(cb); n != -1 {
+		t.Fatalf("memory://, batched: the client made a queue (%d waiters)", n)
 	}
 }
 
@@ -163,7 +191,7 @@ func TestQueuedServerFailuresAsBlocking(t *testing.T) {
 	const commandTimeout = 300 * time.Millisecond
 	var ls [][]frozen // per mode, per policy
 	for _, m := range checkModes {
-		c := open(t, srv.URL, m.opt, polylimit.WithCommandTimeout(commandTimeout))
+		c := open(t, srv.URL, with(m.opts, polylimit.WithCommandTimeout(commandTimeout))...)
 		var row []frozen
 		for _, policy := range []polylimit.FailurePolicy{polylimit.FailError, polylimit.FailOpen, polylimit.FailClosed} {
 			l := limiter(t, c, "2/minute", polylimit.WithFailurePolicy(policy))
@@ -215,9 +243,12 @@ func TestQueuedShareOneLimitExactly(t *testing.T) {
 	const limit, goroutines, attempts = 150, 64, 8
 	for _, m := range []struct {
 		name string
-		opt  polylimit.Option
-	}{{"default", polylimit.WithPoolSize(8)}, {"all queued", polylimit.WithBlockingChecks(0)}} {
-		c := open(t, shared.URL, m.opt)
+		opts []polylimit.Option
+	}{
+		{"queued past the blocking checks", []polylimit.Option{polylimit.WithPoolSize(8), polylimit.WithWaitStrategy(polylimit.WaitQueued)}},
+		{"all queued", allQueued},
+	} {
+		c := open(t, shared.URL, m.opts...)
 		l := limiter(t, c, fmt.Sprintf("%d/minute", limit))
 		var admitted, denied int64
 		var wg sync.WaitGroup
@@ -286,7 +317,7 @@ func TestQueuedChecksHoldFewThreads(t *testing.T) {
 		return
 	}
 	counts := map[string][2]int{}
-	for _, mode := range []string{"default", "blocking"} {
+	for _, mode := range []string{"default", "queued", "blocking"} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestQueuedChecksHoldFewThreads$", "-test.v")
 		cmd.Env = append(os.Environ(), "POLYLIMIT_TEST_THREADS_CHILD="+mode)
 		out, err := cmd.CombinedOutput()
@@ -304,11 +335,13 @@ func TestQueuedChecksHoldFewThreads(t *testing.T) {
 		}
 		counts[mode] = [2]int{before, during}
 	}
-	d, b := counts["default"], counts["blocking"]
-	t.Logf("OS threads with 256 Allow calls waiting: default %d (before %d), all blocking %d (before %d)",
-		d[1], d[0], b[1], b[0])
-	if d[1] >= 30 {
-		t.Fatalf("default: %d OS threads with 256 calls waiting, want < 30", d[1])
+	d, q, b := counts["default"], counts["queued"], counts["blocking"]
+	t.Logf("OS threads with 256 Allow calls waiting: default (batched) %d (before %d), queued %d (before %d), all blocking %d (before %d)",
+		d[1], d[0], q[1], q[0], b[1], b[0])
+	for name, n := range map[string]int{"default (batched)": d[1], "queued": q[1]} {
+		if n >= 30 {
+			t.Fatalf("%s: %d OS threads with 256 calls waiting, want < 30", name, n)
+		}
 	}
 	if b[1] < 200 {
 		t.Logf("all blocking: only %d OS threads (expected about 256)", b[1])
@@ -319,8 +352,11 @@ func threadsChild(t *testing.T, mode string) {
 	const calls = 256
 	srv := newRedis(t)
 	opts := []polylimit.Option{polylimit.WithCommandTimeout(20 * time.Second), polylimit.WithPoolSize(4)}
-	if mode == "blocking" {
+	switch mode {
+	case "blocking":
 		opts = append(opts, polylimit.WithBlockingChecks(1<<20))
+	case "queued":
+		opts = append(opts, polylimit.WithWaitStrategy(polylimit.WaitQueued))
 	}
 	c := open(t, srv.URL, opts...)
 	l := limiter(t, c, "1000000/minute")
@@ -343,14 +379,21 @@ func threadsChild(t *testing.T, mode string) {
 			}
 		}(i)
 	}
-	// Until every call waits: queued ones in the poller's table, blocking
-	// ones on a thread each (the count stops growing).
+	// Until every call waits: queued ones in the poller's table, batched
+	// ones with the limiter's batcher, blocking ones on a thread each (the
+	// count stops growing).
+	waiting := func() int {
+		if mode == "queued" {
+			return polylimit.QueuedWaiters(c)
+		}
+		return polylimit.BatchedChecks(l)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	during, stable := 0, 0
 	for time.Now().Before(deadline) && stable < 5 {
 		time.Sleep(50 * time.Millisecond)
 		n := threadsNow(t)
-		if n == during && (mode == "blocking" || polylimit.QueuedWaiters(c) >= calls-polylimit.DefaultBlockingChecks) {
+		if n == during && (mode == "blocking" || waiting() >= calls-polylimit.DefaultBlockingChecks) {
 			stable++
 		} else {
 			stable = 0
@@ -368,7 +411,7 @@ func threadsChild(t *testing.T, mode string) {
 // A context that ends returns at once; the late completion is dropped.
 func TestQueuedContextEndsPromptly(t *testing.T) {
 	srv := newRedis(t)
-	c := open(t, srv.URL, polylimit.WithCommandTimeout(5*time.Second))
+	c := open(t, srv.URL, polylimit.WithCommandTimeout(5*time.Second), polylimit.WithWaitStrategy(polylimit.WaitQueued))
 	l := limiter(t, c, "100/minute")
 	if _, err := l.Allow(context.Background(), "warm"); err != nil {
 		t.Fatal(err)
@@ -428,7 +471,7 @@ func TestQueuedContextEndsPromptly(t *testing.T) {
 // the poller; closing a limiter lets its queued checks complete.
 func TestQueuedChecksAndClose(t *testing.T) {
 	srv := newRedis(t)
-	c, err := polylimit.Open(srv.URL, polylimit.WithCommandTimeout(10*time.Second), polylimit.WithBlockingChecks(0))
+	c, err := polylimit.Open(srv.URL, with(allQueued, polylimit.WithCommandTimeout(10*time.Second))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,11 +80,13 @@
 // connect and acquire timeouts bound how long such a call lives.
 //
 // Threads: a blocking C call holds its OS thread until Redis answers, so only
-// the first Allow in flight per client (WithBlockingChecks) makes one; the
-// others, and every Allow with a context that can end, are submitted to the
-// library without waiting and wait on a channel, and one goroutine per
-// client hands them their completions. Thousands of concurrent Allow calls
-// thus need a few OS threads, not one each.
+// the first two Allow calls in flight per client (WithBlockingChecks) make
+// one; the others wait on a channel while their limiter's batch goroutines
+// (at most two) decide everything queued in one pipelined call each
+// (WaitBatched, the default), or while they are submitted singly and one
+// goroutine per client hands out their completions (WaitQueued,
+// WithWaitStrategy). Thousands of concurrent Allow calls thus need a few OS
+// threads, not one each.
 //
 // Client and Limiter are safe for concurrent use. Close them explicitly;
 // finalizers are only a safety net. Closing a Client closes every Limiter

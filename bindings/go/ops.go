@@ -95,14 +95,14 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int) (Result, error
 
 // manyCall is one polylimit_limiter_check_many call. Everything C reads or
 // writes is in C memory (keys, their pointer and length arrays, decisions,
-// statuses, per-key errors), so no Go pointer is passed inside C memory and
-// the call may outlive its caller.
+// statuses, per-key errors), one malloc'd block, so no Go pointer is passed
+// inside C memory and the call may outlive its caller.
 type manyCall struct {
 	n        int
 	cost     int64
-	keys     *unsafe.Pointer // C array of n C pointers into buf
+	block    unsafe.Pointer  // the C block holding everything below
+	keys     *unsafe.Pointer // n C pointers into the key bytes
 	lens     *C.size_t
-	buf      unsafe.Pointer
 	out      *C.polylimit_decision
 	statuses *C.int
 	keyErrs  *C.polylimit_error // n per-key errors: code and message
@@ -114,6 +114,11 @@ type manyCall struct {
 // untouched marks a status polylimit_limiter_check_many did not write (no POLYLIMIT_* code is positive).
 const untouched = 1
 
+// manyAlign aligns each array of a manyCall's block.
+const manyAlign = 16
+
+func alignUp(n uintptr) uintptr { return (n + manyAlign - 1) &^ (manyAlign - 1) }
+
 func newManyCall(keys []string, cost int64) *manyCall {
 	n := len(keys)
 	m := &manyCall{n: n, cost: cost}
@@ -121,24 +126,33 @@ func newManyCall(keys []string, cost int64) *manyCall {
 	for _, k := range keys {
 		total += len(k)
 	}
-	m.buf = C.malloc(C.size_t(total + 1))
-	m.keys = (*unsafe.Pointer)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(unsafe.Pointer(nil)))))
-	m.lens = (*C.size_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.size_t(0)))))
-	m.out = (*C.polylimit_decision)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.polylimit_decision{}))))
-	m.statuses = (*C.int)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.int(0)))))
-	m.keyErrs = (*C.polylimit_error)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.polylimit_error{}))))
-	if m.buf == nil || m.keys == nil || m.lens == nil || m.out == nil || m.statuses == nil || m.keyErrs == nil {
-		m.free()
+	// One block: pointers, lengths, decisions, errors, statuses, key bytes.
+	// Nothing needs zeroing: C writes every decision, status and error it
+	// reports, and a status left untouched is recognized.
+	un := uintptr(n)
+	offLens := alignUp(un * unsafe.Sizeof(unsafe.Pointer(nil)))
+	offOut := offLens + alignUp(un*unsafe.Sizeof(C.size_t(0)))
+	offErrs := offOut + alignUp(un*unsafe.Sizeof(C.polylimit_decision{}))
+	offSts := offErrs + alignUp(un*unsafe.Sizeof(C.polylimit_error{}))
+	offBytes := offSts + alignUp(un*unsafe.Sizeof(C.int(0)))
+	m.block = C.malloc(C.size_t(offBytes + uintptr(total) + 1))
+	if m.block == nil {
 		panic("polylimit: out of C memory")
 	}
-	bytes := unsafe.Slice((*byte)(m.buf), total+1)
+	m.keys = (*unsafe.Pointer)(m.block)
+	m.lens = (*C.size_t)(unsafe.Add(m.block, offLens))
+	m.out = (*C.polylimit_decision)(unsafe.Add(m.block, offOut))
+	m.keyErrs = (*C.polylimit_error)(unsafe.Add(m.block, offErrs))
+	m.statuses = (*C.int)(unsafe.Add(m.block, offSts))
+	buf := unsafe.Add(m.block, offBytes)
+	bytes := unsafe.Slice((*byte)(buf), total+1)
 	ptrs := unsafe.Slice(m.keys, n)
 	lens := unsafe.Slice(m.lens, n)
 	sts := unsafe.Slice(m.statuses, n)
 	off := 0
 	for i, k := range keys {
 		copy(bytes[off:], k)
-		ptrs[i] = unsafe.Add(m.buf, off)
+		ptrs[i] = unsafe.Add(buf, off)
 		lens[i] = C.size_t(len(k))
 		sts[i] = untouched
 		off += len(k)
@@ -146,14 +160,7 @@ func newManyCall(keys []string, cost int64) *manyCall {
 	return m
 }
 
-func (m *manyCall) free() {
-	C.free(m.buf)
-	C.free(unsafe.Pointer(m.keys))
-	C.free(unsafe.Pointer(m.lens))
-	C.free(unsafe.Pointer(m.out))
-	C.free(unsafe.Pointer(m.statuses))
-	C.free(unsafe.Pointer(m.keyErrs))
-}
+func (m *manyCall) free() { C.free(m.block) }
 
 func (l *Limiter) invokeMany(m *manyCall) {
 	l.client.mu.RLock()
@@ -175,36 +182,45 @@ func (m *manyCall) results() ([]Result, []error) {
 	if m.closed {
 		return results, sameError(m.n, errLimiterClosed())
 	}
-	sts := unsafe.Slice(m.statuses, m.n)
-	decs := unsafe.Slice(m.out, m.n)
-	kerrs := unsafe.Slice(m.keyErrs, m.n)
 	var errs []error
 	var whole error // the call's own error, for keys it did not reach
 	for i := range results {
-		st := sts[i]
-		if st == C.POLYLIMIT_OK {
-			results[i] = decision(&decs[i])
+		r, err := m.at(i, &whole)
+		results[i] = r
+		if err == nil {
 			continue
 		}
 		if errs == nil {
 			errs = make([]error, m.n)
 		}
-		if st != untouched {
-			errs[i] = cError(st, &kerrs[i])
-			continue
-		}
-		// The library refused the call as a whole before looking at any
-		// key (e.g. more keys than MaxBatch): every key gets its error.
-		if whole == nil {
-			if m.st != C.POLYLIMIT_OK {
-				whole = cError(m.st, &m.cerr)
-			} else {
-				whole = newError(ErrInternal, "polylimit_limiter_check_many left a status unset")
-			}
-		}
-		errs[i] = whole
+		errs[i] = err
 	}
 	return results, errs
+}
+
+// at is key i's answer in a finished call (before m is freed). *whole
+// caches the call's own error, made once for the keys it did not reach.
+func (m *manyCall) at(i int, whole *error) (Result, error) {
+	if m.closed {
+		return Result{}, errLimiterClosed()
+	}
+	st := unsafe.Slice(m.statuses, m.n)[i]
+	if st == C.POLYLIMIT_OK {
+		return decision(&unsafe.Slice(m.out, m.n)[i]), nil
+	}
+	if st != untouched {
+		return Result{}, cError(st, &unsafe.Slice(m.keyErrs, m.n)[i])
+	}
+	// The library refused the call as a whole before looking at any key
+	// (e.g. more keys than MaxBatch): every key gets its error.
+	if *whole == nil {
+		if m.st != C.POLYLIMIT_OK {
+			*whole = cError(m.st, &m.cerr)
+		} else {
+			*whole = newError(ErrInternal, "polylimit_limiter_check_many left a status unset")
+		}
+	}
+	return Result{}, *whole
 }
 
 func sameError(n int, err error) []error {

@@ -30,6 +30,7 @@ type clientConfig struct {
 	tlsServerName    string
 	tlsInsecure      bool
 	blockingChecks   int32 // WithBlockingChecks + 1; 0: unset (Go only)
+	waitStrategy     int32 // WithWaitStrategy; 0: unset (Go only)
 	err              *Error
 }
 

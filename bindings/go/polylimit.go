@@ -168,9 +168,10 @@ func (c *Client) Name() string { return c.name }
 //
 // Close waits for calls in flight on the client and its limiters, including
 // calls a context abandoned (the command, connect and acquire timeouts bound
-// them; Acquire waits in slices of at most a second). Queued Allow calls
-// still in flight fail at once with ErrClosed. Close is idempotent; calls on
-// the Client after Close return ErrClosed.
+// them; Acquire waits in slices of at most a second), and batches of Allow
+// calls in flight (WaitBatched). Batched Allow calls not yet sent and queued
+// ones (WaitQueued) still in flight fail at once with ErrClosed. Close is
+// idempotent; calls on the Client after Close return ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -277,7 +278,7 @@ func (c *Client) newLimiter(cfg *limiterConfig, mk func(*C.polylimit_limiter_opt
 	if st := mk(&lo, &h, &cerr); st != C.POLYLIMIT_OK {
 		return nil, cError(st, &cerr)
 	}
-	l := &Limiter{client: c, h: h, limit: limit, window: window, spec: spec}
+	l := &Limiter{client: c, h: h, limit: limit, window: window, spec: spec, hasBreaker: cfg.breakerFailures != 0}
 	runtime.SetFinalizer(l, (*Limiter).Close)
 	return l, nil
 }
@@ -355,12 +356,13 @@ func (c *Client) StatsPrometheus() (string, error) {
 // timeout: if it ends first, the method returns a *ContextError wrapping
 // ctx.Err(). The abandoned call still finishes in the background and its
 // result is dropped, so the decision may have consumed units nobody was told
-// of. Allow, AllowN and AllowBytes are then submitted to the library without
-// waiting and wait on a channel (as do all but the first of a client's
-// concurrent calls, see WithBlockingChecks), so that calls in flight do not
-// each hold an OS thread; the other methods run their C call on a goroutine
-// of its own. With context.Background() and no other call in flight the call
-// is made directly, a little cheaper.
+// of (an Allow still waiting for its batch is never sent). Allow, AllowN and
+// AllowBytes make a blocking C call while at most WithBlockingChecks checks
+// of the client are in flight; past that they are batched or queued
+// (WithWaitStrategy) and wait on a channel, so that calls in flight do not
+// each hold an OS thread. A blocking call whose context can end runs on a
+// goroutine of its own, as do the other methods' C calls then. With
+// context.Background() the blocking call is made directly, a little cheaper.
 //
 // A Limiter belongs to the Client it was made from: Client.Close closes it
 // too (its calls then return ErrClosed), and it keeps that Client reachable.
@@ -371,6 +373,10 @@ type Limiter struct {
 	limit  int
 	window time.Duration
 	spec   string
+	// hasBreaker: a circuit breaker, which batched checks would not feed
+	// check by check (batch.go).
+	hasBreaker bool
+	batch      batcher // batched checks (WaitBatched)
 }
 
 // Limit returns the limit given to LimiterFor; 0 for a limiter made from a
@@ -385,8 +391,10 @@ func (l *Limiter) Window() time.Duration { return l.window }
 func (l *Limiter) Spec() string { return l.spec }
 
 // Close frees the limiter. It waits for calls in flight, including abandoned
-// ones, which the command and acquire timeouts bound; queued Allow calls go
-// on and complete after it. Idempotent; calls after
+// ones and batches of Allow calls, which the command and acquire timeouts
+// bound; queued Allow calls (WaitQueued) go on and complete after it, and
+// batched ones not yet sent fail with ErrClosed, as calls made after Close
+// do. Idempotent; calls after
 // Close return ErrClosed. Closing the Client first is fine: the limiter is
 // then closed already, and Close only frees its handle.
 func (l *Limiter) Close() error {
@@ -486,6 +494,15 @@ func (l *Limiter) do(ctx context.Context, c *call, skey string, bkey []byte, isB
 
 	if c.op == opCheck && !l.client.async.enter(c) {
 		defer l.client.async.leave()
+		if l.client.async.batched {
+			if l.batchable(c) {
+				return l.doBatched(ctx, c, skey, bkey, isBytes)
+			}
+			if !l.hasBreaker {
+				// A key or cost the library refuses before any I/O.
+				return l.doBlocking(ctx, c, skey, bkey, isBytes)
+			}
+		}
 		return l.doQueued(ctx, c, skey, bkey, isBytes)
 	}
 	return l.doBlocking(ctx, c, skey, bkey, isBytes)
