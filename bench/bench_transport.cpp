@@ -174,6 +174,9 @@ int main(int argc, char** argv) {
   // Optional: run only the measurements whose "path mode" contains this
   // text (for profiling one case; ratios need their baselines in the run).
   const std::string only = argc > 3 ? argv[3] : "";
+  // Optional: the library's pool_size (connections per node; 0: the default).
+  polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
+  co.pool_size = argc > 4 ? std::atoi(argv[4]) : 0;
   pltest::RedisServer server;
   Conn control(server.port());
   if (control.text({"SCRIPT", "LOAD", polylimit::scripts::k_sliding_log.source}) != polylimit::scripts::k_sliding_log.sha1)
@@ -241,7 +244,7 @@ int main(int argc, char** argv) {
                        polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
                        o.limit = p.allow ? kAllowLimit : 1;
                        o.window_ms = kWindowMs;
-                       if (polylimit_client_open(server.url().c_str(), nullptr, &c, nullptr) != POLYLIMIT_OK ||
+                       if (polylimit_client_open(server.url().c_str(), &co, &c, nullptr) != POLYLIMIT_OK ||
                            polylimit_limiter_new(c, &o, &lim, nullptr) != POLYLIMIT_OK)
                          throw std::runtime_error("cannot open a client");
                        std::atomic<long long> peak{0};
