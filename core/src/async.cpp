@@ -172,6 +172,8 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
   // Latency on the real clock; the deny cache on the client's (clock.h).
   const auto t0 = std::chrono::steady_clock::now();
   const auto started = self->deny_cache_ ? self->client_->clock()->now() : DenyCache::TimePoint{};
+  // Records the decision as check() does: before shadow mode turns a
+  // denial into an admission (finish()).
   auto report = [&metrics, t0](const Decision& d, const std::exception_ptr& error) {
     const auto us = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
@@ -183,9 +185,8 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
   uint64_t epoch = 0;
   if (self->deny_cache_) {
     if (auto d = self->deny_cache_->lookup(key, cost, started)) {
-      Decision out = self->finish(*d);
-      report(out, nullptr);
-      return done(out, nullptr);
+      report(*d, nullptr);
+      return done(self->finish(*d), nullptr);
     }
     epoch = self->deny_cache_->epoch();
   }
@@ -194,19 +195,19 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
     Decision d;
     std::exception_ptr error;
     try {
-      d = self->finish(self->degrade(*rq, self->breaker_open()));
+      d = self->degrade(*rq, self->breaker_open());
     } catch (...) {
       error = std::current_exception();
     }
     report(d, error);
-    return done(d, error);
+    return done(error ? d : self->finish(d), error);
   }
   auto finish_with = [self, rq, key_copy = std::string(key), epoch, started, report, done](Outcome o) {
     o = self->settle(*rq, std::move(o));
     if (!o.error && self->deny_cache_ && !o.decision.degraded)
       self->deny_cache_->record(key_copy, rq->cost, o.decision, started, epoch);
-    if (!o.error) o.decision = self->finish(o.decision);
     report(o.decision, o.error);
+    if (!o.error) o.decision = self->finish(o.decision);
     done(o.decision, o.error);
   };
   try {

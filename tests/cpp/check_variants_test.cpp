@@ -125,6 +125,35 @@ TEST(Shadow, DecidesAndCountsButAdmits) {
   EXPECT_EQ(s.denied, 3u);
 }
 
+// The non-blocking path counts as check() does: a shadowed denial is a
+// denial in the stats, from the server and from the deny cache alike.
+TEST(Shadow, AsyncChecksCountTheDenials) {
+  for (bool cache : {false, true}) {
+    SCOPED_TRACE(cache ? "deny cache on" : "deny cache off");
+    auto c = Client::open(server().url());
+    LimiterOptions o = opts(cache ? "shadow-async-cached" : "shadow-async", {{Algorithm::kSlidingLog, 2, 60000}});
+    o.shadow = true;
+    o.deny_cache_size = cache ? 100 : 0;
+    auto l = std::make_shared<Limiter>(c, o);
+    for (int i = 0; i < 5; ++i) {
+      std::promise<Decision> p;
+      Limiter::check_async(l, "k", 1, [&p](const Decision& d, std::exception_ptr e) {
+        if (e)
+          p.set_exception(e);
+        else
+          p.set_value(d);
+      });
+      Decision d = p.get_future().get();
+      EXPECT_TRUE(d.allowed);
+      EXPECT_EQ(d.shadowed, i >= 2) << i;
+    }
+    Stats s = c->stats();
+    EXPECT_EQ(s.admitted, 2u);
+    EXPECT_EQ(s.denied, 3u);
+    if (cache) EXPECT_GT(s.cache_hits, 0u);
+  }
+}
+
 TEST(PerCallLimit, ChangesAtRunTime) {
   Limiter l(Client::open(server().url()), opts("percall", {{Algorithm::kFixedWindow, 2, 60000}}));
   EXPECT_TRUE(l.check("k").allowed);
