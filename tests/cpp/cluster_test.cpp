@@ -539,19 +539,37 @@ TEST(Cluster, FirstMovedRefreshesTheWholeMap) {
               first_ms, refreshed_ms, transport.refreshes(), transport.background_refreshes());
 }
 
-TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
+namespace {
+
+// With `async`, the hammering threads go through check_async: a MOVED from
+// the demoted master, a refused connect and a failed send each hand their
+// call to the blocking path, and only those take a library thread.
+void failover_then_kill(bool async) {
   RedisCluster cluster(3, 1);
   auto client = open(cluster.url());
   auto& transport = cluster_transport(*client);
   constexpr int64_t kLimit = 2000;
+  const std::string tag = async ? "-async" : "";
+  auto hammer = [&](const std::shared_ptr<Limiter>& l) {
+    return async ? std::make_unique<Hammer>(l, "k", 8, 1000us) : std::make_unique<Hammer>(*l, "k", 8, 1000us);
+  };
+  auto expect_threads_only_for_trouble = [&](long jobs, const Hammer& h, long redirects) {
+    if (async)
+      EXPECT_LE(jobs, h.errors.load() + redirects + 10) << "calls that went through took a library thread";
+    else
+      EXPECT_EQ(jobs, 0);
+  };
 
   // --- CLUSTER FAILOVER: the replica takes over after catching up.
   {
-    Limiter l(client, limit(kLimit, 3600 * 1000, "mf"));
+    auto shared = std::make_shared<Limiter>(client, limit(kLimit, 3600 * 1000, ("mf" + tag).c_str()));
+    Limiter& l = *shared;
     const std::string skey = l.storage_key("k");
     const size_t old_master = cluster.master_of_key(skey);
     const size_t replica = cluster.replica_of(old_master);
-    Hammer h(l, "k", 8, 1000us);
+    const long jobs0 = transport.background_jobs(), redirects0 = transport.redirects();
+    auto hp = hammer(shared);
+    Hammer& h = *hp;
     ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
     int64_t t0 = pltest::steady_ns();
     // Redis gives a manual failover 5 s for the replica to catch up, then
@@ -567,10 +585,14 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
     ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
     h.stop();
     double recovered = h.errors.load() ? ms_since(t0, h.last_error_ns.load()) : 0.0;
-    std::printf("CLUSTER FAILOVER: promoted after %.0f ms; %ld errors (%s); client recovered %.0f ms after the "
-                "command; admitted %ld (%ld at promotion), limit %lld; %ld NOSCRIPT reloads so far\n",
-                ms_since(t0, promoted), h.errors.load(), h.first_error_text().c_str(), recovered,
-                h.admitted.load(), at_promotion, static_cast<long long>(kLimit), transport.noscript_reloads());
+    const long jobs = transport.background_jobs() - jobs0, redirects = transport.redirects() - redirects0;
+    std::printf("CLUSTER FAILOVER (%s): promoted after %.0f ms; %ld errors (%s); client recovered %.0f ms after "
+                "the command; admitted %ld (%ld at promotion), limit %lld; %ld NOSCRIPT reloads so far; %ld "
+                "redirections; %ld of %ld calls on library threads\n",
+                async ? "check_async" : "check", ms_since(t0, promoted), h.errors.load(),
+                h.first_error_text().c_str(), recovered, h.admitted.load(), at_promotion,
+                static_cast<long long>(kLimit), transport.noscript_reloads(), redirects, jobs, h.attempts.load());
+    expect_threads_only_for_trouble(jobs, h, redirects);
     // The promoted replica never saw SCRIPT LOAD (scripts replicate as effects).
     EXPECT_GT(transport.noscript_reloads(), 0);
     EXPECT_LT(at_promotion, kLimit);
@@ -582,11 +604,14 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
   cluster.wait_ready();
   // --- SIGKILL of a master: its replica is elected after cluster-node-timeout.
   {
-    Limiter l(client, limit(kLimit, 3600 * 1000, "kill"));
+    auto shared = std::make_shared<Limiter>(client, limit(kLimit, 3600 * 1000, ("kill" + tag).c_str()));
+    Limiter& l = *shared;
     const std::string skey = l.storage_key("k");
     const size_t victim = cluster.master_of_key(skey);
     const size_t heir = cluster.replica_of(victim);
-    Hammer h(l, "k", 8, 1000us);
+    const long jobs0 = transport.background_jobs(), redirects0 = transport.redirects();
+    auto hp = hammer(shared);
+    Hammer& h = *hp;
     ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
     long at_kill = h.admitted.load();
     int64_t t0 = pltest::steady_ns();
@@ -612,11 +637,14 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
     ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
     h.stop();
     long long logged = cluster.node(heir).integer(pltest::ring_units(skey));
-    std::printf("SIGKILL of master %d: replica %d promoted after %.0f ms; %ld errors (first: %s); last error "
-                "%.0f ms after the kill; admitted %ld (%ld before the kill), log now holds %lld, limit %lld\n",
-                cluster.node(victim).port(), cluster.node(heir).port(), ms_since(t0, promoted), h.errors.load(),
-                h.first_error_text().c_str(), recovered, h.admitted.load(), at_kill, logged,
-                static_cast<long long>(kLimit));
+    const long jobs = transport.background_jobs() - jobs0, redirects = transport.redirects() - redirects0;
+    std::printf("SIGKILL of master %d (%s): replica %d promoted after %.0f ms; %ld errors (first: %s); last error "
+                "%.0f ms after the kill; admitted %ld (%ld before the kill), log now holds %lld, limit %lld; %ld of "
+                "%ld calls on library threads\n",
+                cluster.node(victim).port(), async ? "check_async" : "check", cluster.node(heir).port(),
+                ms_since(t0, promoted), h.errors.load(), h.first_error_text().c_str(), recovered, h.admitted.load(),
+                at_kill, logged, static_cast<long long>(kLimit), jobs, h.attempts.load());
+    expect_threads_only_for_trouble(jobs, h, redirects);
     EXPECT_LT(recovered, 15000.0);
     EXPECT_EQ(logged, kLimit);  // the log never holds more than the limit
     // Over-admission is bounded by what the replica had not yet received. A
@@ -628,7 +656,7 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
 
   // Decisions are exact afterwards, on every master including the new one.
   cluster.wait_ready();
-  Limiter after(client, limit(100, 3600 * 1000, "after"));
+  Limiter after(client, limit(100, 3600 * 1000, ("after" + tag).c_str()));
   std::vector<std::string> keys;
   for (size_t m : cluster.masters()) keys.push_back(key_on(cluster, after, m, "after-"));
   ASSERT_EQ(keys.size(), 3u);
@@ -644,6 +672,12 @@ TEST(Cluster, ManualFailoverThenSigkillOfAMaster) {
   for (auto& t : threads) t.join();
   for (auto& a : admitted) EXPECT_EQ(a.load(), 100);
 }
+
+}  // namespace
+
+TEST(Cluster, ManualFailoverThenSigkillOfAMaster) { failover_then_kill(false); }
+
+TEST(Cluster, ManualFailoverThenSigkillUnderAsyncChecks) { failover_then_kill(true); }
 
 TEST_F(SharedCluster, PasswordAppliesToEveryNode) {
   // The '@' in the password is percent-encoded in the URL.
