@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "deny_cache.h"
+#include "node_pools.h"
 #include "breaker.h"
 #include "polylimit/limiter.h"
 #include "polylimit/metrics.h"
@@ -123,6 +124,20 @@ void Transport::submit_async(const std::shared_ptr<AsyncCall>& c) {
     if (call.error) return c->done(nullptr, call.error);
     c->done(std::move(call.replies.front()), nullptr);
   }, c->deadline);
+}
+
+bool Transport::submit_async_on(std::shared_ptr<Node> node, ScriptCache& cache, const scripts::Script& script,
+                                const ScriptCall& call, int timeout_ms, const ScriptDone& done) {
+  auto c = std::make_shared<AsyncCall>(cache, script, call, timeout_ms, done);
+  c->pool = &node->pool;
+  c->node = std::move(node);
+  try {
+    submit_async(c);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
+    return false;
+  }
+  return true;
 }
 
 void Transport::finish_in_background(const std::shared_ptr<AsyncCall>& c, std::function<void()> first) {

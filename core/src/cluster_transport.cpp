@@ -491,18 +491,8 @@ bool ClusterTransport::run_script_async(const scripts::Script& script, const Scr
   if (!loaded_.load(std::memory_order_acquire)) return false;  // a caller waits for the first map
   ensure_map();  // loaded: at most asks for the periodic refresh
   NodePtr node = node_for_slot(slot_of(call.keys));
-  if (!node) return false;
-  auto c = std::make_shared<AsyncCall>(scripts_, script, call, options_.command_timeout_ms, done);
-  c->node = node;
-  c->pool = &node->pool;
-  try {
-    submit_async(c);
-  } catch (const Error& e) {
-    // Nothing was queued: the blocking path refreshes the map and retries.
-    if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
-    return false;
-  }
-  return true;
+  // Unserved slot, unreachable node: the blocking path refreshes the map and retries.
+  return node && submit_async_on(std::move(node), scripts_, script, call, options_.command_timeout_ms, done);
 }
 
 bool ClusterTransport::divert_async(const std::shared_ptr<AsyncCall>& c, Mux::Call& attempt) {

@@ -483,18 +483,8 @@ std::vector<ReplyPtr> SentinelTransport::run_scripts(const scripts::Script& scri
 bool SentinelTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
                                          const ScriptDone& done) {
   if (!master()) return false;  // a caller waits for the first resolution
-  MasterPtr m = current();
-  auto c = std::make_shared<AsyncCall>(scripts_, script, call, options_.command_timeout_ms, done);
-  c->node = m;
-  c->pool = &m->pool;
-  try {
-    submit_async(c);
-  } catch (const Error& e) {
-    // Nothing was queued: the blocking path re-resolves and tries again.
-    if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
-    return false;
-  }
-  return true;
+  // An unreachable master: the blocking path re-resolves and tries again.
+  return submit_async_on(current(), scripts_, script, call, options_.command_timeout_ms, done);
 }
 
 bool SentinelTransport::divert_async(const std::shared_ptr<AsyncCall>& c, Mux::Call& attempt) {
@@ -502,10 +492,25 @@ bool SentinelTransport::divert_async(const std::shared_ptr<AsyncCall>& c, Mux::C
     // As execute(): re-resolve for the next call; this one may have run, so
     // it fails (after the resolution, which must not run on an I/O thread).
     if (closed_.load()) return false;
-    std::exception_ptr error = attempt.error;
-    run_in_background([this, c, error] {
+    // The job gets an error of its own: the call's exception object is
+    // released on this I/O thread, through a reference count that
+    // ThreadSanitizer cannot see (libstdc++ is not instrumented).
+    ErrorCode code = ErrorCode::kUnavailable;
+    std::string message;
+    int sys_errno = 0;
+    bool unknown = false;
+    try {
+      std::rethrow_exception(attempt.error);
+    } catch (const Error& e) {
+      code = e.code(), message = e.what(), sys_errno = e.sys_errno(), unknown = e.outcome_unknown();
+    } catch (const std::exception& e) {
+      code = ErrorCode::kInternal, message = e.what();
+    }
+    run_in_background([this, c, code, message, sys_errno, unknown] {
       re_resolve();
-      c->done(nullptr, error);
+      Error error(code, message, sys_errno);
+      error.set_outcome_unknown(unknown);
+      c->done(nullptr, std::make_exception_ptr(error));
     });
     return true;
   }

@@ -111,6 +111,11 @@ class Transport {
   // Sends the next attempt of `call`. Only the first may throw to the
   // submitter (then call.done never runs); later ones report through done.
   void submit_async(const std::shared_ptr<AsyncCall>& call);
+  // Cluster, Sentinel: the first attempt of a call on `node`. False when the
+  // node cannot take it now (unreachable, backing off: nothing was queued),
+  // for the blocking path, which tries elsewhere; other refusals throw.
+  bool submit_async_on(std::shared_ptr<Node> node, ScriptCache& cache, const scripts::Script& script,
+                       const ScriptCall& call, int timeout_ms, const ScriptDone& done);
   // Looks at an attempt's final result (a reply that is not NOSCRIPT, or an
   // error that allows no resend) before call.done gets it, on the thread
   // that completed it. True when it took the call over (a redirection, a

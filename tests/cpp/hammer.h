@@ -69,15 +69,40 @@ class Hammer {
  private:
   polylimit::Decision check() {
     if (!async_) return limiter_.check(key_);
-    std::promise<polylimit::Decision> p;
-    std::future<polylimit::Decision> f = p.get_future();
+    // The completion hands over plain fields, and the error is made again on
+    // this thread: the library's exception object is released on its own
+    // thread, through a reference count ThreadSanitizer cannot see
+    // (libstdc++ is not instrumented).
+    struct Result {
+      polylimit::Decision decision;
+      bool failed = false;
+      polylimit::ErrorCode code = polylimit::ErrorCode::kInternal;
+      std::string message;
+      bool unknown = false;
+    };
+    std::promise<Result> p;
     polylimit::Limiter::check_async(async_, key_, 1, [&p](const polylimit::Decision& d, std::exception_ptr e) {
-      if (e)
-        p.set_exception(e);
-      else
-        p.set_value(d);
+      Result r;
+      r.decision = d;
+      if (e) {
+        r.failed = true;
+        try {
+          std::rethrow_exception(e);
+        } catch (const polylimit::Error& error) {
+          r.code = error.code();
+          r.message = error.what();
+          r.unknown = error.outcome_unknown();
+        } catch (const std::exception& other) {
+          r.message = other.what();
+        }
+      }
+      p.set_value(std::move(r));
     });
-    return f.get();
+    Result r = p.get_future().get();
+    if (!r.failed) return r.decision;
+    polylimit::Error error(r.code, r.message);
+    error.set_outcome_unknown(r.unknown);
+    throw error;
   }
 
   void start(int threads, std::chrono::microseconds pause) {
