@@ -129,7 +129,8 @@ void through_failover(RedisSentinels& s, const char* what, const char* prefix, c
   // A call takes a library thread only when it fails, meets a READONLY
   // master, or is among the first few (the first resolution).
   if (async)
-    EXPECT_LE(jobs, h.errors.load() + transport.readonly_replies() + 10) << "calls that went through took a library thread";
+    EXPECT_LE(jobs, h.errors.load() + transport.readonly_replies() + 10)
+        << "calls that went through took a library thread";
   else
     EXPECT_EQ(jobs, 0);
   EXPECT_LT(at_move, kLimit) << "the limit was reached before the move: nothing was tested";
@@ -153,8 +154,9 @@ TEST(Sentinel, DemotedMasterAnswersReadonlyAndClientMoves) {
   through_failover(s, "SENTINEL FAILOVER", "demote", [&] { s.sentinel_failover(); }, true);
 }
 
-// The same through the non-blocking path: a READONLY reply re-resolves and
-// goes on through the blocking path on a library thread.
+// The same through the non-blocking path. A call that meets the demoted
+// master (READONLY) re-resolves and goes on through the blocking path on a
+// library thread; the follower usually moves the client before any does.
 TEST(Sentinel, DemotedMasterAnswersReadonlyAndAsyncChecksMove) {
   RedisSentinels s;
   through_failover(s, "SENTINEL FAILOVER", "demote-async", [&] { s.sentinel_failover(); }, true, true);
