@@ -7,6 +7,7 @@
 #include <future>
 
 #include "clock.h"
+#include "hammer.h"
 #include "redis_server.h"
 #include "polylimit.h"
 #include "polylimit/errors.h"
@@ -136,14 +137,7 @@ TEST(Shadow, AsyncChecksCountTheDenials) {
     o.deny_cache_size = cache ? 100 : 0;
     auto l = std::make_shared<Limiter>(c, o);
     for (int i = 0; i < 5; ++i) {
-      std::promise<Decision> p;
-      Limiter::check_async(l, "k", 1, [&p](const Decision& d, std::exception_ptr e) {
-        if (e)
-          p.set_exception(e);
-        else
-          p.set_value(d);
-      });
-      Decision d = p.get_future().get();
+      Decision d = pltest::check_async_and_wait(l, "k");
       EXPECT_TRUE(d.allowed);
       EXPECT_EQ(d.shadowed, i >= 2) << i;
     }

@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -224,17 +223,7 @@ TEST_F(SharedCluster, AsyncChecksGoToTheSlotsNodeWithoutALibraryThread) {
   auto hot = std::make_shared<Limiter>(client, limit(kLimit, 3600 * 1000, "async-hot"));
   std::vector<std::string> keys;
   for (size_t m : cluster.masters()) keys.push_back(key_on(cluster, *hot, m, "k-"));
-  auto check = [&](const std::string& key) {
-    std::promise<polylimit::Decision> p;
-    auto f = p.get_future();
-    Limiter::check_async(hot, key, 1, [&p](const polylimit::Decision& d, std::exception_ptr e) {
-      if (e)
-        p.set_exception(e);
-      else
-        p.set_value(d);
-    });
-    return f.get();
-  };
+  auto check = [&](const std::string& key) { return pltest::check_async_and_wait(hot, key); };
   EXPECT_TRUE(check("warm").allowed);  // loads the map (on a library thread: the first call waits for it)
   const long jobs0 = transport.background_jobs();
   EXPECT_LE(jobs0, 1);

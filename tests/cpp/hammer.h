@@ -24,6 +24,44 @@ inline int64_t steady_ns() {
       .count();
 }
 
+// Limiter::check_async, waited for. The completion hands over plain fields
+// and the error is made again on this thread: the library's exception object
+// is released on its own thread, through a reference count ThreadSanitizer
+// cannot see (libstdc++ is not instrumented).
+inline polylimit::Decision check_async_and_wait(const std::shared_ptr<polylimit::Limiter>& limiter,
+                                                const std::string& key) {
+  struct Result {
+    polylimit::Decision decision;
+    bool failed = false;
+    polylimit::ErrorCode code = polylimit::ErrorCode::kInternal;
+    std::string message;
+    bool unknown = false;
+  };
+  std::promise<Result> p;
+  polylimit::Limiter::check_async(limiter, key, 1, [&p](const polylimit::Decision& d, std::exception_ptr e) {
+    Result r;
+    r.decision = d;
+    if (e) {
+      r.failed = true;
+      try {
+        std::rethrow_exception(e);
+      } catch (const polylimit::Error& error) {
+        r.code = error.code();
+        r.message = error.what();
+        r.unknown = error.outcome_unknown();
+      } catch (const std::exception& other) {
+        r.message = other.what();
+      }
+    }
+    p.set_value(std::move(r));
+  });
+  Result r = p.get_future().get();
+  if (!r.failed) return r.decision;
+  polylimit::Error error(r.code, r.message);
+  error.set_outcome_unknown(r.unknown);
+  throw error;
+}
+
 class Hammer {
  public:
   // `pause` between two checks of one thread keeps the rate low enough that
@@ -67,43 +105,7 @@ class Hammer {
   int64_t first_error_ns = 0;
 
  private:
-  polylimit::Decision check() {
-    if (!async_) return limiter_.check(key_);
-    // The completion hands over plain fields, and the error is made again on
-    // this thread: the library's exception object is released on its own
-    // thread, through a reference count ThreadSanitizer cannot see
-    // (libstdc++ is not instrumented).
-    struct Result {
-      polylimit::Decision decision;
-      bool failed = false;
-      polylimit::ErrorCode code = polylimit::ErrorCode::kInternal;
-      std::string message;
-      bool unknown = false;
-    };
-    std::promise<Result> p;
-    polylimit::Limiter::check_async(async_, key_, 1, [&p](const polylimit::Decision& d, std::exception_ptr e) {
-      Result r;
-      r.decision = d;
-      if (e) {
-        r.failed = true;
-        try {
-          std::rethrow_exception(e);
-        } catch (const polylimit::Error& error) {
-          r.code = error.code();
-          r.message = error.what();
-          r.unknown = error.outcome_unknown();
-        } catch (const std::exception& other) {
-          r.message = other.what();
-        }
-      }
-      p.set_value(std::move(r));
-    });
-    Result r = p.get_future().get();
-    if (!r.failed) return r.decision;
-    polylimit::Error error(r.code, r.message);
-    error.set_outcome_unknown(r.unknown);
-    throw error;
-  }
+  polylimit::Decision check() { return async_ ? check_async_and_wait(async_, key_) : limiter_.check(key_); }
 
   void start(int threads, std::chrono::microseconds pause) {
     for (int t = 0; t < threads; ++t)
