@@ -114,11 +114,10 @@ void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock
                                                                             std::to_string(room_wait.count()) + ")"
                                                                       : std::string()));
   unsent_.push_back(call);
-  // The leader waits for replies; it writes what is queued when the next one
-  // arrives. It is kicked to write at once only when the queued batch is at
-  // least half the batch in flight: one send per call would cost the server
-  // (and us) more than the wait.
-  if (leader_ && parked_ && unsent_.size() * 2 >= inflight_.size()) {
+  // The leader waits for replies; it writes what is queued when enough of it
+  // is (worth_flushing_locked) and is kicked only then: one send per call
+  // would cost the server (and us) more than the wait.
+  if (leader_ && parked_ && worth_flushing_locked()) {
     parked_ = false;
     const uint64_t one = 1;
     while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
@@ -277,10 +276,18 @@ bool Mux::flush_locked(std::unique_lock<std::mutex>& lock) {
   return true;
 }
 
+bool Mux::worth_flushing_locked() const {
+  // A small batch sent behind a large one would reach a TLS server as a
+  // record of its own, which it decrypts, runs and answers in a pass of its
+  // own (a plain server reads both at once): small batches would then beget
+  // small replies and stay small.
+  return !unsent_.empty() && unsent_.size() * 2 >= inflight_.size();
+}
+
 void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
   auto finished = [&] { return self != nullptr ? self->done || self->abandoned : async_outstanding_ == 0; };
   while (!broken_ && !finished()) {
-    if (!unsent_.empty()) {
+    if (worth_flushing_locked()) {
       if (!flush_locked(lock)) break;
       continue;  // more may have been queued meanwhile
     }
@@ -323,7 +330,7 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
     if (!wake_.empty()) {
       // Calls queued while we waited go out before their callers are woken:
       // the server works on them meanwhile.
-      const bool ok = unsent_.empty() || flush_locked(lock);
+      const bool ok = !worth_flushing_locked() || flush_locked(lock);
       lock.unlock();
       wake_all(wake_);
       lock.lock();
@@ -337,7 +344,17 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
         break;
       }
       if (self != nullptr && now >= self->deadline) {
-        self->abandoned = true;  // an older call is still in time; ours is read and dropped later
+        if (self->sent) {
+          self->abandoned = true;  // an older call is still in time; ours is read and dropped later
+        } else {  // still queued behind the calls in flight: it never runs
+          auto it = std::find_if(unsent_.begin(), unsent_.end(), [&](const CallPtr& c) { return c.get() == self; });
+          if (it != unsent_.end()) {
+            CallPtr mine = std::move(*it);
+            unsent_.erase(it);
+            mine->error = std::make_exception_ptr(queued_timeout());
+            complete_locked(mine);
+          }
+        }
         break;
       }
     }
@@ -345,6 +362,12 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
   }
   hand_off_locked();
   run_callbacks(lock);
+}
+
+Error Mux::queued_timeout() const {
+  return Error(ErrorCode::kTimeout, "no reply from " + conn_->where() + " within " +
+                                        std::to_string(conn_->command_timeout_ms()) +
+                                        " ms: the call waited in the queue (not sent)");
 }
 
 void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
@@ -365,9 +388,7 @@ void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
     if (!in_time && !call->done && !call->lead) {
       if (!call->sent) {
         unsent_.erase(std::find(unsent_.begin(), unsent_.end(), call));
-        throw Error(ErrorCode::kTimeout, "no reply from " + conn_->where() + " within " +
-                                             std::to_string(conn_->command_timeout_ms()) +
-                                             " ms: the call waited in the queue (not sent)");
+        throw queued_timeout();
       }
       call->abandoned = true;
     }
