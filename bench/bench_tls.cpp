@@ -7,13 +7,17 @@
 // measured time. Prints the median of the rounds and every round's ratio.
 // A program that prints, not a test: no timed assertions.
 //
-//   bench_tls [rounds=5] [seconds_per_run=1.5]
+//   bench_tls [rounds=5] [seconds_per_run=1.5] [only]
+//
+// `only` (for profiling one case) runs just the cells and modes whose
+// "<threads> <path> <mode>" contains it, e.g. "64 deny tls".
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sys/resource.h>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -96,7 +100,25 @@ double measure(const std::shared_ptr<Client>& client, int threads, bool deny, do
   return static_cast<double>(total.load()) / elapsed;
 }
 
+// CPU seconds (user + system) the server and this process have used so far.
+double server_cpu(const pltest::RedisServer& server) {
+  std::string info = server.command({"INFO", "cpu"});
+  double total = 0;
+  for (const char* field : {"used_cpu_sys:", "used_cpu_user:"}) {
+    auto at = info.find(field);
+    if (at != std::string::npos) total += std::atof(info.c_str() + at + std::char_traits<char>::length(field));
+  }
+  return total;
+}
+double client_cpu() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 double median(std::vector<double> v) {
+  if (v.empty()) return 0;  // a mode left out by `only`
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
@@ -107,6 +129,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const double seconds = argc > 2 ? std::max(0.2, std::atof(argv[2])) : 1.5;
+  const std::string only = argc > 3 ? argv[3] : "";
   Certs certs;
   const int tls_port = pltest::free_port();
   pltest::RedisServer server({"--tls-port", std::to_string(tls_port), "--tls-cert-file", certs.cert, "--tls-key-file",
@@ -129,8 +152,11 @@ int main(int argc, char** argv) {
     int threads;
     bool deny;
     std::vector<double> plain, tls;
+    // CPU microseconds per check, server and client, of each run.
+    std::vector<double> server_us[2], client_us[2];
   };
-  std::vector<Cell> cells = {{1, false, {}, {}}, {1, true, {}, {}}, {64, false, {}, {}}, {64, true, {}, {}}};
+  std::vector<Cell> cells = {{1, false, {}, {}, {}, {}}, {1, true, {}, {}, {}, {}},
+                             {64, false, {}, {}, {}, {}}, {64, true, {}, {}, {}, {}}};
   int run_id = 0;
   for (int r = 0; r < rounds; ++r)
     for (Cell& c : cells) {
@@ -138,26 +164,40 @@ int main(int argc, char** argv) {
       bool tls_first = r % 2 == 1;
       for (int k = 0; k < 2; ++k) {
         bool use_tls = (k == 0) == tls_first;
+        const std::string name =
+            std::to_string(c.threads) + (c.deny ? " deny " : " allow ") + (use_tls ? "tls" : "plain");
+        if (name.find(only) == std::string::npos) continue;
+        const double server0 = server_cpu(server), client0 = client_cpu();
+        const auto t0 = Clock::now();
         double rate = measure(use_tls ? tls : plain, c.threads, c.deny, seconds, ++run_id);
+        const double calls = rate * std::chrono::duration<double>(Clock::now() - t0).count();
         (use_tls ? c.tls : c.plain).push_back(rate);
+        c.server_us[use_tls].push_back((server_cpu(server) - server0) * 1e6 / calls);
+        c.client_us[use_tls].push_back((client_cpu() - client0) * 1e6 / calls);
       }
       server.command({"FLUSHALL"});
     }
 
-  std::printf("| threads | path  | plain checks/s (median) | TLS checks/s (median) | TLS/plain | TLS/plain per round |\n");
-  std::printf("|--------:|-------|------------------------:|----------------------:|----------:|---------------------|\n");
+  std::printf("| threads | path  | plain checks/s (median) | TLS checks/s (median) | TLS/plain | TLS/plain per round "
+              "| server us/check plain, TLS | client us/check plain, TLS |\n");
+  std::printf("|--------:|-------|------------------------:|----------------------:|----------:|---------------------"
+              "|---------------------------:|---------------------------:|\n");
   for (const Cell& c : cells) {
     std::string per_round;
     std::vector<double> ratios;
-    for (size_t i = 0; i < c.plain.size(); ++i) {
+    for (size_t i = 0; i < std::min(c.plain.size(), c.tls.size()); ++i) {
       ratios.push_back(c.tls[i] / c.plain[i]);
       char buf[16];
       std::snprintf(buf, sizeof buf, "%s%.2f", i ? " " : "", ratios.back());
       per_round += buf;
     }
-    std::printf("| %7d | %-5s | %23.0f | %21.0f | %9.2f | %s |\n", c.threads, c.deny ? "deny" : "allow",
-                median(c.plain), median(c.tls), median(ratios), per_round.c_str());
+    std::printf("| %7d | %-5s | %23.0f | %21.0f | %9.2f | %s | %12.1f, %5.1f | %12.1f, %5.1f |\n", c.threads,
+                c.deny ? "deny" : "allow", median(c.plain), median(c.tls), median(ratios), per_round.c_str(),
+                median(c.server_us[0]), median(c.server_us[1]), median(c.client_us[0]), median(c.client_us[1]));
   }
+  std::printf("\nTLS/plain is the median of the per-round ratios; CPU per check is the median over rounds of the "
+              "CPU the server (INFO cpu) and this process (getrusage, the measuring thread included) used per "
+              "check.");
   std::printf("\nTLS/plain is the median of the per-round ratios. Connects made: plain %llu, TLS %llu "
               "(no reconnects while measuring).\n",
               static_cast<unsigned long long>(plain->stats().connect_attempts),

@@ -11,9 +11,10 @@
 // off, so every call is a script call that denies). Modes are interleaved
 // within each repetition; the table shows the median of the repetitions with
 // their min..max, calls/s computed from the measured time, client CPU per
-// call (getrusage) and the connections the server saw (INFO clients).
+// call (getrusage), the server's CPU per call (INFO cpu) and the connections
+// the server saw (INFO clients).
 //
-// Usage: bench_transport [repetitions=3] [seconds per measurement=1.0]
+// Usage: bench_transport [repetitions=3] [seconds per measurement=1.0] [only] [pool_size]
 #include <hiredis/hiredis.h>
 #include <sys/resource.h>
 
@@ -117,6 +118,7 @@ class Conn {
 struct Sample {
   double calls_per_s = 0;
   double cpu_us_per_call = 0;
+  double server_us_per_call = 0;  // redis-server's CPU (INFO cpu) per call
   long long connections = 0;
   long long admitted = 0, calls = 0;
 };
@@ -149,6 +151,17 @@ Sample run_threads(int threads, double seconds, const std::function<std::pair<lo
   s.calls_per_s = static_cast<double>(s.calls) / elapsed;
   s.cpu_us_per_call = s.calls > 0 ? cpu * 1e6 / static_cast<double>(s.calls) : 0;
   return s;
+}
+
+// CPU seconds (user + system) the server has used so far.
+double server_cpu_seconds(const pltest::RedisServer& server) {
+  std::string info = server.command({"INFO", "cpu"});
+  double total = 0;
+  for (const std::string field : {"used_cpu_sys:", "used_cpu_user:"}) {
+    auto at = info.find(field);
+    if (at != std::string::npos) total += std::atof(info.c_str() + at + field.size());
+  }
+  return total;
 }
 
 long long connected_clients(const pltest::RedisServer& server) {
@@ -281,7 +294,9 @@ int main(int argc, char** argv) {
     for (const Path& p : paths)
       for (const Mode& m : modes) {
         if (!only.empty() && (std::string(p.name) + " " + m.name).find(only) == std::string::npos) continue;
+        const double server0 = server_cpu_seconds(server);
         Sample s = m.run(p, seconds);
+        if (s.calls > 0) s.server_us_per_call = (server_cpu_seconds(server) - server0) * 1e6 / static_cast<double>(s.calls);
         if (p.allow ? s.admitted != s.calls : s.admitted != 0)
           throw std::runtime_error(m.name + " " + p.name + ": the path was not the one measured");
         results[{p.name, m.name}].push_back(s);
@@ -293,17 +308,18 @@ int main(int argc, char** argv) {
   };
   std::printf("bench_transport: %d repetitions x %.1f s per measurement, modes interleaved; redis-server on loopback\n",
               reps, seconds);
-  std::printf("%-6s %-18s %12s %19s %10s %6s  %s\n", "path", "mode", "calls/s", "(min..max)", "cpu us/call", "conns",
-              "ratio");
+  std::printf("%-6s %-18s %12s %19s %10s %10s %6s  %s\n", "path", "mode", "calls/s", "(min..max)", "cpu us/call",
+              "srv us/call", "conns", "ratio");
   for (const Path& p : paths) {
     std::map<std::string, double> med;
     for (const Mode& m : modes) {
-      std::vector<double> rate, cpu;
+      std::vector<double> rate, cpu, srv;
       long long conns = 0;
       if (results[{p.name, m.name}].empty()) continue;
       for (const Sample& s : results[{p.name, m.name}]) {
         rate.push_back(s.calls_per_s);
         cpu.push_back(s.cpu_us_per_call);
+        srv.push_back(s.server_us_per_call);
         conns = std::max(conns, s.connections);
       }
       med[m.name] = median(rate);
@@ -320,8 +336,9 @@ int main(int argc, char** argv) {
       char range[48];
       std::snprintf(range, sizeof range, "(%.0f..%.0f)", *std::min_element(rate.begin(), rate.end()),
                     *std::max_element(rate.begin(), rate.end()));
-      std::printf("%-6s %-18s %12.0f %19s %10.1f %6s  %s\n", p.name, m.name.c_str(), med[m.name], range, median(cpu),
-                  m.name.rfind("polylimit", 0) == 0 ? std::to_string(conns).c_str() : "1", ratio.c_str());
+      std::printf("%-6s %-18s %12.0f %19s %10.1f %10.1f %6s  %s\n", p.name, m.name.c_str(), med[m.name], range,
+                  median(cpu), median(srv), m.name.rfind("polylimit", 0) == 0 ? std::to_string(conns).c_str() : "1",
+                  ratio.c_str());
     }
   }
   polylimit_limiter_free(deny);
