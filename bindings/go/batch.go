@@ -39,10 +39,6 @@ import (
 // Different costs in one batch are decided in one check_many per cost; a
 // cost beyond the limit fails its own check_many before any I/O, with
 // check's error and, as for check, no count in the metrics.
-//
-// (The queued path differs from check in one count: in shadow mode
-// Limiter::check_async counts a shadowed denial as admitted; check and
-// check_many count it as denied.)
 
 // batchesInFlight is how many batches of one limiter may wait for Redis at
 // once: with two, one batch's results are handed out (and its callers come
