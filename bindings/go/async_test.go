@@ -250,37 +250,7 @@ func TestQueuedShareOneLimitExactly(t *testing.T) {
 	} {
 		c := open(t, shared.URL, m.opts...)
 		l := limiter(t, c, fmt.Sprintf("%d/minute", limit))
-		var admitted, denied int64
-		var wg sync.WaitGroup
-		errs := make(chan error, goroutines*attempts)
-		for g := 0; g < goroutines; g++ {
-			wg.Add(1)
-			go func(g int) {
-				defer wg.Done()
-				ctx := context.Background()
-				if g%4 == 3 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, time.Minute)
-					defer cancel()
-				}
-				for i := 0; i < attempts; i++ {
-					r, err := l.Allow(ctx, "hot")
-					switch {
-					case err != nil:
-						errs <- err
-					case r.Allowed:
-						atomic.AddInt64(&admitted, 1)
-					default:
-						atomic.AddInt64(&denied, 1)
-					}
-				}
-			}(g)
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("%s: %v", m.name, err)
-		}
+		admitted, denied := allowHot(t, m.name, l, goroutines, attempts, func(g int) bool { return g%4 == 3 }, nil)
 		if admitted != limit || denied != goroutines*attempts-limit {
 			t.Fatalf("%s: admitted %d, denied %d; want exactly %d admitted", m.name, admitted, denied, limit)
 		}

@@ -93,50 +93,24 @@ func TestBatchedShareOneLimitExactly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var admitted, denied int64
-		var wg sync.WaitGroup
-		errs := make(chan error, 2*goroutines*attempts)
-		start := make(chan struct{})
-		for g := 0; g < goroutines; g++ {
-			wg.Add(1)
-			go func(g int) {
-				defer wg.Done()
-				ctx := context.Background()
-				if g%4 == 3 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, time.Minute)
-					defer cancel()
-				}
-				own, cost := fmt.Sprint("own", g), 1+g%3
-				<-start
-				for i := 0; i < attempts; i++ {
-					r, err := l.Allow(ctx, "hot")
-					switch {
-					case err != nil:
-						errs <- err
-					case r.Allowed:
-						atomic.AddInt64(&admitted, 1)
-					default:
-						atomic.AddInt64(&denied, 1)
-					}
-					if g%4 == 1 {
-						r, err = l.AllowBytes(ctx, []byte(own), cost)
-					} else {
-						r, err = l.AllowN(ctx, own, cost)
-					}
-					if want := limit - cost*(i+1); err != nil || !r.Allowed || r.Remaining != want || r.Granted != cost {
-						errs <- fmt.Errorf("goroutine %d, own call %d (cost %d): %+v, %v; want allowed, remaining %d",
-							g, i, cost, r, err, want)
-					}
-				}
-			}(g)
+		// Besides the hot key, every goroutine checks a key of its own with a
+		// cost of its own (so that batches mix costs), always admitted.
+		own := func(ctx context.Context, g, i int) error {
+			key, cost := fmt.Sprint("own", g), 1+g%3
+			var r polylimit.Result
+			var err error
+			if g%4 == 1 {
+				r, err = l.AllowBytes(ctx, []byte(key), cost)
+			} else {
+				r, err = l.AllowN(ctx, key, cost)
+			}
+			if want := limit - cost*(i+1); err != nil || !r.Allowed || r.Remaining != want || r.Granted != cost {
+				return fmt.Errorf("goroutine %d, own call %d (cost %d): %+v, %v; want allowed, remaining %d",
+					g, i, cost, r, err, want)
+			}
+			return nil
 		}
-		close(start)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("%s: %v", m.name, err)
-		}
+		admitted, denied := allowHot(t, m.name, l, goroutines, attempts, func(g int) bool { return g%4 == 3 }, own)
 		if admitted != limit || denied != goroutines*attempts-limit {
 			t.Fatalf("%s: admitted %d, denied %d; want exactly %d admitted", m.name, admitted, denied, limit)
 		}

@@ -507,23 +507,29 @@ func recovered(t *testing.T, what string, allow func() (polylimit.Result, error)
 	}
 }
 
-func TestExactUnderConcurrency(t *testing.T) {
-	const limit, goroutines, attempts = 100, 64, 8
-	c := open(t, shared.URL, polylimit.WithPoolSize(16))
-	l := limiter(t, c, fmt.Sprintf("%d/minute", limit))
-	var admitted, denied int64
+// allowHot runs `goroutines` goroutines that each call l.Allow on the key
+// "hot" `attempts` times, all starting together, and returns how many calls
+// were admitted and denied; errors fail the test (prefixed by name).
+// Goroutine g uses a context with a deadline when withDeadline(g), so that
+// both ways a call can wait are taken. after (if not nil) runs after each
+// call on the same goroutine and returns an error to report, or nil.
+func allowHot(t *testing.T, name string, l *polylimit.Limiter, goroutines, attempts int,
+	withDeadline func(g int) bool, after func(ctx context.Context, g, i int) error) (admitted, denied int64) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, goroutines*attempts)
+	errs := make(chan error, 2*goroutines*attempts)
+	start := make(chan struct{})
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
 			ctx := context.Background()
-			if g%2 == 1 { // half take the goroutine path
+			if withDeadline(g) {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, time.Minute)
 				defer cancel()
 			}
+			<-start
 			for i := 0; i < attempts; i++ {
 				r, err := l.Allow(ctx, "hot")
 				switch {
@@ -534,14 +540,29 @@ func TestExactUnderConcurrency(t *testing.T) {
 				default:
 					atomic.AddInt64(&denied, 1)
 				}
+				if after != nil {
+					if err := after(ctx, g, i); err != nil {
+						errs <- err
+					}
+				}
 			}
 		}(g)
 	}
+	close(start)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Error(err)
+		t.Errorf("%s: %v", name, err)
 	}
+	return admitted, denied
+}
+
+func TestExactUnderConcurrency(t *testing.T) {
+	const limit, goroutines, attempts = 100, 64, 8
+	c := open(t, shared.URL, polylimit.WithPoolSize(16))
+	l := limiter(t, c, fmt.Sprintf("%d/minute", limit))
+	// Half take the goroutine path (a context with a deadline).
+	admitted, denied := allowHot(t, "hot key", l, goroutines, attempts, func(g int) bool { return g%2 == 1 }, nil)
 	if admitted != limit || denied != goroutines*attempts-limit {
 		t.Fatalf("admitted %d, denied %d; want exactly %d admitted", admitted, denied, limit)
 	}
