@@ -11,13 +11,14 @@
 //
 // `only` (for profiling one case) runs just the cells and modes whose
 // "<threads> <path> <mode>" contains it, e.g. "64 deny tls".
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sys/resource.h>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -100,16 +101,7 @@ double measure(const std::shared_ptr<Client>& client, int threads, bool deny, do
   return static_cast<double>(total.load()) / elapsed;
 }
 
-// CPU seconds (user + system) the server and this process have used so far.
-double server_cpu(const pltest::RedisServer& server) {
-  std::string info = server.command({"INFO", "cpu"});
-  double total = 0;
-  for (const char* field : {"used_cpu_sys:", "used_cpu_user:"}) {
-    auto at = info.find(field);
-    if (at != std::string::npos) total += std::atof(info.c_str() + at + std::char_traits<char>::length(field));
-  }
-  return total;
-}
+// CPU seconds (user + system) this process has used so far.
 double client_cpu() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -167,12 +159,12 @@ int main(int argc, char** argv) {
         const std::string name =
             std::to_string(c.threads) + (c.deny ? " deny " : " allow ") + (use_tls ? "tls" : "plain");
         if (name.find(only) == std::string::npos) continue;
-        const double server0 = server_cpu(server), client0 = client_cpu();
+        const double server0 = server.cpu_seconds(), client0 = client_cpu();
         const auto t0 = Clock::now();
         double rate = measure(use_tls ? tls : plain, c.threads, c.deny, seconds, ++run_id);
         const double calls = rate * std::chrono::duration<double>(Clock::now() - t0).count();
         (use_tls ? c.tls : c.plain).push_back(rate);
-        c.server_us[use_tls].push_back((server_cpu(server) - server0) * 1e6 / calls);
+        c.server_us[use_tls].push_back((server.cpu_seconds() - server0) * 1e6 / calls);
         c.client_us[use_tls].push_back((client_cpu() - client0) * 1e6 / calls);
       }
       server.command({"FLUSHALL"});
@@ -195,10 +187,9 @@ int main(int argc, char** argv) {
                 c.deny ? "deny" : "allow", median(c.plain), median(c.tls), median(ratios), per_round.c_str(),
                 median(c.server_us[0]), median(c.server_us[1]), median(c.client_us[0]), median(c.client_us[1]));
   }
-  std::printf("\nTLS/plain is the median of the per-round ratios; CPU per check is the median over rounds of the "
-              "CPU the server (INFO cpu) and this process (getrusage, the measuring thread included) used per "
-              "check.");
-  std::printf("\nTLS/plain is the median of the per-round ratios. Connects made: plain %llu, TLS %llu "
+  std::printf("\nTLS/plain is the median of the per-round ratios; CPU per check, the median over rounds of the CPU "
+              "the server (INFO cpu) and this process (getrusage, the measuring thread included) used per check. "
+              "Connects made: plain %llu, TLS %llu "
               "(no reconnects while measuring).\n",
               static_cast<unsigned long long>(plain->stats().connect_attempts),
               static_cast<unsigned long long>(tls->stats().connect_attempts));

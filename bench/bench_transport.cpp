@@ -153,17 +153,6 @@ Sample run_threads(int threads, double seconds, const std::function<std::pair<lo
   return s;
 }
 
-// CPU seconds (user + system) the server has used so far.
-double server_cpu_seconds(const pltest::RedisServer& server) {
-  std::string info = server.command({"INFO", "cpu"});
-  double total = 0;
-  for (const std::string field : {"used_cpu_sys:", "used_cpu_user:"}) {
-    auto at = info.find(field);
-    if (at != std::string::npos) total += std::atof(info.c_str() + at + field.size());
-  }
-  return total;
-}
-
 long long connected_clients(const pltest::RedisServer& server) {
   std::string info = server.command({"INFO", "clients"});
   auto at = info.find("connected_clients:");
@@ -294,9 +283,9 @@ int main(int argc, char** argv) {
     for (const Path& p : paths)
       for (const Mode& m : modes) {
         if (!only.empty() && (std::string(p.name) + " " + m.name).find(only) == std::string::npos) continue;
-        const double server0 = server_cpu_seconds(server);
+        const double server0 = server.cpu_seconds();
         Sample s = m.run(p, seconds);
-        if (s.calls > 0) s.server_us_per_call = (server_cpu_seconds(server) - server0) * 1e6 / static_cast<double>(s.calls);
+        if (s.calls > 0) s.server_us_per_call = (server.cpu_seconds() - server0) * 1e6 / static_cast<double>(s.calls);
         if (p.allow ? s.admitted != s.calls : s.admitted != 0)
           throw std::runtime_error(m.name + " " + p.name + ": the path was not the one measured");
         results[{p.name, m.name}].push_back(s);

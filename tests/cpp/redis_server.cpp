@@ -307,6 +307,16 @@ std::string to_text(const redisReply* r) {
 
 }  // namespace
 
+double RedisServer::cpu_seconds() const {
+  const std::string info = command({"INFO", "cpu"});
+  double total = 0;
+  for (const std::string field : {"used_cpu_sys:", "used_cpu_user:"}) {
+    auto at = info.find(field);
+    if (at != std::string::npos) total += std::atof(info.c_str() + at + field.size());
+  }
+  return total;
+}
+
 std::string RedisServer::command(const std::vector<std::string>& argv) const {
   timeval tv{2, 0};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);

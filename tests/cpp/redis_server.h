@@ -71,6 +71,8 @@ class RedisServer {
   // (integers in decimal, arrays joined by '\n', errors as "ERR ...").
   std::string command(const std::vector<std::string>& argv) const;
   long long integer(const std::vector<std::string>& argv) const;
+  // CPU seconds (user + system) the server has used so far (INFO cpu).
+  double cpu_seconds() const;
 
  private:
   friend class RedisCluster;
