@@ -84,6 +84,11 @@ size_t Mux::pending() const {
   return unsent_.size() + inflight_.size();
 }
 
+size_t Mux::load() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unsent_.size() + inflight_.size() + (holding_ > 0 ? kMaxPending : 0);
+}
+
 bool Mux::broken() const {
   std::lock_guard<std::mutex> lock(mu_);
   return broken_;
@@ -114,6 +119,7 @@ void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock
                                                                             std::to_string(room_wait.count()) + ")"
                                                                       : std::string()));
   unsent_.push_back(call);
+  if (call->holds) ++holding_;
   // The leader waits for replies; it writes what is queued when enough of it
   // is (worth_flushing_locked) and is kicked only then: one send per call
   // would cost the server (and us) more than the wait.
@@ -157,6 +163,7 @@ bool Mux::dispatch_locked(std::vector<ReplyPtr>& replies, std::vector<CallPtr>& 
     if (head->replies.size() >= head->expect) {
       CallPtr c = std::move(head);
       inflight_.pop_front();
+      if (c->holds) --holding_;
       if (!c->abandoned || c->on_done)
         complete_locked(c, &wake);
       else if (room_waiters_ > 0)
@@ -175,6 +182,7 @@ bool Mux::dispatch_locked(std::vector<ReplyPtr>& replies, std::vector<CallPtr>& 
 
 void Mux::fail_all_locked(std::exception_ptr error) {
   broken_ = true;
+  holding_ = 0;
   room_cv_.notify_all();
   std::deque<CallPtr> calls;
   calls.swap(inflight_);
@@ -351,6 +359,7 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
           if (it != unsent_.end()) {
             CallPtr mine = std::move(*it);
             unsent_.erase(it);
+            if (mine->holds) --holding_;
             mine->error = std::make_exception_ptr(queued_timeout());
             complete_locked(mine);
           }
@@ -388,6 +397,7 @@ void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
     if (!in_time && !call->done && !call->lead) {
       if (!call->sent) {
         unsent_.erase(std::find(unsent_.begin(), unsent_.end(), call));
+        if (call->holds) --holding_;
         throw queued_timeout();
       }
       call->abandoned = true;

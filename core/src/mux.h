@@ -77,6 +77,7 @@ class Mux : public std::enable_shared_from_this<Mux> {
     bool abandoned = false;           // its caller gave up; the replies are dropped
     bool lead = false;                // handed the connection: drive it
     bool may_resend = false;          // failed unwritten, in time: a fresh connection may serve it
+    bool holds = false;               // holds the connection until the server answers (WAIT)
     // What a synchronous caller sleeps on: kWaiting, then kDone or kLead,
     // stored (release) after the fields above; the futex word of its wait.
     std::atomic<uint32_t> signal{0};
@@ -90,7 +91,7 @@ class Mux : public std::enable_shared_from_this<Mux> {
       replies.clear();
       error = nullptr;
       deadline = until;
-      sent = done = abandoned = lead = may_resend = false;
+      sent = done = abandoned = lead = may_resend = holds = false;
       signal.store(kWaiting, std::memory_order_relaxed);
       on_done = nullptr;
     }
@@ -118,6 +119,9 @@ class Mux : public std::enable_shared_from_this<Mux> {
 
   // Calls queued or in flight.
   size_t pending() const;
+  // What a new call would wait behind: pending(), plus kMaxPending while a
+  // call that holds the connection (Call::holds) is queued or in flight.
+  size_t load() const;
   bool broken() const;
   // Time since the connection last carried a call.
   Clock::duration idle_for() const;
@@ -166,6 +170,7 @@ class Mux : public std::enable_shared_from_this<Mux> {
   bool parked_ = false;           // the leader waits in poll (kick wake_fd_)
   bool broken_ = false;
   size_t async_outstanding_ = 0;  // submit()ted calls not yet done
+  size_t holding_ = 0;            // calls with `holds` queued or in flight
   Clock::time_point last_active_;
   std::string out_;               // the leader's write buffer
   std::vector<ReplyPtr> batch_;   // the leader's replies of one read

@@ -14,6 +14,16 @@
 
 namespace polylimit {
 
+namespace {
+
+// A command the server answers only when something else happens (WAIT and
+// WAITAOF wait for replicas): the connection carries nothing else meanwhile.
+bool holds_connection(const Argv& argv) {
+  return !argv.empty() && (argv[0] == "WAIT" || argv[0] == "WAITAOF");
+}
+
+}  // namespace
+
 Mux::CallPtr PooledConnection::prepare(const std::vector<const Argv*>& commands, Mux::Clock::time_point deadline) {
   // One Call per thread, reused while nobody else holds it (an abandoned
   // call stays with its connection until its reply is read).
@@ -24,7 +34,10 @@ Mux::CallPtr PooledConnection::prepare(const std::vector<const Argv*>& commands,
   else
     call = spare = std::make_shared<Mux::Call>();
   call->reset(commands.size(), deadline);
-  for (const Argv* argv : commands) Connection::encode(call->bytes, *argv);
+  for (const Argv* argv : commands) {
+    Connection::encode(call->bytes, *argv);
+    call->holds = call->holds || holds_connection(*argv);
+  }
   return call;
 }
 
@@ -70,7 +83,10 @@ void PooledConnection::submit(const std::vector<Argv>& commands, std::function<v
   if (deadline == Mux::Clock::time_point{})
     deadline = Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms);
   call->reset(commands.size(), deadline);
-  for (const Argv& argv : commands) Connection::encode(call->bytes, argv);
+  for (const Argv& argv : commands) {
+    Connection::encode(call->bytes, argv);
+    call->holds = call->holds || holds_connection(argv);
+  }
   call->on_done = std::move(done);
   mux_->submit(call);
 }
@@ -176,15 +192,21 @@ PooledConnection ConnectionPool::acquire(bool grow) {
   for (;;) {
     s->muxes.erase(std::remove_if(s->muxes.begin(), s->muxes.end(), [](const auto& m) { return m->broken(); }),
                    s->muxes.end());
+    // The first connection with room for a batch takes the call: calls
+    // concentrated on one connection make large batches, which cost both
+    // sides less per call than the same calls spread over several. Another
+    // connection is used (and opened) when every one has kFill calls
+    // waiting, or holds a WAIT (Mux::load).
     std::shared_ptr<Mux> best;
-    size_t best_pending = 0;
+    size_t best_load = 0;
     for (const auto& m : s->muxes) {
-      size_t p = m->pending();
-      if (!best || p < best_pending) best = m, best_pending = p;
+      const size_t load = m->load();
+      if (!best || load < best_load) best = m, best_load = load;
+      if (load < kFill) break;
     }
     const bool may_open = static_cast<int>(s->muxes.size()) + s->connecting < options_.size &&
                           (grow || s->muxes.empty());
-    if (best && (best_pending == 0 || !may_open)) {
+    if (best && (best_load < kFill || !may_open)) {
       lock.unlock();
       // (The non-blocking path skips the idle PING: a connection found closed
       // when written fails its calls unsent, and they are retried.)

@@ -127,6 +127,35 @@ TEST_F(NoReplica, EveryAdmittedCheckIsNotDurableWithinTheTimeout) {
   EXPECT_LT(ms_between(t0, Clock::now()), 400.0);
 }
 
+// A WAIT holds its connection until the replicas answer (here: its 2 s
+// timeout). Checks made meanwhile on the same client must not queue behind
+// it: the pool sends them over its other connection, whatever the rule that
+// otherwise concentrates calls on the first one (ConnectionPool::kFill).
+TEST_F(NoReplica, OtherChecksDoNotQueueBehindAWait) {
+  ClientOptions co;
+  co.pool.size = 2;
+  co.pool.command_timeout_ms = 5000;
+  auto client = Client::open(server().url(), co);
+  Limiter durable(client, options(5, "hol_durable", 1, 2000));
+  Limiter plain(client, options(1000, "hol_plain"));
+  ASSERT_TRUE(plain.check("warm").allowed);  // one connection open
+  std::atomic<bool> waited{false};
+  std::thread holder([&] {
+    try {
+      durable.check("k");
+    } catch (const Error&) {  // not durable after 2 s: expected
+    }
+    waited = true;
+  });
+  // The WAIT is on the server when CLIENT LIST shows it.
+  ASSERT_TRUE(pltest::wait_until(
+      [&] { return server().command({"CLIENT", "LIST"}).find("cmd=wait") != std::string::npos; }, 5s));
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(plain.check("k" + std::to_string(i)).allowed);
+  EXPECT_FALSE(waited.load()) << "the checks made during the WAIT completed only after it";
+  holder.join();
+  EXPECT_TRUE(waited.load());
+}
+
 TEST_F(NoReplica, ADenialNeedsNoAcknowledgement) {
   auto client = open(server().url());
   Limiter plain(client, options(2, "nd_deny"));
