@@ -72,16 +72,13 @@ class ConnectionPool {
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  // A link onto the first connection with fewer than kFill calls waiting
-  // and no WAIT, else the least busy one (made now when none is open, or
-  // when all are that busy and fewer than `size` are open). Throws the
-  // connect error, or kUnavailable at once while reconnects back off.
+  // A link onto the least busy connection, one with a WAIT in flight
+  // counting as full (made now when none is open, or when all are busy and
+  // fewer than `size` are open). Throws the connect error, or kUnavailable
+  // at once while reconnects back off.
   // `grow` false: never connect while a connection is open, however busy
   // (the non-blocking path must not wait on a connect).
   PooledConnection acquire(bool grow = true);
-  // Calls a connection takes before the next one is used: about the batch
-  // size past which a larger one saves little (bench/README.md).
-  static constexpr size_t kFill = 32;
 
   const Endpoint& endpoint() const { return endpoint_; }
   const PoolOptions& options() const { return options_; }

@@ -129,8 +129,8 @@ TEST_F(NoReplica, EveryAdmittedCheckIsNotDurableWithinTheTimeout) {
 
 // A WAIT holds its connection until the replicas answer (here: its 2 s
 // timeout). Checks made meanwhile on the same client must not queue behind
-// it: the pool sends them over its other connection, whatever the rule that
-// otherwise concentrates calls on the first one (ConnectionPool::kFill).
+// it: the pool counts that connection as full (Mux::load) and sends them
+// over its other one.
 TEST_F(NoReplica, OtherChecksDoNotQueueBehindAWait) {
   ClientOptions co;
   co.pool.size = 2;
