@@ -79,11 +79,6 @@ Mux::~Mux() {
   ::close(wake_fd_);
 }
 
-size_t Mux::pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return unsent_.size() + inflight_.size();
-}
-
 size_t Mux::load() const {
   std::lock_guard<std::mutex> lock(mu_);
   return unsent_.size() + inflight_.size() + (holding_ > 0 ? kMaxPending : 0);

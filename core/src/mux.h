@@ -117,10 +117,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // broken or the queue is full.
   void submit(const CallPtr& call);
 
-  // Calls queued or in flight.
-  size_t pending() const;
-  // What a new call would wait behind: pending(), plus kMaxPending while a
-  // call that holds the connection (Call::holds) is queued or in flight.
+  // What a new call would wait behind: the calls queued or in flight, plus
+  // kMaxPending while one that holds the connection (Call::holds) is there.
   size_t load() const;
   bool broken() const;
   // Time since the connection last carried a call.
