@@ -43,11 +43,17 @@ echo "built: $(basename "$runtime_deb") $(basename "$dev_deb")"
 
 # 2. Inspect them: contents (dpkg -c) and control fields (dpkg -I).
 fail() { echo "deb_package.sh: $*" >&2; exit 1; }
+# Every check below greps a command's output kept in a variable, never
+# `COMMAND | grep -q`: grep -q exits at its first match, COMMAND can then die
+# of SIGPIPE, and under pipefail the check fails although the line was there.
+paths() { dpkg -c "$1" | awk '{print $6}'; }
 has() {  # has DEB REGEX: the package contains a path matching REGEX
-  dpkg -c "$1" | awk '{print $6}' | grep -Eq "$2" || fail "$(basename "$1") lacks $2"
+  local list; list=$(paths "$1")
+  grep -Eq "$2" <<<"$list" || fail "$(basename "$1") lacks $2"
 }
 lacks() {
-  if dpkg -c "$1" | awk '{print $6}' | grep -Eq "$2"; then fail "$(basename "$1") should not contain $2"; fi
+  local list; list=$(paths "$1")
+  if grep -Eq "$2" <<<"$list"; then fail "$(basename "$1") should not contain $2"; fi
 }
 field() { dpkg-deb -f "$1" "$2"; }
 echo "--- dpkg -c $(basename "$runtime_deb")"; dpkg -c "$runtime_deb" | awk '{print $6, $7, $8}'
@@ -73,14 +79,16 @@ grep -q 'MIT License' <(dpkg-deb --fsys-tarfile "$runtime_deb" | tar -xO ./usr/s
 echo "--- dpkg -I $(basename "$runtime_deb")"; dpkg -I "$runtime_deb" | sed -n '/^ Architecture:/,$p'
 echo "--- dpkg -I $(basename "$dev_deb")"; dpkg -I "$dev_deb" | sed -n '/^ Architecture:/,$p'
 [ "$(field "$runtime_deb" Version)" = "$version" ] || fail "libpolylimit1 version is not $version"
-field "$runtime_deb" Depends | grep -q 'libstdc++6' || fail "libpolylimit1 Depends lacks libstdc++6 (dpkg-shlibdeps)"
-field "$runtime_deb" Depends | grep -q 'libc6' || fail "libpolylimit1 Depends lacks libc6 (dpkg-shlibdeps)"
-if field "$runtime_deb" Depends | grep -q hiredis; then fail "libpolylimit1 must not depend on hiredis (linked in)"; fi
-field "$dev_deb" Depends | grep -qF "libpolylimit1 (= $version)" || fail "libpolylimit-dev does not depend on libpolylimit1 (= $version)"
-field "$dev_deb" Depends | grep -q 'libhiredis-dev' || fail "libpolylimit-dev does not depend on libhiredis-dev"
-field "$runtime_deb" Depends | grep -q 'libssl3' || fail "libpolylimit1 Depends lacks libssl3 (dpkg-shlibdeps; TLS)"
-field "$dev_deb" Depends | grep -q 'libssl-dev' || fail "libpolylimit-dev does not depend on libssl-dev (libpolylimit.a needs OpenSSL)"
-dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -t | grep -q shlibs || fail "libpolylimit1 has no shlibs file"
+runtime_depends=$(field "$runtime_deb" Depends) dev_depends=$(field "$dev_deb" Depends)
+grep -q 'libstdc++6' <<<"$runtime_depends" || fail "libpolylimit1 Depends lacks libstdc++6 (dpkg-shlibdeps)"
+grep -q 'libc6' <<<"$runtime_depends" || fail "libpolylimit1 Depends lacks libc6 (dpkg-shlibdeps)"
+if grep -q hiredis <<<"$runtime_depends"; then fail "libpolylimit1 must not depend on hiredis (linked in)"; fi
+grep -qF "libpolylimit1 (= $version)" <<<"$dev_depends" || fail "libpolylimit-dev does not depend on libpolylimit1 (= $version)"
+grep -q 'libhiredis-dev' <<<"$dev_depends" || fail "libpolylimit-dev does not depend on libhiredis-dev"
+grep -q 'libssl3' <<<"$runtime_depends" || fail "libpolylimit1 Depends lacks libssl3 (dpkg-shlibdeps; TLS)"
+grep -q 'libssl-dev' <<<"$dev_depends" || fail "libpolylimit-dev does not depend on libssl-dev (libpolylimit.a needs OpenSSL)"
+control=$(dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -t)
+grep -q shlibs <<<"$control" || fail "libpolylimit1 has no shlibs file"
 
 # 3. Install, build the example against the system installation, run it, remove.
 work=$(mktemp -d /tmp/polylimit-deb-XXXXXX)
@@ -106,19 +114,23 @@ flags=$(pkg-config --cflags --libs polylimit)
 echo "system pkg-config --cflags --libs polylimit: $flags"
 echo "system pkg-config --static --libs polylimit: $(pkg-config --static --libs polylimit)"
 (cd "$work" && cc basic.c $flags -o basic)
-ldd "$work/basic" | grep -E 'libpolylimit\.so\.1 => (/usr)?/lib/' || fail "basic does not load the installed libpolylimit.so.1"
+deps=$(ldd "$work/basic")
+grep -E 'libpolylimit\.so\.1 => (/usr)?/lib/' <<<"$deps" || fail "basic does not load the installed libpolylimit.so.1"
 "$work/basic" "$POLYLIMIT_TEST_REDIS_URL"
 # Static, from the system package: polylimit-static.pc names the archive.
 (cd "$work" && cc basic.c $(pkg-config --cflags --libs polylimit-static) -o basic-static)
-if ldd "$work/basic-static" | grep -q libpolylimit; then fail "basic-static loads libpolylimit.so"; fi
+deps=$(ldd "$work/basic-static")
+if grep -q libpolylimit <<<"$deps"; then fail "basic-static loads libpolylimit.so"; fi
 "$work/basic-static" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 
 # CMake finds the installed package with no prefix path; shared and static.
 source "$src/tests/c/cmake_consumer.sh"
 cmake_consumer "$work/cmake-shared" polylimit::polylimit
 cmake_consumer "$work/cmake-static" polylimit::polylimit_static
-ldd "$work/cmake-shared/build/basic" | grep -Eq 'libpolylimit\.so\.1 => (/usr)?/lib/' || fail "the shared consumer does not load libpolylimit.so.1"
-if ldd "$work/cmake-static/build/basic" | grep -q libpolylimit; then fail "the static consumer loads libpolylimit.so"; fi
+deps=$(ldd "$work/cmake-shared/build/basic")
+grep -Eq 'libpolylimit\.so\.1 => (/usr)?/lib/' <<<"$deps" || fail "the shared consumer does not load libpolylimit.so.1: $deps"
+deps=$(ldd "$work/cmake-static/build/basic")
+if grep -q libpolylimit <<<"$deps"; then fail "the static consumer loads libpolylimit.so"; fi
 "$work/cmake-shared/build/basic" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 "$work/cmake-static/build/basic" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 

@@ -18,12 +18,16 @@ cc -std=c99 -Wall -Wextra -Werror "$src/capi/examples/basic.c" $flags -o "$work/
 LD_LIBRARY_PATH="$libdir" "$work/basic" "$POLYLIMIT_TEST_REDIS_URL"
 
 # Only polylimit_* are exported from the installed library, and it carries its SONAME.
-readelf -d "$libdir/libpolylimit.so" | grep -q 'SONAME.*libpolylimit.so.1'
-if nm -D --defined-only "$libdir/libpolylimit.so" | awk '{print $NF}' | grep -v '^POLYLIMIT_' | grep -qv '^polylimit_'; then
+# (Outputs are kept in variables: `COMMAND | grep -q` fails under pipefail
+# when grep's early exit kills COMMAND with SIGPIPE.)
+dynamic=$(readelf -d "$libdir/libpolylimit.so")
+grep -q 'SONAME.*libpolylimit.so.1' <<<"$dynamic"
+symbols=$(nm -D --defined-only "$libdir/libpolylimit.so" | awk '{print $NF}')
+if grep -v '^POLYLIMIT_' <<<"$symbols" | grep -qv '^polylimit_'; then
   echo "non-polylimit_ symbols exported" >&2; exit 1
 fi
 # The installed library does not depend on libhiredis.so.
-if readelf -d "$libdir/libpolylimit.so" | grep -q 'NEEDED.*hiredis'; then
+if grep -q 'NEEDED.*hiredis' <<<"$dynamic"; then
   echo "libpolylimit.so depends on libhiredis.so" >&2; exit 1
 fi
 

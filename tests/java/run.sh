@@ -89,7 +89,8 @@ native_entry=META-INF/native/linux-x86_64/libpolylimit_jni.so
 if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
   unzip -l "$jar" "$native_entry" >/dev/null || { echo "the jar has no $native_entry" >&2; exit 1; }
 fi
-if unzip -p "$jar" META-INF/MANIFEST.MF | grep -qi '^Main-Class:'; then
+manifest=$(unzip -p "$jar" META-INF/MANIFEST.MF)
+if grep -qi '^Main-Class:' <<<"$manifest"; then
   echo "the library jar must have no Main-Class" >&2
   exit 1
 fi
