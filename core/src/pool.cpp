@@ -192,17 +192,21 @@ PooledConnection ConnectionPool::acquire(bool grow) {
   for (;;) {
     s->muxes.erase(std::remove_if(s->muxes.begin(), s->muxes.end(), [](const auto& m) { return m->broken(); }),
                    s->muxes.end());
-    // The least busy connection takes the call; one with a WAIT in flight
+    // The first connection with fewer than kFill calls waiting takes the
+    // call: calls concentrated on one connection make larger batches, which
+    // cost both sides less per call. When every one has kFill, the least
+    // busy takes it (or a new one is opened). One with a WAIT in flight
     // counts as full (Mux::load), so calls do not queue behind it.
     std::shared_ptr<Mux> best;
     size_t best_load = 0;
     for (const auto& m : s->muxes) {
       const size_t load = m->load();
       if (!best || load < best_load) best = m, best_load = load;
+      if (load < kFill) break;
     }
     const bool may_open = static_cast<int>(s->muxes.size()) + s->connecting < options_.size &&
                           (grow || s->muxes.empty());
-    if (best && (best_load == 0 || !may_open)) {
+    if (best && (best_load < kFill || !may_open)) {
       lock.unlock();
       // (The non-blocking path skips the idle PING: a connection found closed
       // when written fails its calls unsent, and they are retried.)

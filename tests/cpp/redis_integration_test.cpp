@@ -281,6 +281,33 @@ TEST(Redis, ThreadsShareOneConnection) {
   EXPECT_EQ(backend.pool().open_connections(), 1);
 }
 
+// Calls fill the first connection before the next is opened: up to
+// ConnectionPool::kFill waiting, so that batches stay large. Fewer callers
+// than that never need a second connection (the least busy choice opened
+// one as soon as the first had a call in flight).
+TEST(Redis, CallsFillTheFirstConnection) {
+  PoolOptions pool;
+  pool.size = 2;
+  auto client = Client::open(server().url(), ClientOptions{pool});
+  auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
+  LimiterOptions lo;
+  lo.limit = {Algorithm::kSlidingLog, 100000, 60000};
+  lo.prefix = "fill";
+  Limiter l(client, lo);
+  l.check("warm");  // the first connection is open before the callers race for one
+  const int threads_n = 12;
+  static_assert(ConnectionPool::kFill > 12, "fewer callers than a connection takes");
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < threads_n; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 1000; ++i) admitted += l.check("k" + std::to_string(t)).allowed ? 1 : 0;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), threads_n * 1000);
+  EXPECT_EQ(backend.pool().connections_made(), 1);
+}
+
 TEST(Redis, PoolIsBoundedUnderLoad) {
   PoolOptions pool;
   pool.size = 3;
