@@ -263,23 +263,33 @@ Connection::Deadline Connection::command_deadline() const {
 // RESP written straight into `out` (which callers reuse): no per-command
 // allocation as with redisFormatCommandArgv.
 void Connection::encode(std::string& out, const Argv& argv) {
-  auto number = [&out](char type, size_t n) {
-    char digits[24];
-    char* end = digits + sizeof digits;
-    char* p = end;
-    do {
-      *--p = static_cast<char>('0' + n % 10);
-      n /= 10;
-    } while (n != 0);
-    out.push_back(type);
-    out.append(p, static_cast<size_t>(end - p));
-    out.append("\r\n", 2);
+  // Sized first, then written in place: one growth of `out` at most (a
+  // reused buffer keeps its capacity) instead of four appends per argument.
+  auto digits = [](size_t n) {
+    size_t d = 1;
+    while (n >= 10) n /= 10, ++d;
+    return d;
   };
-  number('*', argv.size());
+  size_t size = 1 + digits(argv.size()) + 2;
+  for (std::string_view a : argv) size += 1 + digits(a.size()) + 2 + a.size() + 2;
+  const size_t start = out.size();
+  out.resize(start + size);
+  char* p = &out[start];
+  auto header = [&p, &digits](char type, size_t n) {
+    *p++ = type;
+    char* end = p + digits(n);
+    for (char* q = end; q != p; n /= 10) *--q = static_cast<char>('0' + n % 10);
+    p = end;
+    *p++ = '\r';
+    *p++ = '\n';
+  };
+  header('*', argv.size());
   for (std::string_view a : argv) {
-    number('$', a.size());
-    out.append(a.data(), a.size());
-    out.append("\r\n", 2);
+    header('$', a.size());
+    if (!a.empty()) std::memcpy(p, a.data(), a.size());
+    p += a.size();
+    *p++ = '\r';
+    *p++ = '\n';
   }
 }
 

@@ -160,9 +160,10 @@ RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
     e.args.push_back(std::to_string(p.capacity()));
     e.args.push_back(std::to_string(p.interval_us()));
   }
+  e.call.keys.reserve(rq.keys.size() + 1);
   for (const std::string& k : rq.keys) e.call.keys.push_back(k);
   if (rq.block_us > 0) e.call.keys.push_back(rq.block_key);
-  for (const std::string& a : e.args) e.call.args.push_back(a);
+  e.call.args.assign(e.args.begin(), e.args.end());
   return e;
 }
 

@@ -70,6 +70,16 @@ TEST(StorageKey, HashTagIsDerivedNotChosen) {
   EXPECT_NE(l.storage_key("a").substr(0, close + 1), l.storage_key("b").substr(0, close + 1));
 }
 
+// Storage keys never change between releases: a new name would reset every
+// client's limit on upgrade. The tag is FNV-1a 64 of the key, 16 lowercase
+// hex digits, zero-padded.
+TEST(StorageKey, NamesAreStable) {
+  Limiter l(Client::open("memory://"), opts(10, 1000));
+  EXPECT_EQ(l.storage_key("user-1"), "pl:sliding_log.ring:{f84ba2aa754a4bd4}:user-1");
+  EXPECT_EQ(l.storage_key("a"), "pl:sliding_log.ring:{af63dc4c8601ec8c}:a");
+  EXPECT_EQ(l.storage_key(std::string_view("\0x", 2)), std::string("pl:sliding_log.ring:{08325007b4eb10c5}:") + std::string("\0x", 2));
+}
+
 TEST(StorageKey, MultiLimitKeysShareOneHashTag) {
   LimiterOptions o;
   o.limits = {{Algorithm::kGcra, 10, 1000}, {Algorithm::kGcra, 1000, 3600000}, {Algorithm::kGcra, 5, 100}};
