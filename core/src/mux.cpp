@@ -63,7 +63,8 @@ bool wait_signal(std::atomic<uint32_t>& signal, Mux::Clock::time_point deadline)
 
 }  // namespace
 
-Mux::Mux(std::unique_ptr<Connection> conn) : conn_(std::move(conn)), last_active_(Clock::now()) {
+Mux::Mux(std::unique_ptr<Connection> conn)
+    : conn_(std::move(conn)), last_active_(Clock::now().time_since_epoch().count()) {
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error(ErrorCode::kUnavailable, "eventfd: cannot make one for a connection", errno);
 }
@@ -79,20 +80,13 @@ Mux::~Mux() {
   ::close(wake_fd_);
 }
 
-size_t Mux::load() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return unsent_.size() + inflight_.size() + (holding_ > 0 ? kMaxPending : 0);
-}
-
-bool Mux::broken() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return broken_;
-}
-
 Mux::Clock::duration Mux::idle_for() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!unsent_.empty() || !inflight_.empty()) return Clock::duration::zero();
-  return Clock::now() - last_active_;
+  if (load() != 0) return Clock::duration::zero();
+  return Clock::now() - Clock::time_point(Clock::duration(last_active_.load(std::memory_order_relaxed)));
+}
+
+void Mux::publish_load_locked() {
+  load_.store(unsent_.size() + inflight_.size() + (holding_ > 0 ? kMaxPending : 0), std::memory_order_relaxed);
 }
 
 void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock,
@@ -115,6 +109,7 @@ void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock
                                                                       : std::string()));
   unsent_.push_back(call);
   if (call->holds) ++holding_;
+  publish_load_locked();
   // The leader waits for replies; it writes what is queued when enough of it
   // is (worth_flushing_locked) and is kicked only then: one send per call
   // would cost the server (and us) more than the wait.
@@ -166,6 +161,7 @@ bool Mux::dispatch_locked(std::vector<ReplyPtr>& replies, std::vector<CallPtr>& 
     }
   }
   replies.clear();
+  publish_load_locked();
   if (unsolicited || (inflight_.empty() && conn_->has_leftover())) {
     // A reply nobody asked for: the stream cannot be trusted any more.
     fail_all_locked(std::make_exception_ptr(
@@ -183,6 +179,7 @@ void Mux::fail_all_locked(std::exception_ptr error) {
   calls.swap(inflight_);
   for (CallPtr& c : unsent_) calls.push_back(std::move(c));
   unsent_.clear();
+  publish_load_locked();
   // A call never written may be tried once more on a fresh connection, within
   // its deadline, unless this one was given up because the server did not
   // answer in time: a new connection to it would not answer sooner.
@@ -270,7 +267,7 @@ bool Mux::flush_locked(std::unique_lock<std::mutex>& lock) {
     failed = std::current_exception();
   }
   lock.lock();
-  last_active_ = Clock::now();
+  last_active_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   if (broken_) return false;  // shut down meanwhile
   if (failed) {
     fail_all_locked(failed);
@@ -319,7 +316,7 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
     }
     const bool got = !batch_.empty();
     if (got) {
-      last_active_ = Clock::now();
+      last_active_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
       if (!dispatch_locked(batch_, wake_)) {
         wake_all(wake_);
         break;
@@ -355,6 +352,7 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
             CallPtr mine = std::move(*it);
             unsent_.erase(it);
             if (mine->holds) --holding_;
+            publish_load_locked();
             mine->error = std::make_exception_ptr(queued_timeout());
             complete_locked(mine);
           }
@@ -393,6 +391,7 @@ void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
       if (!call->sent) {
         unsent_.erase(std::find(unsent_.begin(), unsent_.end(), call));
         if (call->holds) --holding_;
+        publish_load_locked();
         throw queued_timeout();
       }
       call->abandoned = true;

@@ -119,8 +119,11 @@ class Mux : public std::enable_shared_from_this<Mux> {
 
   // What a new call would wait behind: the calls queued or in flight, plus
   // kMaxPending while one that holds the connection (Call::holds) is there.
-  size_t load() const;
-  bool broken() const;
+  // The three below read atomics, not the lock: the pool asks them of every
+  // connection for every call, and would otherwise queue on the lock that
+  // the leaders hold.
+  size_t load() const { return load_.load(std::memory_order_relaxed); }
+  bool broken() const { return broken_.load(std::memory_order_acquire); }
   // Time since the connection last carried a call.
   Clock::duration idle_for() const;
   // Fails every call with kClosed (or `error`) and stops the I/O thread.
@@ -140,6 +143,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // Whether the queued calls should be written now rather than wait for more
   // replies: nothing is in flight, or they are at least half as many.
   bool worth_flushing_locked() const;
+  // Stores load() after unsent_, inflight_ or holding_ changed.
+  void publish_load_locked();
   // The error of a call whose deadline passed before it was written.
   Error queued_timeout() const;
   bool io_step();
@@ -166,10 +171,11 @@ class Mux : public std::enable_shared_from_this<Mux> {
   std::vector<CallPtr> callbacks_;  // async calls done, on_done not yet run
   bool leader_ = false;           // somebody drives the connection
   bool parked_ = false;           // the leader waits in poll (kick wake_fd_)
-  bool broken_ = false;
+  std::atomic<bool> broken_{false};  // written under mu_
   size_t async_outstanding_ = 0;  // submit()ted calls not yet done
   size_t holding_ = 0;            // calls with `holds` queued or in flight
-  Clock::time_point last_active_;
+  std::atomic<size_t> load_{0};   // load(), written under mu_
+  std::atomic<Clock::rep> last_active_;  // written under mu_
   std::string out_;               // the leader's write buffer
   std::vector<ReplyPtr> batch_;   // the leader's replies of one read
   std::vector<CallPtr> wake_;     // the leader's calls to wake after dispatch
