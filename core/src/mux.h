@@ -117,11 +117,11 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // broken or the queue is full.
   void submit(const CallPtr& call);
 
+  // load(), broken() and idle_for() read atomics, not the lock: the pool
+  // asks them of every connection for every call, and would otherwise queue
+  // on the lock that the leaders hold.
   // What a new call would wait behind: the calls queued or in flight, plus
   // kMaxPending while one that holds the connection (Call::holds) is there.
-  // The three below read atomics, not the lock: the pool asks them of every
-  // connection for every call, and would otherwise queue on the lock that
-  // the leaders hold.
   size_t load() const { return load_.load(std::memory_order_relaxed); }
   bool broken() const { return broken_.load(std::memory_order_acquire); }
   // Time since the connection last carried a call.

@@ -25,6 +25,11 @@ namespace {
 
 constexpr int64_t kT0 = 1700000000000000;
 
+// The transport of a client opened on a standalone URL (its pool's counts).
+StandaloneTransport& standalone(Client& client) {
+  return dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client.backend()).transport());
+}
+
 pltest::RedisServer& server() {
   static pltest::RedisServer s;  // shared by the tests below; stopped at exit
   return s;
@@ -263,7 +268,7 @@ TEST(Redis, ThreadsShareOneConnection) {
   PoolOptions pool;
   pool.size = 1;
   auto client = Client::open(server().url(), ClientOptions{pool});
-  auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
+  auto& backend = standalone(*client);
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, 1000, 60000};
   lo.prefix = "shared";
@@ -289,7 +294,7 @@ TEST(Redis, CallsFillTheFirstConnection) {
   PoolOptions pool;
   pool.size = 2;
   auto client = Client::open(server().url(), ClientOptions{pool});
-  auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
+  auto& backend = standalone(*client);
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, 100000, 60000};
   lo.prefix = "fill";
@@ -312,7 +317,7 @@ TEST(Redis, PoolIsBoundedUnderLoad) {
   PoolOptions pool;
   pool.size = 3;
   auto client = Client::open(server().url(), ClientOptions{pool});
-  auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
+  auto& backend = standalone(*client);
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, 100000, 60000};
   lo.prefix = "bounded";
@@ -356,7 +361,7 @@ TEST(Redis, NoSigpipeOnClosedSocket) {
 // child never touches the parent's sockets.
 TEST(Redis, ForkedChildUsesItsOwnConnections) {
   auto client = Client::open(server().url());
-  auto& backend = dynamic_cast<StandaloneTransport&>(dynamic_cast<RedisBackend&>(client->backend()).transport());
+  auto& backend = standalone(*client);
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, 1000, 60000};
   lo.prefix = "fork";
