@@ -35,14 +35,26 @@ pltest::RedisServer& server() {
   return s;
 }
 
-Limiter make(const std::string& url, int64_t limit, int64_t window_ms, PoolOptions pool = {}) {
-  ClientOptions co;
-  co.pool = pool;
+// A client of the shared server allowed `connections` per node.
+std::shared_ptr<Client> client_with(int connections) {
+  PoolOptions pool;
+  pool.size = connections;
+  return Client::open(server().url(), ClientOptions{pool});
+}
+
+// A sliding-log limiter on `client`, its prefix named after the running test.
+Limiter make(std::shared_ptr<Client> client, int64_t limit, int64_t window_ms) {
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, limit, window_ms};
   lo.prefix = "t" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ":" +
               ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return Limiter(Client::open(url, co), lo);
+  return Limiter(std::move(client), lo);
+}
+
+Limiter make(const std::string& url, int64_t limit, int64_t window_ms, PoolOptions pool = {}) {
+  ClientOptions co;
+  co.pool = pool;
+  return make(Client::open(url, co), limit, window_ms);
 }
 
 }  // namespace
@@ -265,14 +277,9 @@ TEST(Redis, WrongTypeIsAScriptError) {
 // Concurrent callers share the connection (auto-pipelining): with one
 // connection allowed, 32 threads are served exactly, through that one.
 TEST(Redis, ThreadsShareOneConnection) {
-  PoolOptions pool;
-  pool.size = 1;
-  auto client = Client::open(server().url(), ClientOptions{pool});
+  auto client = client_with(1);
   auto& backend = standalone(*client);
-  LimiterOptions lo;
-  lo.limit = {Algorithm::kSlidingLog, 1000, 60000};
-  lo.prefix = "shared";
-  Limiter l(client, lo);
+  Limiter l = make(client, 1000, 60000);
   std::atomic<int> admitted{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 32; ++t)
@@ -291,14 +298,9 @@ TEST(Redis, ThreadsShareOneConnection) {
 // than that never need a second connection (the least busy choice opened
 // one as soon as the first had a call in flight).
 TEST(Redis, CallsFillTheFirstConnection) {
-  PoolOptions pool;
-  pool.size = 2;
-  auto client = Client::open(server().url(), ClientOptions{pool});
+  auto client = client_with(2);
   auto& backend = standalone(*client);
-  LimiterOptions lo;
-  lo.limit = {Algorithm::kSlidingLog, 100000, 60000};
-  lo.prefix = "fill";
-  Limiter l(client, lo);
+  Limiter l = make(client, 100000, 60000);
   l.check("warm");  // the first connection is open before the callers race for one
   const int threads_n = 12;
   static_assert(ConnectionPool::kFill > 12, "fewer callers than a connection takes");
@@ -314,14 +316,9 @@ TEST(Redis, CallsFillTheFirstConnection) {
 }
 
 TEST(Redis, PoolIsBoundedUnderLoad) {
-  PoolOptions pool;
-  pool.size = 3;
-  auto client = Client::open(server().url(), ClientOptions{pool});
+  auto client = client_with(3);
   auto& backend = standalone(*client);
-  LimiterOptions lo;
-  lo.limit = {Algorithm::kSlidingLog, 100000, 60000};
-  lo.prefix = "bounded";
-  Limiter l(client, lo);
+  Limiter l = make(client, 100000, 60000);
   std::vector<std::thread> threads;
   for (int t = 0; t < 12; ++t)
     threads.emplace_back([&] {
