@@ -20,10 +20,6 @@
 
 namespace polylimit {
 
-void ReplyDeleter::operator()(redisReply* r) const noexcept {
-  if (r) freeReplyObject(r);
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -102,67 +98,8 @@ int connect_to(const sockaddr* addr, socklen_t len, int family, Clock::time_poin
 
 }  // namespace
 
-void RespGuard::scan(const char* data, size_t len, const std::string& where) {
-  auto refuse = [&](const std::string& why) {
-    throw Error(ErrorCode::kServer, "reply from " + where + ": protocol error (" + why + ")");
-  };
-  for (size_t i = 0; i < len;) {
-    switch (state_) {
-      case State::kPayload: {
-        size_t take = static_cast<size_t>(std::min<int64_t>(payload_, static_cast<int64_t>(len - i)));
-        payload_ -= static_cast<int64_t>(take);
-        i += take;
-        if (payload_ == 0) state_ = State::kType;
-        break;
-      }
-      case State::kType:
-        type_ = data[i++];
-        if (type_ == '*' || type_ == '$') {
-          number_.clear();
-          state_ = State::kNumber;
-        } else if (type_ == '+' || type_ == '-' || type_ == ':') {
-          state_ = State::kLine;
-        } else {
-          refuse(std::string("unexpected type byte 0x") + "0123456789abcdef"[(type_ >> 4) & 15] +
-                 "0123456789abcdef"[type_ & 15]);
-        }
-        break;
-      case State::kLine:  // a simple string, error or integer: skip to CRLF
-        while (i < len && data[i] != '\r') ++i;
-        if (i < len) {
-          ++i;
-          state_ = State::kLineEnd;
-        }
-        break;
-      case State::kNumber: {
-        char c = data[i++];
-        if (c == '\r') {
-          if (number_.empty() || number_ == "-") refuse(std::string("empty length after '") + type_ + "'");
-          int64_t n = std::stoll(number_);
-          const int64_t cap = type_ == '*' ? kMaxArray : kMaxBulk;
-          if (n > cap)
-            refuse(std::string("'") + type_ + number_ + "' is larger than " + std::to_string(cap) +
-                   (type_ == '*' ? " elements" : " bytes"));
-          payload_ = type_ == '$' && n >= 0 ? n + 2 : 0;
-          state_ = State::kLineEnd;
-        } else if ((c >= '0' && c <= '9') || (c == '-' && number_.empty())) {
-          if (number_.size() >= 18) refuse("a length of more than 18 digits");  // every cap has fewer
-          number_.push_back(c);
-        } else {
-          refuse(std::string("a length with the byte '") + c + "'");
-        }
-        break;
-      }
-      case State::kLineEnd:
-        if (data[i++] != '\n') refuse("CR without LF");
-        state_ = payload_ > 0 ? State::kPayload : State::kType;
-        break;
-    }
-  }
-}
-
 Connection::Connection(const Endpoint& ep, const PoolOptions& options, const TlsContext* tls)
-    : where_(ep.describe()), command_timeout_ms_(options.command_timeout_ms) {
+    : where_(ep.describe()), reader_(where_), command_timeout_ms_(options.command_timeout_ms) {
   if (ep.tls && tls == nullptr)
     throw Error(ErrorCode::kInternal, "a TLS endpoint (" + where_ + ") without a TLS context");
   const std::string what = "connect to " + where_;
@@ -199,8 +136,6 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options, const Tls
     throw Error(ErrorCode::kUnavailable, what + ": " + std::strerror(last_errno), last_errno);
   }
   try {
-    reader_ = redisReaderCreate();
-    if (reader_ == nullptr) throw Error(ErrorCode::kNoMemory, what + ": cannot allocate a reply reader");
     if (ep.kind == Endpoint::Kind::kTcp) {
       int on = 1;
       setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
@@ -231,8 +166,6 @@ Connection::~Connection() { release(); }
 
 void Connection::release() noexcept {
   tls_.reset();
-  if (reader_) redisReaderFree(reader_);
-  reader_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
@@ -375,16 +308,12 @@ size_t Connection::read_some(char* buf, size_t cap, Deadline deadline) {
 }
 
 ReplyPtr Connection::parsed() {
-  void* raw = nullptr;
-  if (redisReaderGetReply(reader_, &raw) != REDIS_OK)
-    fail(ErrorCode::kServer, "reply from", std::string("protocol error (") + reader_->errstr + ")");
-  return ReplyPtr(static_cast<redisReply*>(raw));
-}
-
-void Connection::feed_reader(const char* data, size_t len) {
-  guard_.scan(data, len, where_);
-  if (redisReaderFeed(reader_, data, len) != REDIS_OK)
-    fail(ErrorCode::kNoMemory, "reply from", "cannot buffer the reply");
+  try {
+    return reader_.next();
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
 }
 
 ReplyPtr Connection::read_reply(Deadline deadline) {
@@ -537,7 +466,7 @@ ReplyPtr Connection::receive(std::chrono::milliseconds wait) {
 }
 
 bool Connection::leftover() const {
-  return reader_->pos < reader_->len || (tls_ && tls_->has_pending());
+  return reader_.pending() || (tls_ && tls_->has_pending());
 }
 
 bool Connection::stale() const {

@@ -1,20 +1,20 @@
 // connection.h - one connection to a Redis node, used by one thread at a time.
 //
 // The socket is ours (non-blocking; writes with MSG_NOSIGNAL, so a write to a
-// socket the server closed never raises SIGPIPE in the host process); hiredis
-// only formats commands (redisFormatCommandArgv) and parses replies (its
-// redisReader). Every command or pipeline has ONE deadline, the command
-// timeout, for the whole write and every byte of every reply: a server that
-// trickles its reply cannot stretch a call. Reply headers are checked as they
-// arrive, before hiredis allocates anything for them (RespGuard). A
-// Connection that saw any error, a timeout, or bytes nobody asked for is
-// marked broken and never reused, so no call can receive another's reply.
+// socket the server closed never raises SIGPIPE in the host process), and so
+// are the command encoding (encode) and the reply reader (reply_reader.h,
+// which refuses a header that cannot be ours before reserving anything for
+// it). Every command or pipeline has ONE deadline, the command timeout, for
+// the whole write and every byte of every reply: a server that trickles its
+// reply cannot stretch a call. A Connection that saw any error, a timeout, or
+// bytes nobody asked for is marked broken and never reused, so no call can
+// receive another's reply.
 //
 // rediss://: the same socket carries a TLS session (tls.h). The handshake runs
 // under the connect deadline, right after the TCP connect; afterwards every
 // byte OpenSSL wants sent or received moves through the same send/recv and
 // poll as plain bytes, under the same one deadline per call, and decrypted
-// reply bytes go through the same RespGuard before hiredis sees them.
+// reply bytes go to the same reader.
 #pragma once
 
 #include <chrono>
@@ -30,39 +30,14 @@
 #include "polylimit/errors.h"
 #include "polylimit/url.h"
 
-struct redisReader;
-struct redisReply;
+#include "reply_reader.h"
 
 namespace polylimit {
 
 class TlsContext;
 class TlsSession;
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const noexcept;
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
 using Argv = std::vector<std::string_view>;
-
-// Watches the RESP byte stream of replies and refuses headers whose size
-// cannot be a reply of ours (an array of more than kMaxArray elements, a bulk
-// string longer than kMaxBulk, an unknown type byte): such a reply is a
-// protocol error before any memory is reserved for it.
-class RespGuard {
- public:
-  static constexpr int64_t kMaxArray = 1 << 16;        // CLUSTER SLOTS of 16384 ranges fits
-  static constexpr int64_t kMaxBulk = 16 * 1024 * 1024;  // INFO, script sources, error texts
-  // Throws Error(kServer) naming the refused header.
-  void scan(const char* data, size_t len, const std::string& where);
-
- private:
-  enum class State { kType, kNumber, kLine, kLineEnd, kPayload };
-  State state_ = State::kType;
-  char type_ = 0;
-  std::string number_;
-  int64_t payload_ = 0;  // bulk bytes (plus CRLF) still to skip
-};
 
 // What the data path talks to: one exclusive Connection, or a lease on a
 // connection that several callers share (pool.h). Either way a command() or
@@ -152,8 +127,8 @@ class Connection final : public Link {
   ReplyPtr read_reply(Deadline deadline);
   // The next whole reply among the bytes fed so far, else null.
   ReplyPtr parsed();
-  // Received (decrypted) reply bytes into the reader, through the guard.
-  void feed_reader(const char* data, size_t len);
+  // Received (decrypted) reply bytes into the reader.
+  void feed_reader(const char* data, size_t len) { reader_.feed(data, len); }
   // Socket I/O under `deadline`; `what` ("send to", "TLS handshake with") and
   // budget_ms (the timeout it came from) name a failure.
   void send_raw(const char* data, size_t len, Deadline deadline, const char* what, int budget_ms);
@@ -177,10 +152,9 @@ class Connection final : public Link {
   Deadline command_deadline() const;
 
   int fd_ = -1;
-  redisReader* reader_ = nullptr;
-  std::unique_ptr<TlsSession> tls_;  // rediss:// only
-  RespGuard guard_;
   std::string where_;
+  ReplyReader reader_;
+  std::unique_ptr<TlsSession> tls_;  // rediss:// only
   int command_timeout_ms_;
   bool broken_ = false;
   bool sent_ = false;

@@ -1,18 +1,20 @@
 // fuzz_reply.cpp - arbitrary bytes as a server's replies.
 //
-// The bytes go down the path Connection::read_reply takes: each chunk is
-// scanned by RespGuard first, then fed to hiredis's redisReader, then every
-// complete reply is taken out; a refused header or a reader error ends the
-// stream, as it breaks a connection. Every reply that gets through must be
-// within RespGuard's caps (so hiredis never allocated more), and is then
-// decoded as a script reply (decode_script_reply): a Decision within the
-// limits, or an Error with a message.
+// The bytes go down the path Connection::read_reply takes: each chunk is fed
+// to ReplyReader, then every complete reply is taken out; a protocol error
+// ends the stream, as it breaks a connection. Every reply that gets through
+// must be within the reader's caps, must equal what hiredis's own reader
+// makes of the same bytes (fed alongside: where ours accepts, hiredis agrees
+// on every node), and is then decoded as a script reply
+// (decode_script_reply): a Decision within the limits, or an Error with a
+// message.
 //
 // Input: byte 0 picks the limits the reply is decoded against, byte 1 the
 // chunk size (0: everything in one chunk), the rest is the stream.
 #include <hiredis/hiredis.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,8 @@
 using polylimit::Error;
 using polylimit::ErrorCode;
 using polylimit::LimitParams;
-using polylimit::RespGuard;
+using polylimit::ReplyPtr;
+using polylimit::ReplyReader;
 
 namespace {
 
@@ -43,18 +46,41 @@ std::vector<LimitParams> limits_for(uint8_t selector) {
   return out;
 }
 
-void check_caps(const redisReply* r, int depth) {
-  FUZZ_CHECK(depth < 64, "reply nested %d deep", depth);
+void check_caps(const redisReply* r, size_t depth) {
+  FUZZ_CHECK(depth <= ReplyReader::kMaxDepth, "reply nested %zu deep", depth);
   switch (r->type) {
     case REDIS_REPLY_ARRAY:
-      FUZZ_CHECK(r->elements <= static_cast<size_t>(RespGuard::kMaxArray), "array of %zu elements got through",
+      FUZZ_CHECK(r->elements <= static_cast<size_t>(ReplyReader::kMaxArray), "array of %zu elements got through",
                  r->elements);
       for (size_t i = 0; i < r->elements; ++i) check_caps(r->element[i], depth + 1);
       break;
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
     case REDIS_REPLY_ERROR:
-      FUZZ_CHECK(r->len <= static_cast<size_t>(RespGuard::kMaxBulk), "string of %zu bytes got through", r->len);
+      FUZZ_CHECK(r->len <= static_cast<size_t>(ReplyReader::kMaxBulk), "string of %zu bytes got through", r->len);
+      break;
+    default:
+      break;
+  }
+}
+
+// Ours and hiredis's trees of the same bytes are the same.
+void check_same(const redisReply* ours, const redisReply* theirs) {
+  FUZZ_CHECK(ours->type == theirs->type, "type %d, hiredis %d", ours->type, theirs->type);
+  switch (ours->type) {
+    case REDIS_REPLY_ARRAY:
+      FUZZ_CHECK(ours->elements == theirs->elements, "%zu elements, hiredis %zu", ours->elements, theirs->elements);
+      for (size_t i = 0; i < ours->elements; ++i) check_same(ours->element[i], theirs->element[i]);
+      break;
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+      FUZZ_CHECK(ours->len == theirs->len && std::memcmp(ours->str, theirs->str, ours->len) == 0,
+                 "a string of %zu bytes, hiredis %zu", ours->len, theirs->len);
+      FUZZ_CHECK(ours->str[ours->len] == '\0', "a string without its NUL");
+      break;
+    case REDIS_REPLY_INTEGER:
+      FUZZ_CHECK(ours->integer == theirs->integer, "integer %lld, hiredis %lld", ours->integer, theirs->integer);
       break;
     default:
       break;
@@ -85,35 +111,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* stream = reinterpret_cast<const char*>(data + 2);
   const size_t len = size - 2;
 
-  redisReader* reader = redisReaderCreate();
-  FUZZ_CHECK(reader != nullptr, "redisReaderCreate");
-  RespGuard guard;
-  const std::string where = "fuzz:6379";
+  ReplyReader ours("fuzz:6379");
+  redisReader* hiredis = redisReaderCreate();
+  FUZZ_CHECK(hiredis != nullptr, "redisReaderCreate");
   bool broken = false;
   for (size_t at = 0; at < len && !broken; at += chunk) {
     const size_t n = std::min(chunk, len - at);
-    try {
-      guard.scan(stream + at, n, where);
-    } catch (const Error& e) {
-      FUZZ_CHECK(e.code() == ErrorCode::kServer, "RespGuard threw code %d: %s", static_cast<int>(e.code()), e.what());
-      FUZZ_CHECK(std::string(e.what()).find(where) != std::string::npos, "message without the server: %s", e.what());
-      break;
-    }
-    FUZZ_CHECK(redisReaderFeed(reader, stream + at, n) == REDIS_OK, "redisReaderFeed failed");
+    ours.feed(stream + at, n);
+    FUZZ_CHECK(redisReaderFeed(hiredis, stream + at, n) == REDIS_OK, "redisReaderFeed failed");
     for (;;) {
-      void* raw = nullptr;
-      if (redisReaderGetReply(reader, &raw) != REDIS_OK) {
-        FUZZ_CHECK(reader->errstr[0] != '\0', "reader error without a message");
+      ReplyPtr reply;
+      try {
+        reply = ours.next();
+      } catch (const Error& e) {
+        FUZZ_CHECK(e.code() == ErrorCode::kServer, "ReplyReader threw code %d: %s", static_cast<int>(e.code()),
+                   e.what());
+        FUZZ_CHECK(std::string(e.what()).find("reply from fuzz:6379: protocol error (") == 0, "message: %s", e.what());
         broken = true;
         break;
       }
-      if (raw == nullptr) break;
-      auto* reply = static_cast<redisReply*>(raw);
-      check_caps(reply, 0);
-      decode(reply, limits);
-      freeReplyObject(reply);
+      if (!reply) break;
+      void* raw = nullptr;
+      FUZZ_CHECK(redisReaderGetReply(hiredis, &raw) == REDIS_OK && raw != nullptr,
+                 "hiredis has no reply where ours has one (%s)", hiredis->errstr);
+      check_same(reply.get(), static_cast<redisReply*>(raw));
+      freeReplyObject(raw);
+      check_caps(reply.get(), 0);
+      decode(reply.get(), limits);
     }
   }
-  redisReaderFree(reader);
+  redisReaderFree(hiredis);
   return 0;
 }

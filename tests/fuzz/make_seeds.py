@@ -54,7 +54,7 @@ REPLIES = [
     (0x00, 0, b"-ERR Error running script (call to f_0123): user_script:1: oops\r\n"),
     (0x00, 7, b"+OK\r\n$5\r\nhello\r\n$-1\r\n*-1\r\n*2\r\n*1\r\n:1\r\n$0\r\n\r\n"),
     (0x00, 0, b"*3\r\n*3\r\n:0\r\n:5460\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n"),  # CLUSTER SLOTS-like
-    (0x00, 0, b"*99999999\r\n"),  # refused by RespGuard
+    (0x00, 0, b"*99999999\r\n"),  # refused by ReplyReader
     (0x00, 0, b"$123456789012345678901\r\n"),
 ]
 for i, (sel, chunk, stream) in enumerate(REPLIES):

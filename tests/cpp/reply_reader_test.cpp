@@ -1,0 +1,212 @@
+// ReplyReader: RESP2 bytes into redisReply trees, and the headers it refuses.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <string>
+#include <vector>
+
+#include "polylimit/errors.h"
+#include "reply_reader.h"
+
+using polylimit::Error;
+using polylimit::ErrorCode;
+using polylimit::ReplyPtr;
+using polylimit::ReplyReader;
+
+namespace {
+
+// A reply as text, to compare trees: S"..." (status), E"..." (error),
+// B"..." (bulk), I<n>, N (nil), [a,b,...].
+std::string show(const redisReply* r) {
+  switch (r->type) {
+    case REDIS_REPLY_STATUS:
+      return "S\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_ERROR:
+      return "E\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_STRING:
+      EXPECT_EQ(r->str[r->len], '\0');
+      return "B\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_INTEGER:
+      return "I" + std::to_string(r->integer);
+    case REDIS_REPLY_NIL:
+      return "N";
+    case REDIS_REPLY_ARRAY: {
+      std::string out = "[";
+      for (size_t i = 0; i < r->elements; ++i) out += (i ? "," : "") + show(r->element[i]);
+      if (r->elements == 0) EXPECT_EQ(r->element, nullptr);
+      return out + "]";
+    }
+    default:
+      return "?";
+  }
+}
+
+// Every reply in `bytes`, fed in chunks of `chunk` bytes.
+std::vector<std::string> read_all(const std::string& bytes, size_t chunk) {
+  ReplyReader reader("test:6379");
+  std::vector<std::string> out;
+  for (size_t at = 0; at < bytes.size(); at += chunk) {
+    reader.feed(bytes.data() + at, std::min(chunk, bytes.size() - at));
+    while (ReplyPtr r = reader.next()) out.push_back(show(r.get()));
+  }
+  EXPECT_FALSE(reader.pending());
+  return out;
+}
+
+// The message of the protocol error `bytes` (fed at once) end in.
+std::string refusal(const std::string& bytes) {
+  ReplyReader reader("test:6379");
+  reader.feed(bytes.data(), bytes.size());
+  try {
+    while (reader.next()) {
+    }
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kServer) << e.what();
+    return e.what();
+  }
+  return "(not refused)";
+}
+
+}  // namespace
+
+TEST(ReplyReader, EveryType) {
+  const std::string binary("a\r\n\0b", 5);
+  const std::string bytes = "+OK\r\n-ERR no such key\r\n:42\r\n:-9223372036854775808\r\n:9223372036854775807\r\n"
+                            "$3\r\nabc\r\n$0\r\n\r\n$5\r\n" + binary + "\r\n$-1\r\n*-1\r\n*0\r\n"
+                            "*3\r\n:1\r\n*2\r\n$1\r\nx\r\n*0\r\n+\r\n";
+  const std::vector<std::string> expected = {
+      "S\"OK\"", "E\"ERR no such key\"", "I42", "I-9223372036854775808", "I9223372036854775807",
+      "B\"abc\"", "B\"\"", "B\"" + binary + "\"", "N", "N", "[]", "[I1,[B\"x\",[]],S\"\"]"};
+  EXPECT_EQ(read_all(bytes, bytes.size()), expected);
+}
+
+// Whatever the reads' boundaries, the same replies come out, each only once
+// its last byte is in.
+TEST(ReplyReader, AnySplitGivesTheSameReplies) {
+  const std::string bytes = "*5\r\n:1\r\n:10\r\n:9\r\n:0\r\n:60000\r\n$-1\r\n-MOVED 1 h:1\r\n"
+                            "*2\r\n*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
+                            "$4\r\n\r\n\r\n\r\n";
+  const std::vector<std::string> whole = read_all(bytes, bytes.size());
+  ASSERT_EQ(whole.size(), 4u);
+  for (size_t chunk = 1; chunk < bytes.size(); ++chunk) EXPECT_EQ(read_all(bytes, chunk), whole) << chunk;
+
+  ReplyReader reader("test:6379");
+  const std::string one = "*2\r\n:1\r\n:2\r\n";
+  for (size_t i = 0; i + 1 < one.size(); ++i) {
+    reader.feed(&one[i], 1);
+    EXPECT_EQ(reader.next(), nullptr) << i;
+  }
+  reader.feed(&one.back(), 1);
+  ReplyPtr r = reader.next();
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(show(r.get()), "[I1,I2]");
+}
+
+TEST(ReplyReader, BytesBeyondTheRepliesArePending) {
+  ReplyReader reader("test:6379");
+  const std::string bytes = ":1\r\n:2";
+  reader.feed(bytes.data(), bytes.size());
+  ASSERT_NE(reader.next(), nullptr);
+  EXPECT_TRUE(reader.pending());
+  EXPECT_EQ(reader.next(), nullptr);
+  reader.feed("\r\n", 2);
+  ASSERT_NE(reader.next(), nullptr);
+  EXPECT_FALSE(reader.pending());
+}
+
+// A long stream read in odd chunks: the buffer is compacted on the way and
+// every value arrives in order.
+TEST(ReplyReader, ALongStreamInOddChunks) {
+  std::string bytes;
+  const int n = 50000;
+  for (int i = 0; i < n; ++i)
+    bytes += i % 3 == 0 ? ":" + std::to_string(i) + "\r\n"
+                        : "$" + std::to_string(std::to_string(i).size()) + "\r\n" + std::to_string(i) + "\r\n";
+  ReplyReader reader("test:6379");
+  int next = 0;
+  for (size_t at = 0; at < bytes.size(); at += 7) {
+    reader.feed(bytes.data() + at, std::min<size_t>(7, bytes.size() - at));
+    while (ReplyPtr r = reader.next()) {
+      const std::string expected = next % 3 == 0 ? "I" + std::to_string(next) : "B\"" + std::to_string(next) + "\"";
+      ASSERT_EQ(show(r.get()), expected);
+      ++next;
+    }
+  }
+  EXPECT_EQ(next, n);
+  EXPECT_FALSE(reader.pending());
+}
+
+TEST(ReplyReader, TheCapsThemselvesAreAccepted) {
+  std::string bytes = "*" + std::to_string(ReplyReader::kMaxArray) + "\r\n";
+  for (int64_t i = 0; i < ReplyReader::kMaxArray; ++i) bytes += ":7\r\n";
+  ReplyReader reader("test:6379");
+  reader.feed(bytes.data(), bytes.size());
+  ReplyPtr r = reader.next();
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->elements, static_cast<size_t>(ReplyReader::kMaxArray));
+  EXPECT_EQ(r->element[ReplyReader::kMaxArray - 1]->integer, 7);
+
+  std::string deep;
+  for (size_t i = 0; i < ReplyReader::kMaxDepth; ++i) deep += "*1\r\n";
+  deep += ":1\r\n";
+  EXPECT_EQ(read_all(deep, 3).size(), 1u);
+
+  const std::string big(static_cast<size_t>(ReplyReader::kMaxBulk), 'x');
+  const std::string bulk = "$" + std::to_string(big.size()) + "\r\n" + big + "\r\n";
+  ReplyReader bulk_reader("test:6379");
+  bulk_reader.feed(bulk.data(), bulk.size());
+  r = bulk_reader.next();
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->len, big.size());
+}
+
+TEST(ReplyReader, RefusedHeadersNameTheServerAndTheReason) {
+  std::string too_deep;
+  for (size_t i = 0; i <= ReplyReader::kMaxDepth; ++i) too_deep += "*1\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"*65537\r\n", "'*65537' is larger than 65536 elements"},
+      {"$16777217\r\n", "'$16777217' is larger than 16777216 bytes"},
+      {"*2147483647\r\n", "larger than"},
+      {"$99999999999999999999", "more than 18 digits"},  // refused before its CRLF
+      {"!oops\r\n", "unexpected type byte 0x21"},
+      {"*1\r\n$-5x\r\n", "a length with the byte 0x78"},
+      {"$-2\r\n", "the length '$-2'"},
+      {"*-\r\n", "empty length after '*'"},
+      {"$\r\n", "empty length after '$'"},
+      {":12a\r\n", "the integer '12a'"},
+      {":007\r\n", "the integer '007'"},
+      {":-0\r\n", "the integer '-0'"},
+      {"*00\r\n", "the length '*00'"},
+      {"$-01\r\n", "the length '$-01'"},
+      {":\r\n", "the integer ''"},
+      {":9223372036854775808\r\n", "the integer"},
+      {":-9223372036854775809\r\n", "the integer"},
+      {"+OK\rX", "CR without LF"},
+      {"$3\r\nabcXY", "a bulk string without CRLF after its bytes"},
+      {too_deep, "nested more than 7 deep"},
+  };
+  for (const auto& [bytes, why] : cases) {
+    const std::string msg = refusal(bytes);
+    EXPECT_NE(msg.find("reply from test:6379: protocol error ("), std::string::npos) << bytes << ": " << msg;
+    EXPECT_NE(msg.find(why), std::string::npos) << bytes << ": " << msg;
+  }
+}
+
+// A line with no end is refused once it is longer than any line of ours,
+// rather than buffered for ever.
+TEST(ReplyReader, AnEndlessLineIsRefused) {
+  ReplyReader reader("test:6379");
+  const std::string chunk(64 * 1024, 'a');
+  reader.feed("+", 1);
+  bool refused = false;
+  for (int i = 0; i < 32 && !refused; ++i) {
+    reader.feed(chunk.data(), chunk.size());
+    try {
+      EXPECT_EQ(reader.next(), nullptr);
+    } catch (const Error& e) {
+      refused = true;
+      EXPECT_NE(std::string(e.what()).find("a line of more than"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(refused);
+}
