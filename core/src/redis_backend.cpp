@@ -3,6 +3,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <charconv>
 
 #include "redis_errors.h"
 
@@ -148,22 +149,32 @@ RedisBackend::RedisBackend(std::unique_ptr<Transport> transport) : transport_(st
 RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
   check_request(rq);
   Encoded e;
-  e.args.reserve(5 + 4 * rq.limits->size());
-  e.args.push_back(rq.op == Op::kCheck ? "check" : rq.op == Op::kPeek ? "peek" : "refund");
-  e.args.push_back(std::to_string(rq.cost));
-  e.args.push_back(rq.now_us == kServerTime ? std::string() : std::to_string(rq.now_us));
-  e.args.push_back(std::string());  // ARGV[4], unused since the ring log needs no unique members
-  e.args.push_back(std::to_string(rq.block_us));
+  const size_t numbers = 3 + 4 * rq.limits->size();
+  e.digits.resize(numbers * 20);  // an int64 has at most 20 characters
+  char* at = e.digits.data();
+  e.call.args.reserve(2 + numbers);
+  auto number = [&](int64_t v) {
+    char* end = std::to_chars(at, at + 20, v).ptr;
+    e.call.args.emplace_back(at, static_cast<size_t>(end - at));
+    at = end;
+  };
+  e.call.args.emplace_back(rq.op == Op::kCheck ? "check" : rq.op == Op::kPeek ? "peek" : "refund");
+  number(rq.cost);
+  if (rq.now_us == kServerTime)
+    e.call.args.emplace_back();
+  else
+    number(rq.now_us);
+  e.call.args.emplace_back();  // ARGV[4], unused since the ring log needs no unique members
+  number(rq.block_us);
   for (const LimitParams& p : *rq.limits) {
-    e.args.push_back(std::to_string(p.limit));
-    e.args.push_back(std::to_string(p.window_ms * 1000));
-    e.args.push_back(std::to_string(p.capacity()));
-    e.args.push_back(std::to_string(p.interval_us()));
+    number(p.limit);
+    number(p.window_ms * 1000);
+    number(p.capacity());
+    number(p.interval_us());
   }
   e.call.keys.reserve(rq.keys.size() + 1);
   for (const std::string& k : rq.keys) e.call.keys.push_back(k);
   if (rq.block_us > 0) e.call.keys.push_back(rq.block_key);
-  e.call.args.assign(e.args.begin(), e.args.end());
   return e;
 }
 

@@ -36,9 +36,11 @@ class RedisBackend : public Backend {
   Transport& transport() { return *transport_; }
 
  private:
-  // The strings one script call refers to (Argv holds views into them).
+  // One script call: its numbers written one after another into `digits`
+  // (reserved up front, never grown: the views in `call` point into it, and
+  // a moved vector keeps its elements where they are).
   struct Encoded {
-    std::vector<std::string> args;
+    std::vector<char> digits;
     ScriptCall call;
   };
   Encoded encode(const Request& request);
