@@ -5,9 +5,10 @@
 #include <deque>
 #include <thread>
 
+#include "breaker.h"
+#include "call_deadline.h"
 #include "deny_cache.h"
 #include "node_pools.h"
-#include "breaker.h"
 #include "polylimit/limiter.h"
 #include "polylimit/metrics.h"
 #include "transport.h"
@@ -146,6 +147,7 @@ void Transport::finish_in_background(const std::shared_ptr<AsyncCall>& c, std::f
     try {
       if (first) first();
       Argv keys(c->keys.begin(), c->keys.end()), args(c->args.begin(), c->args.end());
+      InheritedDeadline scope(c->deadline);  // the call's one deadline, not a fresh one
       reply = run_script(c->script, keys, args);
     } catch (...) {
       return c->done(nullptr, std::current_exception());

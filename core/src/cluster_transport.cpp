@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "call_deadline.h"
 #include "crc16.h"
 #include "redis_errors.h"
 
@@ -331,7 +332,8 @@ bool pause_before_redirect(int n, std::chrono::steady_clock::time_point deadline
 
 ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
   ensure_map();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.command_timeout_ms);
+  const auto deadline =
+      InheritedDeadline::cap(std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.command_timeout_ms));
   NodePtr node = node_for_slot(slot);
   bool asking = false;
   int redirects = 0, connect_failures = 0;

@@ -79,7 +79,8 @@ class ClusterTransport : public Transport {
   long connect_attempts() override;
   // Once the map is loaded: on the node of the call's slot, without a
   // thread. A redirection hands the call to the blocking path (execute) on a
-  // library thread; so do the first map load and a node that cannot be
+  // library thread, under the deadline it was submitted with
+  // (call_deadline.h); so do the first map load and a node that cannot be
   // reached (nothing was queued: run_in_background).
   bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) override;
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "call_deadline.h"
 #include "polylimit/errors.h"
 
 namespace polylimit {
@@ -45,7 +46,7 @@ std::vector<ReplyPtr> PooledConnection::run(const std::vector<const Argv*>& comm
   sent_ = false;
   // One deadline for the call, the retry included.
   const Mux::Clock::time_point deadline =
-      Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms);
+      InheritedDeadline::cap(Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms));
   for (int attempt = 0;; ++attempt) {
     Mux::CallPtr call = prepare(commands, deadline);
     try {

@@ -528,6 +528,66 @@ TEST(Cluster, FirstMovedRefreshesTheWholeMap) {
               first_ms, refreshed_ms, transport.refreshes(), transport.background_refreshes());
 }
 
+// A non-blocking call that meets a MOVED goes on in the blocking path on a
+// library thread, under the deadline it was submitted with: the old owner
+// answers (MOVED) only after 600 ms of a 1000 ms timeout, the new owner does
+// not answer at all, and the call fails at its one deadline, not 600 ms plus
+// a fresh timeout later.
+TEST(Cluster, ARedirectedAsyncCallKeepsItsDeadline) {
+  RedisCluster cluster(3, 0);
+  ClientOptions o;
+  o.pool.size = 16;
+  o.pool.command_timeout_ms = 1000;
+  auto client = Client::open(cluster.url(), o);
+  auto& transport = cluster_transport(*client);
+  auto l = std::make_shared<Limiter>(client, limit(100, 3600 * 1000, "deadline"));
+  const size_t src = cluster.masters().front();
+  const size_t dst = cluster.masters().back();
+  const std::string k = key_on(cluster, *l, src, "k-");
+  const int slot = polylimit::key_slot(l->storage_key(k));
+  // The map, and a connection to each of the two (keys in other slots: a
+  // slot that holds keys cannot be given away).
+  std::string warm = key_on(cluster, *l, src, "warm-");
+  for (int i = 0; polylimit::key_slot(l->storage_key(warm)) == slot; ++i)
+    warm = key_on(cluster, *l, src, "warm" + std::to_string(i) + "-");
+  EXPECT_TRUE(pltest::check_async_and_wait(l, warm).allowed);
+  EXPECT_TRUE(pltest::check_async_and_wait(l, key_on(cluster, *l, dst, "warm-")).allowed);
+
+  const std::string dst_id = cluster.node_id(dst);
+  EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}), "OK");
+  for (size_t m : cluster.masters())
+    if (m != dst) EXPECT_EQ(cluster.command(m, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}), "OK");
+  const long redirects0 = transport.redirects();
+  const long jobs0 = transport.background_jobs();
+
+  cluster.node(src).pause();
+  const int64_t t0 = pltest::steady_ns();
+  std::atomic<int64_t> done_ns{0};
+  ErrorCode code = ErrorCode::kInternal;
+  std::thread caller([&] {
+    try {
+      pltest::check_async_and_wait(l, k);
+    } catch (const Error& e) {
+      code = e.code();
+    }
+    done_ns = pltest::steady_ns();
+  });
+  std::this_thread::sleep_for(600ms);
+  cluster.node(dst).pause();
+  cluster.node(src).resume();  // answers MOVED now
+  caller.join();
+  cluster.node(dst).resume();
+  const double took_ms = ms_since(t0, done_ns.load());
+  std::printf("redirected after 600 ms to a node that does not answer: the call failed after %.0f ms "
+              "(command_timeout_ms 1000)\n",
+              took_ms);
+  EXPECT_EQ(code, ErrorCode::kTimeout);
+  EXPECT_EQ(transport.redirects(), redirects0 + 1);
+  EXPECT_EQ(transport.background_jobs(), jobs0 + 1) << "the redirected call did not take the blocking path";
+  EXPECT_GE(took_ms, 900);
+  EXPECT_LT(took_ms, 1400) << "the blocking path gave the call a fresh deadline";
+}
+
 namespace {
 
 // With `async`, the hammering threads go through check_async: a MOVED from
