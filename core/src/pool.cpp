@@ -25,7 +25,7 @@ bool holds_connection(const Argv& argv) {
 
 }  // namespace
 
-Mux::CallPtr PooledConnection::prepare(const std::vector<const Argv*>& commands, Mux::Clock::time_point deadline) {
+Mux::CallPtr PooledConnection::prepare(const Argv* const* commands, size_t count, Mux::Clock::time_point deadline) {
   // One Call per thread, reused while nobody else holds it (an abandoned
   // call stays with its connection until its reply is read).
   static thread_local Mux::CallPtr spare;
@@ -34,21 +34,21 @@ Mux::CallPtr PooledConnection::prepare(const std::vector<const Argv*>& commands,
     call = spare;
   else
     call = spare = std::make_shared<Mux::Call>();
-  call->reset(commands.size(), deadline);
-  for (const Argv* argv : commands) {
-    Connection::encode(call->bytes, *argv);
-    call->holds = call->holds || holds_connection(*argv);
+  call->reset(count, deadline);
+  for (size_t i = 0; i < count; ++i) {
+    Connection::encode(call->bytes, *commands[i]);
+    call->holds = call->holds || holds_connection(*commands[i]);
   }
   return call;
 }
 
-std::vector<ReplyPtr> PooledConnection::run(const std::vector<const Argv*>& commands) {
+Mux::CallPtr PooledConnection::run(const Argv* const* commands, size_t count) {
   sent_ = false;
   // One deadline for the call, the retry included.
   const Mux::Clock::time_point deadline =
       InheritedDeadline::cap(Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms));
   for (int attempt = 0;; ++attempt) {
-    Mux::CallPtr call = prepare(commands, deadline);
+    Mux::CallPtr call = prepare(commands, count, deadline);
     try {
       mux_->run(call, std::chrono::milliseconds(pool_->options_.acquire_timeout_ms));
     } catch (const Error&) {
@@ -62,20 +62,23 @@ std::vector<ReplyPtr> PooledConnection::run(const std::vector<const Argv*>& comm
       throw;
     }
     sent_ = true;
-    return std::move(call->replies);
+    return call;
   }
 }
 
 ReplyPtr PooledConnection::command(const Argv& argv) {
-  std::vector<ReplyPtr> replies = run({&argv});
-  return std::move(replies.front());
+  const Argv* one = &argv;
+  Mux::CallPtr call = run(&one, 1);
+  ReplyPtr reply = std::move(call->replies.front());
+  call->replies.clear();
+  return reply;
 }
 
 std::vector<ReplyPtr> PooledConnection::pipeline(const std::vector<Argv>& commands) {
   std::vector<const Argv*> all;
   all.reserve(commands.size());
   for (const Argv& c : commands) all.push_back(&c);
-  return run(all);
+  return std::move(run(all.data(), all.size())->replies);
 }
 
 void PooledConnection::submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done,

@@ -54,8 +54,10 @@ class PooledConnection final : public Link {
  private:
   friend class ConnectionPool;
   PooledConnection(ConnectionPool* pool, std::shared_ptr<Mux> mux) : pool_(pool), mux_(std::move(mux)) {}
-  Mux::CallPtr prepare(const std::vector<const Argv*>& commands, Mux::Clock::time_point deadline);
-  std::vector<ReplyPtr> run(const std::vector<const Argv*>& commands);
+  Mux::CallPtr prepare(const Argv* const* commands, size_t count, Mux::Clock::time_point deadline);
+  // The call, done: its replies are the caller's to take (the call is the
+  // thread's reused one, so taking one reply keeps the vector's room).
+  Mux::CallPtr run(const Argv* const* commands, size_t count);
   ConnectionPool* pool_;
   std::shared_ptr<Mux> mux_;
   bool sent_ = false;
