@@ -4,6 +4,12 @@
 //   hiredis sync        1 thread, one connection, one call per round trip
 //   hiredis pipe x64    1 thread, one connection, 64 calls per round trip:
 //                       the server's ceiling for this script on this machine
+//   hiredis pipe x16    the same with 16 calls per round trip, and
+//   hiredis 2x8 overlap two batches of 8 kept in flight (one is answered
+//                       while the server runs the other): what any client
+//                       gets from the server with at most 16 calls in
+//                       flight, as 16 blocking threads have; the bound the
+//                       16-thread rows are read against, not a target
 // The library (C ABI, one client with default options):
 //   polylimit Nt        N threads (1, 16, 64) calling polylimit_limiter_check
 // Each mode runs on the allow path (every call admitted: a large limit over
@@ -236,6 +242,35 @@ int main(int argc, char** argv) {
                        return std::make_pair(n, ok);
                      }, stop);
                    }});
+  modes.push_back({"hiredis pipe x16", 1, [&](const Path& p, double s) {
+                     Conn c(server.port());
+                     return run_threads(1, s, [&](int) {
+                       long long n = 0, ok = 0;
+                       while (!stop.load(std::memory_order_relaxed)) {
+                         for (int j = 0; j < 16; ++j) c.append(argv_for(p, n + j));
+                         for (int j = 0; j < 16; ++j) ok += c.read_admitted();
+                         n += 16;
+                       }
+                       return std::make_pair(n, ok);
+                     }, stop);
+                   }});
+  modes.push_back({"hiredis 2x8 overlap", 1, [&](const Path& p, double s) {
+                     Conn c(server.port());
+                     return run_threads(1, s, [&](int) {
+                       long long n = 0, ok = 0;
+                       auto batch = [&] {  // queued now, written by the next read
+                         for (int j = 0; j < 8; ++j) c.append(argv_for(p, n + j));
+                         n += 8;
+                       };
+                       batch();
+                       while (!stop.load(std::memory_order_relaxed)) {
+                         batch();
+                         for (int j = 0; j < 8; ++j) ok += c.read_admitted();  // the older batch
+                       }
+                       for (int j = 0; j < 8; ++j) ok += c.read_admitted();
+                       return std::make_pair(n, ok);
+                     }, stop);
+                   }});
   for (int threads : {1, 16, 64}) {
     modes.push_back({"polylimit " + std::to_string(threads) + "t", threads, [&, threads](const Path& p, double s) {
                        // A fresh client per measurement, so that the
@@ -297,7 +332,7 @@ int main(int argc, char** argv) {
   };
   std::printf("bench_transport: %d repetitions x %.1f s per measurement, modes interleaved; redis-server on loopback\n",
               reps, seconds);
-  std::printf("%-6s %-18s %12s %19s %10s %10s %6s  %s\n", "path", "mode", "calls/s", "(min..max)", "cpu us/call",
+  std::printf("%-6s %-19s %12s %19s %10s %10s %6s  %s\n", "path", "mode", "calls/s", "(min..max)", "cpu us/call",
               "srv us/call", "conns", "ratio");
   for (const Path& p : paths) {
     std::map<std::string, double> med;
@@ -317,7 +352,8 @@ int main(int argc, char** argv) {
         char b[64];
         std::snprintf(b, sizeof b, "%.2fx hiredis sync", med[m.name] / med["hiredis sync"]);
         ratio = b;
-      } else if (m.threads > 1 && med.count("hiredis pipe x64")) {
+      } else if ((m.threads > 1 || m.name == "hiredis pipe x16" || m.name == "hiredis 2x8 overlap") &&
+                 med.count("hiredis pipe x64")) {
         char b[64];
         std::snprintf(b, sizeof b, "%.2fx hiredis pipe x64", med[m.name] / med["hiredis pipe x64"]);
         ratio = b;
@@ -325,7 +361,7 @@ int main(int argc, char** argv) {
       char range[48];
       std::snprintf(range, sizeof range, "(%.0f..%.0f)", *std::min_element(rate.begin(), rate.end()),
                     *std::max_element(rate.begin(), rate.end()));
-      std::printf("%-6s %-18s %12.0f %19s %10.1f %10.1f %6s  %s\n", p.name, m.name.c_str(), med[m.name], range,
+      std::printf("%-6s %-19s %12.0f %19s %10.1f %10.1f %6s  %s\n", p.name, m.name.c_str(), med[m.name], range,
                   median(cpu), median(srv), m.name.rfind("polylimit", 0) == 0 ? std::to_string(conns).c_str() : "1",
                   ratio.c_str());
     }
