@@ -218,59 +218,35 @@ int main(int argc, char** argv) {
   auto argv_for = [&](const Path& p, long long n) -> const Argv& {
     return p.allow ? allow_argv[static_cast<size_t>(n % kKeysPerThread)] : deny_argv;
   };
-  modes.push_back({"hiredis sync", 1, [&](const Path& p, double s) {
-                     Conn c(server.port());
-                     return run_threads(1, s, [&](int) {
-                       long long n = 0, ok = 0;
-                       while (!stop.load(std::memory_order_relaxed)) {
-                         c.append(argv_for(p, n));
-                         ok += c.read_admitted();
-                         ++n;
-                       }
-                       return std::make_pair(n, ok);
-                     }, stop);
-                   }});
-  modes.push_back({"hiredis pipe x64", 1, [&](const Path& p, double s) {
-                     Conn c(server.port());
-                     return run_threads(1, s, [&](int) {
-                       long long n = 0, ok = 0;
-                       while (!stop.load(std::memory_order_relaxed)) {
-                         for (int j = 0; j < 64; ++j) c.append(argv_for(p, n + j));
-                         for (int j = 0; j < 64; ++j) ok += c.read_admitted();
-                         n += 64;
-                       }
-                       return std::make_pair(n, ok);
-                     }, stop);
-                   }});
-  modes.push_back({"hiredis pipe x16", 1, [&](const Path& p, double s) {
-                     Conn c(server.port());
-                     return run_threads(1, s, [&](int) {
-                       long long n = 0, ok = 0;
-                       while (!stop.load(std::memory_order_relaxed)) {
-                         for (int j = 0; j < 16; ++j) c.append(argv_for(p, n + j));
-                         for (int j = 0; j < 16; ++j) ok += c.read_admitted();
-                         n += 16;
-                       }
-                       return std::make_pair(n, ok);
-                     }, stop);
-                   }});
-  modes.push_back({"hiredis 2x8 overlap", 1, [&](const Path& p, double s) {
-                     Conn c(server.port());
-                     return run_threads(1, s, [&](int) {
-                       long long n = 0, ok = 0;
-                       auto batch = [&] {  // queued now, written by the next read
-                         for (int j = 0; j < 8; ++j) c.append(argv_for(p, n + j));
-                         n += 8;
-                       };
-                       batch();
-                       while (!stop.load(std::memory_order_relaxed)) {
-                         batch();
-                         for (int j = 0; j < 8; ++j) ok += c.read_admitted();  // the older batch
-                       }
-                       for (int j = 0; j < 8; ++j) ok += c.read_admitted();
-                       return std::make_pair(n, ok);
-                     }, stop);
-                   }});
+  // One thread, one connection, `batches` batches of `depth` calls kept in
+  // flight: each round queues a batch (written by the next read) and reads
+  // the oldest one's replies.
+  auto pipelined = [&](int batches, int depth) {
+    return [&, batches, depth](const Path& p, double s) {
+      Conn c(server.port());
+      return run_threads(1, s, [&](int) {
+        long long n = 0, ok = 0;
+        auto queue = [&] {
+          for (int j = 0; j < depth; ++j) c.append(argv_for(p, n + j));
+          n += depth;
+        };
+        auto read = [&] {
+          for (int j = 0; j < depth; ++j) ok += c.read_admitted();
+        };
+        for (int b = 1; b < batches; ++b) queue();
+        while (!stop.load(std::memory_order_relaxed)) {
+          queue();
+          read();
+        }
+        for (int b = 1; b < batches; ++b) read();
+        return std::make_pair(n, ok);
+      }, stop);
+    };
+  };
+  modes.push_back({"hiredis sync", 1, pipelined(1, 1)});
+  modes.push_back({"hiredis pipe x64", 1, pipelined(1, 64)});
+  modes.push_back({"hiredis pipe x16", 1, pipelined(1, 16)});
+  modes.push_back({"hiredis 2x8 overlap", 1, pipelined(2, 8)});
   for (int threads : {1, 16, 64}) {
     modes.push_back({"polylimit " + std::to_string(threads) + "t", threads, [&, threads](const Path& p, double s) {
                        // A fresh client per measurement, so that the
