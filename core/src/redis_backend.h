@@ -37,8 +37,8 @@ class RedisBackend : public Backend {
 
  private:
   // One script call: its numbers written one after another into `digits`
-  // (reserved up front, never grown: the views in `call` point into it, and
-  // a moved vector keeps its elements where they are).
+  // (sized up front, never grown: the views in `call` point into it, and a
+  // moved vector keeps its elements where they are).
   struct Encoded {
     std::vector<char> digits;
     ScriptCall call;
