@@ -36,13 +36,14 @@ bool canonical(const char* p, const char* end) {
   return true;
 }
 
-// A signed decimal of digits only (the caller checked them), without overflow checks.
+// A signed decimal of digits only (the caller checked them and its range).
+// Accumulated below zero, where the int64 range is one larger: INT64_MIN too.
 int64_t decimal(const char* p, const char* end) {
-  bool negative = p < end && *p == '-';
+  const bool negative = p < end && *p == '-';
   if (negative) ++p;
   int64_t v = 0;
-  for (; p < end; ++p) v = v * 10 + (*p - '0');
-  return negative ? -v : v;
+  for (; p < end; ++p) v = v * 10 - (*p - '0');
+  return negative ? v : -v;
 }
 
 std::string hex_byte(char c) {

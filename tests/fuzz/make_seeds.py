@@ -56,6 +56,7 @@ REPLIES = [
     (0x00, 0, b"*3\r\n*3\r\n:0\r\n:5460\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n"),  # CLUSTER SLOTS-like
     (0x00, 0, b"*99999999\r\n"),  # refused by ReplyReader
     (0x00, 0, b"$123456789012345678901\r\n"),
+    (0x00, 0, b"*5\r\n:-9223372036854775808\r\n:9223372036854775807\r\n:0\r\n:-1\r\n:1\r\n"),  # int64's ends
 ]
 for i, (sel, chunk, stream) in enumerate(REPLIES):
     write("fuzz_reply", "reply%02d" % i, bytes([sel, chunk]) + stream)
