@@ -123,43 +123,43 @@ std::vector<std::string> secrets_of(const std::string& url) {
       p = cut + 1;
     }
   }
-  // Longest first: a secret that holds another is replaced whole.
-  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   return out;
-}
-
-std::string replace_all(std::string text, const std::string& what, const std::string& with) {
-  if (what.empty()) return text;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + with.size()))
-    text.replace(p, what.size(), with);
-  return text;
 }
 
 // Every parse error quotes the URL redacted, and no part of its message can
 // carry a secret either (a fragment quoted from the wrong place).
-// A secret of one or two characters is replaced only inside the fragments
-// the message quotes ("..." or '...'), so that "p" does not eat the words.
+// A secret of one or two characters is hidden only inside the fragments the
+// message quotes ("..." or '...'), so that "p" does not eat the words.
+// Secrets are looked for in the message as it was, never in what hid
+// another, and each run of hidden bytes becomes one "***": the message
+// cannot grow with the number of secrets (replacing them one after another
+// in the text so far tripled a message per repeated one-character secret).
 [[noreturn]] void bad_url(const std::string& url, const std::string& why) {
-  std::string detail = why;
+  // The quoted fragment each byte of `why` is in (0: none).
+  std::vector<int> fragment(why.size(), 0);
+  int fragments = 0;
+  for (size_t i = 0; i < why.size();) {
+    const size_t open = why.find_first_of("\"'", i);
+    if (open == std::string::npos) break;
+    const size_t close = std::min(why.find(why[open], open + 1), why.size());
+    ++fragments;
+    for (size_t k = open + 1; k < close; ++k) fragment[k] = fragments;
+    i = close + 1;
+  }
+  std::vector<bool> hidden(why.size(), false);
   for (const std::string& secret : secrets_of(url)) {
-    if (secret.size() >= 3) {
-      detail = replace_all(detail, secret, "***");
-      continue;
-    }
-    std::string out;
-    for (size_t i = 0; i < detail.size();) {
-      const size_t open = detail.find_first_of("\"'", i);
-      if (open == std::string::npos) {
-        out.append(detail, i, std::string::npos);
-        break;
-      }
-      const size_t close = std::min(detail.find(detail[open], open + 1), detail.size());
-      out.append(detail, i, open + 1 - i);
-      out += replace_all(detail.substr(open + 1, close - open - 1), secret, "***");
-      if (close < detail.size()) out += detail[close];
-      i = close + 1;
-    }
-    detail = out;
+    const size_t n = secret.size();
+    for (size_t p = why.find(secret); p != std::string::npos; p = why.find(secret, p + 1))
+      if (n >= 3 || (fragment[p] != 0 && fragment[p + n - 1] == fragment[p]))
+        std::fill(hidden.begin() + static_cast<std::ptrdiff_t>(p), hidden.begin() + static_cast<std::ptrdiff_t>(p + n),
+                  true);
+  }
+  std::string detail;
+  for (size_t i = 0; i < why.size(); ++i) {
+    if (!hidden[i])
+      detail += why[i];
+    else if (i == 0 || !hidden[i - 1])
+      detail += "***";
   }
   throw_invalid("url \"" + redact_url(url) + "\": " + detail);
 }

@@ -29,6 +29,7 @@ URLS = [
     "redis+sentinel://:pw@s1:26379,s2/mymaster/1?sentinel_user=u&sentinel_password=spw",
     "redis://user:secretpw@h:99999",
     "redis://h:1:2",
+    "redis://:" + "&".join(["*"] * 40) + "@h:1*",  # one-character secrets the mask contains
 ]
 for i, url in enumerate(URLS):
     write("fuzz_url", "url%02d" % i, b"\x00" + url.encode())
