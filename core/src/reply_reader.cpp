@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "polylimit/errors.h"
 
@@ -59,11 +58,9 @@ void ReplyReader::refuse(const std::string& why) const {
 }
 
 void ReplyReader::feed(const char* data, size_t len) {
-  if (pos_ == buf_.size()) {  // every reply handed out: start over
-    buf_.clear();
-    scan_ -= pos_;
-    pos_ = 0;
-  } else if (pos_ > 64 * 1024 && pos_ * 2 > buf_.size()) {
+  // Drops the replies handed out: all of the bytes when nothing is pending,
+  // else once they are most of a large buffer.
+  if (pos_ == buf_.size() || (pos_ > 64 * 1024 && pos_ * 2 > buf_.size())) {
     buf_.erase(0, pos_);
     scan_ -= pos_;
     pos_ = 0;

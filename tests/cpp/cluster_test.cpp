@@ -70,6 +70,22 @@ std::string key_on(RedisCluster& cluster, const Limiter& l, size_t m, const std:
   }
 }
 
+// A caller key whose storage key lives on master `m`, in a slot other than `avoid`.
+std::string key_on_except(RedisCluster& cluster, const Limiter& l, size_t m, const std::string& base, int avoid) {
+  std::string k = key_on(cluster, l, m, base);
+  for (int i = 0; polylimit::key_slot(l.storage_key(k)) == avoid; ++i)
+    k = key_on(cluster, l, m, base + std::to_string(i) + "-");
+  return k;
+}
+
+// Gives the empty `slot` to master `dst`, the new owner first (as redis-cli does).
+void give_slot(RedisCluster& cluster, int slot, size_t dst) {
+  const std::string dst_id = cluster.node_id(dst);
+  EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}), "OK");
+  for (size_t m : cluster.masters())
+    if (m != dst) EXPECT_EQ(cluster.command(m, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}), "OK");
+}
+
 // How many keys match `pattern` on the node at `port` (KEYS, after AUTH).
 long long count_keys(int port, const std::string& password, const std::string& pattern) {
   redisContext* c = redisConnect("127.0.0.1", port);
@@ -495,20 +511,13 @@ TEST(Cluster, FirstMovedRefreshesTheWholeMap) {
   // Two caller keys in two slots of `src`, never used before their slots move.
   const std::string k1 = key_on(cluster, l, src, "a-");
   const int s1 = polylimit::key_slot(l.storage_key(k1));
-  std::string k2 = key_on(cluster, l, src, "b-");
-  for (int i = 0; polylimit::key_slot(l.storage_key(k2)) == s1; ++i)
-    k2 = key_on(cluster, l, src, "b" + std::to_string(i) + "-");
+  const std::string k2 = key_on_except(cluster, l, src, "b-", s1);
   const int s2 = polylimit::key_slot(l.storage_key(k2));
   EXPECT_TRUE(l.check(key_on(cluster, l, dst, "warm-")).allowed);  // loads the map
   EXPECT_EQ(transport.refreshes(), 1);
 
-  // Both empty slots go to dst (the new owner first, as redis-cli does).
-  const std::string dst_id = cluster.node_id(dst);
-  for (int s : {s1, s2}) {
-    EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", std::to_string(s), "NODE", dst_id}), "OK");
-    for (size_t m : cluster.masters())
-      if (m != dst) EXPECT_EQ(cluster.command(m, {"CLUSTER", "SETSLOT", std::to_string(s), "NODE", dst_id}), "OK");
-  }
+  // Both empty slots go to dst.
+  for (int s : {s1, s2}) give_slot(cluster, s, dst);
   const long redirects0 = transport.redirects();
   const int64_t t0 = pltest::steady_ns();
   EXPECT_TRUE(l.check(k1).allowed);
@@ -547,16 +556,10 @@ TEST(Cluster, ARedirectedAsyncCallKeepsItsDeadline) {
   const int slot = polylimit::key_slot(l->storage_key(k));
   // The map, and a connection to each of the two (keys in other slots: a
   // slot that holds keys cannot be given away).
-  std::string warm = key_on(cluster, *l, src, "warm-");
-  for (int i = 0; polylimit::key_slot(l->storage_key(warm)) == slot; ++i)
-    warm = key_on(cluster, *l, src, "warm" + std::to_string(i) + "-");
-  EXPECT_TRUE(pltest::check_async_and_wait(l, warm).allowed);
+  EXPECT_TRUE(pltest::check_async_and_wait(l, key_on_except(cluster, *l, src, "warm-", slot)).allowed);
   EXPECT_TRUE(pltest::check_async_and_wait(l, key_on(cluster, *l, dst, "warm-")).allowed);
 
-  const std::string dst_id = cluster.node_id(dst);
-  EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}), "OK");
-  for (size_t m : cluster.masters())
-    if (m != dst) EXPECT_EQ(cluster.command(m, {"CLUSTER", "SETSLOT", std::to_string(slot), "NODE", dst_id}), "OK");
+  give_slot(cluster, slot, dst);
   const long redirects0 = transport.redirects();
   const long jobs0 = transport.background_jobs();
 
