@@ -44,6 +44,14 @@ run_suite() {  # run_suite NAME COMMAND...
   fi
 }
 
+# The checkout as it was: running the tests must not change it (reports go
+# under build/, which git ignores).
+tree_state() {
+  git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1 || return 0
+  { git -C "$root" status --porcelain --untracked-files=all; git -C "$root" diff; } | sha256sum
+}
+tree_before=$(tree_state)
+
 source "$root/tools/env.sh"
 run_suite "build (Release)" polylimit_build_release
 if [ $failed -ne 0 ]; then
@@ -53,7 +61,8 @@ fi
 
 run_suite "C ABI (abidiff against capi/abi)" "$root/tools/abi-check.sh" "$POLYLIMIT_BUILD_DIR/capi/libpolylimit.so.1"
 run_suite "C/C++ (ctest)" ctest --test-dir "$POLYLIMIT_BUILD_DIR" --output-on-failure
-# Fault matrix (rewrites docs/reliability.md) and soak (POLYLIMIT_SOAK_SECONDS, default 120).
+# Fault matrix and soak (POLYLIMIT_SOAK_SECONDS, default 120); the report goes to
+# build/reports/reliability.md (tests/faults/run.sh --update-docs refreshes the doc).
 run_suite "faults" "$root/tests/faults/run.sh"
 
 if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ]; then
@@ -95,6 +104,16 @@ for lang in python go java readme cross; do
     run_suite "$lang" "$root/tests/$lang/run.sh"
   fi
 done
+
+clean_checkout() {
+  if [ "$(tree_state)" != "$tree_before" ]; then
+    echo "the test suites changed the checkout (generated files belong under build/):"
+    git -C "$root" status --short
+    return 1
+  fi
+  echo "the checkout is as it was before the tests"
+}
+run_suite "checkout left clean" clean_checkout
 
 echo
 echo "=== summary ==="

@@ -179,6 +179,8 @@ case_usage_errors() {
     "--cost|--url memory:// --cost abc check k"
     "--cost|--url memory:// --cost=0 check k"
     "--threads|--url memory:// --threads 0 bench"
+    "--pool-size|--url memory:// --pool-size 0 bench"
+    "--pool-size|--url memory:// --pool-size=4097 bench"
     "--timeout-ms|--url memory:// --timeout-ms=-5 check k"
     "--algorithm|--url memory:// --algorithm nope check k"
     "--json|--url memory:// --json=yes check k"
@@ -320,6 +322,14 @@ case_redis() {
   [ -z "$out" ] || fail "stdout not empty on an error: $out"
   # bench on a real server: both paths.
   bench_json "$URL"
+  # bench runs the library's default pool (2 connections a node), not one
+  # connection per thread, unless --pool-size asks for more.
+  run -- --url "$URL" --json bench --threads 16 --seconds 0.4
+  expect_rc 0
+  json 'all(l["pool_size"] == 2 and 1 <= l["connect_attempts"] <= 2 for l in lines)'
+  run -- --url "$URL" --json --pool-size 6 bench --threads 16 --seconds 0.4
+  expect_rc 0
+  json 'all(l["pool_size"] == 6 and 1 <= l["connect_attempts"] <= 6 for l in lines)'
   true
 }
 
