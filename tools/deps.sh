@@ -42,6 +42,8 @@ for component in "${want[@]}"; do
       # dpkg-shlibdeps and file; apt-get installs the packages it builds.
       need_pkg dpkg-dev dpkg-shlibdeps
       need_pkg file file
+      need_pkg lintian lintian     # tests/c/deb_package.sh: the packages must be lintian clean
+      need_pkg help2man help2man   # the polylimit(1) man page, made from --help
       # tools/fuzz.sh: clang with libFuzzer and the sanitizer runtimes, which
       # Debian 12 ships in libclang-rt-14-dev (only recommended by clang-14).
       need_pkg clang clang

@@ -59,6 +59,7 @@ if [ $failed -ne 0 ]; then
   exit 1
 fi
 
+run_suite "versions (tools/check-versions.sh)" "$root/tools/check-versions.sh"
 run_suite "C ABI (abidiff against capi/abi)" "$root/tools/abi-check.sh" "$POLYLIMIT_BUILD_DIR/capi/libpolylimit.so.1"
 run_suite "C/C++ (ctest)" ctest --test-dir "$POLYLIMIT_BUILD_DIR" --output-on-failure
 # Fault matrix and soak (POLYLIMIT_SOAK_SECONDS, default 120); the report goes to

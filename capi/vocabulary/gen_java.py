@@ -92,7 +92,7 @@ def _vocabulary(v):
            "/**",
            " * Option bounds and enum names, as the C core checks them. For reference only:",
            " * the binding passes values through and the core is the only checker; its",
-           " * message is \"<name> = <value> is out of range <min>..<max>\".",
+           " * message is {@code \"<name> = <value> is out of range <min>..<max>\"}.",
            " */",
            "public final class Vocabulary {", "    private Vocabulary() {}", ""]
     for b in v["bounds"]:

@@ -1,10 +1,13 @@
 # Debian packages, built with `cpack -G DEB` in a build directory (see
-# tests/c/deb_package.sh). Two packages, as Debian splits a C library:
-#   libpolylimit1     the shared library libpolylimit.so.1 (component "runtime")
-#                     and /usr/share/doc/libpolylimit1/{copyright,LICENSE,THIRD_PARTY_NOTICES}
+# tests/c/deb_package.sh, which also runs lintian on them). Three packages, as
+# Debian splits a C library and its tools:
+#   libpolylimit1     the shared library libpolylimit.so.1 (component "runtime"),
+#                     an ldconfig trigger and shlibs
 #   libpolylimit-dev  polylimit.h, the libpolylimit.so link, libpolylimit.a,
 #                     polylimit.pc, the CMake package and /usr/share/doc/polylimit
-#                     (component "development")
+#                     with docs/ and docs/integrations/ (component "development")
+#   polylimit-tools   /usr/bin/polylimit and its man page (component "tools")
+# Each has /usr/share/doc/<package>/{copyright,changelog.gz}.
 # Configure with -DCMAKE_INSTALL_PREFIX=/usr so that the library lands in the
 # multiarch directory (/usr/lib/<triplet>) that GNUInstallDirs picks for /usr.
 if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
@@ -14,28 +17,43 @@ endif()
 
 set(POLYLIMIT_DEB_RUNTIME "libpolylimit${PROJECT_VERSION_MAJOR}")
 set(POLYLIMIT_DEB_DEV "libpolylimit-dev")
+set(POLYLIMIT_DEB_TOOLS "polylimit-tools")
 
-# Debian policy 12.5: every package has /usr/share/doc/<package>/copyright.
-# These rules only run for a component install (cpack), not for a plain
-# `cmake --install`, which puts LICENSE and the notices in share/doc/polylimit.
-set(POLYLIMIT_DEB_COPYRIGHT "${PROJECT_BINARY_DIR}/packaging/debian/copyright")
-file(READ "${PROJECT_SOURCE_DIR}/LICENSE" _polylimit_license)
-file(READ "${PROJECT_SOURCE_DIR}/THIRD_PARTY_NOTICES" _polylimit_notices)
-file(WRITE "${POLYLIMIT_DEB_COPYRIGHT}.tmp"
-  "polylimit ${PROJECT_VERSION}: ${PROJECT_DESCRIPTION}\n\n"
-  "polylimit is under the MIT License:\n\n${_polylimit_license}\n\n${_polylimit_notices}")
-configure_file("${POLYLIMIT_DEB_COPYRIGHT}.tmp" "${POLYLIMIT_DEB_COPYRIGHT}" COPYONLY)  # rewritten only on change
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-  "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/THIRD_PARTY_NOTICES")
-install(FILES "${POLYLIMIT_DEB_COPYRIGHT}" LICENSE THIRD_PARTY_NOTICES
+# Debian policy 12.5 and 12.7: every package has /usr/share/doc/<package>/
+# copyright (machine-readable, packaging/debian/copyright: MIT, hiredis's
+# BSD-3-Clause, OpenSSL's Apache-2.0 by reference to common-licenses) and its
+# changelog (native version: changelog.gz, compressed with gzip -9n so the
+# package is reproducible). These rules only run for a component install
+# (cpack), not for a plain `cmake --install`.
+set(POLYLIMIT_DEB_COPYRIGHT "${PROJECT_SOURCE_DIR}/packaging/debian/copyright")
+set(POLYLIMIT_DEB_CHANGELOG "${PROJECT_BINARY_DIR}/packaging/debian/changelog.gz")
+file(MAKE_DIRECTORY "${PROJECT_BINARY_DIR}/packaging/debian")
+execute_process(COMMAND gzip -9nc "${PROJECT_SOURCE_DIR}/packaging/debian/changelog"
+  OUTPUT_FILE "${POLYLIMIT_DEB_CHANGELOG}" RESULT_VARIABLE _polylimit_gzip)
+if(NOT _polylimit_gzip EQUAL 0)
+  message(FATAL_ERROR "gzip of packaging/debian/changelog failed (${_polylimit_gzip})")
+endif()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/packaging/debian/changelog")
+foreach(_polylimit_pkg_component
+    "${POLYLIMIT_DEB_RUNTIME}:runtime" "${POLYLIMIT_DEB_DEV}:development" "${POLYLIMIT_DEB_TOOLS}:tools")
+  string(REPLACE ":" ";" _polylimit_pc "${_polylimit_pkg_component}")
+  list(GET _polylimit_pc 0 _polylimit_pkg)
+  list(GET _polylimit_pc 1 _polylimit_component)
+  install(FILES "${POLYLIMIT_DEB_COPYRIGHT}" "${POLYLIMIT_DEB_CHANGELOG}"
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_polylimit_pkg} COMPONENT ${_polylimit_component} EXCLUDE_FROM_ALL)
+endforeach()
+install(FILES THIRD_PARTY_NOTICES
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${POLYLIMIT_DEB_RUNTIME} COMPONENT runtime EXCLUDE_FROM_ALL)
-install(FILES "${POLYLIMIT_DEB_COPYRIGHT}"
-  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${POLYLIMIT_DEB_DEV} COMPONENT development EXCLUDE_FROM_ALL)
+install(FILES "${PROJECT_SOURCE_DIR}/packaging/debian/${POLYLIMIT_DEB_RUNTIME}.lintian-overrides"
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME ${POLYLIMIT_DEB_RUNTIME}
+  COMPONENT runtime EXCLUDE_FROM_ALL)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME polylimit)
 set(CPACK_PACKAGE_VENDOR "The polylimit authors")
-set(CPACK_PACKAGE_CONTACT "The polylimit authors")
+set(CPACK_PACKAGE_CONTACT "The polylimit authors <polylimit@users.noreply.github.com>")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/polylimit/polylimit")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")
 # Each component description below starts with its own summary line. CPackDeb
 # prepends CPACK_PACKAGE_DESCRIPTION_SUMMARY to it unless that is CPack's
@@ -47,7 +65,7 @@ set(CPACK_PACKAGE_DIRECTORY "${PROJECT_BINARY_DIR}/packages")
 set(CPACK_STRIP_FILES ON)
 
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL runtime development)   # not the CLI, the Python module or the JNI library
+set(CPACK_COMPONENTS_ALL runtime development tools)   # not the Python module or the JNI library
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)          # <name>_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 
@@ -64,6 +82,13 @@ never over-admit. This package holds the shared library with its stable C ABI
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")   # the ABI only grows within a SONAME
+# Policy 8.1.1: a package with a shared library runs ldconfig through a
+# dpkg trigger (CPack writes no trigger of its own for shlibs).
+# CPack adds a postinst/postrm calling ldconfig as well (no switch turns
+# them off; empty replacements are a lintian warning of their own), so the
+# package carries a lintian override that says so.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/packaging/debian/triggers")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME "${POLYLIMIT_DEB_DEV}")
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
@@ -82,5 +107,19 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   string(APPEND _polylimit_dev_depends ", libstdc++-${_polylimit_gcc_major}-dev | libstdc++-dev")
 endif()
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS "${_polylimit_dev_depends}")
+
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME "${POLYLIMIT_DEB_TOOLS}")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION
+  "distributed rate limiter on Redis (command-line tool)
+polylimit decides rate limits shared by many application servers through
+Redis. This package holds the polylimit command: check, peek, reset and
+inspect a key's limit from a shell, and benchmark a server.")
+# dpkg-shlibdeps cannot resolve libpolylimit.so.1 while it is only being
+# packaged, so the library is named here; the rest of what the tool loads
+# is what the library itself depends on.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS
+  "${POLYLIMIT_DEB_RUNTIME} (= ${PROJECT_VERSION}), libc6 (>= 2.34), libstdc++6 (>= 11), libgcc-s1 (>= 3.0)")
 
 include(CPack)

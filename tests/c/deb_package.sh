@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds the Debian packages (cpack -G DEB: libpolylimit1, libpolylimit-dev),
-# checks their contents and control fields, installs them with apt-get,
+# Builds the Debian packages (cpack -G DEB: libpolylimit1, libpolylimit-dev,
+# polylimit-tools), checks their contents and control fields, runs lintian
+# (no error or warning may remain), installs them with apt-get,
 # builds capi/examples/basic.c against the INSTALLED system packages (plain
 # pkg-config, no PKG_CONFIG_PATH; and CMake find_package with no prefix path),
-# runs it against a real redis-server, and removes the packages again.
+# runs it and the installed polylimit command against a real redis-server,
+# purges the packages again and checks that nothing they installed is left.
 # Needs root (apt-get install); .ci/run runs it after tools/test.sh.
 #   tests/c/deb_package.sh [BUILD_DIR]     (default: build/deb in the checkout)
 # POLYLIMIT_JOBS sets the build parallelism (default: nproc).
@@ -11,16 +13,16 @@ set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-$src/build/deb}
 jobs=${POLYLIMIT_JOBS:-$(nproc 2>/dev/null || echo 2)}
-runtime_pkg=libpolylimit1 dev_pkg=libpolylimit-dev
+runtime_pkg=libpolylimit1 dev_pkg=libpolylimit-dev tools_pkg=polylimit-tools
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "deb_package.sh installs packages with apt-get: run it as root" >&2
   exit 1
 fi
-for tool in cpack dpkg-deb dpkg-shlibdeps file apt-get pkg-config redis-server; do
+for tool in cpack dpkg-deb dpkg-shlibdeps file apt-get pkg-config redis-server lintian help2man; do
   command -v "$tool" >/dev/null || { echo "deb_package.sh needs $tool (tools/deps.sh core installs it)" >&2; exit 1; }
 done
-for pkg in "$runtime_pkg" "$dev_pkg"; do
+for pkg in "$runtime_pkg" "$dev_pkg" "$tools_pkg"; do
   if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
     echo "$pkg is already installed on this machine; remove it first (this test installs and removes it)" >&2
     exit 1
@@ -32,14 +34,15 @@ export DEBIAN_FRONTEND=noninteractive
 
 # 1. Build the packages. /usr as prefix gives the multiarch libdir.
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-  -DPOLYLIMIT_BUILD_TESTS=OFF -DPOLYLIMIT_BUILD_TOOLS=OFF >/dev/null
+  -DPOLYLIMIT_BUILD_TESTS=OFF -DPOLYLIMIT_BUILD_TOOLS=ON >/dev/null
 cmake --build "$build" -j "$jobs" >/dev/null
 rm -rf "$build/packages"
 (cd "$build" && cpack -G DEB >/dev/null)
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 runtime_deb=$(ls "$build"/packages/${runtime_pkg}_*.deb)
 dev_deb=$(ls "$build"/packages/${dev_pkg}_*.deb)
-echo "built: $(basename "$runtime_deb") $(basename "$dev_deb")"
+tools_deb=$(ls "$build"/packages/${tools_pkg}_*.deb)
+echo "built: $(basename "$runtime_deb") $(basename "$dev_deb") $(basename "$tools_deb")"
 
 # 2. Inspect them: contents (dpkg -c) and control fields (dpkg -I).
 fail() { echo "deb_package.sh: $*" >&2; exit 1; }
@@ -58,11 +61,12 @@ lacks() {
 field() { dpkg-deb -f "$1" "$2"; }
 echo "--- dpkg -c $(basename "$runtime_deb")"; dpkg -c "$runtime_deb" | awk '{print $6, $7, $8}'
 echo "--- dpkg -c $(basename "$dev_deb")"; dpkg -c "$dev_deb" | awk '{print $6, $7, $8}'
+echo "--- dpkg -c $(basename "$tools_deb")"; dpkg -c "$tools_deb" | awk '{print $6, $7, $8}'
 multiarch='^\./usr/lib/[a-z0-9_]+-linux-[a-z0-9_]+/'
 has "$runtime_deb" "${multiarch}libpolylimit\.so\.1$"
 has "$runtime_deb" "${multiarch}libpolylimit\.so\.${version//./\\.}$"
 has "$runtime_deb" '^\./usr/share/doc/libpolylimit1/copyright$'
-has "$runtime_deb" '^\./usr/share/doc/libpolylimit1/LICENSE$'
+has "$runtime_deb" '^\./usr/share/doc/libpolylimit1/changelog\.gz$'
 has "$runtime_deb" '^\./usr/share/doc/libpolylimit1/THIRD_PARTY_NOTICES$'
 lacks "$runtime_deb" '(\.a|\.h|\.pc|libpolylimit\.so)$'
 has "$dev_deb" '^\./usr/include/polylimit\.h$'
@@ -73,9 +77,20 @@ has "$dev_deb" "${multiarch}pkgconfig/polylimit-static\.pc$"
 has "$dev_deb" "${multiarch}cmake/polylimit/polylimitConfig\.cmake$"
 has "$dev_deb" '^\./usr/share/doc/libpolylimit-dev/copyright$'
 has "$dev_deb" '^\./usr/share/doc/polylimit/(LICENSE|THIRD_PARTY_NOTICES|api-stability\.md)$'
+has "$dev_deb" '^\./usr/share/doc/polylimit/integrations/README\.md$'
+has "$dev_deb" '^\./usr/share/doc/libpolylimit-dev/changelog\.gz$'
+has "$tools_deb" '^\./usr/bin/polylimit$'
+has "$tools_deb" '^\./usr/share/man/man1/polylimit\.1\.gz$'
+has "$tools_deb" '^\./usr/share/doc/polylimit-tools/(copyright|changelog\.gz)$'
+lacks "$tools_deb" '(\.so|\.so\.[0-9.]+|\.a|\.h)$'
 lacks "$dev_deb" 'libpolylimit\.so\.1'
-grep -q 'MIT License' <(dpkg-deb --fsys-tarfile "$runtime_deb" | tar -xO ./usr/share/doc/libpolylimit1/copyright) ||
-  fail "libpolylimit1's copyright does not carry the MIT license"
+copyright=$(dpkg-deb --fsys-tarfile "$runtime_deb" | tar -xO ./usr/share/doc/libpolylimit1/copyright)
+grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' <<<"$copyright" ||
+  fail "libpolylimit1's copyright is not in the machine-readable format"
+for license in MIT BSD-3-Clause Apache-2.0; do
+  grep -q "^License: $license" <<<"$copyright" || fail "libpolylimit1's copyright names no $license"
+done
+grep -q '/usr/share/common-licenses/Apache-2.0' <<<"$copyright" || fail "the copyright does not refer to common-licenses for Apache-2.0"
 echo "--- dpkg -I $(basename "$runtime_deb")"; dpkg -I "$runtime_deb" | sed -n '/^ Architecture:/,$p'
 echo "--- dpkg -I $(basename "$dev_deb")"; dpkg -I "$dev_deb" | sed -n '/^ Architecture:/,$p'
 [ "$(field "$runtime_deb" Version)" = "$version" ] || fail "libpolylimit1 version is not $version"
@@ -89,6 +104,16 @@ grep -q 'libssl3' <<<"$runtime_depends" || fail "libpolylimit1 Depends lacks lib
 grep -q 'libssl-dev' <<<"$dev_depends" || fail "libpolylimit-dev does not depend on libssl-dev (libpolylimit.a needs OpenSSL)"
 control=$(dpkg-deb --ctrl-tarfile "$runtime_deb" | tar -t)
 grep -q shlibs <<<"$control" || fail "libpolylimit1 has no shlibs file"
+grep -q triggers <<<"$control" || fail "libpolylimit1 has no triggers file (ldconfig)"
+grep -q '<.*@.*>' <<<"$(field "$runtime_deb" Maintainer)" || fail "Maintainer is not 'Name <address>'"
+grep -qF "$runtime_pkg (= $version)" <<<"$(field "$tools_deb" Depends)" || fail "polylimit-tools does not depend on $runtime_pkg (= $version)"
+
+# lintian: Debian's package checker; any error or warning fails.
+echo "--- lintian"
+lintian_out=$(lintian --fail-on error,warning --tag-display-limit 0 "$runtime_deb" "$dev_deb" "$tools_deb" 2>&1) ||
+  { echo "$lintian_out"; fail "lintian reports errors or warnings"; }
+[ -z "$lintian_out" ] || echo "$lintian_out"
+echo "lintian: no error, no warning on the three packages"
 
 # 3. Install, build the example against the system installation, run it, remove.
 work=$(mktemp -d /tmp/polylimit-deb-XXXXXX)
@@ -96,7 +121,7 @@ installed=0
 cleanup() {
   local rc=$?
   if [ "$installed" = 1 ]; then
-    apt-get remove -y --purge "$dev_pkg" "$runtime_pkg" >/dev/null || rc=1
+    apt-get remove -y --purge "$tools_pkg" "$dev_pkg" "$runtime_pkg" >/dev/null || rc=1
   fi
   [ -n "${POLYLIMIT_TEST_REDIS_PID:-}" ] && "$src/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
   rm -rf "$work"
@@ -106,7 +131,12 @@ trap cleanup EXIT
 cp "$runtime_deb" "$dev_deb" "$work/"
 chmod 755 "$work"; chmod 644 "$work"/*.deb   # readable by apt's _apt user
 installed=1
-(cd "$work" && apt-get install -y ./"$(basename "$runtime_deb")" ./"$(basename "$dev_deb")" >/dev/null)
+cp "$tools_deb" "$work/"
+chmod 644 "$work"/*.deb
+# Every path the packages hold, and which of them the machine had before.
+owned=$({ paths "$runtime_deb"; paths "$dev_deb"; paths "$tools_deb"; } | sed 's|^\./|/|; s|/$||' | LC_ALL=C sort -u)
+before=$(while IFS= read -r p; do if [ -e "$p" ] || [ -L "$p" ]; then echo "$p"; fi; done <<<"$owned")
+(cd "$work" && apt-get install -y ./"$(basename "$runtime_deb")" ./"$(basename "$dev_deb")" ./"$(basename "$tools_deb")" >/dev/null)
 eval "$("$src/tests/redis-server.sh" start)"
 
 cp "$src/capi/examples/basic.c" "$work/"
@@ -134,11 +164,24 @@ if grep -q libpolylimit <<<"$deps"; then fail "the static consumer loads libpoly
 "$work/cmake-shared/build/basic" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 "$work/cmake-static/build/basic" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 
-# Remove the packages now (the trap would too) and check the machine is clean.
-apt-get remove -y --purge "$dev_pkg" "$runtime_pkg" >/dev/null
+# The installed command (polylimit-tools), from PATH, with its man page.
+cli_out=$(/usr/bin/polylimit --url "$POLYLIMIT_TEST_REDIS_URL" --spec 1/minute --json check deb-test)
+grep -q '"allowed":true' <<<"$cli_out" || fail "polylimit check did not admit: $cli_out"
+rc=0; /usr/bin/polylimit --url "$POLYLIMIT_TEST_REDIS_URL" --spec 1/minute check deb-test >/dev/null || rc=$?
+[ "$rc" -eq 1 ] || fail "the second polylimit check should be denied (exit 1), got $rc"
+man_text=$(zcat /usr/share/man/man1/polylimit.1.gz)
+# (roff writes each '-' of an option as '\-')
+grep -Eq 'pool(\\)?-size' <<<"$man_text" || fail "the man page does not carry the --help text"
+
+# Purge the packages now (the trap would too) and check the machine is clean:
+# no package state, and no file or directory of theirs that was not there
+# before they were installed.
+apt-get remove -y --purge "$tools_pkg" "$dev_pkg" "$runtime_pkg" >/dev/null
 installed=0
-for pkg in "$runtime_pkg" "$dev_pkg"; do
-  if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'installed'; then fail "$pkg still installed"; fi
+for pkg in "$runtime_pkg" "$dev_pkg" "$tools_pkg"; do
+  if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'installed\|config-files'; then fail "$pkg still known to dpkg"; fi
 done
-if ls /usr/lib/*/libpolylimit* /usr/include/polylimit.h 2>/dev/null; then fail "files left behind after removal"; fi
-echo "Debian packages: built, inspected, installed, example built (pkg-config and CMake) and run, removed"
+left=$(while IFS= read -r p; do if [ -n "$p" ] && { [ -e "$p" ] || [ -L "$p" ]; }; then echo "$p"; fi; done <<<"$owned" |
+  LC_ALL=C comm -23 - <(echo "$before"))
+[ -z "$left" ] || fail "left behind after the purge: $(echo $left)"
+echo "Debian packages: built, inspected, lintian clean, installed, example built (pkg-config and CMake) and run, CLI run, purged without a trace"

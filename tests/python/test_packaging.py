@@ -1,5 +1,6 @@
 """The wheel: self-contained, installable into a clean virtualenv; and the demo worker."""
 
+import email.parser
 import glob
 import os
 import shutil
@@ -115,6 +116,24 @@ def test_wheel_carries_the_license_files():
             assert member, "%s is not in the wheel's .dist-info: %s" % (name, sorted(dist_info))
             with open(os.path.join(ROOT, name), "rb") as f:
                 assert z.read(member) == f.read(), name
+
+
+def test_wheel_metadata_is_ready_to_publish():
+    """The wheel's METADATA has what an index shows: license expression, authors, URLs, classifiers."""
+    with zipfile.ZipFile(_built_wheel()) as z:
+        name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = email.parser.Parser().parsestr(z.read(name).decode("utf-8"))
+    assert meta["Metadata-Version"] in ("2.4", "2.5"), meta["Metadata-Version"]
+    assert meta["License-Expression"] == "MIT"
+    assert set(meta.get_all("License-File") or []) >= {"LICENSE"}
+    assert meta["Author"], "no Author"
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL") or [])
+    assert {"Homepage", "Source", "Changelog", "Issues"} <= set(urls), urls
+    classifiers = meta.get_all("Classifier") or []
+    assert "Typing :: Typed" in classifiers
+    # PEP 639: no license classifier beside the expression.
+    assert not [c for c in classifiers if c.startswith("License ::")], classifiers
+    assert meta["Description-Content-Type"].startswith("text/markdown")
 
 
 def test_demo_worker(redis_server, key):
