@@ -86,6 +86,9 @@ bundled=$("$py" -m zipfile -l "$wheel")
 grep -Eq 'polylimit\.libs/libssl-[^ ]*\.so' <<<"$bundled" || die "the repaired wheel does not bundle libssl"
 grep -Eq 'polylimit\.libs/libcrypto-[^ ]*\.so' <<<"$bundled" || die "the repaired wheel does not bundle libcrypto"
 if grep -q 'libhiredis' <<<"$bundled"; then die "the repaired wheel bundles libhiredis (it must be linked in statically)"; fi
+# The README names the tag this machine's wheel gets.
+tag=$(basename "$wheel" .whl); tag=${tag##*-}
+grep -qF "\`$tag\`" bindings/python/README.md || die "bindings/python/README.md does not name the wheel's tag $tag"
 echo "bundled: $(grep -Eo 'polylimit\.libs/[^ ]+' <<<"$bundled" | tr '\n' ' ')"
 # The tools venv gets it too, as before (bench/python/README.md uses it): the
 # suite itself runs in a fresh venv below.
