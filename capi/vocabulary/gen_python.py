@@ -21,7 +21,7 @@ def _literal(value):
 
 
 def python_module(v):
-    out = ['"""' + BANNER + '"""', "", "from typing import Dict, Tuple", ""]
+    out = ['"""' + BANNER + '"""', "", "from typing import Dict, Literal, Tuple", ""]
     out += ["# status -> (C name, text, retryable, outage, exception class name in polylimit)",
             "STATUSES: Dict[int, Tuple[str, str, bool, bool, str]] = {"]
     for s in errors_only(v):
@@ -38,6 +38,11 @@ def python_module(v):
     for key, ident in (("algorithms", "ALGORITHMS"), ("clocks", "CLOCKS"), ("failure_policies", "FAILURE_POLICIES")):
         out.append("%s: Dict[str, int] = {%s}" % (
             ident, ", ".join("%s: %d" % (_literal(r["name"]), r["value"]) for r in v[key])))
+    out += ["", "# The same names as types: a misspelt name is a type error (mypy), not only a",
+            "# run-time InvalidArgument."]
+    for key, ident in (("algorithms", "AlgorithmName"), ("clocks", "ClockName"),
+                       ("failure_policies", "FailurePolicyName")):
+        out.append("%s = Literal[%s]" % (ident, ", ".join(_literal(r["name"]) for r in v[key])))
     out += ["", "# option name (as the core names it in messages) -> (min, max); the core checks them",
             "BOUNDS: Dict[str, Tuple[int, int]] = {"]
     for b in v["bounds"]:

@@ -63,6 +63,13 @@ def test_the_installed_table_is_generated_from_the_checkout(tmp_path):
     assert os.path.dirname(_vocabulary.__file__) == os.path.dirname(_core.__file__)
 
 
+def test_literal_types_list_exactly_the_names_of_the_table():
+    import typing
+    assert set(typing.get_args(polylimit.AlgorithmName)) == set(_vocabulary.ALGORITHMS)
+    assert set(typing.get_args(polylimit.ClockName)) == set(_vocabulary.CLOCKS)
+    assert set(typing.get_args(polylimit.FailurePolicyName)) == set(_vocabulary.FAILURE_POLICIES)
+
+
 def test_names_and_fields_come_from_the_table():
     assert polylimit.ALGORITHMS == tuple(sorted(_vocabulary.ALGORITHMS))
     assert polylimit.CLOCKS == tuple(sorted(_vocabulary.CLOCKS))

@@ -68,3 +68,16 @@ def setup() -> None:
 
     registry = CollectorRegistry()
     registry.register(PolylimitCollector(client, other))
+
+
+def option_names(client: polylimit.Client) -> None:
+    """Algorithm, clock and failure-policy names are Literal types: mypy
+    rejects a misspelt one. Each ignore below must be needed (--strict warns
+    about unused ones), so this fails if an option goes back to plain str."""
+    lim = client.limiter("5/s", algorithm="gcra", clock="client", on_failure="local")
+    assert_type(lim.algorithm, polylimit.AlgorithmName)
+    assert_type(lim.clock, polylimit.ClockName)
+    assert_type(lim.on_failure, polylimit.FailurePolicyName)
+    client.limiter("5/s", algorithm="gcrax")  # type: ignore[arg-type]
+    client.limiter("5/s", clock="wall")  # type: ignore[arg-type]
+    client.limiter("5/s", on_failure="ignore")  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ from ._errors import (
 from . import _core, _vocabulary
 from ._core import Decision
 from ._client import Client, Hit, Limiter, Rate, Stats, prometheus_text, redact_url
+from ._vocabulary import AlgorithmName, ClockName, FailurePolicyName
 
 __version__: str = _core.VERSION_STRING
 
@@ -47,13 +48,16 @@ FAILURE_POLICIES = tuple(sorted(_vocabulary.FAILURE_POLICIES))
 
 __all__ = [
     "ALGORITHMS",
+    "AlgorithmName",
     "AuthError",
     "CLOCKS",
     "Client",
+    "ClockName",
     "ClosedError",
     "Decision",
     "Error",
     "FAILURE_POLICIES",
+    "FailurePolicyName",
     "Hit",
     "InvalidArgument",
     "Limiter",

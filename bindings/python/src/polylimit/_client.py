@@ -14,6 +14,7 @@ from typing import (Any, Callable, Dict, Iterable, List, Literal, NamedTuple, Op
                     Union, overload)
 
 from . import _aio, _core, _vocabulary
+from ._vocabulary import AlgorithmName, ClockName, FailurePolicyName
 from ._core import Decision
 from ._errors import Error, InvalidArgument, RateLimited
 
@@ -260,15 +261,15 @@ class Client:
     def limiter(
         self,
         spec: Optional[str] = None,
-        algorithm: str = "sliding_log",
+        algorithm: AlgorithmName = "sliding_log",
         prefix: str = "pl",
-        clock: str = "server",
+        clock: ClockName = "server",
         *,
         limit: Optional[int] = None,
         window: Optional[Seconds] = None,
         burst: Optional[int] = None,
         deny_cache: int = 0,
-        on_failure: str = "error",
+        on_failure: FailurePolicyName = "error",
         breaker_failures: int = 0,
         breaker_cooldown: Optional[Seconds] = None,
         shadow: bool = False,
@@ -494,8 +495,8 @@ class Limiter:
     with no thread; the others run the same call in the client's thread pool.
     """
 
-    def __init__(self, client: Client, core: "_core.Limiter", algorithm: str, clock: str,
-                 on_failure: str = "error", shadow: bool = False) -> None:
+    def __init__(self, client: Client, core: "_core.Limiter", algorithm: AlgorithmName, clock: ClockName,
+                 on_failure: FailurePolicyName = "error", shadow: bool = False) -> None:
         self._client = client
         self._core = core
         self._algorithm = algorithm
@@ -522,15 +523,15 @@ class Limiter:
         return Rate(self._core.limit, self._core.window_ms / 1000.0)
 
     @property
-    def algorithm(self) -> str:
+    def algorithm(self) -> AlgorithmName:
         return self._algorithm
 
     @property
-    def clock(self) -> str:
+    def clock(self) -> ClockName:
         return self._clock
 
     @property
-    def on_failure(self) -> str:
+    def on_failure(self) -> FailurePolicyName:
         return self._on_failure
 
     @property
