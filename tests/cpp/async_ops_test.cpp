@@ -382,13 +382,15 @@ TEST(AsyncOps, ManyInFlightStayExact) {
   open(h, server().url(), "ops-many-inflight", 300);
   polylimit_error e;
   constexpr int kThreads = 4, kEach = 250;  // 1000 of each kind
-  auto run = [&](const std::function<int(uint64_t)>& submit) {
+  // Each thread passes its own polylimit_error (they are per call).
+  auto run = [&](const std::function<int(uint64_t, polylimit_error*)>& submit) {
     std::vector<std::thread> threads;
     std::atomic<int> refused{0};
     for (int t = 0; t < kThreads; ++t)
       threads.emplace_back([&, t] {
+        polylimit_error err;
         for (int i = 0; i < kEach; ++i)
-          if (submit(uint64_t(t) * kEach + i) != POLYLIMIT_OK) ++refused;
+          if (submit(uint64_t(t) * kEach + i, &err) != POLYLIMIT_OK) ++refused;
       });
     for (auto& t : threads) t.join();
     EXPECT_EQ(refused.load(), 0);
@@ -408,16 +410,16 @@ TEST(AsyncOps, ManyInFlightStayExact) {
     return sum;
   };
   // acquire with no wait: one try each, exactly the limit admitted.
-  auto got = run([&](uint64_t t) { return polylimit_limiter_submit_acquire(h.limiter, "acq", 3, 1, 0, h.queue, t, &e); });
+  auto got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_acquire(h.limiter, "acq", 3, 1, 0, h.queue, t, err); });
   EXPECT_EQ(granted(got), 300);
   // check_limit: the per-call limit, exactly.
-  got = run([&](uint64_t t) {
-    return polylimit_limiter_submit_check_limit(h.limiter, "lim", 3, 1, 250, 600000, h.queue, t, &e);
+  got = run([&](uint64_t t, polylimit_error* err) {
+    return polylimit_limiter_submit_check_limit(h.limiter, "lim", 3, 1, 250, 600000, h.queue, t, err);
   });
   EXPECT_EQ(granted(got), 250);
   // check_at_most: never more than the limit, and what was granted is what
   // the key holds.
-  got = run([&](uint64_t t) { return polylimit_limiter_submit_check_at_most(h.limiter, "most", 4, 3, h.queue, t, &e); });
+  got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_check_at_most(h.limiter, "most", 4, 3, h.queue, t, err); });
   const int64_t most = granted(got);
   EXPECT_LE(most, 300);
   EXPECT_GT(most, 0);
@@ -425,20 +427,20 @@ TEST(AsyncOps, ManyInFlightStayExact) {
   ASSERT_EQ(polylimit_limiter_peek(h.limiter, "most", 4, &d, &e), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 300 - most);
   // refund: 1000 refunds of one give back the 300 units of "acq", no more.
-  got = run([&](uint64_t t) { return polylimit_limiter_submit_refund(h.limiter, "acq", 3, 1, h.queue, t, &e); });
+  got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_refund(h.limiter, "acq", 3, 1, h.queue, t, err); });
   ASSERT_EQ(polylimit_limiter_peek(h.limiter, "acq", 3, &d, &e), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 300);
   // peek: consumes nothing.
-  got = run([&](uint64_t t) { return polylimit_limiter_submit_peek(h.limiter, "lim", 3, h.queue, t, &e); });
+  got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_peek(h.limiter, "lim", 3, h.queue, t, err); });
   for (const auto& c : got) EXPECT_EQ(c.decision.remaining, 50);
   // check_many: 1000 batches of the same 4 keys, 300 admitted per key.
   const void* keys[4] = {"m0", "m1", "m2", "m3"};
   size_t lens[4] = {2, 2, 2, 2};
   std::vector<polylimit_decision> out(kThreads * kEach * 4);
   std::vector<int> st(kThreads * kEach * 4, -1);
-  got = run([&](uint64_t t) {
+  got = run([&](uint64_t t, polylimit_error* err) {
     return polylimit_limiter_submit_check_many(h.limiter, keys, lens, 4, 1, &out[t * 4], &st[t * 4], nullptr, h.queue,
-                                               t, &e);
+                                               t, err);
   });
   int per_key[4] = {0, 0, 0, 0};
   for (size_t i = 0; i < out.size(); ++i) {
@@ -447,7 +449,7 @@ TEST(AsyncOps, ManyInFlightStayExact) {
   }
   for (int k = 0; k < 4; ++k) EXPECT_EQ(per_key[k], 300) << "key m" << k;
   // reset: every reset completes, and the key is full again.
-  got = run([&](uint64_t t) { return polylimit_limiter_submit_reset(h.limiter, "lim", 3, h.queue, t, &e); });
+  got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_reset(h.limiter, "lim", 3, h.queue, t, err); });
   ASSERT_EQ(polylimit_limiter_peek(h.limiter, "lim", 3, &d, &e), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 300);
   EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
