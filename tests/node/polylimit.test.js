@@ -1,0 +1,191 @@
+'use strict';
+// The Node binding against a real redis-server: exact totals with many
+// promises in flight, errors as PolylimitError / TypeError, close() settling
+// everything, an idle client not holding the event loop, worker_threads.
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const path = require('node:path');
+const { Worker } = require('node:worker_threads');
+
+const polylimit = require('../../bindings/node');
+const { startRedis, uniquePrefix } = require('./redis');
+
+let server;
+before(async () => {
+  server = await startRedis();
+});
+after(async () => {
+  if (server) await server.stop();
+});
+
+test('1000 promises in flight admit exactly the limit', async () => {
+  const client = new polylimit.Client(server.url);
+  try {
+    const limiter = client.limiter('500/minute', { prefix: uniquePrefix('exact') });
+    const decisions = await Promise.all(Array.from({ length: 1000 }, () => limiter.check('user:1')));
+    assert.equal(decisions.filter((d) => d.allowed).length, 500);
+    for (const d of decisions) {
+      assert.ok(d instanceof polylimit.Decision);
+      assert.equal(d.limit, 500);
+      assert.equal(d.granted, d.allowed ? 1 : 0);
+      assert.equal(d.degraded, false);
+    }
+    const denied = decisions.find((d) => !d.allowed);
+    assert.ok(denied.retryAfterMs > 0);
+    const headers = denied.headers();
+    assert.equal(headers['RateLimit-Limit'], '500');
+    assert.equal(headers['RateLimit-Remaining'], '0');
+    assert.ok(Number(headers['Retry-After']) >= 1);
+    // Buffer and Uint8Array keys are the same bytes as the string.
+    const peek = await limiter.peek(Buffer.from('user:1'));
+    assert.equal(peek.remaining, 0);
+    assert.equal((await limiter.peek(new TextEncoder().encode('user:1'))).remaining, 0);
+  } finally {
+    client.close();
+  }
+});
+
+test('peek, refund, reset and acquire', async () => {
+  const client = new polylimit.Client(server.url);
+  try {
+    const limiter = client.limiter('3/minute', { prefix: uniquePrefix('ops'), algorithm: 'fixed_window' });
+    assert.equal((await limiter.check('k', 3)).remaining, 0);
+    assert.equal((await limiter.check('k')).allowed, false);
+    assert.equal((await limiter.refund('k', 2)).remaining, 2);
+    const acquired = await limiter.acquire('k', 2, 1000);
+    assert.equal(acquired.allowed, true);
+    assert.equal(acquired.granted, 2);
+    const waited = await limiter.acquire('k', 1, 50);  // would wait most of a minute
+    assert.equal(waited.allowed, false);
+    assert.equal(await limiter.reset('k'), undefined);
+    assert.equal((await limiter.peek('k')).remaining, 3);
+  } finally {
+    client.close();
+  }
+});
+
+test('bad input throws before any I/O', async () => {
+  const client = new polylimit.Client(server.url);
+  try {
+    const limiter = client.limiter('10/s', { prefix: uniquePrefix('bad') });
+    assert.throws(() => limiter.check(42), TypeError);
+    assert.throws(() => limiter.check({}), TypeError);
+    assert.throws(() => limiter.check('k', NaN), TypeError);
+    assert.throws(() => limiter.check('k', 1.5), TypeError);
+    assert.throws(() => limiter.check('k', '1'), TypeError);
+    assert.throws(() => limiter.check('k', -1), (e) => {
+      assert.ok(e instanceof polylimit.PolylimitError);
+      assert.ok(e instanceof polylimit.InvalidArgumentError);
+      assert.equal(e.code, 'EINVALID');
+      assert.equal(e.retryable, false);
+      assert.match(e.message, /cost = -1/);
+      return true;
+    });
+    assert.throws(() => limiter.check('k', 11), polylimit.InvalidArgumentError);
+    assert.throws(() => limiter.check(''), /key is empty/);
+    assert.throws(() => limiter.check(Buffer.alloc(1024 * 1024 + 1, 'a')), /at most 1048576/);
+    assert.throws(() => client.limiter('10/s', { algorithm: 'leaky' }), TypeError);
+    assert.throws(() => client.limiter('ten per second'), polylimit.InvalidArgumentError);
+    assert.throws(() => new polylimit.Client(42), TypeError);
+  } finally {
+    client.close();
+  }
+});
+
+test('no URL: POLYLIMIT_URL, else an error naming memory://', () => {
+  const saved = process.env.POLYLIMIT_URL;
+  try {
+    delete process.env.POLYLIMIT_URL;
+    assert.throws(() => new polylimit.Client(), (e) => e instanceof polylimit.InvalidArgumentError && /memory:\/\//.test(e.message));
+    process.env.POLYLIMIT_URL = 'memory://';
+    const client = new polylimit.Client();
+    client.close();
+  } finally {
+    if (saved === undefined) delete process.env.POLYLIMIT_URL;
+    else process.env.POLYLIMIT_URL = saved;
+  }
+});
+
+test('secrets never reach messages', async () => {
+  assert.throws(() => new polylimit.Client('redis://user:hunter2@127.0.0.1:notaport'), (e) => {
+    assert.ok(e instanceof polylimit.InvalidArgumentError);
+    assert.doesNotMatch(e.message, /hunter2/);
+    return true;
+  });
+  // Nothing listens on port 1: the connect fails, retryably, without the password.
+  const client = new polylimit.Client('redis://user:hunter2@127.0.0.1:1', { connectTimeoutMs: 200 });
+  try {
+    await assert.rejects(client.limiter('1/s').check('k'), (e) => {
+      assert.ok(e instanceof polylimit.UnavailableError, String(e));
+      assert.equal(e.retryable, true);
+      assert.doesNotMatch(e.message, /hunter2/);
+      return true;
+    });
+  } finally {
+    client.close();
+  }
+});
+
+test('close() settles every promise in flight, and later calls throw', async () => {
+  const client = new polylimit.Client(server.url, { commandTimeoutMs: 5000 });
+  const limiter = client.limiter('100/minute', { prefix: uniquePrefix('close') });
+  await limiter.check('warm');  // connected
+  server.pause();
+  let settled;
+  try {
+    const calls = [];
+    for (let i = 0; i < 1000; i++) calls.push(i % 2 ? limiter.check('k') : limiter.acquire('k', 1, 60000));
+    const started = Date.now();
+    client.close();
+    settled = await Promise.allSettled(calls);
+    assert.ok(Date.now() - started < 3000, `close took ${Date.now() - started} ms to settle`);
+  } finally {
+    server.resume();
+  }
+  assert.equal(settled.length, 1000);
+  for (const s of settled) {
+    assert.equal(s.status, 'rejected');
+    assert.ok(s.reason instanceof polylimit.ClosedError, String(s.reason));
+    assert.equal(s.reason.code, 'ECLOSED');
+  }
+  assert.throws(() => limiter.check('k'), polylimit.ClosedError);
+  assert.throws(() => client.limiter('1/s'), polylimit.ClosedError);
+  client.close();  // idempotent
+});
+
+test('an idle client does not keep the process alive', () => {
+  const script = `
+    const polylimit = require(${JSON.stringify(path.join(__dirname, '..', '..', 'bindings', 'node'))});
+    const client = new polylimit.Client(${JSON.stringify(server.url)});
+    client.limiter('5/s', { prefix: 'node-idle' }).check('k').then((d) => console.log(d.allowed));
+  `;
+  const out = execFileSync(process.execPath, ['-e', script], { timeout: 10000, encoding: 'utf8' });
+  assert.equal(out.trim(), 'true');
+});
+
+test('worker_threads: a client per worker, exact totals', async () => {
+  const prefix = uniquePrefix('workers');
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const polylimit = require(workerData.module);
+    const client = new polylimit.Client(workerData.url);
+    const limiter = client.limiter('300/minute', { prefix: workerData.prefix });
+    Promise.all(Array.from({ length: 250 }, () => limiter.check('shared'))).then((ds) => {
+      client.close();
+      parentPort.postMessage(ds.filter((d) => d.allowed).length);
+    });
+  `;
+  const module = path.join(__dirname, '..', '..', 'bindings', 'node');
+  const counts = await Promise.all(
+    [0, 1, 2].map(
+      () =>
+        new Promise((resolve, reject) => {
+          const w = new Worker(source, { eval: true, workerData: { module, url: server.url, prefix } });
+          w.once('message', resolve);
+          w.once('error', reject);
+        }),
+    ),
+  );
+  assert.equal(counts.reduce((a, b) => a + b, 0), 300);
+});
