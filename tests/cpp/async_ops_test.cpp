@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "polylimit.h"
+#include "redis_cluster.h"
 #include "redis_server.h"
 
 namespace {
@@ -201,12 +202,12 @@ std::vector<Op> sequence(const std::string& key) {
 
 // Two limiters with their own keys run the same sequence, one blocking and
 // one non-blocking: every step answers the same.
-TEST(AsyncOps, EachCallAnswersAsItsBlockingForm) {
+void same_as_blocking(const std::string& url, const std::string& tag) {
   for (int algorithm : {POLYLIMIT_ALG_SLIDING_LOG, POLYLIMIT_ALG_FIXED_WINDOW, POLYLIMIT_ALG_GCRA}) {
     SCOPED_TRACE("algorithm " + std::to_string(algorithm));
     Handles h;
-    open(h, server().url(), "ops-eq", 10);
-    const std::string p = "ops-eq-" + std::to_string(algorithm);
+    open(h, url, "ops-eq", 10);
+    const std::string p = tag + "-" + std::to_string(algorithm);
     polylimit_limiter* blocking = make_limiter(h.client, p + "-b", 10, 600000, algorithm);
     polylimit_limiter* async = make_limiter(h.client, p + "-a", 10, 600000, algorithm);
     uint64_t token = 100;
@@ -234,6 +235,49 @@ TEST(AsyncOps, EachCallAnswersAsItsBlockingForm) {
     polylimit_limiter_free(blocking);
     polylimit_limiter_free(async);
   }
+}
+
+TEST(AsyncOps, EachCallAnswersAsItsBlockingForm) { same_as_blocking(server().url(), "ops-eq"); }
+
+// Cluster: the same answers (the first call of a client and reset go through
+// a library thread there), and a batch over many slots admits as the
+// blocking one does.
+TEST(AsyncOps, ClusterAnswersAsTheBlockingForms) {
+  pltest::RedisCluster cluster(3, 0);
+  same_as_blocking(cluster.url(), "ops-cluster");
+  Handles h;
+  open(h, cluster.url(), "ops-cluster-many", 2);
+  polylimit_limiter* async = make_limiter(h.client, "ops-cluster-many-a", 2);
+  std::vector<std::string> names;
+  for (int i = 0; i < 60; ++i) names.push_back("user:" + std::to_string(i % 20));  // each key three times
+  std::vector<const void*> keys;
+  std::vector<size_t> lens;
+  for (const auto& n : names) {
+    keys.push_back(n.data());
+    lens.push_back(n.size());
+  }
+  std::vector<polylimit_decision> want(names.size()), got(names.size());
+  std::vector<int> want_st(names.size()), got_st(names.size(), -1);
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_check_many(h.limiter, keys.data(), lens.data(), names.size(), 1, want.data(),
+                                         want_st.data(), nullptr, &err),
+            POLYLIMIT_OK)
+      << err.message;
+  ASSERT_EQ(polylimit_limiter_submit_check_many(async, keys.data(), lens.data(), names.size(), 1, got.data(),
+                                                got_st.data(), nullptr, h.queue, 5, &err),
+            POLYLIMIT_OK)
+      << err.message;
+  polylimit_completion c = one(h.queue, 5);
+  ASSERT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
+  int want_admitted = 0, got_admitted = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(got_st[i], POLYLIMIT_OK);
+    want_admitted += want[i].allowed;
+    got_admitted += got[i].allowed;
+  }
+  EXPECT_EQ(want_admitted, 40);  // two of each key's three
+  EXPECT_EQ(got_admitted, want_admitted);
+  polylimit_limiter_free(async);
 }
 
 TEST(AsyncOps, CheckManyFillsTheArraysAsTheBlockingForm) {
