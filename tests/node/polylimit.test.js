@@ -164,6 +164,44 @@ test('an idle client does not keep the process alive', () => {
   assert.equal(out.trim(), 'true');
 });
 
+test('process.exit() with calls in flight neither hangs nor crashes', () => {
+  const script = `
+    const polylimit = require(${JSON.stringify(path.join(__dirname, '..', '..', 'bindings', 'node'))});
+    const client = new polylimit.Client(${JSON.stringify(server.url)});
+    const limiter = client.limiter('1000/minute', { prefix: 'node-exit-' + process.pid });
+    for (let i = 0; i < 500; i++) limiter.check('k').catch(() => {});
+    limiter.acquire('k', 1, 60000).catch(() => {});
+    process.exit(7);
+  `;
+  assert.throws(() => execFileSync(process.execPath, ['-e', script], { timeout: 10000, stdio: 'pipe' }), (e) => {
+    assert.equal(e.signal, null, 'killed by a signal');
+    assert.equal(e.status, 7);
+    return true;
+  });
+});
+
+test('a worker terminated with calls in flight', async () => {
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const polylimit = require(workerData.module);
+    const client = new polylimit.Client(workerData.url);
+    const limiter = client.limiter('1000/minute', { prefix: workerData.prefix });
+    for (let i = 0; i < 500; i++) limiter.check('k').catch(() => {});
+    parentPort.postMessage('submitted');
+  `;
+  const module = path.join(__dirname, '..', '..', 'bindings', 'node');
+  const w = new Worker(source, { eval: true, workerData: { module, url: server.url, prefix: uniquePrefix('terminate') } });
+  await new Promise((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  assert.equal(await w.terminate(), 1);
+  // The main thread's own client still works after the worker's cleanup.
+  const client = new polylimit.Client(server.url);
+  assert.equal((await client.limiter('1/s', { prefix: uniquePrefix('after') }).check('k')).allowed, true);
+  client.close();
+});
+
 test('worker_threads: a client per worker, exact totals', async () => {
   const prefix = uniquePrefix('workers');
   const source = `

@@ -153,9 +153,17 @@ class Client : public Napi::ObjectWrap<Client> {
     Unref();
   }
 
-  static void OnReadable(uv_poll_t* handle, int status, int events) {
+  // A libuv callback: nothing may propagate out of it. Node-API calls fail
+  // (node-addon-api throws) when the environment can no longer run JS, as
+  // while a worker terminates; its cleanup hook then releases everything.
+  static void OnReadable(uv_poll_t* handle, int status, int events) noexcept {
     (void)status, (void)events;
-    static_cast<Client*>(handle->data)->Drain();
+    Client* self = static_cast<Client*>(handle->data);
+    try {
+      self->Drain();
+    } catch (...) {
+      if (self->poll_ != nullptr) uv_poll_stop(self->poll_);
+    }
   }
 
   // Settles the promises of every waiting completion; microtasks run when the
