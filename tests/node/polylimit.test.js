@@ -65,6 +65,31 @@ test('peek, refund, reset and acquire', async () => {
   }
 });
 
+test('checkMany, checkAtMost and checkLimit', async () => {
+  const client = new polylimit.Client(server.url);
+  try {
+    const limiter = client.limiter('2/minute', { prefix: uniquePrefix('batch') });
+    const results = await limiter.checkMany(['a', 'b', 'a', 'a', Buffer.from('b'), ''], 1);
+    assert.deepEqual(results.slice(0, 5).map((d) => d.allowed), [true, true, true, false, true]);
+    assert.ok(results[5] instanceof polylimit.InvalidArgumentError);
+    assert.match(results[5].message, /key is empty/);
+    assert.deepEqual(await limiter.checkMany([]), []);
+    assert.throws(() => limiter.checkMany('a'), TypeError);
+    assert.throws(() => limiter.checkMany(['a', 1]), TypeError);
+
+    const most = await limiter.checkAtMost('c', 5);
+    assert.equal(most.allowed, true);
+    assert.equal(most.granted, 2);
+    assert.equal((await limiter.checkAtMost('c', 5)).granted, 0);
+    const perCall = await limiter.checkLimit('c', 1, 3, 60000);  // a third unit under a limit of 3
+    assert.equal(perCall.allowed, true);
+    assert.equal(perCall.limit, 3);
+    assert.throws(() => limiter.checkLimit('c', 1, 0, 60000), polylimit.InvalidArgumentError);
+  } finally {
+    client.close();
+  }
+});
+
 test('bad input throws before any I/O', async () => {
   const client = new polylimit.Client(server.url);
   try {

@@ -262,6 +262,41 @@ class Limiter {
     return this._settle(() => this._native.acquire(key, cost, timeoutMs));
   }
 
+  // As many units as fit now, up to maxCost: decision.granted says how many.
+  checkAtMost(key, maxCost) {
+    checkKey(key);
+    checkInteger('maxCost', maxCost);
+    return this._settle(() => this._native.checkAtMost(key, maxCost));
+  }
+
+  // A check against `limit` units per `windowMs` for this call only.
+  checkLimit(key, cost, limit, windowMs) {
+    checkKey(key);
+    checkInteger('cost', cost);
+    checkInteger('limit', limit);
+    checkInteger('windowMs', windowMs);
+    return this._settle(() => this._native.checkLimit(key, cost, limit, windowMs));
+  }
+
+  // Many keys, `cost` each, in one go (each key all or nothing on its own):
+  // a Promise of an array with, per key, a Decision or the PolylimitError
+  // that key got (a batch never rejects for one key).
+  checkMany(keys, cost = 1) {
+    if (!Array.isArray(keys)) throw new TypeError(`keys must be an array, not ${describe(keys)}`);
+    keys.forEach(checkKey);
+    checkInteger('cost', cost);
+    let promise;
+    try {
+      promise = this._native.checkMany(keys, cost);
+    } catch (e) {
+      rethrow(e);
+    }
+    return promise.then(
+      (results) => results.map((r) => (r instanceof Error ? wrap(r) : new Decision(this, r))),
+      rethrow,
+    );
+  }
+
   _settle(submit) {
     let promise;
     try {

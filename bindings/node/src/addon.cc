@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "polylimit.h"
 
@@ -69,6 +70,22 @@ struct Key {
   }
 };
 
+// Where a batch's per-key results land: the library writes these arrays just
+// before the batch's completion is queued, and never after the queue is freed
+// (polylimit_limiter_submit_check_many), so they live with the pending call.
+struct Batch {
+  explicit Batch(size_t n) : out(n), statuses(n), errors(n) {}
+  std::vector<polylimit_decision> out;
+  std::vector<int> statuses;
+  std::vector<polylimit_error> errors;
+};
+
+// One call in flight: its promise, and for a batch the arrays it fills.
+struct Call {
+  Napi::Promise::Deferred deferred;
+  std::unique_ptr<Batch> batch;
+};
+
 class Client : public Napi::ObjectWrap<Client> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -118,8 +135,9 @@ class Client : public Napi::ObjectWrap<Client> {
   polylimit_client* handle() const { return client_; }
 
   // Submits with a fresh token; `submit` returns the library's status.
+  // `batch`: check_many's result arrays, kept until the completion.
   template <typename Submit>
-  Napi::Value Start(Napi::Env env, Submit&& submit) {
+  Napi::Value Start(Napi::Env env, Submit&& submit, std::unique_ptr<Batch> batch = nullptr) {
     const uint64_t token = next_token_++;
     polylimit_error err;
     if (queue_ == nullptr) {
@@ -130,7 +148,7 @@ class Client : public Napi::ObjectWrap<Client> {
     }
     if (submit(queue_, token, &err) != POLYLIMIT_OK) throw library_error(env, err);
     Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
-    pending_.emplace(token, deferred);
+    pending_.emplace(token, Call{deferred, std::move(batch)});
     if (pending_.size() == 1) Watch();
     return deferred.Promise();
   }
@@ -180,12 +198,22 @@ class Client : public Napi::ObjectWrap<Client> {
         const polylimit_completion& c = batch[i];
         auto it = pending_.find(c.token);
         if (it == pending_.end()) continue;
-        Napi::Promise::Deferred deferred = it->second;
+        Call call = std::move(it->second);
         pending_.erase(it);
-        if (c.status == POLYLIMIT_OK)
-          deferred.Resolve(decision_object(env, c.decision));
-        else
-          deferred.Reject(library_error(env, c.error).Value());
+        if (call.batch) {
+          // Every key's decision or error, whatever the batch's status.
+          const Batch& b = *call.batch;
+          Napi::Array results = Napi::Array::New(env, b.out.size());
+          for (size_t k = 0; k < b.out.size(); ++k)
+            results.Set(static_cast<uint32_t>(k), b.statuses[k] == POLYLIMIT_OK
+                                                      ? Napi::Value(decision_object(env, b.out[k]))
+                                                      : library_error(env, b.errors[k]).Value());
+          call.deferred.Resolve(results);
+        } else if (c.status == POLYLIMIT_OK) {
+          call.deferred.Resolve(decision_object(env, c.decision));
+        } else {
+          call.deferred.Reject(library_error(env, c.error).Value());
+        }
       }
     } while (n == 64);
     if (pending_.empty() && poll_ != nullptr && uv_is_active(reinterpret_cast<uv_handle_t*>(poll_))) Unwatch();
@@ -229,7 +257,7 @@ class Client : public Napi::ObjectWrap<Client> {
   uv_loop_t* loop_ = nullptr;
   uv_poll_t* poll_ = nullptr;
   std::unique_ptr<Napi::AsyncContext> async_context_;
-  std::unordered_map<uint64_t, Napi::Promise::Deferred> pending_;
+  std::unordered_map<uint64_t, Call> pending_;
   uint64_t next_token_ = 1;
   bool cleaned_ = false;
 };
@@ -240,7 +268,9 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
     return DefineClass(env, "NativeLimiter",
                        {InstanceMethod("check", &Limiter::Check), InstanceMethod("peek", &Limiter::Peek),
                         InstanceMethod("refund", &Limiter::Refund), InstanceMethod("reset", &Limiter::Reset),
-                        InstanceMethod("acquire", &Limiter::Acquire), InstanceMethod("headers", &Limiter::Headers)});
+                        InstanceMethod("acquire", &Limiter::Acquire), InstanceMethod("checkAtMost", &Limiter::CheckAtMost),
+                        InstanceMethod("checkLimit", &Limiter::CheckLimit), InstanceMethod("checkMany", &Limiter::CheckMany),
+                        InstanceMethod("headers", &Limiter::Headers)});
   }
 
   // new NativeLimiter(client: NativeClient, spec: string, options: {...})
@@ -321,6 +351,48 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
     return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
       return polylimit_limiter_submit_acquire(limiter_, key.data, key.size, cost, timeout_ms, q, token, err);
     });
+  }
+
+  Napi::Value CheckAtMost(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    const int64_t max_cost = to_int64(info[1]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_check_at_most(limiter_, key.data, key.size, max_cost, q, token, err);
+    });
+  }
+
+  Napi::Value CheckLimit(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    const int64_t cost = to_int64(info[1]), limit = to_int64(info[2]), window_ms = to_int64(info[3]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_check_limit(limiter_, key.data, key.size, cost, limit, window_ms, q, token,
+                                                  err);
+    });
+  }
+
+  // checkMany(keys: Array, cost) -> Promise<Array<decision | Error>>
+  Napi::Value CheckMany(const Napi::CallbackInfo& info) {
+    Napi::Array array = info[0].As<Napi::Array>();
+    const int64_t cost = to_int64(info[1]);
+    const size_t n = array.Length();
+    std::vector<Key> keys;
+    keys.reserve(n);
+    std::vector<const void*> pointers(n);
+    std::vector<size_t> lengths(n);
+    for (size_t i = 0; i < n; ++i) {
+      keys.emplace_back(array.Get(static_cast<uint32_t>(i)));
+      pointers[i] = keys.back().data;
+      lengths[i] = keys.back().size;
+    }
+    auto batch = std::make_unique<Batch>(n);
+    Batch* b = batch.get();
+    return client_->Start(
+        info.Env(),
+        [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+          return polylimit_limiter_submit_check_many(limiter_, pointers.data(), lengths.data(), n, cost, b->out.data(),
+                                                     b->statuses.data(), b->errors.data(), q, token, err);
+        },
+        std::move(batch));
   }
 
   // headers(allowed, limit, remaining, retryAfterMs, resetAfterMs) -> "Name: value\n..."
