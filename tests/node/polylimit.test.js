@@ -90,6 +90,22 @@ test('checkMany, checkAtMost and checkLimit', async () => {
   }
 });
 
+test('every status has its error class; Symbol.asyncDispose closes', async () => {
+  const vocabulary = require('../../bindings/node/lib/vocabulary');
+  for (const s of vocabulary.statuses.filter((s) => s.value !== 0)) {
+    const cls = polylimit[`${s.name}Error`];
+    assert.equal(typeof cls, 'function', `${s.name}Error`);
+    const e = new cls('m', s.value);
+    assert.ok(e instanceof polylimit.PolylimitError);
+    assert.equal(e.code, s.code);
+    assert.equal(e.retryable, s.retryable);
+  }
+  const client = new polylimit.Client('memory://');
+  const limiter = client.limiter('1/s');
+  await client[Symbol.asyncDispose]();
+  assert.throws(() => limiter.check('k'), polylimit.ClosedError);
+});
+
 test('bad input throws before any I/O', async () => {
   const client = new polylimit.Client(server.url);
   try {
