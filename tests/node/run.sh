@@ -3,8 +3,10 @@
 # bindings/node), builds the addon with CMake in build/node against the
 # installed Node's headers (no header download), checks that
 # lib/vocabulary.js and .d.ts are current, type-checks
-# tests/node/typed_example.ts (tsc --strict) and runs `node --test` against
-# real redis-server processes (tests/fixture/redisfix). Works alone from the
+# tests/node/typed_example.ts (tsc --strict), runs `node --test` against
+# real redis-server processes (tests/fixture/redisfix), then installs the
+# packed tarball with its prebuilt addon where no compiler is on PATH
+# (tests/node/pack_test.sh). Works alone from the
 # repository root or from tools/test.sh (which sets POLYLIMIT_SOURCE_DIR).
 set -euo pipefail
 root=${POLYLIMIT_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -27,4 +29,6 @@ python3 "$root/capi/vocabulary/generate.py" node --check
 echo "tsc --strict tests/node/typed_example.ts: ok"
 
 export POLYLIMIT_NODE_ADDON="$build/bindings/node/Release/polylimit.node"
-exec node --test "$root"/tests/node/*.test.js
+node --test "$root"/tests/node/*.test.js
+# The packed tarball, installed and used with no compiler on PATH.
+"$root/tests/node/pack_test.sh" "$POLYLIMIT_NODE_ADDON"
