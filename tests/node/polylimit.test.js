@@ -106,6 +106,29 @@ test('every status has its error class; Symbol.asyncDispose closes', async () =>
   assert.throws(() => limiter.check('k'), polylimit.ClosedError);
 });
 
+test('metrics: counters and the Prometheus text', async () => {
+  const a = new polylimit.Client(server.url, { name: 'sessions' });
+  const b = new polylimit.Client('memory://', { name: 'api' });
+  try {
+    const limiter = a.limiter('2/minute', { prefix: uniquePrefix('metrics') });
+    await Promise.all([limiter.check('k'), limiter.check('k'), limiter.check('k')]);
+    const stats = a.stats();
+    assert.equal(stats.checks, 3);
+    assert.equal(stats.admitted, 2);
+    assert.equal(stats.denied, 1);
+    assert.match(a.metrics(), /^polylimit_checks_total\{client="sessions"\} 3$/m);
+    const page = polylimit.prometheus(a, b);
+    assert.match(page, /^polylimit_denied_total\{client="sessions"\} 1$/m);
+    assert.match(page, /^polylimit_checks_total\{client="api"\} 0$/m);
+    assert.equal(page.match(/^# TYPE polylimit_checks_total /gm).length, 1);
+    assert.throws(() => polylimit.prometheus(a, new polylimit.Client('memory://')), polylimit.InvalidArgumentError);
+  } finally {
+    a.close();
+    b.close();
+  }
+  assert.throws(() => a.stats(), polylimit.ClosedError);
+});
+
 test('bad input throws before any I/O', async () => {
   const client = new polylimit.Client(server.url);
   try {

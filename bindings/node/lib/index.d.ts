@@ -62,9 +62,16 @@ export declare class Client {
   constructor(url?: string, options?: ClientOptions);
   constructor(options: ClientOptions);
   limiter(spec: string, options?: LimiterOptions): Limiter;
+  /** The client's counters, named as in polylimit_stats. */
+  stats(): Record<string, number>;
+  /** The counters in the Prometheus text format. */
+  metrics(): string;
   close(): void;
   [Symbol.asyncDispose](): Promise<void>;
 }
+
+/** Several (named) clients on one Prometheus page. */
+export declare function prometheus(...clients: Client[]): string;
 
 export declare const algorithms: Algorithm[];
 export declare const failurePolicies: FailurePolicy[];

@@ -183,6 +183,26 @@ class Client {
     return new Limiter(this, spec, options);
   }
 
+  // The client's counters (checks, admitted, denied, errors, round_trips,
+  // ..., latency_count, latency_sum_us), as numbers.
+  stats() {
+    try {
+      return this._native.stats();
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  // The counters in the Prometheus text format (metric names start with
+  // polylimit_; labelled client="<name>" when the client has a name).
+  metrics() {
+    try {
+      return this._native.prometheus();
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
   // Closes the connections; calls in flight settle (rejected with
   // ClosedError unless already decided) and later calls throw ClosedError.
   close() {
@@ -308,7 +328,21 @@ class Limiter {
   }
 }
 
+// Several clients on one Prometheus page: each metric's HELP and TYPE once,
+// one sample per client; with more than one client each needs a distinct
+// `name` (ClientOptions). Concatenating client.metrics() texts is not valid
+// exposition; this is.
+function prometheus(...clients) {
+  for (const c of clients) if (!(c instanceof Client)) throw new TypeError('prometheus() takes polylimit Clients');
+  try {
+    return native.NativeClient.prometheusAll(clients.map((c) => c._native));
+  } catch (e) {
+    rethrow(e);
+  }
+}
+
 module.exports = {
+  prometheus,
   Client,
   Limiter,
   Decision,

@@ -29,6 +29,14 @@ Napi::Error library_error(Napi::Env env, const polylimit_error& err) {
   return e;
 }
 
+// What a call on a closed client gets, as the library words it.
+Napi::Error closed_error(Napi::Env env) {
+  polylimit_error err{};
+  err.code = POLYLIMIT_ECLOSED;
+  snprintf(err.message, sizeof err.message, "the client is closed");
+  return library_error(env, err);
+}
+
 Napi::Object decision_object(Napi::Env env, const polylimit_decision& d) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("allowed", Napi::Boolean::New(env, d.allowed != 0));
@@ -90,7 +98,9 @@ class Client : public Napi::ObjectWrap<Client> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "NativeClient",
-                       {InstanceMethod("close", &Client::Close), InstanceMethod("pending", &Client::Pending)});
+                       {InstanceMethod("close", &Client::Close), InstanceMethod("pending", &Client::Pending),
+                        InstanceMethod("stats", &Client::Stats), InstanceMethod("prometheus", &Client::Prometheus),
+                        StaticMethod("prometheusAll", &Client::PrometheusAll)});
   }
 
   // new NativeClient(url: string | undefined, options: {poolSize, ...})
@@ -139,13 +149,8 @@ class Client : public Napi::ObjectWrap<Client> {
   template <typename Submit>
   Napi::Value Start(Napi::Env env, Submit&& submit, std::unique_ptr<Batch> batch = nullptr) {
     const uint64_t token = next_token_++;
+    if (queue_ == nullptr) throw closed_error(env);
     polylimit_error err;
-    if (queue_ == nullptr) {
-      err.code = POLYLIMIT_ECLOSED;
-      err.outcome_unknown = 0;
-      snprintf(err.message, sizeof err.message, "the client is closed");
-      throw library_error(env, err);
-    }
     if (submit(queue_, token, &err) != POLYLIMIT_OK) throw library_error(env, err);
     Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
     pending_.emplace(token, Call{deferred, std::move(batch)});
@@ -229,6 +234,53 @@ class Client : public Napi::ObjectWrap<Client> {
     return info.Env().Undefined();
   }
 
+  // The client's counters, named as in polylimit_stats (snake_case).
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    polylimit_stats st = POLYLIMIT_STATS_INIT;
+    polylimit_error err;
+    if (client_ == nullptr) throw closed_error(env);
+    if (polylimit_client_stats(client_, &st, &err) != POLYLIMIT_OK) throw library_error(env, err);
+    Napi::Object o = Napi::Object::New(env);
+#define POLYLIMIT_NODE_STAT(name) o.Set(#name, Napi::Number::New(env, static_cast<double>(st.name)));
+    POLYLIMIT_STATS_COUNTERS(POLYLIMIT_NODE_STAT)
+#undef POLYLIMIT_NODE_STAT
+    return o;
+  }
+
+  // The counters in the Prometheus text format (polylimit_client_stats_prometheus).
+  Napi::Value Prometheus(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (client_ == nullptr) throw closed_error(env);
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    if (polylimit_client_stats_prometheus(client_, &text, &len, &err) != POLYLIMIT_OK) throw library_error(env, err);
+    Napi::String s = Napi::String::New(env, text, len);
+    polylimit_free(text);
+    return s;
+  }
+
+  // prometheusAll([NativeClient...]): one page for several named clients.
+  static Napi::Value PrometheusAll(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Array array = info[0].As<Napi::Array>();
+    std::vector<polylimit_client*> clients;
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      Client* c = Unwrap(array.Get(i).As<Napi::Object>());
+      if (c->client_ == nullptr) throw closed_error(env);
+      clients.push_back(c->client_);
+    }
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    if (polylimit_clients_stats_prometheus(clients.data(), clients.size(), &text, &len, &err) != POLYLIMIT_OK)
+      throw library_error(env, err);
+    Napi::String s = Napi::String::New(env, text, len);
+    polylimit_free(text);
+    return s;
+  }
+
   Napi::Value Pending(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(pending_.size()));
   }
@@ -299,13 +351,8 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
       lo.durable_timeout_ms = to_int(o, "durableTimeoutMs");
       lo.durable_aof = o.Get("durableAof").ToBoolean() ? 1 : 0;
     }
+    if (client_->handle() == nullptr) throw closed_error(env);
     polylimit_error err;
-    if (client_->handle() == nullptr) {
-      err.code = POLYLIMIT_ECLOSED;
-      err.outcome_unknown = 0;
-      snprintf(err.message, sizeof err.message, "the client is closed");
-      throw library_error(env, err);
-    }
     if (polylimit_limiter_new_spec(client_->handle(), spec.c_str(), &lo, &limiter_, &err) != POLYLIMIT_OK)
       throw library_error(env, err);
   }
