@@ -51,6 +51,8 @@ trap '"$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT
   const polylimit = require("polylimit");
   const path = require.resolve("polylimit");
   if (!path.includes("node_modules")) throw new Error("loaded from " + path);
+  if (typeof require("polylimit/express").rateLimit !== "function") throw new Error("polylimit/express");
+  if (typeof require("polylimit/fastify") !== "function") throw new Error("polylimit/fastify");
   const client = new polylimit.Client(process.argv[1]);
   const limiter = client.limiter("2/minute", { prefix: "pack-" + process.pid });
   Promise.all([1, 2, 3].map(() => limiter.check("k"))).then((ds) => {
