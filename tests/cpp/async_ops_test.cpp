@@ -115,9 +115,10 @@ struct Op {
   std::function<int(polylimit_limiter*, polylimit_queue*, uint64_t, polylimit_error*)> submit;
 };
 
-std::vector<Op> sequence(const std::string& key) {
-  const void* k = key.data();
-  const size_t n = key.size();
+// `key` is a string literal: the calls keep pointing at it.
+std::vector<Op> sequence(const char* key) {
+  const void* k = key;
+  const size_t n = std::strlen(key);
   return {
       {"check_limit 3 of 20",
        [=](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
