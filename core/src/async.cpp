@@ -362,9 +362,11 @@ void Limiter::decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr
     self->client_->backend().evaluate_async(*rq, settled);
   } catch (const Error& e) {
     // Refused before anything was queued (a failed connect, reconnect
-    // backoff, a full queue): an outage gets the failure policy here, as
-    // decide() would give it; anything else is the caller's error.
-    if (!is_outage(e.code())) throw;
+    // backoff, a full queue, a refused AUTH or TLS handshake): the call's
+    // completion says so, after the failure policy for an outage, as
+    // decide() would answer. Only a bad argument and a closed client are the
+    // submitter's error (the C ABI's contract).
+    if (e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kClosed) throw;
     settled(Outcome{Decision{}, std::current_exception()});
   }
 }

@@ -570,6 +570,32 @@ TEST(AsyncOps, FailurePolicyApplies) {
   own.start();
 }
 
+// A connect refused for a reason other than an outage (here a wrong
+// password) is the completion's status, as documented: the submit itself
+// fails only for bad arguments and a closed client.
+TEST(AsyncOps, RefusedAuthIsTheCompletionsStatus) {
+  pltest::RedisServer own({"--requirepass", "s3cret"});
+  const std::string url = "redis://:wrong@127.0.0.1:" + own.url().substr(own.url().rfind(':') + 1);
+  Handles h;
+  open(h, url, "ops-auth", 5);
+  polylimit_error e;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, 1, &e), POLYLIMIT_OK) << e.message;
+  polylimit_completion c = one(h.queue, 1);
+  EXPECT_EQ(c.status, POLYLIMIT_EAUTH) << c.error.message;
+  EXPECT_EQ(std::string(c.error.message).find("wrong"), std::string::npos);  // no secret in messages
+  ASSERT_EQ(polylimit_limiter_submit_peek(h.limiter, "k", 1, h.queue, 2, &e), POLYLIMIT_OK) << e.message;
+  EXPECT_EQ(one(h.queue, 2).status, POLYLIMIT_EAUTH);
+  const void* keys[1] = {"k"};
+  size_t lens[1] = {1};
+  polylimit_decision out[1];
+  int st[1] = {0};
+  ASSERT_EQ(polylimit_limiter_submit_check_many(h.limiter, keys, lens, 1, 1, out, st, nullptr, h.queue, 3, &e),
+            POLYLIMIT_OK);
+  EXPECT_EQ(one(h.queue, 3).status, POLYLIMIT_EAUTH);
+  EXPECT_EQ(st[0], POLYLIMIT_EAUTH);
+  EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+}
+
 // memory:// has no round trip: every call completes before its submit
 // returns; bad arguments are the submit's error.
 TEST(AsyncOps, MemoryBackendAndBadArguments) {
