@@ -16,6 +16,19 @@ export interface ClientOptions {
   acquireTimeoutMs?: number;
   /** labels the client's metrics */
   name?: string;
+  /** TLS URLs (rediss://): refused on a URL without TLS */
+  tls?: {
+    /** PEM bundle of trusted CAs; none: the system's */
+    caFile?: string;
+    caDir?: string;
+    /** client certificate and key (PEM), for servers that require one */
+    certFile?: string;
+    keyFile?: string;
+    /** SNI and the name the certificate must match; none: the URL's host */
+    serverName?: string;
+    /** no verification at all: tests only */
+    insecure?: boolean;
+  };
 }
 
 export interface LimiterOptions {

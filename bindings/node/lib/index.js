@@ -168,6 +168,21 @@ class Client {
       if (typeof options.name !== 'string') throw new TypeError(`name must be a string, not ${describe(options.name)}`);
       native_options.name = options.name;
     }
+    // TLS URLs (rediss://...): files and names for the library's OpenSSL
+    // session, which it refuses on a URL without TLS.
+    if (options.tls !== undefined) {
+      const tls = options.tls;
+      if (tls === null || typeof tls !== 'object') throw new TypeError(`tls must be an object, not ${describe(tls)}`);
+      native_options.tls = {};
+      for (const field of ['caFile', 'caDir', 'certFile', 'keyFile', 'serverName']) {
+        if (tls[field] === undefined) continue;
+        if (typeof tls[field] !== 'string') throw new TypeError(`tls.${field} must be a string, not ${describe(tls[field])}`);
+        native_options.tls[field] = tls[field];
+      }
+      if (tls.insecure !== undefined && typeof tls.insecure !== 'boolean')
+        throw new TypeError(`tls.insecure must be a boolean, not ${describe(tls.insecure)}`);
+      native_options.tls.insecure = tls.insecure === true;
+    }
     try {
       this._native = new native.NativeClient(url || undefined, native_options);
     } catch (e) {

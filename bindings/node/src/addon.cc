@@ -108,16 +108,29 @@ class Client : public Napi::ObjectWrap<Client> {
     Napi::Env env = info.Env();
     std::string url = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : std::string();
     polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
-    std::string name;
+    // The strings live until polylimit_client_open has copied them.
+    std::string name, ca_file, ca_dir, cert_file, key_file, server_name;
+    auto text = [](const Napi::Object& o, const char* field, std::string& out) -> const char* {
+      Napi::Value v = o.Get(field);
+      if (!v.IsString()) return nullptr;
+      out = v.As<Napi::String>().Utf8Value();
+      return out.c_str();
+    };
     if (info[1].IsObject()) {
       Napi::Object o = info[1].As<Napi::Object>();
       co.pool_size = to_int(o, "poolSize");
       co.connect_timeout_ms = to_int(o, "connectTimeoutMs");
       co.command_timeout_ms = to_int(o, "commandTimeoutMs");
       co.acquire_timeout_ms = to_int(o, "acquireTimeoutMs");
-      if (o.Get("name").IsString()) {
-        name = o.Get("name").As<Napi::String>().Utf8Value();
-        co.name = name.c_str();
+      co.name = text(o, "name", name);
+      if (o.Get("tls").IsObject()) {
+        Napi::Object t = o.Get("tls").As<Napi::Object>();
+        co.tls_ca_file = text(t, "caFile", ca_file);
+        co.tls_ca_dir = text(t, "caDir", ca_dir);
+        co.tls_cert_file = text(t, "certFile", cert_file);
+        co.tls_key_file = text(t, "keyFile", key_file);
+        co.tls_server_name = text(t, "serverName", server_name);
+        co.tls_insecure = t.Get("insecure").ToBoolean() ? 1 : 0;
       }
     }
     polylimit_error err;
