@@ -129,6 +129,46 @@ test('metrics: counters and the Prometheus text', async () => {
   assert.throws(() => a.stats(), polylimit.ClosedError);
 });
 
+test('prom-client: the clients\' counters in a Registry', async () => {
+  const promClient = require('../../bindings/node/node_modules/prom-client');
+  const { registerPolylimit } = require('../../bindings/node/lib/prom-client');
+  const a = new polylimit.Client(server.url, { name: 'web' });
+  const b = new polylimit.Client('memory://', { name: 'jobs' });
+  try {
+    const limiter = a.limiter('1/minute', { prefix: uniquePrefix('prom') });
+    await limiter.check('k');
+    await limiter.check('k');
+    const registry = new promClient.Registry();
+    new promClient.Counter({ name: 'app_requests_total', help: 'The app\'s own.', registers: [registry] }).inc();
+    registerPolylimit(registry, a, b);
+    const text = await registry.metrics();
+    assert.match(text, /^app_requests_total 1$/m);
+    assert.match(text, /^# TYPE polylimit_checks_total counter$/m);
+    assert.match(text, /^polylimit_checks_total\{client="web"\} 2$/m);
+    assert.match(text, /^polylimit_denied_total\{client="web"\} 1$/m);
+    assert.match(text, /^polylimit_checks_total\{client="jobs"\} 0$/m);
+    assert.match(text, /^# TYPE polylimit_check_latency_seconds histogram$/m);
+    assert.match(text, /^polylimit_check_latency_seconds_bucket\{client="web",le="\+Inf"\} 2$/m);
+    assert.match(text, /^polylimit_check_latency_seconds_count\{client="web"\} 2$/m);
+    // Every scrape reads anew.
+    await limiter.check('k');
+    assert.match(await registry.metrics(), /^polylimit_checks_total\{client="web"\} 3$/m);
+    // OpenMetrics: prom-client names counters itself, once.
+    registry.setContentType(promClient.Registry.OPENMETRICS_CONTENT_TYPE);
+    const open = await registry.metrics();
+    assert.match(open, /^polylimit_checks_total\{client="web"\} 3$/m);
+    assert.doesNotMatch(open, /_total_total/);
+    assert.throws(() => registerPolylimit(new promClient.Registry(), a, new polylimit.Client('memory://')),
+      polylimit.InvalidArgumentError);  // two clients need distinct names
+    a.close();
+    registry.setContentType(promClient.Registry.PROMETHEUS_CONTENT_TYPE);
+    await assert.rejects(registry.metrics(), polylimit.ClosedError);
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
 test('bad input throws before any I/O', async () => {
   const client = new polylimit.Client(server.url);
   try {
