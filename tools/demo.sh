@@ -22,7 +22,7 @@ names=()
 add_worker() { names+=("$1"); workers+=("$2"); }
 for i in 1 2 3; do add_worker "c-$i" "$POLYLIMIT_BUILD_DIR/tools/polylimit_demo_worker"; done
 
-# Python, Go and Java workers join when their toolchains are present (as root,
+# Python, Go, Java and Node workers join when their toolchains are present (as root,
 # tools/deps.sh installs them); otherwise the demo says what it skipped.
 skipped=()
 if [ -f "$root/tools/demo/worker.py" ] && "$root/tools/deps.sh" python >/dev/null 2>&1; then
@@ -51,6 +51,18 @@ if [ -x "$root/bindings/swig/demo-worker.sh" ] && "$root/tools/deps.sh" java >/d
   for i in 1 2; do add_worker "java-$i" "$java_cmd"; done
 else
   skipped+=(java)
+fi
+
+if [ -f "$root/tools/demo/worker.js" ] && "$root/tools/deps.sh" node >/dev/null 2>&1; then
+  echo "building the Node addon ..."
+  (cd "$root/bindings/node" && { [ -f node_modules/node-addon-api/napi.h ] || npm install -s --no-audit --no-fund; })
+  cmake -S "$root" -B "$root/build/node" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPOLYLIMIT_BUILD_NODE=ON \
+    -DPOLYLIMIT_BUILD_TESTS=OFF -DPOLYLIMIT_BUILD_TOOLS=OFF -DPOLYLIMIT_BUILD_SHARED=OFF >/dev/null
+  cmake --build "$root/build/node" -j "$POLYLIMIT_JOBS" --target polylimit_node >/dev/null
+  export POLYLIMIT_NODE_ADDON="$root/build/node/bindings/node/Release/polylimit.node"
+  for i in 1 2; do add_worker "node-$i" "node $root/tools/demo/worker.js"; done
+else
+  skipped+=(node)
 fi
 
 if [ ${#skipped[@]} -gt 0 ] && [ "${POLYLIMIT_DEMO_REQUIRE_ALL:-0}" = 1 ]; then
@@ -84,7 +96,7 @@ if [ "$lines" -ne "${#workers[@]}" ]; then
   echo "only $lines of ${#workers[@]} workers reported" >&2
   status=1
 fi
-for lang in c python go java; do
+for lang in c python go java node; do
   share=$(sed -n "s/^$lang-[0-9]* admitted=\([0-9]*\) .*/\1/p" "$out" | awk '{s+=$1} END {print s+0}')
   echo "  $lang share: $share"
 done

@@ -3,11 +3,11 @@
 # Debian 12 machine. As root it installs what is missing (apt-get; Go modules
 # and Python packages are fetched by their own tools later); otherwise it
 # names what is missing and fails.
-#   tools/deps.sh [core] [python] [go] [java]    (no argument: everything)
+#   tools/deps.sh [core] [python] [go] [java] [node]    (no argument: everything)
 set -euo pipefail
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(core python go java)
+[ ${#want[@]} -eq 0 ] && want=(core python go java node)
 
 missing_pkgs=()
 need_pkg() {  # need_pkg DEBIAN_PACKAGE [COMMAND]: missing if the command (or the package) is absent
@@ -63,6 +63,14 @@ for component in "${want[@]}"; do
       need_pkg default-jdk-headless javac
       need_pkg maven mvn
       need_pkg unzip unzip   # tests/java/run.sh inspects the jar
+      ;;
+    node)
+      # bindings/node: Node.js and its headers (/usr/include/node), npm for
+      # node-addon-api; the addon is built with CMake (core component).
+      need_pkg nodejs node
+      need_pkg npm npm
+      # Its headers: in libnode-dev on Debian 12, in nodejs itself later.
+      [ -f /usr/include/node/node_api.h ] || missing_pkgs+=(libnode-dev)
       ;;
     *)
       echo "deps.sh: unknown component '$component'" >&2

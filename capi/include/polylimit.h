@@ -564,7 +564,7 @@ POLYLIMIT_EXTERN(size_t) polylimit_queue_poll(polylimit_queue *queue, polylimit_
  */
 POLYLIMIT_EXTERN(void) polylimit_queue_wake(polylimit_queue *queue);
 
-/** Checks submitted and not yet completed into the queue. */
+/** Calls submitted (any polylimit_limiter_submit_*) and not yet completed into the queue. */
 POLYLIMIT_EXTERN(size_t) polylimit_queue_outstanding(const polylimit_queue *queue);
 
 /**
@@ -579,6 +579,98 @@ POLYLIMIT_EXTERN(size_t) polylimit_queue_outstanding(const polylimit_queue *queu
 POLYLIMIT_EXTERN(int) polylimit_limiter_submit_check(polylimit_limiter *limiter, const void *key, size_t key_len,
                                                      int64_t cost, polylimit_queue *queue, uint64_t token,
                                                      polylimit_error *err);
+
+/*
+ * Non-blocking forms of the other calls. Each is its blocking
+ * namesake without the wait, with polylimit_limiter_submit_check's contract:
+ *  - bad arguments or a closed client: an error return, nothing queued;
+ *  - otherwise exactly one completion with `token` arrives in `queue`, whose
+ *    status and error are what the blocking call returns, after the failure
+ *    policy where the blocking call applies it, and whose decision is what
+ *    the blocking call fills into `out` (all zero for reset);
+ *  - each round trip has the client's command timeout as its one deadline;
+ *  - keys are copied: they need not outlive the submit;
+ *  - the limiter may be freed while calls are in flight; closing the client
+ *    completes every one of them (POLYLIMIT_ECLOSED unless already decided);
+ *  - no thread of the caller waits; no completion runs caller code.
+ * Calls on one key submitted one after another may be decided in any order
+ * (each decision is still atomic); wait for a completion to order them.
+ */
+
+/** polylimit_limiter_peek without waiting. */
+POLYLIMIT_EXTERN(int) polylimit_limiter_submit_peek(polylimit_limiter *limiter, const void *key, size_t key_len,
+                                                    polylimit_queue *queue, uint64_t token, polylimit_error *err);
+
+/**
+ * polylimit_limiter_check_at_most without waiting: a peek, then a check of
+ * what was free (again after a lost race, at most four times), each submitted
+ * from the completion of the one before; decision.granted says how many.
+ */
+POLYLIMIT_EXTERN(int) polylimit_limiter_submit_check_at_most(polylimit_limiter *limiter, const void *key,
+                                                             size_t key_len, int64_t max_cost,
+                                                             polylimit_queue *queue, uint64_t token,
+                                                             polylimit_error *err);
+
+/** polylimit_limiter_check_limit (a limit for this call only) without waiting. */
+POLYLIMIT_EXTERN(int) polylimit_limiter_submit_check_limit(polylimit_limiter *limiter, const void *key,
+                                                           size_t key_len, int64_t cost, int64_t limit,
+                                                           int64_t window_ms, polylimit_queue *queue,
+                                                           uint64_t token, polylimit_error *err);
+
+/** polylimit_limiter_refund without waiting. */
+POLYLIMIT_EXTERN(int) polylimit_limiter_submit_refund(polylimit_limiter *limiter, const void *key, size_t key_len,
+                                                      int64_t units, polylimit_queue *queue, uint64_t token,
+                                                      polylimit_error *err);
+
+/**
+ * polylimit_limiter_reset without waiting; the completion's status says
+ * whether the key was cleared. Cluster and Sentinel clients run it on a
+ * library thread (at most 4 per client), as they do durable checks.
+ */
+POLYLIMIT_EXTERN(int) polylimit_limiter_submit_reset(polylimit_limiter *limiter, const void *key, size_t key_len,
+                                                     polylimit_queue *queue, uint64_t token, polylimit_error *err);
+
+/**
+ * polylimit_limiter_acquire without a sleeping thread: a denied try whose
+ * retry_after still fits in timeout_ms schedules the next try on a timer
+ * thread of the client (one per client, made on first use), and the
+ * completion carries the decision of the last try, as acquire returns it
+ * (allowed = 0 when admission would come after the timeout). Closing the
+ * client runs pending tries at once: they complete with POLYLIMIT_ECLOSED.
+ */
+POLYLIMIT_EXTERN(int) polylimit_limiter_submit_acquire(polylimit_limiter *limiter, const void *key, size_t key_len,
+                                                       int64_t cost, int64_t timeout_ms, polylimit_queue *queue,
+                                                       uint64_t token, polylimit_error *err);
+
+/**
+ * polylimit_limiter_check_many without waiting. The per-key results go into
+ * the caller's arrays, as from check_many, and the completion carries what
+ * check_many returns: status (POLYLIMIT_OK when every key was decided, else
+ * the first failed key's status) and error ("keys[3]: ..."); its decision
+ * is all zero.
+ *
+ * out, statuses and key_errors (when not NULL) belong to the library from
+ * this call until its completion has been taken from the queue: they are
+ * written, under the queue's lock, just before the completion is queued, so
+ * a caller that has polled the completion sees them filled. The caller must
+ * neither read nor free them before then, or free the queue first (after
+ * polylimit_queue_free nothing is written to them). keys and key_lens are
+ * copied before this returns. (Why arrays and not a completion per key or a
+ * result handle: the batch stays one completion, and no new type or free
+ * function enters the ABI; the same arrays serve both forms.)
+ *
+ * Keys are submitted back to back, so each connection sends them together
+ * (auto-pipelining): usually one round trip per node, with the circuit
+ * breaker counting the batch once, as check_many does. n = 0 completes at
+ * once with POLYLIMIT_OK. Argument errors and a whole-batch failure (a bad
+ * cost, a closed client) return at once, filled into the arrays as
+ * check_many does, and nothing is queued.
+ */
+POLYLIMIT_EXTERN(int) polylimit_limiter_submit_check_many(polylimit_limiter *limiter, const void *const *keys,
+                                                          const size_t *key_lens, size_t n, int64_t cost,
+                                                          polylimit_decision *out, int *statuses,
+                                                          polylimit_error *key_errors, polylimit_queue *queue,
+                                                          uint64_t token, polylimit_error *err);
 
 /**
  * Admits as many units as fit now, up to max_cost (allowed = 1 when at least

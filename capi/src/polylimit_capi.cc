@@ -204,6 +204,45 @@ std::string_view key_view(const void* key, size_t key_len) {
   return key_len ? std::string_view(static_cast<const char*>(key), key_len) : std::string_view();
 }
 
+// check_many's per-key results into the caller's arrays; returns (and puts
+// in err) the status of the first key that failed. null_keys[i]: key i was a
+// NULL pointer with a length (the core saw an empty key in its place).
+int report_many(const std::vector<polylimit::Outcome>& outcomes, const std::vector<bool>& null_keys,
+                polylimit_decision* out, int* statuses, polylimit_error* key_errors, polylimit_error* err) {
+  const size_t n = outcomes.size();
+  int first = POLYLIMIT_OK;
+  std::string first_message;
+  bool any_unknown = false;
+  for (size_t i = 0; i < n; ++i) {
+    std::string message;
+    int sys_errno = 0;
+    bool unknown = false;
+    int code = POLYLIMIT_OK;
+    std::memset(&out[i], 0, sizeof out[i]);
+    if (null_keys[i]) {
+      code = POLYLIMIT_EINVALID;
+      message = "key is NULL";
+    } else if (outcomes[i].error) {
+      code = describe(outcomes[i].error, message, sys_errno, unknown);
+      any_unknown = any_unknown || unknown;
+    } else {
+      fill(&out[i], outcomes[i].decision);
+    }
+    statuses[i] = code;
+    if (key_errors != nullptr) {
+      if (code == POLYLIMIT_OK)
+        ok(&key_errors[i]);
+      else
+        fail(&key_errors[i], code, message.c_str(), sys_errno, unknown);
+    }
+    if (code != POLYLIMIT_OK && first == POLYLIMIT_OK) {
+      first = code;
+      first_message = "keys[" + std::to_string(i) + "]: " + message;
+    }
+  }
+  return first == POLYLIMIT_OK ? ok(err) : fail(err, first, first_message.c_str(), 0, any_unknown);
+}
+
 }  // namespace
 
 extern "C" {
@@ -381,36 +420,9 @@ int polylimit_limiter_check_many(polylimit_limiter* limiter, const void* const* 
     int code = describe(std::current_exception(), message, sys_errno, unknown);
     return reject(code, message, unknown);
   }
-  int first = POLYLIMIT_OK;
-  std::string first_message;
-  bool any_unknown = false;
-  for (size_t i = 0; i < n; ++i) {
-    std::string message;
-    int sys_errno = 0;
-    bool unknown = false;
-    int code = POLYLIMIT_OK;
-    if (bad_key(keys[i], key_lens[i])) {
-      code = POLYLIMIT_EINVALID;
-      message = "key is NULL";
-    } else if (outcomes[i].error) {
-      code = describe(outcomes[i].error, message, sys_errno, unknown);
-      any_unknown = any_unknown || unknown;
-    } else {
-      fill(&out[i], outcomes[i].decision);
-    }
-    statuses[i] = code;
-    if (key_errors != nullptr) {
-      if (code == POLYLIMIT_OK)
-        ok(&key_errors[i]);
-      else
-        fail(&key_errors[i], code, message.c_str(), sys_errno, unknown);
-    }
-    if (code != POLYLIMIT_OK && first == POLYLIMIT_OK) {
-      first = code;
-      first_message = "keys[" + std::to_string(i) + "]: " + message;
-    }
-  }
-  return first == POLYLIMIT_OK ? ok(err) : fail(err, first, first_message.c_str(), 0, any_unknown);
+  std::vector<bool> null_keys(n);
+  for (size_t i = 0; i < n; ++i) null_keys[i] = bad_key(keys[i], key_lens[i]);
+  return report_many(outcomes, null_keys, out, statuses, key_errors, err);
 }
 
 int polylimit_limiter_check_at_most(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t max_cost, polylimit_decision* out,
@@ -574,9 +586,18 @@ struct QueueState {
     }
   }
   void push(const polylimit_completion& c) {
+    push(c, [](polylimit_completion&) {});
+  }
+  // `write` fills caller memory (check_many's arrays) and may finish the
+  // completion. It runs under the lock and only while the caller's handle
+  // lives: after polylimit_queue_free nothing is written, so freeing the
+  // queue is how a caller stops the library from touching those arrays.
+  template <typename Write>
+  void push(polylimit_completion c, Write&& write) {
     std::lock_guard<std::mutex> lock(mu);
     outstanding.fetch_sub(1, std::memory_order_relaxed);
     if (freed) return;
+    write(c);
     items.push_back(c);
     if (items.size() == 1) signal();
     cv.notify_one();
@@ -588,6 +609,55 @@ struct QueueState {
 struct polylimit_queue {
   std::shared_ptr<QueueState> state;
 };
+
+namespace {
+
+// The completion of a call that returns a decision (or, `no_decision`,
+// nothing: reset), as the core's callbacks report it.
+polylimit_completion completion(uint64_t token, const polylimit::Decision& d, const std::exception_ptr& error,
+                                bool no_decision = false) {
+  polylimit_completion c;
+  std::memset(&c, 0, sizeof c);
+  c.token = token;
+  if (error) {
+    std::string message;
+    int sys_errno = 0;
+    bool unknown = false;
+    c.status = describe(error, message, sys_errno, unknown);
+    fail(&c.error, c.status, message.c_str(), sys_errno, unknown);
+  } else {
+    c.status = POLYLIMIT_OK;
+    if (!no_decision) fill(&c.decision, d);
+    ok(&c.error);
+  }
+  return c;
+}
+
+// Counts the call as outstanding, then lets `start` hand the core its
+// callback; when `start` throws, nothing was queued and the error is the
+// submit's return value.
+template <typename Start>
+int submit(polylimit_queue* queue, polylimit_error* err, Start&& start) noexcept {
+  std::shared_ptr<QueueState> state = queue->state;
+  return guarded(err, [&] {
+    state->outstanding.fetch_add(1, std::memory_order_relaxed);
+    try {
+      start(state);
+    } catch (...) {
+      state->outstanding.fetch_sub(1, std::memory_order_relaxed);
+      throw;
+    }
+  });
+}
+
+// The callback of the calls that complete with a decision.
+polylimit::Limiter::CheckDone decision_done(std::shared_ptr<QueueState> state, uint64_t token) {
+  return [state = std::move(state), token](const polylimit::Decision& d, std::exception_ptr error) {
+    state->push(completion(token, d, error));
+  };
+}
+
+}  // namespace
 
 int polylimit_queue_new(polylimit_queue** out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
@@ -653,31 +723,134 @@ int polylimit_limiter_submit_check(polylimit_limiter* limiter, const void* key, 
   if (limiter == nullptr) return null_argument(err, "limiter");
   if (queue == nullptr) return null_argument(err, "queue");
   if (bad_key(key, key_len)) return null_argument(err, "key");
-  std::shared_ptr<QueueState> state = queue->state;
-  return guarded(err, [&] {
-    state->outstanding.fetch_add(1, std::memory_order_relaxed);
-    auto done = [state, token](const polylimit::Decision& d, std::exception_ptr error) {
-      polylimit_completion c;
-      std::memset(&c, 0, sizeof c);
-      c.token = token;
-      if (error) {
-        std::string message;
-        int sys_errno = 0;
-        bool unknown = false;
-        c.status = describe(error, message, sys_errno, unknown);
-        fail(&c.error, c.status, message.c_str(), sys_errno, unknown);
-      } else {
-        c.status = POLYLIMIT_OK;
-        fill(&c.decision, d);
-        ok(&c.error);
-      }
-      state->push(c);
-    };
-    try {
-      polylimit::Limiter::check_async(limiter->rep, key_view(key, key_len), cost, std::move(done));
-    } catch (...) {
-      state->outstanding.fetch_sub(1, std::memory_order_relaxed);  // nothing was queued
-      throw;
-    }
+  return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
+    polylimit::Limiter::check_async(limiter->rep, key_view(key, key_len), cost, decision_done(state, token));
   });
+}
+
+int polylimit_limiter_submit_peek(polylimit_limiter* limiter, const void* key, size_t key_len,
+                                  polylimit_queue* queue, uint64_t token, polylimit_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (queue == nullptr) return null_argument(err, "queue");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
+    polylimit::Limiter::peek_async(limiter->rep, key_view(key, key_len), decision_done(state, token));
+  });
+}
+
+int polylimit_limiter_submit_check_at_most(polylimit_limiter* limiter, const void* key, size_t key_len,
+                                           int64_t max_cost, polylimit_queue* queue, uint64_t token,
+                                           polylimit_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (queue == nullptr) return null_argument(err, "queue");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
+    polylimit::Limiter::check_at_most_async(limiter->rep, key_view(key, key_len), max_cost,
+                                            decision_done(state, token));
+  });
+}
+
+int polylimit_limiter_submit_check_limit(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
+                                         int64_t limit, int64_t window_ms, polylimit_queue* queue, uint64_t token,
+                                         polylimit_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (queue == nullptr) return null_argument(err, "queue");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
+    polylimit::LimitParams p;
+    p.algorithm = limiter->rep->limits()[0].algorithm;
+    p.limit = limit;
+    p.window_ms = window_ms;
+    polylimit::Limiter::check_with_async(limiter->rep, key_view(key, key_len), cost, {p},
+                                         decision_done(state, token));
+  });
+}
+
+int polylimit_limiter_submit_refund(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t units,
+                                    polylimit_queue* queue, uint64_t token, polylimit_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (queue == nullptr) return null_argument(err, "queue");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
+    polylimit::Limiter::refund_async(limiter->rep, key_view(key, key_len), units, decision_done(state, token));
+  });
+}
+
+int polylimit_limiter_submit_reset(polylimit_limiter* limiter, const void* key, size_t key_len,
+                                   polylimit_queue* queue, uint64_t token, polylimit_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (queue == nullptr) return null_argument(err, "queue");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
+    polylimit::Limiter::reset_async(limiter->rep, key_view(key, key_len), [state, token](std::exception_ptr error) {
+      state->push(completion(token, polylimit::Decision{}, error, /*no_decision=*/true));
+    });
+  });
+}
+
+int polylimit_limiter_submit_acquire(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
+                                     int64_t timeout_ms, polylimit_queue* queue, uint64_t token,
+                                     polylimit_error* err) {
+  if (limiter == nullptr) return null_argument(err, "limiter");
+  if (queue == nullptr) return null_argument(err, "queue");
+  if (bad_key(key, key_len)) return null_argument(err, "key");
+  return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
+    polylimit::Limiter::acquire_async(limiter->rep, key_view(key, key_len), cost,
+                                      std::chrono::milliseconds(timeout_ms), decision_done(state, token));
+  });
+}
+
+int polylimit_limiter_submit_check_many(polylimit_limiter* limiter, const void* const* keys, const size_t* key_lens,
+                                        size_t n, int64_t cost, polylimit_decision* out, int* statuses,
+                                        polylimit_error* key_errors, polylimit_queue* queue, uint64_t token,
+                                        polylimit_error* err) {
+  // Argument errors as polylimit_limiter_check_many reports them.
+  auto reject = [&](int code, const std::string& message, bool unknown = false) {
+    if (statuses != nullptr)
+      for (size_t i = 0; i < n; ++i) statuses[i] = code;
+    if (key_errors != nullptr)
+      for (size_t i = 0; i < n; ++i) fail(&key_errors[i], code, message.c_str(), 0, unknown);
+    return fail(err, code, message.c_str(), 0, unknown);
+  };
+  if (queue == nullptr) return null_argument(err, "queue");
+  if (limiter == nullptr) return reject(POLYLIMIT_EINVALID, "limiter is NULL");
+  if (n == 0) {  // nothing to decide, but the completion still comes, once
+    return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
+      state->push(completion(token, polylimit::Decision{}, nullptr, true));
+    });
+  }
+  if (statuses == nullptr) return reject(POLYLIMIT_EINVALID, "statuses is NULL");
+  try {
+    polylimit::check_batch_size(n);
+  } catch (const Error& e) {
+    return fail(err, POLYLIMIT_EINVALID, e.what());  // arrays untouched: n may not be their length
+  }
+  if (keys == nullptr) return reject(POLYLIMIT_EINVALID, "keys is NULL");
+  if (key_lens == nullptr) return reject(POLYLIMIT_EINVALID, "key_lens is NULL");
+  if (out == nullptr) return reject(POLYLIMIT_EINVALID, "out is NULL");
+  polylimit_error submit_err;
+  int code = submit(queue, &submit_err, [&](std::shared_ptr<QueueState> state) {
+    // The core copies the keys before check_many_async returns; the arrays
+    // are written when the batch completes (QueueState::push).
+    std::vector<std::string_view> views(n);
+    auto null_keys = std::make_shared<std::vector<bool>>(n);
+    for (size_t i = 0; i < n; ++i) {
+      (*null_keys)[i] = bad_key(keys[i], key_lens[i]);
+      views[i] = (*null_keys)[i] ? std::string_view() : key_view(keys[i], key_lens[i]);
+    }
+    polylimit::Limiter::check_many_async(
+        limiter->rep, views, cost,
+        [state, token, null_keys, out, statuses, key_errors](std::vector<polylimit::Outcome> outcomes) {
+          polylimit_completion c;
+          std::memset(&c, 0, sizeof c);
+          c.token = token;
+          state->push(c, [&](polylimit_completion& done) {
+            done.status = report_many(outcomes, *null_keys, out, statuses, key_errors, &done.error);
+          });
+        });
+  });
+  // A failure of the whole batch (a bad cost, a closed client): every key
+  // gets it, as from polylimit_limiter_check_many.
+  if (code != POLYLIMIT_OK) return reject(code, submit_err.message, submit_err.outcome_unknown != 0);
+  return ok(err);
 }

@@ -8,12 +8,14 @@ value or an option bound is written. This script writes:
           (committed: the header is the C user's documentation)
   go      bindings/go/vocabulary_gen.go (committed, so `go build` works alone;
           `go generate` runs this)
+  node    bindings/node/lib/vocabulary.js and vocabulary.d.ts (committed: the
+          npm package ships them)
   cpp     <dir>/polylimit/vocabulary.h for the C++ core (build time)
   python  <dir>/_vocabulary.py for the Python package (build time)
   java    <dir>/io/polylimit/*.java: Status, Vocabulary and one exception class
           per status (build time)
 
-  generate.py c|go [--check]      rewrite (or, with --check, compare) the committed file
+  generate.py c|go|node [--check]      rewrite (or, with --check, compare) the committed file
   generate.py cpp|python|java DIR write into DIR (only files whose text changed)
 """
 import json
@@ -24,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import BANNER, camel, errors_only, upper  # noqa: E402
 from gen_go import go_file  # noqa: E402
 from gen_java import java_files  # noqa: E402
+from gen_node import node_file, node_types  # noqa: E402
 from gen_python import python_module  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -179,20 +182,26 @@ def committed(target, v):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] not in ("c", "go", "cpp", "python", "java"):
+    if len(argv) < 2 or argv[1] not in ("c", "go", "node", "cpp", "python", "java"):
         sys.stderr.write(__doc__)
         return 2
     v = load()
     target = argv[1]
-    if target in ("c", "go"):
-        path, text = committed(target, v)
-        if "--check" in argv[2:]:
-            with open(path, encoding="utf-8") as f:
-                if f.read() != text:
-                    sys.stderr.write("%s is out of date: run capi/vocabulary/generate.py %s\n" % (path, target))
-                    return 1
-            return 0
-        write_if_changed(path, text)
+    if target in ("c", "go", "node"):
+        if target == "node":
+            lib = os.path.join(ROOT, "bindings", "node", "lib")
+            files = [(os.path.join(lib, "vocabulary.js"), node_file(v)),
+                     (os.path.join(lib, "vocabulary.d.ts"), node_types(v))]
+        else:
+            files = [committed(target, v)]
+        for path, text in files:
+            if "--check" in argv[2:]:
+                with open(path, encoding="utf-8") as f:
+                    if f.read() != text:
+                        sys.stderr.write("%s is out of date: run capi/vocabulary/generate.py %s\n" % (path, target))
+                        return 1
+            else:
+                write_if_changed(path, text)
         return 0
     if len(argv) != 3:
         sys.stderr.write("generate.py %s DIR\n" % target)

@@ -67,6 +67,7 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
 void Client::close() {
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
   backend_->close();
+  fire_timer();  // pending acquire retries meet the closed client now, not when their wait ends
 }
 
 void Client::ensure_open() const {

@@ -245,38 +245,49 @@ void Limiter::reset(std::string_view key) {
 }
 
 std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& keys, int64_t cost) {
+  Batch batch = plan_many(keys, cost);
+  std::vector<Outcome> decided = decide_many(batch.requests);
+  return finish_many(batch, std::move(decided));
+}
+
+Limiter::Batch Limiter::plan_many(const std::vector<std::string_view>& keys, int64_t cost) {
   client_->ensure_open();
   validate_cost(cost);
   check_batch_size(keys.size());
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Outcome> out(keys.size());
-  std::vector<Request> requests;
-  std::vector<size_t> index;
+  Batch b;
+  b.cost = cost;
+  b.t0 = std::chrono::steady_clock::now();
+  b.out.resize(keys.size());
   const int64_t t = now();
-  const auto started = deny_cache_ ? client_->clock()->now() : DenyCache::TimePoint{};
-  const uint64_t epoch = deny_cache_ ? deny_cache_->epoch() : 0;
+  b.started = deny_cache_ ? client_->clock()->now() : DenyCache::TimePoint{};
+  b.epoch = deny_cache_ ? deny_cache_->epoch() : 0;
   for (size_t i = 0; i < keys.size(); ++i) {
     try {
       validate_key(keys[i]);
       if (deny_cache_) {
-        if (auto d = deny_cache_->lookup(keys[i], cost, started)) {
-          out[i].decision = *d;
+        if (auto d = deny_cache_->lookup(keys[i], cost, b.started)) {
+          b.out[i].decision = *d;
           continue;
         }
       }
-      requests.push_back(request(Op::kCheck, keys[i], cost, t));
-      index.push_back(i);
+      b.requests.push_back(request(Op::kCheck, keys[i], cost, t));
+      b.index.push_back(i);
+      if (deny_cache_) b.cached.emplace_back(keys[i]);
     } catch (...) {
-      out[i].error = std::current_exception();
+      b.out[i].error = std::current_exception();
     }
   }
-  std::vector<Outcome> decided = decide_many(requests);
-  for (size_t j = 0; j < index.size(); ++j) {
-    if (deny_cache_ && !decided[j].error && !decided[j].decision.degraded) deny_cache_->record(keys[index[j]], cost, decided[j].decision, started, epoch);
-    out[index[j]] = std::move(decided[j]);
+  return b;
+}
+
+std::vector<Outcome> Limiter::finish_many(Batch& b, std::vector<Outcome> decided) {
+  for (size_t j = 0; j < b.index.size(); ++j) {
+    if (deny_cache_ && !decided[j].error && !decided[j].decision.degraded)
+      deny_cache_->record(b.cached[j], b.cost, decided[j].decision, b.started, b.epoch);
+    b.out[b.index[j]] = std::move(decided[j]);
   }
-  const uint64_t latency = us_since(t0);
-  for (Outcome& o : out) {
+  const uint64_t latency = us_since(b.t0);
+  for (Outcome& o : b.out) {
     if (o.error) {
       client_->metrics().error(latency);
       continue;
@@ -284,7 +295,7 @@ std::vector<Outcome> Limiter::check_many(const std::vector<std::string_view>& ke
     client_->metrics().decision(o.decision, latency);
     o.decision = finish(o.decision);
   }
-  return out;
+  return std::move(b.out);
 }
 
 Decision Limiter::finish(Decision d) const {
@@ -426,13 +437,18 @@ Outcome Limiter::settle(const Request& rq, Outcome o) {
 
 
 std::vector<Outcome> Limiter::decide_many(const std::vector<Request>& requests) {
-  std::vector<Outcome> out;
-  if (requests.empty()) return out;
+  if (requests.empty()) return {};
   if (breaker_ && !breaker_->allow()) {
-    out.resize(requests.size());
+    std::vector<Outcome> out(requests.size());
     for (auto& o : out) o.error = std::make_exception_ptr(breaker_open());
-  } else {
-    out = client_->backend().evaluate_many(requests);
+    return settle_many(requests, std::move(out), false);
+  }
+  return settle_many(requests, client_->backend().evaluate_many(requests), true);
+}
+
+std::vector<Outcome> Limiter::settle_many(const std::vector<Request>& requests, std::vector<Outcome> out,
+                                          bool evaluated) {
+  if (evaluated) {
     for (size_t i = 0; i < out.size(); ++i)
       if (!out[i].error && out[i].decision.allowed) out[i].decision.granted = requests[i].cost;
     bool outage = false;

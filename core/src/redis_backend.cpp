@@ -264,6 +264,36 @@ void RedisBackend::reset(const std::vector<std::string>& keys) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), "DEL");
 }
 
+void RedisBackend::reset_async(const std::vector<std::string>& keys, std::function<void(std::exception_ptr)> done) {
+  if (keys.empty()) return done(nullptr);
+  Argv argv{"DEL"};
+  for (const auto& k : keys) argv.push_back(k);
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  if (transport_->run_command_async(keys[0], argv, [done](ReplyPtr r, std::exception_ptr error) {
+        if (!error && r->type == REDIS_REPLY_ERROR) {
+          try {
+            throw_reply_error(std::string(r->str, r->len), "DEL");
+          } catch (...) {
+            error = std::current_exception();
+          }
+        }
+        done(error);
+      }))
+    return;
+  round_trips_.fetch_sub(1, std::memory_order_relaxed);  // counted again by reset()
+  // Cluster, Sentinel: the blocking path (redirections, failover) on a library thread.
+  auto copy = std::make_shared<std::vector<std::string>>(keys);
+  transport_->run_in_background([this, copy, done] {
+    std::exception_ptr error;
+    try {
+      reset(*copy);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(error);
+  });
+}
+
 void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)> done) {
   const bool durable_check = rq.op == Op::kCheck && rq.durable.on();
   if (!durable_check) {

@@ -26,6 +26,7 @@ class RedisBackend : public Backend {
   std::vector<Outcome> evaluate_many(const std::vector<Request>& requests) override;
   void evaluate_async(const Request& request, std::function<void(Outcome)> done) override;
   void reset(const std::vector<std::string>& keys) override;
+  void reset_async(const std::vector<std::string>& keys, std::function<void(std::exception_ptr)> done) override;
   long round_trips() const override { return round_trips_.load(std::memory_order_relaxed); }
   long noscript_reloads() const override { return transport_->noscript_reloads(); }
   void close() override { transport_->close(); }

@@ -85,6 +85,14 @@ class Transport {
     return false;
   }
 
+  // run_command without waiting, as run_script_async (a command whose
+  // repetition is harmless: a connection closed before anything was written
+  // gets it once more). False when this transport has no non-blocking path.
+  virtual bool run_command_async(std::string_view key, const Argv& argv, const ScriptDone& done) {
+    (void)key, (void)argv, (void)done;
+    return false;
+  }
+
   // Runs `job` on one of at most kBackgroundThreads library threads of this
   // transport (started on first use): the non-blocking API's path where no
   // non-blocking transport exists yet (Cluster, Sentinel, durable checks).
@@ -152,11 +160,16 @@ class StandaloneTransport : public Transport {
   long evicting_nodes() override { return pool_.evicting() == 1 ? 1 : 0; }
   long connect_attempts() override { return pool_.connect_attempts(); }
   bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) override;
+  bool run_command_async(std::string_view key, const Argv& argv, const ScriptDone& done) override;
   int command_timeout_ms() const override { return pool_.options().command_timeout_ms; }
 
   ConnectionPool& pool() { return pool_; }
 
  private:
+  // One attempt of run_command_async; `resent`: the second and last.
+  void send_command_async(std::shared_ptr<const std::vector<std::string>> words, Mux::Clock::time_point deadline,
+                          bool resent, ScriptDone done);
+
   ConnectionPool pool_;
   ScriptCache scripts_;
 };

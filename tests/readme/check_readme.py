@@ -5,11 +5,14 @@ Each fence must have a marker, an HTML comment on the line right before it:
 
   <!-- readme-test: run -->
   <!-- readme-test: run; output contains "TEXT" -->
-      The block is a complete program, run as is (python, go, java, sh) against
-      a real redis-server; with `output contains`, its output must contain TEXT.
+      The block is a complete program, run as is (python, go, java, js, sh)
+      against a real redis-server; with `output contains`, its output must
+      contain TEXT.
       Go: gofmt-clean, go vet, go run in a temporary module that `replace`s
       the binding with bindings/go (cgo, pkg-config). Java: javac -Xlint:all
       -Werror against the jar, then java -cp JAR:classes, no LD_LIBRARY_PATH.
+      JavaScript: node, with require('polylimit') resolving to bindings/node
+      and its addon from $POLYLIMIT_NODE_ADDON, else tests/node/run.sh's build.
   <!-- readme-test: fragment of PATH (WHY) -->
       The block's code lines must all appear, in order, in PATH (a subsequence
       of PATH's lines). Compared after removing comments and collapsing
@@ -121,7 +124,7 @@ def strip_hash_comments(text):
 
 
 def code_lines(text, lang):
-    if lang in ("c", "cc", "cpp", "h", "go", "java"):
+    if lang in ("c", "cc", "cpp", "h", "go", "java", "js", "javascript"):
         text = strip_c_comments(text)
     elif lang in ("python", "py", "sh", "bash"):
         text = strip_hash_comments(text)
@@ -133,7 +136,7 @@ def code_lines(text, lang):
     return result
 
 
-LANG_OF_EXT = {".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".go": "go", ".java": "java",
+LANG_OF_EXT = {".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".go": "go", ".java": "java", ".js": "js",
                ".py": "python", ".sh": "sh"}
 
 
@@ -246,13 +249,28 @@ def run_java(code, work, args):
     return run(["java", "-cp", args.jar + os.pathsep + classes, m.group(1)], env=env)
 
 
+def run_node(code, work, args):
+    if not shutil.which("node"):
+        return 1, "node: not found"
+    addon = os.environ.get("POLYLIMIT_NODE_ADDON") or os.path.join(
+        ROOT, "build", "node", "bindings", "node", "Release", "polylimit.node")
+    if not os.path.isfile(addon):
+        return 1, "no addon %s; tests/node/run.sh builds it" % addon
+    # require('polylimit') finds the package as an installed one would be.
+    os.makedirs(os.path.join(work, "node_modules"))
+    os.symlink(os.path.join(ROOT, "bindings", "node"), os.path.join(work, "node_modules", "polylimit"))
+    src = os.path.join(work, "quickstart.js")
+    open(src, "w").write(code)
+    return run(["node", src], cwd=work, env=dict(os.environ, POLYLIMIT_NODE_ADDON=addon))
+
+
 def run_sh(code, work, args):
     src = os.path.join(work, "block.sh")
     open(src, "w").write("set -euo pipefail\n" + code)
     return run(["bash", src], cwd=ROOT)
 
 
-RUNNERS = {"python": run_python, "py": run_python, "go": run_go, "java": run_java,
+RUNNERS = {"python": run_python, "py": run_python, "go": run_go, "java": run_java, "js": run_node,
            "sh": run_sh, "bash": run_sh}
 
 

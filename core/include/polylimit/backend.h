@@ -103,6 +103,10 @@ class Backend {
   // fails at once). The request's limits must outlive the call.
   virtual void evaluate_async(const Request& request, std::function<void(Outcome)> done);
   virtual void reset(const std::vector<std::string>& keys) = 0;
+  // reset without waiting: `done` runs once with null or the error, later on
+  // a library thread, or before this returns. Throws (and `done` never runs)
+  // when nothing could be queued.
+  virtual void reset_async(const std::vector<std::string>& keys, std::function<void(std::exception_ptr)> done);
 
   // Round trips to the server (0 for in-process backends).
   virtual long round_trips() const { return 0; }

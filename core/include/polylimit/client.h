@@ -2,9 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "polylimit/backend.h"
@@ -14,6 +16,7 @@
 namespace polylimit {
 
 class MonotonicClock;  // core/src/clock.h
+class Timer;           // core/src/async.cpp
 
 // Pool and transport knobs; defaults and bounds come from the vocabulary.
 struct PoolOptions {
@@ -88,6 +91,14 @@ class Client {
   // Throws kClosed when the client is closed.
   void ensure_open() const;
 
+  // Runs `job` once `when` has come on this client's clock(), on one library
+  // thread of this client, started on first use (it waits on the real clock:
+  // a ManualClock must be advanced before the wait ends). Jobs still pending
+  // when the client closes run then, on the thread that calls close(); after
+  // close(), `job` runs on the calling thread. A job never outlives the
+  // client's open life by more than that: it meets the closed client.
+  void run_at(std::chrono::steady_clock::time_point when, std::function<void()> job);
+
  private:
   Client(Endpoint endpoint, std::unique_ptr<Backend> backend, std::string name,
          std::shared_ptr<const MonotonicClock> clock)
@@ -102,6 +113,9 @@ class Client {
   std::string name_;
   std::shared_ptr<const MonotonicClock> clock_;
   std::atomic<bool> closed_{false};
+  void fire_timer();  // close(): runs the pending jobs
+  std::mutex timer_mu_;
+  std::shared_ptr<Timer> timer_;  // run_at's thread, made on first use
 };
 
 }  // namespace polylimit

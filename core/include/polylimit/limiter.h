@@ -138,6 +138,32 @@ class Limiter {
   using CheckDone = std::function<void(const Decision& decision, std::exception_ptr error)>;
   static void check_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t cost, CheckDone done);
 
+  // The other calls without waiting, with check_async's contract: `done`
+  // runs exactly once with what the blocking call returns or throws; bad
+  // arguments and a closed client throw here instead; `self` lives until
+  // `done` has run. The key is copied: it need not outlive the call.
+  static void peek_async(const std::shared_ptr<Limiter>& self, std::string_view key, CheckDone done);
+  static void refund_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t units,
+                           CheckDone done);
+  static void check_with_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t cost,
+                               std::vector<LimitParams> limits, CheckDone done);
+  // A peek, then a check of what was free (retried up to four times on a
+  // lost race), each step submitted from the completion of the one before.
+  static void check_at_most_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t max_cost,
+                                  CheckDone done);
+  // No thread sleeps for the caller: a denied try schedules the next one on
+  // the client's timer (Client::run_at), which close() fires at once.
+  static void acquire_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t cost,
+                            std::chrono::milliseconds timeout, CheckDone done);
+  using ResetDone = std::function<void(std::exception_ptr error)>;
+  static void reset_async(const std::shared_ptr<Limiter>& self, std::string_view key, ResetDone done);
+  // One Outcome per key, in order, as check_many returns them. The keys are
+  // submitted back to back, so each connection's auto-pipelining sends them
+  // together; the circuit breaker counts the batch once, as check_many does.
+  using ManyDone = std::function<void(std::vector<Outcome> outcomes)>;
+  static void check_many_async(const std::shared_ptr<Limiter>& self, const std::vector<std::string_view>& keys,
+                               int64_t cost, ManyDone done);
+
  private:
   // What a check answers for the backend's outcome of `request`: the
   // breaker learns from it; an outage goes through the failure policy;
@@ -157,6 +183,27 @@ class Limiter {
   std::vector<LimitParams> limits_;  // options_.limits, or {options_.limit}
   Decision decide(const Request& request);
   std::vector<Outcome> decide_many(const std::vector<Request>& requests);
+  // decide_many's work after the backend answered (`evaluated`: it was
+  // asked, the breaker was closed): grants, the breaker, the failure policy.
+  std::vector<Outcome> settle_many(const std::vector<Request>& requests, std::vector<Outcome> out, bool evaluated);
+  // decide() without waiting: the breaker, the backend, settle().
+  static void decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr<const Request> request,
+                           std::function<void(Outcome)> done);
+
+  // A check_many split around its round trip, so that the blocking and the
+  // non-blocking forms share both halves.
+  struct Batch {
+    std::vector<Outcome> out;         // one per key; filled by validation and the deny cache first
+    std::vector<Request> requests;    // the keys that need the backend
+    std::vector<size_t> index;        // requests[j] decides out[index[j]]
+    std::vector<std::string> cached;  // with a deny cache: requests[j]'s caller key
+    int64_t cost = 1;
+    std::chrono::steady_clock::time_point started{}, t0{};
+    uint64_t epoch = 0;
+  };
+  Batch plan_many(const std::vector<std::string_view>& keys, int64_t cost);
+  std::vector<Outcome> finish_many(Batch& batch, std::vector<Outcome> decided);
+  friend struct AsyncSteps;  // async.cpp: the multi-step non-blocking calls
   Decision degrade(const Request& request, const Error& error);
 
   Durability durable_;  // from the durable_* options; off unless asked for

@@ -1,0 +1,140 @@
+'use strict';
+// polylimit's Node binding against rate-limiter-flexible (RateLimiterRedis
+// over ioredis) and express-rate-limit's Redis store (rate-limit-redis over
+// ioredis), against one redis-server started here (tests/fixture/redisfix).
+// A program that prints a table, not a test.
+//
+//   node bench/node/bench.js [--seconds 1] [--runs 3]
+//
+// Each cell: `concurrency` loops, each awaiting one check after another, for
+// `seconds`; allow path: a limit nobody reaches over 10,000 keys; deny path:
+// one key whose limit is used up. Cells run interleaved (every cell once per
+// round, `runs` rounds); the table shows the median checks/s with min..max,
+// the client CPU per check (process.cpuUsage), and each library's ratio to
+// rate-limiter-flexible in the same cell. Last, the event loop's delay
+// (perf_hooks.monitorEventLoopDelay) while 64 polylimit checks are in flight.
+const path = require('node:path');
+const { monitorEventLoopDelay } = require('node:perf_hooks');
+
+const root = path.join(__dirname, '..', '..');
+const polylimit = require(path.join(root, 'bindings', 'node'));
+const { startRedis } = require(path.join(root, 'tests', 'node', 'redis'));
+const Redis = require('ioredis');
+const { RateLimiterRedis } = require('rate-limiter-flexible');
+const { RedisStore } = require('rate-limit-redis');
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}
+const seconds = arg('seconds', 1);
+const runs = arg('runs', 3);
+const KEYS = 10000;
+const BIG = 1000000;  // per minute: never reached in a run
+
+// One check of a library: resolves whether admitted or denied.
+async function makeCases(url, ioredis) {
+  const client = new polylimit.Client(url);
+  const cases = [];
+  const keyOf = (i) => `user:${i % KEYS}`;
+  for (const algorithm of ['fixed_window', 'gcra', 'sliding_log']) {
+    const allow = client.limiter(`${BIG}/minute`, { algorithm, prefix: `bench-allow-${algorithm}` });
+    const deny = client.limiter('1/minute', { algorithm, prefix: `bench-deny-${algorithm}` });
+    await deny.check('hot');
+    cases.push({ lib: 'polylimit', variant: algorithm, allow: (i) => allow.check(keyOf(i)), deny: () => deny.check('hot') });
+  }
+  const rlfAllow = new RateLimiterRedis({ storeClient: ioredis, points: BIG, duration: 60, keyPrefix: 'bench-rlf-allow' });
+  const rlfDeny = new RateLimiterRedis({ storeClient: ioredis, points: 1, duration: 60, keyPrefix: 'bench-rlf-deny' });
+  await rlfDeny.consume('hot');
+  const swallow = (p) => p.catch(() => undefined);  // a denial rejects with RateLimiterRes
+  cases.push({
+    lib: 'rate-limiter-flexible',
+    variant: 'fixed window',
+    allow: (i) => rlfAllow.consume(keyOf(i)),
+    deny: () => swallow(rlfDeny.consume('hot')),
+  });
+  const store = new RedisStore({ sendCommand: (...args) => ioredis.call(...args), prefix: 'bench-erl:' });
+  store.init({ windowMs: 60000 });
+  cases.push({
+    lib: 'express-rate-limit+redis',
+    variant: 'fixed window',
+    // The store counts; the middleware compares with its limit: a deny costs the same round trip.
+    allow: (i) => store.increment(keyOf(i)),
+    deny: () => store.increment('hot'),
+  });
+  return { client, cases };
+}
+
+async function measure(fn, concurrency) {
+  let n = 0;
+  let stop = false;
+  const cpu0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  setTimeout(() => (stop = true), seconds * 1000);
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (!stop) await fn(n++);
+    }),
+  );
+  const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
+  return { rate: n / elapsed, cpuUs: (cpu.user + cpu.system) / n };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main() {
+  const server = await startRedis();
+  const ioredis = new Redis(server.url);
+  const { client, cases } = await makeCases(server.url, ioredis);
+  const cells = [];
+  for (const c of cases)
+    for (const path of ['allow', 'deny']) for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
+  for (let r = 0; r < runs; r++)
+    for (const cell of cells) cell.results.push(await measure(cell.path === 'allow' ? cell.allow : cell.deny, cell.concurrency));
+
+  const rows = [['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'vs rlf']];
+  for (const cell of cells) {
+    const rates = cell.results.map((x) => x.rate);
+    const peer = cells.find((c) => c.lib === 'rate-limiter-flexible' && c.path === cell.path && c.concurrency === cell.concurrency);
+    const ratio = median(rates) / median(peer.results.map((x) => x.rate));
+    rows.push([
+      cell.lib,
+      cell.variant,
+      cell.path,
+      String(cell.concurrency),
+      `${Math.round(median(rates))} (${Math.round(Math.min(...rates))}..${Math.round(Math.max(...rates))})`,
+      median(cell.results.map((x) => x.cpuUs)).toFixed(1),
+      `${ratio.toFixed(2)}x`,
+    ]);
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  console.log(
+    `polylimit ${polylimit.version} (Node ${process.versions.node}); medians of ${runs} interleaved runs of ${seconds} s; ` +
+      `allow: ${KEYS} keys under ${BIG}/minute; deny: one key over 1/minute`,
+  );
+  for (const [i, r] of rows.entries()) {
+    console.log('| ' + r.map((c, j) => c.padEnd(widths[j])).join(' | ') + ' |');
+    if (i === 0) console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|');
+  }
+
+  // The event loop while 64 polylimit checks are in flight: completions come
+  // from the queue's fd, so the loop stays free between them.
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  const fixed = cases.find((c) => c.lib === 'polylimit' && c.variant === 'fixed_window');
+  await measure(fixed.allow, 64);
+  h.disable();
+  console.log(
+    `event loop delay, 64 polylimit checks in flight for ${seconds} s: ` +
+      `p50 ${(h.percentile(50) / 1e6).toFixed(2)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(2)} ms, max ${(h.max / 1e6).toFixed(2)} ms`,
+  );
+  client.close();
+  ioredis.disconnect();
+  await server.stop();
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exitCode = 1;
+});

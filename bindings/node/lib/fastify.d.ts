@@ -1,0 +1,10 @@
+// polylimit/fastify: the plugin (an onRequest hook of the whole app).
+import type { Limiter } from './index';
+import type { HttpLimitOptions } from './http';
+
+declare function polylimitPlugin(
+  fastify: any,
+  options: HttpLimitOptions<any> & { limiter?: Limiter | null },
+  done: (err?: Error) => void,
+): void;
+export = polylimitPlugin;

@@ -1,0 +1,98 @@
+'use strict';
+// What the HTTP integrations (express.js, fastify.js) share: the key of a
+// request, which limiter applies to its path, and the answer to send. The
+// headers always come from the library (Decision.headers()).
+
+const net = require('node:net');
+const { Limiter, PolylimitError } = require('./index');
+
+// Trusted proxies: addresses ('10.0.0.1', '::1') and subnets ('10.0.0.0/8').
+function trustList(entries) {
+  const list = new net.BlockList();
+  for (const entry of entries) {
+    if (typeof entry !== 'string') throw new TypeError(`trustedProxies: not a string: ${String(entry)}`);
+    const [address, bits] = entry.split('/');
+    const family = net.isIPv6(address) ? 'ipv6' : net.isIPv4(address) ? 'ipv4' : null;
+    if (family === null) throw new TypeError(`trustedProxies: '${entry}' is not an IP address or subnet`);
+    if (bits === undefined) {
+      list.addAddress(address, family);
+    } else {
+      const prefix = Number(bits);
+      if (!Number.isInteger(prefix) || prefix < 0 || prefix > (family === 'ipv4' ? 32 : 128))
+        throw new TypeError(`trustedProxies: '${entry}' has a bad prefix length`);
+      list.addSubnet(address, prefix, family);
+    }
+  }
+  return list;
+}
+
+// ::ffff:1.2.3.4 (an IPv4 peer on a dual-stack socket) is 1.2.3.4.
+function plainAddress(address) {
+  if (typeof address !== 'string') return '';
+  return address.startsWith('::ffff:') && net.isIPv4(address.slice(7)) ? address.slice(7) : address;
+}
+
+function trusted(list, address) {
+  if (net.isIPv4(address)) return list.check(address, 'ipv4');
+  if (net.isIPv6(address)) return list.check(address, 'ipv6');
+  return false;
+}
+
+// The client's address: the peer, unless the peer is a trusted proxy; then
+// X-Forwarded-For read from the right, past every trusted proxy (the
+// left-most entries can be anything a client sent).
+function clientAddress(peer, forwardedFor, list) {
+  let address = plainAddress(peer);
+  if (!forwardedFor || !trusted(list, address)) return address;
+  const hops = String(forwardedFor)
+    .split(',')
+    .map((h) => plainAddress(h.trim()))
+    .filter((h) => h !== '');
+  for (let i = hops.length - 1; i >= 0; i--) {
+    address = hops[i];
+    if (!trusted(list, address)) break;
+  }
+  return address;
+}
+
+// A path matches a route or an exemption when equal to it, or under it when
+// it ends with '/'.
+function matches(pattern, path) {
+  return pattern.endsWith('/') ? path.startsWith(pattern) : path === pattern;
+}
+
+// Options: limiter (the default; null: only `routes` are limited), key
+// ('ip', or (req) => key | null to skip), trustedProxies, routes
+// ({ '/login': limiter }), exempt (['/healthz', '/static/']), cost.
+function makeDecider(limiter, options = {}) {
+  if (limiter !== null && !(limiter instanceof Limiter)) throw new TypeError('limiter must be a polylimit Limiter or null');
+  const list = trustList(options.trustedProxies || []);
+  const routes = Object.entries(options.routes || {});
+  for (const [route, l] of routes)
+    if (!(l instanceof Limiter)) throw new TypeError(`routes['${route}'] must be a polylimit Limiter`);
+  const exempt = options.exempt || [];
+  const key = options.key === undefined || options.key === 'ip' ? null : options.key;
+  if (key !== null && typeof key !== 'function') throw new TypeError("key must be 'ip' or a function (req) => key");
+  const cost = options.cost === undefined ? 1 : options.cost;
+
+  // decide(req, path, peer, forwardedFor) -> { action: 'next' | 'deny' | 'fail', headers, decision, error }
+  return async function decide(req, path, peer, forwardedFor) {
+    if (exempt.some((p) => matches(p, path))) return { action: 'next', headers: {} };
+    const route = routes.find(([p]) => matches(p, path));
+    const chosen = route ? route[1] : limiter;
+    if (chosen === null) return { action: 'next', headers: {} };
+    const k = key ? await key(req) : clientAddress(peer, forwardedFor, list);
+    if (k === null || k === undefined || k === '') return { action: 'next', headers: {} };
+    try {
+      const decision = await chosen.check(k, cost);
+      return { action: decision.allowed ? 'next' : 'deny', headers: decision.headers(), decision };
+    } catch (error) {
+      // The limiter's failure policy already answered what it could; what
+      // reaches here (the default policy 'error') is the server's fault.
+      if (error instanceof PolylimitError) return { action: 'fail', headers: {}, error };
+      throw error;
+    }
+  };
+}
+
+module.exports = { makeDecider, clientAddress, trustList };

@@ -1,0 +1,92 @@
+// Types of the polylimit package (lib/index.js). The error classes and the
+// option names come from the vocabulary (lib/vocabulary.d.ts, generated).
+import type { Algorithm, ClockSource, FailurePolicy } from './vocabulary';
+
+export * from './vocabulary';
+
+/** A key: a string (its UTF-8 bytes) or bytes. */
+export type Key = string | Uint8Array;
+
+export interface ClientOptions {
+  /** most connections per Redis node */
+  poolSize?: number;
+  connectTimeoutMs?: number;
+  /** one deadline for a call's send and reply */
+  commandTimeoutMs?: number;
+  acquireTimeoutMs?: number;
+  /** labels the client's metrics */
+  name?: string;
+  /** TLS URLs (rediss://): refused on a URL without TLS */
+  tls?: {
+    /** PEM bundle of trusted CAs; none: the system's */
+    caFile?: string;
+    caDir?: string;
+    /** client certificate and key (PEM), for servers that require one */
+    certFile?: string;
+    keyFile?: string;
+    /** SNI and the name the certificate must match; none: the URL's host */
+    serverName?: string;
+    /** no verification at all: tests only */
+    insecure?: boolean;
+  };
+}
+
+export interface LimiterOptions {
+  algorithm?: Algorithm;
+  prefix?: string;
+  clock?: ClockSource;
+  /** keys remembered by the local deny cache; 0: off */
+  denyCache?: number;
+  failurePolicy?: FailurePolicy;
+  /** punitive block after a denial, milliseconds */
+  block?: number;
+  shadow?: boolean;
+  breaker?: { failures?: number; cooldownMs?: number };
+  durable?: { replicas?: number; timeoutMs?: number; aof?: boolean };
+}
+
+export declare class Decision {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly resetAfterMs: number;
+  readonly granted: number;
+  readonly degraded: boolean;
+  readonly cached: boolean;
+  readonly shadowed: boolean;
+  /** Retry-After (on a denial) and the RateLimit-* headers, name to value. */
+  headers(): Record<string, string>;
+}
+
+export declare class Limiter {
+  check(key: Key, cost?: number): Promise<Decision>;
+  peek(key: Key): Promise<Decision>;
+  refund(key: Key, units: number): Promise<Decision>;
+  reset(key: Key): Promise<void>;
+  acquire(key: Key, cost?: number, timeoutMs?: number): Promise<Decision>;
+  checkAtMost(key: Key, maxCost: number): Promise<Decision>;
+  checkLimit(key: Key, cost: number, limit: number, windowMs: number): Promise<Decision>;
+  /** Per key, its Decision or the error that key got. */
+  checkMany(keys: readonly Key[], cost?: number): Promise<Array<Decision | import('./vocabulary').PolylimitError>>;
+}
+
+export declare class Client {
+  constructor(url?: string, options?: ClientOptions);
+  constructor(options: ClientOptions);
+  limiter(spec: string, options?: LimiterOptions): Limiter;
+  /** The client's counters, named as in polylimit_stats. */
+  stats(): Record<string, number>;
+  /** The counters in the Prometheus text format. */
+  metrics(): string;
+  close(): void;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Several (named) clients on one Prometheus page. */
+export declare function prometheus(...clients: Client[]): string;
+
+export declare const algorithms: Algorithm[];
+export declare const failurePolicies: FailurePolicy[];
+/** The C library's version string. */
+export declare const version: string;

@@ -1,0 +1,368 @@
+'use strict';
+// polylimit for Node.js: a distributed rate limiter on Redis, deciding with
+// the same core and Lua scripts as every other language's binding.
+//
+// This layer checks argument types (TypeError) and shapes results; the addon
+// (src/addon.cc) converts arguments, calls the C library and settles each
+// promise from the library's completion queue. The library checks ranges.
+
+const path = require('node:path');
+const vocabulary = require('./vocabulary');
+
+// The addon: POLYLIMIT_NODE_ADDON (a path; tests and custom builds), else
+// the CMake build's place in the package (build/Release), else a prebuild.
+function loadAddon() {
+  const tried = [];
+  const candidates = [];
+  if (process.env.POLYLIMIT_NODE_ADDON) candidates.push(process.env.POLYLIMIT_NODE_ADDON);
+  candidates.push(path.join(__dirname, '..', 'build', 'Release', 'polylimit.node'));
+  candidates.push(path.join(__dirname, '..', 'prebuilds', `${process.platform}-${process.arch}`, 'polylimit.node'));
+  for (const file of candidates) {
+    try {
+      return require(file);
+    } catch (e) {
+      tried.push(`${file}: ${e.message}`);
+    }
+  }
+  throw new Error(
+    'polylimit: cannot load the native addon. Tried:\n  ' + tried.join('\n  ') +
+      '\nBuild it with CMake (-DPOLYLIMIT_BUILD_NODE=ON) and set POLYLIMIT_NODE_ADDON to polylimit.node.',
+  );
+}
+
+const native = loadAddon();
+
+// ---- errors ----------------------------------------------------------------
+
+// Every library error is a PolylimitError: `code` is the status's C name
+// without the POLYLIMIT_ prefix ('ETIMEOUT'), `retryable` says whether the
+// same call can succeed later, `outcomeUnknown` that the call failed after
+// it was sent (it may have consumed units).
+class PolylimitError extends Error {
+  constructor(message, status, outcomeUnknown = false) {
+    super(message);
+    const info = byValue.get(status) || byValue.get(-1);
+    this.name = this.constructor.name;
+    this.code = info.code;
+    this.status = info.value;
+    this.retryable = info.retryable;
+    this.outcomeUnknown = outcomeUnknown;
+  }
+}
+
+const byValue = new Map(vocabulary.statuses.map((s) => [s.value, s]));
+const errorClasses = new Map();  // status value -> subclass
+const errors = { PolylimitError };
+for (const s of vocabulary.statuses) {
+  if (s.value === 0) continue;
+  const name = `${s.name}Error`;
+  // A named subclass per status, so callers can use instanceof.
+  const cls = { [name]: class extends PolylimitError {} }[name];
+  errorClasses.set(s.value, cls);
+  errors[name] = cls;
+}
+
+// A native error (with .status) as its PolylimitError subclass; anything
+// else (a TypeError from the addon) as it is.
+function wrap(e) {
+  if (e === null || typeof e !== 'object' || typeof e.status !== 'number') return e;
+  const cls = errorClasses.get(e.status) || PolylimitError;
+  return new cls(e.message, e.status, e.outcomeUnknown === true);
+}
+
+function rethrow(e) {
+  throw wrap(e);
+}
+
+// ---- argument checks ---------------------------------------------------------
+
+function checkKey(key) {
+  if (typeof key === 'string' || key instanceof Uint8Array) return;
+  throw new TypeError(`key must be a string, Buffer or Uint8Array, not ${describe(key)}`);
+}
+
+// Whole numbers only; the library checks the range (and names the argument).
+function checkInteger(name, value) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value))
+    throw new TypeError(`${name} must be a whole number, not ${describe(value)}`);
+}
+
+function optionalInteger(name, value) {
+  if (value !== undefined) checkInteger(name, value);
+  return value === undefined ? 0 : value;
+}
+
+function enumValue(name, table, value, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value === 'string' && Object.prototype.hasOwnProperty.call(table, value)) return table[value];
+  throw new TypeError(`${name} must be one of ${Object.keys(table).map((k) => `'${k}'`).join(', ')}, not ${describe(value)}`);
+}
+
+function describe(value) {
+  if (value === null) return 'null';
+  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${value}`;
+  if (typeof value === 'string') return 'a string';
+  return typeof value === 'object' ? (value.constructor ? value.constructor.name : 'an object') : typeof value;
+}
+
+// ---- decisions -----------------------------------------------------------------
+
+const limiterOf = new WeakMap();  // Decision -> its Limiter (for headers())
+
+class Decision {
+  constructor(limiter, raw) {
+    this.allowed = raw.allowed;
+    this.limit = raw.limit;
+    this.remaining = raw.remaining;
+    this.retryAfterMs = raw.retryAfterMs;
+    this.resetAfterMs = raw.resetAfterMs;
+    this.granted = raw.granted;
+    this.degraded = raw.degraded;
+    this.cached = raw.cached;
+    this.shadowed = raw.shadowed;
+    limiterOf.set(this, limiter);
+  }
+
+  // The HTTP rate-limit headers the core computes for this decision
+  // (Retry-After on a denial, RateLimit-*), as { name: value }.
+  headers() {
+    const limiter = limiterOf.get(this);
+    let text;
+    try {
+      text = limiter._native.headers(this.allowed, this.limit, this.remaining, this.retryAfterMs, this.resetAfterMs);
+    } catch (e) {
+      rethrow(e);
+    }
+    const out = {};
+    for (const line of text.split('\n')) {
+      const colon = line.indexOf(': ');
+      if (colon > 0) out[line.slice(0, colon)] = line.slice(colon + 2);
+    }
+    return out;
+  }
+}
+
+// ---- client and limiter ------------------------------------------------------------
+
+class Client {
+  // new Client(url?, options?): url as the other bindings take it
+  // (redis://, rediss://, redis+cluster://, redis+sentinel://, unix://,
+  // memory://); none: the POLYLIMIT_URL environment variable, else an error
+  // that names memory:// for a limiter local to this process.
+  constructor(url, options) {
+    if (url !== undefined && url !== null && typeof url === 'object' && options === undefined) {
+      options = url;
+      url = undefined;
+    }
+    if (url !== undefined && url !== null && typeof url !== 'string')
+      throw new TypeError(`url must be a string, not ${describe(url)}`);
+    options = options || {};
+    if (typeof options !== 'object') throw new TypeError(`options must be an object, not ${describe(options)}`);
+    const native_options = {
+      poolSize: optionalInteger('poolSize', options.poolSize),
+      connectTimeoutMs: optionalInteger('connectTimeoutMs', options.connectTimeoutMs),
+      commandTimeoutMs: optionalInteger('commandTimeoutMs', options.commandTimeoutMs),
+      acquireTimeoutMs: optionalInteger('acquireTimeoutMs', options.acquireTimeoutMs),
+    };
+    if (options.name !== undefined) {
+      if (typeof options.name !== 'string') throw new TypeError(`name must be a string, not ${describe(options.name)}`);
+      native_options.name = options.name;
+    }
+    // TLS URLs (rediss://...): files and names for the library's OpenSSL
+    // session, which it refuses on a URL without TLS.
+    if (options.tls !== undefined) {
+      const tls = options.tls;
+      if (tls === null || typeof tls !== 'object') throw new TypeError(`tls must be an object, not ${describe(tls)}`);
+      native_options.tls = {};
+      for (const field of ['caFile', 'caDir', 'certFile', 'keyFile', 'serverName']) {
+        if (tls[field] === undefined) continue;
+        if (typeof tls[field] !== 'string') throw new TypeError(`tls.${field} must be a string, not ${describe(tls[field])}`);
+        native_options.tls[field] = tls[field];
+      }
+      if (tls.insecure !== undefined && typeof tls.insecure !== 'boolean')
+        throw new TypeError(`tls.insecure must be a boolean, not ${describe(tls.insecure)}`);
+      native_options.tls.insecure = tls.insecure === true;
+    }
+    try {
+      this._native = new native.NativeClient(url || undefined, native_options);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  // A limiter for a rate spec ('100/minute', '10/s;1000/h'): options
+  // { algorithm, prefix, clock, denyCache, failurePolicy, block (ms),
+  //   shadow, breaker: { failures, cooldownMs },
+  //   durable: { replicas, timeoutMs, aof } }.
+  limiter(spec, options = {}) {
+    return new Limiter(this, spec, options);
+  }
+
+  // The client's counters (checks, admitted, denied, errors, round_trips,
+  // ..., latency_count, latency_sum_us), as numbers.
+  stats() {
+    try {
+      return this._native.stats();
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  // The counters in the Prometheus text format (metric names start with
+  // polylimit_; labelled client="<name>" when the client has a name).
+  metrics() {
+    try {
+      return this._native.prometheus();
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  // Closes the connections; calls in flight settle (rejected with
+  // ClosedError unless already decided) and later calls throw ClosedError.
+  close() {
+    this._native.close();
+  }
+
+  async [Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose')]() {
+    this.close();
+  }
+}
+
+class Limiter {
+  constructor(client, spec, options) {
+    if (!(client instanceof Client)) throw new TypeError('client must be a polylimit Client');
+    if (typeof spec !== 'string') throw new TypeError(`spec must be a string such as '100/minute', not ${describe(spec)}`);
+    if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, not ${describe(options)}`);
+    if (options.prefix !== undefined && typeof options.prefix !== 'string')
+      throw new TypeError(`prefix must be a string, not ${describe(options.prefix)}`);
+    const breaker = options.breaker || {};
+    const durable = options.durable || {};
+    const native_options = {
+      algorithm: enumValue('algorithm', vocabulary.algorithms, options.algorithm, 0),
+      clock: enumValue('clock', vocabulary.clocks, options.clock, 0),
+      failurePolicy: enumValue('failurePolicy', vocabulary.failurePolicies, options.failurePolicy, 0),
+      prefix: options.prefix,
+      denyCacheSize: optionalInteger('denyCache', options.denyCache),
+      blockMs: optionalInteger('block', options.block),
+      shadow: options.shadow === true,
+      breakerFailures: optionalInteger('breaker.failures', breaker.failures),
+      breakerCooldownMs: optionalInteger('breaker.cooldownMs', breaker.cooldownMs),
+      durableReplicas: optionalInteger('durable.replicas', durable.replicas),
+      durableTimeoutMs: optionalInteger('durable.timeoutMs', durable.timeoutMs),
+      durableAof: durable.aof === true,
+    };
+    try {
+      this._native = new native.NativeLimiter(client._native, spec, native_options);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  // Admits `cost` units for `key`, all or nothing: a Promise of a Decision.
+  // Bad arguments throw at once (TypeError, or InvalidArgumentError for a
+  // range the library refuses); so does a closed client (ClosedError).
+  check(key, cost = 1) {
+    checkKey(key);
+    checkInteger('cost', cost);
+    return this._settle(() => this._native.check(key, cost));
+  }
+
+  // What a check of one unit would answer now, consuming nothing.
+  peek(key) {
+    checkKey(key);
+    return this._settle(() => this._native.peek(key));
+  }
+
+  // Gives back up to `units` units taken earlier; answers as peek.
+  refund(key, units) {
+    checkKey(key);
+    checkInteger('units', units);
+    return this._settle(() => this._native.refund(key, units));
+  }
+
+  // Clears the key: back to full capacity. A Promise of undefined.
+  reset(key) {
+    checkKey(key);
+    return this._settle(() => this._native.reset(key)).then(() => undefined);
+  }
+
+  // Waits (on a library timer, not the event loop) until `cost` units are
+  // admitted or `timeoutMs` would pass; the last Decision (denied when the
+  // wait would outlast the timeout).
+  acquire(key, cost = 1, timeoutMs = 0) {
+    checkKey(key);
+    checkInteger('cost', cost);
+    checkInteger('timeoutMs', timeoutMs);
+    return this._settle(() => this._native.acquire(key, cost, timeoutMs));
+  }
+
+  // As many units as fit now, up to maxCost: decision.granted says how many.
+  checkAtMost(key, maxCost) {
+    checkKey(key);
+    checkInteger('maxCost', maxCost);
+    return this._settle(() => this._native.checkAtMost(key, maxCost));
+  }
+
+  // A check against `limit` units per `windowMs` for this call only.
+  checkLimit(key, cost, limit, windowMs) {
+    checkKey(key);
+    checkInteger('cost', cost);
+    checkInteger('limit', limit);
+    checkInteger('windowMs', windowMs);
+    return this._settle(() => this._native.checkLimit(key, cost, limit, windowMs));
+  }
+
+  // Many keys, `cost` each, in one go (each key all or nothing on its own):
+  // a Promise of an array with, per key, a Decision or the PolylimitError
+  // that key got (a batch never rejects for one key).
+  checkMany(keys, cost = 1) {
+    if (!Array.isArray(keys)) throw new TypeError(`keys must be an array, not ${describe(keys)}`);
+    keys.forEach(checkKey);
+    checkInteger('cost', cost);
+    let promise;
+    try {
+      promise = this._native.checkMany(keys, cost);
+    } catch (e) {
+      rethrow(e);
+    }
+    return promise.then(
+      (results) => results.map((r) => (r instanceof Error ? wrap(r) : new Decision(this, r))),
+      rethrow,
+    );
+  }
+
+  _settle(submit) {
+    let promise;
+    try {
+      promise = submit();
+    } catch (e) {
+      rethrow(e);
+    }
+    return promise.then((raw) => new Decision(this, raw), rethrow);
+  }
+}
+
+// Several clients on one Prometheus page: each metric's HELP and TYPE once,
+// one sample per client; with more than one client each needs a distinct
+// `name` (ClientOptions). Concatenating client.metrics() texts is not valid
+// exposition; this is.
+function prometheus(...clients) {
+  for (const c of clients) if (!(c instanceof Client)) throw new TypeError('prometheus() takes polylimit Clients');
+  try {
+    return native.NativeClient.prometheusAll(clients.map((c) => c._native));
+  } catch (e) {
+    rethrow(e);
+  }
+}
+
+module.exports = {
+  prometheus,
+  Client,
+  Limiter,
+  Decision,
+  ...errors,
+  algorithms: Object.keys(vocabulary.algorithms),
+  failurePolicies: Object.keys(vocabulary.failurePolicies),
+  version: native.version,
+};

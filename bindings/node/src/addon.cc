@@ -1,0 +1,493 @@
+// addon.cc - the polylimit Node-API addon: thin wrappers over polylimit.h.
+//
+// Arguments arrive already checked by lib/index.js (types); the library checks
+// every range. Each call is submitted without waiting and its promise is
+// settled from the client's completion queue: one uv_poll_t watches the
+// queue's eventfd while calls are pending, so no thread waits per call and an
+// idle client does not keep the event loop alive. No state is static: every
+// client belongs to the environment (main thread or worker) that made it.
+#include <napi.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "polylimit.h"
+
+namespace {
+
+// A library error as a JS Error carrying the C status; lib/index.js turns it
+// into the PolylimitError subclass of that status.
+Napi::Error library_error(Napi::Env env, const polylimit_error& err) {
+  Napi::Error e = Napi::Error::New(env, err.message[0] ? err.message : polylimit_status_name(err.code));
+  e.Set("status", Napi::Number::New(env, err.code));
+  e.Set("outcomeUnknown", Napi::Boolean::New(env, err.outcome_unknown != 0));
+  return e;
+}
+
+// What a call on a closed client gets, as the library words it.
+Napi::Error closed_error(Napi::Env env) {
+  polylimit_error err{};
+  err.code = POLYLIMIT_ECLOSED;
+  snprintf(err.message, sizeof err.message, "the client is closed");
+  return library_error(env, err);
+}
+
+Napi::Object decision_object(Napi::Env env, const polylimit_decision& d) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("allowed", Napi::Boolean::New(env, d.allowed != 0));
+  o.Set("limit", Napi::Number::New(env, static_cast<double>(d.limit)));
+  o.Set("remaining", Napi::Number::New(env, static_cast<double>(d.remaining)));
+  o.Set("retryAfterMs", Napi::Number::New(env, static_cast<double>(d.retry_after_ms)));
+  o.Set("resetAfterMs", Napi::Number::New(env, static_cast<double>(d.reset_after_ms)));
+  o.Set("granted", Napi::Number::New(env, static_cast<double>(d.granted)));
+  o.Set("degraded", Napi::Boolean::New(env, d.degraded != 0));
+  o.Set("cached", Napi::Boolean::New(env, d.cached != 0));
+  o.Set("shadowed", Napi::Boolean::New(env, d.shadowed != 0));
+  return o;
+}
+
+// Numbers from JS are doubles; lib/index.js passes only safe integers.
+int64_t to_int64(const Napi::Value& v) { return v.IsNumber() ? v.As<Napi::Number>().Int64Value() : 0; }
+int to_int(const Napi::Object& o, const char* name) {
+  Napi::Value v = o.Get(name);
+  return v.IsNumber() ? v.As<Napi::Number>().Int32Value() : 0;
+}
+
+// A key: a string (its UTF-8 bytes) or a Buffer / Uint8Array (its bytes). The
+// library copies the key before a submit returns.
+struct Key {
+  std::string text;
+  const void* data = nullptr;
+  size_t size = 0;
+  explicit Key(const Napi::Value& v) {
+    if (v.IsTypedArray()) {
+      Napi::TypedArray a = v.As<Napi::TypedArray>();
+      Napi::ArrayBuffer buffer = a.ArrayBuffer();
+      data = static_cast<const uint8_t*>(buffer.Data()) + a.ByteOffset();
+      size = a.ByteLength();
+    } else {
+      text = v.ToString().Utf8Value();
+      data = text.data();
+      size = text.size();
+    }
+  }
+};
+
+// Where a batch's per-key results land: the library writes these arrays just
+// before the batch's completion is queued, and never after the queue is freed
+// (polylimit_limiter_submit_check_many), so they live with the pending call.
+struct Batch {
+  explicit Batch(size_t n) : out(n), statuses(n), errors(n) {}
+  std::vector<polylimit_decision> out;
+  std::vector<int> statuses;
+  std::vector<polylimit_error> errors;
+};
+
+// One call in flight: its promise, and for a batch the arrays it fills.
+struct Call {
+  Napi::Promise::Deferred deferred;
+  std::unique_ptr<Batch> batch;
+};
+
+class Client : public Napi::ObjectWrap<Client> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativeClient",
+                       {InstanceMethod("close", &Client::Close), InstanceMethod("pending", &Client::Pending),
+                        InstanceMethod("stats", &Client::Stats), InstanceMethod("prometheus", &Client::Prometheus),
+                        StaticMethod("prometheusAll", &Client::PrometheusAll)});
+  }
+
+  // new NativeClient(url: string | undefined, options: {poolSize, ...})
+  explicit Client(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Client>(info) {
+    Napi::Env env = info.Env();
+    std::string url = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : std::string();
+    polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
+    // The strings live until polylimit_client_open has copied them.
+    std::string name, ca_file, ca_dir, cert_file, key_file, server_name;
+    auto text = [](const Napi::Object& o, const char* field, std::string& out) -> const char* {
+      Napi::Value v = o.Get(field);
+      if (!v.IsString()) return nullptr;
+      out = v.As<Napi::String>().Utf8Value();
+      return out.c_str();
+    };
+    if (info[1].IsObject()) {
+      Napi::Object o = info[1].As<Napi::Object>();
+      co.pool_size = to_int(o, "poolSize");
+      co.connect_timeout_ms = to_int(o, "connectTimeoutMs");
+      co.command_timeout_ms = to_int(o, "commandTimeoutMs");
+      co.acquire_timeout_ms = to_int(o, "acquireTimeoutMs");
+      co.name = text(o, "name", name);
+      if (o.Get("tls").IsObject()) {
+        Napi::Object t = o.Get("tls").As<Napi::Object>();
+        co.tls_ca_file = text(t, "caFile", ca_file);
+        co.tls_ca_dir = text(t, "caDir", ca_dir);
+        co.tls_cert_file = text(t, "certFile", cert_file);
+        co.tls_key_file = text(t, "keyFile", key_file);
+        co.tls_server_name = text(t, "serverName", server_name);
+        co.tls_insecure = t.Get("insecure").ToBoolean() ? 1 : 0;
+      }
+    }
+    polylimit_error err;
+    // No URL: the library reads POLYLIMIT_URL, else names memory:// in its error.
+    if (polylimit_client_open(url.empty() ? nullptr : url.c_str(), &co, &client_, &err) != POLYLIMIT_OK)
+      throw library_error(env, err);
+    if (polylimit_queue_new(&queue_, &err) != POLYLIMIT_OK) {
+      polylimit_client_close(client_);
+      client_ = nullptr;
+      throw library_error(env, err);
+    }
+    loop_ = nullptr;
+    napi_get_uv_event_loop(env, &loop_);
+    async_context_ = std::make_unique<Napi::AsyncContext>(env, "polylimit");
+    napi_add_env_cleanup_hook(env, &Client::Cleanup, this);
+  }
+
+  ~Client() override {
+    if (!cleaned_) {
+      napi_remove_env_cleanup_hook(Env(), &Client::Cleanup, this);
+      Cleanup(this);
+    }
+  }
+
+  polylimit_client* handle() const { return client_; }
+
+  // Submits with a fresh token; `submit` returns the library's status.
+  // `batch`: check_many's result arrays, kept until the completion.
+  template <typename Submit>
+  Napi::Value Start(Napi::Env env, Submit&& submit, std::unique_ptr<Batch> batch = nullptr) {
+    const uint64_t token = next_token_++;
+    if (queue_ == nullptr) throw closed_error(env);
+    polylimit_error err;
+    if (submit(queue_, token, &err) != POLYLIMIT_OK) throw library_error(env, err);
+    Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+    pending_.emplace(token, Call{deferred, std::move(batch)});
+    if (pending_.size() == 1) Watch();
+    return deferred.Promise();
+  }
+
+ private:
+  // While calls are pending: the fd is watched and this object is held, so
+  // that a client nobody references still settles its promises.
+  void Watch() {
+    if (poll_ == nullptr) {
+      poll_ = new uv_poll_t;
+      poll_->data = this;
+      uv_poll_init(loop_, poll_, polylimit_queue_fd(queue_));
+    }
+    uv_poll_start(poll_, UV_READABLE, &Client::OnReadable);
+    Ref();
+  }
+
+  void Unwatch() {
+    uv_poll_stop(poll_);
+    Unref();
+  }
+
+  // A libuv callback: nothing may propagate out of it. Node-API calls fail
+  // (node-addon-api throws) when the environment can no longer run JS, as
+  // while a worker terminates; its cleanup hook then releases everything.
+  static void OnReadable(uv_poll_t* handle, int status, int events) noexcept {
+    (void)status, (void)events;
+    Client* self = static_cast<Client*>(handle->data);
+    try {
+      self->Drain();
+    } catch (...) {
+      if (self->poll_ != nullptr) uv_poll_stop(self->poll_);
+    }
+  }
+
+  // Settles the promises of every waiting completion; microtasks run when the
+  // callback scope closes, as after any I/O callback.
+  void Drain() {
+    Napi::Env env = Env();
+    Napi::HandleScope scope(env);
+    Napi::CallbackScope callback_scope(env, *async_context_);
+    polylimit_completion batch[64];
+    size_t n;
+    do {
+      n = polylimit_queue_poll(queue_, batch, 64, 0);
+      for (size_t i = 0; i < n; ++i) {
+        const polylimit_completion& c = batch[i];
+        auto it = pending_.find(c.token);
+        if (it == pending_.end()) continue;
+        Call call = std::move(it->second);
+        pending_.erase(it);
+        if (call.batch) {
+          // Every key's decision or error, whatever the batch's status.
+          const Batch& b = *call.batch;
+          Napi::Array results = Napi::Array::New(env, b.out.size());
+          for (size_t k = 0; k < b.out.size(); ++k)
+            results.Set(static_cast<uint32_t>(k), b.statuses[k] == POLYLIMIT_OK
+                                                      ? Napi::Value(decision_object(env, b.out[k]))
+                                                      : library_error(env, b.errors[k]).Value());
+          call.deferred.Resolve(results);
+        } else if (c.status == POLYLIMIT_OK) {
+          call.deferred.Resolve(decision_object(env, c.decision));
+        } else {
+          call.deferred.Reject(library_error(env, c.error).Value());
+        }
+      }
+    } while (n == 64);
+    if (pending_.empty() && poll_ != nullptr && uv_is_active(reinterpret_cast<uv_handle_t*>(poll_))) Unwatch();
+  }
+
+  // close(): calls in flight complete with POLYLIMIT_ECLOSED through the
+  // queue, so their promises settle on the next turns of the loop.
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    if (client_ != nullptr) {
+      polylimit_client_close(client_);
+      client_ = nullptr;
+    }
+    return info.Env().Undefined();
+  }
+
+  // The client's counters, named as in polylimit_stats (snake_case).
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    polylimit_stats st = POLYLIMIT_STATS_INIT;
+    polylimit_error err;
+    if (client_ == nullptr) throw closed_error(env);
+    if (polylimit_client_stats(client_, &st, &err) != POLYLIMIT_OK) throw library_error(env, err);
+    Napi::Object o = Napi::Object::New(env);
+#define POLYLIMIT_NODE_STAT(name) o.Set(#name, Napi::Number::New(env, static_cast<double>(st.name)));
+    POLYLIMIT_STATS_COUNTERS(POLYLIMIT_NODE_STAT)
+#undef POLYLIMIT_NODE_STAT
+    return o;
+  }
+
+  // The counters in the Prometheus text format (polylimit_client_stats_prometheus).
+  Napi::Value Prometheus(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (client_ == nullptr) throw closed_error(env);
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    if (polylimit_client_stats_prometheus(client_, &text, &len, &err) != POLYLIMIT_OK) throw library_error(env, err);
+    Napi::String s = Napi::String::New(env, text, len);
+    polylimit_free(text);
+    return s;
+  }
+
+  // prometheusAll([NativeClient...]): one page for several named clients.
+  static Napi::Value PrometheusAll(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Array array = info[0].As<Napi::Array>();
+    std::vector<polylimit_client*> clients;
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      Client* c = Unwrap(array.Get(i).As<Napi::Object>());
+      if (c->client_ == nullptr) throw closed_error(env);
+      clients.push_back(c->client_);
+    }
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    if (polylimit_clients_stats_prometheus(clients.data(), clients.size(), &text, &len, &err) != POLYLIMIT_OK)
+      throw library_error(env, err);
+    Napi::String s = Napi::String::New(env, text, len);
+    polylimit_free(text);
+    return s;
+  }
+
+  Napi::Value Pending(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(pending_.size()));
+  }
+
+  // The environment ends (process exit, a worker stops) or the object is
+  // collected: close the client, release the handle, drop the queue.
+  static void Cleanup(void* arg) {
+    Client* self = static_cast<Client*>(arg);
+    if (self->cleaned_) return;
+    self->cleaned_ = true;
+    polylimit_client_close(self->client_);
+    self->client_ = nullptr;
+    if (self->poll_ != nullptr) {
+      uv_poll_stop(self->poll_);
+      uv_close(reinterpret_cast<uv_handle_t*>(self->poll_),
+               [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
+      self->poll_ = nullptr;
+    }
+    polylimit_queue_free(self->queue_);  // completions still in flight are dropped
+    self->queue_ = nullptr;
+    self->pending_.clear();
+  }
+
+  polylimit_client* client_ = nullptr;
+  polylimit_queue* queue_ = nullptr;
+  uv_loop_t* loop_ = nullptr;
+  uv_poll_t* poll_ = nullptr;
+  std::unique_ptr<Napi::AsyncContext> async_context_;
+  std::unordered_map<uint64_t, Call> pending_;
+  uint64_t next_token_ = 1;
+  bool cleaned_ = false;
+};
+
+class Limiter : public Napi::ObjectWrap<Limiter> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativeLimiter",
+                       {InstanceMethod("check", &Limiter::Check), InstanceMethod("peek", &Limiter::Peek),
+                        InstanceMethod("refund", &Limiter::Refund), InstanceMethod("reset", &Limiter::Reset),
+                        InstanceMethod("acquire", &Limiter::Acquire), InstanceMethod("checkAtMost", &Limiter::CheckAtMost),
+                        InstanceMethod("checkLimit", &Limiter::CheckLimit), InstanceMethod("checkMany", &Limiter::CheckMany),
+                        InstanceMethod("headers", &Limiter::Headers)});
+  }
+
+  // new NativeLimiter(client: NativeClient, spec: string, options: {...})
+  explicit Limiter(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Limiter>(info) {
+    Napi::Env env = info.Env();
+    client_ = Client::Unwrap(info[0].As<Napi::Object>());
+    client_ref_ = Napi::Persistent(info[0].As<Napi::Object>());  // the client outlives its limiters
+    std::string spec = info[1].As<Napi::String>().Utf8Value();
+    polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
+    std::string prefix;
+    if (info[2].IsObject()) {
+      Napi::Object o = info[2].As<Napi::Object>();
+      lo.algorithm = to_int(o, "algorithm");
+      if (o.Get("prefix").IsString()) {
+        prefix = o.Get("prefix").As<Napi::String>().Utf8Value();
+        lo.prefix = prefix.c_str();
+      }
+      lo.clock = to_int(o, "clock");
+      lo.deny_cache_size = to_int(o, "denyCacheSize");
+      lo.failure_policy = to_int(o, "failurePolicy");
+      lo.breaker_failures = to_int(o, "breakerFailures");
+      lo.breaker_cooldown_ms = to_int(o, "breakerCooldownMs");
+      lo.shadow = o.Get("shadow").ToBoolean() ? 1 : 0;
+      lo.block_ms = to_int64(o.Get("blockMs"));
+      lo.durable_replicas = to_int(o, "durableReplicas");
+      lo.durable_timeout_ms = to_int(o, "durableTimeoutMs");
+      lo.durable_aof = o.Get("durableAof").ToBoolean() ? 1 : 0;
+    }
+    if (client_->handle() == nullptr) throw closed_error(env);
+    polylimit_error err;
+    if (polylimit_limiter_new_spec(client_->handle(), spec.c_str(), &lo, &limiter_, &err) != POLYLIMIT_OK)
+      throw library_error(env, err);
+  }
+
+  // Allowed with calls in flight: they hold the core's limiter.
+  ~Limiter() override { polylimit_limiter_free(limiter_); }
+
+ private:
+  Napi::Value Check(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    const int64_t cost = to_int64(info[1]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_check(limiter_, key.data, key.size, cost, q, token, err);
+    });
+  }
+
+  Napi::Value Peek(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_peek(limiter_, key.data, key.size, q, token, err);
+    });
+  }
+
+  Napi::Value Refund(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    const int64_t units = to_int64(info[1]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_refund(limiter_, key.data, key.size, units, q, token, err);
+    });
+  }
+
+  Napi::Value Reset(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_reset(limiter_, key.data, key.size, q, token, err);
+    });
+  }
+
+  Napi::Value Acquire(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    const int64_t cost = to_int64(info[1]);
+    const int64_t timeout_ms = to_int64(info[2]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_acquire(limiter_, key.data, key.size, cost, timeout_ms, q, token, err);
+    });
+  }
+
+  Napi::Value CheckAtMost(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    const int64_t max_cost = to_int64(info[1]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_check_at_most(limiter_, key.data, key.size, max_cost, q, token, err);
+    });
+  }
+
+  Napi::Value CheckLimit(const Napi::CallbackInfo& info) {
+    Key key(info[0]);
+    const int64_t cost = to_int64(info[1]), limit = to_int64(info[2]), window_ms = to_int64(info[3]);
+    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+      return polylimit_limiter_submit_check_limit(limiter_, key.data, key.size, cost, limit, window_ms, q, token,
+                                                  err);
+    });
+  }
+
+  // checkMany(keys: Array, cost) -> Promise<Array<decision | Error>>
+  Napi::Value CheckMany(const Napi::CallbackInfo& info) {
+    Napi::Array array = info[0].As<Napi::Array>();
+    const int64_t cost = to_int64(info[1]);
+    const size_t n = array.Length();
+    std::vector<Key> keys;
+    keys.reserve(n);
+    std::vector<const void*> pointers(n);
+    std::vector<size_t> lengths(n);
+    for (size_t i = 0; i < n; ++i) {
+      keys.emplace_back(array.Get(static_cast<uint32_t>(i)));
+      pointers[i] = keys.back().data;
+      lengths[i] = keys.back().size;
+    }
+    auto batch = std::make_unique<Batch>(n);
+    Batch* b = batch.get();
+    return client_->Start(
+        info.Env(),
+        [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+          return polylimit_limiter_submit_check_many(limiter_, pointers.data(), lengths.data(), n, cost, b->out.data(),
+                                                     b->statuses.data(), b->errors.data(), q, token, err);
+        },
+        std::move(batch));
+  }
+
+  // headers(allowed, limit, remaining, retryAfterMs, resetAfterMs) -> "Name: value\n..."
+  Napi::Value Headers(const Napi::CallbackInfo& info) {
+    polylimit_decision d{};
+    d.allowed = info[0].ToBoolean() ? 1 : 0;
+    d.limit = to_int64(info[1]);
+    d.remaining = to_int64(info[2]);
+    d.retry_after_ms = to_int64(info[3]);
+    d.reset_after_ms = to_int64(info[4]);
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    if (polylimit_limiter_headers(limiter_, &d, &text, &len, &err) != POLYLIMIT_OK)
+      throw library_error(info.Env(), err);
+    Napi::String s = Napi::String::New(info.Env(), text, len);
+    polylimit_free(text);
+    return s;
+  }
+
+  Client* client_ = nullptr;
+  Napi::ObjectReference client_ref_;
+  polylimit_limiter* limiter_ = nullptr;
+};
+
+// Context-aware: one instance per environment, nothing shared between them.
+class Addon : public Napi::Addon<Addon> {
+ public:
+  Addon(Napi::Env env, Napi::Object exports) {
+    DefineAddon(exports, {InstanceValue("NativeClient", Client::Define(env)),
+                          InstanceValue("NativeLimiter", Limiter::Define(env)),
+                          InstanceValue("version", Napi::String::New(env, polylimit_version_string()))});
+  }
+};
+
+}  // namespace
+
+NODE_API_ADDON(Addon)

@@ -1,0 +1,333 @@
+'use strict';
+// The Node binding against a real redis-server: exact totals with many
+// promises in flight, errors as PolylimitError / TypeError, close() settling
+// everything, an idle client not holding the event loop, worker_threads.
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
+const path = require('node:path');
+const { Worker } = require('node:worker_threads');
+
+const polylimit = require('../../bindings/node');
+const { startRedis, uniquePrefix } = require('./redis');
+
+let server;
+before(async () => {
+  server = await startRedis();
+});
+after(async () => {
+  if (server) await server.stop();
+});
+
+test('1000 promises in flight admit exactly the limit', async () => {
+  const client = new polylimit.Client(server.url);
+  try {
+    const limiter = client.limiter('500/minute', { prefix: uniquePrefix('exact') });
+    const decisions = await Promise.all(Array.from({ length: 1000 }, () => limiter.check('user:1')));
+    assert.equal(decisions.filter((d) => d.allowed).length, 500);
+    for (const d of decisions) {
+      assert.ok(d instanceof polylimit.Decision);
+      assert.equal(d.limit, 500);
+      assert.equal(d.granted, d.allowed ? 1 : 0);
+      assert.equal(d.degraded, false);
+    }
+    const denied = decisions.find((d) => !d.allowed);
+    assert.ok(denied.retryAfterMs > 0);
+    const headers = denied.headers();
+    assert.equal(headers['RateLimit-Limit'], '500');
+    assert.equal(headers['RateLimit-Remaining'], '0');
+    assert.ok(Number(headers['Retry-After']) >= 1);
+    // Buffer and Uint8Array keys are the same bytes as the string.
+    const peek = await limiter.peek(Buffer.from('user:1'));
+    assert.equal(peek.remaining, 0);
+    assert.equal((await limiter.peek(new TextEncoder().encode('user:1'))).remaining, 0);
+  } finally {
+    client.close();
+  }
+});
+
+test('peek, refund, reset and acquire', async () => {
+  const client = new polylimit.Client(server.url);
+  try {
+    const limiter = client.limiter('3/minute', { prefix: uniquePrefix('ops'), algorithm: 'fixed_window' });
+    assert.equal((await limiter.check('k', 3)).remaining, 0);
+    assert.equal((await limiter.check('k')).allowed, false);
+    assert.equal((await limiter.refund('k', 2)).remaining, 2);
+    const acquired = await limiter.acquire('k', 2, 1000);
+    assert.equal(acquired.allowed, true);
+    assert.equal(acquired.granted, 2);
+    const waited = await limiter.acquire('k', 1, 50);  // would wait most of a minute
+    assert.equal(waited.allowed, false);
+    assert.equal(await limiter.reset('k'), undefined);
+    assert.equal((await limiter.peek('k')).remaining, 3);
+  } finally {
+    client.close();
+  }
+});
+
+test('checkMany, checkAtMost and checkLimit', async () => {
+  const client = new polylimit.Client(server.url);
+  try {
+    const limiter = client.limiter('2/minute', { prefix: uniquePrefix('batch') });
+    const results = await limiter.checkMany(['a', 'b', 'a', 'a', Buffer.from('b'), ''], 1);
+    assert.deepEqual(results.slice(0, 5).map((d) => d.allowed), [true, true, true, false, true]);
+    assert.ok(results[5] instanceof polylimit.InvalidArgumentError);
+    assert.match(results[5].message, /key is empty/);
+    assert.deepEqual(await limiter.checkMany([]), []);
+    assert.throws(() => limiter.checkMany('a'), TypeError);
+    assert.throws(() => limiter.checkMany(['a', 1]), TypeError);
+
+    const most = await limiter.checkAtMost('c', 5);
+    assert.equal(most.allowed, true);
+    assert.equal(most.granted, 2);
+    assert.equal((await limiter.checkAtMost('c', 5)).granted, 0);
+    const perCall = await limiter.checkLimit('c', 1, 3, 60000);  // a third unit under a limit of 3
+    assert.equal(perCall.allowed, true);
+    assert.equal(perCall.limit, 3);
+    assert.throws(() => limiter.checkLimit('c', 1, 0, 60000), polylimit.InvalidArgumentError);
+  } finally {
+    client.close();
+  }
+});
+
+test('every status has its error class; Symbol.asyncDispose closes', async () => {
+  const vocabulary = require('../../bindings/node/lib/vocabulary');
+  for (const s of vocabulary.statuses.filter((s) => s.value !== 0)) {
+    const cls = polylimit[`${s.name}Error`];
+    assert.equal(typeof cls, 'function', `${s.name}Error`);
+    const e = new cls('m', s.value);
+    assert.ok(e instanceof polylimit.PolylimitError);
+    assert.equal(e.code, s.code);
+    assert.equal(e.retryable, s.retryable);
+  }
+  const client = new polylimit.Client('memory://');
+  const limiter = client.limiter('1/s');
+  await client[Symbol.asyncDispose]();
+  assert.throws(() => limiter.check('k'), polylimit.ClosedError);
+});
+
+test('metrics: counters and the Prometheus text', async () => {
+  const a = new polylimit.Client(server.url, { name: 'sessions' });
+  const b = new polylimit.Client('memory://', { name: 'api' });
+  try {
+    const limiter = a.limiter('2/minute', { prefix: uniquePrefix('metrics') });
+    await Promise.all([limiter.check('k'), limiter.check('k'), limiter.check('k')]);
+    const stats = a.stats();
+    assert.equal(stats.checks, 3);
+    assert.equal(stats.admitted, 2);
+    assert.equal(stats.denied, 1);
+    assert.match(a.metrics(), /^polylimit_checks_total\{client="sessions"\} 3$/m);
+    const page = polylimit.prometheus(a, b);
+    assert.match(page, /^polylimit_denied_total\{client="sessions"\} 1$/m);
+    assert.match(page, /^polylimit_checks_total\{client="api"\} 0$/m);
+    assert.equal(page.match(/^# TYPE polylimit_checks_total /gm).length, 1);
+    assert.throws(() => polylimit.prometheus(a, new polylimit.Client('memory://')), polylimit.InvalidArgumentError);
+  } finally {
+    a.close();
+    b.close();
+  }
+  assert.throws(() => a.stats(), polylimit.ClosedError);
+});
+
+test('prom-client: the clients\' counters in a Registry', async () => {
+  const promClient = require('../../bindings/node/node_modules/prom-client');
+  const { registerPolylimit } = require('../../bindings/node/lib/prom-client');
+  const a = new polylimit.Client(server.url, { name: 'web' });
+  const b = new polylimit.Client('memory://', { name: 'jobs' });
+  try {
+    const limiter = a.limiter('1/minute', { prefix: uniquePrefix('prom') });
+    await limiter.check('k');
+    await limiter.check('k');
+    const registry = new promClient.Registry();
+    new promClient.Counter({ name: 'app_requests_total', help: 'The app\'s own.', registers: [registry] }).inc();
+    registerPolylimit(registry, a, b);
+    const text = await registry.metrics();
+    assert.match(text, /^app_requests_total 1$/m);
+    assert.match(text, /^# TYPE polylimit_checks_total counter$/m);
+    assert.match(text, /^polylimit_checks_total\{client="web"\} 2$/m);
+    assert.match(text, /^polylimit_denied_total\{client="web"\} 1$/m);
+    assert.match(text, /^polylimit_checks_total\{client="jobs"\} 0$/m);
+    assert.match(text, /^# TYPE polylimit_check_latency_seconds histogram$/m);
+    assert.match(text, /^polylimit_check_latency_seconds_bucket\{client="web",le="\+Inf"\} 2$/m);
+    assert.match(text, /^polylimit_check_latency_seconds_count\{client="web"\} 2$/m);
+    // Every scrape reads anew.
+    await limiter.check('k');
+    assert.match(await registry.metrics(), /^polylimit_checks_total\{client="web"\} 3$/m);
+    // OpenMetrics: prom-client names counters itself, once.
+    registry.setContentType(promClient.Registry.OPENMETRICS_CONTENT_TYPE);
+    const open = await registry.metrics();
+    assert.match(open, /^polylimit_checks_total\{client="web"\} 3$/m);
+    assert.doesNotMatch(open, /_total_total/);
+    assert.throws(() => registerPolylimit(new promClient.Registry(), a, new polylimit.Client('memory://')),
+      polylimit.InvalidArgumentError);  // two clients need distinct names
+    a.close();
+    registry.setContentType(promClient.Registry.PROMETHEUS_CONTENT_TYPE);
+    await assert.rejects(registry.metrics(), polylimit.ClosedError);
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
+test('bad input throws before any I/O', async () => {
+  const client = new polylimit.Client(server.url);
+  try {
+    const limiter = client.limiter('10/s', { prefix: uniquePrefix('bad') });
+    assert.throws(() => limiter.check(42), TypeError);
+    assert.throws(() => limiter.check({}), TypeError);
+    assert.throws(() => limiter.check('k', NaN), TypeError);
+    assert.throws(() => limiter.check('k', 1.5), TypeError);
+    assert.throws(() => limiter.check('k', '1'), TypeError);
+    assert.throws(() => limiter.check('k', -1), (e) => {
+      assert.ok(e instanceof polylimit.PolylimitError);
+      assert.ok(e instanceof polylimit.InvalidArgumentError);
+      assert.equal(e.code, 'EINVALID');
+      assert.equal(e.retryable, false);
+      assert.match(e.message, /cost = -1/);
+      return true;
+    });
+    assert.throws(() => limiter.check('k', 11), polylimit.InvalidArgumentError);
+    assert.throws(() => limiter.check(''), /key is empty/);
+    assert.throws(() => limiter.check(Buffer.alloc(1024 * 1024 + 1, 'a')), /at most 1048576/);
+    assert.throws(() => client.limiter('10/s', { algorithm: 'leaky' }), TypeError);
+    assert.throws(() => client.limiter('ten per second'), polylimit.InvalidArgumentError);
+    assert.throws(() => new polylimit.Client(42), TypeError);
+  } finally {
+    client.close();
+  }
+});
+
+test('no URL: POLYLIMIT_URL, else an error naming memory://', () => {
+  const saved = process.env.POLYLIMIT_URL;
+  try {
+    delete process.env.POLYLIMIT_URL;
+    assert.throws(() => new polylimit.Client(), (e) => e instanceof polylimit.InvalidArgumentError && /memory:\/\//.test(e.message));
+    process.env.POLYLIMIT_URL = 'memory://';
+    const client = new polylimit.Client();
+    client.close();
+  } finally {
+    if (saved === undefined) delete process.env.POLYLIMIT_URL;
+    else process.env.POLYLIMIT_URL = saved;
+  }
+});
+
+test('secrets never reach messages', async () => {
+  assert.throws(() => new polylimit.Client('redis://user:hunter2@127.0.0.1:notaport'), (e) => {
+    assert.ok(e instanceof polylimit.InvalidArgumentError);
+    assert.doesNotMatch(e.message, /hunter2/);
+    return true;
+  });
+  // Nothing listens on port 1: the connect fails, retryably, without the password.
+  const client = new polylimit.Client('redis://user:hunter2@127.0.0.1:1', { connectTimeoutMs: 200 });
+  try {
+    await assert.rejects(client.limiter('1/s').check('k'), (e) => {
+      assert.ok(e instanceof polylimit.UnavailableError, String(e));
+      assert.equal(e.retryable, true);
+      assert.doesNotMatch(e.message, /hunter2/);
+      return true;
+    });
+  } finally {
+    client.close();
+  }
+});
+
+test('close() settles every promise in flight, and later calls throw', async () => {
+  const client = new polylimit.Client(server.url, { commandTimeoutMs: 5000 });
+  const limiter = client.limiter('100/minute', { prefix: uniquePrefix('close') });
+  await limiter.check('warm');  // connected
+  server.pause();
+  let settled;
+  try {
+    const calls = [];
+    for (let i = 0; i < 1000; i++) calls.push(i % 2 ? limiter.check('k') : limiter.acquire('k', 1, 60000));
+    const started = Date.now();
+    client.close();
+    settled = await Promise.allSettled(calls);
+    assert.ok(Date.now() - started < 3000, `close took ${Date.now() - started} ms to settle`);
+  } finally {
+    server.resume();
+  }
+  assert.equal(settled.length, 1000);
+  for (const s of settled) {
+    assert.equal(s.status, 'rejected');
+    assert.ok(s.reason instanceof polylimit.ClosedError, String(s.reason));
+    assert.equal(s.reason.code, 'ECLOSED');
+  }
+  assert.throws(() => limiter.check('k'), polylimit.ClosedError);
+  assert.throws(() => client.limiter('1/s'), polylimit.ClosedError);
+  client.close();  // idempotent
+});
+
+test('an idle client does not keep the process alive', () => {
+  const script = `
+    const polylimit = require(${JSON.stringify(path.join(__dirname, '..', '..', 'bindings', 'node'))});
+    const client = new polylimit.Client(${JSON.stringify(server.url)});
+    client.limiter('5/s', { prefix: 'node-idle' }).check('k').then((d) => console.log(d.allowed));
+  `;
+  const out = execFileSync(process.execPath, ['-e', script], { timeout: 10000, encoding: 'utf8' });
+  assert.equal(out.trim(), 'true');
+});
+
+test('process.exit() with calls in flight neither hangs nor crashes', () => {
+  const script = `
+    const polylimit = require(${JSON.stringify(path.join(__dirname, '..', '..', 'bindings', 'node'))});
+    const client = new polylimit.Client(${JSON.stringify(server.url)});
+    const limiter = client.limiter('1000/minute', { prefix: 'node-exit-' + process.pid });
+    for (let i = 0; i < 500; i++) limiter.check('k').catch(() => {});
+    limiter.acquire('k', 1, 60000).catch(() => {});
+    process.exit(7);
+  `;
+  assert.throws(() => execFileSync(process.execPath, ['-e', script], { timeout: 10000, stdio: 'pipe' }), (e) => {
+    assert.equal(e.signal, null, 'killed by a signal');
+    assert.equal(e.status, 7);
+    return true;
+  });
+});
+
+test('a worker terminated with calls in flight', async () => {
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const polylimit = require(workerData.module);
+    const client = new polylimit.Client(workerData.url);
+    const limiter = client.limiter('1000/minute', { prefix: workerData.prefix });
+    for (let i = 0; i < 500; i++) limiter.check('k').catch(() => {});
+    parentPort.postMessage('submitted');
+  `;
+  const module = path.join(__dirname, '..', '..', 'bindings', 'node');
+  const w = new Worker(source, { eval: true, workerData: { module, url: server.url, prefix: uniquePrefix('terminate') } });
+  await new Promise((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  assert.equal(await w.terminate(), 1);
+  // The main thread's own client still works after the worker's cleanup.
+  const client = new polylimit.Client(server.url);
+  assert.equal((await client.limiter('1/s', { prefix: uniquePrefix('after') }).check('k')).allowed, true);
+  client.close();
+});
+
+test('worker_threads: a client per worker, exact totals', async () => {
+  const prefix = uniquePrefix('workers');
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const polylimit = require(workerData.module);
+    const client = new polylimit.Client(workerData.url);
+    const limiter = client.limiter('300/minute', { prefix: workerData.prefix });
+    Promise.all(Array.from({ length: 250 }, () => limiter.check('shared'))).then((ds) => {
+      client.close();
+      parentPort.postMessage(ds.filter((d) => d.allowed).length);
+    });
+  `;
+  const module = path.join(__dirname, '..', '..', 'bindings', 'node');
+  const counts = await Promise.all(
+    [0, 1, 2].map(
+      () =>
+        new Promise((resolve, reject) => {
+          const w = new Worker(source, { eval: true, workerData: { module, url: server.url, prefix } });
+          w.once('message', resolve);
+          w.once('error', reject);
+        }),
+    ),
+  );
+  assert.equal(counts.reduce((a, b) => a + b, 0), 300);
+});
