@@ -71,9 +71,9 @@ TOO_MANY_REQUESTS = "Too Many Requests\n"
 #: The body of a 503 answered because the limiter failed (on_error="unavailable").
 UNAVAILABLE = "Rate limiter unavailable\n"
 #: The body of a 400 answered because the request has no key (on_missing_key="reject").
-NO_KEY = "Bad Request: the request has no rate-limit key\n"
+NO_KEY = "no rate-limit key in the request\n"
 #: The body of a 401 answered because the request has no credential to key it by.
-NO_CREDENTIAL = "Unauthorized: the request has no credential to rate-limit it by\n"
+NO_CREDENTIAL = "no credential to rate-limit the request by\n"
 
 ON_ERROR = ("unavailable", "allow")
 #: What a limit does with a request whose key function finds no key; the
