@@ -66,9 +66,10 @@ func ExampleKeyByAPIKey() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	byKey := httplimit.WithKeyFunc(httplimit.KeyByAPIKey("X-API-Key"))
 	mux := http.NewServeMux()
-	mux.Handle("/api/", httplimit.New(perKey, httplimit.WithKeyFunc(httplimit.KeyByAPIKey("X-API-Key")))(http.NotFoundHandler()))
-	mux.Handle("/public/", httplimit.New(perKey, httplimit.WithKeyFunc(httplimit.KeyByAPIKey("X-API-Key")),
+	mux.Handle("/api/", httplimit.New(perKey, byKey)(http.NotFoundHandler()))
+	mux.Handle("/public/", httplimit.New(perKey, byKey,
 		httplimit.WithMissingKey(httplimit.MissingKeySkip))(http.NotFoundHandler()))
 	log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux))
 }

@@ -732,7 +732,8 @@ func TestMissingKeyNames(t *testing.T) {
 	if zero != httplimit.MissingKeyReject {
 		t.Errorf("the zero MissingKey is %v, want reject", zero)
 	}
-	if !errors.Is(httplimit.ErrNoCredential, httplimit.ErrNoKey) || errors.Is(httplimit.ErrNoKey, httplimit.ErrNoCredential) {
+	if !errors.Is(httplimit.ErrNoCredential, httplimit.ErrNoKey) ||
+		errors.Is(httplimit.ErrNoKey, httplimit.ErrNoCredential) {
 		t.Error("ErrNoCredential must be ErrNoKey, not the other way round")
 	}
 }

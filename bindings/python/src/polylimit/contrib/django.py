@@ -24,8 +24,8 @@ The settings are read once, when Django makes the middleware (see
 :func:`polylimit.contrib.http.policy_from_config` for every option). A
 denial answers ``429 Too Many Requests`` (text/plain) with the core's
 headers, a request without a key 400 (401 for a credential: ``"api_key"``,
-``"user"``) unless its rule says ``"on_missing_key": "skip"``; allowed responses get the same headers. The decision is in
-``request.polylimit``. The user key is ``request.user.pk`` of an
+``"user"``) unless its rule says ``"on_missing_key": "skip"``; allowed
+responses get the same headers. The decision is in ``request.polylimit``. The user key is ``request.user.pk`` of an
 authenticated user; the route key uses the URL pattern when the path
 resolves.
 
