@@ -133,7 +133,12 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options, const Tls
     if (last_errno == ETIMEDOUT)
       throw Error(ErrorCode::kTimeout, what + ": timed out after " + std::to_string(options.connect_timeout_ms) + " ms",
                   last_errno);
-    throw Error(ErrorCode::kUnavailable, what + ": " + std::strerror(last_errno), last_errno);
+    std::string hint;  // what a first-time user most often got wrong
+    if (last_errno == ECONNREFUSED)
+      hint = " (nothing listens there: is redis-server running, and are the host and port of the URL right?)";
+    else if (last_errno == ENOENT && ep.kind == Endpoint::Kind::kUnix)
+      hint = " (no such socket: check the path of the URL and the server's unixsocket setting)";
+    throw Error(ErrorCode::kUnavailable, what + ": " + std::strerror(last_errno) + hint, last_errno);
   }
   try {
     if (ep.kind == Endpoint::Kind::kTcp) {
@@ -172,15 +177,26 @@ void Connection::release() noexcept {
 
 void Connection::handshake(Deadline deadline, int budget_ms) {
   const char* what = "TLS handshake with";
-  for (;;) {
-    TlsSession::Want want = tls_->handshake(where_);
-    flush_tls(deadline, what, budget_ms);
-    if (want == TlsSession::Want::kNone) return;
-    if (want == TlsSession::Want::kRead) {
-      char raw[16 * 1024];
-      size_t n = recv_raw(raw, sizeof raw, deadline, what, budget_ms);
-      tls_->feed(raw, n);
+  try {
+    for (;;) {
+      TlsSession::Want want = tls_->handshake(where_);
+      flush_tls(deadline, what, budget_ms);
+      if (want == TlsSession::Want::kNone) return;
+      if (want == TlsSession::Want::kRead) {
+        char raw[16 * 1024];
+        size_t n = recv_raw(raw, sizeof raw, deadline, what, budget_ms);
+        tls_->feed(raw, n);
+      }
     }
+  } catch (const Error& e) {
+    // A plain Redis server reads the ClientHello as the start of a command
+    // and waits for the rest: the handshake times out with no byte back (or
+    // the connection closes). Say what most likely went wrong.
+    if (received_ || (e.code() != ErrorCode::kTimeout && e.code() != ErrorCode::kUnavailable)) throw;
+    throw Error(e.code(),
+                std::string(e.what()) + " (no TLS answer: if the server does not speak TLS, use redis:// instead of "
+                                        "rediss://)",
+                e.sys_errno());
   }
 }
 
@@ -272,11 +288,19 @@ size_t Connection::recv_raw(char* buf, size_t cap, Deadline deadline, const char
     if (!wait_for(fd_, POLLIN, deadline))
       fail(ErrorCode::kTimeout, what, "timed out after " + std::to_string(budget_ms) + " ms", ETIMEDOUT);
     ssize_t n = ::recv(fd_, buf, cap, 0);
-    if (n > 0) return static_cast<size_t>(n);
-    if (n == 0) fail(ErrorCode::kUnavailable, what, "the server closed the connection");
-    int e = errno;
+    if (n > 0) {
+      received_ = true;
+      return static_cast<size_t>(n);
+    }
+    int e = n == 0 ? 0 : errno;
     if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) continue;
-    fail(ErrorCode::kUnavailable, what, std::strerror(e), e);
+    // A TLS-only server drops a plain client at its first bytes, before any
+    // reply: say so (a plain connection that has had replies just broke).
+    const std::string hint =
+        !tls_ && !received_ ? " (before any reply: if the server speaks only TLS, use rediss:// instead of redis://)"
+                            : "";
+    if (n == 0) fail(ErrorCode::kUnavailable, what, "the server closed the connection" + hint);
+    fail(ErrorCode::kUnavailable, what, std::strerror(e) + hint, e);
   }
 }
 

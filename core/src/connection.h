@@ -158,6 +158,7 @@ class Connection final : public Link {
   int command_timeout_ms_;
   bool broken_ = false;
   bool sent_ = false;
+  bool received_ = false;  // a byte ever came from the server (error messages: is it the wrong protocol?)
   std::chrono::steady_clock::time_point last_used_;
 };
 

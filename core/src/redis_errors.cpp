@@ -14,13 +14,22 @@ bool starts_with(const std::string& s, const char* prefix) {
 
 void throw_reply_error(const std::string& reply, const std::string& what) {
   std::string msg = what + ": " + reply;
-  if (starts_with(reply, "NOAUTH") || starts_with(reply, "WRONGPASS") ||
-      reply.find("invalid password") != std::string::npos ||
-      reply.find("without any password configured") != std::string::npos ||
-      reply.find("invalid username-password") != std::string::npos ||
+  // Authentication: the reply alone does not say what to do, so the message
+  // leads with that (the reply follows; it never holds the password).
+  const char* auth_hint = nullptr;
+  if (starts_with(reply, "NOAUTH") ||
       // Redis caps the size of commands from unauthenticated clients.
       reply.find("Protocol error: unauthenticated") != std::string::npos)
-    throw Error(ErrorCode::kAuth, msg);
+    auth_hint =
+        "the server requires authentication: give a password (and user) in the URL, "
+        "redis://[user:]password@host:port";
+  else if (starts_with(reply, "WRONGPASS") || reply.find("invalid password") != std::string::npos ||
+           reply.find("invalid username-password") != std::string::npos)
+    auth_hint = "the server refused the user or password of the URL: check both";
+  else if (reply.find("without any password configured") != std::string::npos ||
+           reply.find("no password is set") != std::string::npos)
+    auth_hint = "the server has no password configured: remove the password from the URL (or set one on the server)";
+  if (auth_hint != nullptr) throw Error(ErrorCode::kAuth, what + ": " + auth_hint + " (the server said: " + reply + ")");
   // An ACL denial: of the command itself (NOPERM), or of a command or key
   // that a script used (Redis reports those as ERR ... script: ...).
   if (starts_with(reply, "NOPERM") || reply.find("The user executing the script can't") != std::string::npos ||

@@ -258,7 +258,10 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
                                   "sentinel_password): " + failures);
   if (answered > 0 && unknown == answered)
     throw Error(ErrorCode::kInvalidArgument,
-                "redis+sentinel://: no sentinel knows a master named \"" + name + "\" (" + failures + ")");
+                "redis+sentinel://: no sentinel knows a master named \"" + name +
+                    "\": check the name at the end of the URL (redis+sentinel://hosts/<name>, as in the "
+                    "sentinels' \"sentinel monitor\" line) (" +
+                    failures + ")");
   if (answered > 0 && not_sentinel == answered)
     throw Error(ErrorCode::kInvalidArgument, "redis+sentinel://: the hosts are not sentinels (" + failures + ")");
   throw Error(ErrorCode::kUnavailable,

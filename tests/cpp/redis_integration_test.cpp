@@ -12,6 +12,7 @@
 
 #include "memory_backend.h"
 #include "redis_backend.h"
+#include "redis_errors.h"
 #include "error_code.h"
 #include "redis_server.h"
 #include "polylimit/errors.h"
@@ -216,6 +217,9 @@ TEST(Redis, RefusedConnection) {
   std::string msg;
   EXPECT_EQ(code_of([&] { l.check("k"); }, &msg), ErrorCode::kUnavailable);
   EXPECT_NE(msg.find("refused"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(nothing listens there: is redis-server running, and are the host and port of the URL right?)"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(Redis, PasswordAndAclUser) {
@@ -242,6 +246,49 @@ TEST(Redis, PasswordAndAclUser) {
   lo.prefix = "other";
   Limiter denied(Client::open("redis://app:apppw@" + base, co), lo);
   EXPECT_EQ(code_of([&] { denied.check("k"); }, &msg), ErrorCode::kPermission) << msg;
+}
+
+// Authentication failures say what to do, whichever reply the server sent,
+// and never repeat the password.
+TEST(Redis, AuthenticationMessagesSayWhatToDo) {
+  pltest::RedisServer own({"--requirepass", "hunter2"});
+  std::string base = "127.0.0.1:" + std::to_string(own.port());
+  const std::string needs = "the server requires authentication: give a password (and user) in the URL";
+  std::string msg;
+  EXPECT_EQ(code_of([&] { make("redis://" + base, 5, 1000).check("k"); }, &msg), ErrorCode::kAuth) << msg;
+  // The script call is long: Redis answers it with a protocol error, not
+  // NOAUTH (the reply this message was first reported with).
+  EXPECT_EQ(msg.rfind("script ", 0), 0u) << msg;
+  EXPECT_NE(msg.find(needs), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(the server said: ERR Protocol error: unauthenticated"), std::string::npos) << msg;
+
+  // A short command gets NOAUTH: the same message.
+  timeval tv{2, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", own.port(), tv);
+  ASSERT_TRUE(c && !c->err);
+  redisReply* r = static_cast<redisReply*>(redisCommand(c, "GET x"));
+  ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
+  const std::string reply(r->str, r->len);
+  freeReplyObject(r);
+  redisFree(c);
+  ASSERT_EQ(reply.rfind("NOAUTH", 0), 0u) << reply;
+  EXPECT_EQ(code_of([&] { polylimit::throw_reply_error(reply, "GET"); }, &msg), ErrorCode::kAuth);
+  EXPECT_EQ(msg, "GET: " + needs + ", redis://[user:]password@host:port (the server said: " + reply + ")");
+
+  EXPECT_EQ(code_of([&] { make("redis://:wrong@" + base, 5, 1000).check("k"); }, &msg), ErrorCode::kAuth) << msg;
+  EXPECT_NE(msg.find("the server refused the user or password of the URL: check both"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("wrong"), std::string::npos) << msg;
+  EXPECT_EQ(code_of([&] { make("redis://nobody:hunter2@" + base, 5, 1000).check("k"); }, &msg), ErrorCode::kAuth);
+  EXPECT_NE(msg.find("refused the user or password"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
+
+  // A password for a server that has none.
+  EXPECT_EQ(code_of([&] { make("redis://:hunter2@127.0.0.1:" + std::to_string(server().port()), 5, 1000).check("k"); },
+                    &msg),
+            ErrorCode::kAuth);
+  EXPECT_NE(msg.find("the server has no password configured: remove the password from the URL"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
 }
 
 TEST(Redis, SelectsDatabase) {

@@ -208,7 +208,9 @@ TEST_F(SharedSentinels, WrongMasterName) {
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("no sentinel knows a master named \"nosuchmaster\""), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("no sentinel knows a master named \"nosuchmaster\": check the name at the "
+                                         "end of the URL (redis+sentinel://hosts/<name>"),
+              std::string::npos)
         << e.what();
   }
   // The right name works on the same sentinels.

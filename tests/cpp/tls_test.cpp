@@ -442,6 +442,8 @@ TEST(Tls, PlainPortOrSilentPortFailsWithinTheDeadline) {
   ErrorCode code = check_error("rediss://127.0.0.1:" + std::to_string(plain.port()), o, &message);
   EXPECT_TRUE(code == ErrorCode::kUnavailable || code == ErrorCode::kTimeout) << message;
   EXPECT_TRUE(contains(message, "TLS handshake with 127.0.0.1:" + std::to_string(plain.port()))) << message;
+  // ... and says what to do.
+  EXPECT_TRUE(contains(message, "if the server does not speak TLS, use redis:// instead of rediss://")) << message;
   EXPECT_LT(ms_since(t0), 300 + 1000) << message;
   // The plain server is unharmed.
   EXPECT_EQ(plain.command({"PING"}), "PONG");
@@ -456,6 +458,20 @@ TEST(Tls, PlainPortOrSilentPortFailsWithinTheDeadline) {
       << message;
   EXPECT_GE(took, 280);
   EXPECT_LT(took, 300 + 1000);  // the deadline, not a multiple of it (the margin is for loaded machines)
+}
+
+// redis:// to a port that speaks only TLS: the server drops the connection
+// at the first command, and the message names the fix.
+TEST(Tls, PlainUrlToATlsPortSaysUseRediss) {
+  TlsServer s(certs().server, certs().server_key);
+  ClientOptions o;
+  o.pool.connect_timeout_ms = 2000;
+  o.pool.command_timeout_ms = 2000;
+  std::string message;
+  ErrorCode code = check_error("redis://127.0.0.1:" + std::to_string(s.tls_port), o, &message);
+  EXPECT_EQ(code, ErrorCode::kUnavailable) << message;
+  EXPECT_TRUE(contains(message, "127.0.0.1:" + std::to_string(s.tls_port))) << message;
+  EXPECT_TRUE(contains(message, "if the server speaks only TLS, use rediss:// instead of redis://")) << message;
 }
 
 TEST(Tls, CommandDeadlineCoversTheTlsReply) {

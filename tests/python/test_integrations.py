@@ -27,7 +27,7 @@ def _free_port():
 
 def _command(kind, port):
     host = "127.0.0.1"
-    if kind == "fastapi":
+    if kind in ("fastapi", "asgi"):
         # --no-proxy-headers: uvicorn would otherwise rewrite the client
         # address from X-Forwarded-For itself (it trusts 127.0.0.1).
         return [sys.executable, "-m", "uvicorn", "app:app", "--host", host, "--port", str(port), "--no-proxy-headers",
@@ -40,14 +40,18 @@ def _command(kind, port):
 
 
 class Server:
-    def __init__(self, kind, redis_url, prefix, trusted=""):
+    """One app served in a process of its own: examples/python-<kind>, or
+    the app in `app_dir` (served the way `kind`'s are)."""
+
+    def __init__(self, kind, redis_url, prefix, trusted="", app_dir=None):
         self.kind = kind
         self.port = _free_port()
         self.base = "http://127.0.0.1:%d" % self.port
         env = dict(os.environ, POLYLIMIT_URL=redis_url, EXAMPLE_PREFIX=prefix, EXAMPLE_TRUSTED_PROXIES=trusted,
                    PYTHONUNBUFFERED="1")
         self.log = open(os.path.join(_logdir(), "%s-%d.log" % (kind, self.port)), "w+")
-        self.proc = subprocess.Popen(_command(kind, self.port), cwd=os.path.join(EXAMPLES, "python-" + kind),
+        cwd = app_dir or os.path.join(EXAMPLES, "python-" + kind)
+        self.proc = subprocess.Popen(_command(kind, self.port), cwd=cwd,
                                      env=env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait(self):
@@ -230,9 +234,10 @@ def test_fastapi_dependency_per_api_key(redis_server, servers):
     expect_rate_headers(h, 5, 60, 0, denied=True)
     status, h, _ = request(app_server.base + "/search", headers={"X-API-Key": key_b})
     assert status == 200 and h["RateLimit-Remaining"] == "4"
-    # No key: the key function returns None, so the limit does not apply.
-    status, h, _ = request(app_server.base + "/search")
-    assert status == 200 and "RateLimit-Limit" not in h
+    # No key: refused, not let through unlimited (an API key is a credential).
+    status, h, body = request(app_server.base + "/search")
+    assert status == 401 and "RateLimit-Limit" not in h, (status, body)
+    assert body == b'{"detail":"no credential to rate-limit the request by"}'
     # The API key itself is not in Redis: only its digest.
     stored = redis_server.command("KEYS", "*")
     assert stored and not [k for k in stored if key_a.encode() in k]

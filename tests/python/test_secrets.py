@@ -150,12 +150,25 @@ def test_wrong_passwords(secured, redis_server):
                 "redis://nosuchuser:%s@%s" % (MARKER, base), "redis://:%s%%40x@%s" % (MARKER, base)):
         e = exercise(url)
         assert isinstance(e, polylimit.AuthError), (url, e)
+        assert "the server refused the user or password of the URL: check both" in str(e), e
     # An ACL user with another password, and a password for a server without one.
     redis_server.command("ACL", "SETUSER", "alice", "on", ">right-password", "~*", "+@all")
     e = exercise("redis://alice:%s@127.0.0.1:%d" % (MARKER, redis_server.port))
     assert isinstance(e, polylimit.AuthError), e
     e = exercise("redis://:%s@127.0.0.1:%d" % (MARKER, redis_server.port))
     assert isinstance(e, polylimit.AuthError), e
+    assert "the server has no password configured: remove the password from the URL" in str(e), e
+
+
+def test_no_password_for_a_server_that_requires_one(secured):
+    """What a first-time user sees (issue: a bare protocol error): the fix
+    first, the server's own reply after it."""
+    with polylimit.Client("redis://127.0.0.1:%d" % secured.port, connect_timeout=1) as client:
+        with pytest.raises(polylimit.AuthError) as info:
+            client.limiter("5/minute").check("k")
+    text = str(info.value)
+    assert "the server requires authentication: give a password (and user) in the URL" in text, text
+    assert "(the server said: " in text, text
 
 
 def test_server_echoing_auth_arguments():

@@ -91,6 +91,65 @@ def parse_blocks(path):
     return blocks
 
 
+# --- links ---------------------------------------------------------------------
+
+LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
+CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def prose_lines(path):
+    """(line number, text) of the lines outside fenced code blocks."""
+    out, fence = [], None
+    for n, line in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
+        m = FENCE.match(line)
+        if fence is None and m:
+            fence = m.group("fence")
+        elif fence is not None and re.fullmatch(re.escape(fence[0]) + "{%d,}" % len(fence), line.strip()):
+            fence = None
+        elif fence is None:
+            out.append((n, line))
+    return out
+
+
+def anchors_of(path):
+    """The anchors of a markdown file: GitHub's heading slugs and <a id="...">."""
+    found = set()
+    for _, line in prose_lines(path):
+        h = re.match(r"^#+\s+(.*?)\s*$", line)
+        if h:
+            slug = re.sub(r"[^\w\- ]", "", h.group(1).lower()).replace(" ", "-")
+            found.add(slug)
+        found.update(re.findall(r'<a id="([^"]+)"', line))
+    return found
+
+
+def check_links(readme):
+    """The README links its files: every relative link resolves (a file or
+    folder of the repository, and a #anchor in a markdown file exists), and
+    no repository path is left as a `code span` in the prose without a link
+    on the same line (a code span next to its own link is fine)."""
+    base = os.path.dirname(os.path.abspath(readme))
+    errors = []
+    for n, line in prose_lines(readme):
+        for m in LINK.finditer(line):
+            target = m.group("target")
+            if re.match(r"^[a-z]+:", target):
+                continue  # an absolute URL
+            path, _, anchor = target.partition("#")
+            full = os.path.normpath(os.path.join(base, path)) if path else os.path.abspath(readme)
+            if not os.path.exists(full):
+                errors.append("line %d: %s does not exist" % (n, target))
+            elif anchor and full.endswith(".md") and anchor not in anchors_of(full):
+                errors.append("line %d: %s has no anchor #%s" % (n, path or "README.md", anchor))
+        linked = {m.group("target").partition("#")[0].rstrip("/") for m in LINK.finditer(line)}
+        for span in CODE_SPAN.findall(LINK.sub("", line)):
+            word = span.split()[0] if span.split() else ""
+            if "/" in word and not word.startswith(("/", "-")) and "://" not in word and \
+                    os.path.exists(os.path.join(base, word)) and word.rstrip("/") not in linked:
+                errors.append("line %d: `%s` is a path: make it a relative link" % (n, span))
+    return errors
+
+
 # --- comment removal and line normalisation for fragment matching ----------
 
 def strip_c_comments(text):
@@ -315,6 +374,8 @@ def main():
             failed += 1
             print("FAIL  " + what + (": " + detail if detail else ""))
 
+    errors = check_links(args.readme)
+    report(not errors, "README.md links: relative, and every one resolves", "; ".join(errors))
     blocks = parse_blocks(args.readme)
     print("%s: %d fenced code blocks" % (os.path.relpath(args.readme, ROOT), len(blocks)))
     work_root = tempfile.mkdtemp(prefix="polylimit-readme-")

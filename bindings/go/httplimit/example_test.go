@@ -53,3 +53,23 @@ func ExampleKeyByHeader() {
 	limit := httplimit.New(perKey, httplimit.WithKeyFunc(httplimit.KeyByHeader("X-API-Key", httplimit.KeyByIP())))
 	log.Fatal(http.ListenAndServe("127.0.0.1:8080", limit(http.NotFoundHandler())))
 }
+
+// Keyed by API key; a request without one is refused with 401 Unauthorized
+// (ErrNoCredential). The public endpoint lets keyless requests through
+// unlimited, asked for by name.
+func ExampleKeyByAPIKey() {
+	client, err := polylimit.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	perKey, err := client.Limiter("1000/hour", polylimit.WithPrefix("api"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	byKey := httplimit.WithKeyFunc(httplimit.KeyByAPIKey("X-API-Key"))
+	mux := http.NewServeMux()
+	mux.Handle("/api/", httplimit.New(perKey, byKey)(http.NotFoundHandler()))
+	mux.Handle("/public/", httplimit.New(perKey, byKey,
+		httplimit.WithMissingKey(httplimit.MissingKeySkip))(http.NotFoundHandler()))
+	log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux))
+}

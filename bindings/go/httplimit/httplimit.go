@@ -31,8 +31,13 @@
 //     policies, polylimit.WithFailurePolicy, answer with a decision instead:
 //     FailOpen admits, FailClosed denies, FailLocal decides in process),
 //     503 when the request's context ends before the decision (its
-//     deadline, or WithTimeout's), and 400 Bad Request when the key function
-//     finds no key (ErrNoKey). Errors never panic.
+//     deadline, or WithTimeout's), and, when the key function finds no key,
+//     400 Bad Request (ErrNoKey) or 401 Unauthorized (ErrNoCredential).
+//     Errors never panic.
+//   - No key, with WithMissingKey(MissingKeySkip): the handler, untouched. A
+//     request without a key is never let through unlimited unless asked for
+//     by name (docs/integrations/README.md, "Missing keys": the rule every
+//     language's integrations share).
 //
 // A context that ends abandons the check in the background (see
 // polylimit.Limiter): that check may still have consumed a unit.
@@ -46,6 +51,7 @@ import (
 	"net/netip"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +68,7 @@ type route struct {
 
 type config struct {
 	key     KeyFunc
+	missing MissingKey
 	trusted []netip.Prefix
 	routes  []route // longest pattern first
 	exempt  []string
@@ -74,6 +81,36 @@ type config struct {
 // WithKeyFunc sets how a request's key is found (default: KeyByIP with the
 // trusted proxies of WithTrustedProxies). See KeyByIP and KeyByHeader.
 func WithKeyFunc(f KeyFunc) Option { return func(c *config) { c.key = f } }
+
+// MissingKey says what a request gets when the key function finds no key
+// (it returns an error that is ErrNoKey). The names are those of every
+// language's integrations (reject, skip).
+type MissingKey int
+
+const (
+	// MissingKeyReject, the default, answers through the error handler:
+	// 400 Bad Request, or 401 Unauthorized for ErrNoCredential.
+	MissingKeyReject MissingKey = iota
+	// MissingKeySkip serves the request without a check or headers.
+	MissingKeySkip
+)
+
+// String is the shared name: "reject" or "skip".
+func (m MissingKey) String() string {
+	switch m {
+	case MissingKeyReject:
+		return "reject"
+	case MissingKeySkip:
+		return "skip"
+	}
+	return "MissingKey(" + strconv.Itoa(int(m)) + ")"
+}
+
+// WithMissingKey sets what a request without a key gets, for every limit of
+// this middleware (they share its key function; use a second middleware for
+// a limit with another rule). The default is MissingKeyReject: only
+// MissingKeySkip lets such requests through unlimited.
+func WithMissingKey(m MissingKey) Option { return func(c *config) { c.missing = m } }
 
 // WithTrustedProxies names the proxies whose X-Forwarded-For the default
 // key function believes (ParseTrustedProxies reads them from strings). Only
@@ -127,12 +164,14 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 	return func(c *config) { c.onError = f }
 }
 
-// DefaultErrorHandler answers 400 Bad Request for ErrNoKey and 503 Service
-// Unavailable for everything else (a failing limiter, a context that ended
-// before the decision), with a short text body that does not reveal the
-// error.
+// DefaultErrorHandler answers 401 Unauthorized for ErrNoCredential, 400 Bad
+// Request for ErrNoKey and 503 Service Unavailable for everything else (a
+// failing limiter, a context that ended before the decision), with a short
+// text body that does not reveal the error.
 func DefaultErrorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, ErrNoCredential):
+		http.Error(w, "no credential to rate-limit the request by", http.StatusUnauthorized)
 	case errors.Is(err, ErrNoKey):
 		http.Error(w, "no rate-limit key in the request", http.StatusBadRequest)
 	case errors.Is(err, context.DeadlineExceeded):
@@ -234,6 +273,10 @@ func (c *config) serve(def *polylimit.Limiter, next http.Handler, w http.Respons
 	}
 	key, err := c.key(r)
 	if err != nil {
+		if c.missing == MissingKeySkip && errors.Is(err, ErrNoKey) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		c.onError(w, r, err)
 		return
 	}

@@ -633,3 +633,107 @@ func TestCustomHandlers(t *testing.T) {
 		t.Errorf("handler ran %d times, want 4", n)
 	}
 }
+
+// missingKeyServer serves h behind a 2-per-minute limit keyed by key, with
+// opts, and returns its URL.
+func missingKeyServer(t *testing.T, key httplimit.KeyFunc, h http.Handler, opts ...httplimit.Option) string {
+	t.Helper()
+	c := openClient(t, shared.URL)
+	l := limiterFor(t, c, 2, time.Minute)
+	return serve(t, httplimit.New(l, append([]httplimit.Option{httplimit.WithKeyFunc(key)}, opts...)...)(h)).URL
+}
+
+// The rule every language shares (docs/integrations/README.md): by default a
+// request without a key is refused, 401 for a missing credential and 400
+// otherwise, without reaching the handler or counting; with the same key it
+// is limited as usual.
+func TestMissingKeyRejectedByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		key    httplimit.KeyFunc
+		header string
+		status int
+		body   string
+	}{
+		{"api key", httplimit.KeyByAPIKey("X-API-Key"), "X-API-Key", http.StatusUnauthorized,
+			"no credential to rate-limit the request by\n"},
+		{"header", httplimit.KeyByHeader("X-Tenant", nil), "X-Tenant", http.StatusBadRequest,
+			"no rate-limit key in the request\n"},
+		{"own credential", func(r *http.Request) (string, error) {
+			if tok := r.Header.Get("X-Token"); tok != "" {
+				return "token:" + tok, nil
+			}
+			return "", fmt.Errorf("%w: no X-Token", httplimit.ErrNoCredential)
+		}, "X-Token", http.StatusUnauthorized, "no credential to rate-limit the request by\n"},
+		{"own key", func(r *http.Request) (string, error) {
+			return "", httplimit.ErrNoKey
+		}, "", http.StatusBadRequest, "no rate-limit key in the request\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &counting{}
+			url := missingKeyServer(t, tc.key, h)
+			for i := 0; i < 3; i++ { // more than the limit: refused every time, never a 429
+				r := get(t, url, "/")
+				expectStatus(t, r, tc.status)
+				if r.body != tc.body {
+					t.Errorf("body %q, want %q", r.body, tc.body)
+				}
+				expect(t, r, "RateLimit-Limit", "")
+				expect(t, r, "Retry-After", "")
+			}
+			if n := h.n.Load(); n != 0 {
+				t.Errorf("the handler ran %d times for requests without a key", n)
+			}
+			if tc.header != "" {
+				for i, want := range []int{200, 200, 429} {
+					if r := get(t, url, "/", tc.header, "v1"); r.status != want {
+						t.Errorf("request %d with %s: status %d, want %d", i+1, tc.header, r.status, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// WithMissingKey(MissingKeySkip): requests without a key reach the handler
+// unlimited and without headers; requests with one are still limited.
+func TestMissingKeySkip(t *testing.T) {
+	for n, key := range []httplimit.KeyFunc{httplimit.KeyByAPIKey("X-API-Key"), httplimit.KeyByHeader("X-API-Key", nil)} {
+		h := &counting{}
+		url := missingKeyServer(t, key, h, httplimit.WithMissingKey(httplimit.MissingKeySkip))
+		for i := 0; i < 5; i++ {
+			r := get(t, url, "/")
+			expectStatus(t, r, 200)
+			expect(t, r, "RateLimit-Limit", "")
+		}
+		if n := h.n.Load(); n != 5 {
+			t.Errorf("the handler ran %d times, want 5", n)
+		}
+		for i, want := range []int{200, 200, 429} {
+			if r := get(t, url, "/", "X-API-Key", "k"+strconv.Itoa(n)); r.status != want {
+				t.Errorf("request %d with a key: status %d, want %d", i+1, r.status, want)
+			}
+		}
+	}
+	// Only a missing key is skipped: a failing limiter still answers 503.
+	c := openClient(t, shared.URL)
+	l := limiterFor(t, c, 2, time.Minute)
+	l.Close()
+	url := serve(t, httplimit.New(l, httplimit.WithKeyFunc(httplimit.KeyByAPIKey("X-API-Key")),
+		httplimit.WithMissingKey(httplimit.MissingKeySkip))(&counting{})).URL
+	expectStatus(t, get(t, url, "/", "X-API-Key", "k"), http.StatusServiceUnavailable)
+}
+
+func TestMissingKeyNames(t *testing.T) {
+	if httplimit.MissingKeyReject.String() != "reject" || httplimit.MissingKeySkip.String() != "skip" {
+		t.Errorf("names %q, %q; want reject, skip", httplimit.MissingKeyReject, httplimit.MissingKeySkip)
+	}
+	var zero httplimit.MissingKey // what New uses when WithMissingKey is not given
+	if zero != httplimit.MissingKeyReject {
+		t.Errorf("the zero MissingKey is %v, want reject", zero)
+	}
+	if !errors.Is(httplimit.ErrNoCredential, httplimit.ErrNoKey) ||
+		errors.Is(httplimit.ErrNoKey, httplimit.ErrNoCredential) {
+		t.Error("ErrNoCredential must be ErrNoKey, not the other way round")
+	}
+}

@@ -13,14 +13,32 @@ import (
 
 // KeyFunc returns the rate-limit key of a request: requests with the same
 // key share one limit. Returning an error answers the request through the
-// error handler (ErrNoKey: 400 Bad Request by default) without consulting
-// the limiter.
+// error handler without consulting the limiter. An error that is ErrNoKey
+// (errors.Is) means the request has no key: 400 Bad Request by default, or
+// 401 Unauthorized when it is ErrNoCredential; WithMissingKey(MissingKeySkip)
+// lets such requests through unlimited instead.
 type KeyFunc func(r *http.Request) (string, error)
 
 // ErrNoKey is the error of a KeyFunc that finds no key in a request, e.g. a
-// missing API-key header. The default error handler answers it with 400 Bad
+// missing tenant header. The default error handler answers it with 400 Bad
 // Request.
 var ErrNoKey = errors.New("httplimit: the request has no rate-limit key")
+
+// ErrNoCredential is the error of a KeyFunc whose key is a credential (an
+// API key, a token, a user id) and that finds none: the default error
+// handler answers it with 401 Unauthorized. It is also ErrNoKey (errors.Is),
+// so WithMissingKey applies to it. KeyByAPIKey returns it; a KeyFunc of your
+// own wraps it: fmt.Errorf("%w: no bearer token", httplimit.ErrNoCredential).
+var ErrNoCredential error = noCredential{}
+
+type noCredential struct{}
+
+func (noCredential) Error() string {
+	return "httplimit: the request has no credential to rate-limit it by"
+}
+
+// Is makes a missing credential a missing key too.
+func (noCredential) Is(target error) bool { return target == ErrNoKey }
 
 // KeyByIP keys requests by client IP address: "ip:" followed by the address
 // (IPv4 dotted, IPv6 in its canonical form, an IPv4-mapped IPv6 address as
@@ -145,7 +163,26 @@ func KeyByHeader(name string, fallback KeyFunc) KeyFunc {
 			}
 			return "", fmt.Errorf("%w: header %s is missing", ErrNoKey, http.CanonicalHeaderKey(name))
 		}
-		sum := sha256.Sum256([]byte(v))
-		return "key:" + hex.EncodeToString(sum[:16]), nil
+		return hashedKey(v), nil
 	}
+}
+
+// KeyByAPIKey keys requests by an API key in a header, as KeyByHeader does
+// ("key:" and 32 hex digits of its SHA-256), and treats the key as a
+// credential: a request without the header (or with an empty one) is
+// ErrNoCredential, 401 Unauthorized by default.
+func KeyByAPIKey(header string) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		v := r.Header.Get(header)
+		if v == "" {
+			return "", fmt.Errorf("%w: header %s is missing", ErrNoCredential, http.CanonicalHeaderKey(header))
+		}
+		return hashedKey(v), nil
+	}
+}
+
+// hashedKey keeps a secret out of Redis key names.
+func hashedKey(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return "key:" + hex.EncodeToString(sum[:16])
 }

@@ -17,7 +17,9 @@ Pure ASGI: nothing here imports a framework. ::
     # or: app = RateLimitMiddleware(app, policy)
 
 Denied requests get ``429 Too Many Requests`` (text/plain) with the core's
-headers; allowed ones get the same headers on their response. The decision
+headers; allowed ones get the same headers on their response. A request
+without a key gets 400 (401 for a credential such as ``api_key()``) unless
+its limit says ``on_missing_key="skip"``. The decision
 is in ``request.state.polylimit`` (``scope["state"]["polylimit"]``). The
 user key (:func:`polylimit.contrib.http.user`) reads ``scope["user"]`` as
 Starlette's ``AuthenticationMiddleware`` sets it (``identity`` or
@@ -68,7 +70,7 @@ def _encode(headers: List[Tuple[str, str]]) -> List[Tuple[bytes, bytes]]:
 
 
 async def send_outcome(outcome: Outcome, send: Send) -> None:
-    """Sends the 429/503 of an outcome as the whole response."""
+    """Sends the 429/503/400/401 of an outcome as the whole response."""
     body = outcome.body.encode("utf-8")
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": outcome.status, "headers": headers + _encode(outcome.headers)})

@@ -12,7 +12,7 @@
         "DEFAULT": "100/minute",                  # every request, per client IP
         "ROUTES": {
             "/login": {"rate": "5/minute", "methods": ["POST"]},
-            "/api/*": {"rate": "1000/hour", "key": "api_key", "on_failure": "local"},
+            "/api/*": {"rate": "1000/hour", "key": "api_key", "on_failure": "local"},  # no key: 401
         },
         "EXEMPT": ["/health"],
         "TRUSTED_PROXIES": ["10.0.0.0/8"],
@@ -23,8 +23,9 @@
 The settings are read once, when Django makes the middleware (see
 :func:`polylimit.contrib.http.policy_from_config` for every option). A
 denial answers ``429 Too Many Requests`` (text/plain) with the core's
-headers; allowed responses get the same headers. The decision is in
-``request.polylimit``. The user key is ``request.user.pk`` of an
+headers, a request without a key 400 (401 for a credential: ``"api_key"``,
+``"user"``) unless its rule says ``"on_missing_key": "skip"``; allowed
+responses get the same headers. The decision is in ``request.polylimit``. The user key is ``request.user.pk`` of an
 authenticated user; the route key uses the URL pattern when the path
 resolves.
 

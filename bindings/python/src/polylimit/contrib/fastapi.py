@@ -14,7 +14,9 @@
     def items(decision=Depends(RateLimit(per_ip))) -> dict: ...
 
 A denial raises ``HTTPException(429)`` carrying the core's headers (FastAPI
-answers ``{"detail": "Too Many Requests"}``); an allowed request gets the
+answers ``{"detail": "Too Many Requests"}``); a request without a key
+``HTTPException(401)`` (the key above is a credential; 400 for other keys)
+unless ``on_missing_key="skip"``; an allowed request gets the
 same headers on its response (FastAPI copies them from the injected
 ``Response`` when the endpoint returns data rather than a Response of its
 own). Limiter errors follow ``on_error`` as in
@@ -40,14 +42,18 @@ __all__ = ["RateLimit"]
 class RateLimit:
     """``Depends(RateLimit(limiter, key=...))``: checks ``limiter`` for the
     request's key (default: the client IP; X-Forwarded-For from
-    ``trusted_proxies`` only) and returns the Decision (None when the key
-    function returned None, or the limiter failed with
-    ``on_error="allow"``)."""
+    ``trusted_proxies`` only) and returns the Decision (None when the
+    request went on without a check: no key with
+    ``on_missing_key="skip"``, or the limiter failed with
+    ``on_error="allow"``). A request without a key is refused by default
+    (``HTTPException`` 400, or 401 when the key is a credential such as
+    :func:`polylimit.contrib.http.api_key`)."""
 
     def __init__(self, limiter: Limiter, key: Optional[KeyFunc] = None, *, cost: int = 1,
                  methods: Optional[Iterable[str]] = None, trusted_proxies: Iterable[str] = (),
-                 send_headers: bool = True, on_error: str = "unavailable") -> None:
-        self.limit = Limit(limiter, key, cost=cost, methods=methods)
+                 send_headers: bool = True, on_error: str = "unavailable",
+                 on_missing_key: str = "reject") -> None:
+        self.limit = Limit(limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key)
         self.policy = Policy(self.limit, trusted_proxies=trusted_proxies, send_headers=send_headers,
                              on_error=on_error)
 
@@ -56,7 +62,8 @@ class RateLimit:
         rule = self.limit if self.limit.methods is None or view.method in self.limit.methods else None
         outcome = await self.policy.acheck(view, rule)
         if outcome.status is not None:
-            detail = "Too Many Requests" if outcome.status == 429 else "Rate limiter unavailable"
+            # The policy's text body, as FastAPI's JSON detail.
+            detail = outcome.body.strip()
             raise HTTPException(status_code=outcome.status, detail=detail, headers=dict(outcome.headers))
         for name, value in outcome.headers:
             response.headers[name] = value

@@ -20,7 +20,9 @@
 Or ``FlaskRateLimit(app)`` with ``app.config["POLYLIMIT"]`` holding the
 same dict as Django's settings (:func:`polylimit.contrib.http.policy_from_config`).
 Every request is checked in ``before_request``: a denial answers ``429 Too
-Many Requests`` (text/plain) with the core's headers; an allowed response
+Many Requests`` (text/plain) with the core's headers, a request without a
+key 400 (401 for a credential) unless its limit says
+``on_missing_key="skip"``; an allowed response
 gets the same headers in ``after_request``. The decision is in
 ``flask.g.polylimit``. The user key reads ``flask.g.user_id`` when the app
 sets it, else the HTTP Basic user name (``request.authorization``).
@@ -69,9 +71,10 @@ class FlaskRateLimit:
 
     # -- decorators -------------------------------------------------------------
     def limit(self, limiter: Limiter, key: Optional[KeyFunc] = None, *, cost: int = 1,
-              methods: Optional[Iterable[str]] = None) -> Callable[[F], F]:
-        """This view's own limit, instead of the policy's rule for its path."""
-        rule = Limit(limiter, key, cost=cost, methods=methods)
+              methods: Optional[Iterable[str]] = None, on_missing_key: str = "reject") -> Callable[[F], F]:
+        """This view's own limit, instead of the policy's rule for its path
+        (``on_missing_key``: see :class:`polylimit.contrib.http.Limit`)."""
+        rule = Limit(limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key)
 
         def decorate(fn: F) -> F:
             setattr(fn, _ATTR, rule)

@@ -17,10 +17,19 @@ limit's key function, checks it and turns the outcome into an HTTP answer:
   with a decision (``decision.degraded``), which is handled as above.
 
 Key functions take a :class:`RequestView` and return the key (str or bytes)
-or None, which means "this limit does not apply to this request". They are
-plain functions of the request, computed before any I/O. The key names what
-is limited; limiters with different prefixes never share counts, so give
-each limiter of a policy a prefix of its own (``policy_from_config`` does).
+or None when the request has none (no API key header, an anonymous user).
+They are plain functions of the request, computed before any I/O. The key
+names what is limited; limiters with different prefixes never share counts,
+so give each limiter of a policy a prefix of its own (``policy_from_config``
+does).
+
+A request without a key is never let through unlimited unless the limit
+says so by name: ``Limit(..., on_missing_key="reject")``, the default,
+answers ``400 Bad Request``, or ``401 Unauthorized`` when the key function
+is a credential (:func:`api_key`, :func:`user`, or one marked with
+:func:`credential`); ``on_missing_key="skip"`` lets the request go on
+without a check. docs/integrations/README.md states the rule for every
+language.
 """
 
 import fnmatch
@@ -44,6 +53,8 @@ __all__ = [
     "api_key",
     "client_ip",
     "compose",
+    "credential",
+    "is_credential",
     "first_of",
     "policy_from_config",
     "route",
@@ -59,8 +70,18 @@ IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 TOO_MANY_REQUESTS = "Too Many Requests\n"
 #: The body of a 503 answered because the limiter failed (on_error="unavailable").
 UNAVAILABLE = "Rate limiter unavailable\n"
+#: The body of a 400 answered because the request has no key (on_missing_key="reject").
+NO_KEY = "no rate-limit key in the request\n"
+#: The body of a 401 answered because the request has no credential to key it by.
+NO_CREDENTIAL = "no credential to rate-limit the request by\n"
 
 ON_ERROR = ("unavailable", "allow")
+#: What a limit does with a request whose key function finds no key; the
+#: first is the default. The same names in every language.
+ON_MISSING_KEY = ("reject", "skip")
+
+# The attribute that marks a key function as a credential (see credential()).
+_CREDENTIAL = "polylimit_credential"
 
 
 def parse_networks(trusted_proxies: Iterable[str]) -> Tuple[IPNetwork, ...]:
@@ -160,6 +181,21 @@ class RequestView:
 KeyFunc = Callable[[RequestView], Optional[Key]]
 
 
+def credential(key: KeyFunc) -> KeyFunc:
+    """Marks a key function as a credential (an API key, a token, a user):
+    a request it finds no key in is answered ``401 Unauthorized`` instead of
+    ``400 Bad Request`` (with ``on_missing_key="reject"``). Returns ``key``
+    itself, so it also works as a decorator. :func:`api_key` and
+    :func:`user` are credentials."""
+    setattr(key, _CREDENTIAL, True)
+    return key
+
+
+def is_credential(key: KeyFunc) -> bool:
+    """Whether a missing key of this function is a missing credential (401)."""
+    return bool(getattr(key, _CREDENTIAL, False))
+
+
 def client_ip() -> KeyFunc:
     """``"ip:<address>"``: the client's IP (X-Forwarded-For only from the
     policy's trusted proxies). The default key."""
@@ -169,20 +205,22 @@ def client_ip() -> KeyFunc:
 
 
 def user(get: Optional[Callable[[Any], Optional[Any]]] = None) -> KeyFunc:
-    """``"user:<id>"`` for an authenticated user, None (not limited) for an
-    anonymous one; combine with :func:`first_of` to fall back to the IP.
+    """``"user:<id>"`` for an authenticated user, None for an anonymous one
+    (a credential: 401 unless the limit skips missing keys); combine with
+    :func:`first_of` to fall back to the IP.
     ``get`` takes the framework's request and returns the id (or None);
     without it, the integration's notion of the user is used."""
     def key(request: RequestView) -> Optional[Key]:
         uid = get(request.native) if get is not None else request.user
         return None if uid is None or uid == "" else "user:%s" % (uid,)
-    return key
+    return credential(key)
 
 
 def api_key(header: str = "X-API-Key") -> KeyFunc:
     """``"apikey:<sha256 of the key>"`` from a request header; None when the
-    header is missing. The key is hashed so that no secret is stored in
-    Redis key names."""
+    header is missing (a credential: 401 unless the limit skips missing
+    keys). The key is hashed so that no secret is stored in Redis key
+    names."""
     name = header.lower()
 
     def key(request: RequestView) -> Optional[Key]:
@@ -190,7 +228,7 @@ def api_key(header: str = "X-API-Key") -> KeyFunc:
         if not value:
             return None
         return "apikey:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
-    return key
+    return credential(key)
 
 
 def route() -> KeyFunc:
@@ -203,7 +241,8 @@ def route() -> KeyFunc:
 
 def compose(*keys: KeyFunc) -> KeyFunc:
     """Several keys joined: ``compose(user(), route())`` is one budget per
-    user and route. None when any part is None."""
+    user and route. None when any part is None; a credential when any part
+    is one."""
     def key(request: RequestView) -> Optional[Key]:
         parts: List[str] = []
         for k in keys:
@@ -212,35 +251,46 @@ def compose(*keys: KeyFunc) -> KeyFunc:
                 return None
             parts.append(part.decode("utf-8", "surrogateescape") if isinstance(part, bytes) else part)
         return "|".join(parts)
-    return key
+    return credential(key) if any(is_credential(k) for k in keys) else key
 
 
 def first_of(*keys: KeyFunc) -> KeyFunc:
     """The first key that is not None: ``first_of(api_key(), user(),
-    client_ip())``."""
+    client_ip())``. A credential when any part is one (giving it would have
+    given a key)."""
     def key(request: RequestView) -> Optional[Key]:
         for k in keys:
             part = k(request)
             if part is not None:
                 return part
         return None
-    return key
+    return credential(key) if any(is_credential(k) for k in keys) else key
+
+
+def _check_on_missing_key(value: str) -> str:
+    if value not in ON_MISSING_KEY:
+        raise ValueError("on_missing_key %r is unknown; use %s" % (value, " or ".join(repr(o) for o in ON_MISSING_KEY)))
+    return value
 
 
 class Limit:
     """A limiter applied to requests: the key function (default: the client
-    IP), the cost of one request, and the methods it applies to (None: all)."""
+    IP), the cost of one request, the methods it applies to (None: all), and
+    what a request without a key gets (``on_missing_key``): ``"reject"``
+    (the default: 400, or 401 when the key function is a credential) or
+    ``"skip"`` (the request goes on, not limited)."""
 
-    __slots__ = ("limiter", "key", "cost", "methods")
+    __slots__ = ("limiter", "key", "cost", "methods", "on_missing_key")
 
     def __init__(self, limiter: Limiter, key: Optional[KeyFunc] = None, *, cost: int = 1,
-                 methods: Optional[Iterable[str]] = None) -> None:
+                 methods: Optional[Iterable[str]] = None, on_missing_key: str = "reject") -> None:
         if not isinstance(limiter, Limiter):
             raise TypeError("limiter must be a polylimit.Limiter, not %s" % type(limiter).__name__)
         self.limiter = limiter
         self.key: KeyFunc = key if key is not None else client_ip()
         self.cost = cost
         self.methods = None if methods is None else frozenset(m.upper() for m in methods)
+        self.on_missing_key = _check_on_missing_key(on_missing_key)
 
     def __repr__(self) -> str:
         return "Limit(%r, cost=%d)" % (self.limiter, self.cost)
@@ -257,8 +307,9 @@ def _as_limit(rule: RuleLike) -> Optional[Limit]:
 
 class Outcome(NamedTuple):
     """What a policy answered for one request. ``status`` is None when the
-    request goes on (then ``headers`` go on its response), else 429 or 503
-    (then ``headers`` and ``body`` are the response)."""
+    request goes on (then ``headers`` go on its response), else 429, 503,
+    or 400/401 for a request without a key (then ``headers`` and ``body``
+    are the response)."""
 
     status: Optional[int]
     headers: List[Tuple[str, str]]
@@ -287,6 +338,9 @@ class Policy:
       too (a 429 always carries them).
     - ``on_error``: when the limiter raises: ``"unavailable"`` (503) or
       ``"allow"``.
+
+    A request whose key function finds no key gets what its limit's
+    ``on_missing_key`` says (see :class:`Limit`): 400/401 by default.
     """
 
     def __init__(self, default: RuleLike = None, *, routes: Optional[Mapping[str, RuleLike]] = None,
@@ -315,12 +369,17 @@ class Policy:
             return None
         return rule
 
-    def _prepare(self, request: RequestView, rule: Optional[Limit]) -> Optional[Tuple[Limit, Key]]:
+    def _prepare(self, request: RequestView, rule: Optional[Limit]) -> Union[Tuple[Limit, Key], Outcome]:
+        """The limit and key to check, or the outcome without a check."""
         if rule is None:
-            return None
+            return _PASS
         key = rule.key(request)
         if key is None:
-            return None
+            if rule.on_missing_key == "skip":
+                return _PASS
+            if is_credential(rule.key):
+                return Outcome(401, [], NO_CREDENTIAL, None, None)
+            return Outcome(400, [], NO_KEY, None, None)
         return rule, key
 
     def _answer(self, rule: Limit, decision: Decision) -> Outcome:
@@ -341,8 +400,8 @@ class Policy:
         of :meth:`rule_for`'s (None: none)."""
         chosen = self.rule_for(request.method, request.path) if isinstance(rule, str) else rule
         prepared = self._prepare(request, chosen)
-        if prepared is None:
-            return _PASS
+        if isinstance(prepared, Outcome):
+            return prepared
         limit, key = prepared
         try:
             decision = limit.limiter.check(key, limit.cost)
@@ -354,8 +413,8 @@ class Policy:
         """:meth:`check` for asyncio (the event loop is never blocked)."""
         chosen = self.rule_for(request.method, request.path) if isinstance(rule, str) else rule
         prepared = self._prepare(request, chosen)
-        if prepared is None:
-            return _PASS
+        if isinstance(prepared, Outcome):
+            return prepared
         limit, key = prepared
         try:
             decision = await limit.limiter.acheck(key, limit.cost)
@@ -410,7 +469,7 @@ def _limit_from_config(client: Client, value: Any, default_prefix: str, where: s
         value = {"rate": value}
     if not isinstance(value, Mapping):
         raise TypeError("%s: a limit is a rate spec, a dict or None, not %s" % (where, type(value).__name__))
-    unknown = set(value) - {"rate", "key", "cost", "methods"} - set(_LIMITER_OPTIONS)
+    unknown = set(value) - {"rate", "key", "cost", "methods", "on_missing_key"} - set(_LIMITER_OPTIONS)
     if unknown:
         raise ValueError("%s: unknown option(s) %s" % (where, ", ".join(sorted(unknown))))
     if "rate" not in value:
@@ -421,7 +480,8 @@ def _limit_from_config(client: Client, value: Any, default_prefix: str, where: s
     options.setdefault("prefix", default_prefix)
     limiter = client.limiter(value["rate"], **options)
     key = _key_from_config(value["key"]) if "key" in value else None
-    return Limit(limiter, key, cost=value.get("cost", 1), methods=value.get("methods"))
+    return Limit(limiter, key, cost=value.get("cost", 1), methods=value.get("methods"),
+                 on_missing_key=value.get("on_missing_key", "reject"))
 
 
 def _short(pattern: str) -> str:
@@ -449,7 +509,8 @@ def policy_from_config(config: Mapping[str, Any], client: Optional[Client] = Non
 
     A limit's options: ``rate`` (a rate spec), ``key`` (``"ip"`` (default),
     ``"user"``, ``"api_key"``, ``"route"``, several joined with ``+``, or a
-    dotted path), ``cost``, ``methods`` and the limiter options of
+    dotted path), ``cost``, ``methods``, ``on_missing_key`` (``"reject"``,
+    the default, or ``"skip"``) and the limiter options of
     ``Client.limiter`` (``algorithm``, ``on_failure``, ...)."""
     known = {"URL", "CLIENT", "PREFIX", "DEFAULT", "ROUTES", "EXEMPT", "TRUSTED_PROXIES", "HEADERS", "ON_ERROR"}
     unknown = set(config) - known

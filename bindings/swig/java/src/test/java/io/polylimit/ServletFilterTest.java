@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.polylimit.servlet.ClientIp;
 import io.polylimit.servlet.HeaderStyle;
 import io.polylimit.servlet.KeyFunction;
+import io.polylimit.servlet.MissingKey;
 import io.polylimit.servlet.RateLimitFilter;
 import jakarta.servlet.FilterConfig;
 import jakarta.servlet.ServletContext;
@@ -208,11 +209,93 @@ class ServletFilterTest extends ServerTestBase {
             assertEquals(200, s.get("/?user=ann").statusCode());
             assertEquals(429, s.get("/?user=ann").statusCode());
             assertEquals(200, s.get("/?user=bob").statusCode());
-            // No key: not limited, and no headers.
+            // No key: refused (the default, MissingKey.REJECT), no headers.
             HttpResponse<String> anon = s.get("/");
-            assertEquals(200, anon.statusCode());
+            assertEquals(400, anon.statusCode());
             assertNull(header(anon, "RateLimit-Limit"));
         }
+    }
+
+    /**
+     * The rule every language shares (docs/integrations/README.md): a request
+     * without a key is refused by default, 401 when the key function is a
+     * credential and 400 otherwise, never counted and never reaching the
+     * servlet; SKIP, asked for by name, lets it through unlimited.
+     */
+    @Test
+    void missingKeysAreRejectedUnlessSkipped() throws Exception {
+        KeyFunction tenant = req -> {
+            String t = req.getHeader("X-Tenant");
+            return t == null ? null : "tenant:" + t;
+        };
+        try (Limiter credential = limiter("2/minute", prefix());
+             Limiter plain = limiter("2/minute", prefix());
+             Limiter skipped = limiter("2/minute", prefix());
+             Limiter own = limiter("2/minute", prefix());
+             JettyServer c = JettyServer.start(RateLimitFilter.builder().limit(credential)
+                     .key(KeyFunction.apiKey("X-API-Key")).build());
+             JettyServer p = JettyServer.start(RateLimitFilter.builder().limit(plain).key(tenant).build());
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(skipped)
+                     .key(KeyFunction.apiKey("X-API-Key")).onMissingKey(MissingKey.SKIP).build());
+             JettyServer o = JettyServer.start(RateLimitFilter.builder().limit(own)
+                     .key(KeyFunction.credential(tenant)).build())) {
+            for (int i = 0; i < 3; i++) { // more than the limit: refused every time, never a 429
+                HttpResponse<String> r = c.get("/hello");
+                assertEquals(401, r.statusCode());
+                assertEquals("no credential to rate-limit the request by\n", r.body());
+                assertNull(header(r, "RateLimit-Limit"));
+                assertNull(header(r, "Retry-After"));
+                r = p.get("/hello");
+                assertEquals(400, r.statusCode());
+                assertEquals("no rate-limit key in the request\n", r.body());
+                assertNull(header(r, "RateLimit-Limit"));
+                assertEquals(401, o.get("/hello").statusCode(), "a key function marked as a credential");
+            }
+            for (int i = 0; i < 5; i++) {
+                HttpResponse<String> r = s.get("/hello");
+                assertEquals(200, r.statusCode(), "SKIP: through, unlimited");
+                assertNull(header(r, "RateLimit-Limit"));
+            }
+            // With a key, each is limited as usual: nothing above was counted.
+            for (JettyServer server : List.of(c, s)) {
+                assertEquals(List.of(200, 200, 429), List.of(server.get("/hello", "X-API-Key", "k").statusCode(),
+                        server.get("/hello", "X-API-Key", "k").statusCode(),
+                        server.get("/hello", "X-API-Key", "k").statusCode()));
+            }
+            assertEquals(List.of(200, 200, 429), List.of(p.get("/hello", "X-Tenant", "t").statusCode(),
+                    p.get("/hello", "X-Tenant", "t").statusCode(), p.get("/hello", "X-Tenant", "t").statusCode()));
+        }
+        // By init-params: api-key:<Name> is a credential; on-missing-key=skip.
+        Map<String, String> params = new LinkedHashMap<>();
+        params.put("url", redis.url());
+        params.put("limit", "2/minute");
+        params.put("key", "api-key:X-API-Key");
+        params.put("prefix", prefix());
+        try (JettyServer s = JettyServer.start(RateLimitFilter.class, params)) {
+            assertEquals(401, s.get("/hello").statusCode());
+            assertEquals(200, s.get("/hello", "X-API-Key", "k").statusCode());
+        }
+        params.put("on-missing-key", "skip");
+        params.put("prefix", prefix());
+        try (JettyServer s = JettyServer.start(RateLimitFilter.class, params)) {
+            for (int i = 0; i < 3; i++) assertEquals(200, s.get("/hello").statusCode());
+        }
+    }
+
+    @Test
+    void missingKeyDefaultIsReject() {
+        // Every way to make a filter starts from REJECT; SKIP only by name.
+        assertEquals(MissingKey.REJECT, MissingKey.values()[0]);
+        try (Limiter l = limiter("1/minute", prefix())) {
+            RateLimitFilter f = RateLimitFilter.builder().limit(l).build();
+            assertTrue(f.toString().contains("onMissingKey=reject"), f.toString());
+        }
+        assertEquals(MissingKey.SKIP, MissingKey.fromParam(" Skip "));
+        assertEquals("reject", MissingKey.REJECT.paramValue());
+        assertTrue(KeyFunction.apiKey("X-API-Key").isCredential());
+        assertFalse(KeyFunction.header("X-API-Key").isCredential());
+        assertTrue(KeyFunction.header("A").orElse(KeyFunction.apiKey("B")).isCredential());
+        assertFalse(KeyFunction.header("A").orElse(KeyFunction.clientIp(ClientIp.direct())).isCredential());
     }
 
     @Test
@@ -320,6 +403,7 @@ class ServletFilterTest extends ServerTestBase {
         assertInitFails(with(base, "trusted-proxies", "proxy.internal"), "proxy.internal");
         assertInitFails(with(base, "key", "cookie:sid"), "key \"cookie:sid\"");
         assertInitFails(with(base, "key", "class:java.lang.String"), "not a KeyFunction");
+        assertInitFails(with(base, "on-missing-key", "allow"), "on-missing-key \"allow\": expected reject or skip");
         assertInitFails(with(base, "path-limit:login", "1/minute"), "must start with '/'");
         assertInitFails(Map.of("url", redis.url()), "no limit");
         // No url and no POLYLIMIT_URL (surefire runs without it): the core's refusal, no default.

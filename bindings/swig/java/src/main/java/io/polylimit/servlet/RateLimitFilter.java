@@ -38,7 +38,10 @@ import java.util.Set;
  *       counts against one limit only). No limit: through untouched;
  *   <li>asks the key function whom the request counts against (default: the
  *       client IP, honouring {@code X-Forwarded-For} only from trusted
- *       proxies; a null key: through untouched);
+ *       proxies). A null key is refused, {@code 401 Unauthorized} when the
+ *       key function is a credential ({@link KeyFunction#isCredential()}),
+ *       else {@code 400 Bad Request}, unless the filter is built with
+ *       {@link MissingKey#SKIP} (then: through untouched);
  *   <li>checks one unit and sets the core's rate-limit headers
  *       ({@link Limiter#headers}, filtered by the {@link HeaderStyle}) on the
  *       response, allowed or not; a denial is answered with 429 Too Many
@@ -74,8 +77,10 @@ import java.util.Set;
  *       {@code path-limit:/login} = {@code 5/minute}</td></tr>
  *   <tr><td>{@code exempt}</td><td>comma-separated path patterns</td></tr>
  *   <tr><td>{@code key}</td><td>{@code ip} (default); {@code header:<Name>} (that header,
- *       else the client IP); {@code class:<name>} of a {@link KeyFunction} with a public
- *       no-argument constructor</td></tr>
+ *       else the client IP); {@code api-key:<Name>} (that header, a credential: none is 401);
+ *       {@code class:<name>} of a {@link KeyFunction} with a public no-argument constructor</td></tr>
+ *   <tr><td>{@code on-missing-key}</td><td>{@code reject} (default: 400, or 401 for a credential)
+ *       or {@code skip} (not limited)</td></tr>
  *   <tr><td>{@code trusted-proxies}</td><td>comma-separated IPs or CIDR ranges</td></tr>
  *   <tr><td>{@code prefix}</td><td>Redis key prefix (default {@code pl})</td></tr>
  *   <tr><td>{@code algorithm}</td><td>{@code sliding-log} (default), {@code sliding-counter},
@@ -101,10 +106,15 @@ public final class RateLimitFilter implements Filter {
     public static final int DEFAULT_ERROR_STATUS = 503;
     /** 429 Too Many Requests. */
     public static final int TOO_MANY_REQUESTS = 429;
+    /** 400 Bad Request: no key, {@link MissingKey#REJECT}. */
+    public static final int NO_KEY = 400;
+    /** 401 Unauthorized: no key of a credential key function, {@link MissingKey#REJECT}. */
+    public static final int NO_CREDENTIAL = 401;
 
     private static final System.Logger LOG = System.getLogger(RateLimitFilter.class.getName());
     private static final Set<String> PARAMS = Set.of("url", "client-name", "limit", "exempt", "key",
-            "trusted-proxies", "prefix", "algorithm", "failure-policy", "error-status", "header-style");
+            "trusted-proxies", "prefix", "algorithm", "failure-policy", "error-status", "header-style",
+            "on-missing-key");
     private static final String PATH_LIMIT = "path-limit:";
 
     private volatile Config config; // null until built or initialised
@@ -165,6 +175,7 @@ public final class RateLimitFilter implements Filter {
         if (exempt != null) b.exempt(splitList(exempt).toArray(new String[0]));
         if (params.containsKey("error-status")) b.errorStatus(parseStatus(params.get("error-status")));
         if (params.containsKey("header-style")) b.headerStyle(HeaderStyle.fromParam(params.get("header-style")));
+        if (params.containsKey("on-missing-key")) b.onMissingKey(MissingKey.fromParam(params.get("on-missing-key")));
 
         Limiter.Algorithm algorithm = params.containsKey("algorithm")
                 ? enumParam(Limiter.Algorithm.class, "algorithm", params.get("algorithm")) : null;
@@ -199,6 +210,7 @@ public final class RateLimitFilter implements Filter {
         if (spec.startsWith("header:")) {
             return KeyFunction.header(spec.substring("header:".length()).trim()).orElse(KeyFunction.clientIp(clientIp));
         }
+        if (spec.startsWith("api-key:")) return KeyFunction.apiKey(spec.substring("api-key:".length()).trim());
         if (spec.startsWith("class:")) {
             String cls = spec.substring("class:".length()).trim();
             try {
@@ -210,7 +222,8 @@ public final class RateLimitFilter implements Filter {
                         + "no-argument constructor (" + e + ")", e);
             }
         }
-        throw new IllegalArgumentException("key \"" + spec + "\": expected ip, header:<Name> or class:<KeyFunction>");
+        throw new IllegalArgumentException("key \"" + spec
+                + "\": expected ip, header:<Name>, api-key:<Name> or class:<KeyFunction>");
     }
 
     private static <E extends Enum<E>> E enumParam(Class<E> type, String param, String value) {
@@ -279,8 +292,14 @@ public final class RateLimitFilter implements Filter {
             fail(res, c.errorStatus, "rate limiter unavailable\n");
             return;
         }
-        if (decision == null) { // no key: not limited
-            chain.doFilter(request, response);
+        if (decision == null) { // no key: never through unlimited unless the filter says SKIP
+            if (c.missingKey == MissingKey.SKIP) {
+                chain.doFilter(request, response);
+            } else if (c.key.isCredential()) {
+                fail(res, NO_CREDENTIAL, "no credential to rate-limit the request by\n");
+            } else {
+                fail(res, NO_KEY, "no rate-limit key in the request\n");
+            }
             return;
         }
         for (Map.Entry<String, String> h : headers.entrySet()) {
@@ -353,6 +372,7 @@ public final class RateLimitFilter implements Filter {
         final KeyFunction key;
         final int errorStatus;
         final HeaderStyle headerStyle;
+        final MissingKey missingKey;
         final String described;
 
         Config(Builder b) {
@@ -362,11 +382,12 @@ public final class RateLimitFilter implements Filter {
             key = b.key != null ? b.key : KeyFunction.clientIp(b.clientIp);
             errorStatus = b.errorStatus;
             headerStyle = b.headerStyle;
+            missingKey = b.missingKey;
             List<String> patterns = new ArrayList<>();
             for (Rule r : rules) patterns.add(r.id + "=" + r.limiter.spec());
             described = "limit=" + (defaultRule == null ? "none" : defaultRule.limiter.spec()) + ", paths=" + patterns
                     + ", exempt=" + exempt + ", " + (b.key != null ? "custom key" : b.clientIp) + ", errorStatus="
-                    + errorStatus + ", headers=" + headerStyle;
+                    + errorStatus + ", headers=" + headerStyle + ", onMissingKey=" + missingKey.paramValue();
         }
 
         Rule ruleFor(String path) {
@@ -432,6 +453,7 @@ public final class RateLimitFilter implements Filter {
         private ClientIp clientIp = ClientIp.direct();
         private int errorStatus = DEFAULT_ERROR_STATUS;
         private HeaderStyle headerStyle = HeaderStyle.ALL;
+        private MissingKey missingKey = MissingKey.REJECT;
 
         private Builder() {}
 
@@ -485,6 +507,18 @@ public final class RateLimitFilter implements Filter {
         /** Which of the core's headers are sent (default {@link HeaderStyle#ALL}). */
         public Builder headerStyle(HeaderStyle style) {
             this.headerStyle = Objects.requireNonNull(style, "style");
+            return this;
+        }
+
+        /**
+         * What a request gets when the key function returns null, for every
+         * limit of this filter (they share its key function; use a second
+         * filter for a limit with another rule): {@link MissingKey#REJECT}
+         * (the default: 400, or 401 for a credential) or
+         * {@link MissingKey#SKIP} (not limited).
+         */
+        public Builder onMissingKey(MissingKey missingKey) {
+            this.missingKey = Objects.requireNonNull(missingKey, "missingKey");
             return this;
         }
 
