@@ -208,3 +208,69 @@ test('express-rate-limit with a PolylimitStore: one line, one shared limit', asy
     client.close();
   }
 });
+
+// The missing-key rule (docs/integrations/README.md): a request whose key
+// function finds no key is refused by default — 400, or 401 for a credential —
+// and goes through unlimited only with onMissingKey: 'skip'.
+test('a request without a key is refused by default in Express and Fastify', async () => {
+  const fastify = require(path.join(packageDir, 'node_modules', 'fastify'));
+  const fastifyPlugin = require(path.join(packageDir, 'lib', 'fastify'));
+  const { apiKey, credential } = require(path.join(packageDir, 'lib', 'express'));
+  const client = new polylimit.Client(server.url);
+  const tenant = (req) => req.headers['x-tenant'] || null;
+  const handled = [];
+  const expressApp = (options) => {
+    const app = express();
+    app.use(rateLimit(client.limiter('2/minute', { prefix: uniquePrefix('mk') }), options));
+    app.get('/', (req, res) => {
+      handled.push(req.polylimit ? 'checked' : 'unchecked');
+      res.send('ok');
+    });
+    return app;
+  };
+  const fastifyApp = async (options) => {
+    const app = fastify();
+    app.register(fastifyPlugin, { limiter: client.limiter('2/minute', { prefix: uniquePrefix('mkf') }), ...options });
+    app.get('/', async () => 'ok');
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return { base: `http://127.0.0.1:${app.server.address().port}`, stop: () => app.close() };
+  };
+  const servers = {
+    byDefault: await listen(expressApp({ key: tenant })),
+    credential: await listen(expressApp({ key: apiKey('X-API-Key') })),
+    marked: await listen(expressApp({ key: credential(tenant) })),
+    skip: await listen(expressApp({ key: tenant, onMissingKey: 'skip' })),
+    fastifyDefault: await fastifyApp({ key: tenant }),
+    fastifyCredential: await fastifyApp({ key: apiKey() }),
+    fastifySkip: await fastifyApp({ key: tenant, onMissingKey: 'skip' }),
+  };
+  try {
+    for (const name of ['byDefault', 'fastifyDefault']) {
+      const r = await fetch(servers[name].base);
+      assert.equal(r.status, 400, name);
+      assert.equal(await r.text(), 'no rate-limit key in the request', name);
+      assert.equal(r.headers.get('ratelimit-limit'), null, `${name}: no rate-limit headers`);
+    }
+    for (const name of ['credential', 'marked', 'fastifyCredential']) {
+      const r = await fetch(servers[name].base);
+      assert.equal(r.status, 401, name);
+      assert.equal(await r.text(), 'no credential to rate-limit the request by', name);
+    }
+    // Keyless requests never reached a handler above; with skip they all do.
+    assert.deepEqual(handled, []);
+    assert.deepEqual(await statuses(Array(4).fill(servers.skip.base)), [200, 200, 200, 200]);
+    assert.deepEqual(handled, ['unchecked', 'unchecked', 'unchecked', 'unchecked']);
+    assert.deepEqual(await statuses(Array(4).fill(servers.fastifySkip.base)), [200, 200, 200, 200]);
+    // With a key, the limit applies as usual (2/minute) in each mode.
+    for (const name of ['byDefault', 'skip', 'fastifyDefault']) {
+      const got = await statuses(Array(3).fill(servers[name].base), { headers: { 'x-tenant': 't1' } });
+      assert.deepEqual(got, [200, 200, 429], name);
+    }
+    const keyed = await statuses(Array(3).fill(servers.credential.base), { headers: { 'x-api-key': 'k-1' } });
+    assert.deepEqual(keyed, [200, 200, 429]);
+    assert.throws(() => rateLimit(client.limiter('1/s'), { onMissingKey: 'allow' }), TypeError);
+  } finally {
+    for (const s of Object.values(servers)) await s.stop();
+    client.close();
+  }
+});

@@ -22,3 +22,11 @@ async function handle(client: Client, user: string): Promise<number> {
 
 const client = new Client('memory://', { commandTimeoutMs: 200 });
 void handle(client, 'user:1').finally(() => client.close());
+
+// The missing-key rule's options and helpers are typed.
+import { rateLimit as expressLimit, apiKey, credential } from '../../bindings/node/lib/express';
+export const keyed = expressLimit(null, { key: apiKey('X-API-Key'), onMissingKey: 'reject' });
+export const skipped = expressLimit(null, {
+  key: credential((req: { headers: Record<string, string | undefined> }) => req.headers['x-user'] ?? null),
+  onMissingKey: 'skip',
+});

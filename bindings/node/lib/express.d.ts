@@ -1,8 +1,9 @@
 // polylimit/express: Express middleware and an express-rate-limit Store.
 import type { Limiter } from './index';
 import type { HttpLimitOptions } from './http';
+export { apiKey, credential } from './http';
 
-/** Middleware: 429 with the library's headers on a denial, 503 when Redis cannot decide. */
+/** Middleware: 429 with the library's headers on a denial, 503 when Redis cannot decide, 400 (401 for a credential) without a key unless onMissingKey: 'skip'. */
 export declare function rateLimit(
   limiter: Limiter | null,
   options?: HttpLimitOptions<any>,

@@ -7,11 +7,12 @@
 //   app.use(expressRateLimit({ limit: 100, store: new PolylimitStore(limiter) }));
 
 const { Limiter } = require('./index');
-const { makeDecider } = require('./http');
+const { makeDecider, refusal, apiKey, credential } = require('./http');
 
 // Middleware: checks each request against `limiter` (or the limiter of its
-// route), sets the library's headers, answers 429 on a denial and 503 when
-// Redis could not decide (failure policy 'error'). req.polylimit holds the
+// route), sets the library's headers, answers 429 on a denial, 503 when
+// Redis could not decide (failure policy 'error'), and 400 (401 for a
+// credential) when the key function finds no key, unless onMissingKey: 'skip'. req.polylimit holds the
 // Decision for the handlers.
 function rateLimit(limiter, options = {}) {
   const decide = makeDecider(limiter, options);
@@ -24,9 +25,10 @@ function rateLimit(limiter, options = {}) {
           if (r.decision) req.polylimit = r.decision;
           return next();
         }
-        res.statusCode = r.action === 'deny' ? 429 : 503;
+        const { status, body } = refusal(r);
+        res.statusCode = status;
         res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-        res.end(r.action === 'deny' ? 'Too Many Requests' : 'Service Unavailable');
+        res.end(body);
       },
       next,  // a bug (the key function threw): Express's error handling
     );
@@ -68,4 +70,4 @@ class PolylimitStore {
   }
 }
 
-module.exports = { rateLimit, PolylimitStore };
+module.exports = { rateLimit, PolylimitStore, apiKey, credential };

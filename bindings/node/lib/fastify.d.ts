@@ -7,4 +7,8 @@ declare function polylimitPlugin(
   options: HttpLimitOptions<any> & { limiter?: Limiter | null },
   done: (err?: Error) => void,
 ): void;
+declare namespace polylimitPlugin {
+  const apiKey: typeof import('./http').apiKey;
+  const credential: typeof import('./http').credential;
+}
 export = polylimitPlugin;

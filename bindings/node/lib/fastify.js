@@ -4,7 +4,7 @@
 //
 //   app.register(require('polylimit/fastify'), { limiter, trustedProxies: ['127.0.0.1'] });
 
-const { makeDecider } = require('./http');
+const { makeDecider, refusal, apiKey, credential } = require('./http');
 
 function polylimitPlugin(fastify, options, done) {
   const decide = makeDecider(options.limiter === undefined ? null : options.limiter, options);
@@ -17,8 +17,9 @@ function polylimitPlugin(fastify, options, done) {
       if (r.decision) request.polylimit = r.decision;
       return;
     }
-    reply.code(r.action === 'deny' ? 429 : 503).type('text/plain; charset=utf-8');
-    return reply.send(r.action === 'deny' ? 'Too Many Requests' : 'Service Unavailable');
+    const { status, body } = refusal(r);
+    reply.code(status).type('text/plain; charset=utf-8');
+    return reply.send(body);
   });
   done();
 }
@@ -30,3 +31,5 @@ polylimitPlugin[Symbol.for('fastify.display-name')] = 'polylimit';
 
 module.exports = polylimitPlugin;
 module.exports.default = polylimitPlugin;
+module.exports.apiKey = apiKey;
+module.exports.credential = credential;
