@@ -188,7 +188,12 @@ int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen
         const int64_t past = admitted_at[rng() % admitted_at.size()];
         const int e = static_cast<int>(rng() % 3);
         const int64_t unit = spec.limits[0].interval_us();
-        now = e == 0 ? past + window_us : e == 1 ? (now / window_us + 1) * window_us : past + uniform(rng, 1, 2 * spec.limits[0].capacity()) * unit;
+        if (e == 0)
+          now = past + window_us;
+        else if (e == 1)
+          now = (now / window_us + 1) * window_us;
+        else
+          now = past + uniform(rng, 1, 2 * spec.limits[0].capacity()) * unit;
         now += uniform(rng, -1, 1);
       } else if (t < 20) {
       } else if (t < 45) {
