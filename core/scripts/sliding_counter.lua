@@ -35,7 +35,7 @@ local function first_fit(p, a, from, window)
 end
 
 local start, cur, prev, limit, window, retry, refunded = {}, {}, {}, {}, {}, {}, {}
-local stored = {}
+local stored, same = {}, {}
 for i = 1, n do
   local base = 5 + 4 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
@@ -59,7 +59,7 @@ for i = 1, n do
   if not w then
     c, p = 0, 0
   elseif w == s then
-    -- same window
+    same[i] = true
   elseif w + window[i] == s then
     p, c = c, 0
   elseif w > s then  -- the clock stepped back: stay in the stored window
@@ -92,7 +92,12 @@ for i = 1, n do
     cur[i] = cur[i] + cost
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'c', string.format('%d', cur[i]),
                'p', string.format('%d', prev[i]))
-    redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
+    -- With the server's clock the key's expiry is the end of the window
+    -- after this one, already set by the write that started this window.
+    -- (Caller-supplied time moves it with the caller's clock: set every time.)
+    if not (same[i] and ARGV[3] == '') then
+      redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
+    end
   elseif refunded[i] then
     redis.call('HSET', KEYS[i], 'c', string.format('%d', cur[i]))
   end

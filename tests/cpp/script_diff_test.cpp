@@ -297,3 +297,25 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, ScriptDiffStreams,
                          [](const ::testing::TestParamInfo<Algorithm>& i) {
                            return std::string(algorithm_name(i.param));
                          });
+
+// Fixed window and sliding counter set a key's expiry only when a write
+// starts its window (with the server's clock the deadline is the window's
+// end, fixed for the whole window): every key still has one, never past the
+// end of the window (fixed) or of the one after it (counter).
+TEST(ScriptExpiry, ServerClockKeysKeepTheirWindowsExpiry) {
+  RedisBackend backend(standalone());
+  for (Algorithm alg : {Algorithm::kFixedWindow, Algorithm::kSlidingCounter}) {
+    const std::vector<LimitParams> limits = {{alg, 100, 60000, 0}, {alg, 1000, 3600000, 0}};
+    Request rq;
+    rq.limits = &limits;
+    const std::string key = std::string("expiry:{") + algorithm_name(alg) + "}";
+    rq.keys = {key, key + ":1"};
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(backend.evaluate(rq).allowed) << algorithm_name(alg);
+    const long long windows = alg == Algorithm::kFixedWindow ? 1 : 2;
+    for (size_t i = 0; i < limits.size(); ++i) {
+      long long pttl = server().integer({"PTTL", rq.keys[i]});
+      EXPECT_GT(pttl, 0) << rq.keys[i];
+      EXPECT_LE(pttl, windows * limits[i].window_ms) << rq.keys[i];
+    }
+  }
+}
