@@ -77,7 +77,22 @@ Sample measure(pltest::RedisServer& server, RedisBackend& backend, const Scenari
     return rq;
   };
   std::vector<Request> fill;
-  for (int64_t k = 0; k < keys; ++k) fill.push_back(request(k, s.units));
+  if (s.algorithm == Algorithm::kSlidingLog) {
+    // A ring as steady traffic leaves it: written past its start once, so
+    // that head is mid-ring (a first fill leaves head at 0 when the ring is
+    // full). Half the units a window ago (gone by now), then `units` a
+    // second ago.
+    const std::string t = server.command({"TIME"});
+    const int64_t now = std::atoll(t.c_str()) * 1000000 + std::atoll(t.c_str() + t.find('\n') + 1);
+    for (int64_t k = 0; k < keys; ++k) {
+      fill.push_back(request(k, std::max<int64_t>(1, s.units / 2)));
+      fill.back().now_us = now - 3600000000 - 2000000;
+      fill.push_back(request(k, s.units));
+      fill.back().now_us = now - 1000000;
+    }
+  } else {
+    for (int64_t k = 0; k < keys; ++k) fill.push_back(request(k, s.units));
+  }
   for (const Outcome& o : backend.evaluate_many(fill))
     if (o.error || !o.decision.allowed) throw std::runtime_error(s.name + ": prefill not admitted");
 

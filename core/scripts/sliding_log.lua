@@ -83,14 +83,19 @@ end
 -- Reads up to BLOCK valid entries from the t-th on (slot p0 on) into
 -- r.chunks, as raw strings: {first slot, slots, bytes}. Chunks are keyed by
 -- slot (a slot keeps its entry when head and used move).
+-- In a full ring the newest entry sits just before the oldest: a read from
+-- the oldest on starts one slot earlier and brings the newest along (every
+-- decision reads both).
 local function load_block(r, t, p0)
   local k = math.min(BLOCK, r.used - t + 1)
   local first = math.min(k, r.size - p0)
-  local a = redis.call('GETRANGE', r.key, HDR + W * p0, HDR + W * (p0 + first) - 1)
+  local pre = 0
+  if t == 1 and r.used == r.size and p0 > 0 then pre = 1 end
+  local a = redis.call('GETRANGE', r.key, HDR + W * (p0 - pre), HDR + W * (p0 + first) - 1)
   local b = ''
   if k > first then b = redis.call('GETRANGE', r.key, HDR, HDR + W * (k - first) - 1) end
-  if #a + #b ~= W * k then error({err = not_a_ring(r.key)}) end
-  r.chunks[#r.chunks + 1] = {p0, first, a}
+  if #a + #b ~= W * (k + pre) then error({err = not_a_ring(r.key)}) end
+  r.chunks[#r.chunks + 1] = {p0 - pre, first + pre, a}
   if k > first then r.chunks[#r.chunks + 1] = {0, k - first, b} end
 end
 
