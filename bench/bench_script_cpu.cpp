@@ -13,6 +13,10 @@
 // alternating) and the table shows median (min..max) and NEW / OLD.
 // A program that prints, not a test: no timed assertions.
 //   bench_script_cpu [repetitions (5)] [filter: runs only scenarios whose name contains it]
+//                    [peer command: run once per repetition against the same
+//                     server with "--port P --calls N --prefix X" appended; it
+//                     prints "peer<TAB>scenario<TAB>usec per decision" lines,
+//                     e.g. bench/python/bench_limits_cpu.py]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -147,9 +151,29 @@ std::string cell(const std::vector<double>& v) {
 
 }  // namespace
 
+// Runs the peer's command once; adds its figures to `us` and `names` by scenario.
+void run_peer(const std::string& command, int port, const std::string& prefix,
+              std::map<std::string, std::vector<double>>& us, std::map<std::string, std::string>& names) {
+  const std::string line = command + " --port " + std::to_string(port) + " --calls " + std::to_string(kCalls) +
+                           " --prefix " + prefix;
+  FILE* f = popen(line.c_str(), "r");
+  if (f == nullptr) throw std::runtime_error("cannot run " + line);
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, f)) {
+    std::string l(buf);
+    size_t a = l.find('\t'), b = l.find('\t', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string scenario = l.substr(a + 1, b - a - 1);
+    names[scenario] = l.substr(0, a);
+    us[scenario].push_back(std::atof(l.c_str() + b + 1));
+  }
+  if (pclose(f) != 0) throw std::runtime_error("peer command failed: " + line);
+}
+
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const std::string filter = argc > 2 ? argv[2] : "";
+  const std::string peer = argc > 3 ? argv[3] : "";
   pltest::RedisServer server;
   auto transport = [&] { return std::make_unique<StandaloneTransport>(parse_url(server.url()), PoolOptions{}); };
   RedisBackend next(transport());
@@ -178,7 +202,11 @@ int main(int argc, char** argv) {
   std::printf("OLD: tests/cpp/legacy_scripts/ (frozen); NEW: core/scripts/ as the library embeds it\n");
   std::map<std::string, std::vector<double>> us_old, us_new;
   std::map<std::string, std::string> inner_old, inner_new;
+  std::map<std::string, std::vector<double>> us_peer;
+  std::map<std::string, std::string> peer_name;
   for (int r = 0; r < reps; ++r) {
+    // The peer runs before our scenarios in even repetitions, after them in odd ones.
+    if (!peer.empty() && r % 2 == 0) run_peer(peer, server.port(), "peer" + std::to_string(r), us_peer, peer_name);
     for (size_t i = 0; i < scenarios.size(); ++i) {
       const Scenario& s = scenarios[i];
       const std::string base = "b" + std::to_string(r) + "." + std::to_string(i);
@@ -200,6 +228,7 @@ int main(int argc, char** argv) {
         run_old();
       }
     }
+    if (!peer.empty() && r % 2 == 1) run_peer(peer, server.port(), "peer" + std::to_string(r), us_peer, peer_name);
     server.command({"FLUSHALL"});
   }
   std::printf("\nRedis CPU per decision: INFO commandstats cmdstat_evalsha usec / calls, us,\n"
@@ -212,6 +241,20 @@ int main(int argc, char** argv) {
   for (const Scenario& s : scenarios) {
     std::printf("| %-36s | %20s | %20s | %6.2fx |\n", s.name.c_str(), cell(us_old[s.name]).c_str(),
                 cell(us_new[s.name]).c_str(), median(us_new[s.name]) / median(us_old[s.name]));
+  }
+  if (!us_peer.empty()) {
+    std::printf("\nAgainst the peer, same server, same run (the peer's EVALSHA usec / calls; median (min..max)):\n\n");
+    std::printf("| %-26s | %-30s | %-20s | %-20s | %-8s | %-8s |\n", "scenario (units held)", "peer",
+                "peer us/decision", "NEW us/decision", "NEW/peer", "OLD/peer");
+    std::printf("|%s|%s|%s|%s|%s:|%s:|\n", std::string(28, '-').c_str(), std::string(32, '-').c_str(),
+                std::string(22, '-').c_str(), std::string(22, '-').c_str(), std::string(9, '-').c_str(),
+                std::string(9, '-').c_str());
+    for (const auto& [name, v] : us_peer) {
+      if (us_new.count(name) == 0) continue;
+      std::printf("| %-26s | %-30s | %20s | %20s | %7.2fx | %7.2fx |\n", name.c_str(), peer_name[name].c_str(),
+                  cell(v).c_str(), cell(us_new[name]).c_str(), median(us_new[name]) / median(v),
+                  median(us_old[name]) / median(v));
+    }
   }
   std::printf("\nRedis commands per decision (cmdstat_*, last repetition):\n");
   for (const Scenario& s : scenarios)
