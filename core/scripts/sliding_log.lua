@@ -219,7 +219,7 @@ for i = 1, n do
       r.head, r.used = cost % r.size, cost
       redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
                  string.rep('\0', W * (r.size - cost)), 'PX', ttl_ms(t + r.window - now, r.window))
-    elseif r.reach >= r.size and #r.data == HDR + W * r.size then
+    elseif r.size <= PREALLOC and r.reach >= r.size and #r.data == HDR + W * r.size then
       -- The whole ring was read: the same bytes as the SETRANGEs and PEXPIRE
       -- below would leave, in one SET.
       local h0 = r.head
