@@ -35,7 +35,7 @@ local function first_fit(p, a, from, window)
 end
 
 local start, cur, prev, limit, window, retry, refunded = {}, {}, {}, {}, {}, {}, {}
-local stored, same = {}, {}
+local stored = {}
 for i = 1, n do
   local base = 5 + 4 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
@@ -59,7 +59,7 @@ for i = 1, n do
   if not w then
     c, p = 0, 0
   elseif w == s then
-    same[i] = true
+    -- same window
   elseif w + window[i] == s then
     p, c = c, 0
   elseif w > s then  -- the clock stepped back: stay in the stored window
@@ -93,9 +93,10 @@ for i = 1, n do
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'c', string.format('%d', cur[i]),
                'p', string.format('%d', prev[i]))
     -- With the server's clock the key's expiry is the end of the window
-    -- after this one, already set by the write that started this window.
-    -- (Caller-supplied time moves it with the caller's clock: set every time.)
-    if not (same[i] and ARGV[3] == '') then
+    -- after the stored one, set by the write that started it: set it only
+    -- when the stored window changes. (Caller-supplied time moves it with
+    -- the caller's clock: set every time.)
+    if not (ARGV[3] == '' and tonumber(stored[i][1]) == start[i]) then
       redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
     end
   elseif refunded[i] then
