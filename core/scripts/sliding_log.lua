@@ -215,6 +215,7 @@ for i = 1, n do
       while #r.list > r.size do table.remove(r.list, 1) end
       r.used, r.head = #r.list, #r.list % r.size
       write_whole(r)
+      expire(r, t)
     elseif r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
       r.head, r.used = cost % r.size, cost
       redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
