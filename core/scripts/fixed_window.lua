@@ -10,7 +10,7 @@
 -- The window start is stored with the count; PEXPIRE frees the key when its
 -- window has ended (one window later for caller-supplied time: see ttl_ms).
 
-local start, count, limit, window, refunded = {}, {}, {}, {}, {}
+local start, count, limit, window, refunded, stored = {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local base = 5 + 4 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
@@ -22,6 +22,7 @@ for i = 1, n do
   if w and c then
     if w == start[i] then
       count[i] = c
+      stored[i] = true
     elseif w > start[i] then  -- the clock stepped back: stay in the stored window
       start[i] = w
       count[i] = c
@@ -47,7 +48,12 @@ for i = 1, n do
   if op == 'check' and allowed == 1 then
     count[i] = count[i] + cost
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'n', string.format('%d', count[i]))
-    redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + window[i] - now, window[i]))
+    -- With the server's clock the key's expiry is the window's end, already
+    -- set by the write that started this window. (Caller-supplied time
+    -- moves it with the caller's clock: set every time, as always.)
+    if not (stored[i] and ARGV[3] == '') then
+      redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + window[i] - now, window[i]))
+    end
   elseif refunded[i] then
     redis.call('HSET', KEYS[i], 'n', string.format('%d', count[i]))
   end

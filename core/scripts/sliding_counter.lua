@@ -92,7 +92,13 @@ for i = 1, n do
     cur[i] = cur[i] + cost
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'c', string.format('%d', cur[i]),
                'p', string.format('%d', prev[i]))
-    redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
+    -- With the server's clock the key's expiry is the end of the window
+    -- after the stored one, set by the write that started it: set it only
+    -- when the stored window changes. (Caller-supplied time moves it with
+    -- the caller's clock: set every time.)
+    if not (ARGV[3] == '' and tonumber(stored[i][1]) == start[i]) then
+      redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
+    end
   elseif refunded[i] then
     redis.call('HSET', KEYS[i], 'c', string.format('%d', cur[i]))
   end

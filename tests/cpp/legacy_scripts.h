@@ -1,0 +1,54 @@
+// legacy_scripts.h - the frozen scripts of tests/cpp/legacy_scripts/ (the
+// library's scripts before the script-cost work), run with the KEYS and ARGV
+// the current library builds: the baseline of the differential test and of
+// the script benchmark.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "scripts_generated.h"
+#include "transport.h"
+
+namespace pltest {
+
+// The frozen script of an algorithm (by the library script's name:
+// "sliding_log", ...), joined as core/cmake/embed_scripts.cmake joins the
+// library's, with its SHA1 from SHA1SUMS. Throws std::runtime_error when a
+// file or its SHA1 is missing. A text that no longer matches SHA1SUMS is
+// refused when it is loaded: ScriptCache checks the SHA1 SCRIPT LOAD answers.
+const polylimit::scripts::Script& legacy_script(const std::string& name);
+
+// A Transport that sends each script call to `inner` with the frozen script
+// of the same name in place of the library's: everything else (keys,
+// arguments, EVALSHA and NOSCRIPT handling, reply decoding) is the library's.
+class LegacyTransport : public polylimit::Transport {
+ public:
+  explicit LegacyTransport(std::unique_ptr<polylimit::Transport> inner) : inner_(std::move(inner)) {}
+
+  polylimit::ReplyPtr run_script(const polylimit::scripts::Script& script, const polylimit::Argv& keys,
+                                 const polylimit::Argv& args) override {
+    return inner_->run_script(legacy_script(script.name), keys, args);
+  }
+  std::vector<polylimit::ReplyPtr> run_scripts(const polylimit::scripts::Script& script,
+                                               const std::vector<polylimit::ScriptCall>& calls,
+                                               const polylimit::Durability& durable = {},
+                                               std::vector<polylimit::Ack>* acks = nullptr) override {
+    return inner_->run_scripts(legacy_script(script.name), calls, durable, acks);
+  }
+  polylimit::ReplyPtr run_command(std::string_view key, const polylimit::Argv& argv) override {
+    return inner_->run_command(key, argv);
+  }
+  long noscript_reloads() const override { return inner_->noscript_reloads(); }
+  void close() override { inner_->close(); }
+  long evicting_nodes() override { return inner_->evicting_nodes(); }
+  long connect_attempts() override { return inner_->connect_attempts(); }
+  int command_timeout_ms() const override { return inner_->command_timeout_ms(); }
+  // No run_script_async: the base class's answer (false) sends async calls
+  // through run_script, so they too run the frozen text.
+
+ private:
+  std::unique_ptr<polylimit::Transport> inner_;
+};
+
+}  // namespace pltest

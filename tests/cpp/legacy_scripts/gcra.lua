@@ -1,0 +1,82 @@
+-- GCRA (generic cell rate algorithm), the token bucket as one timestamp: the
+-- theoretical arrival time (TAT) of the next unit. Units are emitted every
+-- interval_us = ceil(window/limit); up to `capacity` (the burst) pass at once.
+-- O(1) memory per key, smooth: no window edges.
+--
+-- KEYS[i]  a STRING for limit i: the TAT in microseconds
+-- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
+--              the build puts in front of this file
+-- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- Returns {allowed, then per limit: capacity, remaining, retry_after_ms, reset_after_ms}.
+-- interval_us * capacity <= 2^50 and now <= 2^52 (checked by the library), so
+-- every sum stays below 2^53 and exact.
+
+-- floor(a / b) for integers, exact whatever the rounding of the division.
+local function floor_div(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+
+-- Phase 1: read every TAT; nothing is written before all are read.
+local cap, interval, window, stored = {}, {}, {}, {}
+for i = 1, n do
+  local base = 5 + 4 * (i - 1)
+  window[i] = tonumber(ARGV[base + 2])
+  cap[i] = tonumber(ARGV[base + 3])
+  interval[i] = tonumber(ARGV[base + 4])
+  local v = redis.call('GET', KEYS[i])
+  if v then stored[i] = tonumber(v) end
+end
+
+-- Refund: move the TAT back by `cost` emissions (not before now), then peek.
+local refunded = false
+if op == 'refund' then
+  for i = 1, n do
+    if stored[i] then stored[i] = stored[i] - interval[i] * cost end
+  end
+  refunded = true
+  op, cost = 'peek', 1
+end
+
+local allowed = 1
+local tat = {}
+for i = 1, n do
+  local t = stored[i] or now
+  if t < now then t = now end
+  tat[i] = t
+  if t + interval[i] * cost - now > interval[i] * cap[i] then allowed = 0 end
+end
+
+allowed = apply_block(allowed)
+
+-- Phase 2: write.
+local function store(i, t)
+  if t <= now then
+    redis.call('DEL', KEYS[i])
+  else
+    redis.call('SET', KEYS[i], string.format('%d', t), 'PX', ttl_ms(t - now, window[i]))
+  end
+end
+
+local out = {allowed}
+for i = 1, n do
+  local tau = interval[i] * cap[i]
+  local t = tat[i]
+  local retry_us = 0
+  if op == 'check' and allowed == 1 then
+    t = t + interval[i] * cost
+    store(i, t)
+  else
+    if refunded and stored[i] then store(i, stored[i]) end
+    local over = t + interval[i] * cost - now - tau
+    if over > 0 then retry_us = over end
+  end
+  out[#out + 1] = cap[i]
+  local remaining = floor_div(tau - (t - now), interval[i])
+  if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
+  out[#out + 1] = remaining
+  out[#out + 1] = us_to_ms(blocked(retry_us))
+  out[#out + 1] = us_to_ms(t - now)
+end
+return out

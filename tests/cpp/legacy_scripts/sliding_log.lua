@@ -1,0 +1,226 @@
+-- Sliding-window log, stored compactly and exactly. Per limit, a STRING holds
+-- a ring of the admission times of the last `limit` admitted units:
+--
+--   bytes 0..11   header, struct '>I4I4I4': head (the slot written next),
+--                 used (valid entries: the `used` slots before head), size
+--                 (slots: the limit the ring was written for)
+--   byte 12 + 8p  slot p: an admission time in microseconds ('>d', exact
+--                 below 2^53), oldest first from head - used
+--
+-- At most `limit` units can be in the window, so a ring of at least `limit`
+-- slots holds every unit that still counts, in time order. `cost` more units
+-- fit exactly when the (limit - cost + 1)-th newest entry has left the window
+-- (or there is none): one read decides, whatever the cost, and admitting
+-- writes `cost` slots with one SETRANGE (two when the ring wraps) over slots
+-- whose units have left the window. Entries are written at max(now, newest),
+-- so a clock that steps back (client clocks) keeps the ring sorted; such
+-- units then count a little longer, never shorter. A ring smaller than the
+-- limit (the limit grew) is re-read once and rewritten at the new size; a
+-- larger one is kept as it is.
+--
+-- KEYS[i]  the ring of limit i (one key per limit; all share one hash tag)
+-- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
+--              the build puts in front of this file (the token is not used)
+-- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
+-- Every limit must admit or none consumes; everything is read and decided
+-- before the first write, so an error leaves every limit untouched.
+
+local HDR, W = 12, 8
+local BLOCK = 32      -- slots read per GETRANGE
+local PREALLOC = 128  -- rings up to this many slots are written whole at once
+                      -- (growing a STRING by SETRANGE over-allocates)
+
+local function not_a_ring(key)
+  return 'WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring'
+end
+
+-- Phase 1: read. ring[i] describes limit i; nothing is written here.
+local ring = {}
+for i = 1, n do
+  local base = 5 + 4 * (i - 1)
+  local r = {key = KEYS[i], limit = tonumber(ARGV[base + 1]), window = tonumber(ARGV[base + 2]), cache = {}}
+  local h = redis.call('GETRANGE', r.key, 0, HDR - 1)
+  if h == '' then
+    r.head, r.used, r.size, r.fresh = 0, 0, r.limit, true
+  else
+    if #h == HDR then r.head, r.used, r.size = struct.unpack('>I4I4I4', h) end
+    -- (Slots that turn out to be missing are refused when read: see load_block.)
+    if #h ~= HDR or r.size < 1 or r.size > 1000000 or r.head >= r.size or r.used > r.size then
+      return redis.error_reply(not_a_ring(r.key))
+    end
+  end
+  if r.size < r.limit then
+    -- Written for a smaller limit: re-read every entry; the ring grows to
+    -- the limit when it is next written. (A ring larger than the limit stays:
+    -- it may hold more units than the new limit, and all still count.)
+    local list = {}
+    if r.used > 0 then
+      local data = redis.call('GETRANGE', r.key, HDR, HDR + W * r.size - 1)
+      if #data ~= W * r.size then return redis.error_reply(not_a_ring(r.key)) end
+      for t = 1, r.used do
+        local p = (r.head - r.used + t - 1) % r.size
+        list[#list + 1] = (struct.unpack('>d', data, W * p + 1))
+      end
+    end
+    r.list, r.used, r.head, r.size = list, #list, #list % r.limit, r.limit
+  end
+  ring[i] = r
+end
+
+-- Reads up to BLOCK valid entries from the t-th on into r.cache, which is
+-- keyed by slot (a slot keeps its entry when head and used move).
+local function load_block(r, t)
+  local p0 = (r.head - r.used + t - 1) % r.size
+  local k = math.min(BLOCK, r.used - t + 1)
+  local first = math.min(k, r.size - p0)
+  local data = redis.call('GETRANGE', r.key, HDR + W * p0, HDR + W * (p0 + first) - 1)
+  if k > first then data = data .. redis.call('GETRANGE', r.key, HDR, HDR + W * (k - first) - 1) end
+  if #data ~= W * k then error({err = not_a_ring(r.key)}) end
+  for j = 0, k - 1 do r.cache[(p0 + j) % r.size] = (struct.unpack('>d', data, W * j + 1)) end
+end
+
+-- The t-th valid entry of ring r, oldest first (1 <= t <= r.used).
+local function entry(r, t)
+  if r.list then return r.list[t] end
+  local p = (r.head - r.used + t - 1) % r.size
+  if r.cache[p] == nil then load_block(r, t) end
+  return r.cache[p]
+end
+
+-- Entries still in the window (time > edge). The ring is sorted and only a
+-- few entries leave between two checks, so the search gallops from the
+-- oldest end (1, 2, 4, ... entries) and then bisects: one block read in the
+-- usual case, O(log n) reads at worst.
+local function in_window(r, edge)
+  if r.used == 0 or entry(r, 1) > edge then return r.used end
+  local lo, hi, step = 1, r.used + 1, 1  -- entry(lo) <= edge; entry(hi) > edge or hi = used + 1
+  while lo + step <= r.used do
+    if entry(r, lo + step) > edge then
+      hi = lo + step
+      break
+    end
+    lo, step = lo + step, step * 2
+  end
+  lo = lo + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if entry(r, mid) > edge then hi = mid else lo = mid + 1 end
+  end
+  return r.used - lo + 1
+end
+
+-- Forgets the entries that have left the window (as a check or a refund
+-- always has): used shrinks, head stays, the slots are reused later.
+local function prune(r, live)
+  if live < r.used then
+    if r.list then
+      local keep = {}
+      for t = r.used - live + 1, r.used do keep[#keep + 1] = r.list[t] end
+      r.list = keep
+    end
+    r.used, r.dirty = live, true
+  end
+end
+
+-- Refund: give back up to `cost` of the newest units still in the window,
+-- then answer as a peek. The slots stay; head and used move back.
+if op == 'refund' then
+  for i = 1, n do
+    local r = ring[i]
+    prune(r, in_window(r, now - r.window))
+    local k = math.min(cost, r.used)
+    if k > 0 then
+      r.used, r.head, r.dirty = r.used - k, (r.head - k) % r.size, true
+      if r.list then
+        for _ = 1, k do table.remove(r.list) end
+        r.head = #r.list % r.size
+      end
+    end
+  end
+  op, cost = 'peek', 1
+end
+
+local allowed = 1
+local count, retry, newest = {}, {}, {}
+for i = 1, n do
+  local r = ring[i]
+  local edge = now - r.window  -- an entry at s counts while now < s + window
+  count[i] = in_window(r, edge)
+  if op == 'check' then prune(r, count[i]) end
+  retry[i] = 0
+  if r.used > 0 then newest[i] = entry(r, r.used) end
+  -- cost more units fit when at most limit - cost are in the window: when
+  -- the (limit - cost + 1)-th newest entry has left it (or does not exist).
+  local t = r.used - r.limit + cost
+  if t >= 1 then
+    local leaving = entry(r, t)
+    if leaving > edge then
+      allowed = 0
+      retry[i] = leaving + r.window - now
+    end
+  end
+end
+
+allowed = apply_block(allowed)
+
+-- Phase 2: write.
+local function expire(r, last)
+  redis.call('PEXPIRE', r.key, ttl_ms(last + r.window - now, r.window))
+end
+
+local function write_whole(r)  -- a ring re-read for another limit
+  local data = {struct.pack('>I4I4I4', r.head, r.used, r.size)}
+  for t = 1, r.used do data[#data + 1] = struct.pack('>d', r.list[t]) end
+  if r.size <= PREALLOC then data[#data + 1] = string.rep('\0', W * (r.size - r.used)) end
+  redis.call('SET', r.key, table.concat(data), 'KEEPTTL')
+end
+
+local admit = op == 'check' and allowed == 1
+for i = 1, n do
+  local r = ring[i]
+  if admit then
+    local t = now
+    if newest[i] and newest[i] > t then t = newest[i] end
+    local slot = struct.pack('>d', t)
+    if r.list then
+      for _ = 1, cost do r.list[#r.list + 1] = t end
+      while #r.list > r.size do table.remove(r.list, 1) end
+      r.used, r.head = #r.list, #r.list % r.size
+      write_whole(r)
+    elseif r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
+      r.head, r.used = cost % r.size, cost
+      redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
+                 string.rep('\0', W * (r.size - cost)))
+    else
+      local first = math.min(cost, r.size - r.head)
+      redis.call('SETRANGE', r.key, HDR + W * r.head, string.rep(slot, first))
+      if cost > first then redis.call('SETRANGE', r.key, HDR, string.rep(slot, cost - first)) end
+      r.head, r.used = (r.head + cost) % r.size, math.min(r.size, r.used + cost)
+      redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
+    end
+    expire(r, t)
+    count[i] = count[i] + cost
+    newest[i] = t
+  elseif r.dirty then  -- a refund moved head and used back
+    if r.list then
+      write_whole(r)
+    else
+      redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
+    end
+  end
+end
+
+local out = {allowed}
+for i = 1, n do
+  local r = ring[i]
+  local reset_us = 0
+  if count[i] > 0 and newest[i] then reset_us = newest[i] + r.window - now end
+  local remaining = r.limit - count[i]
+  if remaining < 0 then remaining = 0 end
+  out[#out + 1] = r.limit
+  out[#out + 1] = remaining
+  out[#out + 1] = us_to_ms(blocked(retry[i]))
+  out[#out + 1] = us_to_ms(reset_us)
+end
+return out

@@ -1,0 +1,366 @@
+// The library's scripts decide exactly as the frozen ones in
+// tests/cpp/legacy_scripts/ (the scripts before the work on their Redis CPU
+// cost) and as memory://. Randomized explicit-time streams (all four
+// algorithms, costs up to the limit, multi-limit specs, punitive blocks,
+// refunds, peeks, clocks that step back) run through both script sets on one
+// redis-server, each under its own key prefix, with the KEYS and ARGV the
+// library builds, and the raw replies must be byte-identical.
+//
+// Windows and blocks are long (>= 15 s) so that no key expires in real time
+// while a stream runs: expiry follows the server's clock, and a stream's
+// explicit time runs far faster than that.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "legacy_scripts.h"
+#include "memory_backend.h"
+#include "polylimit/url.h"
+#include "redis_backend.h"
+#include "redis_server.h"
+#include "scripts_generated.h"
+
+using namespace polylimit;
+
+namespace {
+
+constexpr int64_t kT0 = 1700000000000000;
+
+// A reply as text: integers in decimal, arrays in brackets, errors marked.
+std::string reply_text(const redisReply* r) {
+  switch (r->type) {
+    case REDIS_REPLY_INTEGER: return std::to_string(r->integer);
+    case REDIS_REPLY_ARRAY: {
+      std::string s = "[";
+      for (size_t i = 0; i < r->elements; ++i) s += (i ? "," : "") + reply_text(r->element[i]);
+      return s + "]";
+    }
+    case REDIS_REPLY_ERROR: return "ERR(" + std::string(r->str, r->len) + ")";
+    case REDIS_REPLY_NIL: return "nil";
+    default: return "type" + std::to_string(r->type) + "(" + std::string(r->str ? r->str : "", r->len) + ")";
+  }
+}
+
+// Forwards to `inner` and keeps the text of the last script reply.
+class Recording : public Transport {
+ public:
+  explicit Recording(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
+  ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override {
+    ReplyPtr r = inner_->run_script(script, keys, args);
+    last = reply_text(r.get());
+    return r;
+  }
+  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
+                                    const Durability& durable = {}, std::vector<Ack>* acks = nullptr) override {
+    std::vector<ReplyPtr> r = inner_->run_scripts(script, calls, durable, acks);
+    last.clear();
+    for (const ReplyPtr& x : r) last += reply_text(x.get()) + ";";
+    return r;
+  }
+  ReplyPtr run_command(std::string_view key, const Argv& argv) override { return inner_->run_command(key, argv); }
+  long noscript_reloads() const override { return inner_->noscript_reloads(); }
+  void close() override { inner_->close(); }
+  long evicting_nodes() override { return inner_->evicting_nodes(); }
+  long connect_attempts() override { return inner_->connect_attempts(); }
+  int command_timeout_ms() const override { return inner_->command_timeout_ms(); }
+
+  std::string last;
+
+ private:
+  std::unique_ptr<Transport> inner_;
+};
+
+pltest::RedisServer& server() {
+  static pltest::RedisServer s;
+  return s;
+}
+
+std::unique_ptr<Transport> standalone() {
+  return std::make_unique<StandaloneTransport>(parse_url(server().url()), PoolOptions{});
+}
+
+std::string decision_text(const Decision& d) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "allowed=%d limit=%" PRId64 " remaining=%" PRId64 " retry=%" PRId64 " reset=%" PRId64,
+                d.allowed ? 1 : 0, d.limit, d.remaining, d.retry_after_ms, d.reset_after_ms);
+  return buf;
+}
+
+// One caller key's stream: its limits and punitive block.
+struct Spec {
+  std::vector<LimitParams> limits;
+  int64_t block_us = 0;
+  std::string describe() const {
+    std::ostringstream s;
+    for (const LimitParams& p : limits)
+      s << algorithm_name(p.algorithm) << " " << p.limit << "/" << p.window_ms << "ms burst " << p.burst << "; ";
+    s << "block " << block_us << "us";
+    return s.str();
+  }
+};
+
+// Everything that differs between runs comes from this seed: --gtest_random_seed=N
+// replays a run (0, the default, means 1).
+uint32_t seed() {
+  int s = ::testing::UnitTest::GetInstance()->random_seed();
+  return s == 0 ? 1u : static_cast<uint32_t>(s);
+}
+
+template <class T>
+T pick(std::mt19937_64& rng, std::initializer_list<T> values) {
+  return *(values.begin() + rng() % values.size());
+}
+
+int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {  // [lo, hi]
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+Spec random_spec(std::mt19937_64& rng, Algorithm alg) {
+  Spec s;
+  const int n = rng() % 4 == 0 ? 2 + static_cast<int>(rng() % 2) : 1;
+  for (int i = 0; i < n; ++i) {
+    LimitParams p;
+    p.algorithm = alg;
+    // 128 / 129: the sliding log writes small rings whole, larger ones by range.
+    p.limit = pick<int64_t>(rng, {1, 2, 3, 5, 7, 10, 16, 37, 100, 128, 129, 1000});
+    p.window_ms = pick<int64_t>(rng, {15000, 20011, 60000, 3600000});
+    if (alg == Algorithm::kGcra && rng() % 2 == 0) p.burst = uniform(rng, 1, 2 * p.limit);
+    s.limits.push_back(p);
+  }
+  if (rng() % 4 == 0) s.block_us = pick<int64_t>(rng, {15000000, 40000000});
+  return s;
+}
+
+// What the streams exercised, so that a test whose streams never reach a
+// path cannot pass unnoticed.
+struct Seen {
+  int admitted = 0, denied = 0, blocked = 0, refunds_that_gave_back = 0, multi_limit_denials = 0;
+};
+
+// Runs `streams` random streams of `steps` calls of one algorithm through
+// the frozen scripts, the library's scripts and memory://; returns the
+// number of streams that diverged (each reported once, at its first
+// divergence).
+int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen& seen) {
+  auto old_rec = std::make_unique<Recording>(std::make_unique<pltest::LegacyTransport>(standalone()));
+  auto new_rec = std::make_unique<Recording>(standalone());
+  Recording& old_tap = *old_rec;
+  Recording& new_tap = *new_rec;
+  RedisBackend old_backend(std::move(old_rec));
+  RedisBackend new_backend(std::move(new_rec));
+  MemoryBackend memory;  // expiry by the real clock, like the server's
+  std::mt19937_64 rng(seed_value * 1000003ull + static_cast<uint64_t>(alg));
+  int diverged = 0;
+  for (int s = 0; s < streams; ++s) {
+    Spec spec = random_spec(rng, alg);
+    // Some streams change their limits half-way on the same keys, as a
+    // redeployed limiter does (the sliding log then re-reads its ring).
+    const bool relimit = rng() % 5 == 0;
+    const std::string tag = "{" + std::string(algorithm_name(alg)) + "-" + std::to_string(seed_value) + "-" +
+                            std::to_string(s) + "}";
+    auto request = [&](const std::string& prefix) {
+      Request rq;
+      rq.limits = &spec.limits;
+      for (size_t i = 0; i < spec.limits.size(); ++i)
+        rq.keys.push_back(prefix + ":" + tag + (i ? ":" + std::to_string(i) : ""));
+      rq.block_us = spec.block_us;
+      if (spec.block_us > 0) rq.block_key = rq.keys[0] + ":block";
+      return rq;
+    };
+    Request old_rq = request("old"), new_rq = request("new"), mem_rq = request("mem");
+    int64_t max_cost = 0, gap_us = 0;
+    auto limits_changed = [&] {
+      max_cost = spec.limits[0].capacity();
+      for (const LimitParams& p : spec.limits) max_cost = std::min(max_cost, p.capacity());
+      gap_us = spec.limits[0].window_ms * 1000 / spec.limits[0].limit;  // one unit's share of the window
+    };
+    limits_changed();
+    const int64_t window_us = spec.limits[0].window_ms * 1000;
+    int64_t now = kT0 + uniform(rng, 0, 1000000000);
+    int64_t remaining_before = -1;
+    std::vector<int64_t> admitted_at;  // the last few admitted checks' times
+    for (int step = 0; step < steps; ++step) {
+      if (relimit && step == steps / 2) {
+        const Spec other = random_spec(rng, alg);
+        for (size_t i = 0; i < spec.limits.size(); ++i) {
+          spec.limits[i].limit = other.limits[0].limit;
+          spec.limits[i].burst = alg == Algorithm::kGcra && rng() % 2 ? uniform(rng, 1, 2 * other.limits[0].limit) : 0;
+        }
+        limits_changed();
+      }
+      // The clock: an edge, the same microsecond, a little, about a unit's
+      // share, up to a window, several windows, or a step back (a client
+      // clock).
+      const int t = static_cast<int>(rng() % 100);
+      if (t < 15 && !admitted_at.empty()) {
+        // An edge, give or take a microsecond: where an admitted unit leaves
+        // the window, a window starts, or a GCRA emission falls due.
+        const int64_t past = admitted_at[rng() % admitted_at.size()];
+        const int e = static_cast<int>(rng() % 3);
+        const int64_t unit = spec.limits[0].interval_us();
+        if (e == 0)
+          now = past + window_us;
+        else if (e == 1)
+          now = (now / window_us + 1) * window_us;
+        else
+          now = past + uniform(rng, 1, 2 * spec.limits[0].capacity()) * unit;
+        now += uniform(rng, -1, 1);
+      } else if (t < 20) {
+      } else if (t < 45) {
+        now += uniform(rng, 1, 1000);
+      } else if (t < 75) {
+        now += uniform(rng, 1, 2 * gap_us);
+      } else if (t < 90) {
+        now += uniform(rng, 1, window_us);
+      } else if (t < 96) {
+        now += uniform(rng, window_us, 3 * window_us);
+      } else {
+        now -= uniform(rng, 1, window_us / 4);
+      }
+      const int o = static_cast<int>(rng() % 100);
+      const Op op = o < 65 ? Op::kCheck : o < 80 ? Op::kPeek : Op::kRefund;
+      const int c = static_cast<int>(rng() % 100);
+      int64_t cost = c < 50 ? 1 : c < 85 ? uniform(rng, 1, max_cost) : max_cost;
+      for (Request* rq : {&old_rq, &new_rq, &mem_rq}) {
+        rq->op = op;
+        rq->cost = cost;
+        rq->now_us = now;
+      }
+      Decision od = old_backend.evaluate(old_rq);
+      Decision nd = new_backend.evaluate(new_rq);
+      Decision md = memory.evaluate(mem_rq);
+      const char* op_name = op == Op::kCheck ? "check" : op == Op::kPeek ? "peek" : "refund";
+      std::string where = "stream " + std::to_string(s) + " (" + spec.describe() + ") step " + std::to_string(step) +
+                          ": " + op_name + " cost " + std::to_string(cost) + " at T0+" + std::to_string(now - kT0);
+      if (old_tap.last != new_tap.last) {
+        ADD_FAILURE() << where << "\n  frozen scripts: " << old_tap.last << "\n  library scripts: " << new_tap.last;
+        ++diverged;
+        break;
+      }
+      // After a change of limits memory:// is not compared: a sliding log
+      // re-read for another limit can answer `remaining` one apart from the
+      // ring (seen with two limits and a block), a difference older than these
+      // scripts; the frozen and current scripts must still agree.
+      if (!(relimit && step >= steps / 2) && decision_text(nd) != decision_text(md)) {
+        ADD_FAILURE() << where << "\n  redis:  " << decision_text(nd) << "\n  memory: " << decision_text(md);
+        ++diverged;
+        break;
+      }
+      if (op == Op::kCheck) {
+        if (nd.allowed) {
+          admitted_at.push_back(now);
+          if (admitted_at.size() > 8) admitted_at.erase(admitted_at.begin());
+        }
+        ++(nd.allowed ? seen.admitted : seen.denied);
+        // A block denies with a wait beyond any window of the spec.
+        if (!nd.allowed && spec.block_us > 0 && nd.retry_after_ms * 1000 > window_us) ++seen.blocked;
+        if (!nd.allowed && spec.limits.size() > 1) ++seen.multi_limit_denials;
+      }
+      if (op == Op::kRefund && remaining_before >= 0 && nd.remaining > remaining_before) ++seen.refunds_that_gave_back;
+      remaining_before = nd.remaining;
+    }
+  }
+  return diverged;
+}
+
+}  // namespace
+
+// The frozen texts are what SHA1SUMS says (the library's SHA1s at the time they
+// were frozen), so the baseline cannot move unnoticed.
+TEST(ScriptDiff, FrozenScriptsMatchTheirSha1) {
+  for (const char* name : {"sliding_log", "sliding_counter", "fixed_window", "gcra"}) {
+    const scripts::Script& s = pltest::legacy_script(name);
+    EXPECT_EQ(server().command({"SCRIPT", "LOAD", s.source}), s.sha1) << name;
+  }
+}
+
+// The frozen scripts really run through LegacyTransport (not the library's):
+// the server holds their SHA1 after one call, whatever the library's is.
+TEST(ScriptDiff, LegacyTransportRunsTheFrozenText) {
+  server().command({"SCRIPT", "FLUSH"});
+  RedisBackend old_backend(std::make_unique<pltest::LegacyTransport>(standalone()));
+  const std::vector<LimitParams> limits = {{Algorithm::kGcra, 10, 60000, 0}};
+  Request rq;
+  rq.limits = &limits;
+  rq.keys = {"legacy:{probe}"};
+  rq.now_us = kT0;
+  EXPECT_TRUE(old_backend.evaluate(rq).allowed);
+  EXPECT_EQ(server().command({"SCRIPT", "EXISTS", pltest::legacy_script("gcra").sha1}), "1");
+}
+
+class ScriptDiffStreams : public ::testing::TestWithParam<Algorithm> {};
+
+TEST_P(ScriptDiffStreams, LibraryScriptsDecideAsFrozenOnesAndMemory) {
+  const uint32_t s = seed();
+  SCOPED_TRACE("seed " + std::to_string(s) + " (replay: --gtest_random_seed=" + std::to_string(s) + ")");
+  Seen seen;
+  EXPECT_EQ(run_streams(GetParam(), 60, 200, s, seen), 0);
+  EXPECT_GT(seen.admitted, 100);
+  EXPECT_GT(seen.denied, 100);
+  EXPECT_GT(seen.blocked, 0);
+  EXPECT_GT(seen.multi_limit_denials, 0);
+  EXPECT_GT(seen.refunds_that_gave_back, 0);
+  std::printf("%s: %d admitted, %d denied (%d blocked, %d multi-limit), %d refunds gave units back\n",
+              algorithm_name(GetParam()), seen.admitted, seen.denied, seen.blocked, seen.multi_limit_denials,
+              seen.refunds_that_gave_back);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, ScriptDiffStreams,
+                         ::testing::Values(Algorithm::kSlidingLog, Algorithm::kSlidingCounter,
+                                           Algorithm::kFixedWindow, Algorithm::kGcra),
+                         [](const ::testing::TestParamInfo<Algorithm>& i) {
+                           return std::string(algorithm_name(i.param));
+                         });
+
+// Fixed window and sliding counter set a key's expiry only when a write
+// starts its window (with the server's clock the deadline is the window's
+// end, fixed for the whole window): every key still has one, never past the
+// end of the window (fixed) or of the one after it (counter).
+TEST(ScriptExpiry, ServerClockKeysKeepTheirWindowsExpiry) {
+  RedisBackend backend(standalone());
+  for (Algorithm alg : {Algorithm::kFixedWindow, Algorithm::kSlidingCounter}) {
+    const std::vector<LimitParams> limits = {{alg, 100, 60000, 0}, {alg, 1000, 3600000, 0}};
+    Request rq;
+    rq.limits = &limits;
+    const std::string key = std::string("expiry:{") + algorithm_name(alg) + "}";
+    rq.keys = {key, key + ":1"};
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(backend.evaluate(rq).allowed) << algorithm_name(alg);
+    const long long windows = alg == Algorithm::kFixedWindow ? 1 : 2;
+    for (size_t i = 0; i < limits.size(); ++i) {
+      long long pttl = server().integer({"PTTL", rq.keys[i]});
+      EXPECT_GT(pttl, 0) << rq.keys[i];
+      EXPECT_LE(pttl, windows * limits[i].window_ms) << rq.keys[i];
+    }
+  }
+}
+
+// Every way the sliding log writes an admission sets the key's expiry to the
+// window of the newest unit: a fresh ring (one SET ... PX), a whole small
+// ring (one SET ... PX), a large ring (SETRANGEs, PEXPIRE), a ring rewritten
+// for a larger limit (SET KEEPTTL, PEXPIRE). Each admission follows a PEXPIRE
+// of one minute, which it must replace with the hour's window.
+TEST(ScriptExpiry, SlidingLogAdmissionsSetTheWindowsExpiry) {
+  RedisBackend backend(standalone());
+  constexpr int64_t kHourMs = 3600000;
+  auto admit = [&](const std::string& key, int64_t limit, bool shorten_first) {
+    const std::vector<LimitParams> limits = {{Algorithm::kSlidingLog, limit, kHourMs, 0}};
+    Request rq;
+    rq.limits = &limits;
+    rq.keys = {key};
+    if (shorten_first) EXPECT_EQ(server().integer({"PEXPIRE", key, "60000"}), 1) << key;
+    EXPECT_TRUE(backend.evaluate(rq).allowed) << key;
+    const long long pttl = server().integer({"PTTL", key});
+    EXPECT_GT(pttl, kHourMs / 2) << key << ", limit " << limit;
+    EXPECT_LE(pttl, kHourMs) << key << ", limit " << limit;
+  };
+  admit("expiry:{small}", 10, false);   // fresh ring of 10 slots
+  admit("expiry:{small}", 10, true);    // the whole ring in hand
+  admit("expiry:{large}", 1000, false);
+  admit("expiry:{large}", 1000, true);  // slot and header SETRANGEs
+  admit("expiry:{small}", 20, true);    // the 10-slot ring re-read for 20
+}
