@@ -2,8 +2,9 @@
 # Go binding suite. First the default build, in which cgo compiles the C++
 # core from the module's sources (package internal/bundled) and nothing
 # installed is used: a user's module outside the repository
-# (tests/go/consumer.sh: fresh module, replace onto this checkout, empty
-# build cache, nothing findable; ldd; a run against redis-server); go vet;
+# (tests/go/consumer.sh: a fresh module with a replace onto this checkout,
+# and one that gets the module from a module proxy in a temporary directory;
+# empty build cache, nothing findable; ldd; a run against redis-server); go vet;
 # go test -race, including the check that internal/bundled's generated files
 # are current; the tests again under the cgo pointer checkers (cgocheck=1,
 # and GOEXPERIMENT=cgocheck2 where the toolchain has it), the binding's
