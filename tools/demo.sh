@@ -40,7 +40,9 @@ else
 fi
 if [ -d "$root/bindings/go/cmd/polylimit-demo-worker" ] && "$root/tools/deps.sh" go >/dev/null 2>&1; then
   echo "building the Go worker ..."
-  (cd "$root/bindings/go" && go build -o "$root/build/polylimit-demo-worker-go" ./cmd/polylimit-demo-worker)
+  # The library built above, as every other worker uses (-tags polylimit_system;
+  # a default build would compile the core again, into the program).
+  (cd "$root/bindings/go" && go build -tags polylimit_system -o "$root/build/polylimit-demo-worker-go" ./cmd/polylimit-demo-worker)
   for i in 1 2; do add_worker "go-$i" "$root/build/polylimit-demo-worker-go"; done
 else
   skipped+=(go)

@@ -5,7 +5,7 @@ go 1.19
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.7.3
-	github.com/polylimit/polylimit/bindings/go v0.0.0
+	github.com/polylimit/polylimit v0.0.0
 )
 
 require (
@@ -13,4 +13,4 @@ require (
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 )
 
-replace github.com/polylimit/polylimit/bindings/go => ../../bindings/go
+replace github.com/polylimit/polylimit => ../..

@@ -11,6 +11,7 @@ package polylimit
 //	undefined: polylimit_requires_cgo_CGO_ENABLED_1
 //
 // Build with CGO_ENABLED=1 (the default for native builds when a C compiler
-// is found; cross builds and some container images turn it off) and a C
-// compiler, with libpolylimit found by pkg-config (see README.md).
+// is found; cross builds and some container images turn it off) and a C++
+// compiler, which compiles the core from this module's sources (see
+// README.md).
 var _ = polylimit_requires_cgo_CGO_ENABLED_1

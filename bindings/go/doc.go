@@ -5,12 +5,14 @@
 // SlidingLog (exact, the default), SlidingCounter, FixedWindow and GCRA
 // (with a burst, like redis_rate).
 //
-// The package calls the C library (polylimit.h) through cgo and finds it with
-// pkg-config (package "polylimit"): set PKG_CONFIG_PATH to the installed
-// lib/pkgconfig, and LD_LIBRARY_PATH to its lib if that is not a system
-// directory. The build tag polylimit_static links libpolylimit.a instead
-// (pkg-config package "polylimit-static"), so the program does not need the
-// shared library at run time. CGO_ENABLED=0 is a compile-time error
+// The package calls the C library (polylimit.h) through cgo. By default cgo
+// compiles the library from this module's sources into the program, as
+// go-sqlite3 does with SQLite: the first build needs a C++17 compiler and the
+// OpenSSL and hiredis headers, and nothing of polylimit installed. The build
+// tag polylimit_system links an installed libpolylimit.so.1 instead, found
+// with pkg-config (package "polylimit"; the program then needs it on the
+// loader's path), and polylimit_static an installed libpolylimit.a
+// (pkg-config package "polylimit-static"). CGO_ENABLED=0 is a compile-time error
 // ("undefined: polylimit_requires_cgo_CGO_ENABLED_1"): there is no Go
 // fallback for the C library.
 //

@@ -1,11 +1,12 @@
-//go:build cgo && !polylimit_static
-// +build cgo,!polylimit_static
+//go:build cgo && polylimit_system && !polylimit_static
+// +build cgo,polylimit_system,!polylimit_static
 
 package polylimit
 
-// The default: link the shared libpolylimit.so.1, found by pkg-config
-// (polylimit.pc); it must be on the loader's path at run time. The build tag
-// polylimit_static selects link_static.go instead.
+// go build -tags polylimit_system: link the installed shared
+// libpolylimit.so.1, found by pkg-config (polylimit.pc), instead of
+// compiling the core (link_bundled.go); it must be on the loader's path at
+// run time. The build tag polylimit_static selects link_static.go instead.
 //
 // The #cgo lines live in files of their own, chosen by build tags, rather
 // than as "#cgo polylimit_static pkg-config: ..." in polylimit.go: the go

@@ -2,8 +2,8 @@ module github.com/polylimit/polylimit/examples/go-http
 
 go 1.19
 
-require github.com/polylimit/polylimit/bindings/go v0.0.0
+require github.com/polylimit/polylimit v0.0.0
 
 // The binding from this checkout. In a program of your own, drop this line
 // and require a released version instead.
-replace github.com/polylimit/polylimit/bindings/go => ../../bindings/go
+replace github.com/polylimit/polylimit => ../..

@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# Go binding suite: go vet, go test -race, then the tests again under the
-# cgo pointer checkers (cgocheck=1, and GOEXPERIMENT=cgocheck2 where the
-# toolchain has it), the binding's packages (httplimit, the net/http
-# middleware, included: its tests run examples/go-http as two processes);
-# the promcollector module (go test -race; client_golang comes from the Go
-# module proxy) and go vet of examples/go-http; the static link (build tag polylimit_static: a test
-# binary and the demo worker without libpolylimit at run time, run with an
-# empty LD_LIBRARY_PATH against real redis-servers); and a CGO_ENABLED=0
-# build, which must fail at compile time saying that cgo is required.
+# Go binding suite. First the default build, in which cgo compiles the C++
+# core from the module's sources (package internal/bundled) and nothing
+# installed is used: a user's module outside the repository
+# (tests/go/consumer.sh: a fresh module with a replace onto this checkout,
+# and one that gets the module from a module proxy in a temporary directory;
+# empty build cache, nothing findable; ldd; a run against redis-server); go vet;
+# go test -race, including the check that internal/bundled's generated files
+# are current; the tests again under the cgo pointer checkers (cgocheck=1,
+# and GOEXPERIMENT=cgocheck2 where the toolchain has it), the binding's
+# packages (httplimit, the net/http middleware, included: its tests run
+# examples/go-http as two processes); the promcollector module (go test
+# -race; client_golang comes from the Go module proxy) and go vet of
+# examples/go-http.
+# Then an installed libpolylimit: -tags polylimit_system (the shared library
+# by pkg-config: the demo worker needs libpolylimit.so at run time) and
+# -tags polylimit_static (libpolylimit.a: a test binary and the demo worker
+# without libpolylimit at run time, run with an empty LD_LIBRARY_PATH against
+# real redis-servers). Last, a CGO_ENABLED=0 build, which must fail at
+# compile time saying that cgo is required.
 #
 # tools/test.sh runs it with POLYLIMIT_PREFIX (an installed build) and
 # PKG_CONFIG_PATH / LD_LIBRARY_PATH pointing there. Run alone, it builds and
-# installs the library into build/go-lib and build/go-prefix itself.
+# installs the library into build/go-lib and build/go-prefix itself, for the
+# build-tag part.
 # The tests start their own redis-server processes on free loopback ports.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -20,26 +31,16 @@ cd "$root"
 command -v go >/dev/null || { echo "go: not found (tools/deps.sh go installs it)" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server: not found" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3: not found (tests/fixture/redisfix, the Redis launcher, needs it)" >&2; exit 1; }
+# The check of internal/bundled's generated files runs the generators.
+command -v cmake >/dev/null || { echo "cmake: not found (internal/bundled/gen runs it)" >&2; exit 1; }
 
-if [ -z "${POLYLIMIT_PREFIX:-}" ]; then
-  prefix="$root/build/go-prefix"
-  cmake -S "$root" -B "$root/build/go-lib" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DPOLYLIMIT_BUILD_TESTS=OFF -DPOLYLIMIT_BUILD_TOOLS=OFF >/dev/null
-  cmake --build "$root/build/go-lib" -j 2 >/dev/null
-  rm -rf "$prefix"
-  cmake --install "$root/build/go-lib" --prefix "$prefix" >/dev/null
-  libdir=$(dirname "$(ls -d "$prefix"/lib*/pkgconfig | head -n1)")
-  export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-  export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
-pkg-config --exists polylimit || { echo "pkg-config cannot find polylimit (PKG_CONFIG_PATH?)" >&2; exit 1; }
 
 # Never fetch another toolchain. The binding has no module dependencies;
 # promcollector's (client_golang) are fetched with -mod=mod, as go.sum pins them.
 export GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:-} -mod=mod"
 export CGO_ENABLED=1
 cd "$root/bindings/go"
-echo "go: $(go version), libpolylimit $(pkg-config --modversion polylimit)"
+echo "go: $(go version)"
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -63,6 +64,17 @@ gotest() {
   failed=$((failed + f))
 }
 
+echo "--- a user's module: the core compiled by cgo, nothing installed (tests/go/consumer.sh)"
+if "$root/tests/go/consumer.sh"; then
+  passed=$((passed + 1))
+else
+  echo "consumer: FAILED" >&2
+  failed=$((failed + 1))
+fi
+
+echo "--- the binding, default build (the core compiled from the module's sources)"
+# pkg-config answers nothing here: the default build must not ask it.
+export PKG_CONFIG=false
 go vet ./...
 gotest "race" -race
 GODEBUG=cgocheck=1 gotest "cgocheck=1"
@@ -82,10 +94,25 @@ gotest "promcollector (race)" -race
 cd "$root/examples/go-http"
 go vet ./...
 cd "$root/bindings/go"
+unset PKG_CONFIG
 
-echo "--- static link (-tags polylimit_static)"
+echo "--- an installed libpolylimit (-tags polylimit_system, -tags polylimit_static)"
+if [ -z "${POLYLIMIT_PREFIX:-}" ]; then
+  prefix="$root/build/go-prefix"
+  cmake -S "$root" -B "$root/build/go-lib" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPOLYLIMIT_BUILD_TESTS=OFF -DPOLYLIMIT_BUILD_TOOLS=OFF >/dev/null
+  cmake --build "$root/build/go-lib" -j 2 >/dev/null
+  rm -rf "$prefix"
+  cmake --install "$root/build/go-lib" --prefix "$prefix" >/dev/null
+  libdir=$(dirname "$(ls -d "$prefix"/lib*/pkgconfig | head -n1)")
+  export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+pkg-config --exists polylimit || { echo "pkg-config cannot find polylimit (PKG_CONFIG_PATH?)" >&2; exit 1; }
+echo "libpolylimit $(pkg-config --modversion polylimit)"
 tmp=$(mktemp -d)
 trap 'rm -f "$log"; rm -rf "$tmp"' EXIT
+go vet -tags polylimit_system ./...
 # The installed polylimit-static.pc (packaging/pkgconfig/polylimit-static.pc.in).
 # A prefix installed before that file was added has none: write one here from
 # the template, for this prefix, so the test still runs.
@@ -105,11 +132,17 @@ if ! pkg-config --exists polylimit-static; then
   echo "polylimit-static.pc is not installed in this prefix; using one made from $template"
 fi
 echo "pkg-config --libs polylimit-static: $(pkg-config --libs polylimit-static)"
+go vet -tags polylimit_static ./...
 go test -c -tags polylimit_static -o "$tmp/polylimit-static.test" .
 go build -tags polylimit_static -o "$tmp/polylimit-demo-worker" ./cmd/polylimit-demo-worker
-go build -o "$tmp/polylimit-demo-worker-shared" ./cmd/polylimit-demo-worker
-echo "ldd of the default (shared) demo worker:"
-ldd "$tmp/polylimit-demo-worker-shared" | sed 's/^/  /'
+go build -tags polylimit_system -o "$tmp/polylimit-demo-worker-system" ./cmd/polylimit-demo-worker
+deps=$(ldd "$tmp/polylimit-demo-worker-system")
+echo "ldd of the demo worker (-tags polylimit_system):"
+echo "$deps" | sed 's/^/  /'
+if ! grep -q 'libpolylimit\.so\.1 => /' <<<"$deps"; then
+  echo "the demo worker (-tags polylimit_system) does not load the installed libpolylimit.so.1" >&2
+  exit 1
+fi
 for bin in "$tmp/polylimit-static.test" "$tmp/polylimit-demo-worker"; do
   deps=$(ldd "$bin")
   echo "ldd of $(basename "$bin") (-tags polylimit_static):"
@@ -133,10 +166,16 @@ passed=$((passed + p))
 failed=$((failed + f))
 eval "$("$root/tests/redis-server.sh" start)"
 out=$(LD_LIBRARY_PATH= "$tmp/polylimit-demo-worker" "$POLYLIMIT_TEST_REDIS_URL" go-static 5 60000 8 go-static) || out="exit status $?"
+sys_out=$("$tmp/polylimit-demo-worker-system" "$POLYLIMIT_TEST_REDIS_URL" go-system 5 60000 8 go-system) || sys_out="exit status $?"
 "$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
 echo "static demo worker (LD_LIBRARY_PATH empty): $out"
 if [ "$out" != "go-static admitted=5 attempts=8" ]; then
   echo "static demo worker: expected 'go-static admitted=5 attempts=8'" >&2
+  failed=$((failed + 1))
+fi
+echo "demo worker on the installed shared library: $sys_out"
+if [ "$sys_out" != "go-system admitted=5 attempts=8" ]; then
+  echo "demo worker (-tags polylimit_system): expected 'go-system admitted=5 attempts=8'" >&2
   failed=$((failed + 1))
 fi
 

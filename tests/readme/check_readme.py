@@ -9,7 +9,7 @@ Each fence must have a marker, an HTML comment on the line right before it:
       against a real redis-server; with `output contains`, its output must
       contain TEXT.
       Go: gofmt-clean, go vet, go run in a temporary module that `replace`s
-      the binding with bindings/go (cgo, pkg-config). Java: javac -Xlint:all
+      the module with this checkout (cgo compiles the core). Java: javac -Xlint:all
       -Werror against the jar, then java -cp JAR:classes, no LD_LIBRARY_PATH.
       JavaScript: node, with require('polylimit') resolving to bindings/node
       and its addon from $POLYLIMIT_NODE_ADDON, else tests/node/run.sh's build.
@@ -277,8 +277,8 @@ def run_go(code, work, args):
     open(os.path.join(mod, "main.go"), "w").write(code)
     open(os.path.join(mod, "go.mod"), "w").write(
         "module readmetest\n\ngo 1.19\n\n"
-        "require github.com/polylimit/polylimit/bindings/go v0.0.0\n\n"
-        "replace github.com/polylimit/polylimit/bindings/go => %s\n" % os.path.join(ROOT, "bindings", "go"))
+        "require github.com/polylimit/polylimit v0.0.0\n\n"
+        "replace github.com/polylimit/polylimit => %s\n" % ROOT)
     env = dict(os.environ, GOTOOLCHAIN="local", CGO_ENABLED="1",
                GOFLAGS=(os.environ.get("GOFLAGS", "") + " -mod=mod").strip())
     rc, out = run(["gofmt", "-l", "-d", "main.go"], cwd=mod, env=env)

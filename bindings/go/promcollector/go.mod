@@ -3,7 +3,7 @@ module github.com/polylimit/polylimit/bindings/go/promcollector
 go 1.23.0
 
 require (
-	github.com/polylimit/polylimit/bindings/go v0.0.0
+	github.com/polylimit/polylimit v0.0.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
 	github.com/prometheus/common v0.66.1
@@ -20,4 +20,4 @@ require (
 	google.golang.org/protobuf v1.36.8 // indirect
 )
 
-replace github.com/polylimit/polylimit/bindings/go => ../
+replace github.com/polylimit/polylimit => ../../..

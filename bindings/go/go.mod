@@ -1,3 +1,0 @@
-module github.com/polylimit/polylimit/bindings/go
-
-go 1.19

@@ -1,0 +1,19 @@
+// Generated from core/scripts/*.lua by embed_scripts.cmake. Do not edit.
+#pragma once
+
+namespace polylimit {
+namespace scripts {
+
+struct Script {
+  const char* name;
+  const char* source;
+  const char* sha1;  // of the source's bytes, as SCRIPT LOAD computes it
+};
+
+extern const Script k_fixed_window;
+extern const Script k_gcra;
+extern const Script k_sliding_counter;
+extern const Script k_sliding_log;
+
+}  // namespace scripts
+}  // namespace polylimit

@@ -1,0 +1,3 @@
+module github.com/polylimit/polylimit
+
+go 1.19

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# A Go program of a user's, outside the repository, built with nothing of
+# polylimit installed or findable (no PKG_CONFIG_PATH, no LD_LIBRARY_PATH, no
+# CGO_* flags, and pkg-config replaced by `false`, so a build that asked it
+# would fail) and an empty build cache, as a first `go build` is. Twice:
+#   replace  a fresh module that requires github.com/polylimit/polylimit with
+#            a replace onto this checkout;
+#   proxy    `go get github.com/polylimit/polylimit/bindings/go@vX.Y.Z` from
+#            a module proxy in a temporary directory (GOPROXY=file://...)
+#            serving a zip of the checkout's tracked files, laid out as the Go
+#            tools lay out a module (nested modules left out): what is built
+#            is what the module zip carries, from the read-only module cache.
+# Each time:
+#   - the first build compiles the core (go build -x shows it);
+#   - ldd of the program names no libpolylimit;
+#   - the program runs against a real redis-server and must admit 3 of 5
+#     requests to a 3/minute limit, with a Retry-After on the denied ones;
+#   - a second build finds everything in the cache (compiles no C++).
+# Prints the build times. Run by tests/go/run.sh; runs alone too.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+version=$(sed -n 's/^#define POLYLIMIT_VERSION_STRING "\(.*\)"$/\1/p' "$root/capi/include/polylimit.h")
+[ -n "$version" ] || { echo "no POLYLIMIT_VERSION_STRING in capi/include/polylimit.h" >&2; exit 1; }
+
+tmp=$(mktemp -d /tmp/polylimit-go-consumer-XXXXXX)
+redis_pid=
+cleanup() {
+  if [ -n "$redis_pid" ]; then "$root/tests/redis-server.sh" stop "$redis_pid" "$redis_dir" || true; fi
+  chmod -R u+w "$tmp" 2>/dev/null || true # the module cache is read-only
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+eval "$("$root/tests/redis-server.sh" start)"
+redis_pid=$POLYLIMIT_TEST_REDIS_PID redis_dir=$POLYLIMIT_TEST_REDIS_DIR
+
+# The module proxy: list, .info, .mod and .zip of one version.
+proxy_dir="$tmp/proxy/github.com/polylimit/polylimit/@v"
+mkdir -p "$proxy_dir"
+echo "v$version" >"$proxy_dir/list"
+echo "{\"Version\":\"v$version\"}" >"$proxy_dir/v$version.info"
+cp "$root/go.mod" "$proxy_dir/v$version.mod"
+(cd "$root" && git ls-files -z) | python3 -c '
+import os, sys, zipfile
+root, out, prefix = sys.argv[1:4]
+files = [f for f in sys.stdin.read().split("\0") if f]
+# A directory with a go.mod of its own is another module: not in this zip.
+nested = [os.path.dirname(f) + "/" for f in files if f.endswith("/go.mod")]
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    for f in files:
+        if any(f.startswith(n) for n in nested) or not os.path.isfile(os.path.join(root, f)):
+            continue
+        z.write(os.path.join(root, f), prefix + f)
+' "$root" "$proxy_dir/v$version.zip" "github.com/polylimit/polylimit@v$version/"
+
+cat >"$tmp/main.go" <<'GO'
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	polylimit "github.com/polylimit/polylimit/bindings/go"
+)
+
+func main() {
+	client, err := polylimit.Open(os.Args[1])
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer client.Close()
+	limiter, err := client.Limiter("3/minute", polylimit.WithPrefix("consumer-"+os.Args[2]))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer limiter.Close()
+	admitted, retryAfter := 0, 0
+	for i := 0; i < 5; i++ {
+		res, err := limiter.Allow(context.Background(), "user:1")
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		if res.Allowed {
+			admitted++
+		} else if res.RetryAfter > 0 {
+			retryAfter++
+		}
+	}
+	fmt.Printf("version=%s admitted=%d denied_with_retry_after=%d\n", polylimit.Version(), admitted, retryAfter)
+}
+GO
+
+# The user's environment: nothing of polylimit's; the proxy above and no
+# checksum database (the zip is made here, not published).
+clean=(env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u LIBRARY_PATH -u CPATH -u C_INCLUDE_PATH
+  -u CPLUS_INCLUDE_PATH -u CGO_CFLAGS -u CGO_CPPFLAGS -u CGO_CXXFLAGS -u CGO_LDFLAGS
+  PKG_CONFIG=false CGO_ENABLED=1 GOTOOLCHAIN=local GOFLAGS=-mod=mod GOSUMDB=off
+  GOPROXY="file://$tmp/proxy" GOMODCACHE="$tmp/gomodcache" GOCACHE="$tmp/gocache")
+
+# timed CMD...: runs CMD (its stderr to the caller's), sets took to its wall
+# and CPU time: the CPU time says more than the wall time on a busy machine.
+timed() {
+  local TIMEFORMAT='%R %U %S'
+  { time "$@" 2>&3; } 3>&2 2>"$tmp/time" || return 1
+  took=$(awk '{ printf "%.1f s wall, %.1f s CPU", $1, $2 + $3 }' "$tmp/time")
+}
+
+# consumer NAME WHAT: builds $tmp/NAME (its go.mod written by the caller)
+# with the build cache $tmp/gocache, which must compile the core, then checks
+# and runs the program and builds it again.
+consumer() {
+  local name=$1 what=$2
+  local app="$tmp/$name"
+  local out deps want
+  cp "$tmp/main.go" "$app/main.go"
+  cd "$app"
+  timed "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log"
+  echo "consumer ($name): first go build ($what): $took"
+  if ! grep -Eq 'core_limiter\.cpp' "$app/build-x.log"; then
+    echo "consumer ($name): the first build did not compile the core" >&2
+    return 1
+  fi
+
+  deps=$(ldd "$app/consumer")
+  echo "consumer ($name): ldd"
+  echo "$deps" | sed 's/^/  /'
+  if grep -q libpolylimit <<<"$deps"; then
+    echo "consumer ($name): the program needs libpolylimit at run time" >&2
+    return 1
+  fi
+
+  out=$(env -u LD_LIBRARY_PATH "$app/consumer" "$POLYLIMIT_TEST_REDIS_URL" "$name") || {
+    echo "consumer ($name): $out" >&2
+    return 1
+  }
+  echo "consumer ($name): $out"
+  want="version=$version admitted=3 denied_with_retry_after=2"
+  if [ "$out" != "$want" ]; then
+    echo "consumer ($name): expected '$want'" >&2
+    return 1
+  fi
+
+  timed "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log"
+  echo "consumer ($name): second go build (cached): $took"
+  if grep -Eq '\.(cpp|cc)\b' "$app/build-x.log"; then
+    echo "consumer ($name): the second build compiled C++ again; the build cache did not hold the core:" >&2
+    grep -E '\.(cpp|cc)\b' "$app/build-x.log" | head -n 5 >&2
+    return 1
+  fi
+}
+
+mkdir "$tmp/replace"
+cat >"$tmp/replace/go.mod" <<MOD
+module example.com/consumer
+
+go 1.19
+
+require github.com/polylimit/polylimit v0.0.0
+
+replace github.com/polylimit/polylimit => $root
+MOD
+consumer replace "empty build cache: the standard library and the core"
+
+mkdir "$tmp/proxy-app"
+printf 'module example.com/consumer\n\ngo 1.19\n' >"$tmp/proxy-app/go.mod"
+(cd "$tmp/proxy-app" && "${clean[@]}" go get "github.com/polylimit/polylimit/bindings/go@v$version")
+if ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/proxy-app/go.mod"; then
+  echo "consumer (proxy): go get did not require the root module:" >&2
+  cat "$tmp/proxy-app/go.mod" >&2
+  exit 1
+fi
+# Same build cache: the core is compiled again (another directory, the
+# module cache), the standard library is not.
+consumer proxy-app "the core from the module zip"
+echo "consumer: ok"
