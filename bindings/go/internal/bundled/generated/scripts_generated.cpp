@@ -89,7 +89,7 @@ end
 -- The window start is stored with the count; PEXPIRE frees the key when its
 -- window has ended (one window later for caller-supplied time: see ttl_ms).
 
-local start, count, limit, window, refunded = {}, {}, {}, {}, {}
+local start, count, limit, window, refunded, stored = {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local base = 5 + 4 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
@@ -101,6 +101,7 @@ for i = 1, n do
   if w and c then
     if w == start[i] then
       count[i] = c
+      stored[i] = true
     elseif w > start[i] then  -- the clock stepped back: stay in the stored window
       start[i] = w
       count[i] = c
@@ -126,7 +127,12 @@ for i = 1, n do
   if op == 'check' and allowed == 1 then
     count[i] = count[i] + cost
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'n', string.format('%d', count[i]))
-    redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + window[i] - now, window[i]))
+    -- With the server's clock the key's expiry is the window's end, already
+    -- set by the write that started this window. (Caller-supplied time
+    -- moves it with the caller's clock: set every time, as always.)
+    if not (stored[i] and ARGV[3] == '') then
+      redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + window[i] - now, window[i]))
+    end
   elseif refunded[i] then
     redis.call('HSET', KEYS[i], 'n', string.format('%d', count[i]))
   end
@@ -146,7 +152,7 @@ for i = 1, n do
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out
-)__lua__", "d78b80605fbcc90530f6457b28954851e469e204"};
+)__lua__", "6df42b6a378131db0b5a717e5f2321bf54d94836"};
 const Script k_gcra = {"gcra", R"__lua__(#!lua
 -- prelude.lua: the start of every algorithm script. The build puts this text
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
@@ -470,7 +476,13 @@ for i = 1, n do
     cur[i] = cur[i] + cost
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'c', string.format('%d', cur[i]),
                'p', string.format('%d', prev[i]))
-    redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
+    -- With the server's clock the key's expiry is the end of the window
+    -- after the stored one, set by the write that started it: set it only
+    -- when the stored window changes. (Caller-supplied time moves it with
+    -- the caller's clock: set every time.)
+    if not (ARGV[3] == '' and tonumber(stored[i][1]) == start[i]) then
+      redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
+    end
   elseif refunded[i] then
     redis.call('HSET', KEYS[i], 'c', string.format('%d', cur[i]))
   end
@@ -495,7 +507,7 @@ for i = 1, n do
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out
-)__lua__", "49f44747c93765f95f42d9717747dc2619d13a77"};
+)__lua__", "024a79ab2649d2d0e735a48480c4285c765b09eb"};
 const Script k_sliding_log = {"sliding_log", R"__lua__(#!lua
 -- prelude.lua: the start of every algorithm script. The build puts this text
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
@@ -598,7 +610,10 @@ end
 -- before the first write, so an error leaves every limit untouched.
 
 local HDR, W = 12, 8
-local BLOCK = 32      -- slots read per GETRANGE
+local WHOLE = 256     -- limits up to this: the header and slots 0..limit-1 come
+                      -- in one GETRANGE (at most 2 KB; beyond, copying the bytes
+                      -- costs more than the block reads it saves)
+local BLOCK = 32      -- larger rings: slots read per GETRANGE
 local PREALLOC = 128  -- rings up to this many slots are written whole at once
                       -- (growing a STRING by SETRANGE over-allocates)
 
@@ -610,14 +625,23 @@ end
 local ring = {}
 for i = 1, n do
   local base = 5 + 4 * (i - 1)
-  local r = {key = KEYS[i], limit = tonumber(ARGV[base + 1]), window = tonumber(ARGV[base + 2]), cache = {}}
-  local h = redis.call('GETRANGE', r.key, 0, HDR - 1)
+  local r = {key = KEYS[i], limit = tonumber(ARGV[base + 1]), window = tonumber(ARGV[base + 2]), chunks = {}}
+  -- r.data holds slots 0..r.reach-1 after the header (as far as written).
+  -- Slots are unpacked only when probed: a decision looks at two or three.
+  local h
+  if r.limit <= WHOLE then
+    h = redis.call('GETRANGE', r.key, 0, HDR + W * r.limit - 1)
+    r.data, r.reach = h, r.limit
+  else
+    h = redis.call('GETRANGE', r.key, 0, HDR - 1)
+    r.reach = 0
+  end
   if h == '' then
     r.head, r.used, r.size, r.fresh = 0, 0, r.limit, true
   else
-    if #h == HDR then r.head, r.used, r.size = struct.unpack('>I4I4I4', h) end
-    -- (Slots that turn out to be missing are refused when read: see load_block.)
-    if #h ~= HDR or r.size < 1 or r.size > 1000000 or r.head >= r.size or r.used > r.size then
+    if #h >= HDR then r.head, r.used, r.size = struct.unpack('>I4I4I4', h) end
+    -- (Slots that turn out to be missing are refused when read: see entry.)
+    if #h < HDR or r.size < 1 or r.size > 1000000 or r.head >= r.size or r.used > r.size then
       return redis.error_reply(not_a_ring(r.key))
     end
   end
@@ -639,24 +663,39 @@ for i = 1, n do
   ring[i] = r
 end
 
--- Reads up to BLOCK valid entries from the t-th on into r.cache, which is
--- keyed by slot (a slot keeps its entry when head and used move).
-local function load_block(r, t)
-  local p0 = (r.head - r.used + t - 1) % r.size
+-- Reads up to BLOCK valid entries from the t-th on (slot p0 on) into
+-- r.chunks, as raw strings: {first slot, slots, bytes}. Chunks are keyed by
+-- slot (a slot keeps its entry when head and used move).
+-- In a full ring the newest entry sits just before the oldest: a read from
+-- the oldest on starts one slot earlier and brings the newest along (every
+-- decision reads both).
+local function load_block(r, t, p0)
   local k = math.min(BLOCK, r.used - t + 1)
   local first = math.min(k, r.size - p0)
-  local data = redis.call('GETRANGE', r.key, HDR + W * p0, HDR + W * (p0 + first) - 1)
-  if k > first then data = data .. redis.call('GETRANGE', r.key, HDR, HDR + W * (k - first) - 1) end
-  if #data ~= W * k then error({err = not_a_ring(r.key)}) end
-  for j = 0, k - 1 do r.cache[(p0 + j) % r.size] = (struct.unpack('>d', data, W * j + 1)) end
+  local pre = 0
+  if t == 1 and r.used == r.size and p0 > 0 then pre = 1 end
+  local a = redis.call('GETRANGE', r.key, HDR + W * (p0 - pre), HDR + W * (p0 + first) - 1)
+  local b = ''
+  if k > first then b = redis.call('GETRANGE', r.key, HDR, HDR + W * (k - first) - 1) end
+  if #a + #b ~= W * (k + pre) then error({err = not_a_ring(r.key)}) end
+  r.chunks[#r.chunks + 1] = {p0 - pre, first + pre, a}
+  if k > first then r.chunks[#r.chunks + 1] = {0, k - first, b} end
 end
 
 -- The t-th valid entry of ring r, oldest first (1 <= t <= r.used).
 local function entry(r, t)
   if r.list then return r.list[t] end
   local p = (r.head - r.used + t - 1) % r.size
-  if r.cache[p] == nil then load_block(r, t) end
-  return r.cache[p]
+  if p < r.reach then
+    if HDR + W * (p + 1) > #r.data then error({err = not_a_ring(r.key)}) end
+    return (struct.unpack('>d', r.data, HDR + W * p + 1))
+  end
+  for j = 1, 2 do
+    for _, c in ipairs(r.chunks) do
+      if p >= c[1] and p < c[1] + c[2] then return (struct.unpack('>d', c[3], W * (p - c[1]) + 1)) end
+    end
+    if j == 1 then load_block(r, t, p) end
+  end
 end
 
 -- Entries still in the window (time > edge). The ring is sorted and only a
@@ -759,18 +798,29 @@ for i = 1, n do
       while #r.list > r.size do table.remove(r.list, 1) end
       r.used, r.head = #r.list, #r.list % r.size
       write_whole(r)
+      expire(r, t)
     elseif r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
       r.head, r.used = cost % r.size, cost
       redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
-                 string.rep('\0', W * (r.size - cost)))
+                 string.rep('\0', W * (r.size - cost)), 'PX', ttl_ms(t + r.window - now, r.window))
+    elseif r.size <= PREALLOC and r.reach >= r.size and #r.data == HDR + W * r.size then
+      -- The whole ring was read: the same bytes as the SETRANGEs and PEXPIRE
+      -- below would leave, in one SET.
+      local h0 = r.head
+      local first = math.min(cost, r.size - h0)
+      local wrapped = cost - first  -- slots 0..wrapped-1 (then h0 + first = size)
+      r.head, r.used = (h0 + cost) % r.size, math.min(r.size, r.used + cost)
+      redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, wrapped) ..
+                 r.data:sub(HDR + W * wrapped + 1, HDR + W * h0) .. string.rep(slot, first) ..
+                 r.data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl_ms(t + r.window - now, r.window))
     else
       local first = math.min(cost, r.size - r.head)
       redis.call('SETRANGE', r.key, HDR + W * r.head, string.rep(slot, first))
       if cost > first then redis.call('SETRANGE', r.key, HDR, string.rep(slot, cost - first)) end
       r.head, r.used = (r.head + cost) % r.size, math.min(r.size, r.used + cost)
       redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
+      expire(r, t)
     end
-    expire(r, t)
     count[i] = count[i] + cost
     newest[i] = t
   elseif r.dirty then  -- a refund moved head and used back
@@ -795,7 +845,7 @@ for i = 1, n do
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out
-)__lua__", "70e5fda8d33d83871f26d575b8e7687696b8ab0e"};
+)__lua__", "9ad9c4d9053586b5e9e94bc07d81bc4712584837"};
 
 }  // namespace scripts
 }  // namespace polylimit
