@@ -786,3 +786,33 @@ func TestCountWhen(t *testing.T) {
 	// The missing-key rule is unchanged.
 	expectStatus(t, get(t, srv.URL, "/login?password=right"), 400)
 }
+
+// The pattern of WithCountWhen by hand, with the limiter's API, as
+// docs/integrations/go.md shows it for code that does not use the middleware.
+func TestCountWhenByHand(t *testing.T) {
+	c := openClient(t, shared.URL)
+	limiter := limiterFor(t, c, 2, time.Minute)
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, key := r.Context(), r.Header.Get("X-User")
+		res, err := limiter.Allow(ctx, key)
+		if err != nil || !res.Allowed {
+			http.Error(w, "no", http.StatusTooManyRequests)
+			return
+		}
+		status := http.StatusOK
+		if r.URL.Query().Get("password") != "right" {
+			status = http.StatusUnauthorized
+		}
+		w.WriteHeader(status)
+		if status < 400 && !res.Degraded {
+			limiter.Refund(context.Background(), key, 1) // a success: give the unit back
+		}
+	}))
+	var got []int
+	for _, pw := range []string{"right", "right", "right", "wrong", "wrong", "wrong", "right"} {
+		got = append(got, get(t, srv.URL, "/?password="+pw, "X-User", "ann").status)
+	}
+	if fmt.Sprint(got) != "[200 200 200 401 401 429 429]" {
+		t.Errorf("got %v", got)
+	}
+}

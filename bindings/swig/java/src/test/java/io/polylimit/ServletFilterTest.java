@@ -354,6 +354,26 @@ class ServletFilterTest extends ServerTestBase {
         }
     }
 
+    /** The pattern of countWhen by hand, as docs/integrations/java.md shows it for code without the filter. */
+    @Test
+    void countWhenByHand() {
+        try (Limiter limiter = limiter("2/minute", prefix())) {
+            List<Integer> got = new java.util.ArrayList<>();
+            for (int answer : new int[] {200, 200, 200, 401, 401, 401, 200}) {
+                String key = "user:ann";
+                Decision d = limiter.check(key);
+                if (!d.allowed()) {
+                    got.add(429);
+                    continue;
+                }
+                int status = answer; // the work
+                if (status < 400 && !d.degraded()) limiter.refund(key, 1); // a success: give the unit back
+                got.add(status);
+            }
+            assertEquals(List.of(200, 200, 200, 401, 401, 429, 429), got);
+        }
+    }
+
     @Test
     void configuredByInitParams() throws Exception {
         String p = prefix();
