@@ -444,4 +444,20 @@ def test_flask_rate_spec_before_and_after_init_app():
     assert [web.get("/late").status_code for _ in range(2)] == [200, 429]
     with pytest.raises(TypeError, match="go with a rate spec"):
         rl.limit(client.limiter("1/minute"), prefix="x")
+    # With the config: one client, the given one or the config's, never both silently.
+    configured = flask.Flask("c")
+    configured.config["POLYLIMIT"] = {"URL": "memory://", "PREFIX": "cfg"}
+    with pytest.raises(ValueError, match="not both"):
+        FlaskRateLimit(configured, client=client)
+    configured.config["POLYLIMIT"] = {"PREFIX": "cfg", "DEFAULT": "5/minute"}
+    rl_cfg = FlaskRateLimit(configured, client=client)
+    assert rl_cfg.client is client and rl_cfg.policy.default.limiter.prefix == "cfg:default"
+
+    @configured.get("/r")
+    @rl_cfg.limit("1/minute")
+    def r():
+        return "ok"
+
+    assert r.__dict__["_polylimit_rule"].prefix is None  # the default: made from the config's PREFIX
+    assert rl_cfg._resolve(r.__dict__["_polylimit_rule"]).limiter.prefix.startswith("cfg:view:")
     client.close()

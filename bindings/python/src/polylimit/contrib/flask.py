@@ -85,8 +85,9 @@ class _SpecRule:
 
 class FlaskRateLimit:
     """Applies a :class:`polylimit.contrib.http.Policy` to a Flask app.
-    ``client``: the client of the limits given as rate specs (default: the
-    one made from ``app.config["POLYLIMIT"]``)."""
+    ``client``: the client of the limits given as rate specs, and of
+    ``app.config["POLYLIMIT"]``'s rules (which then has no ``URL`` or
+    ``CLIENT``); without it, the one made from that config."""
 
     def __init__(self, app: Optional[flask.Flask] = None, policy: Optional[Policy] = None, *,
                  client: Optional[Client] = None) -> None:
@@ -104,6 +105,9 @@ class FlaskRateLimit:
             config = app.config.get("POLYLIMIT")
             if config is None:
                 raise RuntimeError("FlaskRateLimit needs a Policy or app.config['POLYLIMIT']")
+            if self.client is not None and ("URL" in config or "CLIENT" in config):
+                # Either would be ignored: the given client is the one used.
+                raise ValueError("FlaskRateLimit: give client= or POLYLIMIT's URL/CLIENT settings, not both")
             self.policy, self.client = policy_from_config(config, self.client)
             self._limiters.base = config.get("PREFIX", "pl")
         self._limiters.client = self.client
