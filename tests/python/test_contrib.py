@@ -299,3 +299,165 @@ def test_asgi_middleware_passes_other_scopes_and_exempt_paths():
     with pytest.raises(TypeError):
         RateLimitMiddleware(_ok_app, lim)  # type: ignore[arg-type]
     client.close()
+
+
+# -- count_when (response-based counting) and rate specs on routes ---------------
+
+def test_settle_refunds_only_admitted_requests_whose_status_does_not_count():
+    client = polylimit.Client("memory://")
+    lim = client.limiter("2/minute", prefix="settle")
+    policy = http.Policy(http.Limit(lim, count_when=http.count_failures))
+    view = http.RequestView("GET", "/login", "192.0.2.1", {})
+    for _ in range(4):  # successes: each refunded, never down to a 429
+        outcome = policy.check(view)
+        assert outcome.status is None and outcome.key == "ip:192.0.2.1"
+        assert policy.settle(outcome, 200)
+    outcomes = [policy.check(view) for _ in range(3)]
+    assert [o.status for o in outcomes] == [None, None, 429]
+    assert not policy.settle(outcomes[0], 401)   # counts: kept
+    assert not policy.settle(outcomes[2], 200)   # denied: nothing was taken, nothing to give back
+    assert lim.peek("ip:192.0.2.1").remaining == 0
+    # Without count_when every response counts.
+    plain = http.Policy(client.limiter("2/minute", prefix="settle-plain"))
+    assert not plain.settle(plain.check(view), 200)
+    client.close()
+
+
+def test_asgi_middleware_counts_by_status_and_a_crash_as_500():
+    client = polylimit.Client("memory://")
+    status_of = {"/ok": 200, "/fail": 403}
+
+    async def app(scope, receive, send):
+        if scope["path"] == "/crash":
+            raise RuntimeError("boom")
+        await send({"type": "http.response.start", "status": status_of[scope["path"]], "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    mw = RateLimitMiddleware(app, http.Policy(http.Limit(client.limiter("2/minute", prefix="asgi-cw"),
+                                                         count_when=http.count_failures)))
+    assert [asyncio.run(_asgi_get(mw, "/ok"))[0] for _ in range(4)] == [200] * 4
+    with pytest.raises(RuntimeError):
+        asyncio.run(_asgi_get(mw, "/crash"))   # counted (as a 500)
+    assert [asyncio.run(_asgi_get(mw, "/fail"))[0] for _ in range(2)] == [403, 429]
+    client.close()
+
+
+def test_count_when_from_config():
+    policy, client = http.policy_from_config({
+        "URL": "memory://", "ROUTES": {"/login": {"rate": "1/minute", "count_when": "failures"},
+                                       "/x": {"rate": "1/minute", "count_when": lambda s: s == 418}}})
+    assert policy.rule_for("GET", "/login").count_when is http.count_failures
+    assert policy.rule_for("GET", "/x").count_when(418)
+    with pytest.raises(ValueError, match="count_when 'errors' is unknown"):
+        http.policy_from_config({"URL": "memory://", "DEFAULT": {"rate": "1/s", "count_when": "errors"}})
+    with pytest.raises(TypeError, match="count_when must be a function"):
+        http.Limit(client.limiter("1/s"), count_when=400)  # type: ignore[arg-type]
+    client.close()
+
+
+def test_rate_limiters_make_one_limiter_per_route_and_prefix():
+    client = polylimit.Client("memory://")
+    made = http.RateLimiters(client, base="app")
+    a = made.get("5/minute", made.prefix_for("views.login", "5/minute"))
+    assert a.prefix == "app:view:views.login:5/minute"
+    assert made.get("5/minute", made.prefix_for("views.login", "5/minute")) is a        # cached
+    assert made.get("5/minute", made.prefix_for("views.other", "5/minute")) is not a   # another route
+    # Two limits on one route: their stored keys must differ (they do not carry the rate).
+    assert made.prefix_for("views.login", "100/hour") != a.prefix
+    long_name = made.prefix_for("views.Handler.<locals>.a_view_with_a_long_name", "5 per minute")
+    assert long_name.startswith("app:view:") and len(long_name) == len("app:view:") + 16 + 1 + 16  # digests
+    with pytest.raises(RuntimeError, match="needs a polylimit.Client"):
+        http.RateLimiters().get("5/minute", "p")
+    client.close()
+
+
+def test_fastapi_rate_spec_options():
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from polylimit.contrib.fastapi import RateLimit
+
+    client = polylimit.Client("memory://")
+    with pytest.raises(TypeError, match="needs client="):
+        RateLimit("5/minute")
+    with pytest.raises(TypeError, match="go with a rate spec"):
+        RateLimit(client.limiter("5/minute"), prefix="x")
+    with pytest.raises(polylimit.InvalidArgument):
+        RateLimit("5 per fortnight", client=client)  # when the route is declared, not at its first request
+
+    def endpoint_a():
+        pass
+
+    def endpoint_b():
+        pass
+
+    def scope(endpoint, extra=None):
+        s = {"type": "http", "method": "GET", "path": "/", "headers": [], "client": ("192.0.2.1", 1),
+             "query_string": b"", "endpoint": endpoint}
+        s.update(extra or {})
+        return s
+
+    dep = RateLimit("1/minute", client=client)
+    run = asyncio.run
+    assert run(dep(Request(scope(endpoint_a)), Response())).allowed
+    assert run(dep(Request(scope(endpoint_b)), Response())).allowed   # its own limiter
+    with pytest.raises(Exception) as denied:
+        run(dep(Request(scope(endpoint_a)), Response()))
+    assert denied.value.status_code == 429
+    assert len(dep._per_route) == 2
+    # count_when without CountWhenMiddleware: refused loudly, not silently counting all.
+    # Another limit on the same route: counts apart from the first (the spec is in the prefix).
+    counted = RateLimit("2/minute", client=client, count_when=http.count_failures)
+    with pytest.raises(RuntimeError, match="CountWhenMiddleware"):
+        run(counted(Request(scope(endpoint_a)), Response()))
+    pending = []
+    assert run(counted(Request(scope(endpoint_a, {"polylimit.pending": pending})), Response())).allowed
+    assert len(pending) == 1
+    client.close()
+
+
+def test_flask_rate_spec_before_and_after_init_app():
+    import flask
+
+    from polylimit.contrib.flask import FlaskRateLimit
+
+    client = polylimit.Client("memory://")
+    rl = FlaskRateLimit(policy=http.Policy(None), client=client)
+    app = flask.Flask("t")
+
+    @app.get("/early")
+    @rl.limit("1/minute")   # before init_app: made on its first request
+    def early():
+        return "ok"
+
+    rl.init_app(app)
+    with pytest.raises(polylimit.InvalidArgument):
+        rl.limit("1 per fortnight")(lambda: "x")   # the client is known: made (and checked) at once
+
+    @app.get("/late")
+    @rl.limit("1/minute")
+    def late():
+        return "ok"
+
+    web = app.test_client()
+    assert [web.get("/early").status_code for _ in range(2)] == [200, 429]
+    assert [web.get("/late").status_code for _ in range(2)] == [200, 429]
+    with pytest.raises(TypeError, match="go with a rate spec"):
+        rl.limit(client.limiter("1/minute"), prefix="x")
+    # With the config: one client, the given one or the config's, never both silently.
+    configured = flask.Flask("c")
+    configured.config["POLYLIMIT"] = {"URL": "memory://", "PREFIX": "cfg"}
+    with pytest.raises(ValueError, match="not both"):
+        FlaskRateLimit(configured, client=client)
+    configured.config["POLYLIMIT"] = {"PREFIX": "cfg", "DEFAULT": "5/minute"}
+    rl_cfg = FlaskRateLimit(configured, client=client)
+    assert rl_cfg.client is client and rl_cfg.policy.default.limiter.prefix == "cfg:default"
+
+    @configured.get("/r")
+    @rl_cfg.limit("1/minute")
+    def r():
+        return "ok"
+
+    assert r.__dict__["_polylimit_rule"].prefix is None  # the default: made from the config's PREFIX
+    assert rl_cfg._resolve(r.__dict__["_polylimit_rule"]).limiter.prefix.startswith("cfg:view:")
+    client.close()

@@ -11,10 +11,12 @@ from typing_extensions import assert_type
 
 import polylimit
 from polylimit import Decision, Error
-from polylimit.contrib.asgi import RateLimitMiddleware
+from polylimit.contrib.asgi import CountWhenMiddleware, RateLimitMiddleware
 from polylimit.contrib.fastapi import RateLimit
 from polylimit.contrib.flask import FlaskRateLimit
-from polylimit.contrib.http import Limit, Policy, api_key, client_ip, first_of, user
+from polylimit.contrib.http import (CountWhen, Limit, Outcome, Policy, api_key, client_ip, count_failures, first_of,
+                                    user)
+from polylimit.contrib.http import RequestView
 from polylimit.contrib.prometheus import PolylimitCollector
 
 
@@ -66,8 +68,36 @@ def setup() -> None:
     def ping() -> str:
         return "pong"
 
+    # Rate specs on routes and response-based counting.
+    api.add_middleware(CountWhenMiddleware)
+
+    @api.post("/login", dependencies=[Depends(RateLimit("5/minute", client=client, count_when=count_failures,
+                                                        algorithm="gcra", on_failure="local"))])
+    def api_login() -> Dict[str, str]:
+        return {}
+
+    rl_specs = FlaskRateLimit(web, policy, client=client)
+
+    @web.post("/login")
+    @rl_specs.limit("5/minute", api_key(), count_when=lambda status: status in (401, 403), prefix="web-login")
+    def login() -> str:
+        return "ok"
+
+    teapot: CountWhen = lambda status: status == 418
+    outcome = policy.check(policy_view())
+    assert_type(outcome, Outcome)
+    refunded: bool = policy.settle(outcome, 200)
+    assert refunded or not refunded
+    Limit(per_ip, count_when=teapot)
+    RateLimit("5/minute", client=client, algorithm="gcrax")  # type: ignore[arg-type]
+    rl_specs.limit("5/minute", count_when="failures")  # type: ignore[arg-type]
+
     registry = CollectorRegistry()
     registry.register(PolylimitCollector(client, other))
+
+
+def policy_view() -> "RequestView":
+    return RequestView("POST", "/login", "192.0.2.1", {})
 
 
 def option_names(client: polylimit.Client) -> None:

@@ -73,3 +73,25 @@ func ExampleKeyByAPIKey() {
 		httplimit.WithMissingKey(httplimit.MissingKeySkip))(http.NotFoundHandler()))
 	log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux))
 }
+
+// A login endpoint where only failed logins count: 5 a minute per user name,
+// successes refunded (the brute-force pattern).
+func ExampleWithCountWhen() {
+	client, err := polylimit.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	login, err := client.Limiter("5/minute", polylimit.WithPrefix("web-login"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	failures := func(status int) bool { return status >= 400 }
+	limit := httplimit.New(login, httplimit.WithKeyFunc(httplimit.KeyByHeader("X-User", nil)),
+		httplimit.WithCountWhen(failures))
+	loginHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.FormValue("password") != "right" {
+			http.Error(w, "wrong password", http.StatusUnauthorized)
+		}
+	})
+	log.Fatal(http.ListenAndServe("127.0.0.1:8080", limit(loginHandler)))
+}

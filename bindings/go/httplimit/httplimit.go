@@ -39,6 +39,10 @@
 //     by name (docs/integrations/README.md, "Missing keys": the rule every
 //     language's integrations share).
 //
+// WithCountWhen counts only the requests whose response matches (failed
+// logins, say): the check still comes first, and the unit of a response that
+// does not count is refunded after the handler.
+//
 // A context that ends abandons the check in the background (see
 // polylimit.Limiter): that check may still have consumed a unit.
 package httplimit
@@ -76,6 +80,7 @@ type config struct {
 	timeout time.Duration
 	denied  http.Handler
 	onError func(http.ResponseWriter, *http.Request, error)
+	count   func(status int) bool
 }
 
 // WithKeyFunc sets how a request's key is found (default: KeyByIP with the
@@ -111,6 +116,21 @@ func (m MissingKey) String() string {
 // a limit with another rule). The default is MissingKeyReject: only
 // MissingKeySkip lets such requests through unlimited.
 func WithMissingKey(m MissingKey) Option { return func(c *config) { c.missing = m } }
+
+// WithCountWhen counts a request only when countWhen says its response
+// status counts, e.g. func(s int) bool { return s >= 400 } for failed logins
+// (the brute-force pattern). The request is checked before the handler as
+// usual, so a key over its limit is refused even when its request would not
+// have counted, and at most the limit's worth of requests per key run at once
+// (checking after each response instead would let a burst of parallel
+// attempts all through before any of them is counted). After the handler, an
+// admitted request whose status does not count gets its unit back
+// (Limiter.Refund; a failed refund leaves it counted). The status is the one
+// the handler wrote (200 when it wrote a body without WriteHeader); a handler
+// that panics is not refunded. The rate-limit headers are those of the check.
+func WithCountWhen(countWhen func(status int) bool) Option {
+	return func(c *config) { c.count = countWhen }
+}
 
 // WithTrustedProxies names the proxies whose X-Forwarded-For the default
 // key function believes (ParseTrustedProxies reads them from strings). Only
@@ -305,5 +325,58 @@ func (c *config) serve(def *polylimit.Limiter, next http.Handler, w http.Respons
 		c.denied.ServeHTTP(w, r)
 		return
 	}
-	next.ServeHTTP(w, r)
+	// Only units Redis took can be given back: not a shadowed would-be
+	// denial's, nor a degraded decision's (it came from the failure policy).
+	if c.count == nil || res.Shadowed || res.Degraded {
+		next.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	next.ServeHTTP(sw, r)
+	if sw.status == 0 {
+		sw.status = http.StatusOK // nothing written: net/http answers 200
+	}
+	if !c.count(sw.status) {
+		// The request's context may be done once the handler returned.
+		rctx := context.Background()
+		if c.timeout > 0 {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(rctx, c.timeout)
+			defer cancel()
+		}
+		_, _ = limiter.Refund(rctx, prefix+key, 1)
+	}
 }
+
+// statusWriter records the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 && code >= 200 { // 1xx are interim answers
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush keeps streaming handlers working through the wrapper.
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		if s.status == 0 {
+			s.status = http.StatusOK
+		}
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

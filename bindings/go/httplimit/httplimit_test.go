@@ -737,3 +737,82 @@ func TestMissingKeyNames(t *testing.T) {
 		t.Error("ErrNoCredential must be ErrNoKey, not the other way round")
 	}
 }
+
+// loginHandler answers 200 to ?password=right, else 401 (with WriteHeader),
+// and 200 without writing anything to ?password=silent.
+func loginHandler(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Query().Get("password") {
+	case "right":
+		io.WriteString(w, "ok\n")
+	case "silent":
+	default:
+		http.Error(w, "wrong password", http.StatusUnauthorized)
+	}
+}
+
+// WithCountWhen: only failed logins count, successes are refunded; the check
+// still comes first, so a key over its limit is refused even with the right
+// password.
+func TestCountWhen(t *testing.T) {
+	c := openClient(t, shared.URL)
+	failures := func(status int) bool { return status >= 400 }
+	mw := httplimit.New(limiterFor(t, c, 2, time.Minute), httplimit.WithCountWhen(failures),
+		httplimit.WithKeyFunc(httplimit.KeyByHeader("X-User", nil)))
+	srv := serve(t, mw(http.HandlerFunc(loginHandler)))
+	login := func(user, password string) int {
+		return get(t, srv.URL, "/login?password="+password, "X-User", user).status
+	}
+	for i := 0; i < 4; i++ {
+		if s := login("ann", "right"); s != 200 {
+			t.Fatalf("success %d: status %d, want 200 (refunded)", i, s)
+		}
+		if s := login("ann", "silent"); s != 200 {
+			t.Fatalf("silent success %d: status %d, want 200 (refunded)", i, s)
+		}
+	}
+	var got []int
+	for i := 0; i < 3; i++ {
+		got = append(got, login("ann", "wrong"))
+	}
+	if fmt.Sprint(got) != "[401 401 429]" {
+		t.Errorf("failures: %v, want [401 401 429]", got)
+	}
+	if s := login("ann", "right"); s != 429 {
+		t.Errorf("right password over the limit: %d, want 429", s)
+	}
+	if s := login("bob", "wrong"); s != 401 {
+		t.Errorf("another user: %d, want 401", s)
+	}
+	// The missing-key rule is unchanged.
+	expectStatus(t, get(t, srv.URL, "/login?password=right"), 400)
+}
+
+// The pattern of WithCountWhen by hand, with the limiter's API, as
+// docs/integrations/go.md shows it for code that does not use the middleware.
+func TestCountWhenByHand(t *testing.T) {
+	c := openClient(t, shared.URL)
+	limiter := limiterFor(t, c, 2, time.Minute)
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, key := r.Context(), r.Header.Get("X-User")
+		res, err := limiter.Allow(ctx, key)
+		if err != nil || !res.Allowed {
+			http.Error(w, "no", http.StatusTooManyRequests)
+			return
+		}
+		status := http.StatusOK
+		if r.URL.Query().Get("password") != "right" {
+			status = http.StatusUnauthorized
+		}
+		w.WriteHeader(status)
+		if status < 400 && !res.Degraded {
+			limiter.Refund(context.Background(), key, 1) // a success: give the unit back
+		}
+	}))
+	var got []int
+	for _, pw := range []string{"right", "right", "right", "wrong", "wrong", "wrong", "right"} {
+		got = append(got, get(t, srv.URL, "/?password="+pw, "X-User", "ann").status)
+	}
+	if fmt.Sprint(got) != "[200 200 200 401 401 429 429]" {
+		t.Errorf("got %v", got)
+	}
+}

@@ -8,7 +8,8 @@ others installed (``pip install polylimit[fastapi]``, ``[flask]``,
   proxies, per-route rules, exempt routes, the failure behaviour). No
   framework needed.
 - :mod:`polylimit.contrib.asgi`: ``RateLimitMiddleware`` for any ASGI app
-  (Starlette, FastAPI).
+  (Starlette, FastAPI), and ``CountWhenMiddleware``, which the FastAPI
+  dependency's ``count_when`` needs.
 - :mod:`polylimit.contrib.fastapi`: ``RateLimit``, a FastAPI dependency.
 - :mod:`polylimit.contrib.flask`: ``FlaskRateLimit``, a Flask extension.
 - :mod:`polylimit.contrib.django`: ``RateLimitMiddleware``, configured in

@@ -24,13 +24,21 @@ is in ``request.state.polylimit`` (``scope["state"]["polylimit"]``). The
 user key (:func:`polylimit.contrib.http.user`) reads ``scope["user"]`` as
 Starlette's ``AuthenticationMiddleware`` sets it (``identity`` or
 ``display_name`` of an authenticated user), so add that middleware first.
+
+A limit with ``count_when`` (:class:`polylimit.contrib.http.Limit`) is
+settled when the response starts: its units are refunded when the status
+does not count (a handler that raises before answering counts as 500).
+The FastAPI dependency needs :class:`CountWhenMiddleware` for that.
 """
 
 from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Tuple
 
 from .http import IPNetwork, Outcome, Policy, RequestView
 
-__all__ = ["RateLimitMiddleware", "request_view"]
+__all__ = ["CountWhenMiddleware", "RateLimitMiddleware", "request_view"]
+
+# The scope entry where CountWhenMiddleware collects what to settle.
+PENDING = "polylimit.pending"
 
 # As Starlette spells them (so that app.add_middleware type-checks).
 Scope = MutableMapping[str, Any]
@@ -102,15 +110,48 @@ class RateLimitMiddleware:
         if outcome.status is not None:
             await send_outcome(outcome, send)
             return
-        if not outcome.headers:
+        if not outcome.headers and (outcome.limit is None or outcome.limit.count_when is None):
             await self.app(scope, receive, send)
             return
-        extra = _encode(outcome.headers)
+        await _run_and_settle(self.app, scope, receive, send, [(self.policy, outcome)], _encode(outcome.headers))
 
-        async def send_with_headers(message: Message) -> None:
-            if message.get("type") == "http.response.start":
+
+async def _run_and_settle(app: ASGIApp, scope: Scope, receive: Receive, send: Send,
+                          pending: List[Tuple[Policy, Outcome]], extra: List[Tuple[bytes, bytes]]) -> None:
+    """Runs the app, adding ``extra`` headers to its response, then settles
+    each outcome with the response's status."""
+    status = 500  # the app raised (or never answered) before a response started
+
+    async def send_wrapped(message: Message) -> None:
+        nonlocal status
+        if message.get("type") == "http.response.start":
+            status = int(message.get("status", 200))
+            if extra:
                 message = dict(message)
                 message["headers"] = list(message.get("headers") or []) + extra
-            await send(message)
+        await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+    try:
+        await app(scope, receive, send_wrapped)
+    finally:
+        for policy, outcome in pending:
+            await policy.asettle(outcome, status)
+
+
+class CountWhenMiddleware:
+    """ASGI middleware that settles the ``count_when`` limits of the FastAPI
+    dependency (:class:`polylimit.contrib.fastapi.RateLimit`) when the
+    response starts; a dependency cannot see the response's status itself.
+    ``app.add_middleware(CountWhenMiddleware)``. Not needed with
+    :class:`RateLimitMiddleware`, which settles its own."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        pending: List[Tuple[Policy, Outcome]] = []
+        scope[PENDING] = pending
+        await _run_and_settle(self.app, scope, receive, send, pending, [])

@@ -11,7 +11,7 @@
         "CLIENT": {"name": "web", "command_timeout": 0.2},
         "DEFAULT": "100/minute",                  # every request, per client IP
         "ROUTES": {
-            "/login": {"rate": "5/minute", "methods": ["POST"]},
+            "/login": {"rate": "5/minute", "methods": ["POST"], "count_when": "failures"},  # failed logins
             "/api/*": {"rate": "1000/hour", "key": "api_key", "on_failure": "local"},  # no key: 401
         },
         "EXEMPT": ["/health"],
@@ -27,7 +27,10 @@ headers, a request without a key 400 (401 for a credential: ``"api_key"``,
 ``"user"``) unless its rule says ``"on_missing_key": "skip"``; allowed
 responses get the same headers. The decision is in ``request.polylimit``. The user key is ``request.user.pk`` of an
 authenticated user; the route key uses the URL pattern when the path
-resolves.
+resolves. A rule with ``"count_when"`` counts only the responses whose
+status matches (``"failures"``: 400 and above, a function of the status,
+or a dotted path to one): the others get their units back after the view
+(see :class:`polylimit.contrib.http.Limit`).
 
 Django is imported when the middleware is made (this module imports without
 it); no Django stubs are needed to type-check an app that uses it.
@@ -93,6 +96,8 @@ class RateLimitMiddleware:
                                                content_type="text/plain; charset=utf-8")
         else:
             response = self.get_response(request)
+            # A rule with "count_when": the units back when the status does not count.
+            self.policy.settle(outcome, response.status_code)
         for name, value in outcome.headers:
             response[name] = value
         return response

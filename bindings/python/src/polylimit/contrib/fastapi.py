@@ -13,6 +13,15 @@
     @app.get("/items")
     def items(decision=Depends(RateLimit(per_ip))) -> dict: ...
 
+    # or with a rate spec: a limiter of its own for each route, made once
+    @app.get("/report", dependencies=[Depends(RateLimit("5/minute", client=client))])
+    def report() -> dict: ...
+
+    # or counting only failed logins (responses with a status >= 400):
+    app.add_middleware(CountWhenMiddleware)       # polylimit.contrib.asgi
+    @app.post("/login", dependencies=[Depends(RateLimit("5/minute", client=client, count_when=count_failures))])
+    def login(...) -> dict: ...
+
 A denial raises ``HTTPException(429)`` carrying the core's headers (FastAPI
 answers ``{"detail": "Too Many Requests"}``); a request without a key
 ``HTTPException(401)`` (the key above is a credential; 400 for other keys)
@@ -25,16 +34,30 @@ own). Limiter errors follow ``on_error`` as in
 (``/items/{item_id}``). For every route at once use
 :class:`polylimit.contrib.asgi.RateLimitMiddleware` instead; do not apply
 both to one route (the headers would be sent twice).
+
+With a rate spec instead of a limiter (and ``client=``), each route the
+dependency is used on gets a limiter of its own, made on the route's first
+request and kept, with the prefix ``pl:view:<module.qualname of the
+endpoint>:<spec>`` (see :class:`polylimit.contrib.http.RateLimiters`), so two
+routes with the same rate never share counts; give ``prefix=`` to make
+them share (one limiter for every route of the dependency).
+
+``count_when`` (count only some responses, by status; see
+:class:`polylimit.contrib.http.Limit`) needs
+:class:`polylimit.contrib.asgi.CountWhenMiddleware` on the app: a
+dependency cannot see the response's status, and without the middleware
+the request fails (500) rather than counting every response.
 """
 
-from typing import Iterable, Optional
+from typing import Dict, Iterable, Optional, Union
 
 from fastapi import HTTPException, Request, Response
 
-from .._client import Limiter
+from .._client import Client, Limiter
 from .._core import Decision
-from .asgi import request_view
-from .http import KeyFunc, Limit, Policy
+from .._vocabulary import AlgorithmName, FailurePolicyName
+from .asgi import PENDING, request_view
+from .http import CountWhen, KeyFunc, Limit, Policy, RateLimiters, view_name
 
 __all__ = ["RateLimit"]
 
@@ -47,20 +70,71 @@ class RateLimit:
     ``on_missing_key="skip"``, or the limiter failed with
     ``on_error="allow"``). A request without a key is refused by default
     (``HTTPException`` 400, or 401 when the key is a credential such as
-    :func:`polylimit.contrib.http.api_key`)."""
+    :func:`polylimit.contrib.http.api_key`).
 
-    def __init__(self, limiter: Limiter, key: Optional[KeyFunc] = None, *, cost: int = 1,
+    ``limiter`` may be a rate spec (``"5/minute"``) with ``client``: then
+    each route gets a limiter of its own (``prefix``, ``algorithm`` and
+    ``on_failure`` are its options; a given ``prefix`` is shared by every
+    route). The spec is checked here, when the route is declared."""
+
+    def __init__(self, limiter: Union[Limiter, str], key: Optional[KeyFunc] = None, *, cost: int = 1,
                  methods: Optional[Iterable[str]] = None, trusted_proxies: Iterable[str] = (),
                  send_headers: bool = True, on_error: str = "unavailable",
-                 on_missing_key: str = "reject") -> None:
-        self.limit = Limit(limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key)
+                 on_missing_key: str = "reject", count_when: Optional[CountWhen] = None,
+                 client: Optional[Client] = None, prefix: Optional[str] = None,
+                 algorithm: Optional[AlgorithmName] = None,
+                 on_failure: Optional[FailurePolicyName] = None) -> None:
+        self._spec: Optional[str] = None
+        self._limiters: Optional[RateLimiters] = None
+        self._per_route: Dict[str, Limit] = {}
+        if isinstance(limiter, str):
+            if client is None:
+                raise TypeError("RateLimit(%r): a rate spec needs client=polylimit.Client(...)" % limiter)
+            self._spec, self._limiters = limiter, RateLimiters(client)
+            self._options = (algorithm, on_failure)
+            # Made now so that a bad spec fails when the route is declared;
+            # used as is when prefix= is given (one budget for every route).
+            limiter = self._limiters.get(limiter, prefix or self._limiters.prefix_for("-", limiter),
+                                         algorithm, on_failure)
+            if prefix is not None:
+                self._spec = None
+        elif client is not None or prefix is not None or algorithm is not None or on_failure is not None:
+            raise TypeError("client, prefix, algorithm and on_failure go with a rate spec, not a Limiter")
+        self.limit = Limit(limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key,
+                           count_when=count_when)
         self.policy = Policy(self.limit, trusted_proxies=trusted_proxies, send_headers=send_headers,
                              on_error=on_error)
 
+    def _limit_for(self, request: Request) -> Limit:
+        """This route's limit: with a rate spec and no prefix, a limiter per
+        endpoint (made once); else the one limit."""
+        if self._spec is None or self._limiters is None:
+            return self.limit
+        endpoint = request.scope.get("endpoint")
+        name = view_name(endpoint) if endpoint is not None else "-"
+        found = self._per_route.get(name)
+        if found is None:
+            # No await between the lookup and the store: one limiter per
+            # route even with concurrent first requests on this event loop.
+            algorithm, on_failure = self._options
+            lim = self._limiters.get(self._spec, self._limiters.prefix_for(name, self._spec), algorithm, on_failure)
+            base = self.limit
+            found = Limit(lim, base.key, cost=base.cost, methods=base.methods, on_missing_key=base.on_missing_key,
+                          count_when=base.count_when)
+            self._per_route[name] = found
+        return found
+
     async def __call__(self, request: Request, response: Response) -> Optional[Decision]:
         view = request_view(request.scope, self.policy.trusted)
-        rule = self.limit if self.limit.methods is None or view.method in self.limit.methods else None
+        limit = self._limit_for(request)
+        rule = limit if limit.methods is None or view.method in limit.methods else None
+        pending = request.scope.get(PENDING)
+        if rule is not None and rule.count_when is not None and pending is None:
+            raise RuntimeError("RateLimit(count_when=...) needs polylimit.contrib.asgi.CountWhenMiddleware: "
+                               "app.add_middleware(CountWhenMiddleware)")
         outcome = await self.policy.acheck(view, rule)
+        if pending is not None and outcome.limit is not None and outcome.limit.count_when is not None:
+            pending.append((self.policy, outcome))
         if outcome.status is not None:
             # The policy's text body, as FastAPI's JSON detail.
             detail = outcome.body.strip()

@@ -17,6 +17,15 @@
     @rl.exempt                                                 # never limited
     def ping(): ...
 
+    rl = FlaskRateLimit(app, policy, client=client)            # to give rates as specs:
+    @app.get("/report")
+    @rl.limit("5/minute", key=api_key())                       # a limiter of its own, made once
+    def report(): ...
+
+    @app.post("/login")
+    @rl.limit("5/minute", count_when=count_failures)           # only failed logins count
+    def login(): ...
+
 Or ``FlaskRateLimit(app)`` with ``app.config["POLYLIMIT"]`` holding the
 same dict as Django's settings (:func:`polylimit.contrib.http.policy_from_config`).
 Every request is checked in ``before_request``: a denial answers ``429 Too
@@ -26,14 +35,27 @@ key 400 (401 for a credential) unless its limit says
 gets the same headers in ``after_request``. The decision is in
 ``flask.g.polylimit``. The user key reads ``flask.g.user_id`` when the app
 sets it, else the HTTP Basic user name (``request.authorization``).
+
+A rate spec in ``@rl.limit("5/minute")`` makes a limiter for that view
+alone (prefix ``<PREFIX>:view:<module.qualname>:<spec>``, see
+:class:`polylimit.contrib.http.RateLimiters`): made when the decorator runs
+if the extension has its client by then (``client=``, or
+``app.config["POLYLIMIT"]`` read by ``init_app``), else on the view's first
+request, and kept. Two views with the same rate count apart unless given
+the same ``prefix``. ``count_when`` limits are settled in
+``after_request`` with the response's status (an unhandled exception is a
+500 there).
 """
 
-from typing import Any, Callable, Dict, Iterable, Optional, TypeVar
+import threading
+from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
 
 import flask
 
 from .._client import Client, Limiter
-from .http import KeyFunc, Limit, Policy, RequestView, policy_from_config
+from .._vocabulary import AlgorithmName, FailurePolicyName
+from .http import (CountWhen, KeyFunc, Limit, Outcome, Policy, RateLimiters, RequestView, _check_on_missing_key,
+                   policy_from_config, view_name)
 
 __all__ = ["FlaskRateLimit"]
 
@@ -50,12 +72,31 @@ def _flask_user() -> Optional[str]:
     return auth.username if auth is not None and auth.username else None
 
 
-class FlaskRateLimit:
-    """Applies a :class:`polylimit.contrib.http.Policy` to a Flask app."""
+class _SpecRule:
+    """A view's limit given as a rate spec, until its limiter is made."""
 
-    def __init__(self, app: Optional[flask.Flask] = None, policy: Optional[Policy] = None) -> None:
+    __slots__ = ("spec", "prefix", "view", "algorithm", "on_failure", "key", "options")
+
+    def __init__(self, spec: str, prefix: Optional[str], view: str, algorithm: Optional[AlgorithmName],
+                 on_failure: Optional[FailurePolicyName], key: Optional[KeyFunc], options: Dict[str, Any]) -> None:
+        self.spec, self.prefix, self.view, self.algorithm, self.on_failure = spec, prefix, view, algorithm, on_failure
+        self.key, self.options = key, options
+
+
+class FlaskRateLimit:
+    """Applies a :class:`polylimit.contrib.http.Policy` to a Flask app.
+    ``client``: the client of the limits given as rate specs, and of
+    ``app.config["POLYLIMIT"]``'s rules (which then has no ``URL`` or
+    ``CLIENT``); without it, the one made from that config."""
+
+    def __init__(self, app: Optional[flask.Flask] = None, policy: Optional[Policy] = None, *,
+                 client: Optional[Client] = None) -> None:
         self.policy = policy
-        self.client: Optional[Client] = None  # made from app.config["POLYLIMIT"] (closed with the app's process)
+        # Given, or made from app.config["POLYLIMIT"] (closed with the app's process).
+        self.client: Optional[Client] = client
+        self._limiters = RateLimiters(client)
+        self._lock = threading.Lock()
+        self._resolved: Dict[_SpecRule, Limit] = {}
         if app is not None:
             self.init_app(app)
 
@@ -64,22 +105,60 @@ class FlaskRateLimit:
             config = app.config.get("POLYLIMIT")
             if config is None:
                 raise RuntimeError("FlaskRateLimit needs a Policy or app.config['POLYLIMIT']")
-            self.policy, self.client = policy_from_config(config)
+            if self.client is not None and ("URL" in config or "CLIENT" in config):
+                # Either would be ignored: the given client is the one used.
+                raise ValueError("FlaskRateLimit: give client= or POLYLIMIT's URL/CLIENT settings, not both")
+            self.policy, self.client = policy_from_config(config, self.client)
+            self._limiters.base = config.get("PREFIX", "pl")
+        self._limiters.client = self.client
         app.extensions["polylimit"] = self
         app.before_request(self._before)
         app.after_request(self._after)
 
     # -- decorators -------------------------------------------------------------
-    def limit(self, limiter: Limiter, key: Optional[KeyFunc] = None, *, cost: int = 1,
-              methods: Optional[Iterable[str]] = None, on_missing_key: str = "reject") -> Callable[[F], F]:
+    def limit(self, limiter: Union[Limiter, str], key: Optional[KeyFunc] = None, *, cost: int = 1,
+              methods: Optional[Iterable[str]] = None, on_missing_key: str = "reject",
+              count_when: Optional[CountWhen] = None, prefix: Optional[str] = None,
+              algorithm: Optional[AlgorithmName] = None,
+              on_failure: Optional[FailurePolicyName] = None) -> Callable[[F], F]:
         """This view's own limit, instead of the policy's rule for its path
-        (``on_missing_key``: see :class:`polylimit.contrib.http.Limit`)."""
-        rule = Limit(limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key)
+        (``on_missing_key``, ``count_when``: see
+        :class:`polylimit.contrib.http.Limit`). ``limiter`` may be a rate
+        spec (``"5/minute"``): a limiter for this view alone, unless views
+        share a ``prefix``; ``algorithm`` and ``on_failure`` are its options."""
+        options: Dict[str, Any] = dict(cost=cost, methods=methods, on_missing_key=on_missing_key,
+                                       count_when=count_when)
+        if not isinstance(limiter, str):
+            if prefix is not None or algorithm is not None or on_failure is not None:
+                raise TypeError("prefix, algorithm and on_failure go with a rate spec, not a Limiter")
+            rule = Limit(limiter, key, **options)
 
-        def decorate(fn: F) -> F:
-            setattr(fn, _ATTR, rule)
+            def decorate(fn: F) -> F:
+                setattr(fn, _ATTR, rule)
+                return fn
+            return decorate
+        spec = limiter
+        _check_on_missing_key(on_missing_key)
+
+        def decorate_spec(fn: F) -> F:
+            pending = _SpecRule(spec, prefix, view_name(fn), algorithm, on_failure, key, options)
+            setattr(fn, _ATTR, pending)
+            if self._limiters.client is not None:
+                self._resolve(pending)  # now: a bad spec fails where the view is declared
             return fn
-        return decorate
+        return decorate_spec
+
+    def _resolve(self, pending: _SpecRule) -> Limit:
+        """The Limit of a view's rate spec, made once."""
+        with self._lock:
+            found = self._resolved.get(pending)
+            if found is None:
+                # The base prefix is known only once init_app read the config.
+                prefix = pending.prefix or self._limiters.prefix_for(pending.view, pending.spec)
+                lim = self._limiters.get(pending.spec, prefix, pending.algorithm, pending.on_failure)
+                found = Limit(lim, pending.key, **pending.options)
+                self._resolved[pending] = found
+            return found
 
     def exempt(self, fn: F) -> F:
         """This view is never limited."""
@@ -105,6 +184,8 @@ class FlaskRateLimit:
         view = self._view(policy)
         if marked is _EXEMPT:
             return None
+        if isinstance(marked, _SpecRule):
+            marked = self._resolve(marked)
         if isinstance(marked, Limit):
             rule: Optional[Limit] = marked
             if marked.methods is not None and view.method not in marked.methods:
@@ -113,6 +194,8 @@ class FlaskRateLimit:
         else:
             outcome = policy.check(view)
         flask.g.polylimit = outcome.decision
+        if outcome.limit is not None and outcome.limit.count_when is not None:
+            flask.g._polylimit_outcome = outcome
         if outcome.status is not None:
             return flask.Response(outcome.body, status=outcome.status, headers=outcome.headers,
                                   mimetype="text/plain")
@@ -122,4 +205,7 @@ class FlaskRateLimit:
     def _after(self, response: flask.Response) -> flask.Response:
         for name, value in flask.g.pop("_polylimit_headers", None) or ():
             response.headers[name] = value
+        outcome: Optional[Outcome] = flask.g.pop("_polylimit_outcome", None)
+        if outcome is not None and self.policy is not None:
+            self.policy.settle(outcome, response.status_code)
         return response

@@ -30,6 +30,18 @@ is a credential (:func:`api_key`, :func:`user`, or one marked with
 :func:`credential`); ``on_missing_key="skip"`` lets the request go on
 without a check. docs/integrations/README.md states the rule for every
 language.
+
+A limit can count only some requests, by the status of their response
+(``Limit(..., count_when=lambda status: status >= 400)``: failed logins,
+the brute-force pattern). The check runs before the handler as usual, so
+a key over its limit is refused at once (even a request that would have
+succeeded); when the response does not match, the units are refunded
+(:meth:`Policy.settle`). Checking first means that at most the limit's
+worth of requests run at once per key: a burst of concurrent attempts
+cannot all pass before their failures are counted, as they would if the
+count were taken after each response. The price is that a request holds
+its unit until its response is known, and that the rate-limit headers of
+an admitted response are those of the check (before any refund).
 """
 
 import fnmatch
@@ -37,22 +49,27 @@ import hashlib
 import importlib
 import ipaddress
 import logging
+import threading
 from typing import (Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
                     Union)
 
 from .._client import Client, Limiter
 from .._core import Decision
 from .._errors import Error
+from .._vocabulary import AlgorithmName, FailurePolicyName
 
 __all__ = [
+    "CountWhen",
     "KeyFunc",
     "Limit",
+    "RateLimiters",
     "Outcome",
     "Policy",
     "RequestView",
     "api_key",
     "client_ip",
     "compose",
+    "count_failures",
     "credential",
     "is_credential",
     "first_of",
@@ -267,6 +284,16 @@ def first_of(*keys: KeyFunc) -> KeyFunc:
     return credential(key) if any(is_credential(k) for k in keys) else key
 
 
+#: A response-status test: True when the request counts (see Limit's count_when).
+CountWhen = Callable[[int], bool]
+
+
+def count_failures(status: int) -> bool:
+    """``count_when`` for the brute-force pattern: count the responses with a
+    status of 400 or more (a failed login answers 401), not the successes."""
+    return status >= 400
+
+
 def _check_on_missing_key(value: str) -> str:
     if value not in ON_MISSING_KEY:
         raise ValueError("on_missing_key %r is unknown; use %s" % (value, " or ".join(repr(o) for o in ON_MISSING_KEY)))
@@ -278,12 +305,17 @@ class Limit:
     IP), the cost of one request, the methods it applies to (None: all), and
     what a request without a key gets (``on_missing_key``): ``"reject"``
     (the default: 400, or 401 when the key function is a credential) or
-    ``"skip"`` (the request goes on, not limited)."""
+    ``"skip"`` (the request goes on, not limited).
 
-    __slots__ = ("limiter", "key", "cost", "methods", "on_missing_key")
+    ``count_when``: which responses count, by status (None: all of them).
+    An admitted request whose response status it answers False for gets its
+    units back (e.g. :func:`count_failures`: only failed logins count)."""
+
+    __slots__ = ("limiter", "key", "cost", "methods", "on_missing_key", "count_when")
 
     def __init__(self, limiter: Limiter, key: Optional[KeyFunc] = None, *, cost: int = 1,
-                 methods: Optional[Iterable[str]] = None, on_missing_key: str = "reject") -> None:
+                 methods: Optional[Iterable[str]] = None, on_missing_key: str = "reject",
+                 count_when: Optional[CountWhen] = None) -> None:
         if not isinstance(limiter, Limiter):
             raise TypeError("limiter must be a polylimit.Limiter, not %s" % type(limiter).__name__)
         self.limiter = limiter
@@ -291,6 +323,10 @@ class Limit:
         self.cost = cost
         self.methods = None if methods is None else frozenset(m.upper() for m in methods)
         self.on_missing_key = _check_on_missing_key(on_missing_key)
+        if count_when is not None and not callable(count_when):
+            raise TypeError("count_when must be a function of the response status, not %s"
+                            % type(count_when).__name__)
+        self.count_when = count_when
 
     def __repr__(self) -> str:
         return "Limit(%r, cost=%d)" % (self.limiter, self.cost)
@@ -309,13 +345,16 @@ class Outcome(NamedTuple):
     """What a policy answered for one request. ``status`` is None when the
     request goes on (then ``headers`` go on its response), else 429, 503,
     or 400/401 for a request without a key (then ``headers`` and ``body``
-    are the response)."""
+    are the response). ``limit`` and ``key`` are what was checked (None
+    when nothing was), for :meth:`Policy.settle`."""
 
     status: Optional[int]
     headers: List[Tuple[str, str]]
     body: str
     decision: Optional[Decision]
     error: Optional[Error]
+    limit: Optional[Limit] = None
+    key: Optional[Key] = None
 
 
 _PASS = Outcome(None, [], "", None, None)
@@ -382,11 +421,11 @@ class Policy:
             return Outcome(400, [], NO_KEY, None, None)
         return rule, key
 
-    def _answer(self, rule: Limit, decision: Decision) -> Outcome:
+    def _answer(self, rule: Limit, key: Key, decision: Decision) -> Outcome:
         if decision.allowed:
             headers = list(decision.headers().items()) if self.send_headers else []
-            return Outcome(None, headers, "", decision, None)
-        return Outcome(429, list(decision.headers().items()), TOO_MANY_REQUESTS, decision, None)
+            return Outcome(None, headers, "", decision, None, rule, key)
+        return Outcome(429, list(decision.headers().items()), TOO_MANY_REQUESTS, decision, None, rule, key)
 
     def _failed(self, rule: Limit, error: Error) -> Outcome:
         log.warning("polylimit: the check for %r failed (%s: %s); on_error=%r", rule.limiter,
@@ -407,7 +446,7 @@ class Policy:
             decision = limit.limiter.check(key, limit.cost)
         except Error as e:
             return self._failed(limit, e)
-        return self._answer(limit, decision)
+        return self._answer(limit, key, decision)
 
     async def acheck(self, request: RequestView, rule: Union[Limit, None, str] = "auto") -> Outcome:
         """:meth:`check` for asyncio (the event loop is never blocked)."""
@@ -420,7 +459,102 @@ class Policy:
             decision = await limit.limiter.acheck(key, limit.cost)
         except Error as e:
             return self._failed(limit, e)
-        return self._answer(limit, decision)
+        return self._answer(limit, key, decision)
+
+    @staticmethod
+    def _to_refund(outcome: Outcome, status: int) -> Optional[Tuple[Limit, Key]]:
+        limit, key, decision = outcome.limit, outcome.key, outcome.decision
+        if limit is None or key is None or decision is None or limit.count_when is None:
+            return None
+        # Only units Redis took: a denial took none, a shadowed would-be
+        # denial none either, and a degraded decision came from the failure
+        # policy (Redis may be down; the local limiter is not refunded).
+        if not decision.allowed or decision.shadowed or decision.degraded:
+            return None
+        if limit.count_when(status):
+            return None
+        return limit, key
+
+    def settle(self, outcome: Outcome, status: int) -> bool:
+        """After the response: gives the units of an admitted request back
+        when its limit's ``count_when`` says its response ``status`` does not
+        count. Returns whether it refunded. A failed refund is logged, never
+        raised (the response is already made)."""
+        todo = self._to_refund(outcome, status)
+        if todo is None:
+            return False
+        limit, key = todo
+        try:
+            limit.limiter.refund(key, limit.cost)
+        except Error as e:
+            log.warning("polylimit: the refund for %r failed (%s: %s)", limit.limiter, getattr(e, "code", None), e)
+            return False
+        return True
+
+    async def asettle(self, outcome: Outcome, status: int) -> bool:
+        """:meth:`settle` for asyncio."""
+        todo = self._to_refund(outcome, status)
+        if todo is None:
+            return False
+        limit, key = todo
+        try:
+            await limit.limiter.arefund(key, limit.cost)
+        except Error as e:
+            log.warning("polylimit: the refund for %r failed (%s: %s)", limit.limiter, getattr(e, "code", None), e)
+            return False
+        return True
+
+
+# -- limiters from a rate spec on a route (the decorators) ----------------------
+
+def _short(pattern: str) -> str:
+    """A route pattern as a prefix part: itself when short and plain, else a digest."""
+    if len(pattern) <= 32 and all(c.isalnum() or c in "/_-.*" for c in pattern):
+        return pattern
+    return hashlib.sha256(pattern.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def view_name(fn: Any) -> str:
+    """``module.qualname`` of a view function: the same in every process
+    that serves the app, so it can name the route in a Redis prefix."""
+    return "%s.%s" % (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", getattr(fn, "__name__", "?")))
+
+
+class RateLimiters:
+    """The limiters of the route decorators that take a rate spec
+    (``@rl.limit("5/minute")``): each is made once, on first use, and kept.
+
+    Each route counts on its own: without an explicit ``prefix`` the
+    limiter's prefix is ``<base>:view:<route>:<spec>`` (the route is the
+    view's ``module.qualname``; each part a digest when long or not plain),
+    as :func:`policy_from_config` gives each rule a prefix of its own. The
+    spec is part of it because two limits on one route (``"5/minute"`` and
+    ``"100/hour"``) must not share a stored key: it does not carry the rate.
+    Routes that should share one budget say so with the same ``prefix``
+    (and the same rate and options: then they share one limiter)."""
+
+    def __init__(self, client: Optional[Client] = None, base: str = "pl") -> None:
+        self.client = client
+        self.base = base
+        self._lock = threading.Lock()
+        self._made: Dict[Tuple[Any, ...], Limiter] = {}
+
+    def prefix_for(self, route_name: str, spec: str) -> str:
+        return "%s:view:%s:%s" % (self.base, _short(route_name), _short(spec))
+
+    def get(self, spec: str, prefix: str, algorithm: Optional[AlgorithmName] = None,
+            on_failure: Optional[FailurePolicyName] = None) -> Limiter:
+        """The limiter for ``spec`` under ``prefix`` (made now if new)."""
+        if self.client is None:
+            raise RuntimeError("a limit given as a rate spec (%r) needs a polylimit.Client: pass client=..." % spec)
+        ident = (spec, prefix, algorithm, on_failure)
+        with self._lock:
+            found = self._made.get(ident)
+            if found is None:
+                found = self.client.limiter(spec, algorithm=algorithm or "sliding_log", prefix=prefix,
+                                            on_failure=on_failure or "error")
+                self._made[ident] = found
+            return found
 
 
 # -- configuration as data (Django settings, Flask config) ----------------------
@@ -469,7 +603,7 @@ def _limit_from_config(client: Client, value: Any, default_prefix: str, where: s
         value = {"rate": value}
     if not isinstance(value, Mapping):
         raise TypeError("%s: a limit is a rate spec, a dict or None, not %s" % (where, type(value).__name__))
-    unknown = set(value) - {"rate", "key", "cost", "methods", "on_missing_key"} - set(_LIMITER_OPTIONS)
+    unknown = set(value) - {"rate", "key", "cost", "methods", "on_missing_key", "count_when"} - set(_LIMITER_OPTIONS)
     if unknown:
         raise ValueError("%s: unknown option(s) %s" % (where, ", ".join(sorted(unknown))))
     if "rate" not in value:
@@ -481,14 +615,23 @@ def _limit_from_config(client: Client, value: Any, default_prefix: str, where: s
     limiter = client.limiter(value["rate"], **options)
     key = _key_from_config(value["key"]) if "key" in value else None
     return Limit(limiter, key, cost=value.get("cost", 1), methods=value.get("methods"),
-                 on_missing_key=value.get("on_missing_key", "reject"))
+                 on_missing_key=value.get("on_missing_key", "reject"),
+                 count_when=_count_when_from_config(value.get("count_when"), where))
 
 
-def _short(pattern: str) -> str:
-    """A route pattern as a prefix part: itself when short and plain, else a digest."""
-    if len(pattern) <= 32 and all(c.isalnum() or c in "/_-.*" for c in pattern):
-        return pattern
-    return hashlib.sha256(pattern.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+def _count_when_from_config(value: Any, where: str) -> Optional[CountWhen]:
+    """``count_when`` from configuration: None, ``"failures"`` (status >= 400),
+    a dotted path to a function of the status, or a callable."""
+    if value is None or callable(value):
+        return value  # type: ignore[no-any-return]
+    if value == "failures":
+        return count_failures
+    if isinstance(value, str) and "." in value:
+        module, _, attr = value.rpartition(".")
+        found = getattr(importlib.import_module(module), attr)
+        if callable(found):
+            return found  # type: ignore[no-any-return]
+    raise ValueError("%s: count_when %r is unknown; use \"failures\", a dotted path or a callable" % (where, value))
 
 
 def policy_from_config(config: Mapping[str, Any], client: Optional[Client] = None) -> Tuple[Policy, Client]:
@@ -510,7 +653,9 @@ def policy_from_config(config: Mapping[str, Any], client: Optional[Client] = Non
     A limit's options: ``rate`` (a rate spec), ``key`` (``"ip"`` (default),
     ``"user"``, ``"api_key"``, ``"route"``, several joined with ``+``, or a
     dotted path), ``cost``, ``methods``, ``on_missing_key`` (``"reject"``,
-    the default, or ``"skip"``) and the limiter options of
+    the default, or ``"skip"``), ``count_when`` (``"failures"``: only
+    responses with a status >= 400 count; a dotted path or a callable of the
+    status) and the limiter options of
     ``Client.limiter`` (``algorithm``, ``on_failure``, ...)."""
     known = {"URL", "CLIENT", "PREFIX", "DEFAULT", "ROUTES", "EXEMPT", "TRUSTED_PROXIES", "HEADERS", "ON_ERROR"}
     unknown = set(config) - known

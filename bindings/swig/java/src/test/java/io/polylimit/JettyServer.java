@@ -22,7 +22,8 @@ import org.eclipse.jetty.server.ServerConnector;
 
 /**
  * An embedded Jetty 12 (ee10) on a free loopback port: one servlet answering
- * "ok <path>" for every path, behind the filter under test.
+ * "ok <path>" for every path (with the status of a {@code status} query
+ * parameter when there is one), behind the filter under test.
  */
 final class JettyServer implements AutoCloseable {
     static final HttpClient HTTP = HttpClient.newBuilder()
@@ -95,6 +96,8 @@ final class JettyServer implements AutoCloseable {
 
         @Override
         protected void doGet(HttpServletRequest req, HttpServletResponse res) throws IOException {
+            String status = req.getParameter("status");
+            if (status != null) res.setStatus(Integer.parseInt(status));
             res.setContentType("text/plain;charset=utf-8");
             res.getWriter().print("ok " + req.getPathInfo());
         }

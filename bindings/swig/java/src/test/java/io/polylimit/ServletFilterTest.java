@@ -323,6 +323,57 @@ class ServletFilterTest extends ServerTestBase {
         }
     }
 
+    /**
+     * countWhen: only failed logins count (successes are refunded after the
+     * servlet); the check still comes first, so a key over its limit is
+     * refused even for a request that would not count. By init-param too.
+     */
+    @Test
+    void countWhenCountsOnlyMatchingResponses() throws Exception {
+        KeyFunction byUser = req -> req.getHeader("X-User");
+        try (Limiter l = limiter("2/minute", prefix());
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(l).key(byUser)
+                     .countWhen(RateLimitFilter.FAILURES).build())) {
+            for (int i = 0; i < 4; i++) assertEquals(200, s.get("/login", "X-User", "ann").statusCode());
+            assertEquals(List.of(401, 401, 429), List.of(s.get("/login?status=401", "X-User", "ann").statusCode(),
+                    s.get("/login?status=401", "X-User", "ann").statusCode(),
+                    s.get("/login?status=401", "X-User", "ann").statusCode()));
+            assertEquals(429, s.get("/login", "X-User", "ann").statusCode(), "over the limit: refused first");
+            assertEquals(401, s.get("/login?status=401", "X-User", "bob").statusCode());
+            assertEquals(400, s.get("/login").statusCode(), "the missing-key rule is unchanged");
+        }
+        Map<String, String> params = new LinkedHashMap<>();
+        params.put("url", redis.url());
+        params.put("limit", "2/minute");
+        params.put("prefix", prefix());
+        params.put("count-when", "401, 403");
+        try (JettyServer s = JettyServer.start(RateLimitFilter.class, params)) {
+            for (int i = 0; i < 3; i++) assertEquals(500, s.get("/?status=500").statusCode(), "500 does not count");
+            assertEquals(List.of(403, 401, 429), List.of(s.get("/?status=403").statusCode(),
+                    s.get("/?status=401").statusCode(), s.get("/?status=401").statusCode()));
+        }
+    }
+
+    /** The pattern of countWhen by hand, as docs/integrations/java.md shows it for code without the filter. */
+    @Test
+    void countWhenByHand() {
+        try (Limiter limiter = limiter("2/minute", prefix())) {
+            List<Integer> got = new java.util.ArrayList<>();
+            for (int answer : new int[] {200, 200, 200, 401, 401, 401, 200}) {
+                String key = "user:ann";
+                Decision d = limiter.check(key);
+                if (!d.allowed()) {
+                    got.add(429);
+                    continue;
+                }
+                int status = answer; // the work
+                if (status < 400 && !d.degraded()) limiter.refund(key, 1); // a success: give the unit back
+                got.add(status);
+            }
+            assertEquals(List.of(200, 200, 200, 401, 401, 429, 429), got);
+        }
+    }
+
     @Test
     void configuredByInitParams() throws Exception {
         String p = prefix();
@@ -404,6 +455,7 @@ class ServletFilterTest extends ServerTestBase {
         assertInitFails(with(base, "key", "cookie:sid"), "key \"cookie:sid\"");
         assertInitFails(with(base, "key", "class:java.lang.String"), "not a KeyFunction");
         assertInitFails(with(base, "on-missing-key", "allow"), "on-missing-key \"allow\": expected reject or skip");
+        assertInitFails(with(base, "count-when", "errors"), "count-when \"errors\": expected failures");
         assertInitFails(with(base, "path-limit:login", "1/minute"), "must start with '/'");
         assertInitFails(Map.of("url", redis.url()), "no limit");
         // No url and no POLYLIMIT_URL (surefire runs without it): the core's refusal, no default.

@@ -22,6 +22,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.IntPredicate;
 
 /**
  * A Jakarta Servlet filter that rate-limits requests with polylimit: every
@@ -56,6 +57,20 @@ import java.util.Set;
  * policies {@code OPEN}, {@code CLOSED} or {@code LOCAL} an outage is a
  * (degraded) decision instead, handled as above.
  *
+ * <h2>Counting only some responses</h2>
+ * With {@link Builder#countWhen} (or the {@code count-when} init-param) a
+ * request counts only when its response status matches, e.g. failed logins
+ * ({@code status >= 400}: the brute-force pattern). The check still comes
+ * before the servlet, so a key over its limit is refused even when its request
+ * would not have counted, and at most the limit's worth of requests per key
+ * run at once (counting after each response instead would let a burst of
+ * parallel attempts all through before any is counted). After the chain, an
+ * admitted request whose status does not match gets its unit back
+ * ({@link Limiter#refund}; a failed refund is logged and leaves it counted).
+ * A request that throws, or that went asynchronous
+ * ({@code request.isAsyncStarted()}), keeps its unit. The rate-limit headers
+ * are those of the check.
+ *
  * <h2>Programmatically</h2>
  * <pre>{@code
  * RateLimitFilter filter = RateLimitFilter.builder()
@@ -81,6 +96,8 @@ import java.util.Set;
  *       {@code class:<name>} of a {@link KeyFunction} with a public no-argument constructor</td></tr>
  *   <tr><td>{@code on-missing-key}</td><td>{@code reject} (default: 400, or 401 for a credential)
  *       or {@code skip} (not limited)</td></tr>
+ *   <tr><td>{@code count-when}</td><td>{@code failures} (only responses with a status of 400 or
+ *       more count) or comma-separated statuses that count, e.g. {@code 401, 403}; unset: all</td></tr>
  *   <tr><td>{@code trusted-proxies}</td><td>comma-separated IPs or CIDR ranges</td></tr>
  *   <tr><td>{@code prefix}</td><td>Redis key prefix (default {@code pl})</td></tr>
  *   <tr><td>{@code algorithm}</td><td>{@code sliding-log} (default), {@code sliding-counter},
@@ -110,11 +127,13 @@ public final class RateLimitFilter implements Filter {
     public static final int NO_KEY = 400;
     /** 401 Unauthorized: no key of a credential key function, {@link MissingKey#REJECT}. */
     public static final int NO_CREDENTIAL = 401;
+    /** Counts responses with a status of 400 or more: failed logins, the brute-force pattern. */
+    public static final IntPredicate FAILURES = status -> status >= 400;
 
     private static final System.Logger LOG = System.getLogger(RateLimitFilter.class.getName());
     private static final Set<String> PARAMS = Set.of("url", "client-name", "limit", "exempt", "key",
             "trusted-proxies", "prefix", "algorithm", "failure-policy", "error-status", "header-style",
-            "on-missing-key");
+            "on-missing-key", "count-when");
     private static final String PATH_LIMIT = "path-limit:";
 
     private volatile Config config; // null until built or initialised
@@ -176,6 +195,7 @@ public final class RateLimitFilter implements Filter {
         if (params.containsKey("error-status")) b.errorStatus(parseStatus(params.get("error-status")));
         if (params.containsKey("header-style")) b.headerStyle(HeaderStyle.fromParam(params.get("header-style")));
         if (params.containsKey("on-missing-key")) b.onMissingKey(MissingKey.fromParam(params.get("on-missing-key")));
+        if (params.containsKey("count-when")) b.countWhen(countWhen(params.get("count-when")));
 
         Limiter.Algorithm algorithm = params.containsKey("algorithm")
                 ? enumParam(Limiter.Algorithm.class, "algorithm", params.get("algorithm")) : null;
@@ -224,6 +244,23 @@ public final class RateLimitFilter implements Filter {
         }
         throw new IllegalArgumentException("key \"" + spec
                 + "\": expected ip, header:<Name>, api-key:<Name> or class:<KeyFunction>");
+    }
+
+    /** {@code failures}, or the statuses that count ({@code 401, 403}). */
+    private static IntPredicate countWhen(String value) {
+        String v = value.trim();
+        if (v.equals("failures")) return FAILURES;
+        Set<Integer> statuses = new java.util.HashSet<>();
+        for (String s : splitList(v)) {
+            try {
+                statuses.add(Integer.parseInt(s));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("count-when \"" + value
+                        + "\": expected failures or comma-separated statuses (401, 403)");
+            }
+        }
+        if (statuses.isEmpty()) throw new IllegalArgumentException("count-when is empty");
+        return statuses::contains;
     }
 
     private static <E extends Enum<E>> E enumParam(Class<E> type, String param, String value) {
@@ -278,11 +315,13 @@ public final class RateLimitFilter implements Filter {
         }
         Decision decision = null;
         Map<String, String> headers = null;
+        String stored = null;
         try {
             String key = c.key.key(req);
             if (key != null) {
                 // The rule's name keeps each limit's state apart under one prefix.
-                decision = rule.limiter.check(rule.id + "|" + key);
+                stored = rule.id + "|" + key;
+                decision = rule.limiter.check(stored);
                 headers = rule.limiter.headers(decision);
             }
         } catch (RuntimeException e) { // PolylimitException, or a broken key function
@@ -311,6 +350,17 @@ public final class RateLimitFilter implements Filter {
         }
         req.setAttribute(DECISION_ATTRIBUTE, decision);
         chain.doFilter(request, response);
+        // Only units Redis took go back: not a shadowed would-be denial's,
+        // nor a degraded decision's (it came from the failure policy).
+        if (c.countWhen != null && !decision.degraded() && !decision.shadowed() && !req.isAsyncStarted()
+                && !c.countWhen.test(res.getStatus())) {
+            try {
+                rule.limiter.refund(stored, 1);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "rate limit refund failed for " + req.getMethod() + " " + path
+                        + "; the request stays counted: " + e);
+            }
+        }
     }
 
     private static void fail(HttpServletResponse res, int status, String body) throws IOException {
@@ -373,6 +423,7 @@ public final class RateLimitFilter implements Filter {
         final int errorStatus;
         final HeaderStyle headerStyle;
         final MissingKey missingKey;
+        final IntPredicate countWhen; // null: every request counts
         final String described;
 
         Config(Builder b) {
@@ -383,11 +434,13 @@ public final class RateLimitFilter implements Filter {
             errorStatus = b.errorStatus;
             headerStyle = b.headerStyle;
             missingKey = b.missingKey;
+            countWhen = b.countWhen;
             List<String> patterns = new ArrayList<>();
             for (Rule r : rules) patterns.add(r.id + "=" + r.limiter.spec());
             described = "limit=" + (defaultRule == null ? "none" : defaultRule.limiter.spec()) + ", paths=" + patterns
                     + ", exempt=" + exempt + ", " + (b.key != null ? "custom key" : b.clientIp) + ", errorStatus="
-                    + errorStatus + ", headers=" + headerStyle + ", onMissingKey=" + missingKey.paramValue();
+                    + errorStatus + ", headers=" + headerStyle + ", onMissingKey=" + missingKey.paramValue()
+                    + (countWhen != null ? ", countWhen" : "");
         }
 
         Rule ruleFor(String path) {
@@ -454,6 +507,7 @@ public final class RateLimitFilter implements Filter {
         private int errorStatus = DEFAULT_ERROR_STATUS;
         private HeaderStyle headerStyle = HeaderStyle.ALL;
         private MissingKey missingKey = MissingKey.REJECT;
+        private IntPredicate countWhen;
 
         private Builder() {}
 
@@ -519,6 +573,16 @@ public final class RateLimitFilter implements Filter {
          */
         public Builder onMissingKey(MissingKey missingKey) {
             this.missingKey = Objects.requireNonNull(missingKey, "missingKey");
+            return this;
+        }
+
+        /**
+         * Counts a request only when {@code countWhen} accepts its response
+         * status (e.g. {@link RateLimitFilter#FAILURES}); the others get their
+         * unit back after the chain. See "Counting only some responses" above.
+         */
+        public Builder countWhen(IntPredicate countWhen) {
+            this.countWhen = Objects.requireNonNull(countWhen, "countWhen");
             return this;
         }
 
