@@ -505,6 +505,13 @@ func (l *Limiter) do(ctx context.Context, c *call, skey string, bkey []byte, isB
 		}
 		return l.doQueued(ctx, c, skey, bkey, isBytes)
 	}
+	// The other calls have non-blocking forms too (all but AllowAt): when
+	// ctx can end they go through the queue rather than park a goroutine on
+	// an OS thread for the round trip, and Acquire always does (its library
+	// call may wait up to a slice for admission).
+	if c.op != opCheck && c.op != opCheckAt && (ctx.Done() != nil || c.op == opAcquire) {
+		return l.doQueued(ctx, c, skey, bkey, isBytes)
+	}
 	return l.doBlocking(ctx, c, skey, bkey, isBytes)
 }
 
