@@ -429,10 +429,8 @@ void Mux::submit(const CallPtr& call) {
   if (!leader_) {
     // Write it from this thread now; the I/O thread reads the reply.
     leader_ = true;
-    submit_writing_.store(true, std::memory_order_relaxed);
     flush_locked(lock);
     hand_off_locked();
-    submit_writing_.store(false, std::memory_order_release);
   }
   run_callbacks(lock);
 }

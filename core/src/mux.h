@@ -201,7 +201,6 @@ class Mux : public std::enable_shared_from_this<Mux> {
   bool io_rearm_ = false;         // arm at the next wait (it led calls, or an armed wait timed out)
   Clock::time_point io_armed_until_{};
   int io_wake_fd_ = -1;           // eventfd: ends an armed wait early
-  std::atomic<bool> submit_writing_{false};  // submit() writes and then hands the connection to us
 };
 
 }  // namespace polylimit
