@@ -360,8 +360,10 @@ func (c *Client) StatsPrometheus() (string, error) {
 // AllowBytes make a blocking C call while at most WithBlockingChecks checks
 // of the client are in flight; past that they are batched or queued
 // (WithWaitStrategy) and wait on a channel, so that calls in flight do not
-// each hold an OS thread. A blocking call whose context can end runs on a
-// goroutine of its own, as do the other methods' C calls then. With
+// each hold an OS thread. A blocking Allow whose context can end runs on a
+// goroutine of its own. Peek, Reset, Refund, AllowAtMost and AllowWithLimit
+// with a context that can end, and Acquire always, are queued (AllowAt,
+// which has no non-blocking form, runs on a goroutine of its own). With
 // context.Background() the blocking call is made directly, a little cheaper.
 //
 // A Limiter belongs to the Client it was made from: Client.Close closes it
