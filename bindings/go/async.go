@@ -421,7 +421,25 @@ func (l *Limiter) submit(c *call, w *waiter, skey string, bkey []byte, isBytes b
 	// (deny cache, open breaker).
 	token := cq.add(w)
 	var cerr C.polylimit_error
-	st := C.polylimit_limiter_submit_check(l.h, key, C.size_t(c.klen), C.int64_t(c.cost), cq.q, C.uint64_t(token), &cerr)
+	var st C.int
+	switch c.op {
+	case opPeek:
+		st = C.polylimit_limiter_submit_peek(l.h, key, c.klen, cq.q, C.uint64_t(token), &cerr)
+	case opReset:
+		st = C.polylimit_limiter_submit_reset(l.h, key, c.klen, cq.q, C.uint64_t(token), &cerr)
+	case opCheckAtMost:
+		st = C.polylimit_limiter_submit_check_at_most(l.h, key, c.klen, C.int64_t(c.cost), cq.q, C.uint64_t(token), &cerr)
+	case opCheckLimit:
+		st = C.polylimit_limiter_submit_check_limit(l.h, key, c.klen, C.int64_t(c.cost), C.int64_t(c.limit),
+			C.int64_t(c.window), cq.q, C.uint64_t(token), &cerr)
+	case opRefund:
+		st = C.polylimit_limiter_submit_refund(l.h, key, c.klen, C.int64_t(c.cost), cq.q, C.uint64_t(token), &cerr)
+	case opAcquire:
+		st = C.polylimit_limiter_submit_acquire(l.h, key, c.klen, C.int64_t(c.cost), C.int64_t(c.window), cq.q,
+			C.uint64_t(token), &cerr)
+	default:
+		st = C.polylimit_limiter_submit_check(l.h, key, c.klen, C.int64_t(c.cost), cq.q, C.uint64_t(token), &cerr)
+	}
 	runtime.KeepAlive(bkey)
 	if st != C.POLYLIMIT_OK {
 		cq.remove(token) // nothing was queued

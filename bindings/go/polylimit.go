@@ -360,8 +360,10 @@ func (c *Client) StatsPrometheus() (string, error) {
 // AllowBytes make a blocking C call while at most WithBlockingChecks checks
 // of the client are in flight; past that they are batched or queued
 // (WithWaitStrategy) and wait on a channel, so that calls in flight do not
-// each hold an OS thread. A blocking call whose context can end runs on a
-// goroutine of its own, as do the other methods' C calls then. With
+// each hold an OS thread. A blocking Allow whose context can end runs on a
+// goroutine of its own. Peek, Reset, Refund, AllowAtMost and AllowWithLimit
+// with a context that can end, and Acquire always, are queued (AllowAt,
+// which has no non-blocking form, runs on a goroutine of its own). With
 // context.Background() the blocking call is made directly, a little cheaper.
 //
 // A Limiter belongs to the Client it was made from: Client.Close closes it
@@ -503,6 +505,13 @@ func (l *Limiter) do(ctx context.Context, c *call, skey string, bkey []byte, isB
 				return l.doBlocking(ctx, c, skey, bkey, isBytes)
 			}
 		}
+		return l.doQueued(ctx, c, skey, bkey, isBytes)
+	}
+	// The other calls have non-blocking forms too (all but AllowAt): when
+	// ctx can end they go through the queue rather than park a goroutine on
+	// an OS thread for the round trip, and Acquire always does (its library
+	// call may wait up to a slice for admission).
+	if c.op != opCheck && c.op != opCheckAt && (ctx.Done() != nil || c.op == opAcquire) {
 		return l.doQueued(ctx, c, skey, bkey, isBytes)
 	}
 	return l.doBlocking(ctx, c, skey, bkey, isBytes)

@@ -594,12 +594,18 @@ struct QueueState {
   // queue is how a caller stops the library from touching those arrays.
   template <typename Write>
   void push(polylimit_completion c, Write&& write) {
-    std::lock_guard<std::mutex> lock(mu);
-    outstanding.fetch_sub(1, std::memory_order_relaxed);
-    if (freed) return;
-    write(c);
-    items.push_back(c);
-    if (items.size() == 1) signal();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      outstanding.fetch_sub(1, std::memory_order_relaxed);
+      if (freed) return;
+      write(c);
+      items.push_back(c);
+      // Under the lock: a poll that empties the queue resets the fd, and a
+      // late signal would leave it readable with nothing to take.
+      if (items.size() == 1) signal();
+    }
+    // After the unlock: the woken poller would otherwise block on `mu` at
+    // once, and wake us again to take it.
     cv.notify_one();
   }
 };

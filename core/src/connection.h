@@ -111,6 +111,8 @@ class Connection final : public Link {
   // Failures throw and mark it broken.
   ReplyPtr buffered_reply();
   const std::string& where() const { return where_; }
+  // The socket, for a thread that only waits for it to become readable.
+  int fd() const { return fd_; }
   // rediss://: the handshake resumed an earlier session with this server.
   bool tls_resumed() const;
   int command_timeout_ms() const { return command_timeout_ms_; }

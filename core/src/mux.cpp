@@ -2,6 +2,7 @@
 #include "mux.h"
 
 #include <linux/futex.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -67,6 +68,12 @@ Mux::Mux(std::unique_ptr<Connection> conn)
     : conn_(std::move(conn)), last_active_(Clock::now().time_since_epoch().count()) {
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw Error(ErrorCode::kUnavailable, "eventfd: cannot make one for a connection", errno);
+  io_wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (io_wake_fd_ < 0) {
+    const int e = errno;
+    ::close(wake_fd_);
+    throw Error(ErrorCode::kUnavailable, "eventfd: cannot make one for a connection", e);
+  }
 }
 
 Mux::~Mux() {
@@ -78,6 +85,7 @@ Mux::~Mux() {
       io_.join();
   }
   ::close(wake_fd_);
+  ::close(io_wake_fd_);
 }
 
 Mux::Clock::duration Mux::idle_for() const {
@@ -227,7 +235,13 @@ void Mux::hand_off_locked() {
   leader_ = true;
   if (next->on_done) {
     io_lead_ = true;
-    io_cv_.notify_one();
+    // An armed I/O thread is woken by the reply of the oldest call in flight
+    // (the one whose deadline it watches): wake it only when that is not
+    // enough, with queued calls to write or a deadline before its wait ends.
+    if (!io_armed_)
+      io_cv_.notify_one();
+    else if (inflight_.empty() || worth_flushing_locked() || inflight_.front()->deadline < io_armed_until_)
+      kick_io_locked();
   } else {
     next->lead = true;
     next->signal.store(kLead, std::memory_order_release);
@@ -432,15 +446,47 @@ void Mux::ensure_io_thread_locked() {
   });
 }
 
+void Mux::kick_io_locked() {
+  const uint64_t one = 1;
+  while (::write(io_wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
+void Mux::armed_wait(Clock::time_point until) {
+  pollfd fds[2] = {{conn_->fd(), POLLIN, 0}, {io_wake_fd_, POLLIN, 0}};
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count() + 1;
+  if (::poll(fds, 2, static_cast<int>(std::max<long long>(0, left))) > 0 && (fds[1].revents & POLLIN) != 0) {
+    uint64_t value;
+    while (::read(io_wake_fd_, &value, sizeof value) < 0 && errno == EINTR) {
+    }
+  }
+}
+
 // One wait for work on the I/O thread; false when it should stop.
 bool Mux::io_step() {
   std::unique_lock<std::mutex> lock(mu_);
-  // A bounded wait: the thread's reference is dropped now and then, so a
-  // Mux nobody else holds is destroyed.
-  io_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return io_lead_ || io_stop_; });
+  // Bounded waits: the thread's reference is dropped now and then, so a Mux
+  // nobody else holds is destroyed.
+  const auto bound = std::chrono::milliseconds(200);
+  if (io_rearm_ && !io_lead_ && !io_stop_ && !broken_ && conn_->fd() >= 0) {
+    io_armed_ = true;
+    io_armed_until_ = Clock::now() + bound;
+    const Clock::time_point until = io_armed_until_;
+    lock.unlock();
+    armed_wait(until);
+    lock.lock();
+    io_armed_ = false;
+    // Readable without a hand-off: a synchronous caller reads the socket
+    // (or the server closed it); waiting on it again would spin. An idle
+    // wait that timed out stays armed.
+    io_rearm_ = io_lead_ || Clock::now() >= until;
+  } else {
+    io_cv_.wait_for(lock, bound, [this] { return io_lead_ || io_stop_; });
+  }
   if (io_lead_) {
     io_lead_ = false;
     lead(lock, nullptr);
+    io_rearm_ = true;
   }
   run_callbacks(lock);
   return !io_stop_;
@@ -452,6 +498,7 @@ void Mux::shut_down(std::exception_ptr error) {
     fail_all_locked(error ? error : std::make_exception_ptr(Error(ErrorCode::kClosed, "the client is closed")));
   io_stop_ = true;
   io_cv_.notify_all();
+  if (io_armed_) kick_io_locked();
   run_callbacks(lock);
   lock.unlock();
   conn_->shut_down();  // a leader waiting in poll() returns

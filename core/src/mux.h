@@ -31,7 +31,13 @@
 // the connection's mutex: waking it does not make it contend for that lock.
 //
 // Calls submitted without a waiting thread (submit(): the non-blocking API)
-// are driven by one I/O thread per connection, started on first use.
+// are driven by one I/O thread per connection, started on first use. The
+// submitter writes a call itself when nobody drives the connection. Once the
+// I/O thread has driven such calls it waits for the socket to become
+// readable ("armed") rather than for a hand-off, so the submitter need not
+// wake it: the reply does, and one wake-up per call is all a lone caller
+// pays for the reply, as a blocking caller does. A wake-up that finds no
+// hand-off (a synchronous caller leads) disarms it until the next one.
 //
 // Deadlines: each call has its own (the command timeout from submission,
 // covering the queue, the write and the whole reply). When the oldest call in
@@ -159,8 +165,10 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // False when the connection broke (more replies than calls).
   bool dispatch_locked(std::vector<ReplyPtr>& replies, std::vector<CallPtr>& wake);
   void run_callbacks(std::unique_lock<std::mutex>& lock);
-  void io_thread_main();
   void ensure_io_thread_locked();
+  // Waits (without the lock) for the socket, io_wake_fd_ or `until`.
+  void armed_wait(Clock::time_point until);
+  void kick_io_locked();
 
   std::unique_ptr<Connection> conn_;
   int wake_fd_ = -1;  // eventfd the leader polls with the socket
@@ -186,6 +194,13 @@ class Mux : public std::enable_shared_from_this<Mux> {
   std::condition_variable io_cv_;
   bool io_lead_ = false;          // the I/O thread was handed the connection
   bool io_stop_ = false;
+  // The I/O thread waits in poll() on the socket and io_wake_fd_ (not on
+  // io_cv_) until io_armed_until_; a hand-off to it then needs no wake-up
+  // unless the call's deadline comes first.
+  bool io_armed_ = false;
+  bool io_rearm_ = false;         // arm at the next wait (it led calls, or an armed wait timed out)
+  Clock::time_point io_armed_until_{};
+  int io_wake_fd_ = -1;           // eventfd: ends an armed wait early
 };
 
 }  // namespace polylimit

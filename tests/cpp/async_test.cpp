@@ -105,6 +105,37 @@ TEST(Async, ThreadsSubmittingShareOneLimitExactly) {
   EXPECT_EQ(d.remaining, 0);
 }
 
+// One connection carries lone non-blocking checks and blocking ones in turn:
+// the I/O thread, waiting on the socket between its calls, wakes for replies
+// that blocking callers read, and must still take every later lone call.
+// Each one completes once, and the totals are exact.
+TEST(Async, LoneCallsAndBlockingCallsShareOneConnection) {
+  Handles h;
+  open(h, server().url(), "async-armed", 120, /*pool_size=*/1);
+  polylimit_error err;
+  polylimit_decision d;
+  int allowed = 0;
+  std::set<uint64_t> tokens;
+  for (uint64_t round = 0; round < 40; ++round) {
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, round, &err), POLYLIMIT_OK)
+        << err.message;
+    std::vector<polylimit_completion> got = collect(h.queue, 1, 5s);
+    ASSERT_EQ(got.size(), 1u) << "round " << round;
+    EXPECT_EQ(got[0].status, POLYLIMIT_OK) << got[0].error.message;
+    tokens.insert(got[0].token);
+    allowed += got[0].decision.allowed;
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(polylimit_limiter_check(h.limiter, "k", 1, 1, &d, &err), POLYLIMIT_OK) << err.message;
+      allowed += d.allowed;
+    }
+  }
+  EXPECT_EQ(tokens.size(), 40u);
+  EXPECT_EQ(allowed, 120);  // 160 checks of a limit of 120
+  polylimit_completion extra;
+  EXPECT_EQ(polylimit_queue_poll(h.queue, &extra, 1, 0), 0u);  // none completed twice
+  EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+}
+
 // The eventfd is what an event loop watches: readable exactly while
 // completions wait.
 TEST(Async, QueueFdIsReadableWhileCompletionsWait) {

@@ -1,6 +1,7 @@
-"""asyncio: the a* calls never block the loop. acheck and acheck_many complete
-on the loop itself (the core's non-blocking checks, no thread); the others
-run in the client's thread pool."""
+"""asyncio: the a* calls never block the loop. acheck, acheck_many, apeek,
+areset, acheck_at_most, acheck_limit and arefund complete on the loop itself
+(the core's non-blocking calls, no thread); acheck_at runs in the client's
+thread pool, and aacquire sleeps with asyncio between acheck calls."""
 
 import asyncio
 import gc
@@ -232,6 +233,60 @@ def test_acheck_answers_as_check(url, key, options):
 
     sync, aio = asyncio.run(main())
     assert aio == sync
+
+
+def test_other_async_calls_answer_as_blocking_without_threads(url, key):
+    # apeek, areset, acheck_at_most, acheck_limit and arefund are submitted
+    # to the core too: the same answers and errors as the blocking calls, and
+    # the client's thread pool is never made.
+    def steps(k):
+        return [
+            ("peek", (k,)), ("check_at_most", (k, 2)), ("peek", (k,)), ("check_at_most", (k, 5)),
+            ("check_at_most", (k, 5)), ("refund", (k, 2)), ("check_limit", (k, 2, 2, 60)),
+            ("check_limit", (k, 1, 2, 60)), ("reset", (k,)), ("peek", (k,)), ("refund", (k, 0)),
+            ("check_at_most", (k, 0)), ("peek", ("",)), ("peek", (42,)), ("check_limit", (k, 1, 0, 60)),
+        ]
+
+    def blocking(lim, name, args):
+        if name == "check_limit":
+            return lim.check_limit(*args[:3], window=args[3])
+        return getattr(lim, name)(*args)
+
+    async def queued(lim, name, args):
+        if name == "check_limit":
+            return await lim.acheck_limit(*args[:3], window=args[3])
+        return await getattr(lim, "a" + name)(*args)
+
+    def shape(result):
+        return None if result is None else _fields(result)
+
+    async def main():
+        with polylimit.Client(url) as client:
+            lim = client.limiter("3/m")
+            sync = []
+            for name, args in steps(key + ":s"):
+                try:
+                    sync.append(shape(blocking(lim, name, args)))
+                except polylimit.Error as e:
+                    sync.append((type(e), str(e).replace(key + ":s", "K"), e.code))
+                except TypeError as e:
+                    sync.append((TypeError, str(e)))
+            aio = []
+            for name, args in steps(key + ":a"):
+                try:
+                    aio.append(shape(await queued(lim, name, args)))
+                except polylimit.Error as e:
+                    aio.append((type(e), str(e).replace(key + ":a", "K"), e.code))
+                except TypeError as e:
+                    aio.append((TypeError, str(e)))
+            d = await lim.apeek(key + ":h")
+            assert d.headers() == lim.headers(d)
+            assert client._executor is None  # no thread pool
+            return sync, aio
+
+    sync, aio = asyncio.run(main())
+    assert aio == sync
+    assert sync[1][0] and sync[1][3] == 2 and sync[3][3] == 1 and not sync[4][0]  # granted 2, then 1, then none
 
 
 def test_acheck_many_answers_as_check_many(url, key):

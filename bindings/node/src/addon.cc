@@ -172,21 +172,32 @@ class Client : public Napi::ObjectWrap<Client> {
   }
 
  private:
-  // While calls are pending: the fd is watched and this object is held, so
-  // that a client nobody references still settles its promises.
+  // While calls are pending: the watch keeps the loop alive and this object
+  // is held, so that a client nobody references still settles its promises.
+  // Once started, the watch stays on and is only unreferenced when nothing
+  // is pending: stopping and restarting it for every lone call would cost
+  // two epoll_ctl calls per call (the fd is readable only while completions
+  // wait, so an idle watch never fires).
   void Watch() {
     if (poll_ == nullptr) {
       poll_ = new uv_poll_t;
       poll_->data = this;
       uv_poll_init(loop_, poll_, polylimit_queue_fd(queue_));
     }
-    uv_poll_start(poll_, UV_READABLE, &Client::OnReadable);
-    Ref();
+    if (!uv_is_active(reinterpret_cast<uv_handle_t*>(poll_))) uv_poll_start(poll_, UV_READABLE, &Client::OnReadable);
+    uv_ref(reinterpret_cast<uv_handle_t*>(poll_));
+    if (!held_) {
+      held_ = true;
+      Ref();
+    }
   }
 
   void Unwatch() {
-    uv_poll_stop(poll_);
-    Unref();
+    uv_unref(reinterpret_cast<uv_handle_t*>(poll_));
+    if (held_) {
+      held_ = false;
+      Unref();
+    }
   }
 
   // A libuv callback: nothing may propagate out of it. Node-API calls fail
@@ -234,7 +245,7 @@ class Client : public Napi::ObjectWrap<Client> {
         }
       }
     } while (n == 64);
-    if (pending_.empty() && poll_ != nullptr && uv_is_active(reinterpret_cast<uv_handle_t*>(poll_))) Unwatch();
+    if (pending_.empty() && poll_ != nullptr && held_) Unwatch();
   }
 
   // close(): calls in flight complete with POLYLIMIT_ECLOSED through the
@@ -325,6 +336,7 @@ class Client : public Napi::ObjectWrap<Client> {
   std::unordered_map<uint64_t, Call> pending_;
   uint64_t next_token_ = 1;
   bool cleaned_ = false;
+  bool held_ = false;  // Ref() taken while calls are pending
 };
 
 class Limiter : public Napi::ObjectWrap<Limiter> {

@@ -607,6 +607,43 @@ class Limiter {
     }
   }
 
+  // The other non-blocking calls, as submit_check: their result arrives in
+  // `queue` as (token, ...); reset's Decision is empty.
+  void submit_peek(py::handle key, Queue& queue, uint64_t token) {
+    std::string k = key_bytes(key);
+    submit_op(queue, token, [&](polylimit_limiter* h, polylimit_queue* q, polylimit_error* e) {
+      return polylimit_limiter_submit_peek(h, k.data(), k.size(), q, token, e);
+    });
+  }
+  void submit_reset(py::handle key, Queue& queue, uint64_t token) {
+    std::string k = key_bytes(key);
+    submit_op(queue, token, [&](polylimit_limiter* h, polylimit_queue* q, polylimit_error* e) {
+      return polylimit_limiter_submit_reset(h, k.data(), k.size(), q, token, e);
+    });
+  }
+  void submit_check_at_most(py::handle key, py::handle max_cost, Queue& queue, uint64_t token) {
+    std::string k = key_bytes(key);
+    int64_t m = to_int64(max_cost, "max_cost");
+    submit_op(queue, token, [&](polylimit_limiter* h, polylimit_queue* q, polylimit_error* e) {
+      return polylimit_limiter_submit_check_at_most(h, k.data(), k.size(), m, q, token, e);
+    });
+  }
+  void submit_check_limit(py::handle key, py::handle cost, py::handle limit, py::handle window_ms, Queue& queue,
+                          uint64_t token) {
+    std::string k = key_bytes(key);
+    int64_t c = to_int64(cost, "cost"), l = to_int64(limit, "limit"), w = to_int64(window_ms, "window_ms");
+    submit_op(queue, token, [&](polylimit_limiter* h, polylimit_queue* q, polylimit_error* e) {
+      return polylimit_limiter_submit_check_limit(h, k.data(), k.size(), c, l, w, q, token, e);
+    });
+  }
+  void submit_refund(py::handle key, py::handle units, Queue& queue, uint64_t token) {
+    std::string k = key_bytes(key);
+    int64_t u = to_int64(units, "units");
+    submit_op(queue, token, [&](polylimit_limiter* h, polylimit_queue* q, polylimit_error* e) {
+      return polylimit_limiter_submit_refund(h, k.data(), k.size(), u, q, token, e);
+    });
+  }
+
   // submit_check for every key (tokens first_token, first_token + 1, ...),
   // with one GIL release. Keys are converted first, as check_many does (a bad
   // key refuses the whole call before any is submitted). Returns a list with
@@ -646,6 +683,25 @@ class Limiter {
       out[r.first] = e;
     }
     return out;
+  }
+
+  // Runs submit(limiter, queue, &err) without the GIL (a first call may
+  // connect), the arguments converted before; a refused submit raises.
+  template <typename Submit>
+  void submit_op(Queue& queue, uint64_t token, Submit&& submit) {
+    std::shared_ptr<polylimit_queue> q = queue.handle();
+    queue.track(token, handle_);
+    polylimit_limiter* h = handle_.get();
+    polylimit_error err;
+    int st;
+    {
+      py::gil_scoped_release nogil;
+      st = submit(h, q.get(), &err);
+    }
+    if (st != POLYLIMIT_OK) {
+      queue.untrack(token);
+      raise_error(st, err);
+    }
   }
 
   // The headers for a decision; the one of any limiter is accepted (the core
@@ -821,6 +877,14 @@ PYBIND11_MODULE(_core, m) {
       .def("refund", &Limiter::refund, py::arg("key"), py::arg("units"))
       .def("headers", &Limiter::headers, py::arg("decision"))
       .def("submit_check", &Limiter::submit_check, py::arg("key"), py::arg("cost"), py::arg("queue"),
+           py::arg("token"))
+      .def("submit_peek", &Limiter::submit_peek, py::arg("key"), py::arg("queue"), py::arg("token"))
+      .def("submit_reset", &Limiter::submit_reset, py::arg("key"), py::arg("queue"), py::arg("token"))
+      .def("submit_check_at_most", &Limiter::submit_check_at_most, py::arg("key"), py::arg("max_cost"),
+           py::arg("queue"), py::arg("token"))
+      .def("submit_check_limit", &Limiter::submit_check_limit, py::arg("key"), py::arg("cost"), py::arg("limit"),
+           py::arg("window_ms"), py::arg("queue"), py::arg("token"))
+      .def("submit_refund", &Limiter::submit_refund, py::arg("key"), py::arg("units"), py::arg("queue"),
            py::arg("token"))
       .def("submit_check_many", &Limiter::submit_check_many, py::arg("keys"), py::arg("cost"), py::arg("queue"),
            py::arg("first_token"))

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "0fec055ac77816246360735b1cd3e4414aff81f2a61f711e3a1002e77a3934d6"
+const sourcesDigest = "5a114d58eed0a264872922356c73a1a283526c8ed205d51d8cd1d7e7006b1f28"

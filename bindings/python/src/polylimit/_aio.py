@@ -1,4 +1,5 @@
-"""acheck and acheck_many without threads: the checks complete on the event loop.
+"""The a* calls without threads: acheck, acheck_many, apeek, areset,
+acheck_at_most, acheck_limit and arefund complete on the event loop.
 
 A check is submitted to the core (polylimit_limiter_submit_check), which
 sends it and reads the reply on its own I/O thread, then pushes the
@@ -120,14 +121,20 @@ def queue_for(loop: asyncio.AbstractEventLoop) -> Optional[_LoopQueue]:
 
 
 async def check(lq: _LoopQueue, core: "_core.Limiter", key: Any, cost: Any) -> "_core.Decision":
+    return await call(lq, core.submit_check, key, cost)
+
+
+async def call(lq: _LoopQueue, submit: Any, *args: Any) -> "_core.Decision":
+    """One non-blocking call: ``submit(*args, queue, token)`` (a
+    ``_core.Limiter.submit_*``), then its completion."""
     loop = asyncio.get_running_loop()
     token = lq.next_token
     lq.next_token = token + 1
-    # Raises as check() would when the core refuses (closed client, bad
-    # argument; an outage comes as a completion, after the failure policy);
-    # the completion cannot be drained before the future is registered:
-    # drain runs on this thread.
-    core.submit_check(key, cost, lq.queue, token)
+    # Raises as the blocking call would when the core refuses (closed client,
+    # bad argument; an outage comes as a completion, after the failure
+    # policy); the completion cannot be drained before the future is
+    # registered: drain runs on this thread.
+    submit(*args, lq.queue, token)
     future = loop.create_future()
     lq.futures[token] = future
     try:

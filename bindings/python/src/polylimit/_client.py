@@ -11,7 +11,7 @@ import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import (Any, Callable, Dict, Iterable, List, Literal, NamedTuple, Optional, Tuple, TypedDict, TypeVar,
-                    Union, overload)
+                    Union, cast, overload)
 
 from . import _aio, _core, _vocabulary
 from ._vocabulary import AlgorithmName, ClockName, FailurePolicyName
@@ -675,11 +675,20 @@ class Limiter:
     async def acheck_at(self, key: Key, cost: int, now: Union[float, int, datetime.datetime]) -> Decision:
         return await self._run(self._core.check_at, key, cost, _now_us(now))
 
+    async def _queued(self, blocking: Callable[..., T], submit: Callable[..., None], *args: Any) -> T:
+        """A call submitted to the core without waiting and completed on the
+        event loop, as acheck; the thread pool where the loop cannot watch
+        the queue."""
+        lq = _aio.queue_for(asyncio.get_running_loop())
+        if lq is None:
+            return await self._run(blocking, *args)
+        return cast(T, await _aio.call(lq, submit, *args))
+
     async def apeek(self, key: Key) -> Decision:
-        return await self._run(self._core.peek, key)
+        return await self._queued(self._core.peek, self._core.submit_peek, key)
 
     async def areset(self, key: Key) -> None:
-        await self._run(self._core.reset, key)
+        await self._queued(self._core.reset, self._core.submit_reset, key)
 
     @overload
     async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,
@@ -707,13 +716,14 @@ class Limiter:
         return await _aio.check_many(lq, self._core, keys, cost, return_exceptions)
 
     async def acheck_at_most(self, key: Key, max_cost: int) -> Decision:
-        return await self._run(self._core.check_at_most, key, max_cost)
+        return await self._queued(self._core.check_at_most, self._core.submit_check_at_most, key, max_cost)
 
     async def acheck_limit(self, key: Key, cost: int, limit: int, window: Seconds) -> Decision:
-        return await self._run(self._core.check_limit, key, cost, limit, _window_ms(window))
+        return await self._queued(self._core.check_limit, self._core.submit_check_limit, key, cost, limit,
+                                  _window_ms(window))
 
     async def arefund(self, key: Key, units: int) -> Decision:
-        return await self._run(self._core.refund, key, units)
+        return await self._queued(self._core.refund, self._core.submit_refund, key, units)
 
     async def aacquire(self, key: Key, cost: int = 1, timeout: Optional[Seconds] = None) -> Decision:
         """acquire for asyncio: the same loop as the core's (check; if denied
