@@ -330,7 +330,10 @@ impl Client {
 
     /// Closes the connections now. Every limiter made from this client, and
     /// every clone of it, then fails with [`Error::Closed`]. Idempotent;
-    /// dropping the last clone does the same.
+    /// dropping the last clone does the same. Waits for blocking calls in
+    /// flight on the client's limiters to return first (an `acquire` may
+    /// take up to its timeout); `check_async` checks in flight complete with
+    /// an error.
     pub fn close(&self) {
         self.inner.close();
     }
@@ -669,6 +672,9 @@ impl Decision {
     /// binding formats them (`Retry-After` on a denial, `RateLimit-Limit`,
     /// `-Remaining`, `-Reset`, `RateLimit-Policy`, `RateLimit`), in order.
     pub fn headers(&self) -> Result<Vec<(String, String)>, Error> {
+        // Formatting does no I/O, but it is a call on the limiter: it must
+        // not race with an explicit close either.
+        let _open = self.limiter.inner.client.inner.read();
         let text = take_string(|out, len, err| {
             // SAFETY: a live limiter (we hold a clone) and a decision it filled.
             unsafe { sys::polylimit_limiter_headers(self.limiter.inner.handle, &self.raw, out, len, err) }
