@@ -96,7 +96,10 @@ pub(crate) struct ClientInner {
     /// requires.
     handle: RwLock<*mut sys::polylimit_client>,
     #[cfg(feature = "tokio")]
-    pub(crate) queue: std::sync::OnceLock<Result<Arc<queue::Queue>, Error>>,
+    /// One completion queue and reaper per tokio runtime that called
+    /// check_async (a reaper lives in its runtime: one that is idle or gone
+    /// must not hold up another runtime's checks).
+    pub(crate) queues: queue::Queues,
 }
 
 // SAFETY: the C ABI makes client handles safe to use from any thread; close
@@ -119,9 +122,7 @@ impl ClientInner {
             *h = ptr::null_mut();
         }
         #[cfg(feature = "tokio")]
-        if let Some(Ok(q)) = self.queue.get() {
-            q.shutdown();
-        }
+        self.queues.shutdown();
     }
 }
 
@@ -289,7 +290,7 @@ impl ClientBuilder {
             inner: Arc::new(ClientInner {
                 handle: RwLock::new(h),
                 #[cfg(feature = "tokio")]
-                queue: std::sync::OnceLock::new(),
+                queues: Default::default(),
             }),
         })
     }

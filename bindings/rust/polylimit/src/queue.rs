@@ -1,11 +1,14 @@
 //! `check_async` over the library's completion queue (feature `tokio`).
 //!
-//! Each client has one `polylimit_queue`. A check is submitted without
-//! waiting, with a token; its oneshot sender waits in `pending` under that
-//! token. One reaper task per client watches the queue's eventfd with
-//! `AsyncFd` and, when it is readable, drains every waiting completion and
-//! sends each to its future. So no thread waits per call and no runtime
-//! thread blocks on Redis.
+//! A client has one `polylimit_queue` per tokio runtime that uses it. A
+//! check is submitted without waiting, with a token; its oneshot sender
+//! waits in `pending` under that token. One reaper task per queue, spawned
+//! on that runtime, watches the queue's eventfd with `AsyncFd` and, when it
+//! is readable, drains every waiting completion and sends each to its
+//! future. So no thread waits per call and no runtime thread blocks on
+//! Redis. Per runtime, because the fd is registered with one runtime's
+//! reactor and the reaper runs only while that runtime is driven: a runtime
+//! that is idle or shut down must not hold up another's checks.
 
 use crate::error::Error;
 use crate::{sys, Decision, Limiter};
@@ -18,12 +21,43 @@ use tokio::sync::oneshot;
 
 type Reply = Result<sys::polylimit_decision, Error>;
 
+/// The queues of one client, by runtime.
+#[derive(Default)]
+pub(crate) struct Queues(Mutex<Vec<(tokio::runtime::Id, Arc<Queue>)>>);
+
+impl Queues {
+    /// The queue of the current runtime, made (with its reaper) on first use.
+    fn current(&self) -> Result<Arc<Queue>, Error> {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return Err(Error::invalid("check_async needs a tokio runtime (with I/O enabled)"));
+        };
+        let id = rt.id();
+        let mut qs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // A queue whose reaper ended belongs to a runtime that shut down
+        // (runtime ids are never reused): drop it.
+        qs.retain(|(_, q)| q.reaping.load(Ordering::Acquire));
+        if let Some((_, q)) = qs.iter().find(|(i, _)| *i == id) {
+            return Ok(q.clone());
+        }
+        let q = Arc::new(Queue::new()?);
+        q.start_reaper()?;
+        qs.push((id, q.clone()));
+        Ok(q)
+    }
+
+    pub(crate) fn shutdown(&self) {
+        for (_, q) in self.0.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            q.shutdown();
+        }
+    }
+}
+
 pub(crate) struct Queue {
     handle: *mut sys::polylimit_queue,
     next_token: AtomicU64,
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
-    /// True while a reaper task runs (it clears this when it ends, also
-    /// when its runtime shuts down), so the next call can start another.
+    /// True while the reaper task runs (it clears this when it ends, also
+    /// when its runtime shuts down).
     reaping: AtomicBool,
     closing: AtomicBool,
 }
@@ -43,8 +77,8 @@ impl Drop for Queue {
 
 /// The queue's eventfd for `AsyncFd`, borrowed: the queue owns and closes
 /// it, and this holds the queue, so the fd stays open while it is registered.
-/// Dropping it (the reaper ended, or its runtime shut down) lets the next
-/// call start another reaper.
+/// Dropping it (the reaper ended, or its runtime shut down) marks the queue
+/// as done.
 struct QueueFd {
     queue: Arc<Queue>,
     fd: RawFd,
@@ -87,15 +121,9 @@ impl Queue {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Starts a reaper on the current runtime unless one runs.
-    fn ensure_reaper(self: &Arc<Queue>) -> Result<(), Error> {
-        if self.reaping.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        if tokio::runtime::Handle::try_current().is_err() {
-            self.reaping.store(false, Ordering::Release);
-            return Err(Error::new(-2, "check_async needs a tokio runtime (with I/O enabled)"));
-        }
+    /// Spawns the reaper on the current runtime.
+    fn start_reaper(self: &Arc<Queue>) -> Result<(), Error> {
+        self.reaping.store(true, Ordering::Release);
         // SAFETY: a live queue.
         let fd = unsafe { sys::polylimit_queue_fd(self.handle) };
         let qfd = QueueFd {
@@ -167,12 +195,11 @@ impl Limiter {
 
     fn submit(&self, key: &[u8], cost: i64) -> Result<oneshot::Receiver<Reply>, Error> {
         let client = &self.inner.client.inner;
-        let q = client.queue.get_or_init(|| Queue::new().map(Arc::new)).clone()?;
         let open = client.read();
         if open.is_null() {
             return Err(Error::new(-11, "client is closed"));
         }
-        q.ensure_reaper()?;
+        let q = client.queues.current()?;
         let token = q.next_token.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         // Registered before submitting: the completion may arrive at once.

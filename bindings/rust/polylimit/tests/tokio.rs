@@ -123,3 +123,36 @@ async fn memory_backend_async() {
     assert!(l.check_async("k", 1).await.unwrap().allowed);
     assert!(!l.check_async("k", 1).await.unwrap().allowed);
 }
+
+#[test]
+fn each_runtime_reaps_its_own_checks() {
+    let client = Client::open(redis_url()).unwrap();
+    let l = client
+        .limiter_builder()
+        .spec("100/minute")
+        .prefix(prefix("runtimes"))
+        .build()
+        .unwrap();
+    let rt = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let check = |rt: &tokio::runtime::Runtime| {
+        rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), l.check_async("k", 1)).await })
+            .expect("check_async hung: another runtime's reaper is not driven")
+            .unwrap()
+            .remaining
+    };
+    // Runtime a stays alive but idle (no block_on) while b and c check.
+    let a = rt();
+    assert_eq!(check(&a), 99);
+    let b = rt();
+    assert_eq!(check(&b), 98);
+    drop(b);
+    let c = rt();
+    assert_eq!(check(&c), 97);
+    drop(a);
+    assert_eq!(check(&c), 96);
+}
