@@ -2,7 +2,8 @@
 # Rust binding suite (bindings/rust): the vocabulary file is current, cargo
 # fmt --check, cargo clippy -D warnings, cargo test (the FFI layout test, the
 # blocking API and check_async against real redis-servers started by
-# tests/fixture/redisfix), cargo doc without warnings; then the packaged
+# tests/fixture/redisfix), cargo doc without warnings, the tests again under
+# AddressSanitizer when a nightly toolchain is installed; then the packaged
 # crates (cargo package, with the C++ sources vendored into polylimit-sys)
 # built with their default features, which compile the bundled core with
 # CMake, by a fresh project in a temporary folder that checks a real server.
@@ -75,6 +76,30 @@ passed=$((passed + p))
 failed=$((failed + f))
 
 RUSTDOCFLAGS="-D warnings" step "cargo doc" cargo doc --locked -j "$jobs" --no-deps --features "$features"
+
+# AddressSanitizer (with LeakSanitizer) over the same tests, where a nightly
+# toolchain is installed (-Zsanitizer is nightly-only). It instruments the
+# Rust side, the FFI calls and every malloc/free, the library's included; the
+# C++ code itself is instrumented by the C/C++ suites' ASan pass. Miri cannot
+# run these tests: they call foreign code.
+if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ] && cargo +nightly --version >/dev/null 2>&1; then
+  start=$SECONDS
+  rc=0
+  RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR="$root/build/rust-target-asan" \
+    cargo +nightly test --locked -j "$jobs" --target "$(rustc -vV | sed -n 's/^host: //p')" --features "$features" --tests \
+    >"$log" 2>&1 || rc=$?
+  p=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
+  f=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
+  echo "cargo +nightly test (AddressSanitizer): $p passed, $f failed ($((SECONDS - start)) s)"
+  if [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
+    cat "$log"
+    [ "$f" -eq 0 ] && f=1
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+else
+  echo "AddressSanitizer pass: skipped (no nightly toolchain, or POLYLIMIT_SKIP_SANITIZERS=1)"
+fi
 
 # The packaged crates, as a user gets them: sources vendored, packed, then
 # built with default features (the bundled CMake build) by a new project.
