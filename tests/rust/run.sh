@@ -2,7 +2,8 @@
 # Rust binding suite (bindings/rust): the vocabulary file is current, cargo
 # fmt --check, cargo clippy -D warnings, cargo test (the FFI layout test, the
 # blocking API and check_async against real redis-servers started by
-# tests/fixture/redisfix), cargo doc without warnings, the tests again under
+# tests/fixture/redisfix; the tower layer in an axum server over HTTP),
+# cargo doc without warnings, the tests again under
 # AddressSanitizer when a nightly toolchain is installed; then the packaged
 # crates (cargo package, with the C++ sources vendored into polylimit-sys)
 # built with their default features, which compile the bundled core with
@@ -23,7 +24,7 @@ command -v python3 >/dev/null || { echo "python3: not found (tests/fixture/redis
 
 export CARGO_TARGET_DIR="$root/build/rust-target"
 jobs=${POLYLIMIT_JOBS:-2}
-features=polylimit/tokio
+features=polylimit/tokio,polylimit/tower
 if [ -n "${POLYLIMIT_PREFIX:-}" ]; then
   libdir=$(dirname "$(ls -d "$POLYLIMIT_PREFIX"/lib*/pkgconfig | head -n1)")
   export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"

@@ -25,6 +25,8 @@
 mod error;
 #[cfg(feature = "tokio")]
 mod queue;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 pub use error::{bounds, Algorithm, Clock, Detail, Error, FailurePolicy};
 
