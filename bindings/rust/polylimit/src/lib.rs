@@ -76,14 +76,20 @@ fn cstring(what: &str, s: &str) -> Result<CString, Error> {
     CString::new(s).map_err(|_| Error::invalid(format!("{what} contains a NUL byte")))
 }
 
-/// Milliseconds of a Duration for an `int` field: saturates, so an
-/// oversized value is refused by the library's range check, never wrapped.
+/// Whole milliseconds of a Duration, rounded up, so a nonzero duration
+/// below 1 ms never becomes 0 (which means "off" or "default" to the C ABI).
+fn ms_ceil(d: Duration) -> u128 {
+    d.as_nanos().div_ceil(1_000_000)
+}
+
+/// Milliseconds for an `int` field: saturates, so an oversized value is
+/// refused by the library's range check, never wrapped.
 fn ms_i32(d: Duration) -> i32 {
-    i32::try_from(d.as_millis()).unwrap_or(i32::MAX)
+    i32::try_from(ms_ceil(d)).unwrap_or(i32::MAX)
 }
 
 fn ms_i64(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+    i64::try_from(ms_ceil(d)).unwrap_or(i64::MAX)
 }
 
 fn sat_i32(n: u64) -> i32 {
@@ -822,5 +828,20 @@ impl Limiter {
                 }
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_round_up_to_whole_milliseconds() {
+        assert_eq!(ms_i64(Duration::ZERO), 0);
+        assert_eq!(ms_i64(Duration::from_nanos(1)), 1);
+        assert_eq!(ms_i64(Duration::from_micros(1500)), 2);
+        assert_eq!(ms_i64(Duration::from_millis(7)), 7);
+        assert_eq!(ms_i64(Duration::MAX), i64::MAX);
+        assert_eq!(ms_i32(Duration::from_secs(10_000_000)), i32::MAX);
     }
 }

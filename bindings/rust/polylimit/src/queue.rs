@@ -168,6 +168,9 @@ impl Queue {
                     break;
                 }
             }
+            // Only an fd error ends the loop with checks pending: fail them
+            // (their senders drop) rather than leave their futures waiting.
+            q.pending().clear();
         });
         Ok(())
     }
@@ -189,7 +192,15 @@ impl Limiter {
         match rx.await {
             Ok(Ok(d)) => Ok(Decision::new(d, self)),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::new(-11, "the client was closed before the check completed")),
+            // The reaper dropped the sender: the client was closed, or the
+            // queue's fd failed. The check may have run (outcome unknown).
+            Err(_) => Err(Error::from_detail(crate::Detail {
+                code: -11,
+                sys_errno: 0,
+                outcome_unknown: true,
+                message: "the check's completion was lost: the client was closed or its completion queue failed"
+                    .to_string(),
+            })),
         }
     }
 

@@ -13,7 +13,7 @@
 //! # async fn f() -> Result<(), polylimit::Error> {
 //! use polylimit::tower::{KeyBy, RateLimitLayer};
 //! let limiter = polylimit::Client::open("redis://127.0.0.1:6379")?.limiter("100/minute")?;
-//! let layer = RateLimitLayer::new(limiter, KeyBy::header("x-api-key"));
+//! let layer = RateLimitLayer::new(limiter, KeyBy::header("X-Api-Key")?);
 //! // axum: Router::new().route(...).layer(layer)
 //! # Ok(()) }
 //! ```
@@ -33,12 +33,14 @@ type Extract = dyn Fn(&http::request::Parts) -> Option<Vec<u8>> + Send + Sync;
 pub struct KeyBy(Arc<Extract>);
 
 impl KeyBy {
-    /// The value of a request header (e.g. an API key).
-    pub fn header(name: &'static str) -> KeyBy {
-        let name = HeaderName::from_static(name);
-        KeyBy(Arc::new(move |p: &http::request::Parts| {
+    /// The value of a request header (e.g. an API key), any case;
+    /// `Error::InvalidArgument` for a name that is not a header name.
+    pub fn header(name: &str) -> Result<KeyBy, crate::Error> {
+        let name = HeaderName::try_from(name)
+            .map_err(|_| crate::Error::invalid(format!("{name:?} is not an HTTP header name")))?;
+        Ok(KeyBy(Arc::new(move |p: &http::request::Parts| {
             p.headers.get(&name).map(|v| v.as_bytes().to_vec())
-        }))
+        })))
     }
 
     /// Any function of the request head (method, URI, headers, extensions).

@@ -45,7 +45,7 @@ async fn layer_answers_429_with_headers() {
         .unwrap();
     let app = Router::new()
         .route("/", get(|| async { "hello" }))
-        .layer(RateLimitLayer::new(limiter, KeyBy::header("x-api-key")));
+        .layer(RateLimitLayer::new(limiter, KeyBy::header("X-Api-Key").unwrap()));
     let addr = serve(app).await;
     for left in [2, 1, 0] {
         let (code, head) = get_once(addr, "X-Api-Key: alice\r\n").await;
@@ -84,6 +84,15 @@ async fn keyed_by_peer_ip_through_trusted_proxies() {
     assert_eq!(get_once(addr, &from("203.0.113.8")).await.0, 200);
     // A trusted proxy that sends garbage gets no key: 400, not a shared budget.
     assert_eq!(get_once(addr, &from("not-an-ip")).await.0, 400);
+}
+
+#[test]
+fn bad_header_name_is_an_error() {
+    assert!(matches!(
+        KeyBy::header("x api key"),
+        Err(polylimit::Error::InvalidArgument(_))
+    ));
+    assert!(matches!(KeyBy::header(""), Err(polylimit::Error::InvalidArgument(_))));
 }
 
 #[test]
