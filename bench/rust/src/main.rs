@@ -51,7 +51,13 @@ fn rate(mode: Mode) -> (i64, u64) {
     }
 }
 
-async fn polylimit_cell(client: &polylimit::Client, tag: &str, mode: Mode, tasks: usize, n: usize) -> f64 {
+async fn polylimit_cell(
+    client: &polylimit::Client,
+    tag: &str,
+    mode: Mode,
+    tasks: usize,
+    n: usize,
+) -> f64 {
     let (limit, secs) = rate(mode);
     let l = client
         .limiter_builder()
@@ -86,16 +92,33 @@ async fn polylimit_cell(client: &polylimit::Client, tag: &str, mode: Mode, tasks
     (n / tasks * tasks) as f64 / start.elapsed().as_secs_f64()
 }
 
-async fn redis_cell(conn: &redis::aio::MultiplexedConnection, tag: &str, mode: Mode, tasks: usize, n: usize) -> f64 {
+async fn redis_cell(
+    conn: &redis::aio::MultiplexedConnection,
+    tag: &str,
+    mode: Mode,
+    tasks: usize,
+    n: usize,
+) -> f64 {
     let (limit, secs) = rate(mode);
     let script = redis::Script::new(GCRA);
     let keys: Vec<String> = (0..tasks).map(|t| format!("bench-rc-{tag}:k{t}")).collect();
     for key in &keys {
         let mut c = conn.clone();
-        let _: () = redis::cmd("DEL").arg(key).query_async(&mut c).await.expect("DEL");
+        let _: () = redis::cmd("DEL")
+            .arg(key)
+            .query_async(&mut c)
+            .await
+            .expect("DEL");
         if mode == Mode::Deny {
-            let _: redis::Value =
-                script.key(key).arg(limit).arg(limit).arg(secs).arg(1).invoke_async(&mut c).await.expect("GCRA");
+            let _: redis::Value = script
+                .key(key)
+                .arg(limit)
+                .arg(limit)
+                .arg(secs)
+                .arg(1)
+                .invoke_async(&mut c)
+                .await
+                .expect("GCRA");
         }
     }
     let start = Instant::now();
@@ -106,8 +129,15 @@ async fn redis_cell(conn: &redis::aio::MultiplexedConnection, tag: &str, mode: M
             let script = script.clone();
             tokio::spawn(async move {
                 for _ in 0..n / tasks {
-                    let r: (i64, String, String, String) =
-                        script.key(&key).arg(limit).arg(limit).arg(secs).arg(1).invoke_async(&mut c).await.expect("GCRA");
+                    let r: (i64, String, String, String) = script
+                        .key(&key)
+                        .arg(limit)
+                        .arg(limit)
+                        .arg(secs)
+                        .arg(1)
+                        .invoke_async(&mut c)
+                        .await
+                        .expect("GCRA");
                     assert_eq!(r.0 > 0, mode == Mode::Allow);
                 }
             })
@@ -127,7 +157,9 @@ fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
-    let url = args.next().expect("usage: polylimit-bench REDIS_URL [rounds] [checks per cell]");
+    let url = args
+        .next()
+        .expect("usage: polylimit-bench REDIS_URL [rounds] [checks per cell]");
     let rounds: usize = args.next().map_or(5, |a| a.parse().expect("rounds"));
     let n: usize = args.next().map_or(20_000, |a| a.parse().expect("checks"));
     let client = polylimit::Client::open(&url).expect("polylimit");
@@ -136,7 +168,12 @@ async fn main() {
         .get_multiplexed_async_connection()
         .await
         .expect("redis connection");
-    let cells: Vec<(usize, Mode)> = vec![(1, Mode::Allow), (1, Mode::Deny), (64, Mode::Allow), (64, Mode::Deny)];
+    let cells: Vec<(usize, Mode)> = vec![
+        (1, Mode::Allow),
+        (1, Mode::Deny),
+        (64, Mode::Allow),
+        (64, Mode::Deny),
+    ];
     // [cell] -> (polylimit rates, redis crate rates), rounds interleaved.
     let mut results: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); cells.len()];
     for round in 0..rounds {
@@ -144,11 +181,19 @@ async fn main() {
             let tag = format!("{round}-{i}");
             // Alternate which one goes first, so neither always runs on a warmer server.
             if round % 2 == 0 {
-                results[i].0.push(polylimit_cell(&client, &tag, mode, tasks, n).await);
-                results[i].1.push(redis_cell(&conn, &tag, mode, tasks, n).await);
+                results[i]
+                    .0
+                    .push(polylimit_cell(&client, &tag, mode, tasks, n).await);
+                results[i]
+                    .1
+                    .push(redis_cell(&conn, &tag, mode, tasks, n).await);
             } else {
-                results[i].1.push(redis_cell(&conn, &tag, mode, tasks, n).await);
-                results[i].0.push(polylimit_cell(&client, &tag, mode, tasks, n).await);
+                results[i]
+                    .1
+                    .push(redis_cell(&conn, &tag, mode, tasks, n).await);
+                results[i]
+                    .0
+                    .push(polylimit_cell(&client, &tag, mode, tasks, n).await);
             }
         }
     }
