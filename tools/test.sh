@@ -100,7 +100,7 @@ if [ "${POLYLIMIT_SKIP_FUZZ:-0}" != 1 ]; then
   run_suite "fuzz (libFuzzer, ASan+UBSan)" "$root/tools/fuzz.sh" "${POLYLIMIT_FUZZ_SECONDS:-30}"
 fi
 
-for lang in python go java node readme cross; do
+for lang in python go java node rust readme cross; do
   if [ -x "$root/tests/$lang/run.sh" ]; then
     run_suite "$lang" "$root/tests/$lang/run.sh"
   fi

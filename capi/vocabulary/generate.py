@@ -12,10 +12,12 @@ value or an option bound is written. This script writes:
           npm package ships them)
   cpp     <dir>/polylimit/vocabulary.h for the C++ core (build time)
   python  <dir>/_vocabulary.py for the Python package (build time)
+  rust    bindings/rust/polylimit/src/vocabulary_gen.rs (committed, so `cargo build`
+          of the binding works alone)
   java    <dir>/io/polylimit/*.java: Status, Vocabulary and one exception class
           per status (build time)
 
-  generate.py c|go|node [--check]      rewrite (or, with --check, compare) the committed file
+  generate.py c|go|node|rust [--check] rewrite (or, with --check, compare) the committed file(s)
   generate.py cpp|python|java DIR write into DIR (only files whose text changed)
 """
 import json
@@ -28,6 +30,7 @@ from gen_go import go_file  # noqa: E402
 from gen_java import java_files  # noqa: E402
 from gen_node import node_file, node_types  # noqa: E402
 from gen_python import python_module  # noqa: E402
+from gen_rust import rust_file  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -177,17 +180,19 @@ def committed(target, v):
         path = os.path.join(ROOT, "capi", "include", "polylimit.h")
         with open(path, encoding="utf-8") as f:
             return path, c_header_text(v, f.read())
+    if target == "rust":
+        return os.path.join(ROOT, "bindings", "rust", "polylimit", "src", "vocabulary_gen.rs"), rust_file(v)
     path = os.path.join(ROOT, "bindings", "go", "vocabulary_gen.go")
     return path, go_file(v)
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] not in ("c", "go", "node", "cpp", "python", "java"):
+    if len(argv) < 2 or argv[1] not in ("c", "go", "node", "rust", "cpp", "python", "java"):
         sys.stderr.write(__doc__)
         return 2
     v = load()
     target = argv[1]
-    if target in ("c", "go", "node"):
+    if target in ("c", "go", "node", "rust"):
         if target == "node":
             lib = os.path.join(ROOT, "bindings", "node", "lib")
             files = [(os.path.join(lib, "vocabulary.js"), node_file(v)),

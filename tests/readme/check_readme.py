@@ -5,12 +5,15 @@ Each fence must have a marker, an HTML comment on the line right before it:
 
   <!-- readme-test: run -->
   <!-- readme-test: run; output contains "TEXT" -->
-      The block is a complete program, run as is (python, go, java, js, sh)
+      The block is a complete program, run as is (python, go, rust, java, js, sh)
       against a real redis-server; with `output contains`, its output must
       contain TEXT.
       Go: gofmt-clean, go vet, go run in a temporary module that `replace`s
-      the module with this checkout (cgo compiles the core). Java: javac -Xlint:all
-      -Werror against the jar, then java -cp JAR:classes, no LD_LIBRARY_PATH.
+      the module with this checkout (cgo compiles the core). Rust:
+      rustfmt-clean, cargo run in a temporary project with the binding from
+      bindings/rust (feature system: the installed library, through
+      pkg-config). Java: javac -Xlint:all -Werror against the jar, then
+      java -cp JAR:classes, no LD_LIBRARY_PATH.
       JavaScript: node, with require('polylimit') resolving to bindings/node
       and its addon from $POLYLIMIT_NODE_ADDON, else tests/node/run.sh's build.
   <!-- readme-test: fragment of PATH (WHY) -->
@@ -290,6 +293,27 @@ def run_go(code, work, args):
     return run(["go", "run", "."], cwd=mod, env=env)
 
 
+def run_rust(code, work, args):
+    if not shutil.which("cargo"):
+        return 1, "cargo: not found"
+    proj = os.path.join(work, "rustproj")
+    os.makedirs(os.path.join(proj, "src"))
+    main = os.path.join(proj, "src", "main.rs")
+    open(main, "w").write(code)
+    binding = os.path.join(ROOT, "bindings", "rust")
+    open(os.path.join(proj, "Cargo.toml"), "w").write(
+        '[package]\nname = "readmetest"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n'
+        '[dependencies]\npolylimit = { path = "%s", features = ["system"] }\n' % os.path.join(binding, "polylimit"))
+    # The binding's lock file: the same dependency versions as its own suite.
+    shutil.copy(os.path.join(binding, "Cargo.lock"), os.path.join(proj, "Cargo.lock"))
+    rc, out = run(["rustfmt", "--check", "--edition", "2021",
+                   "--config-path", os.path.join(binding, "rustfmt.toml"), main], cwd=proj)
+    if rc != 0:
+        return rc, "rustfmt --check (the block is not rustfmt-formatted):\n" + out
+    env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(ROOT, "build", "rust-readme-target"))
+    return run(["cargo", "run", "-q", "-j", "2"], cwd=proj, env=env)
+
+
 def run_java(code, work, args):
     if not args.jar or not os.path.isfile(args.jar):
         return 1, "no jar (--jar %s); tests/java/run.sh builds it" % args.jar
@@ -329,7 +353,7 @@ def run_sh(code, work, args):
     return run(["bash", src], cwd=ROOT)
 
 
-RUNNERS = {"python": run_python, "py": run_python, "go": run_go, "java": run_java, "js": run_node,
+RUNNERS = {"python": run_python, "py": run_python, "go": run_go, "rust": run_rust, "java": run_java, "js": run_node,
            "sh": run_sh, "bash": run_sh}
 
 

@@ -10,6 +10,8 @@
 #     build/venv-python-test, build/venv-python (tests/python/run.sh) that imports it;
 #   the jar: POLYLIMIT_README_JAR, else ${POLYLIMIT_JAVA_BUILD_DIR:-build}/java-mvn/polylimit-*.jar
 #     (tests/java/run.sh).
+#   cargo, for the Rust quick start (built against the installed library,
+#     feature system; output in build/rust-readme-target).
 # Starts its own redis-server (tests/redis-server.sh); the blocks' URL
 # redis://127.0.0.1:6379 is replaced by its URL.
 set -euo pipefail

@@ -1,0 +1,329 @@
+//! The blocking API against a real redis-server (and memory://).
+
+mod common;
+
+use common::{prefix, redis_url};
+use polylimit::{Algorithm, Client, Error, FailurePolicy};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn assert_send_sync<T: Send + Sync + Clone>() {}
+
+#[test]
+fn handles_are_send_sync_clone() {
+    assert_send_sync::<Client>();
+    assert_send_sync::<polylimit::Limiter>();
+    assert_send_sync::<polylimit::Decision>();
+    fn is_error<E: std::error::Error + Send + Sync + 'static>() {}
+    is_error::<Error>();
+}
+
+#[test]
+fn decisions() {
+    let client = Client::open(redis_url()).unwrap();
+    let l = client
+        .limiter_builder()
+        .spec("5/minute")
+        .prefix(prefix("decisions"))
+        .build()
+        .unwrap();
+    for left in (0..5).rev() {
+        let d = l.check("alice", 1).unwrap();
+        assert!(d.allowed, "{d:?}");
+        assert_eq!((d.limit, d.remaining, d.granted, d.retry_after_ms), (5, left, 1, 0));
+    }
+    let d = l.check(b"alice", 1).unwrap();
+    assert!(!d.allowed);
+    assert_eq!(d.granted, 0);
+    assert!(d.retry_after_ms > 0 && d.retry_after_ms <= 60_000, "{d:?}");
+    assert!(d.retry_after() > Duration::ZERO);
+
+    // Another key is independent; keys are bytes, NUL included.
+    assert!(l.check(b"al\0ice".as_slice(), 5).unwrap().allowed);
+    assert!(!l.check(String::from("al\0ice"), 1).unwrap().allowed);
+
+    // peek consumes nothing.
+    let p = l.peek("bob").unwrap();
+    assert_eq!((p.allowed, p.remaining), (true, 5));
+    assert_eq!(l.peek("bob").unwrap().remaining, 5);
+
+    // refund gives units back; reset restores full capacity.
+    l.check("bob", 3).unwrap();
+    assert_eq!(l.refund("bob", 2).unwrap().remaining, 4);
+    l.reset("alice").unwrap();
+    assert_eq!(l.check("alice", 5).unwrap().remaining, 0);
+
+    // check_at_most grants what fits.
+    l.check("carol", 3).unwrap();
+    let d = l.check_at_most("carol", 5).unwrap();
+    assert!(d.allowed);
+    assert_eq!(d.granted, 2);
+
+    // acquire with no time to wait answers at once.
+    let d = l.acquire("carol", 1, Duration::ZERO).unwrap();
+    assert!(!d.allowed);
+
+    // check_many decides each key on its own.
+    let r = l.check_many(&["dave", "alice", "erin"], 1).unwrap();
+    assert_eq!(r.len(), 3);
+    assert!(r[0].as_ref().unwrap().allowed);
+    assert!(!r[1].as_ref().unwrap().allowed);
+    assert_eq!(r[2].as_ref().unwrap().remaining, 4);
+    let r = l.check_many(&["frank", ""], 1).unwrap();
+    assert!(r[0].as_ref().unwrap().allowed);
+    assert!(matches!(r[1], Err(Error::InvalidArgument(_))), "{:?}", r[1]);
+    assert!(l.check_many::<&str>(&[], 1).unwrap().is_empty());
+}
+
+#[test]
+fn headers() {
+    let client = Client::open(redis_url()).unwrap();
+    let l = client
+        .limiter_builder()
+        .spec("2/minute")
+        .prefix(prefix("headers"))
+        .build()
+        .unwrap();
+    let h = l.check("k", 2).unwrap().headers().unwrap();
+    let get = |h: &[(String, String)], name: &str| h.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    assert_eq!(get(&h, "RateLimit-Limit").as_deref(), Some("2"));
+    assert_eq!(get(&h, "RateLimit-Remaining").as_deref(), Some("0"));
+    assert_eq!(get(&h, "Retry-After"), None);
+    let h = l.check("k", 1).unwrap().headers().unwrap();
+    let retry: u64 = get(&h, "Retry-After")
+        .expect("Retry-After on a denial")
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry));
+    assert!(get(&h, "RateLimit-Policy").unwrap().contains("q=2"));
+}
+
+#[test]
+fn options_reach_the_core() {
+    let client = Client::open(redis_url()).unwrap();
+    // GCRA with a burst: 3 at once.
+    let l = client
+        .limiter_builder()
+        .limit(10, Duration::from_secs(60))
+        .burst(3)
+        .algorithm(Algorithm::Gcra)
+        .prefix(prefix("gcra"))
+        .build()
+        .unwrap();
+    assert!(l.check("k", 3).unwrap().allowed);
+    assert!(!l.check("k", 1).unwrap().allowed);
+    // Shadow mode admits a would-be denial and says so.
+    let l = client
+        .limiter_builder()
+        .spec("1/minute")
+        .shadow(true)
+        .prefix(prefix("shadow"))
+        .build()
+        .unwrap();
+    l.check("k", 1).unwrap();
+    let d = l.check("k", 1).unwrap();
+    assert!(d.allowed && d.shadowed, "{d:?}");
+    // The deny cache answers a repeated denial locally.
+    let l = client
+        .limiter_builder()
+        .spec("1/minute")
+        .deny_cache(100)
+        .prefix(prefix("cache"))
+        .build()
+        .unwrap();
+    l.check("k", 1).unwrap();
+    assert!(!l.check("k", 1).unwrap().cached);
+    let d = l.check("k", 1).unwrap();
+    assert!(!d.allowed && d.cached, "{d:?}");
+    // A punitive block outlasts the window.
+    let l = client
+        .limiter_builder()
+        .limit(1, Duration::from_millis(200))
+        .block(Duration::from_secs(30))
+        .prefix(prefix("block"))
+        .build()
+        .unwrap();
+    l.check("k", 1).unwrap();
+    let d = l.check("k", 1).unwrap();
+    assert!(!d.allowed && d.retry_after_ms > 1000, "{d:?}");
+    // Options out of range are refused before any I/O.
+    let bad = client
+        .limiter_builder()
+        .spec("1/s")
+        .block(Duration::from_secs(400 * 86400))
+        .build();
+    assert!(matches!(bad, Err(Error::InvalidArgument(_))), "{bad:?}");
+    let bad = client.limiter_builder().limit(0, Duration::from_secs(1)).build();
+    assert!(matches!(bad, Err(Error::InvalidArgument(_))), "{bad:?}");
+    let bad = client.limiter_builder().spec("5/s").burst(1).build();
+    let _ = bad; // a spec ignores burst (it says `burst N` itself): no assertion on it
+    assert_eq!(Algorithm::from_name("gcra"), Some(Algorithm::Gcra));
+    assert_eq!(FailurePolicy::Open.name(), "open");
+}
+
+#[test]
+fn bad_input_is_an_error_never_a_panic() {
+    let client = Client::open(redis_url()).unwrap();
+    let l = client
+        .limiter_builder()
+        .spec("10/minute")
+        .prefix(prefix("bad"))
+        .build()
+        .unwrap();
+    for cost in [0, -1, i64::MIN, 11, i64::MAX] {
+        let r = l.check("k", cost);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "cost {cost}: {r:?}");
+        assert!(!r.unwrap_err().is_retryable());
+    }
+    let r = l.check("", 1);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let big = vec![b'x'; (polylimit::bounds::MAX_KEY_LEN + 1) as usize];
+    let r = l.check(&big, 1);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let max = vec![b'x'; polylimit::bounds::MAX_KEY_LEN as usize];
+    assert!(l.check(&max, 1).unwrap().allowed);
+    assert!(matches!(l.refund("k", 0), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        l.acquire("k", 1, Duration::from_secs(u64::MAX)),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(l.check_at("k", 1, 0), Err(Error::InvalidArgument(_))));
+
+    for spec in ["", "nonsense", "0/s", "5/s\0", "10/s burst 20"] {
+        let r = client.limiter(spec);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "spec {spec:?}: {r:?}");
+    }
+    assert!(matches!(
+        client.limiter_builder().spec("1/s").prefix("").build(),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        client.limiter_builder().spec("1/s").prefix("a\0b").build(),
+        Err(Error::InvalidArgument(_))
+    ));
+
+    for url in ["", "nope://x", "redis://", "redis://host:99999", "redis://h\0st"] {
+        let r = Client::open(url);
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "url {url:?}: {r:?}");
+    }
+    let r = Client::builder().pool_size(100_000).open(redis_url());
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+}
+
+#[test]
+fn secrets_stay_out_of_messages() {
+    let secret = "hunter2-do-not-print";
+    let r = Client::builder().open(&format!("redis://user:{secret}@127.0.0.1:99999"));
+    let e = r.unwrap_err();
+    assert!(!e.to_string().contains(secret), "{e}");
+    assert!(!format!("{e:?}").contains(secret), "{e:?}");
+    let red = polylimit::redact_url(&format!("redis://user:{secret}@h:1"));
+    assert!(!red.contains(secret) && red.contains("***"), "{red}");
+}
+
+#[test]
+fn closed_client() {
+    let client = Client::open(redis_url()).unwrap();
+    let l = client
+        .limiter_builder()
+        .spec("10/minute")
+        .prefix(prefix("closed"))
+        .build()
+        .unwrap();
+    assert!(l.check("k", 1).unwrap().allowed);
+    let other = client.clone();
+    other.close();
+    other.close(); // idempotent
+    let r = l.check("k", 1);
+    assert!(matches!(r, Err(Error::Closed(_))), "{r:?}");
+    assert!(matches!(l.peek("k"), Err(Error::Closed(_))));
+    assert!(matches!(l.reset("k"), Err(Error::Closed(_))));
+    assert!(matches!(client.limiter("1/s"), Err(Error::Closed(_))));
+    assert!(matches!(client.stats(), Err(Error::Closed(_))));
+    let r = l.check_many(&["a", "b"], 1);
+    match r {
+        Ok(v) => assert!(v.iter().all(|r| matches!(r, Err(Error::Closed(_)))), "{v:?}"),
+        Err(e) => assert!(matches!(e, Error::Closed(_)), "{e:?}"),
+    }
+    drop(client);
+    drop(l); // freeing the limiter after its client is fine
+}
+
+#[test]
+fn unavailable_is_retryable() {
+    // Port 1 on loopback: nothing listens there, the connect is refused.
+    let client = Client::builder()
+        .connect_timeout(Duration::from_millis(200))
+        .open("redis://127.0.0.1:1")
+        .unwrap();
+    let l = client.limiter("10/s").unwrap();
+    let e = l.check("k", 1).unwrap_err();
+    assert!(e.is_retryable() && e.is_outage(), "{e:?}");
+    assert!(matches!(e, Error::Unavailable(_) | Error::Timeout(_)), "{e:?}");
+    // With fail-open the same outage is a degraded admission.
+    let l = client
+        .limiter_builder()
+        .spec("10/s")
+        .failure_policy(FailurePolicy::Open)
+        .build()
+        .unwrap();
+    let d = l.check("k", 1).unwrap();
+    assert!(d.allowed && d.degraded, "{d:?}");
+}
+
+#[test]
+fn threads_admit_exactly_the_limit() {
+    let client = Client::open(redis_url()).unwrap();
+    let l = client
+        .limiter_builder()
+        .spec("1000/hour")
+        .prefix(prefix("threads"))
+        .build()
+        .unwrap();
+    let admitted = Arc::new(AtomicI64::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (l, admitted) = (l.clone(), admitted.clone());
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    if l.check("hot", 1).unwrap().allowed {
+                        admitted.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(admitted.load(Ordering::Relaxed), 1000);
+    assert_eq!(l.peek("hot").unwrap().remaining, 0);
+    let s = client.stats().unwrap();
+    assert!(s.checks() >= 1600 && s.admitted() >= 1000 && s.denied() >= 600, "{s:?}");
+}
+
+#[test]
+fn memory_and_redis_decide_alike() {
+    let run = |url: &str| {
+        let client = Client::open(url).unwrap();
+        let l = client
+            .limiter_builder()
+            .spec("7/minute; 20/hour")
+            .prefix(prefix("parity"))
+            .build()
+            .unwrap();
+        let mut out = Vec::new();
+        for cost in [1, 3, 2, 2, 1, 4, 1] {
+            let d = l.check("k", cost).unwrap();
+            out.push((d.allowed, d.limit, d.remaining, d.granted));
+        }
+        l.refund("k", 2).unwrap();
+        let d = l.check_at_most("k", 5).unwrap();
+        out.push((d.allowed, d.limit, d.remaining, d.granted));
+        out
+    };
+    let mem = run("memory://");
+    assert_eq!(mem, run(redis_url()));
+    assert_eq!(mem[3], (false, 7, 1, 0)); // 1+3+2 taken, 2 more do not fit
+}

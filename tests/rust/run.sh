@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Rust binding suite (bindings/rust): the vocabulary file is current, cargo
+# fmt --check, cargo clippy -D warnings, cargo test (the FFI layout test, the
+# blocking API and check_async against real redis-servers started by
+# tests/fixture/redisfix; the tower layer in an axum server over HTTP),
+# cargo doc without warnings, the tests again under
+# AddressSanitizer when a nightly toolchain is installed; then the packaged
+# crates (cargo package, with the C++ sources vendored into polylimit-sys)
+# built with their default features, which compile the bundled core with
+# CMake, by a fresh project in a temporary folder that checks a real server.
+#
+# tools/test.sh runs it with POLYLIMIT_PREFIX (an installed build): the tests
+# then link that library (feature `system`, pkg-config) to save a second C++
+# build; the fresh project always builds the bundled sources. Run alone, the
+# tests build the bundled sources too. Cargo.lock is used as committed
+# (--locked); build output goes to build/rust-target.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root/bindings/rust"
+
+command -v cargo >/dev/null || { echo "cargo: not found" >&2; exit 1; }
+command -v redis-server >/dev/null || { echo "redis-server: not found" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "python3: not found (tests/fixture/redisfix, the Redis launcher, needs it)" >&2; exit 1; }
+
+export CARGO_TARGET_DIR="$root/build/rust-target"
+jobs=${POLYLIMIT_JOBS:-2}
+features=polylimit/tokio,polylimit/tower
+if [ -n "${POLYLIMIT_PREFIX:-}" ]; then
+  libdir=$(dirname "$(ls -d "$POLYLIMIT_PREFIX"/lib*/pkgconfig | head -n1)")
+  export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  features="$features,polylimit/system"
+  echo "rust: $(cargo --version); linking libpolylimit $(pkg-config --modversion polylimit) from POLYLIMIT_PREFIX"
+else
+  echo "rust: $(cargo --version); building the bundled C++ core (no POLYLIMIT_PREFIX)"
+fi
+
+log=$(mktemp)
+tmp=$(mktemp -d)
+redis_pid=
+cleanup() {
+  rm -f "$log"
+  rm -rf "$tmp" "$root/bindings/rust/polylimit-sys/native"
+  if [ -n "$redis_pid" ]; then "$root/tests/redis-server.sh" stop "$redis_pid" "$redis_dir" || true; fi
+}
+trap cleanup EXIT
+passed=0
+failed=0
+
+step() {  # step LABEL COMMAND...: runs a check, prints its output on failure
+  local label=$1; shift
+  local start=$SECONDS
+  if "$@" >"$log" 2>&1; then
+    echo "$label: ok ($((SECONDS - start)) s)"
+  else
+    cat "$log"
+    echo "$label: FAILED" >&2
+    failed=$((failed + 1))
+  fi
+}
+
+step "vocabulary_gen.rs is current" python3 "$root/capi/vocabulary/generate.py" rust --check
+step "cargo fmt --check" cargo fmt --all --check
+step "cargo clippy -D warnings" cargo clippy --locked -j "$jobs" --all-targets --features "$features" -- -D warnings
+
+start=$SECONDS
+rc=0
+cargo test --locked -j "$jobs" --features "$features" >"$log" 2>&1 || rc=$?
+p=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
+f=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
+echo "cargo test: $p passed, $f failed ($((SECONDS - start)) s)"
+if [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
+  cat "$log"
+  [ "$f" -eq 0 ] && f=1  # a build failure counts as one failure
+fi
+passed=$((passed + p))
+failed=$((failed + f))
+
+RUSTDOCFLAGS="-D warnings" step "cargo doc" cargo doc --locked -j "$jobs" --no-deps --features "$features"
+
+# AddressSanitizer (with LeakSanitizer) over the same tests, where a nightly
+# toolchain is installed (-Zsanitizer is nightly-only). It instruments the
+# Rust side, the FFI calls and every malloc/free, the library's included; the
+# C++ code itself is instrumented by the C/C++ suites' ASan pass. Miri cannot
+# run these tests: they call foreign code.
+if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ] && cargo +nightly --version >/dev/null 2>&1; then
+  start=$SECONDS
+  rc=0
+  RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR="$root/build/rust-target-asan" \
+    cargo +nightly test --locked -j "$jobs" --target "$(rustc -vV | sed -n 's/^host: //p')" --features "$features" --tests \
+    >"$log" 2>&1 || rc=$?
+  p=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
+  f=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
+  echo "cargo +nightly test (AddressSanitizer): $p passed, $f failed ($((SECONDS - start)) s)"
+  if [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
+    cat "$log"
+    [ "$f" -eq 0 ] && f=1
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+else
+  echo "AddressSanitizer pass: skipped (no nightly toolchain, or POLYLIMIT_SKIP_SANITIZERS=1)"
+fi
+
+# The packaged crates, as a user gets them: sources vendored, packed, then
+# built with default features (the bundled CMake build) by a new project.
+echo "--- packaged crates in a fresh project"
+step "vendor the C++ sources" polylimit-sys/vendor.sh
+step "vendored sources match" polylimit-sys/vendor.sh --check
+step "cargo package" cargo package --locked --workspace --no-verify --allow-dirty
+mkdir -p "$tmp/crates" "$tmp/fresh/src"
+for c in "$CARGO_TARGET_DIR"/package/polylimit-[0-9]*.crate "$CARGO_TARGET_DIR"/package/polylimit-sys-*.crate; do
+  tar -xzf "$c" -C "$tmp/crates"
+done
+grep -q '^native/core/' <(tar -tzf "$CARGO_TARGET_DIR"/package/polylimit-sys-*.crate | sed 's|^[^/]*/||') ||
+  { echo "the packaged polylimit-sys carries no native/core" >&2; failed=$((failed + 1)); }
+sys_dir=$(ls -d "$tmp"/crates/polylimit-sys-*)
+poly_dir=$(ls -d "$tmp"/crates/polylimit-[0-9]*)
+cat >"$tmp/fresh/Cargo.toml" <<TOML
+[package]
+name = "fresh"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+polylimit = { path = "$poly_dir" }
+
+[patch.crates-io]
+polylimit-sys = { path = "$sys_dir" }
+TOML
+cat >"$tmp/fresh/src/main.rs" <<'RS'
+fn main() {
+    let url = std::env::args().nth(1).expect("usage: fresh URL");
+    let client = polylimit::Client::open(&url).expect("open");
+    let limiter = client.limiter("3/minute").expect("limiter");
+    let admitted = (0..5).filter(|_| limiter.check("fresh", 1).expect("check").allowed).count();
+    println!("fresh admitted={admitted} library={}", polylimit::library_version());
+}
+RS
+# The repository's lock file pins the same dependency versions here.
+cp Cargo.lock "$tmp/fresh/Cargo.lock"
+eval "$("$root/tests/redis-server.sh" start)"
+redis_pid=$POLYLIMIT_TEST_REDIS_PID redis_dir=$POLYLIMIT_TEST_REDIS_DIR
+start=$SECONDS
+# Without PKG_CONFIG_PATH: the fresh project must not need an installed library.
+if out=$(cd "$tmp/fresh" && env -u PKG_CONFIG_PATH LD_LIBRARY_PATH= CARGO_TARGET_DIR="$root/build/rust-fresh-target" \
+    cargo run -q -j "$jobs" -- "$POLYLIMIT_TEST_REDIS_URL" 2>"$log"); then
+  echo "fresh project (bundled build, $((SECONDS - start)) s): $out"
+  if [ "$out" != "fresh admitted=3 library=1.0.0" ]; then
+    echo "fresh project: expected 'fresh admitted=3 library=1.0.0'" >&2
+    failed=$((failed + 1))
+  fi
+else
+  cat "$log"
+  echo "fresh project: build or run FAILED" >&2
+  failed=$((failed + 1))
+fi
+
+echo "rust: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
