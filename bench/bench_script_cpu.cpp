@@ -13,10 +13,11 @@
 // alternating) and the table shows median (min..max) and NEW / OLD.
 // A program that prints, not a test: no timed assertions.
 //   bench_script_cpu [repetitions (5)] [filter: runs only scenarios whose name contains it]
-//                    [peer command: run once per repetition against the same
-//                     server with "--port P --calls N --prefix X" appended; it
-//                     prints "peer<TAB>scenario<TAB>usec per decision" lines,
-//                     e.g. bench/python/bench_limits_cpu.py]
+//                    [peer command...: each run once per repetition against the
+//                     same server with "--port P --calls N --prefix X" appended;
+//                     it prints "peer<TAB>scenario<TAB>usec per decision" lines,
+//                     e.g. bench/python/bench_limits_cpu.py (limits) and
+//                     bench/go/redis_rate_cpu (redis_rate, GCRA)]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -173,7 +174,7 @@ void run_peer(const std::string& command, int port, const std::string& prefix,
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const std::string filter = argc > 2 ? argv[2] : "";
-  const std::string peer = argc > 3 ? argv[3] : "";
+  const std::vector<std::string> peers(argv + std::min(argc, 3), argv + argc);
   pltest::RedisServer server;
   auto transport = [&] { return std::make_unique<StandaloneTransport>(parse_url(server.url()), PoolOptions{}); };
   RedisBackend next(transport());
@@ -206,7 +207,9 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> peer_name;
   for (int r = 0; r < reps; ++r) {
     // The peer runs before our scenarios in even repetitions, after them in odd ones.
-    if (!peer.empty() && r % 2 == 0) run_peer(peer, server.port(), "peer" + std::to_string(r), us_peer, peer_name);
+    if (r % 2 == 0)
+      for (size_t p = 0; p < peers.size(); ++p)
+        run_peer(peers[p], server.port(), "peer" + std::to_string(r) + "." + std::to_string(p), us_peer, peer_name);
     for (size_t i = 0; i < scenarios.size(); ++i) {
       const Scenario& s = scenarios[i];
       const std::string base = "b" + std::to_string(r) + "." + std::to_string(i);
@@ -228,7 +231,9 @@ int main(int argc, char** argv) {
         run_old();
       }
     }
-    if (!peer.empty() && r % 2 == 1) run_peer(peer, server.port(), "peer" + std::to_string(r), us_peer, peer_name);
+    if (r % 2 == 1)
+      for (size_t p = 0; p < peers.size(); ++p)
+        run_peer(peers[p], server.port(), "peer" + std::to_string(r) + "." + std::to_string(p), us_peer, peer_name);
     server.command({"FLUSHALL"});
   }
   std::printf("\nRedis CPU per decision: INFO commandstats cmdstat_evalsha usec / calls, us,\n"
@@ -243,7 +248,7 @@ int main(int argc, char** argv) {
                 cell(us_new[s.name]).c_str(), median(us_new[s.name]) / median(us_old[s.name]));
   }
   if (!us_peer.empty()) {
-    std::printf("\nAgainst the peer, same server, same run (the peer's EVALSHA usec / calls; median (min..max)):\n\n");
+    std::printf("\nAgainst the peers, same server, same run (the peer's EVALSHA usec / calls; median (min..max)):\n\n");
     std::printf("| %-26s | %-30s | %-20s | %-20s | %-8s | %-8s |\n", "scenario (units held)", "peer",
                 "peer us/decision", "NEW us/decision", "NEW/peer", "OLD/peer");
     std::printf("|%s|%s|%s|%s|%s:|%s:|\n", std::string(28, '-').c_str(), std::string(32, '-').c_str(),

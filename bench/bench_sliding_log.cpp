@@ -139,9 +139,12 @@ std::string key_for(const Layout& layout, const std::string& id) {
 // One check of `cost` units against one limit (limit per window), with the
 // server's clock, no block: the ARGV the library sends.
 Argv check_argv(const Layout& layout, const std::string& key, int64_t cost, int64_t limit, int64_t window_us) {
-  return {"EVALSHA", layout.sha1, "1", key, "check", std::to_string(cost), "",
-          layout.needs_token ? g_tokens.next() : std::string(), "0", std::to_string(limit),
-          std::to_string(window_us), std::to_string(limit), std::to_string((window_us + limit - 1) / limit)};
+  if (!layout.needs_token)  // the library's layout: only what the script reads
+    return {"EVALSHA", layout.sha1, "1", key, "check", std::to_string(cost), "", std::to_string(limit),
+            std::to_string(window_us)};
+  return {"EVALSHA", layout.sha1, "1", key, "check", std::to_string(cost), "", g_tokens.next(), "0",
+          std::to_string(limit), std::to_string(window_us), std::to_string(limit),
+          std::to_string((window_us + limit - 1) / limit)};
 }
 
 // Runs n checks (pipelined); returns how many were admitted. Throws on a

@@ -117,10 +117,9 @@ def ceiling(port, clients, seconds):
     window_us = WINDOW_S * 1_000_000
     out = subprocess.run(
         [exe, "-p", str(port), "-c", str(clients), "-n", str(n), "-r", str(KEYS), "-q",
-         # The script's arguments (core/scripts/sliding_log.lua): op, cost, now_us ('' for TIME),
-         # token, block_us, then per limit: limit, window_us, capacity, interval_us.
-         "evalsha", sha, "1", "bench:__rand_int__", "check", "1", "", "tok:__rand_int__", "0",
-         str(LIMIT), str(window_us), str(LIMIT), str(-(-window_us // LIMIT))],
+         # The script's arguments (core/scripts/common/prelude.lua): op, cost, now_us ('' for
+         # TIME), then per limit: limit, window_us (no block: no block_us).
+         "evalsha", sha, "1", "bench:__rand_int__", "check", "1", "", str(LIMIT), str(window_us)],
         capture_output=True, text=True).stdout
     m = re.search(r"([0-9.]+) requests per second, p50=([0-9.]+) msec", out)
     return (float(m.group(1)), float(m.group(2)) * 1000) if m else None

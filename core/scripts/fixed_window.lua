@@ -2,17 +2,18 @@
 -- O(1) memory; up to 2*limit units can pass around a window edge.
 --
 -- KEYS[i]  a HASH for limit i: w = start of the counted window (us), n = units
--- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file
--- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
+--              common/prelude.lua, which the build puts in front of this file
+-- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 --
 -- The window start is stored with the count; PEXPIRE frees the key when its
 -- window has ended (one window later for caller-supplied time: see ttl_ms).
 
+limits(2)
 local start, count, limit, window, refunded, stored = {}, {}, {}, {}, {}, {}
 for i = 1, n do
-  local base = 5 + 4 * (i - 1)
+  local base = 3 + 2 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
   window[i] = tonumber(ARGV[base + 2])
   start[i] = window_start(now, window[i])

@@ -4,9 +4,9 @@
 -- O(1) memory per key, smooth: no window edges.
 --
 -- KEYS[i]  a STRING for limit i: the TAT in microseconds
--- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file
--- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
+--              common/prelude.lua, which the build puts in front of this file
+-- ARGV[3+3(i-1)+1..3]   limit i: window_us, capacity, interval_us
 -- Returns {allowed, then per limit: capacity, remaining, retry_after_ms, reset_after_ms}.
 -- interval_us * capacity <= 2^50 and now <= 2^52 (checked by the library), so
 -- every sum stays below 2^53 and exact.
@@ -20,11 +20,12 @@ end
 
 -- Phase 1: read every TAT; nothing is written before all are read.
 local cap, interval, window, stored = {}, {}, {}, {}
+limits(3)
 for i = 1, n do
-  local base = 5 + 4 * (i - 1)
-  window[i] = tonumber(ARGV[base + 2])
-  cap[i] = tonumber(ARGV[base + 3])
-  interval[i] = tonumber(ARGV[base + 4])
+  local base = 3 + 3 * (i - 1)
+  window[i] = tonumber(ARGV[base + 1])
+  cap[i] = tonumber(ARGV[base + 2])
+  interval[i] = tonumber(ARGV[base + 3])
   local v = redis.call('GET', KEYS[i])
   if v then stored[i] = tonumber(v) end
 end

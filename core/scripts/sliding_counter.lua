@@ -8,9 +8,9 @@
 --
 -- KEYS[i]  a HASH for limit i: w = current window start (us), c = its units,
 --          p = units of the window before it
--- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file
--- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
+--              common/prelude.lua, which the build puts in front of this file
+-- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 --
 -- Admission: p*(window - elapsed) <= (limit - c - cost)*window, a comparison
@@ -36,8 +36,9 @@ end
 
 local start, cur, prev, limit, window, retry, refunded = {}, {}, {}, {}, {}, {}, {}
 local stored = {}
+limits(2)
 for i = 1, n do
-  local base = 5 + 4 * (i - 1)
+  local base = 3 + 2 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
   window[i] = tonumber(ARGV[base + 2])
   local st = redis.call('HMGET', KEYS[i], 'w', 'c', 'p')

@@ -19,9 +19,9 @@
 -- larger one is kept as it is.
 --
 -- KEYS[i]  the ring of limit i (one key per limit; all share one hash tag)
--- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file (the token is not used)
--- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
+--              common/prelude.lua, which the build puts in front of this file (the token is not used)
+-- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 -- Every limit must admit or none consumes; everything is read and decided
 -- before the first write, so an error leaves every limit untouched.
@@ -39,9 +39,10 @@ local function not_a_ring(key)
 end
 
 -- Phase 1: read. ring[i] describes limit i; nothing is written here.
+limits(2)
 local ring = {}
 for i = 1, n do
-  local base = 5 + 4 * (i - 1)
+  local base = 3 + 2 * (i - 1)
   local r = {key = KEYS[i], limit = tonumber(ARGV[base + 1]), window = tonumber(ARGV[base + 2]), chunks = {}}
   -- r.data holds slots 0..r.reach-1 after the header (as far as written).
   -- Slots are unpacked only when probed: a decision looks at two or three.

@@ -149,10 +149,14 @@ RedisBackend::RedisBackend(std::unique_ptr<Transport> transport) : transport_(st
 RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
   check_request(rq);
   Encoded e;
-  const size_t numbers = 3 + 4 * rq.limits->size();
+  // Only what the script reads (core/scripts/common/prelude.lua): GCRA
+  // needs no limit, the others no capacity or interval; block_us only when
+  // there is a block.
+  const bool gcra = (*rq.limits)[0].algorithm == Algorithm::kGcra;
+  const size_t numbers = 3 + (gcra ? 3 : 2) * rq.limits->size();
   e.digits.resize(numbers * 20);  // an int64 has at most 20 characters
   char* at = e.digits.data();
-  e.call.args.reserve(2 + numbers);
+  e.call.args.reserve(1 + numbers);
   auto number = [&](int64_t v) {
     char* end = std::to_chars(at, at + 20, v).ptr;
     e.call.args.emplace_back(at, static_cast<size_t>(end - at));
@@ -164,14 +168,17 @@ RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
     e.call.args.emplace_back();
   else
     number(rq.now_us);
-  e.call.args.emplace_back();  // ARGV[4], unused since the ring log needs no unique members
-  number(rq.block_us);
   for (const LimitParams& p : *rq.limits) {
-    number(p.limit);
-    number(p.window_ms * 1000);
-    number(p.capacity());
-    number(p.interval_us());
+    if (gcra) {
+      number(p.window_ms * 1000);
+      number(p.capacity());
+      number(p.interval_us());
+    } else {
+      number(p.limit);
+      number(p.window_ms * 1000);
+    }
   }
+  if (rq.block_us > 0) number(rq.block_us);
   e.call.keys.reserve(rq.keys.size() + 1);
   for (const std::string& k : rq.keys) e.call.keys.push_back(k);
   if (rq.block_us > 0) e.call.keys.push_back(rq.block_key);

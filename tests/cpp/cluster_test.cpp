@@ -159,13 +159,10 @@ TEST_F(SharedCluster, KeysSpreadOverMastersAndHotKeysAreExact) {
 
   // check_many's path: one pipeline per master, replies in call order.
   auto& transport = cluster_transport(*client);
-  std::vector<std::string> keys, tokens;
-  for (int i = 0; i < 300; ++i) {
-    keys.push_back(spread.storage_key("batch-" + std::to_string(i)));
-    tokens.push_back("tok" + std::to_string(i));
-  }
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) keys.push_back(spread.storage_key("batch-" + std::to_string(i)));
   std::vector<polylimit::ScriptCall> calls;
-  for (int i = 0; i < 300; ++i) calls.push_back({{keys[i]}, {"check", "1", "", tokens[i], "0", "5", "60000000", "5", "12000000"}});
+  for (int i = 0; i < 300; ++i) calls.push_back({{keys[i]}, {"check", "1", "", "5", "60000000"}});
   auto replies = transport.run_scripts(polylimit::scripts::k_sliding_log, calls);
   ASSERT_EQ(replies.size(), 300u);
   for (auto& r : replies) {
@@ -175,7 +172,7 @@ TEST_F(SharedCluster, KeysSpreadOverMastersAndHotKeysAreExact) {
   }
   // A call whose keys span slots is refused before any I/O.
   try {
-    transport.run_script(polylimit::scripts::k_sliding_log, {"{a}x", "{b}x"}, {"peek", "1", "", "", "0", "1", "1", "1", "1"});
+    transport.run_script(polylimit::scripts::k_sliding_log, {"{a}x", "{b}x"}, {"peek", "1", "", "1", "1", "1", "1"});
     ADD_FAILURE() << "cross-slot call accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);

@@ -49,4 +49,21 @@ const polylimit::scripts::Script& legacy_script(const std::string& name) {
   return loaded.emplace(name, std::move(l)).first->second->script;
 }
 
+polylimit::Argv legacy_args(const std::string& name, const polylimit::Argv& args) {
+  const size_t k = name == "gcra" ? 3 : 2;  // values per limit in the library's layout
+  if (args.size() < 3 + k) throw std::runtime_error("legacy_args: too few arguments for " + name);
+  const size_t extra = (args.size() - 3) % k;  // 1: block_us follows the limits
+  if (extra > 1) throw std::runtime_error("legacy_args: " + std::to_string(args.size()) + " arguments for " + name);
+  const size_t n = (args.size() - 3 - extra) / k;
+  polylimit::Argv old = {args[0], args[1], args[2], "", extra ? args.back() : std::string_view("0")};
+  for (size_t i = 0; i < n; ++i) {
+    const size_t b = 3 + k * i;
+    if (k == 3)
+      old.insert(old.end(), {"0", args[b], args[b + 1], args[b + 2]});
+    else
+      old.insert(old.end(), {args[b], args[b + 1], "0", "0"});
+  }
+  return old;
+}
+
 }  // namespace pltest

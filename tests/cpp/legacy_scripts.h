@@ -19,22 +19,34 @@ namespace pltest {
 // refused when it is loaded: ScriptCache checks the SHA1 SCRIPT LOAD answers.
 const polylimit::scripts::Script& legacy_script(const std::string& name);
 
+// The library's ARGV for script `name` in the frozen scripts' layout: op,
+// cost, now_us, an unused token, block_us (0 for none), then four values per
+// limit: limit, window_us, capacity, interval_us. The values the library no
+// longer sends are the ones the frozen script of that algorithm never reads
+// (GCRA's limit; the others' capacity and interval): they go as "0". The
+// result views `args` and string literals only.
+polylimit::Argv legacy_args(const std::string& name, const polylimit::Argv& args);
+
 // A Transport that sends each script call to `inner` with the frozen script
-// of the same name in place of the library's: everything else (keys,
-// arguments, EVALSHA and NOSCRIPT handling, reply decoding) is the library's.
+// of the same name in place of the library's and its arguments translated by
+// legacy_args: everything else (keys, EVALSHA and NOSCRIPT handling, reply
+// decoding) is the library's.
 class LegacyTransport : public polylimit::Transport {
  public:
   explicit LegacyTransport(std::unique_ptr<polylimit::Transport> inner) : inner_(std::move(inner)) {}
 
   polylimit::ReplyPtr run_script(const polylimit::scripts::Script& script, const polylimit::Argv& keys,
                                  const polylimit::Argv& args) override {
-    return inner_->run_script(legacy_script(script.name), keys, args);
+    polylimit::Argv old = legacy_args(script.name, args);
+    return inner_->run_script(legacy_script(script.name), keys, old);
   }
   std::vector<polylimit::ReplyPtr> run_scripts(const polylimit::scripts::Script& script,
                                                const std::vector<polylimit::ScriptCall>& calls,
                                                const polylimit::Durability& durable = {},
                                                std::vector<polylimit::Ack>* acks = nullptr) override {
-    return inner_->run_scripts(legacy_script(script.name), calls, durable, acks);
+    std::vector<polylimit::ScriptCall> old = calls;
+    for (polylimit::ScriptCall& c : old) c.args = legacy_args(script.name, c.args);
+    return inner_->run_scripts(legacy_script(script.name), old, durable, acks);
   }
   polylimit::ReplyPtr run_command(std::string_view key, const polylimit::Argv& argv) override {
     return inner_->run_command(key, argv);

@@ -293,6 +293,64 @@ TEST(ScriptDiff, LegacyTransportRunsTheFrozenText) {
   EXPECT_EQ(server().command({"SCRIPT", "EXISTS", pltest::legacy_script("gcra").sha1}), "1");
 }
 
+// The library sends only what its scripts read; the frozen scripts get their
+// own layout back, with the values they never read as "0".
+TEST(ScriptDiff, LegacyArgsRestoreTheFrozenLayout) {
+  auto text = [](const Argv& a) {
+    std::string s;
+    for (std::string_view x : a) s += "[" + std::string(x) + "]";
+    return s;
+  };
+  EXPECT_EQ(text(pltest::legacy_args("sliding_log", {"check", "2", "", "10", "60000000", "5", "1000"})),
+            "[check][2][][][0][10][60000000][0][0][5][1000][0][0]");
+  EXPECT_EQ(text(pltest::legacy_args("fixed_window", {"peek", "1", "17", "10", "60000000", "15000000"})),
+            "[peek][1][17][][15000000][10][60000000][0][0]");
+  EXPECT_EQ(text(pltest::legacy_args("gcra", {"check", "1", "", "60000000", "20", "6000000", "15000000"})),
+            "[check][1][][][15000000][0][60000000][20][6000000]");
+  EXPECT_THROW(pltest::legacy_args("gcra", {"check", "1", "", "60000000", "20", "6000000", "1", "2"}),
+               std::runtime_error);
+}
+
+// The library's ARGV for one limit: GCRA without the limit, the others
+// without capacity and interval, block_us only when there is a block.
+TEST(ScriptDiff, LibrarySendsOnlyWhatTheScriptsRead) {
+  struct Capture : Transport {
+    ReplyPtr run_script(const scripts::Script&, const Argv&, const Argv& args) override {
+      last.clear();
+      for (std::string_view x : args) last += "[" + std::string(x) + "]";
+      throw Error(ErrorCode::kInternal, "captured");
+    }
+    std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
+                                      const Durability& = {}, std::vector<Ack>* = nullptr) override {
+      run_script(script, calls.at(0).keys, calls.at(0).args);
+      return {};
+    }
+    ReplyPtr run_command(std::string_view, const Argv&) override { return nullptr; }
+    long noscript_reloads() const override { return 0; }
+    void close() override {}
+    long evicting_nodes() override { return 0; }
+    long connect_attempts() override { return 0; }
+    int command_timeout_ms() const override { return 1000; }
+    std::string last;
+  };
+  auto sent = [](Algorithm alg, int64_t block_us) {
+    auto t = std::make_unique<Capture>();
+    Capture* c = t.get();
+    RedisBackend b(std::move(t));
+    const std::vector<LimitParams> limits = {{alg, 10, 60000, 0}};
+    Request rq;
+    rq.limits = &limits;
+    rq.keys = {"k"};
+    rq.block_us = block_us;
+    rq.block_key = "b";
+    EXPECT_THROW(b.evaluate(rq), Error);
+    return c->last;
+  };
+  EXPECT_EQ(sent(Algorithm::kSlidingLog, 0), "[check][1][][10][60000000]");
+  EXPECT_EQ(sent(Algorithm::kFixedWindow, 15000000), "[check][1][][10][60000000][15000000]");
+  EXPECT_EQ(sent(Algorithm::kGcra, 0), "[check][1][][60000000][10][6000000]");
+}
+
 class ScriptDiffStreams : public ::testing::TestWithParam<Algorithm> {};
 
 TEST_P(ScriptDiffStreams, LibraryScriptsDecideAsFrozenOnesAndMemory) {

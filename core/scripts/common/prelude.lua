@@ -3,10 +3,13 @@
 -- text per script; the SHA1 is that of the joined text).
 --
 -- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
--- ARGV[3] now_us, or '' for the server's TIME   ARGV[4] unused (kept for the layout)
--- ARGV[5] block_us: punitive block after a denied check (0: none); KEYS[n+1]
---         then holds when the block ends
--- ARGV[6..] four values per limit; n limits, KEYS[1..n] their state
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] k values per limit, only those the algorithm reads (its script
+--           names them and calls limits(k)); n limits, KEYS[1..n] their state
+-- then, only with a punitive block after a denied check: block_us, and
+--           KEYS[n+1] holds when the block ends
+-- Every argument costs the server a parse and a copy per call, so none is
+-- sent that the script does not read.
 --
 -- Numbers are formatted with %d before they reach redis.call: Lua 5.1 would
 -- print a 16-digit timestamp with %.14g and lose its last digits.
@@ -45,12 +48,20 @@ local function ttl_ms(us, slack)
   return string.format('%d', ms)
 end
 
-local block_us = tonumber(ARGV[5])
-local n = (#ARGV - 5) / 4
-local blocked_until = 0
-if block_us > 0 and op ~= 'refund' then
-  local v = redis.call('GET', KEYS[n + 1])
-  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+local n, block_us, blocked_until = 0, 0, 0
+
+-- Reads the layout: n limits of k values each, then block_us if one more
+-- argument follows (k >= 2, so one more is never a whole limit).
+local function limits(k)
+  local extra = (#ARGV - 3) % k
+  n = (#ARGV - 3 - extra) / k
+  if extra == 1 then
+    block_us = tonumber(ARGV[#ARGV])
+    if op ~= 'refund' then
+      local v = redis.call('GET', KEYS[n + 1])
+      if v and tonumber(v) > now then blocked_until = tonumber(v) end
+    end
+  end
 end
 
 -- The wait a caller is told: at least until a running block ends.

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "5a114d58eed0a264872922356c73a1a283526c8ed205d51d8cd1d7e7006b1f28"
+const sourcesDigest = "b6453afd0faf906e1c2401eab73d7f3573aa3a01ad367eca146046c8bbeafd2f"

@@ -10,10 +10,13 @@ const Script k_fixed_window = {"fixed_window", R"__lua__(#!lua
 -- text per script; the SHA1 is that of the joined text).
 --
 -- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
--- ARGV[3] now_us, or '' for the server's TIME   ARGV[4] unused (kept for the layout)
--- ARGV[5] block_us: punitive block after a denied check (0: none); KEYS[n+1]
---         then holds when the block ends
--- ARGV[6..] four values per limit; n limits, KEYS[1..n] their state
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] k values per limit, only those the algorithm reads (its script
+--           names them and calls limits(k)); n limits, KEYS[1..n] their state
+-- then, only with a punitive block after a denied check: block_us, and
+--           KEYS[n+1] holds when the block ends
+-- Every argument costs the server a parse and a copy per call, so none is
+-- sent that the script does not read.
 --
 -- Numbers are formatted with %d before they reach redis.call: Lua 5.1 would
 -- print a 16-digit timestamp with %.14g and lose its last digits.
@@ -52,12 +55,20 @@ local function ttl_ms(us, slack)
   return string.format('%d', ms)
 end
 
-local block_us = tonumber(ARGV[5])
-local n = (#ARGV - 5) / 4
-local blocked_until = 0
-if block_us > 0 and op ~= 'refund' then
-  local v = redis.call('GET', KEYS[n + 1])
-  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+local n, block_us, blocked_until = 0, 0, 0
+
+-- Reads the layout: n limits of k values each, then block_us if one more
+-- argument follows (k >= 2, so one more is never a whole limit).
+local function limits(k)
+  local extra = (#ARGV - 3) % k
+  n = (#ARGV - 3 - extra) / k
+  if extra == 1 then
+    block_us = tonumber(ARGV[#ARGV])
+    if op ~= 'refund' then
+      local v = redis.call('GET', KEYS[n + 1])
+      if v and tonumber(v) > now then blocked_until = tonumber(v) end
+    end
+  end
 end
 
 -- The wait a caller is told: at least until a running block ends.
@@ -81,17 +92,18 @@ end
 -- O(1) memory; up to 2*limit units can pass around a window edge.
 --
 -- KEYS[i]  a HASH for limit i: w = start of the counted window (us), n = units
--- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file
--- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
+--              common/prelude.lua, which the build puts in front of this file
+-- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 --
 -- The window start is stored with the count; PEXPIRE frees the key when its
 -- window has ended (one window later for caller-supplied time: see ttl_ms).
 
+limits(2)
 local start, count, limit, window, refunded, stored = {}, {}, {}, {}, {}, {}
 for i = 1, n do
-  local base = 5 + 4 * (i - 1)
+  local base = 3 + 2 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
   window[i] = tonumber(ARGV[base + 2])
   start[i] = window_start(now, window[i])
@@ -152,17 +164,20 @@ for i = 1, n do
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out
-)__lua__", "6df42b6a378131db0b5a717e5f2321bf54d94836"};
+)__lua__", "ec4b841856d2714f7d08195b70a65a8b7ecf0f51"};
 const Script k_gcra = {"gcra", R"__lua__(#!lua
 -- prelude.lua: the start of every algorithm script. The build puts this text
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
 -- text per script; the SHA1 is that of the joined text).
 --
 -- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
--- ARGV[3] now_us, or '' for the server's TIME   ARGV[4] unused (kept for the layout)
--- ARGV[5] block_us: punitive block after a denied check (0: none); KEYS[n+1]
---         then holds when the block ends
--- ARGV[6..] four values per limit; n limits, KEYS[1..n] their state
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] k values per limit, only those the algorithm reads (its script
+--           names them and calls limits(k)); n limits, KEYS[1..n] their state
+-- then, only with a punitive block after a denied check: block_us, and
+--           KEYS[n+1] holds when the block ends
+-- Every argument costs the server a parse and a copy per call, so none is
+-- sent that the script does not read.
 --
 -- Numbers are formatted with %d before they reach redis.call: Lua 5.1 would
 -- print a 16-digit timestamp with %.14g and lose its last digits.
@@ -201,12 +216,20 @@ local function ttl_ms(us, slack)
   return string.format('%d', ms)
 end
 
-local block_us = tonumber(ARGV[5])
-local n = (#ARGV - 5) / 4
-local blocked_until = 0
-if block_us > 0 and op ~= 'refund' then
-  local v = redis.call('GET', KEYS[n + 1])
-  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+local n, block_us, blocked_until = 0, 0, 0
+
+-- Reads the layout: n limits of k values each, then block_us if one more
+-- argument follows (k >= 2, so one more is never a whole limit).
+local function limits(k)
+  local extra = (#ARGV - 3) % k
+  n = (#ARGV - 3 - extra) / k
+  if extra == 1 then
+    block_us = tonumber(ARGV[#ARGV])
+    if op ~= 'refund' then
+      local v = redis.call('GET', KEYS[n + 1])
+      if v and tonumber(v) > now then blocked_until = tonumber(v) end
+    end
+  end
 end
 
 -- The wait a caller is told: at least until a running block ends.
@@ -232,9 +255,9 @@ end
 -- O(1) memory per key, smooth: no window edges.
 --
 -- KEYS[i]  a STRING for limit i: the TAT in microseconds
--- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file
--- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
+--              common/prelude.lua, which the build puts in front of this file
+-- ARGV[3+3(i-1)+1..3]   limit i: window_us, capacity, interval_us
 -- Returns {allowed, then per limit: capacity, remaining, retry_after_ms, reset_after_ms}.
 -- interval_us * capacity <= 2^50 and now <= 2^52 (checked by the library), so
 -- every sum stays below 2^53 and exact.
@@ -248,11 +271,12 @@ end
 
 -- Phase 1: read every TAT; nothing is written before all are read.
 local cap, interval, window, stored = {}, {}, {}, {}
+limits(3)
 for i = 1, n do
-  local base = 5 + 4 * (i - 1)
-  window[i] = tonumber(ARGV[base + 2])
-  cap[i] = tonumber(ARGV[base + 3])
-  interval[i] = tonumber(ARGV[base + 4])
+  local base = 3 + 3 * (i - 1)
+  window[i] = tonumber(ARGV[base + 1])
+  cap[i] = tonumber(ARGV[base + 2])
+  interval[i] = tonumber(ARGV[base + 3])
   local v = redis.call('GET', KEYS[i])
   if v then stored[i] = tonumber(v) end
 end
@@ -308,17 +332,20 @@ for i = 1, n do
   out[#out + 1] = us_to_ms(t - now)
 end
 return out
-)__lua__", "c0ad1e1a433c52c96a8641d5048c0e8851168a69"};
+)__lua__", "3eb04c24715dbe812fbef302bf08ac6bb2207a02"};
 const Script k_sliding_counter = {"sliding_counter", R"__lua__(#!lua
 -- prelude.lua: the start of every algorithm script. The build puts this text
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
 -- text per script; the SHA1 is that of the joined text).
 --
 -- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
--- ARGV[3] now_us, or '' for the server's TIME   ARGV[4] unused (kept for the layout)
--- ARGV[5] block_us: punitive block after a denied check (0: none); KEYS[n+1]
---         then holds when the block ends
--- ARGV[6..] four values per limit; n limits, KEYS[1..n] their state
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] k values per limit, only those the algorithm reads (its script
+--           names them and calls limits(k)); n limits, KEYS[1..n] their state
+-- then, only with a punitive block after a denied check: block_us, and
+--           KEYS[n+1] holds when the block ends
+-- Every argument costs the server a parse and a copy per call, so none is
+-- sent that the script does not read.
 --
 -- Numbers are formatted with %d before they reach redis.call: Lua 5.1 would
 -- print a 16-digit timestamp with %.14g and lose its last digits.
@@ -357,12 +384,20 @@ local function ttl_ms(us, slack)
   return string.format('%d', ms)
 end
 
-local block_us = tonumber(ARGV[5])
-local n = (#ARGV - 5) / 4
-local blocked_until = 0
-if block_us > 0 and op ~= 'refund' then
-  local v = redis.call('GET', KEYS[n + 1])
-  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+local n, block_us, blocked_until = 0, 0, 0
+
+-- Reads the layout: n limits of k values each, then block_us if one more
+-- argument follows (k >= 2, so one more is never a whole limit).
+local function limits(k)
+  local extra = (#ARGV - 3) % k
+  n = (#ARGV - 3 - extra) / k
+  if extra == 1 then
+    block_us = tonumber(ARGV[#ARGV])
+    if op ~= 'refund' then
+      local v = redis.call('GET', KEYS[n + 1])
+      if v and tonumber(v) > now then blocked_until = tonumber(v) end
+    end
+  end
 end
 
 -- The wait a caller is told: at least until a running block ends.
@@ -392,9 +427,9 @@ end
 --
 -- KEYS[i]  a HASH for limit i: w = current window start (us), c = its units,
 --          p = units of the window before it
--- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file
--- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
+--              common/prelude.lua, which the build puts in front of this file
+-- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 --
 -- Admission: p*(window - elapsed) <= (limit - c - cost)*window, a comparison
@@ -420,8 +455,9 @@ end
 
 local start, cur, prev, limit, window, retry, refunded = {}, {}, {}, {}, {}, {}, {}
 local stored = {}
+limits(2)
 for i = 1, n do
-  local base = 5 + 4 * (i - 1)
+  local base = 3 + 2 * (i - 1)
   limit[i] = tonumber(ARGV[base + 1])
   window[i] = tonumber(ARGV[base + 2])
   local st = redis.call('HMGET', KEYS[i], 'w', 'c', 'p')
@@ -507,17 +543,20 @@ for i = 1, n do
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out
-)__lua__", "024a79ab2649d2d0e735a48480c4285c765b09eb"};
+)__lua__", "55441e4f5a31148c32037f7925736ebc50a8d802"};
 const Script k_sliding_log = {"sliding_log", R"__lua__(#!lua
 -- prelude.lua: the start of every algorithm script. The build puts this text
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
 -- text per script; the SHA1 is that of the joined text).
 --
 -- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
--- ARGV[3] now_us, or '' for the server's TIME   ARGV[4] unused (kept for the layout)
--- ARGV[5] block_us: punitive block after a denied check (0: none); KEYS[n+1]
---         then holds when the block ends
--- ARGV[6..] four values per limit; n limits, KEYS[1..n] their state
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] k values per limit, only those the algorithm reads (its script
+--           names them and calls limits(k)); n limits, KEYS[1..n] their state
+-- then, only with a punitive block after a denied check: block_us, and
+--           KEYS[n+1] holds when the block ends
+-- Every argument costs the server a parse and a copy per call, so none is
+-- sent that the script does not read.
 --
 -- Numbers are formatted with %d before they reach redis.call: Lua 5.1 would
 -- print a 16-digit timestamp with %.14g and lose its last digits.
@@ -556,12 +595,20 @@ local function ttl_ms(us, slack)
   return string.format('%d', ms)
 end
 
-local block_us = tonumber(ARGV[5])
-local n = (#ARGV - 5) / 4
-local blocked_until = 0
-if block_us > 0 and op ~= 'refund' then
-  local v = redis.call('GET', KEYS[n + 1])
-  if v and tonumber(v) > now then blocked_until = tonumber(v) end
+local n, block_us, blocked_until = 0, 0, 0
+
+-- Reads the layout: n limits of k values each, then block_us if one more
+-- argument follows (k >= 2, so one more is never a whole limit).
+local function limits(k)
+  local extra = (#ARGV - 3) % k
+  n = (#ARGV - 3 - extra) / k
+  if extra == 1 then
+    block_us = tonumber(ARGV[#ARGV])
+    if op ~= 'refund' then
+      local v = redis.call('GET', KEYS[n + 1])
+      if v and tonumber(v) > now then blocked_until = tonumber(v) end
+    end
+  end
 end
 
 -- The wait a caller is told: at least until a running block ends.
@@ -602,9 +649,9 @@ end
 -- larger one is kept as it is.
 --
 -- KEYS[i]  the ring of limit i (one key per limit; all share one hash tag)
--- ARGV[1..5]  op, cost, now_us, token, block_us: see common/prelude.lua, which
---              the build puts in front of this file (the token is not used)
--- ARGV[5+4(i-1)+1..4]   limit i: limit, window_us, capacity, interval_us
+-- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
+--              common/prelude.lua, which the build puts in front of this file (the token is not used)
+-- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
 -- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
 -- Every limit must admit or none consumes; everything is read and decided
 -- before the first write, so an error leaves every limit untouched.
@@ -622,9 +669,10 @@ local function not_a_ring(key)
 end
 
 -- Phase 1: read. ring[i] describes limit i; nothing is written here.
+limits(2)
 local ring = {}
 for i = 1, n do
-  local base = 5 + 4 * (i - 1)
+  local base = 3 + 2 * (i - 1)
   local r = {key = KEYS[i], limit = tonumber(ARGV[base + 1]), window = tonumber(ARGV[base + 2]), chunks = {}}
   -- r.data holds slots 0..r.reach-1 after the header (as far as written).
   -- Slots are unpacked only when probed: a decision looks at two or three.
@@ -845,7 +893,7 @@ for i = 1, n do
   out[#out + 1] = us_to_ms(reset_us)
 end
 return out
-)__lua__", "9ad9c4d9053586b5e9e94bc07d81bc4712584837"};
+)__lua__", "dae1d9f33d8ad668e7e3f0dbc971e198c9bf6571"};
 
 }  // namespace scripts
 }  // namespace polylimit

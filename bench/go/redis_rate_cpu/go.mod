@@ -1,0 +1,13 @@
+module github.com/polylimit/polylimit/bench/go/redis_rate_cpu
+
+go 1.20
+
+require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/redis/go-redis/v9 v9.7.3
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.2.0 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+)
