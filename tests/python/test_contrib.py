@@ -450,14 +450,14 @@ def test_flask_rate_spec_before_and_after_init_app():
     with pytest.raises(ValueError, match="not both"):
         FlaskRateLimit(configured, client=client)
     configured.config["POLYLIMIT"] = {"PREFIX": "cfg", "DEFAULT": "5/minute"}
-    rl_cfg = FlaskRateLimit(configured, client=client)
-    assert rl_cfg.client is client and rl_cfg.policy.default.limiter.prefix == "cfg:default"
+    cfg_limits = FlaskRateLimit(configured, client=client)
+    assert cfg_limits.client is client and cfg_limits.policy.default.limiter.prefix == "cfg:default"
 
     @configured.get("/r")
-    @rl_cfg.limit("1/minute")
+    @cfg_limits.limit("1/minute")
     def r():
         return "ok"
 
     assert r.__dict__["_polylimit_rule"].prefix is None  # the default: made from the config's PREFIX
-    assert rl_cfg._resolve(r.__dict__["_polylimit_rule"]).limiter.prefix.startswith("cfg:view:")
+    assert cfg_limits._resolve(r.__dict__["_polylimit_rule"]).limiter.prefix.startswith("cfg:view:")
     client.close()

@@ -76,10 +76,10 @@ def setup() -> None:
     def api_login() -> Dict[str, str]:
         return {}
 
-    rl_specs = FlaskRateLimit(web, policy, client=client)
+    route_limits = FlaskRateLimit(web, policy, client=client)
 
     @web.post("/login")
-    @rl_specs.limit("5/minute", api_key(), count_when=lambda status: status in (401, 403), prefix="web-login")
+    @route_limits.limit("5/minute", api_key(), count_when=lambda status: status in (401, 403), prefix="web-login")
     def login() -> str:
         return "ok"
 
@@ -90,7 +90,7 @@ def setup() -> None:
     assert refunded or not refunded
     Limit(per_ip, count_when=teapot)
     RateLimit("5/minute", client=client, algorithm="gcrax")  # type: ignore[arg-type]
-    rl_specs.limit("5/minute", count_when="failures")  # type: ignore[arg-type]
+    route_limits.limit("5/minute", count_when="failures")  # type: ignore[arg-type]
 
     registry = CollectorRegistry()
     registry.register(PolylimitCollector(client, other))
