@@ -17,7 +17,7 @@ mvn_build="$root/build/demo-java-mvn"
     -Upolylimit_DIR -DCMAKE_PREFIX_PATH="$POLYLIMIT_PREFIX" -DPOLYLIMIT_SWIG_PERL=OFF
   cmake --build "$swig_build" -j 2
   mvn -B -q -ntp -f "$root/bindings/swig/java/pom.xml" -Dpolylimit.build.dir="$mvn_build" \
-    -Dpolylimit.native.dir="$swig_build" -DskipTests package
+    -Dpolylimit.native.dir="$swig_build" -DskipTests -Dmaven.source.skip -Dmaven.javadoc.skip package
 } >"$root/build/demo-java.log" 2>&1 || { echo "Java build failed; see build/demo-java.log" >&2; exit 1; }
 # The jar carries the JNI library (META-INF/native): no library path needed.
 echo "java -cp $mvn_build/polylimit-1.0.0.jar io.polylimit.demo.Worker"

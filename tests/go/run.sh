@@ -2,12 +2,12 @@
 # Go binding suite. First the default build, in which cgo compiles the C++
 # core from the module's sources (package internal/bundled) and nothing
 # installed is used: a user's module outside the repository
-# (tests/go/consumer.sh: a fresh module with a replace onto this checkout,
-# and one that gets the module from a module proxy in a temporary directory;
-# empty build cache, nothing findable; ldd; a run against redis-server); go vet;
-# go test -race, including the check that internal/bundled's generated files
-# are current; the tests again under the cgo pointer checkers (cgocheck=1,
-# and GOEXPERIMENT=cgocheck2 where the toolchain has it), the binding's
+# (tests/go/consumer.sh: a fresh module that gets the module from a module
+# proxy in a temporary directory; empty build cache, nothing findable; ldd; a
+# run against redis-server); go vet; go test -race, including the check that
+# internal/bundled's generated files are current; the tests again under the
+# cgo pointer checkers (cgocheck=1, and GOEXPERIMENT=cgocheck2 where the
+# toolchain has it; linked to the installed library when there is one), the binding's
 # packages (httplimit, the net/http middleware, included: its tests run
 # examples/go-http as two processes); the promcollector module (go test
 # -race; client_golang comes from the Go module proxy) and go vet of
@@ -77,9 +77,17 @@ echo "--- the binding, default build (the core compiled from the module's source
 export PKG_CONFIG=false
 go vet ./...
 gotest "race" -race
-GODEBUG=cgocheck=1 gotest "cgocheck=1"
+# The pointer checks are about the Go side of every cgo call, whichever way
+# the core is linked: with an installed library (tools/test.sh provides one)
+# they link it instead of compiling the core twice more (cgocheck2 is a
+# toolchain experiment: nothing of the cache would be reused).
+check_tags=()
+if [ -n "${POLYLIMIT_PREFIX:-}" ] && PKG_CONFIG=pkg-config pkg-config --exists polylimit 2>/dev/null; then
+  check_tags=(-tags polylimit_system)
+fi
+PKG_CONFIG=pkg-config GODEBUG=cgocheck=1 gotest "cgocheck=1${check_tags:+ (${check_tags[*]})}" "${check_tags[@]}"
 if GOEXPERIMENT=cgocheck2 go env GOEXPERIMENT >/dev/null 2>&1; then
-  GOEXPERIMENT=cgocheck2 gotest "cgocheck2"
+  PKG_CONFIG=pkg-config GOEXPERIMENT=cgocheck2 gotest "cgocheck2${check_tags:+ (${check_tags[*]})}" "${check_tags[@]}"
 else
   echo "cgocheck2: not supported by this toolchain, skipped"
 fi

@@ -47,6 +47,7 @@ import argparse
 import os
 import re
 import shlex
+import socket
 import shutil
 import subprocess
 import sys
@@ -374,6 +375,18 @@ def compile_and_run_c(rel, args, work):
     return None
 
 
+def flush_database(url):
+    """FLUSHALL on the server of a redis://host:port URL."""
+    m = re.fullmatch(r"redis://([^:/]+):(\d+)/?", url)
+    if not m:
+        raise OSError("cannot flush %s: not a redis://host:port URL" % url)
+    with socket.create_connection((m.group(1), int(m.group(2))), timeout=5) as conn:
+        conn.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
+        reply = conn.recv(64)
+    if not reply.startswith(b"+OK"):
+        raise OSError("FLUSHALL on %s answered %r" % (url, reply))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
@@ -427,6 +440,9 @@ def main():
                     continue
                 code = b.text.replace(README_URL, args.redis_url)
                 try:
+                    # Each quick start runs as a new user's would: against
+                    # an empty server, whatever the blocks before it wrote.
+                    flush_database(args.redis_url)
                     rc, out = runner(code, work, args)
                 except subprocess.TimeoutExpired:
                     rc, out = 1, "timed out after %d s" % TIMEOUT

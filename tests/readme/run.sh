@@ -36,8 +36,12 @@ fi
 
 jar=${POLYLIMIT_README_JAR:-}
 if [ -z "$jar" ]; then
-  jars=("${POLYLIMIT_JAVA_BUILD_DIR:-$root/build}"/java-mvn/polylimit-*.jar)
-  jar=${jars[0]}
+  # The library jar, not the -sources or -javadoc jar beside it.
+  for candidate in "${POLYLIMIT_JAVA_BUILD_DIR:-$root/build}"/java-mvn/polylimit-*.jar; do
+    case "$candidate" in *-sources.jar | *-javadoc.jar) continue ;; esac
+    jar=$candidate
+    break
+  done
 fi
 [ -f "$jar" ] || die "no jar at $jar (tests/java/run.sh builds it); or set POLYLIMIT_README_JAR"
 jar=$(readlink -f "$jar")
