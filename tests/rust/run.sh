@@ -12,8 +12,10 @@
 # tools/test.sh runs it with POLYLIMIT_PREFIX (an installed build): the tests
 # then link that library (feature `system`, pkg-config) to save a second C++
 # build; the fresh project always builds the bundled sources. Run alone, the
-# tests build the bundled sources too. Cargo.lock is used as committed
-# (--locked); build output goes to build/rust-target.
+# tests build the bundled sources too. The lock file is not committed (it
+# would name the registry); cargo writes it into bindings/rust (ignored by
+# git) on the first build and the later steps use the same one. Build output
+# goes to build/rust-target.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root/bindings/rust"
@@ -61,11 +63,11 @@ step() {  # step LABEL COMMAND...: runs a check, prints its output on failure
 
 step "vocabulary_gen.rs is current" python3 "$root/capi/vocabulary/generate.py" rust --check
 step "cargo fmt --check" cargo fmt --all --check
-step "cargo clippy -D warnings" cargo clippy --locked -j "$jobs" --all-targets --features "$features" -- -D warnings
+step "cargo clippy -D warnings" cargo clippy -j "$jobs" --all-targets --features "$features" -- -D warnings
 
 start=$SECONDS
 rc=0
-cargo test --locked -j "$jobs" --features "$features" >"$log" 2>&1 || rc=$?
+cargo test -j "$jobs" --features "$features" >"$log" 2>&1 || rc=$?
 p=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
 f=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
 echo "cargo test: $p passed, $f failed ($((SECONDS - start)) s)"
@@ -76,7 +78,7 @@ fi
 passed=$((passed + p))
 failed=$((failed + f))
 
-RUSTDOCFLAGS="-D warnings" step "cargo doc" cargo doc --locked -j "$jobs" --no-deps --features "$features"
+RUSTDOCFLAGS="-D warnings" step "cargo doc" cargo doc -j "$jobs" --no-deps --features "$features"
 
 # AddressSanitizer (with LeakSanitizer) over the same tests, where a nightly
 # toolchain is installed (-Zsanitizer is nightly-only). It instruments the
@@ -87,7 +89,7 @@ if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ] && cargo +nightly --version >/dev/
   start=$SECONDS
   rc=0
   RUSTFLAGS="-Zsanitizer=address" RUSTDOCFLAGS="-Zsanitizer=address" CARGO_TARGET_DIR="$root/build/rust-target-asan" \
-    cargo +nightly test --locked -j "$jobs" --target "$(rustc -vV | sed -n 's/^host: //p')" --features "$features" --tests \
+    cargo +nightly test -j "$jobs" --target "$(rustc -vV | sed -n 's/^host: //p')" --features "$features" --tests \
     >"$log" 2>&1 || rc=$?
   p=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
   f=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
@@ -107,7 +109,7 @@ fi
 echo "--- packaged crates in a fresh project"
 step "vendor the C++ sources" polylimit-sys/vendor.sh
 step "vendored sources match" polylimit-sys/vendor.sh --check
-step "cargo package" cargo package --locked --workspace --no-verify --allow-dirty
+step "cargo package" cargo package --workspace --no-verify --allow-dirty
 mkdir -p "$tmp/crates" "$tmp/fresh/src"
 for c in "$CARGO_TARGET_DIR"/package/polylimit-[0-9]*.crate "$CARGO_TARGET_DIR"/package/polylimit-sys-*.crate; do
   tar -xzf "$c" -C "$tmp/crates"
@@ -138,7 +140,7 @@ fn main() {
     println!("fresh admitted={admitted} library={}", polylimit::library_version());
 }
 RS
-# The repository's lock file pins the same dependency versions here.
+# The lock file of the builds above pins the same dependency versions here.
 cp Cargo.lock "$tmp/fresh/Cargo.lock"
 eval "$("$root/tests/redis-server.sh" start)"
 redis_pid=$POLYLIMIT_TEST_REDIS_PID redis_dir=$POLYLIMIT_TEST_REDIS_DIR
