@@ -724,11 +724,22 @@ size_t polylimit_queue_outstanding(const polylimit_queue* queue) {
   return queue == nullptr ? 0 : queue->state->outstanding.load(std::memory_order_relaxed);
 }
 
-int polylimit_limiter_submit_check(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
-                                   polylimit_queue* queue, uint64_t token, polylimit_error* err) {
+namespace {
+
+// The arguments every one-key submit takes: a limiter, a key and a queue.
+int submit_arguments(const polylimit_limiter* limiter, const void* key, size_t key_len, const polylimit_queue* queue,
+                     polylimit_error* err) {
   if (limiter == nullptr) return null_argument(err, "limiter");
   if (queue == nullptr) return null_argument(err, "queue");
   if (bad_key(key, key_len)) return null_argument(err, "key");
+  return POLYLIMIT_OK;
+}
+
+}  // namespace
+
+int polylimit_limiter_submit_check(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
+                                   polylimit_queue* queue, uint64_t token, polylimit_error* err) {
+  if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::Limiter::check_async(limiter->rep, key_view(key, key_len), cost, decision_done(state, token));
   });
@@ -736,9 +747,7 @@ int polylimit_limiter_submit_check(polylimit_limiter* limiter, const void* key, 
 
 int polylimit_limiter_submit_peek(polylimit_limiter* limiter, const void* key, size_t key_len,
                                   polylimit_queue* queue, uint64_t token, polylimit_error* err) {
-  if (limiter == nullptr) return null_argument(err, "limiter");
-  if (queue == nullptr) return null_argument(err, "queue");
-  if (bad_key(key, key_len)) return null_argument(err, "key");
+  if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::Limiter::peek_async(limiter->rep, key_view(key, key_len), decision_done(state, token));
   });
@@ -747,9 +756,7 @@ int polylimit_limiter_submit_peek(polylimit_limiter* limiter, const void* key, s
 int polylimit_limiter_submit_check_at_most(polylimit_limiter* limiter, const void* key, size_t key_len,
                                            int64_t max_cost, polylimit_queue* queue, uint64_t token,
                                            polylimit_error* err) {
-  if (limiter == nullptr) return null_argument(err, "limiter");
-  if (queue == nullptr) return null_argument(err, "queue");
-  if (bad_key(key, key_len)) return null_argument(err, "key");
+  if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::Limiter::check_at_most_async(limiter->rep, key_view(key, key_len), max_cost,
                                             decision_done(state, token));
@@ -759,9 +766,7 @@ int polylimit_limiter_submit_check_at_most(polylimit_limiter* limiter, const voi
 int polylimit_limiter_submit_check_limit(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
                                          int64_t limit, int64_t window_ms, polylimit_queue* queue, uint64_t token,
                                          polylimit_error* err) {
-  if (limiter == nullptr) return null_argument(err, "limiter");
-  if (queue == nullptr) return null_argument(err, "queue");
-  if (bad_key(key, key_len)) return null_argument(err, "key");
+  if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::LimitParams p;
     p.algorithm = limiter->rep->limits()[0].algorithm;
@@ -774,9 +779,7 @@ int polylimit_limiter_submit_check_limit(polylimit_limiter* limiter, const void*
 
 int polylimit_limiter_submit_refund(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t units,
                                     polylimit_queue* queue, uint64_t token, polylimit_error* err) {
-  if (limiter == nullptr) return null_argument(err, "limiter");
-  if (queue == nullptr) return null_argument(err, "queue");
-  if (bad_key(key, key_len)) return null_argument(err, "key");
+  if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::Limiter::refund_async(limiter->rep, key_view(key, key_len), units, decision_done(state, token));
   });
@@ -784,9 +787,7 @@ int polylimit_limiter_submit_refund(polylimit_limiter* limiter, const void* key,
 
 int polylimit_limiter_submit_reset(polylimit_limiter* limiter, const void* key, size_t key_len,
                                    polylimit_queue* queue, uint64_t token, polylimit_error* err) {
-  if (limiter == nullptr) return null_argument(err, "limiter");
-  if (queue == nullptr) return null_argument(err, "queue");
-  if (bad_key(key, key_len)) return null_argument(err, "key");
+  if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::Limiter::reset_async(limiter->rep, key_view(key, key_len), [state, token](std::exception_ptr error) {
       state->push(completion(token, polylimit::Decision{}, error, /*no_decision=*/true));
@@ -797,9 +798,7 @@ int polylimit_limiter_submit_reset(polylimit_limiter* limiter, const void* key, 
 int polylimit_limiter_submit_acquire(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
                                      int64_t timeout_ms, polylimit_queue* queue, uint64_t token,
                                      polylimit_error* err) {
-  if (limiter == nullptr) return null_argument(err, "limiter");
-  if (queue == nullptr) return null_argument(err, "queue");
-  if (bad_key(key, key_len)) return null_argument(err, "key");
+  if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::Limiter::acquire_async(limiter->rep, key_view(key, key_len), cost,
                                       std::chrono::milliseconds(timeout_ms), decision_done(state, token));
