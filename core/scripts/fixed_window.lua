@@ -5,7 +5,8 @@
 -- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
 --              common/prelude.lua, which the build puts in front of this file
 -- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
--- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
+-- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
+-- (per check, one after another, for op 'checks').
 --
 -- The window start is stored with the count; PEXPIRE frees the key when its
 -- window has ended (one window later for caller-supplied time: see ttl_ms).
@@ -35,19 +36,41 @@ for i = 1, n do
     end
   end
 end
-if op == 'refund' then op, cost = 'peek', 1 end
+if op == 'refund' then op, costs = 'peek', {1} end
 
-local allowed = 1
-for i = 1, n do
-  if count[i] + cost > limit[i] then allowed = 0 end
+-- Each check in turn (one, or the coalesced ones): a decision in memory.
+local out, admitted = {}, false
+for _, c in ipairs(costs) do
+  cost = c
+  local allowed = 1
+  for i = 1, n do
+    if count[i] + cost > limit[i] then allowed = 0 end
+  end
+  allowed = apply_block(allowed)
+  local admit = op == 'check' and allowed == 1
+  if admit then
+    admitted = true
+    for i = 1, n do count[i] = count[i] + cost end
+  end
+  out[#out + 1] = allowed
+  for i = 1, n do
+    local to_end = start[i] + window[i] - now
+    local retry_us, reset_us = 0, 0
+    if count[i] + cost > limit[i] and not admit then retry_us = to_end end
+    if count[i] > 0 then reset_us = to_end end
+    local remaining = limit[i] - count[i]
+    if remaining < 0 then remaining = 0 end
+    out[#out + 1] = limit[i]
+    out[#out + 1] = remaining
+    out[#out + 1] = us_to_ms(blocked(retry_us))
+    out[#out + 1] = us_to_ms(reset_us)
+  end
 end
 
-allowed = apply_block(allowed)
-
--- Writes come after every read.
+-- Writes come after every read and decision: the state the checks leave,
+-- as their writes one after another would leave it.
 for i = 1, n do
-  if op == 'check' and allowed == 1 then
-    count[i] = count[i] + cost
+  if admitted then
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'n', string.format('%d', count[i]))
     -- With the server's clock the key's expiry is the window's end, already
     -- set by the write that started this window. (Caller-supplied time
@@ -58,19 +81,5 @@ for i = 1, n do
   elseif refunded[i] then
     redis.call('HSET', KEYS[i], 'n', string.format('%d', count[i]))
   end
-end
-
-local out = {allowed}
-for i = 1, n do
-  local to_end = start[i] + window[i] - now
-  local retry_us, reset_us = 0, 0
-  if count[i] + cost > limit[i] and not (op == 'check' and allowed == 1) then retry_us = to_end end
-  if count[i] > 0 then reset_us = to_end end
-  local remaining = limit[i] - count[i]
-  if remaining < 0 then remaining = 0 end
-  out[#out + 1] = limit[i]
-  out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(blocked(retry_us))
-  out[#out + 1] = us_to_ms(reset_us)
 end
 return out

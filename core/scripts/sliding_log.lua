@@ -22,7 +22,8 @@
 -- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
 --              common/prelude.lua, which the build puts in front of this file (the token is not used)
 -- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
--- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
+-- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
+-- (per check, one after another, for op 'checks').
 -- Every limit must admit or none consumes; everything is read and decided
 -- before the first write, so an error leaves every limit untouched.
 
@@ -166,31 +167,74 @@ if op == 'refund' then
       end
     end
   end
-  op, cost = 'peek', 1
+  op, cost, costs = 'peek', 1, {1}
 end
 
-local allowed = 1
-local count, retry, newest = {}, {}, {}
-for i = 1, n do
-  local r = ring[i]
-  local edge = now - r.window  -- an entry at s counts while now < s + window
-  count[i] = in_window(r, edge)
-  if op == 'check' then prune(r, count[i]) end
-  retry[i] = 0
-  if r.used > 0 then newest[i] = entry(r, r.used) end
-  -- cost more units fit when at most limit - cost are in the window: when
-  -- the (limit - cost + 1)-th newest entry has left it (or does not exist).
-  local t = r.used - r.limit + cost
-  if t >= 1 then
-    local leaving = entry(r, t)
-    if leaving > edge then
-      allowed = 0
-      retry[i] = leaving + r.window - now
+-- Each check in turn (one, or the coalesced ones), in memory. What the
+-- admissions so far would have written is kept aside: extra[i] units at
+-- at[i] (one time for all: max(now, the newest entry), and all still in the
+-- window), after the ring's entries 1..r.used. (They fit: a check prunes
+-- the entries that left the window first, and at most `limit` units, which
+-- the ring has room for, are in it.) A grown ring (r.list) takes them in its
+-- list.
+local extra, at = {}, {}
+for i = 1, n do extra[i] = 0 end
+
+local out = {}
+for _, c in ipairs(costs) do
+  cost = c
+  local allowed = 1
+  local count, retry, newest = {}, {}, {}
+  for i = 1, n do
+    local r = ring[i]
+    local edge = now - r.window  -- an entry at s counts while now < s + window
+    count[i] = in_window(r, edge)
+    if op == 'check' then prune(r, count[i]) end
+    count[i] = count[i] + extra[i]
+    retry[i] = 0
+    if extra[i] > 0 then newest[i] = at[i] elseif r.used > 0 then newest[i] = entry(r, r.used) end
+    -- cost more units fit when at most limit - cost are in the window: when
+    -- the (limit - cost + 1)-th newest entry has left it (or does not exist).
+    local t = r.used + extra[i] - r.limit + cost
+    if t >= 1 then
+      local leaving = at[i]
+      if t <= r.used or extra[i] == 0 then leaving = entry(r, t) end
+      if leaving > edge then
+        allowed = 0
+        retry[i] = leaving + r.window - now
+      end
     end
   end
-end
 
-allowed = apply_block(allowed)
+  allowed = apply_block(allowed)
+
+  out[#out + 1] = allowed
+  for i = 1, n do
+    local r = ring[i]
+    if op == 'check' and allowed == 1 then
+      local t = now
+      if newest[i] and newest[i] > t then t = newest[i] end
+      if r.list then
+        for _ = 1, cost do r.list[#r.list + 1] = t end
+        while #r.list > r.size do table.remove(r.list, 1) end
+        r.used, r.head = #r.list, #r.list % r.size
+      else
+        extra[i] = extra[i] + cost
+      end
+      at[i], r.admitted = t, true
+      count[i] = count[i] + cost
+      newest[i] = t
+    end
+    local reset_us = 0
+    if count[i] > 0 and newest[i] then reset_us = newest[i] + r.window - now end
+    local remaining = r.limit - count[i]
+    if remaining < 0 then remaining = 0 end
+    out[#out + 1] = r.limit
+    out[#out + 1] = remaining
+    out[#out + 1] = us_to_ms(blocked(retry[i]))
+    out[#out + 1] = us_to_ms(reset_us)
+  end
+end
 
 -- Phase 2: write.
 local function expire(r, last)
@@ -204,20 +248,16 @@ local function write_whole(r)  -- a ring re-read for another limit
   redis.call('SET', r.key, table.concat(data), 'KEEPTTL')
 end
 
-local admit = op == 'check' and allowed == 1
+-- The admissions of this call, written as one (they share one time).
 for i = 1, n do
   local r = ring[i]
-  if admit then
-    local t = now
-    if newest[i] and newest[i] > t then t = newest[i] end
+  local cost, t = extra[i], at[i]
+  if r.list and r.admitted then
+    write_whole(r)
+    expire(r, t)
+  elseif cost > 0 then
     local slot = struct.pack('>d', t)
-    if r.list then
-      for _ = 1, cost do r.list[#r.list + 1] = t end
-      while #r.list > r.size do table.remove(r.list, 1) end
-      r.used, r.head = #r.list, #r.list % r.size
-      write_whole(r)
-      expire(r, t)
-    elseif r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
+    if r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
       r.head, r.used = cost % r.size, cost
       redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
                  string.rep('\0', W * (r.size - cost)), 'PX', ttl_ms(t + r.window - now, r.window))
@@ -239,27 +279,12 @@ for i = 1, n do
       redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
       expire(r, t)
     end
-    count[i] = count[i] + cost
-    newest[i] = t
-  elseif r.dirty then  -- a refund moved head and used back
+  elseif r.dirty then  -- a refund or a check moved head and used back
     if r.list then
       write_whole(r)
     else
       redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
     end
   end
-end
-
-local out = {allowed}
-for i = 1, n do
-  local r = ring[i]
-  local reset_us = 0
-  if count[i] > 0 and newest[i] then reset_us = newest[i] + r.window - now end
-  local remaining = r.limit - count[i]
-  if remaining < 0 then remaining = 0 end
-  out[#out + 1] = r.limit
-  out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(blocked(retry[i]))
-  out[#out + 1] = us_to_ms(reset_us)
 end
 return out

@@ -60,7 +60,7 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
   if (ep.kind == Endpoint::Kind::kMemory)
     backend = std::make_unique<MemoryBackend>(options.memory_clock);
   else
-    backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool, std::move(tls), clock));
+    backend = std::make_unique<RedisBackend>(make_transport(ep, options.pool, std::move(tls), clock), options.coalesce);
   return std::shared_ptr<Client>(new Client(std::move(ep), std::move(backend), options.name, std::move(clock)));
 }
 
@@ -78,6 +78,8 @@ Stats Client::stats() const {
   Stats s = metrics_->snapshot();
   s.round_trips = static_cast<uint64_t>(backend_->round_trips());
   s.noscript_reloads = static_cast<uint64_t>(backend_->noscript_reloads());
+  s.script_calls = static_cast<uint64_t>(backend_->script_calls());
+  s.coalesced = static_cast<uint64_t>(backend_->coalesced());
   s.evicting_nodes = static_cast<uint64_t>(backend_->evicting_nodes());
   s.connect_attempts = static_cast<uint64_t>(backend_->connect_attempts());
   return s;

@@ -4,7 +4,10 @@
 #include <hiredis/hiredis.h>
 
 #include <charconv>
+#include <chrono>
+#include <unordered_set>
 
+#include "call_deadline.h"
 #include "redis_errors.h"
 
 namespace polylimit {
@@ -40,7 +43,8 @@ int64_t checked(const redisReply* r, size_t i, const char* script, const char* w
   return v;
 }
 
-Decision decode_answer(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits);
+Decision decode_answer(const redisReply* r, size_t base, const scripts::Script& script,
+                       const std::vector<LimitParams>& limits);
 
 // {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
 // An error reply says the script did not run to a write (NOSCRIPT, OOM, BUSY,
@@ -50,24 +54,52 @@ Decision decode_answer(const redisReply* r, const scripts::Script& script, const
 // unknown outcome.
 Decision decode(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
-  return mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(r, script, limits); });
+  return mark_outcome_unknown_if([] { return true; }, [&] {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * limits.size())
+      throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
+    return decode_answer(r, 0, script, limits);
+  });
 }
 
-Decision decode_answer(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * limits.size())
-    throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
+// The reply of a coalesced call: `count` replies of one check, concatenated
+// (core/scripts/common/batch.lua). An error reply or a bad shape fails every
+// check alike; a number out of range fails its own check.
+std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scripts::Script& script,
+                                  const std::vector<LimitParams>& limits) {
+  if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
+  const size_t each = 1 + 4 * limits.size();
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != count * each) {
+    Error e(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape for " +
+                                    std::to_string(count) + " coalesced checks");
+    e.set_outcome_unknown(true);
+    throw e;
+  }
+  std::vector<Outcome> out(count);
+  for (size_t j = 0; j < count; ++j) {
+    try {
+      out[j].decision =
+          mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(r, j * each, script, limits); });
+    } catch (...) {
+      out[j].error = std::current_exception();
+    }
+  }
+  return out;
+}
+
+Decision decode_answer(const redisReply* r, size_t base, const scripts::Script& script,
+                       const std::vector<LimitParams>& limits) {
   // Durations: a window plus a block plus the slack of caller-supplied time,
   // and a clock that stepped back can add up to the span of valid timestamps.
   const int64_t max_ms = bounds::kNowUs.max / 1000;
   std::vector<LimitResult> results(limits.size());
   for (size_t i = 0; i < limits.size(); ++i) {
     const int64_t limit = limits[i].capacity();  // what the script reports as the limit
-    results[i].limit = checked(r, 1 + 4 * i, script.name, "limit", limit, limit);
-    results[i].remaining = checked(r, 2 + 4 * i, script.name, "remaining", 0, limit);
-    results[i].retry_after_ms = checked(r, 3 + 4 * i, script.name, "retry_after_ms", 0, max_ms);
-    results[i].reset_after_ms = checked(r, 4 + 4 * i, script.name, "reset_after_ms", 0, max_ms);
+    results[i].limit = checked(r, base + 1 + 4 * i, script.name, "limit", limit, limit);
+    results[i].remaining = checked(r, base + 2 + 4 * i, script.name, "remaining", 0, limit);
+    results[i].retry_after_ms = checked(r, base + 3 + 4 * i, script.name, "retry_after_ms", 0, max_ms);
+    results[i].reset_after_ms = checked(r, base + 4 + 4 * i, script.name, "reset_after_ms", 0, max_ms);
   }
-  return combine(checked(r, 0, script.name, "allowed", 0, 1) != 0, results);
+  return combine(checked(r, base, script.name, "allowed", 0, 1) != 0, results);
 }
 
 void check_request(const Request& rq) {
@@ -144,7 +176,8 @@ Decision decode_script_reply(const redisReply* reply, const std::vector<LimitPar
   return decode(reply, script_for(limits[0].algorithm), limits);
 }
 
-RedisBackend::RedisBackend(std::unique_ptr<Transport> transport) : transport_(std::move(transport)) {}
+RedisBackend::RedisBackend(std::unique_ptr<Transport> transport, bool coalesce)
+    : transport_(std::move(transport)), coalesce_(coalesce) {}
 
 RedisBackend::Encoded RedisBackend::encode(const Request& rq) {
   check_request(rq);
@@ -194,10 +227,11 @@ void RedisBackend::check_durability(const Durability& d) const {
                   " (the WAIT's answer must arrive within the command's deadline)");
 }
 
-Decision RedisBackend::evaluate(const Request& rq) {
+Decision RedisBackend::evaluate_one(const Request& rq) {
   Encoded e = encode(rq);
   const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
   round_trips_.fetch_add(1, std::memory_order_relaxed);
+  script_calls_.fetch_add(1, std::memory_order_relaxed);
   if (durable(rq)) {
     // The script and WAIT in one pipeline: one round trip.
     std::vector<Ack> acks;
@@ -208,7 +242,7 @@ Decision RedisBackend::evaluate(const Request& rq) {
   return decode(r.get(), script, *rq.limits);
 }
 
-std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& requests) {
+std::vector<Outcome> RedisBackend::evaluate_many_one(const std::vector<Request>& requests) {
   std::vector<Outcome> out(requests.size());
   // One pipeline per script (a limiter's requests share one).
   std::vector<bool> done(requests.size(), false);
@@ -245,6 +279,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
     std::vector<Ack> acks;
     try {
       round_trips_.fetch_add(1, std::memory_order_relaxed);
+      script_calls_.fetch_add(static_cast<long>(calls.size()), std::memory_order_relaxed);
       replies = transport_->run_scripts(script, calls, durability, want ? &acks : nullptr);
     } catch (...) {
       for (size_t i : group) out[i].error = std::current_exception();
@@ -301,13 +336,14 @@ void RedisBackend::reset_async(const std::vector<std::string>& keys, std::functi
   });
 }
 
-void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)> done) {
+void RedisBackend::evaluate_one_async(const Request& rq, std::function<void(Outcome)> done) {
   const bool durable_check = rq.op == Op::kCheck && rq.durable.on();
   if (!durable_check) {
     Encoded e = encode(rq);
     const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
     const std::vector<LimitParams>* limits = rq.limits;
     round_trips_.fetch_add(1, std::memory_order_relaxed);
+    script_calls_.fetch_add(1, std::memory_order_relaxed);
     // The decode runs where the reply is read (a library thread).
     if (transport_->run_script_async(script, e.call, [limits, done](ReplyPtr reply, std::exception_ptr error) {
           Outcome o;
@@ -323,7 +359,8 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
           done(std::move(o));
         }))
       return;
-    round_trips_.fetch_sub(1, std::memory_order_relaxed);  // counted again by evaluate()
+    round_trips_.fetch_sub(1, std::memory_order_relaxed);  // counted again by evaluate_one()
+    script_calls_.fetch_sub(1, std::memory_order_relaxed);
   }
   // No non-blocking path here (Cluster, Sentinel; WAIT after a durable
   // check): the synchronous call on a library thread.
@@ -331,12 +368,275 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
   transport_->run_in_background([this, copy, done] {
     Outcome o;
     try {
-      o.decision = evaluate(*copy);
+      o.decision = evaluate_one(*copy);
     } catch (...) {
       o.error = std::current_exception();
     }
     done(std::move(o));
   });
+}
+
+
+// ---- coalescing (coalescer.h) ----
+
+namespace {
+
+// Checks with the same script, keys and arguments but the cost share a key:
+// they can go in one call. (Explicit times are arguments: checks at one
+// instant coalesce, checks at different instants do not.)
+std::string coalescing_key(const scripts::Script& script, const ScriptCall& call) {
+  std::string key = script.name;
+  auto add = [&key](std::string_view part) {
+    const uint32_t n = static_cast<uint32_t>(part.size());
+    key.append(reinterpret_cast<const char*>(&n), sizeof n);
+    key.append(part);
+  };
+  for (std::string_view k : call.keys) add(k);
+  for (size_t i = 2; i < call.args.size(); ++i) add(call.args[i]);  // args[0], args[1]: op, cost
+  return key;
+}
+
+void fill_batch(Coalescer::Batch& b, const scripts::Script& script, const ScriptCall& call,
+                const std::vector<LimitParams>& limits) {
+  b.script = &script;
+  b.keys.assign(call.keys.begin(), call.keys.end());
+  b.args.assign(call.args.begin(), call.args.end());
+  b.limits = limits;
+}
+
+Latch::Clock::time_point call_deadline(const Transport& t) {
+  return InheritedDeadline::cap(Latch::Clock::now() + std::chrono::milliseconds(t.command_timeout_ms()));
+}
+
+void deliver(Coalescer::Waiter& w, Outcome o) {
+  if (w.latch)
+    w.latch->set(std::move(o));
+  else
+    w.done(std::move(o));
+}
+
+}  // namespace
+
+// Checks only (a peek or a refund between them would be a decision of its
+// own); a durable check needs its own WAIT.
+// A cost above a limit's capacity (refused by Limiter before it gets here)
+// goes alone: the scripts decide several checks only for costs that fit.
+bool RedisBackend::coalescable(const Request& rq) const {
+  if (!coalesce_ || rq.op != Op::kCheck || rq.durable.on() || rq.limits == nullptr) return false;
+  for (const LimitParams& p : *rq.limits)
+    if (rq.cost > p.capacity()) return false;
+  return true;
+}
+
+Decision RedisBackend::evaluate(const Request& rq) {
+  if (!coalescable(rq)) return evaluate_one(rq);
+  check_request(rq);
+  const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+  Encoded e = encode(rq);
+  const std::string key = coalescing_key(script, e.call);
+  std::shared_ptr<Latch> latch;
+  const Latch::Clock::time_point deadline = call_deadline(*transport_);
+  const bool lead = coalescer_.join(key, [&](Coalescer::Batch& b) {
+    if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
+    latch = std::make_shared<Latch>();
+    b.waiters.push_back({rq.cost, latch, nullptr, deadline});
+  });
+  if (!lead) {
+    Outcome o = latch->wait(deadline);
+    if (o.error) std::rethrow_exception(o.error);
+    return o.decision;
+  }
+  Outcome o;
+  try {
+    o.decision = evaluate_one(rq);
+  } catch (...) {
+    o.error = std::current_exception();
+  }
+  send_next(key);
+  if (o.error) std::rethrow_exception(o.error);
+  return o.decision;
+}
+
+void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)> done) {
+  if (!coalescable(rq)) return evaluate_one_async(rq, std::move(done));
+  check_request(rq);
+  const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+  Encoded e = encode(rq);
+  const std::string key = coalescing_key(script, e.call);
+  const bool lead = coalescer_.join(key, [&](Coalescer::Batch& b) {
+    if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
+    b.waiters.push_back({rq.cost, nullptr, done, call_deadline(*transport_)});
+  });
+  if (!lead) return;
+  try {
+    evaluate_one_async(rq, [this, key, done](Outcome o) {
+      send_next(key);
+      done(std::move(o));
+    });
+  } catch (...) {
+    send_next(key);  // nothing was queued: the waiters behind it go now
+    throw;
+  }
+}
+
+void RedisBackend::send_next(const std::string& key) {
+  for (;;) {
+    std::unique_ptr<Coalescer::Batch> next = coalescer_.next(key);
+    if (!next) return;
+    // A waiter past its deadline (or a blocking one that gave up) is left
+    // out: never sent, its timeout has a known outcome.
+    std::vector<Coalescer::Waiter> late;
+    std::vector<Coalescer::Waiter> go;
+    const Latch::Clock::time_point now = Latch::Clock::now();
+    for (Coalescer::Waiter& w : next->waiters) {
+      if (w.latch ? !w.latch->claim() : now >= w.deadline)
+        late.push_back(std::move(w));
+      else
+        go.push_back(std::move(w));
+    }
+    next->waiters = std::move(go);
+    for (Coalescer::Waiter& w : late) {
+      if (w.latch) continue;  // it has already returned its timeout
+      Error err(ErrorCode::kTimeout, "check timed out queued behind a call of the same key; it was not sent");
+      Outcome o;
+      o.error = std::make_exception_ptr(err);
+      deliver(w, std::move(o));
+    }
+    if (next->waiters.empty()) continue;  // the key stays in flight until next() finds nobody
+
+    std::shared_ptr<Coalescer::Batch> batch(std::move(next));
+    std::string costs;
+    for (const Coalescer::Waiter& w : batch->waiters) {
+      if (!costs.empty()) costs += ',';
+      costs += std::to_string(w.cost);
+    }
+    round_trips_.fetch_add(1, std::memory_order_relaxed);
+    script_calls_.fetch_add(1, std::memory_order_relaxed);
+    coalesced_.fetch_add(static_cast<long>(batch->waiters.size()), std::memory_order_relaxed);
+    try {
+      // The call on a blocking thread: the batch's first blocking caller, or
+      // a library thread where the transport has no non-blocking path
+      // (Cluster, Sentinel). `costs` moves along: the call's views point into it.
+      auto owned = std::make_shared<std::string>(std::move(costs));
+      auto blocking = [this, key, batch, owned](Latch::Clock::time_point deadline) {
+        ScriptCall c;
+        c.keys.assign(batch->keys.begin(), batch->keys.end());
+        c.args.assign(batch->args.begin(), batch->args.end());
+        c.args[0] = "checks";
+        c.args[1] = *owned;
+        ReplyPtr reply;
+        std::exception_ptr error;
+        try {
+          InheritedDeadline scope(deadline);  // the first waiter's: none waits past its own
+          reply = transport_->run_script(*batch->script, c.keys, c.args);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        finish_batch(key, batch, std::move(reply), error);
+      };
+      for (const Coalescer::Waiter& w : batch->waiters) {
+        if (!w.latch) continue;
+        const Latch::Clock::time_point deadline = w.deadline;
+        if (w.latch->hand([blocking, deadline] { blocking(deadline); })) return;
+        break;  // it gave up meanwhile: the paths below send the call
+      }
+      ScriptCall call;
+      call.keys.assign(batch->keys.begin(), batch->keys.end());
+      call.args.assign(batch->args.begin(), batch->args.end());
+      call.args[0] = "checks";
+      call.args[1] = *owned;
+      auto complete = [this, key, batch](ReplyPtr reply, std::exception_ptr error) {
+        finish_batch(key, batch, std::move(reply), error);
+      };
+      if (transport_->run_script_async(*batch->script, call, complete)) return;
+      const Latch::Clock::time_point deadline = call_deadline(*transport_);
+      transport_->run_in_background([blocking, deadline] { blocking(deadline); });
+      return;
+    } catch (...) {
+      // Nothing was queued: these checks fail now, the next ones try again.
+      const std::exception_ptr error = std::current_exception();
+      for (Coalescer::Waiter& w : batch->waiters) {
+        Outcome o;
+        o.error = error;
+        deliver(w, std::move(o));
+      }
+    }
+  }
+}
+
+void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Coalescer::Batch>& batch,
+                                ReplyPtr reply, std::exception_ptr error) {
+  std::vector<Outcome> out;
+  if (!error) {
+    try {
+      out = decode_batch(reply.get(), batch->waiters.size(), *batch->script, batch->limits);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (error) {
+    out.assign(batch->waiters.size(), Outcome{});
+    for (Outcome& o : out) o.error = error;
+  }
+  send_next(key);  // the checks queued meanwhile go out before these callers run
+  for (size_t j = 0; j < out.size(); ++j) deliver(batch->waiters[j], std::move(out[j]));
+}
+
+
+// A check whose key has a call in flight (another thread's, or an earlier
+// key of this batch) waits for the next call of its key; the others go in
+// this batch's pipeline as before.
+std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& requests) {
+  if (!coalesce_) return evaluate_many_one(requests);
+  std::vector<Outcome> out(requests.size());
+  std::vector<Request> direct;
+  std::vector<size_t> direct_index;
+  std::vector<std::string> led;
+  std::vector<std::pair<size_t, std::shared_ptr<Latch>>> queued;
+  const Latch::Clock::time_point deadline = call_deadline(*transport_);
+  // Keys this batch sends itself: their repeats go in the same pipeline,
+  // after them (one connection keeps the order), as without coalescing.
+  std::unordered_set<std::string> sending;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& rq = requests[i];
+    bool lead = true;
+    if (coalescable(rq)) {
+      try {
+        check_request(rq);
+        const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+        Encoded e = encode(rq);
+        std::string key = coalescing_key(script, e.call);
+        std::shared_ptr<Latch> latch;
+        if (sending.count(key) == 0)
+          lead = coalescer_.join(key, [&](Coalescer::Batch& b) {
+            if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
+            latch = std::make_shared<Latch>();
+            b.waiters.push_back({rq.cost, latch, nullptr, deadline});
+          });
+        if (lead && sending.insert(key).second)
+          led.push_back(std::move(key));
+        else if (!lead)
+          queued.emplace_back(i, std::move(latch));
+      } catch (...) {
+        out[i].error = std::current_exception();
+        continue;
+      }
+    }
+    if (!lead) continue;
+    direct.push_back(rq);
+    direct_index.push_back(i);
+  }
+  std::vector<Outcome> sent;
+  try {
+    sent = evaluate_many_one(direct);
+  } catch (...) {
+    sent.assign(direct.size(), Outcome{});
+    for (Outcome& o : sent) o.error = std::current_exception();
+  }
+  for (size_t j = 0; j < sent.size(); ++j) out[direct_index[j]] = std::move(sent[j]);
+  for (const std::string& key : led) send_next(key);
+  for (auto& q : queued) out[q.first] = q.second->wait(deadline);
+  return out;
 }
 
 }  // namespace polylimit

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "coalescer.h"
 #include "polylimit/backend.h"
 #include "transport.h"
 
@@ -18,7 +19,9 @@ Decision decode_script_reply(const redisReply* reply, const std::vector<LimitPar
 
 class RedisBackend : public Backend {
  public:
-  explicit RedisBackend(std::unique_ptr<Transport> transport);
+  // `coalesce`: checks of one key that wait behind a call of it go out
+  // together as one call (coalescer.h); off, every check is its own call.
+  explicit RedisBackend(std::unique_ptr<Transport> transport, bool coalesce = true);
 
   using Backend::evaluate;
   using Backend::reset;
@@ -29,6 +32,8 @@ class RedisBackend : public Backend {
   void reset_async(const std::vector<std::string>& keys, std::function<void(std::exception_ptr)> done) override;
   long round_trips() const override { return round_trips_.load(std::memory_order_relaxed); }
   long noscript_reloads() const override { return transport_->noscript_reloads(); }
+  long script_calls() const override { return script_calls_.load(std::memory_order_relaxed); }
+  long coalesced() const override { return coalesced_.load(std::memory_order_relaxed); }
   void close() override { transport_->close(); }
   long evicting_nodes() override { return transport_->evicting_nodes(); }
   long connect_attempts() override { return transport_->connect_attempts(); }
@@ -46,8 +51,23 @@ class RedisBackend : public Backend {
   };
   Encoded encode(const Request& request);
 
+  // One check, one call (no coalescing): the 1.0 path.
+  Decision evaluate_one(const Request& request);
+  std::vector<Outcome> evaluate_many_one(const std::vector<Request>& requests);
+  void evaluate_one_async(const Request& request, std::function<void(Outcome)> done);
+  bool coalescable(const Request& request) const;
+  // Sends the checks queued behind the call of `key` that just completed,
+  // as one call; when none wait, the key has no call in flight any more.
+  void send_next(const std::string& key);
+  void finish_batch(const std::string& key, const std::shared_ptr<Coalescer::Batch>& batch, ReplyPtr reply,
+                    std::exception_ptr error);
+
   std::unique_ptr<Transport> transport_;
+  const bool coalesce_;
+  Coalescer coalescer_;
   std::atomic<long> round_trips_{0};
+  std::atomic<long> script_calls_{0};  // EVALSHA calls (a coalesced one counts once)
+  std::atomic<long> coalesced_{0};     // checks decided in a coalesced call
 };
 
 }  // namespace polylimit

@@ -111,6 +111,11 @@ class Backend {
   // Round trips to the server (0 for in-process backends).
   virtual long round_trips() const { return 0; }
   virtual long noscript_reloads() const { return 0; }
+  // Script calls sent (0 in process); a coalesced call counts once.
+  virtual long script_calls() const { return 0; }
+  // Checks decided in a coalesced call (several checks of one key in one
+  // script call); 0 in process.
+  virtual long coalesced() const { return 0; }
   // Releases connections (the client was closed); in-process backends keep
   // nothing to release.
   virtual void close() {}

@@ -48,6 +48,11 @@ struct ClientOptions {
   // Labels this client's metrics (client="name"); empty: no label.
   std::string name;
   TlsOptions tls;
+  // Checks of one key that arrive while a call of that key is in flight go
+  // out together as one script call, decided one after another exactly as
+  // separate calls would be (docs/limiter.md, "Hot keys"). Off: one call
+  // per check, as in 1.0.
+  bool coalesce = true;
   // memory:// only: the backend's clock in microseconds since the epoch.
   // Empty: the system realtime clock. Tests inject a fake clock here.
   std::function<int64_t()> memory_clock;

@@ -32,6 +32,8 @@ struct Stats {
   uint64_t near_limit = 0;        // admitted with remaining below 10% of the limit
   uint64_t latency_count = 0;
   uint64_t latency_sum_us = 0;
+  uint64_t script_calls = 0;      // script calls sent to Redis; a coalesced call counts once
+  uint64_t coalesced = 0;         // checks decided in a coalesced call (with others of their key)
   std::array<uint64_t, kLatencyBuckets> latency_buckets{};  // per bucket, not cumulative
 };
 

@@ -2,7 +2,7 @@
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
 -- text per script; the SHA1 is that of the joined text).
 --
--- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
+-- ARGV[1] op: 'check', 'peek', 'refund' or 'checks'   ARGV[2] cost (costs)
 -- ARGV[3] now_us, or '' for the server's TIME
 -- ARGV[4..] k values per limit, only those the algorithm reads (its script
 --           names them and calls limits(k)); n limits, KEYS[1..n] their state
@@ -15,6 +15,17 @@
 -- print a 16-digit timestamp with %.14g and lose its last digits.
 local op = ARGV[1]
 local cost = tonumber(ARGV[2])
+-- op 'checks': several checks of the same keys and arguments, coalesced by
+-- the client (core/src/coalescer.h); ARGV[2] holds their costs,
+-- comma-separated, in arrival order. The script decides them one after
+-- another at one `now`, each exactly as a call of its own would decide it,
+-- with the state read once and written once, and replies with their
+-- replies concatenated. Every other op is one decision: costs = {cost}.
+local costs = {cost}
+if op == 'checks' then
+  op, costs = 'check', {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+end
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')

@@ -1,0 +1,355 @@
+// coalesce_test.cpp - checks of one key that wait behind a call of it go out
+// as one script call (core/src/coalescer.h, core/scripts/common/batch.lua),
+// and decide exactly as separate calls one after another would: against
+// memory:// and against a client that does not coalesce, on real
+// redis-server processes, for all four algorithms, mixed costs, multi-limit
+// specs and punitive blocks; through the non-blocking path, the blocking
+// path and check_many; and failures fail every coalesced check alike.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <set>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "coalescer.h"
+#include "memory_backend.h"
+#include "polylimit/client.h"
+#include "polylimit/limiter.h"
+#include "redis_server.h"
+
+using namespace polylimit;
+
+namespace {
+
+constexpr int64_t kT0 = 1700000000000000;
+
+pltest::RedisServer& server() {
+  static pltest::RedisServer s;
+  return s;
+}
+
+std::shared_ptr<Client> redis_client(bool coalesce, int command_timeout_ms = 5000) {
+  ClientOptions o;
+  o.coalesce = coalesce;
+  o.pool.size = 2;
+  o.pool.command_timeout_ms = command_timeout_ms;
+  return Client::open(server().url(), o);
+}
+
+using Fields = std::tuple<bool, int64_t, int64_t, int64_t, int64_t, int64_t>;
+Fields fields(const Decision& d) {
+  return {d.allowed, d.limit, d.remaining, d.retry_after_ms, d.reset_after_ms, d.granted};
+}
+std::string text(const Decision& d) {
+  return std::string(d.allowed ? "admit" : "deny") + " limit=" + std::to_string(d.limit) +
+         " remaining=" + std::to_string(d.remaining) + " retry=" + std::to_string(d.retry_after_ms) +
+         " reset=" + std::to_string(d.reset_after_ms) + " granted=" + std::to_string(d.granted);
+}
+
+struct Spec {
+  const char* name;
+  std::vector<LimitParams> limits;
+  int64_t block_us = 0;
+  bool grows = false;  // the limit triples half-way (the sliding log re-reads a smaller ring)
+};
+
+std::vector<Spec> specs() {
+  auto one = [](Algorithm a, int64_t limit, int64_t window_ms, int64_t burst = 0) {
+    LimitParams p;
+    p.algorithm = a;
+    p.limit = limit;
+    p.window_ms = window_ms;
+    p.burst = burst;
+    return p;
+  };
+  return {
+      {"sliding_log", {one(Algorithm::kSlidingLog, 40, 20000)}},
+      {"sliding_log_big", {one(Algorithm::kSlidingLog, 400, 60000)}},
+      {"sliding_log_grows", {one(Algorithm::kSlidingLog, 30, 20000)}, 0, true},
+      {"sliding_log_multi", {one(Algorithm::kSlidingLog, 30, 20000), one(Algorithm::kSlidingLog, 50, 60000)}},
+      {"fixed_window", {one(Algorithm::kFixedWindow, 40, 20000)}},
+      {"fixed_window_block", {one(Algorithm::kFixedWindow, 25, 20000)}, 30000000},
+      {"sliding_counter", {one(Algorithm::kSlidingCounter, 40, 20000)}},
+      {"sliding_counter_multi",
+       {one(Algorithm::kSlidingCounter, 30, 20000), one(Algorithm::kSlidingCounter, 60, 60000)}},
+      {"gcra", {one(Algorithm::kGcra, 40, 20000)}},
+      {"gcra_burst_block", {one(Algorithm::kGcra, 40, 20000, 10)}, 25000000},
+  };
+}
+
+Request make_request(const Spec& s, const std::string& key, int64_t cost, int64_t now_us) {
+  Request r;
+  r.op = Op::kCheck;
+  r.limits = &s.limits;
+  for (size_t i = 0; i < s.limits.size(); ++i) r.keys.push_back(key + (i ? ":" + std::to_string(i) : ""));
+  r.cost = cost;
+  r.now_us = now_us;
+  if (s.block_us > 0) {
+    r.block_us = s.block_us;
+    r.block_key = key + ":block";
+  }
+  return r;
+}
+
+class CoalesceStreams : public ::testing::TestWithParam<size_t> {};
+
+// Bursts of checks submitted back to back on the non-blocking path, each
+// burst at one instant: the first goes alone, the rest queue behind it and
+// go together, in order. Every decision must be the one memory:// and an
+// uncoalesced client give for the same sequence.
+TEST_P(CoalesceStreams, BurstsDecideAsMemoryAndAsSeparateCalls) {
+  Spec spec = specs()[GetParam()];
+  int64_t min_capacity = spec.limits[0].capacity();
+  for (const LimitParams& p : spec.limits) min_capacity = std::min(min_capacity, p.capacity());
+  auto on = redis_client(true);
+  auto off = redis_client(false);
+  MemoryBackend memory([] { return kT0; });
+  std::mt19937_64 rng(GetParam() * 7919 + 1);
+  const std::string tag = std::string("co:") + spec.name + ":" + std::to_string(rng());
+  int64_t now = kT0;
+  size_t compared = 0;
+  for (int burst = 0; burst < 40; ++burst) {
+    now += static_cast<int64_t>(rng() % 1500000);  // up to 1.5 s between bursts
+    if (spec.grows && burst == 20) spec.limits[0].limit *= 3;
+    const size_t n = 1 + rng() % 60;
+    std::vector<int64_t> costs(n);
+    // Up to the capacity, as Limiter allows (a larger cost goes alone).
+    for (auto& c : costs) c = 1 + static_cast<int64_t>(rng() % (rng() % 4 == 0 ? min_capacity : 3));
+    std::vector<std::promise<Outcome>> promises(n);
+    std::vector<Request> requests;
+    for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, tag + ":on", costs[j], now));
+    for (size_t j = 0; j < n; ++j)
+      on->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+    for (size_t j = 0; j < n; ++j) {
+      Outcome got = promises[j].get_future().get();
+      ASSERT_FALSE(got.error) << "burst " << burst << " check " << j;
+      const Decision want = memory.evaluate(make_request(spec, tag, costs[j], now));
+      const Decision separate = off->backend().evaluate(make_request(spec, tag + ":off", costs[j], now));
+      ASSERT_EQ(fields(got.decision), fields(separate)) << spec.name << " burst " << burst << " check " << j;
+      ++compared;
+      ASSERT_EQ(fields(got.decision), fields(want))
+          << spec.name << " burst " << burst << " check " << j << " cost " << costs[j] << ": coalesced "
+          << text(got.decision) << ", memory " << text(want);
+      ASSERT_EQ(fields(separate), fields(want)) << spec.name << " burst " << burst << " check " << j;
+    }
+  }
+  EXPECT_GT(compared, 400u);
+  const Stats s = on->stats();
+  EXPECT_GT(s.coalesced, compared / 2) << "the bursts were not coalesced";
+  EXPECT_LT(s.script_calls, compared / 2);
+  EXPECT_EQ(off->stats().coalesced, 0u);
+  EXPECT_EQ(off->stats().script_calls, compared);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, CoalesceStreams, ::testing::Range<size_t>(0, specs().size()),
+                         [](const ::testing::TestParamInfo<size_t>& i) { return specs()[i.param].name; });
+
+// check_many: a key repeated in one batch is decided in the batch's order,
+// and a key with a call in flight (here a burst on the non-blocking path)
+// waits for it: the decisions are those of the whole sequence in a row.
+TEST(Coalesce, CheckManyDecidesInOrderBehindCallsInFlight) {
+  const Spec spec = specs()[4];  // fixed window, 40
+  auto on = redis_client(true);
+  MemoryBackend memory([] { return kT0; });
+  std::vector<std::promise<Outcome>> promises(10);
+  std::vector<Request> burst;
+  for (int j = 0; j < 10; ++j) burst.push_back(make_request(spec, "co:many:hot", 1, kT0));
+  for (int j = 0; j < 10; ++j)
+    on->backend().evaluate_async(burst[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  std::vector<Request> batch;
+  for (int j = 0; j < 30; ++j) {
+    const std::string key = j % 3 == 2 ? "other" : "hot";
+    batch.push_back(make_request(spec, "co:many:" + key, 1 + j % 4, kT0));
+  }
+  std::vector<Outcome> got = on->backend().evaluate_many(batch);
+  for (int j = 0; j < 10; ++j) {
+    Outcome o = promises[j].get_future().get();
+    ASSERT_FALSE(o.error);
+    EXPECT_EQ(fields(o.decision), fields(memory.evaluate(burst[j]))) << "burst " << j;
+  }
+  ASSERT_EQ(got.size(), batch.size());
+  for (size_t j = 0; j < batch.size(); ++j) {
+    ASSERT_FALSE(got[j].error) << j;
+    EXPECT_EQ(fields(got[j].decision), fields(memory.evaluate(batch[j]))) << "check " << j;
+  }
+  EXPECT_GT(on->stats().coalesced, 0u);
+}
+
+// A key's queue is bounded, as a connection's is: past it a check fails at
+// once with kPoolExhausted; the queued ones complete once the server answers.
+TEST(Coalesce, FullKeyQueueIsAClearError) {
+  pltest::RedisServer own;
+  ClientOptions o;
+  o.pool.size = 1;
+  o.pool.command_timeout_ms = 5000;
+  auto client = Client::open(own.url(), o);
+  const Spec spec = specs()[4];
+  client->backend().evaluate(make_request(spec, "q", 1, kT0));  // connected, script loaded
+  own.pause();
+  const size_t n = Coalescer::kMaxWaiting + 100;
+  std::vector<Request> requests(n, make_request(spec, "q", 1, kT0));
+  std::atomic<size_t> completed{0}, decided{0};
+  size_t refused = 0;
+  for (size_t j = 0; j < n; ++j) {
+    try {
+      client->backend().evaluate_async(requests[j], [&](Outcome r) {
+        if (!r.error) decided.fetch_add(1);
+        completed.fetch_add(1);
+      });
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kPoolExhausted);
+      EXPECT_NE(std::string(e.what()).find("queue full"), std::string::npos) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, n - 1 - Coalescer::kMaxWaiting);  // one in flight, the bound queued
+  own.resume();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (completed.load() < n - refused && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(completed.load(), n - refused);
+  EXPECT_EQ(decided.load(), n - refused);
+}
+
+// Many threads checking one key at one instant: whatever the order the
+// threads get, the decisions are those of that many checks in a row.
+TEST(Coalesce, ThreadsAtOneInstantGetTheSerialDecisions) {
+  auto client = redis_client(true);
+  LimiterOptions lo;
+  lo.limit.algorithm = Algorithm::kSlidingLog;
+  lo.limit.limit = 500;
+  lo.limit.window_ms = 60000;
+  lo.prefix = "co-inst";
+  Limiter limiter(client, lo);
+  limiter.reset("k");
+  constexpr int kThreads = 32, kEach = 25;
+  std::vector<std::vector<Decision>> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) seen[t].push_back(limiter.check_at("k", 1, kT0));
+    });
+  for (auto& t : threads) t.join();
+  std::multiset<Fields> got, want;
+  for (auto& v : seen)
+    for (auto& d : v) got.insert(fields(d));
+  auto mem = Client::open("memory://", [] {
+    ClientOptions o;
+    o.memory_clock = [] { return kT0; };
+    return o;
+  }());
+  Limiter serial(mem, lo);
+  for (int i = 0; i < kThreads * kEach; ++i) want.insert(fields(serial.check_at("k", 1, kT0)));
+  EXPECT_TRUE(got == want);
+  EXPECT_GT(client->stats().coalesced, 0u);
+}
+
+// The hot-key hammer: 64 threads, one key, the server's clock: exactly the
+// limit is admitted, in far fewer script calls than checks.
+TEST(Coalesce, HotKeyHammerAdmitsExactlyTheLimit) {
+  for (Algorithm a : {Algorithm::kSlidingLog, Algorithm::kFixedWindow, Algorithm::kSlidingCounter, Algorithm::kGcra}) {
+    auto client = redis_client(true);
+    LimiterOptions lo;
+    lo.limit.algorithm = a;
+    lo.limit.limit = 2000;
+    lo.limit.window_ms = 3600000;  // nothing leaves the window during the test
+    lo.prefix = "co-hammer";
+    Limiter limiter(client, lo);
+    limiter.reset("k");
+    std::atomic<int64_t> admitted{0}, denied{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 64; ++t)
+      threads.emplace_back([&] {
+        int64_t seen_denied = 0;
+        while (seen_denied < 5) {
+          Decision d = limiter.check("k");
+          if (d.allowed)
+            admitted.fetch_add(1);
+          else
+            ++seen_denied, denied.fetch_add(1);
+        }
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(admitted.load(), 2000) << algorithm_name(a);
+    const Stats s = client->stats();
+    const uint64_t checks = static_cast<uint64_t>(admitted.load() + denied.load());
+    EXPECT_GT(s.coalesced, checks / 2) << algorithm_name(a);
+    EXPECT_LT(s.script_calls * 4, checks) << algorithm_name(a) << ": " << s.script_calls << " calls for " << checks;
+  }
+}
+
+// A coalesced call that fails fails each of its checks with the same error.
+TEST(Coalesce, AFailedCallFailsEveryCheckInIt) {
+  auto client = redis_client(true);
+  Spec spec = specs()[0];
+  // A value that is not a sliding log ring: the script refuses it.
+  {
+    auto plain = redis_client(false);
+    Request probe = make_request(spec, "co:bad", 1, kT0);
+    plain->backend().evaluate(probe);  // creates the ring
+  }
+  pltest::RedisServer& s = server();
+  ASSERT_EQ(s.command({"SET", "co:bad", "not a ring"}), "OK");
+  const size_t n = 20;
+  std::vector<std::promise<Outcome>> promises(n);
+  std::vector<Request> requests;
+  for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, "co:bad", 1, kT0));
+  for (size_t j = 0; j < n; ++j)
+    client->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  std::string first;
+  for (size_t j = 0; j < n; ++j) {
+    Outcome o = promises[j].get_future().get();
+    ASSERT_TRUE(o.error) << j;
+    try {
+      std::rethrow_exception(o.error);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kScript) << e.what();
+      if (j == 1) first = e.what();
+      if (j > 1) EXPECT_EQ(first, e.what());
+    }
+  }
+  EXPECT_GT(client->stats().coalesced, 0u);
+}
+
+// A paused server: every check of a hot key times out, the leader's and
+// those coalesced or still queued behind it; none hangs past its deadline.
+TEST(Coalesce, PausedServerTimesOutEveryCheck) {
+  auto client = redis_client(true, 300);
+  LimiterOptions lo;
+  lo.limit.limit = 1000;
+  lo.limit.window_ms = 60000;
+  lo.prefix = "co-pause";
+  Limiter limiter(client, lo);
+  limiter.check("k");  // connected, script loaded
+  server().pause();
+  std::atomic<int> errors{0}, decisions{0}, unknown{0};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&] {
+      try {
+        limiter.check("k");
+        decisions.fetch_add(1);
+      } catch (const Error& e) {
+        errors.fetch_add(1);
+        if (e.outcome_unknown()) unknown.fetch_add(1);
+      }
+    });
+  for (auto& t : threads) t.join();
+  const auto took = std::chrono::steady_clock::now() - start;
+  server().resume();
+  EXPECT_EQ(decisions.load(), 0);
+  EXPECT_EQ(errors.load(), 16);
+  EXPECT_GE(unknown.load(), 1);  // at least the call that was sent
+  EXPECT_LT(took, std::chrono::milliseconds(3000));
+}
+
+}  // namespace
