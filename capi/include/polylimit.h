@@ -257,9 +257,9 @@ typedef struct polylimit_limiter polylimit_limiter;
 
 /* ---- client ------------------------------------------------------------ */
 
-/* Version 2 appended name and the tls_* fields. Version 1 structs (without
- * them) stay accepted. */
-#define POLYLIMIT_CLIENT_OPTIONS_VERSION 2
+/* Version 2 appended name and the tls_* fields, version 3 no_coalescing.
+ * Version 1 and 2 structs stay accepted. */
+#define POLYLIMIT_CLIENT_OPTIONS_VERSION 3
 
 /**
  * Connection options. A field left at 0 takes the POLYLIMIT_DEFAULT_* value
@@ -289,12 +289,18 @@ typedef struct polylimit_client_options {
                                      match; NULL: the host in the URL */
     int tls_insecure;           /**< TLS URLs, non-zero: no certificate or host name
                                      verification (tests only) */
+    /* version 3 */
+    int no_coalescing;          /**< non-zero: every check is its own script call. By default
+                                     checks of one key that arrive while a call of that key is
+                                     in flight go out together as one call, decided one after
+                                     another exactly as separate calls would be (docs/limiter.md,
+                                     "Hot keys") */
 } polylimit_client_options;
 
 #define POLYLIMIT_CLIENT_OPTIONS_INIT { POLYLIMIT_CLIENT_OPTIONS_VERSION, 0, 0, 0, 0, 0, 0, 0, \
-                                        NULL, NULL, NULL, NULL, NULL, NULL, 0 }
+                                        NULL, NULL, NULL, NULL, NULL, NULL, 0, 0 }
 
-/** Fills opts with defaults for the given version (1 or 2; only the fields of
+/** Fills opts with defaults for the given version (1, 2 or 3; only the fields of
  * that version are written), for callers without macros.
  * @return POLYLIMIT_OK, or POLYLIMIT_EINVALID for NULL or an unknown version */
 POLYLIMIT_EXTERN(int) polylimit_client_options_init(polylimit_client_options *opts, unsigned int version);

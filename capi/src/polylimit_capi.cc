@@ -128,7 +128,8 @@ size_t limiter_options_size(unsigned int version) {
 size_t client_options_size(unsigned int version) {
   switch (version) {
     case 1: return offsetof(polylimit_client_options, name);
-    case 2: return sizeof(polylimit_client_options);
+    case 2: return offsetof(polylimit_client_options, no_coalescing);
+    case 3: return sizeof(polylimit_client_options);
     default: return 0;
   }
 }
@@ -293,6 +294,7 @@ int polylimit_client_open(const char* url, const polylimit_client_options* optio
       co.tls.key_file = opt_string(o.tls_key_file);
       co.tls.server_name = opt_string(o.tls_server_name);
       co.tls.insecure = o.tls_insecure != 0;
+      co.coalesce = o.no_coalescing == 0;
       // 0 picks the default; negatives reach validate() and are rejected there.
       auto pick = [](int v, int def) { return v == 0 ? def : v; };
       co.pool.size = pick(options->pool_size, co.pool.size);

@@ -36,6 +36,7 @@ PIN(polylimit_client_options, tls_cert_file, 56);
 PIN(polylimit_client_options, tls_key_file, 64);
 PIN(polylimit_client_options, tls_server_name, 72);
 PIN(polylimit_client_options, tls_insecure, 80);
+PIN(polylimit_client_options, no_coalescing, 84); /* version 3 */
 
 SIZE(polylimit_limiter_options, 96);
 PIN(polylimit_limiter_options, version, 0);

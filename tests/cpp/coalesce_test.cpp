@@ -21,6 +21,7 @@
 
 #include "coalescer.h"
 #include "memory_backend.h"
+#include "polylimit.h"
 #include "polylimit/client.h"
 #include "polylimit/limiter.h"
 #include "redis_server.h"
@@ -350,6 +351,58 @@ TEST(Coalesce, PausedServerTimesOutEveryCheck) {
   EXPECT_EQ(errors.load(), 16);
   EXPECT_GE(unknown.load(), 1);  // at least the call that was sent
   EXPECT_LT(took, std::chrono::milliseconds(3000));
+}
+
+}  // namespace
+
+namespace {
+
+// The C ABI's switch: polylimit_client_options.no_coalescing (version 3).
+// 16 threads on one key: with coalescing far fewer round trips than checks,
+// without it exactly one per check; exact either way.
+TEST(Coalesce, CApiSwitch) {
+  for (int off : {0, 1}) {
+    polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
+    co.no_coalescing = off;
+    polylimit_client* client = nullptr;
+    polylimit_error err;
+    ASSERT_EQ(polylimit_client_open(server().url().c_str(), &co, &client, &err), POLYLIMIT_OK) << err.message;
+    polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
+    lo.limit = 800;
+    lo.window_ms = 3600000;
+    const std::string prefix = "co-capi-" + std::to_string(off);
+    lo.prefix = prefix.c_str();
+    polylimit_limiter* limiter = nullptr;
+    ASSERT_EQ(polylimit_limiter_new(client, &lo, &limiter, &err), POLYLIMIT_OK) << err.message;
+    polylimit_limiter_reset(limiter, "k", 1, &err);
+    std::atomic<long> admitted{0}, checks{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t)
+      threads.emplace_back([&] {
+        for (int i = 0; i < 60; ++i) {
+          polylimit_decision d;
+          polylimit_error e;
+          ASSERT_EQ(polylimit_limiter_check(limiter, "k", 1, 1, &d, &e), POLYLIMIT_OK) << e.message;
+          admitted += d.allowed;
+          ++checks;
+        }
+      });
+    for (auto& t : threads) t.join();
+    polylimit_stats s = POLYLIMIT_STATS_INIT;
+    ASSERT_EQ(polylimit_client_stats(client, &s, &err), POLYLIMIT_OK);
+    EXPECT_EQ(admitted.load(), 800);
+    if (off)
+      EXPECT_EQ(s.round_trips, static_cast<uint64_t>(checks.load()) + 1);  // + the reset
+    else
+      EXPECT_LT(s.round_trips * 2, static_cast<uint64_t>(checks.load()));
+    polylimit_limiter_free(limiter);
+    polylimit_client_close(client);
+  }
+  polylimit_client_options v2;
+  ASSERT_EQ(polylimit_client_options_init(&v2, 2), POLYLIMIT_OK);  // a version-2 caller: coalescing on
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open(server().url().c_str(), &v2, &client, nullptr), POLYLIMIT_OK);
+  polylimit_client_close(client);
 }
 
 }  // namespace

@@ -65,6 +65,8 @@ Options (--opt VALUE and --opt=VALUE both work; '--' ends the options):
   --pool-size N      connections per Redis node, 1..4096 (default: the
                      library's, 2; the threads share them, pipelined, as an
                      application's threads do)
+  --no-coalescing    every check is its own script call (by default checks of
+                     one key waiting behind a call of it go out as one call)
   --seconds S        bench: total duration in seconds; fractions allowed
                      (e.g. 0.5), 0 < S <= 86400 (default 5)
   --json             check, peek, reset, stats, bench: print one JSON object
@@ -283,6 +285,7 @@ struct Args {
   long long cost = 1;
   int threads = 4;
   int pool_size = 0;  // 0: the library's default
+  bool no_coalescing = false;
   double seconds = 5;
   int deny_cache = 0;
   int timeout_ms = 1000;
@@ -310,7 +313,7 @@ double seconds(const char* v) {
   return s;
 }
 
-enum Opt { kUrl = 256, kSpec, kAlgorithm, kPrefix, kCost, kThreads, kSeconds, kDenyCache, kTimeoutMs, kJson, kPoolSize };
+enum Opt { kUrl = 256, kSpec, kAlgorithm, kPrefix, kCost, kThreads, kSeconds, kDenyCache, kTimeoutMs, kJson, kPoolSize, kNoCoalescing };
 
 Args parse(int argc, char** argv) {
   static const option kOptions[] = {
@@ -321,6 +324,7 @@ Args parse(int argc, char** argv) {
       {"cost", required_argument, nullptr, kCost},
       {"threads", required_argument, nullptr, kThreads},
       {"pool-size", required_argument, nullptr, kPoolSize},
+      {"no-coalescing", no_argument, nullptr, kNoCoalescing},
       {"seconds", required_argument, nullptr, kSeconds},
       {"deny-cache", required_argument, nullptr, kDenyCache},
       {"timeout-ms", required_argument, nullptr, kTimeoutMs},
@@ -372,6 +376,9 @@ Args parse(int argc, char** argv) {
       case kPrefix: a.prefix = optarg; break;
       case kCost: a.cost = integer(name, optarg, 1, 1000000); break;
       case kThreads: a.threads = static_cast<int>(integer(name, optarg, 1, 1024)); break;
+      case kNoCoalescing:
+        a.no_coalescing = true;
+        break;
       case kPoolSize:
         a.pool_size = static_cast<int>(integer(name, optarg, POLYLIMIT_MIN_POOL_SIZE, POLYLIMIT_MAX_POOL_SIZE));
         break;
@@ -649,6 +656,7 @@ int main(int argc, char** argv) {
   // The library's default unless asked: bench measures what an application
   // with these many threads gets, not one connection per thread.
   co.pool_size = a.pool_size;
+  co.no_coalescing = a.no_coalescing ? 1 : 0;
   polylimit_client* client = nullptr;
   if (polylimit_client_open(a.url.c_str(), &co, &client, &err) != POLYLIMIT_OK) die(a.url_source, err);
   polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;

@@ -34,7 +34,7 @@ const size_t polylimit_sys_layout[] = {
     O(polylimit_client_options, name), O(polylimit_client_options, tls_ca_file),
     O(polylimit_client_options, tls_ca_dir), O(polylimit_client_options, tls_cert_file),
     O(polylimit_client_options, tls_key_file), O(polylimit_client_options, tls_server_name),
-    O(polylimit_client_options, tls_insecure),
+    O(polylimit_client_options, tls_insecure), O(polylimit_client_options, no_coalescing),
 
     S(polylimit_limiter_options),
     O(polylimit_limiter_options, version), O(polylimit_limiter_options, algorithm),

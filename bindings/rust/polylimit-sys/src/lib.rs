@@ -11,7 +11,7 @@
 use core::ffi::{c_char, c_int, c_uint, c_void};
 
 pub const POLYLIMIT_VERSION_NUMBER: c_int = 10000;
-pub const POLYLIMIT_CLIENT_OPTIONS_VERSION: c_uint = 2;
+pub const POLYLIMIT_CLIENT_OPTIONS_VERSION: c_uint = 3;
 pub const POLYLIMIT_LIMITER_OPTIONS_VERSION: c_uint = 3;
 pub const POLYLIMIT_STATS_VERSION: c_uint = 1;
 pub const POLYLIMIT_STATS_LATENCY_BUCKETS: usize = 16;
@@ -94,6 +94,7 @@ pub struct polylimit_client_options {
     pub tls_key_file: *const c_char,
     pub tls_server_name: *const c_char,
     pub tls_insecure: c_int,
+    pub no_coalescing: c_int,
 }
 
 impl Default for polylimit_client_options {
@@ -115,6 +116,7 @@ impl Default for polylimit_client_options {
             tls_key_file: core::ptr::null(),
             tls_server_name: core::ptr::null(),
             tls_insecure: 0,
+            no_coalescing: 0,
         }
     }
 }

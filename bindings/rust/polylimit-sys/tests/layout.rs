@@ -35,7 +35,7 @@ fn structs_match_the_header() {
         polylimit_client_options { version, pool_size, connect_timeout_ms, command_timeout_ms,
                                    acquire_timeout_ms, keepalive_s, disable_keepalive, idle_check_ms,
                                    name, tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file,
-                                   tls_server_name, tls_insecure }
+                                   tls_server_name, tls_insecure, no_coalescing }
         polylimit_limiter_options { version, algorithm, limit, window_ms, prefix, clock, burst,
                                     deny_cache_size, failure_policy, breaker_failures,
                                     breaker_cooldown_ms, shadow, block_ms, durable_replicas,

@@ -9,7 +9,7 @@ const Script k_fixed_window = {"fixed_window", R"__lua__(#!lua
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
 -- text per script; the SHA1 is that of the joined text).
 --
--- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
+-- ARGV[1] op: 'check', 'peek', 'refund' or 'checks'   ARGV[2] cost (costs)
 -- ARGV[3] now_us, or '' for the server's TIME
 -- ARGV[4..] k values per limit, only those the algorithm reads (its script
 --           names them and calls limits(k)); n limits, KEYS[1..n] their state
@@ -22,6 +22,17 @@ const Script k_fixed_window = {"fixed_window", R"__lua__(#!lua
 -- print a 16-digit timestamp with %.14g and lose its last digits.
 local op = ARGV[1]
 local cost = tonumber(ARGV[2])
+-- op 'checks': several checks of the same keys and arguments, coalesced by
+-- the client (core/src/coalescer.h); ARGV[2] holds their costs,
+-- comma-separated, in arrival order. The script decides them one after
+-- another at one `now`, each exactly as a call of its own would decide it,
+-- with the state read once and written once, and replies with their
+-- replies concatenated. Every other op is one decision: costs = {cost}.
+local costs = {cost}
+if op == 'checks' then
+  op, costs = 'check', {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+end
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -95,7 +106,8 @@ end
 -- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
 --              common/prelude.lua, which the build puts in front of this file
 -- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
--- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
+-- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
+-- (per check, one after another, for op 'checks').
 --
 -- The window start is stored with the count; PEXPIRE frees the key when its
 -- window has ended (one window later for caller-supplied time: see ttl_ms).
@@ -125,19 +137,41 @@ for i = 1, n do
     end
   end
 end
-if op == 'refund' then op, cost = 'peek', 1 end
+if op == 'refund' then op, costs = 'peek', {1} end
 
-local allowed = 1
-for i = 1, n do
-  if count[i] + cost > limit[i] then allowed = 0 end
+-- Each check in turn (one, or the coalesced ones): a decision in memory.
+local out, admitted = {}, false
+for _, c in ipairs(costs) do
+  cost = c
+  local allowed = 1
+  for i = 1, n do
+    if count[i] + cost > limit[i] then allowed = 0 end
+  end
+  allowed = apply_block(allowed)
+  local admit = op == 'check' and allowed == 1
+  if admit then
+    admitted = true
+    for i = 1, n do count[i] = count[i] + cost end
+  end
+  out[#out + 1] = allowed
+  for i = 1, n do
+    local to_end = start[i] + window[i] - now
+    local retry_us, reset_us = 0, 0
+    if count[i] + cost > limit[i] and not admit then retry_us = to_end end
+    if count[i] > 0 then reset_us = to_end end
+    local remaining = limit[i] - count[i]
+    if remaining < 0 then remaining = 0 end
+    out[#out + 1] = limit[i]
+    out[#out + 1] = remaining
+    out[#out + 1] = us_to_ms(blocked(retry_us))
+    out[#out + 1] = us_to_ms(reset_us)
+  end
 end
 
-allowed = apply_block(allowed)
-
--- Writes come after every read.
+-- Writes come after every read and decision: the state the checks leave,
+-- as their writes one after another would leave it.
 for i = 1, n do
-  if op == 'check' and allowed == 1 then
-    count[i] = count[i] + cost
+  if admitted then
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'n', string.format('%d', count[i]))
     -- With the server's clock the key's expiry is the window's end, already
     -- set by the write that started this window. (Caller-supplied time
@@ -149,28 +183,14 @@ for i = 1, n do
     redis.call('HSET', KEYS[i], 'n', string.format('%d', count[i]))
   end
 end
-
-local out = {allowed}
-for i = 1, n do
-  local to_end = start[i] + window[i] - now
-  local retry_us, reset_us = 0, 0
-  if count[i] + cost > limit[i] and not (op == 'check' and allowed == 1) then retry_us = to_end end
-  if count[i] > 0 then reset_us = to_end end
-  local remaining = limit[i] - count[i]
-  if remaining < 0 then remaining = 0 end
-  out[#out + 1] = limit[i]
-  out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(blocked(retry_us))
-  out[#out + 1] = us_to_ms(reset_us)
-end
 return out
-)__lua__", "ec4b841856d2714f7d08195b70a65a8b7ecf0f51"};
+)__lua__", "7d6926c52a611442beab45e02676649a71f01ebd"};
 const Script k_gcra = {"gcra", R"__lua__(#!lua
 -- prelude.lua: the start of every algorithm script. The build puts this text
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
 -- text per script; the SHA1 is that of the joined text).
 --
--- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
+-- ARGV[1] op: 'check', 'peek', 'refund' or 'checks'   ARGV[2] cost (costs)
 -- ARGV[3] now_us, or '' for the server's TIME
 -- ARGV[4..] k values per limit, only those the algorithm reads (its script
 --           names them and calls limits(k)); n limits, KEYS[1..n] their state
@@ -183,6 +203,17 @@ const Script k_gcra = {"gcra", R"__lua__(#!lua
 -- print a 16-digit timestamp with %.14g and lose its last digits.
 local op = ARGV[1]
 local cost = tonumber(ARGV[2])
+-- op 'checks': several checks of the same keys and arguments, coalesced by
+-- the client (core/src/coalescer.h); ARGV[2] holds their costs,
+-- comma-separated, in arrival order. The script decides them one after
+-- another at one `now`, each exactly as a call of its own would decide it,
+-- with the state read once and written once, and replies with their
+-- replies concatenated. Every other op is one decision: costs = {cost}.
+local costs = {cost}
+if op == 'checks' then
+  op, costs = 'check', {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+end
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -258,7 +289,8 @@ end
 -- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
 --              common/prelude.lua, which the build puts in front of this file
 -- ARGV[3+3(i-1)+1..3]   limit i: window_us, capacity, interval_us
--- Returns {allowed, then per limit: capacity, remaining, retry_after_ms, reset_after_ms}.
+-- Returns {allowed, then per limit: capacity, remaining, retry_after_ms, reset_after_ms}
+-- (per check, one after another, for op 'checks').
 -- interval_us * capacity <= 2^50 and now <= 2^52 (checked by the library), so
 -- every sum stays below 2^53 and exact.
 
@@ -269,7 +301,7 @@ local function floor_div(a, b)
   return q
 end
 
--- Phase 1: read every TAT; nothing is written before all are read.
+-- Read every TAT; nothing is written before all are read and decided.
 local cap, interval, window, stored = {}, {}, {}, {}
 limits(3)
 for i = 1, n do
@@ -288,57 +320,66 @@ if op == 'refund' then
     if stored[i] then stored[i] = stored[i] - interval[i] * cost end
   end
   refunded = true
-  op, cost = 'peek', 1
+  op, costs = 'peek', {1}
 end
 
-local allowed = 1
-local tat = {}
-for i = 1, n do
-  local t = stored[i] or now
-  if t < now then t = now end
-  tat[i] = t
-  if t + interval[i] * cost - now > interval[i] * cap[i] then allowed = 0 end
+-- Each check in turn (one, or the coalesced ones), in memory; final[i] is
+-- the TAT to write: what an admission (or a refund) left.
+local out, final = {}, {}
+if refunded then
+  for i = 1, n do final[i] = stored[i] end
 end
-
-allowed = apply_block(allowed)
-
--- Phase 2: write.
-local function store(i, t)
-  if t <= now then
-    redis.call('DEL', KEYS[i])
-  else
-    redis.call('SET', KEYS[i], string.format('%d', t), 'PX', ttl_ms(t - now, window[i]))
+for _, c in ipairs(costs) do
+  cost = c
+  local allowed = 1
+  local tat = {}
+  for i = 1, n do
+    local t = stored[i] or now
+    if t < now then t = now end
+    tat[i] = t
+    if t + interval[i] * cost - now > interval[i] * cap[i] then allowed = 0 end
+  end
+  allowed = apply_block(allowed)
+  out[#out + 1] = allowed
+  for i = 1, n do
+    local tau = interval[i] * cap[i]
+    local t = tat[i]
+    local retry_us = 0
+    if op == 'check' and allowed == 1 then
+      t = t + interval[i] * cost
+      stored[i], final[i] = t, t
+    else
+      local over = t + interval[i] * cost - now - tau
+      if over > 0 then retry_us = over end
+    end
+    out[#out + 1] = cap[i]
+    local remaining = floor_div(tau - (t - now), interval[i])
+    if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
+    out[#out + 1] = remaining
+    out[#out + 1] = us_to_ms(blocked(retry_us))
+    out[#out + 1] = us_to_ms(t - now)
   end
 end
 
-local out = {allowed}
+-- Writes, after every read and decision.
 for i = 1, n do
-  local tau = interval[i] * cap[i]
-  local t = tat[i]
-  local retry_us = 0
-  if op == 'check' and allowed == 1 then
-    t = t + interval[i] * cost
-    store(i, t)
-  else
-    if refunded and stored[i] then store(i, stored[i]) end
-    local over = t + interval[i] * cost - now - tau
-    if over > 0 then retry_us = over end
+  local t = final[i]
+  if t then
+    if t <= now then
+      redis.call('DEL', KEYS[i])
+    else
+      redis.call('SET', KEYS[i], string.format('%d', t), 'PX', ttl_ms(t - now, window[i]))
+    end
   end
-  out[#out + 1] = cap[i]
-  local remaining = floor_div(tau - (t - now), interval[i])
-  if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
-  out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(blocked(retry_us))
-  out[#out + 1] = us_to_ms(t - now)
 end
 return out
-)__lua__", "3eb04c24715dbe812fbef302bf08ac6bb2207a02"};
+)__lua__", "2d9eb17f05a8707b05432d849d5f202bcd929aa3"};
 const Script k_sliding_counter = {"sliding_counter", R"__lua__(#!lua
 -- prelude.lua: the start of every algorithm script. The build puts this text
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
 -- text per script; the SHA1 is that of the joined text).
 --
--- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
+-- ARGV[1] op: 'check', 'peek', 'refund' or 'checks'   ARGV[2] cost (costs)
 -- ARGV[3] now_us, or '' for the server's TIME
 -- ARGV[4..] k values per limit, only those the algorithm reads (its script
 --           names them and calls limits(k)); n limits, KEYS[1..n] their state
@@ -351,6 +392,17 @@ const Script k_sliding_counter = {"sliding_counter", R"__lua__(#!lua
 -- print a 16-digit timestamp with %.14g and lose its last digits.
 local op = ARGV[1]
 local cost = tonumber(ARGV[2])
+-- op 'checks': several checks of the same keys and arguments, coalesced by
+-- the client (core/src/coalescer.h); ARGV[2] holds their costs,
+-- comma-separated, in arrival order. The script decides them one after
+-- another at one `now`, each exactly as a call of its own would decide it,
+-- with the state read once and written once, and replies with their
+-- replies concatenated. Every other op is one decision: costs = {cost}.
+local costs = {cost}
+if op == 'checks' then
+  op, costs = 'check', {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+end
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -430,7 +482,8 @@ end
 -- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
 --              common/prelude.lua, which the build puts in front of this file
 -- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
--- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
+-- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
+-- (per check, one after another, for op 'checks').
 --
 -- Admission: p*(window - elapsed) <= (limit - c - cost)*window, a comparison
 -- of products that the memory backend computes with the same doubles, so
@@ -465,91 +518,108 @@ for i = 1, n do
 end
 -- Every limit is read; now decide (and refund) in memory, then write.
 local refund = op == 'refund'
-if refund then op, cost = 'peek', 1 end
-local allowed = 1
-for i = 1, n do
-  local s = window_start(now, window[i])
-  local st = stored[i]
-  local w, c, p = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
-  -- Refund: give back up to the refunded units of the current window.
-  if refund and w and st[2] and w >= s then
-    c = math.max(0, c - tonumber(ARGV[2]))
-    refunded[i] = true
-  end
-  if not w then
-    c, p = 0, 0
-  elseif w == s then
-    -- same window
-  elseif w + window[i] == s then
-    p, c = c, 0
-  elseif w > s then  -- the clock stepped back: stay in the stored window
-    s = w
-  else
-    c, p = 0, 0
-  end
-  start[i], cur[i], prev[i] = s, c, p
-  local elapsed = now - s
-  if elapsed < 0 then elapsed = 0 end
-  retry[i] = 0
-  local a = limit[i] - c - cost
-  if not fits(p, a, elapsed, window[i]) then
-    allowed = 0
-    local e = first_fit(p, a, elapsed + 1, window[i])
-    if e then
-      retry[i] = s + e - now
-    else
-      -- next window: this window's units become the weighted ones
-      e = first_fit(c, limit[i] - cost, 0, window[i])
-      if e then retry[i] = s + window[i] + e - now else retry[i] = s + 2 * window[i] - now end
+if refund then op, costs = 'peek', {1} end
+local stored_w = {}  -- the window start each key held (its expiry was set with it)
+for i = 1, n do stored_w[i] = tonumber(stored[i][1]) end
+
+-- Each check in turn (one, or the coalesced ones). An admission leaves
+-- stored[i] as its write would have: what the next check reads.
+local out, written = {}, false
+for _, each in ipairs(costs) do
+  cost = each
+  local allowed = 1
+  for i = 1, n do
+    local s = window_start(now, window[i])
+    local st = stored[i]
+    local w, c, p = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
+    -- Refund: give back up to the refunded units of the current window.
+    if refund and w and st[2] and w >= s then
+      c = math.max(0, c - tonumber(ARGV[2]))
+      refunded[i] = true
     end
+    if not w then
+      c, p = 0, 0
+    elseif w == s then
+      -- same window
+    elseif w + window[i] == s then
+      p, c = c, 0
+    elseif w > s then  -- the clock stepped back: stay in the stored window
+      s = w
+    else
+      c, p = 0, 0
+    end
+    start[i], cur[i], prev[i] = s, c, p
+    local elapsed = now - s
+    if elapsed < 0 then elapsed = 0 end
+    retry[i] = 0
+    local a = limit[i] - c - cost
+    if not fits(p, a, elapsed, window[i]) then
+      allowed = 0
+      local e = first_fit(p, a, elapsed + 1, window[i])
+      if e then
+        retry[i] = s + e - now
+      else
+        -- next window: this window's units become the weighted ones
+        e = first_fit(c, limit[i] - cost, 0, window[i])
+        if e then retry[i] = s + window[i] + e - now else retry[i] = s + 2 * window[i] - now end
+      end
+    end
+  end
+
+  allowed = apply_block(allowed)
+
+  if op == 'check' and allowed == 1 then
+    written = true
+    for i = 1, n do
+      cur[i] = cur[i] + cost
+      stored[i] = {start[i], cur[i], prev[i]}
+    end
+  end
+
+  out[#out + 1] = allowed
+  for i = 1, n do
+    local elapsed = now - start[i]
+    if elapsed < 0 then elapsed = 0 end
+    local weighted = math.ceil(prev[i] * (window[i] - elapsed) / window[i])
+    local remaining = limit[i] - cur[i] - weighted
+    if remaining < 0 then remaining = 0 end
+    local reset_us = 0
+    if cur[i] > 0 then
+      reset_us = start[i] + 2 * window[i] - now
+    elseif weighted > 0 then
+      reset_us = start[i] + window[i] - now
+    end
+    out[#out + 1] = limit[i]
+    out[#out + 1] = remaining
+    out[#out + 1] = us_to_ms(blocked(retry[i]))
+    out[#out + 1] = us_to_ms(reset_us)
   end
 end
 
-allowed = apply_block(allowed)
-
+-- Writes, after every read and decision: the state the checks leave.
 for i = 1, n do
-  if op == 'check' and allowed == 1 then
-    cur[i] = cur[i] + cost
+  if written then
     redis.call('HSET', KEYS[i], 'w', string.format('%d', start[i]), 'c', string.format('%d', cur[i]),
                'p', string.format('%d', prev[i]))
     -- With the server's clock the key's expiry is the end of the window
     -- after the stored one, set by the write that started it: set it only
     -- when the stored window changes. (Caller-supplied time moves it with
     -- the caller's clock: set every time.)
-    if not (ARGV[3] == '' and tonumber(stored[i][1]) == start[i]) then
+    if not (ARGV[3] == '' and stored_w[i] == start[i]) then
       redis.call('PEXPIRE', KEYS[i], ttl_ms(start[i] + 2 * window[i] - now, window[i]))
     end
   elseif refunded[i] then
     redis.call('HSET', KEYS[i], 'c', string.format('%d', cur[i]))
   end
 end
-
-local out = {allowed}
-for i = 1, n do
-  local elapsed = now - start[i]
-  if elapsed < 0 then elapsed = 0 end
-  local weighted = math.ceil(prev[i] * (window[i] - elapsed) / window[i])
-  local remaining = limit[i] - cur[i] - weighted
-  if remaining < 0 then remaining = 0 end
-  local reset_us = 0
-  if cur[i] > 0 then
-    reset_us = start[i] + 2 * window[i] - now
-  elseif weighted > 0 then
-    reset_us = start[i] + window[i] - now
-  end
-  out[#out + 1] = limit[i]
-  out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(blocked(retry[i]))
-  out[#out + 1] = us_to_ms(reset_us)
-end
 return out
-)__lua__", "55441e4f5a31148c32037f7925736ebc50a8d802"};
+)__lua__", "23a2a9ed9d327f493164ee3c2128a4b20c2fb67e"};
 const Script k_sliding_log = {"sliding_log", R"__lua__(#!lua
 -- prelude.lua: the start of every algorithm script. The build puts this text
 -- in front of each core/scripts/*.lua file (Redis runs one self-contained
 -- text per script; the SHA1 is that of the joined text).
 --
--- ARGV[1] op: 'check', 'peek' or 'refund'   ARGV[2] cost
+-- ARGV[1] op: 'check', 'peek', 'refund' or 'checks'   ARGV[2] cost (costs)
 -- ARGV[3] now_us, or '' for the server's TIME
 -- ARGV[4..] k values per limit, only those the algorithm reads (its script
 --           names them and calls limits(k)); n limits, KEYS[1..n] their state
@@ -562,6 +632,17 @@ const Script k_sliding_log = {"sliding_log", R"__lua__(#!lua
 -- print a 16-digit timestamp with %.14g and lose its last digits.
 local op = ARGV[1]
 local cost = tonumber(ARGV[2])
+-- op 'checks': several checks of the same keys and arguments, coalesced by
+-- the client (core/src/coalescer.h); ARGV[2] holds their costs,
+-- comma-separated, in arrival order. The script decides them one after
+-- another at one `now`, each exactly as a call of its own would decide it,
+-- with the state read once and written once, and replies with their
+-- replies concatenated. Every other op is one decision: costs = {cost}.
+local costs = {cost}
+if op == 'checks' then
+  op, costs = 'check', {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+end
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -652,7 +733,8 @@ end
 -- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
 --              common/prelude.lua, which the build puts in front of this file (the token is not used)
 -- ARGV[3+2(i-1)+1..2]   limit i: limit, window_us
--- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}.
+-- Returns {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
+-- (per check, one after another, for op 'checks').
 -- Every limit must admit or none consumes; everything is read and decided
 -- before the first write, so an error leaves every limit untouched.
 
@@ -796,31 +878,74 @@ if op == 'refund' then
       end
     end
   end
-  op, cost = 'peek', 1
+  op, cost, costs = 'peek', 1, {1}
 end
 
-local allowed = 1
-local count, retry, newest = {}, {}, {}
-for i = 1, n do
-  local r = ring[i]
-  local edge = now - r.window  -- an entry at s counts while now < s + window
-  count[i] = in_window(r, edge)
-  if op == 'check' then prune(r, count[i]) end
-  retry[i] = 0
-  if r.used > 0 then newest[i] = entry(r, r.used) end
-  -- cost more units fit when at most limit - cost are in the window: when
-  -- the (limit - cost + 1)-th newest entry has left it (or does not exist).
-  local t = r.used - r.limit + cost
-  if t >= 1 then
-    local leaving = entry(r, t)
-    if leaving > edge then
-      allowed = 0
-      retry[i] = leaving + r.window - now
+-- Each check in turn (one, or the coalesced ones), in memory. What the
+-- admissions so far would have written is kept aside: extra[i] units at
+-- at[i] (one time for all: max(now, the newest entry), and all still in the
+-- window), after the ring's entries 1..r.used. (They fit: a check prunes
+-- the entries that left the window first, and at most `limit` units, which
+-- the ring has room for, are in it.) A grown ring (r.list) takes them in its
+-- list.
+local extra, at = {}, {}
+for i = 1, n do extra[i] = 0 end
+
+local out = {}
+for _, c in ipairs(costs) do
+  cost = c
+  local allowed = 1
+  local count, retry, newest = {}, {}, {}
+  for i = 1, n do
+    local r = ring[i]
+    local edge = now - r.window  -- an entry at s counts while now < s + window
+    count[i] = in_window(r, edge)
+    if op == 'check' then prune(r, count[i]) end
+    count[i] = count[i] + extra[i]
+    retry[i] = 0
+    if extra[i] > 0 then newest[i] = at[i] elseif r.used > 0 then newest[i] = entry(r, r.used) end
+    -- cost more units fit when at most limit - cost are in the window: when
+    -- the (limit - cost + 1)-th newest entry has left it (or does not exist).
+    local t = r.used + extra[i] - r.limit + cost
+    if t >= 1 then
+      local leaving = at[i]
+      if t <= r.used or extra[i] == 0 then leaving = entry(r, t) end
+      if leaving > edge then
+        allowed = 0
+        retry[i] = leaving + r.window - now
+      end
     end
   end
-end
 
-allowed = apply_block(allowed)
+  allowed = apply_block(allowed)
+
+  out[#out + 1] = allowed
+  for i = 1, n do
+    local r = ring[i]
+    if op == 'check' and allowed == 1 then
+      local t = now
+      if newest[i] and newest[i] > t then t = newest[i] end
+      if r.list then
+        for _ = 1, cost do r.list[#r.list + 1] = t end
+        while #r.list > r.size do table.remove(r.list, 1) end
+        r.used, r.head = #r.list, #r.list % r.size
+      else
+        extra[i] = extra[i] + cost
+      end
+      at[i], r.admitted = t, true
+      count[i] = count[i] + cost
+      newest[i] = t
+    end
+    local reset_us = 0
+    if count[i] > 0 and newest[i] then reset_us = newest[i] + r.window - now end
+    local remaining = r.limit - count[i]
+    if remaining < 0 then remaining = 0 end
+    out[#out + 1] = r.limit
+    out[#out + 1] = remaining
+    out[#out + 1] = us_to_ms(blocked(retry[i]))
+    out[#out + 1] = us_to_ms(reset_us)
+  end
+end
 
 -- Phase 2: write.
 local function expire(r, last)
@@ -834,20 +959,16 @@ local function write_whole(r)  -- a ring re-read for another limit
   redis.call('SET', r.key, table.concat(data), 'KEEPTTL')
 end
 
-local admit = op == 'check' and allowed == 1
+-- The admissions of this call, written as one (they share one time).
 for i = 1, n do
   local r = ring[i]
-  if admit then
-    local t = now
-    if newest[i] and newest[i] > t then t = newest[i] end
+  local cost, t = extra[i], at[i]
+  if r.list and r.admitted then
+    write_whole(r)
+    expire(r, t)
+  elseif cost > 0 then
     local slot = struct.pack('>d', t)
-    if r.list then
-      for _ = 1, cost do r.list[#r.list + 1] = t end
-      while #r.list > r.size do table.remove(r.list, 1) end
-      r.used, r.head = #r.list, #r.list % r.size
-      write_whole(r)
-      expire(r, t)
-    elseif r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
+    if r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
       r.head, r.used = cost % r.size, cost
       redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
                  string.rep('\0', W * (r.size - cost)), 'PX', ttl_ms(t + r.window - now, r.window))
@@ -869,9 +990,7 @@ for i = 1, n do
       redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
       expire(r, t)
     end
-    count[i] = count[i] + cost
-    newest[i] = t
-  elseif r.dirty then  -- a refund moved head and used back
+  elseif r.dirty then  -- a refund or a check moved head and used back
     if r.list then
       write_whole(r)
     else
@@ -879,21 +998,8 @@ for i = 1, n do
     end
   end
 end
-
-local out = {allowed}
-for i = 1, n do
-  local r = ring[i]
-  local reset_us = 0
-  if count[i] > 0 and newest[i] then reset_us = newest[i] + r.window - now end
-  local remaining = r.limit - count[i]
-  if remaining < 0 then remaining = 0 end
-  out[#out + 1] = r.limit
-  out[#out + 1] = remaining
-  out[#out + 1] = us_to_ms(blocked(retry[i]))
-  out[#out + 1] = us_to_ms(reset_us)
-end
 return out
-)__lua__", "dae1d9f33d8ad668e7e3f0dbc971e198c9bf6571"};
+)__lua__", "cf33bc0d100d302a78c8eae573ed5bf46b109c43"};
 
 }  // namespace scripts
 }  // namespace polylimit
