@@ -41,6 +41,11 @@ namespace polylimit {
 class Latch {
  public:
   using Clock = std::chrono::steady_clock;
+  // `can_lead`: the caller waits on this latch alone, so it can run its
+  // batch's call (a check_many waits on several one after another: running
+  // a call for a latch it does not wait on yet could deadlock two batches).
+  explicit Latch(bool can_lead = true) : can_lead_(can_lead) {}
+  bool can_lead() const { return can_lead_; }
   // The call carrying the check is about to go out; false when the waiter
   // gave up first (it is then left out of the call).
   bool claim();
@@ -54,6 +59,7 @@ class Latch {
 
  private:
   enum State { kQueued, kSent, kLead, kGaveUp, kDone };
+  const bool can_lead_;
   std::mutex mu_;
   std::condition_variable cv_;
   State state_ = kQueued;

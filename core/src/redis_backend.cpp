@@ -535,7 +535,7 @@ void RedisBackend::send_next(const std::string& key) {
         finish_batch(key, batch, std::move(reply), error);
       };
       for (const Coalescer::Waiter& w : batch->waiters) {
-        if (!w.latch) continue;
+        if (!w.latch || !w.latch->can_lead()) continue;
         const Latch::Clock::time_point deadline = w.deadline;
         if (w.latch->hand([blocking, deadline] { blocking(deadline); })) return;
         break;  // it gave up meanwhile: the paths below send the call
@@ -610,7 +610,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
         if (sending.count(key) == 0)
           lead = coalescer_.join(key, [&](Coalescer::Batch& b) {
             if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
-            latch = std::make_shared<Latch>();
+            latch = std::make_shared<Latch>(false);
             b.waiters.push_back({rq.cost, latch, nullptr, deadline});
           });
         if (lead && sending.insert(key).second)
