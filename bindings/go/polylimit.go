@@ -310,6 +310,11 @@ func (c *Client) Stats() (Stats, error) {
 		LatencySum:      usDuration(uint64(cs.latency_sum_us)),
 		EvictingNodes:   uint64(cs.evicting_nodes),
 		ConnectAttempts: uint64(cs.connect_attempts),
+		ScriptCalls:     uint64(cs.script_calls),
+		Coalesced:       uint64(cs.coalesced),
+		LeasedUnits:     uint64(cs.leased_units),
+		RefundedUnits:   uint64(cs.refunded_units),
+		StrandedUnits:   uint64(cs.stranded_units),
 		Latency:         make([]LatencyBucket, C.POLYLIMIT_STATS_LATENCY_BUCKETS),
 	}
 	for i := range s.Latency {

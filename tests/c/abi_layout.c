@@ -69,7 +69,7 @@ PIN(polylimit_decision, reset_after_ms, 32);
 PIN(polylimit_decision, granted, 40);
 PIN(polylimit_decision, reserved_, 48);
 
-SIZE(polylimit_stats, 368);
+SIZE(polylimit_stats, 408);
 PIN(polylimit_stats, version, 0);
 PIN(polylimit_stats, checks, 8);
 PIN(polylimit_stats, admitted, 16);
@@ -86,6 +86,11 @@ PIN(polylimit_stats, evicting_nodes, 96);
 PIN(polylimit_stats, connect_attempts, 104);
 PIN(polylimit_stats, latency_le_us, 112);
 PIN(polylimit_stats, latency_buckets, 240);
+PIN(polylimit_stats, script_calls, 368); /* version 2 */
+PIN(polylimit_stats, coalesced, 376);
+PIN(polylimit_stats, leased_units, 384);
+PIN(polylimit_stats, refunded_units, 392);
+PIN(polylimit_stats, stranded_units, 400);
 
 /* Enum values are ABI too. */
 _Static_assert(POLYLIMIT_ECLOSED == -11, "status values moved");

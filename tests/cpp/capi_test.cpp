@@ -112,7 +112,7 @@ TEST(CApi, UrlFromEnvironment) {
 TEST(CApi, ClientOptionsVersion2) {
   polylimit_client* c = nullptr;
   polylimit_client_options o = POLYLIMIT_CLIENT_OPTIONS_INIT;
-  EXPECT_EQ(o.version, 2u);
+  EXPECT_EQ(o.version, 3u);
   o.name = "bad name";
   EXPECT_ERR(polylimit_client_open("memory://", &o, &c, err), POLYLIMIT_EINVALID, "name 'bad name'");
   std::string long_name(129, 'a');

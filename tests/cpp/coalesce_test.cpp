@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -391,10 +393,26 @@ TEST(Coalesce, CApiSwitch) {
     polylimit_stats s = POLYLIMIT_STATS_INIT;
     ASSERT_EQ(polylimit_client_stats(client, &s, &err), POLYLIMIT_OK);
     EXPECT_EQ(admitted.load(), 800);
-    if (off)
+    if (off) {
       EXPECT_EQ(s.round_trips, static_cast<uint64_t>(checks.load()) + 1);  // + the reset
-    else
+      EXPECT_EQ(s.script_calls, static_cast<uint64_t>(checks.load()));
+      EXPECT_EQ(s.coalesced, 0u);
+    } else {
       EXPECT_LT(s.round_trips * 2, static_cast<uint64_t>(checks.load()));
+      EXPECT_LT(s.script_calls * 2, static_cast<uint64_t>(checks.load()));
+      EXPECT_GT(s.coalesced, static_cast<uint64_t>(checks.load()) / 2);
+    }
+    // A version-1 caller's struct ends before the counters of version 2.
+    unsigned char raw[sizeof(polylimit_stats)];
+    std::memset(raw, 0xAB, sizeof raw);
+    polylimit_stats* v1 = reinterpret_cast<polylimit_stats*>(raw);
+    v1->version = 1;
+    ASSERT_EQ(polylimit_client_stats(client, v1, &err), POLYLIMIT_OK) << err.message;
+    EXPECT_EQ(v1->checks, s.checks);
+    for (size_t i = offsetof(polylimit_stats, script_calls); i < sizeof raw; ++i) ASSERT_EQ(raw[i], 0xAB) << i;
+    polylimit_stats v3 = POLYLIMIT_STATS_INIT;
+    v3.version = 3;
+    EXPECT_EQ(polylimit_client_stats(client, &v3, &err), POLYLIMIT_EINVALID);
     polylimit_limiter_free(limiter);
     polylimit_client_close(client);
   }

@@ -590,6 +590,9 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
           .field("threads", a.threads)
           .field("pool_size", pool_size(a))
           .field("connect_attempts", s.connect_attempts)
+          .field("round_trips", s.round_trips)  // these three: the whole run (both paths)
+          .field("script_calls", s.script_calls)
+          .field("coalesced", s.coalesced)
           .field("cost", static_cast<int64_t>(a.cost))
           .number("elapsed_s", r.elapsed_s)
           .field("checks", r.checks)
@@ -617,7 +620,9 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
     }
   }
   if (!a.json)
-    std::printf("round trips %llu (this process)\n", static_cast<unsigned long long>(s.round_trips));
+    std::printf("round trips %llu, script calls %llu, checks coalesced %llu (this process, both paths)\n",
+                static_cast<unsigned long long>(s.round_trips), static_cast<unsigned long long>(s.script_calls),
+                static_cast<unsigned long long>(s.coalesced));
   return status;
 }
 

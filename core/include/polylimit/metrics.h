@@ -34,6 +34,11 @@ struct Stats {
   uint64_t latency_sum_us = 0;
   uint64_t script_calls = 0;      // script calls sent to Redis; a coalesced call counts once
   uint64_t coalesced = 0;         // checks decided in a coalesced call (with others of their key)
+  // Leases (LimiterOptions::lease_units; docs/limiter.md, "Leases").
+  uint64_t leased_units = 0;    // units taken from Redis by leases
+  uint64_t refunded_units = 0;  // unused leased units given back
+  uint64_t stranded_units = 0;  // unused leased units not given back (a failed refund, or the
+                                // window had already moved); Redis frees them with the window
   std::array<uint64_t, kLatencyBuckets> latency_buckets{};  // per bucket, not cumulative
 };
 

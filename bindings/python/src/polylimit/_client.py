@@ -49,6 +49,15 @@ class Stats(TypedDict):
     # connects tried to Redis data nodes, made or failed (bounded by the
     # reconnect backoff while a node is down)
     connect_attempts: int
+    # script calls sent to Redis; checks of one key coalesced into one call
+    # count once (docs/limiter.md, "Hot keys")
+    script_calls: int
+    coalesced: int  # checks decided in one call with others of their key
+    # leases (docs/limiter.md, "Leases"): units taken from Redis, unused
+    # units given back, and unused units that could not be given back
+    leased_units: int
+    refunded_units: int
+    stranded_units: int
     # (upper bound in microseconds, checks in this bucket): not cumulative;
     # the last bound is math.inf.
     latency_buckets: List[Tuple[float, int]]

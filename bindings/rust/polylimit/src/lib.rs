@@ -406,6 +406,15 @@ impl Stats {
     pub fn degraded(&self) -> u64 {
         self.0.degraded
     }
+    /// Script calls sent to Redis; checks of one key coalesced into one call
+    /// count once (docs/limiter.md, "Hot keys").
+    pub fn script_calls(&self) -> u64 {
+        self.0.script_calls
+    }
+    /// Checks decided in one script call with other checks of their key.
+    pub fn coalesced(&self) -> u64 {
+        self.0.coalesced
+    }
     /// The raw struct, with every counter and the latency histogram.
     pub fn raw(&self) -> &sys::polylimit_stats {
         &self.0

@@ -178,6 +178,11 @@ public final class Client implements AutoCloseable {
                 Duration.of(v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_latency_sum_us], ChronoUnit.MICROS),
                 v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_evicting_nodes],
                 v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_connect_attempts],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_script_calls],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_coalesced],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_leased_units],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_refunded_units],
+                v[PolylimitNativeConstants.POLYLIMIT_PACKED_STATS_stranded_units],
                 buckets);
     }
 

@@ -24,11 +24,19 @@ import java.util.Objects;
  *                        limit can over-admit there; see docs/deployments.md)
  * @param connectAttempts connects tried to Redis data nodes, made or failed (bounded by the
  *                        reconnect backoff while a node is down)
+ * @param scriptCalls     script calls sent to Redis; checks of one key coalesced into one call
+ *                        count once (docs/limiter.md, "Hot keys")
+ * @param coalesced       checks decided in one script call with other checks of their key
+ * @param leasedUnits     units taken from Redis by leases (docs/limiter.md, "Leases")
+ * @param refundedUnits   unused leased units given back
+ * @param strandedUnits   unused leased units that could not be given back (Redis frees them
+ *                        with the window)
  * @param latency         the histogram: one bucket per upper bound, counts not cumulative
  */
 public record Stats(long checks, long admitted, long denied, long errors, long roundTrips, long noscriptReloads,
                     long cacheHits, long degraded, long nearLimit, long latencyCount, Duration latencySum,
-                    long evictingNodes, long connectAttempts, List<Bucket> latency) {
+                    long evictingNodes, long connectAttempts, long scriptCalls, long coalesced,
+                    long leasedUnits, long refundedUnits, long strandedUnits, List<Bucket> latency) {
 
     public Stats {
         Objects.requireNonNull(latencySum, "latencySum");
