@@ -61,7 +61,11 @@ fi
 
 run_suite "versions (tools/check-versions.sh)" "$root/tools/check-versions.sh"
 run_suite "C ABI (abidiff against capi/abi)" "$root/tools/abi-check.sh" "$POLYLIMIT_BUILD_DIR/capi/libpolylimit.so.1"
-run_suite "C/C++ (ctest)" ctest --test-dir "$POLYLIMIT_BUILD_DIR" --output-on-failure
+# Tests run POLYLIMIT_JOBS at a time: each starts its own redis-servers on
+# free ports (the launcher takes another port if one was taken meanwhile)
+# in its own temporary directory, so they are independent. The longest (COST
+# in tests/CMakeLists.txt) start first and overlap the short ones.
+run_suite "C/C++ (ctest)" ctest --test-dir "$POLYLIMIT_BUILD_DIR" --output-on-failure -j "$POLYLIMIT_JOBS"
 # Fault matrix and soak (POLYLIMIT_SOAK_SECONDS, default 120); the report goes to
 # build/reports/reliability.md (tests/faults/run.sh --update-docs refreshes the doc).
 run_suite "faults" "$root/tests/faults/run.sh"
