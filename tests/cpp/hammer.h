@@ -77,6 +77,9 @@ class Hammer {
     start(threads, pause);
   }
   ~Hammer() { stop(); }
+  // The pause from each thread's next check on (a thread asleep finishes its
+  // current pause first).
+  void set_pause(std::chrono::microseconds pause) { pause_us_.store(pause.count()); }
   void stop() {
     stop_.store(true);
     for (auto& t : threads_)
@@ -108,8 +111,9 @@ class Hammer {
   polylimit::Decision check() { return async_ ? check_async_and_wait(async_, key_) : limiter_.check(key_); }
 
   void start(int threads, std::chrono::microseconds pause) {
+    pause_us_.store(pause.count());
     for (int t = 0; t < threads; ++t)
-      threads_.emplace_back([this, pause] {
+      threads_.emplace_back([this] {
         while (!stop_.load()) {
           try {
             polylimit::Decision d = check();
@@ -127,7 +131,8 @@ class Hammer {
             }
           }
           attempts.fetch_add(1);
-          if (pause.count() > 0) std::this_thread::sleep_for(pause);
+          const int64_t pause_us = pause_us_.load();
+          if (pause_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
         }
       });
   }
@@ -136,6 +141,7 @@ class Hammer {
   std::shared_ptr<polylimit::Limiter> async_;
   std::string key_;
   std::atomic<bool> stop_{false};
+  std::atomic<int64_t> pause_us_{0};
   std::mutex mu_;
   std::string first_error;
   std::vector<std::thread> threads_;
