@@ -13,6 +13,8 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cinttypes>
 #include <cstdio>
 #include <random>
@@ -422,3 +424,51 @@ TEST(ScriptExpiry, SlidingLogAdmissionsSetTheWindowsExpiry) {
   admit("expiry:{large}", 1000, true);  // slot and header SETRANGEs
   admit("expiry:{small}", 20, true);    // the 10-slot ring re-read for 20
 }
+
+// Rolling upgrades: during one, app servers of the last release (the frozen
+// scripts, one call per check) and of this version (the library's scripts,
+// coalescing on) check the same keys at once. The storage layout did not
+// change, so together they admit exactly the limit: no over-admission, no
+// script error.
+class RollingUpgrade : public ::testing::TestWithParam<Algorithm> {};
+
+TEST_P(RollingUpgrade, OldAndNewClientsOnOneKeyAdmitExactlyTheLimit) {
+  constexpr int64_t kLimit = 300;
+  RedisBackend old_backend(std::make_unique<pltest::LegacyTransport>(standalone()), false);
+  RedisBackend new_backend(standalone(), true);
+  const std::vector<LimitParams> limits = {{GetParam(), kLimit, 3600 * 1000, 0}};
+  const std::string key = std::string("upgrade:") + algorithm_name(GetParam());
+  new_backend.reset(key);
+  std::atomic<int64_t> admitted{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      RedisBackend& b = t % 2 ? old_backend : new_backend;
+      Request rq;
+      rq.limits = &limits;
+      rq.keys = {key};
+      for (int denied = 0; denied < 3;) {
+        try {
+          if (b.evaluate(rq).allowed)
+            ++admitted;
+          else
+            ++denied;
+        } catch (const std::exception&) {
+          ++errors;
+          return;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(admitted.load(), kLimit);
+  EXPECT_GT(new_backend.coalesced(), 0);  // the new clients did coalesce meanwhile
+  EXPECT_EQ(old_backend.coalesced(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RollingUpgrade,
+                         ::testing::Values(Algorithm::kSlidingLog, Algorithm::kSlidingCounter,
+                                           Algorithm::kFixedWindow, Algorithm::kGcra),
+                         [](const ::testing::TestParamInfo<Algorithm>& i) {
+                           return std::string(algorithm_name(i.param));
+                         });
