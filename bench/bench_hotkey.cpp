@@ -1,8 +1,10 @@
 // bench_hotkey - one hot key against distinct keys, coalescing off and on,
 // against a redis-server it starts. A program that prints, not a test.
 //
-//   bench_hotkey [runs] [seconds per cell] [algorithm]
+//   bench_hotkey [runs] [seconds per cell] [algorithm] [threads]
 //
+// With `threads`, only the one-process cells of that many threads run (to
+// profile one shape).
 // Every cell: threads check as fast as they can for the cell's time; admit
 // cells use a limit nothing reaches, deny cells a key already at its limit.
 // Cells run interleaved (run 1 of every cell, then run 2, ...) so that the
@@ -170,11 +172,14 @@ int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 3;
   const double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
   const std::string alg_name = argc > 3 ? argv[3] : "sliding_log";
+  const int only_threads = argc > 4 ? std::atoi(argv[4]) : 0;
   Algorithm alg = Algorithm::kSlidingLog;
   for (Algorithm a : {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow, Algorithm::kGcra})
     if (alg_name == algorithm_name(a)) alg = a;
   if (runs < 1 || seconds <= 0 || alg_name != algorithm_name(alg)) {
-    std::fprintf(stderr, "usage: bench_hotkey [runs >= 1] [seconds > 0] [sliding_log|sliding_counter|fixed_window|gcra]\n");
+    std::fprintf(stderr,
+                 "usage: bench_hotkey [runs >= 1] [seconds > 0] [sliding_log|sliding_counter|fixed_window|gcra] "
+                 "[threads]\n");
     return 2;
   }
   pltest::RedisServer server;
@@ -191,9 +196,11 @@ int main(int argc, char** argv) {
   for (bool deny : {false, true})
     for (int threads : {1, 16, 64})
       for (bool hot : {true, false})
-        for (bool coalesce : {false, true}) cells.push_back({1, threads, hot, coalesce, deny});
+        for (bool coalesce : {false, true})
+          if (only_threads == 0 || only_threads == threads) cells.push_back({1, threads, hot, coalesce, deny});
   for (bool deny : {false, true})
-    for (bool coalesce : {false, true}) cells.push_back({4, 16, true, coalesce, deny});
+    for (bool coalesce : {false, true})
+      if (only_threads == 0) cells.push_back({4, 16, true, coalesce, deny});
 
   std::vector<std::vector<Sample>> samples(cells.size());
   for (int r = 0; r < runs; ++r)
