@@ -179,6 +179,14 @@ typedef enum polylimit_failure_policy {
 /* now_us: explicit time, microseconds since the epoch (2^52: exact in Lua) */
 #define POLYLIMIT_MIN_NOW_US 1LL
 #define POLYLIMIT_MAX_NOW_US 4503599627370496LL
+/* lease_units: leases: units one lease takes from Redis and hands out locally; 0: off; at most the smallest limit (burst for gcra) */
+#define POLYLIMIT_MIN_LEASE_UNITS 0LL
+#define POLYLIMIT_MAX_LEASE_UNITS 1000000LL
+#define POLYLIMIT_DEFAULT_LEASE_UNITS 0LL
+/* lease_ms: leases: how long a lease's units may be handed out; at most the shortest window */
+#define POLYLIMIT_MIN_LEASE_MS 1LL
+#define POLYLIMIT_MAX_LEASE_MS 31622400000LL
+#define POLYLIMIT_DEFAULT_LEASE_MS 100LL
 
 #define POLYLIMIT_STATS_LATENCY_BUCKETS 16
 

@@ -12,6 +12,7 @@
 #include "call_deadline.h"
 #include "clock.h"
 #include "deny_cache.h"
+#include "lease.h"
 #include "memory_backend.h"
 #include "node_pools.h"
 #include "polylimit/limiter.h"
@@ -377,6 +378,18 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
   self->validate_key(key);
   self->validate_cost(cost);
   Report report{&self->client_->metrics()};
+  if (self->leases_) {
+    // A live lease answers at once; without one this is an ordinary
+    // (unleased) check: leases are renewed by blocking checks only.
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t now_ns = self->leases_->now_ns();
+    if (auto d = self->leases_->with(key, [&](Lease& l) { return l.try_take(cost, now_ns); })) {
+      self->client_->metrics().decision(*d, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                                       std::chrono::steady_clock::now() - t0)
+                                                                       .count()));
+      return done(*d, nullptr);
+    }
+  }
   // The deny cache on the client's clock (clock.h).
   const auto started = self->deny_cache_ ? self->client_->clock()->now() : DenyCache::TimePoint{};
   uint64_t epoch = 0;

@@ -46,6 +46,9 @@ Stats Metrics::snapshot() const {
   s.latency_count = latency_count_.load(kRelaxed);
   s.latency_sum_us = latency_sum_us_.load(kRelaxed);
   for (size_t i = 0; i < kLatencyBuckets; ++i) s.latency_buckets[i] = buckets_[i].load(kRelaxed);
+  s.leased_units = leased_units_.load(kRelaxed);
+  s.refunded_units = refunded_units_.load(kRelaxed);
+  s.stranded_units = stranded_units_.load(kRelaxed);
   return s;
 }
 

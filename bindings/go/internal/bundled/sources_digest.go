@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "56875d7c5bf02e5eeb34815babef2d9844c3a9be5b7961b9678278dbd7c2b2d7"
+const sourcesDigest = "8bc4430e3d946467291c89b8ab374e8e7458ff0a594a7f525491c97c8f8f89db"
