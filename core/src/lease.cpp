@@ -103,11 +103,7 @@ Decision Limiter::leased_check(std::string_view key, int64_t cost) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t now_ns = leases_->now_ns();
   // The hot path: no lock but the map's shared one, no round trip.
-  uint64_t seen = 0;
-  std::optional<Decision> hit = leases_->with(key, [&](Lease& l) {
-    seen = l.renewals.load(std::memory_order_acquire);
-    return l.try_take(cost, now_ns);
-  });
+  std::optional<Decision> hit = leases_->with(key, [&](Lease& l) { return l.try_take(cost, now_ns); });
   if (hit) {
     m.decision(*hit, us_since(t0));
     return *hit;
@@ -119,14 +115,15 @@ Decision Limiter::leased_check(std::string_view key, int64_t cost) {
       std::shared_ptr<Lease> lease = leases_->get_or_add(key, storage_keys(key));
       std::unique_lock<std::mutex> lock(lease->mu);
       const int64_t now = leases_->now_ns();
-      // Another thread may have renewed while this one waited: use its lease,
-      // or share its denial instead of asking Redis again.
+      // Another thread may have renewed while this one waited: use its lease.
       if (auto d = lease->try_take(cost, now)) {
         m.decision(*d, us_since(t0));
         return *d;
       }
-      if (lease->renewals.load(std::memory_order_relaxed) != seen && lease->denied_cost > 0 &&
-          cost >= lease->denied_cost && now < lease->denied_until_ns) {
+      // Redis said no (for this cost or less) until denied_until: every
+      // waiter shares that answer (a deny cache of the key) rather than
+      // queueing one round trip each.
+      if (lease->denied_cost > 0 && cost >= lease->denied_cost && now < lease->denied_until_ns) {
         Decision d = lease->denial;
         d.cached = true;
         d.retry_after_ms = std::max<int64_t>(1, (lease->denied_until_ns - now + 999999) / 1000000);
@@ -135,7 +132,6 @@ Decision Limiter::leased_check(std::string_view key, int64_t cost) {
       }
       // Renew: the old lease's unused units go back before a new one is
       // taken, so one limiter never holds two leases of a key in Redis.
-      lease->renewals.fetch_add(1, std::memory_order_acq_rel);
       leases_->give_back(*lease, now);
       lease->denied_cost = 0;
       const int64_t started = leases_->now_ns();

@@ -32,7 +32,6 @@ struct Lease {
   std::atomic<int64_t> server_remaining{0};  // the take's Decision, for leased decisions
   std::atomic<int64_t> limit{0};
   std::atomic<int64_t> reset_after_ms{0};
-  std::atomic<uint64_t> renewals{0};  // renewal attempts; waiters see a renewal finish
 
   // Under mu (one renewal, refund or drop at a time):
   std::mutex mu;

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "8bc4430e3d946467291c89b8ab374e8e7458ff0a594a7f525491c97c8f8f89db"
+const sourcesDigest = "b59524328bbebd8a92297761c15e0fd64f2d9f37970a36362e0105381df8fbc2"
