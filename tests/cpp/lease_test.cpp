@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "redis_server.h"
+#include "polylimit.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
 
@@ -217,6 +218,46 @@ TEST(Lease, KilledHolderStrandsAtMostOneLease) {
   EXPECT_EQ(watch.peek("k").remaining, 50 - 3 - 20);
   std::this_thread::sleep_for(1700ms);
   EXPECT_EQ(watch.peek("k").remaining, 50);
+}
+
+// The C ABI: version 4 of polylimit_limiter_options carries the lease
+// options (lease_ms 0: the default); a version 3 struct has none.
+TEST(Lease, CApiVersion4) {
+  polylimit_client* client = nullptr;
+  ASSERT_EQ(polylimit_client_open(server().url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
+  polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
+  EXPECT_EQ(o.version, 4u);
+  o.limit = 100;
+  o.window_ms = 60000;
+  o.prefix = "lcapi";
+  o.lease_units = 10;
+  polylimit_limiter* l = nullptr;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_new(client, &o, &l, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_limiter_reset(l, "k", 1, nullptr), POLYLIMIT_OK);
+  polylimit_decision d;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+    EXPECT_TRUE(d.allowed);
+  }
+  ASSERT_EQ(polylimit_limiter_peek(l, "k", 1, &d, nullptr), POLYLIMIT_OK);
+  EXPECT_EQ(d.remaining, 90);
+  polylimit_limiter_free(l);  // the last handle: the limiter goes and refunds 7
+  polylimit_limiter* v3 = nullptr;
+  polylimit_limiter_options old = o;
+  old.version = 3;
+  old.lease_ms = 1;  // beyond a version 3 struct: not read
+  ASSERT_EQ(polylimit_limiter_new(client, &old, &v3, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_limiter_peek(v3, "k", 1, &d, nullptr), POLYLIMIT_OK);
+  EXPECT_EQ(d.remaining, 97);
+  ASSERT_EQ(polylimit_limiter_check(v3, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_limiter_peek(v3, "k", 1, &d, nullptr), POLYLIMIT_OK);
+  EXPECT_EQ(d.remaining, 96);  // no lease
+  o.lease_units = 101;
+  EXPECT_EQ(polylimit_limiter_new(client, &o, &l, &err), POLYLIMIT_EINVALID);
+  EXPECT_NE(std::string(err.message).find("lease_units"), std::string::npos) << err.message;
+  polylimit_limiter_free(v3);
+  polylimit_client_close(client);
 }
 
 namespace {

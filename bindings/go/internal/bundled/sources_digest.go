@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "b59524328bbebd8a92297761c15e0fd64f2d9f37970a36362e0105381df8fbc2"
+const sourcesDigest = "fd4a3b5009792ced00a41fb57c49c99c8c5f0a4d2f9e12e31b5b32a1ac0b6787"
