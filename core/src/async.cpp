@@ -425,6 +425,7 @@ void Limiter::refund_async(const std::shared_ptr<Limiter>& self, std::string_vie
   auto rq = std::make_shared<const Request>(self->request(Op::kRefund, key, units, self->now()));
   decide_async(self, rq, [self, key_copy = std::string(key), done](Outcome o) {
     if (!o.error && self->deny_cache_) self->deny_cache_->erase(key_copy);  // the key may fit again
+    if (!o.error && self->leases_) self->leases_->forget_denial(key_copy);
     done(o.decision, o.error);
   });
 }

@@ -98,6 +98,18 @@ void LeaseTable::drop(std::string_view key) {
   lease->denied_cost = 0;
 }
 
+void LeaseTable::forget_denial(std::string_view key) {
+  std::shared_ptr<Lease> lease;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = map_.find(std::string(key));
+    if (it == map_.end()) return;
+    lease = it->second;
+  }
+  std::lock_guard<std::mutex> lock(lease->mu);
+  lease->denied_cost = 0;
+}
+
 Decision Limiter::leased_check(std::string_view key, int64_t cost) {
   Metrics& m = client_->metrics();
   const auto t0 = std::chrono::steady_clock::now();

@@ -114,6 +114,8 @@ class LeaseTable {
   void close_all();
   // Ends the lease of `key` without a refund (the key was reset).
   void drop(std::string_view key);
+  // Forgets the denial the lease of `key` shares (units were refunded).
+  void forget_denial(std::string_view key);
 
   int64_t now_ns() const { return client_->clock()->now().time_since_epoch().count(); }
   Client& client() const { return *client_; }

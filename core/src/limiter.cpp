@@ -340,6 +340,7 @@ Decision Limiter::refund(std::string_view key, int64_t units) {
   check_bound(bounds::kUnits, units);
   Decision d = decide(request(Op::kRefund, key, units, now()));
   if (deny_cache_) deny_cache_->erase(key);  // the key may fit again
+  if (leases_) leases_->forget_denial(key);
   return d;
 }
 

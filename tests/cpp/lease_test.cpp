@@ -101,16 +101,23 @@ TEST(Lease, TakesExactlyLeaseUnitsPerLease) {
 // Near the limit a lease takes what is free, and a check that does not fit
 // is denied with the retry_after of its own cost.
 TEST(Lease, PartialLeaseAndDenial) {
-  auto c = Client::open(server().url());
-  Limiter l(c, lease_opts("lp", Algorithm::kSlidingLog, 25, 60000, 10, 60000));
-  l.reset("k");
-  int admitted = 0;
-  for (int i = 0; i < 40; ++i) admitted += l.check("k").allowed ? 1 : 0;
-  EXPECT_EQ(admitted, 25);
-  Decision d = l.check("k");
-  EXPECT_FALSE(d.allowed);
-  EXPECT_GT(d.retry_after_ms, 0);
-  EXPECT_EQ(l.peek("k").remaining, 0);
+  for (Algorithm alg : kAll) {
+    SCOPED_TRACE(algorithm_name(alg));
+    auto c = Client::open(server().url());
+    Limiter l(c, lease_opts(std::string("lp-") + algorithm_name(alg), alg, 25, 60000, 10, 60000));
+    l.reset("k");
+    int admitted = 0;
+    for (int i = 0; i < 40; ++i) admitted += l.check("k").allowed ? 1 : 0;
+    EXPECT_EQ(admitted, 25);
+    Decision d = l.check("k");
+    EXPECT_FALSE(d.allowed);
+    EXPECT_GT(d.retry_after_ms, 0);
+    EXPECT_EQ(l.peek("k").remaining, 0);
+    // A refund makes room at once, whatever denial the lease was sharing.
+    l.refund("k", 2);
+    EXPECT_TRUE(l.check("k", 2).allowed);
+    EXPECT_FALSE(l.check("k").allowed);
+  }
 }
 
 // Unused units go back when the limiter is destroyed or the client closes.

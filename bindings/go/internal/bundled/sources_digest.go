@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "fd4a3b5009792ced00a41fb57c49c99c8c5f0a4d2f9e12e31b5b32a1ac0b6787"
+const sourcesDigest = "30f0a3df5e3f4c61387494a66d36156843925eb9094afda79b610970e30abd29"
