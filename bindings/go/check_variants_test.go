@@ -73,6 +73,9 @@ func TestLease(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if st, err := c.Stats(); err != nil || st.LeasedUnits != 10 || st.RefundedUnits != 7 || st.StrandedUnits != 0 {
+		t.Fatalf("stats: %+v, %v; want 10 leased, 7 refunded", st, err)
+	}
 	plain, err := c.Limiter("100/minute", prefix)
 	if err != nil {
 		t.Fatal(err)

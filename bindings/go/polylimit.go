@@ -313,6 +313,9 @@ func (c *Client) Stats() (Stats, error) {
 		EvictingNodes:   uint64(cs.evicting_nodes),
 		ConnectAttempts: uint64(cs.connect_attempts),
 		Latency:         make([]LatencyBucket, C.POLYLIMIT_STATS_LATENCY_BUCKETS),
+		LeasedUnits:     uint64(cs.leased_units),
+		RefundedUnits:   uint64(cs.refunded_units),
+		StrandedUnits:   uint64(cs.stranded_units),
 	}
 	for i := range s.Latency {
 		s.Latency[i] = LatencyBucket{UpperBound: usDuration(uint64(cs.latency_le_us[i])), Count: uint64(cs.latency_buckets[i])}

@@ -32,6 +32,9 @@ type Stats struct {
 	EvictingNodes   uint64          // Redis nodes whose maxmemory policy can evict limiter keys (a gauge; docs/deployments.md)
 	ConnectAttempts uint64          // connects tried to Redis data nodes, made or failed (bounded by the reconnect backoff)
 	Latency         []LatencyBucket // the histogram, by increasing UpperBound
+	LeasedUnits     uint64          // units taken from Redis by leases (WithLease)
+	RefundedUnits   uint64          // unused leased units given back to Redis
+	StrandedUnits   uint64          // unused leased units not given back (a failed refund, or freed by Redis with the window)
 }
 
 // LatencyBucket is one bucket of the latency histogram (not cumulative).

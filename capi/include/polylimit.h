@@ -208,15 +208,15 @@ typedef struct polylimit_decision {
 /* X-macros over the fields, in struct order (packing for bindings):
  * X(name) for every field of polylimit_decision / every counter of polylimit_stats. */
 #define POLYLIMIT_DECISION_FIELDS(X) X(allowed) X(cached) X(degraded) X(shadowed) X(limit) X(remaining) X(retry_after_ms) X(reset_after_ms) X(granted)
-#define POLYLIMIT_STATS_COUNTERS(X) X(checks) X(admitted) X(denied) X(errors) X(round_trips) X(noscript_reloads) X(cache_hits) X(degraded) X(near_limit) X(latency_count) X(latency_sum_us) X(evicting_nodes) X(connect_attempts)
+#define POLYLIMIT_STATS_COUNTERS(X) X(checks) X(admitted) X(denied) X(errors) X(round_trips) X(noscript_reloads) X(cache_hits) X(degraded) X(near_limit) X(latency_count) X(latency_sum_us) X(evicting_nodes) X(connect_attempts) X(leased_units) X(refunded_units) X(stranded_units)
 #define POLYLIMIT_DECISION_FIELD_COUNT 9
-#define POLYLIMIT_STATS_COUNTER_COUNT 13
+#define POLYLIMIT_STATS_COUNTER_COUNT 16
 
-#define POLYLIMIT_STATS_VERSION 1
+#define POLYLIMIT_STATS_VERSION 2
 
 /** Counters of one client (all its limiters), since it was opened. */
 typedef struct polylimit_stats {
-    unsigned int version; /**< set by the caller: POLYLIMIT_STATS_VERSION */
+    unsigned int version; /**< set by the caller: POLYLIMIT_STATS_VERSION (or an older version) */
     uint64_t checks; /**< checks decided or failed (each key of a batch counts) */
     uint64_t admitted; /**< checks admitted */
     uint64_t denied; /**< checks denied */
@@ -233,9 +233,13 @@ typedef struct polylimit_stats {
     uint64_t latency_le_us[POLYLIMIT_STATS_LATENCY_BUCKETS];   /**< bucket upper bounds (us);
                                                                the last is UINT64_MAX (+Inf) */
     uint64_t latency_buckets[POLYLIMIT_STATS_LATENCY_BUCKETS]; /**< checks per bucket (not cumulative) */
+    /* version 2 */
+    uint64_t leased_units; /**< units taken from Redis by leases (docs/limiter.md, "Leases") */
+    uint64_t refunded_units; /**< unused leased units given back to Redis */
+    uint64_t stranded_units; /**< unused leased units not given back (a refund failed, or Redis had already freed them with the window) */
 } polylimit_stats;
 
-#define POLYLIMIT_STATS_INIT { POLYLIMIT_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 }, { 0 } }
+#define POLYLIMIT_STATS_INIT { POLYLIMIT_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 }, { 0 }, 0, 0, 0 }
 /* END GENERATED: vocabulary */
 
 /** Per-call error detail, owned by the caller. Nothing in it needs freeing. */

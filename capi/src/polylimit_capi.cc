@@ -481,15 +481,19 @@ int polylimit_limiter_reset(polylimit_limiter* limiter, const void* key, size_t 
 int polylimit_client_stats(polylimit_client* client, polylimit_stats* out, polylimit_error* err) {
   if (client == nullptr) return null_argument(err, "client");
   if (out == nullptr) return null_argument(err, "out");
-  if (out->version != POLYLIMIT_STATS_VERSION)
+  // Version 1 ends with the histogram; version 2 appended the lease counters.
+  const size_t size = out->version == 1                         ? offsetof(polylimit_stats, leased_units)
+                      : out->version == POLYLIMIT_STATS_VERSION ? sizeof(polylimit_stats)
+                                                                : 0;
+  if (size == 0)
     return fail(err, POLYLIMIT_EINVALID, ("out->version = " + std::to_string(out->version) +
-                                   " is not POLYLIMIT_STATS_VERSION (" + std::to_string(POLYLIMIT_STATS_VERSION) + ")").c_str());
+                                   " is not a known POLYLIMIT_STATS_VERSION (1.." + std::to_string(POLYLIMIT_STATS_VERSION) + ")").c_str());
   return guarded(err, [&] {
     static_assert(POLYLIMIT_STATS_LATENCY_BUCKETS == polylimit::kLatencyBuckets, "bucket count");
     polylimit::Stats s = client->rep->stats();
     polylimit_stats r;
     std::memset(&r, 0, sizeof r);
-    r.version = POLYLIMIT_STATS_VERSION;
+    r.version = out->version;
 #define POLYLIMIT_COPY(name) r.name = s.name;
     POLYLIMIT_STATS_COUNTERS(POLYLIMIT_COPY)
 #undef POLYLIMIT_COPY
@@ -497,7 +501,7 @@ int polylimit_client_stats(polylimit_client* client, polylimit_stats* out, polyl
       r.latency_le_us[i] = i + 1 < polylimit::kLatencyBuckets ? polylimit::kLatencyBoundsUs[i] : UINT64_MAX;
       r.latency_buckets[i] = s.latency_buckets[i];
     }
-    *out = r;
+    std::memcpy(out, &r, size);  // a version-1 caller's struct is shorter
   });
 }
 

@@ -93,18 +93,29 @@ def c_block(v):
     out.append("#define POLYLIMIT_STATS_COUNTERS(X) " + " ".join("X(%s)" % f["name"] for f in v["stats_counters"]))
     out.append("#define POLYLIMIT_DECISION_FIELD_COUNT %d" % len(v["decision_fields"]))
     out.append("#define POLYLIMIT_STATS_COUNTER_COUNT %d" % len(v["stats_counters"]))
-    out += ["", "#define POLYLIMIT_STATS_VERSION 1", "",
+    # Counters of version 1 precede the histogram; later ones ("since": n)
+    # are appended after it, grouped by version (the struct only grows).
+    first = [f for f in v["stats_counters"] if f.get("since", 1) == 1]
+    later = [f for f in v["stats_counters"] if f.get("since", 1) > 1]
+    version = max([1] + [f["since"] for f in later])
+    out += ["", "#define POLYLIMIT_STATS_VERSION %d" % version, "",
             "/** Counters of one client (all its limiters), since it was opened. */",
             "typedef struct polylimit_stats {",
-            "    unsigned int version; /**< set by the caller: POLYLIMIT_STATS_VERSION */"]
-    for f in v["stats_counters"]:
+            "    unsigned int version; /**< set by the caller: POLYLIMIT_STATS_VERSION (or an older version) */"]
+    for f in first:
         out.append("    uint64_t %s; /**< %s */" % (f["name"], f["doc"]))
     out += ["    uint64_t latency_le_us[POLYLIMIT_STATS_LATENCY_BUCKETS];   /**< bucket upper bounds (us);",
             "                                                               the last is UINT64_MAX (+Inf) */",
-            "    uint64_t latency_buckets[POLYLIMIT_STATS_LATENCY_BUCKETS]; /**< checks per bucket (not cumulative) */",
-            "} polylimit_stats;", "",
-            "#define POLYLIMIT_STATS_INIT { POLYLIMIT_STATS_VERSION, %s{ 0 }, { 0 } }"
-            % ("0, " * len(v["stats_counters"]))]
+            "    uint64_t latency_buckets[POLYLIMIT_STATS_LATENCY_BUCKETS]; /**< checks per bucket (not cumulative) */"]
+    since = 1
+    for f in later:
+        if f["since"] != since:
+            since = f["since"]
+            out.append("    /* version %d */" % since)
+        out.append("    uint64_t %s; /**< %s */" % (f["name"], f["doc"]))
+    out += ["} polylimit_stats;", "",
+            "#define POLYLIMIT_STATS_INIT { POLYLIMIT_STATS_VERSION, %s{ 0 }, { 0 }%s }"
+            % ("0, " * len(first), ", 0" * len(later))]
     return "\n".join(out) + "\n"
 
 

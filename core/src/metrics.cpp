@@ -74,6 +74,11 @@ const Family kFamilies[] = {
     {"near_limit_total", "counter", "Admitted checks with less than 10% of the limit remaining.", &Stats::near_limit},
     {"connect_attempts_total", "counter",
      "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.", &Stats::connect_attempts},
+    {"leased_units_total", "counter", "Units taken from Redis by leases.", &Stats::leased_units},
+    {"refunded_units_total", "counter", "Unused leased units given back to Redis.", &Stats::refunded_units},
+    {"stranded_units_total", "counter",
+     "Unused leased units not given back (a failed refund, or freed by Redis with the window).",
+     &Stats::stranded_units},
     {"evicting_nodes", "gauge", "Redis nodes whose maxmemory policy can evict limiter keys (over-admission risk).",
      &Stats::evicting_nodes},
 };

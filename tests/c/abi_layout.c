@@ -70,7 +70,7 @@ PIN(polylimit_decision, reset_after_ms, 32);
 PIN(polylimit_decision, granted, 40);
 PIN(polylimit_decision, reserved_, 48);
 
-SIZE(polylimit_stats, 368);
+SIZE(polylimit_stats, 392);
 PIN(polylimit_stats, version, 0);
 PIN(polylimit_stats, checks, 8);
 PIN(polylimit_stats, admitted, 16);
@@ -87,6 +87,9 @@ PIN(polylimit_stats, evicting_nodes, 96);
 PIN(polylimit_stats, connect_attempts, 104);
 PIN(polylimit_stats, latency_le_us, 112);
 PIN(polylimit_stats, latency_buckets, 240);
+PIN(polylimit_stats, leased_units, 368);  /* version 2 starts here */
+PIN(polylimit_stats, refunded_units, 376);
+PIN(polylimit_stats, stranded_units, 384);
 
 /* Enum values are ABI too. */
 _Static_assert(POLYLIMIT_ECLOSED == -11, "status values moved");

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstring>
 #include <future>
 #include <thread>
 #include <vector>
@@ -250,6 +252,23 @@ TEST(Lease, CApiVersion4) {
   ASSERT_EQ(polylimit_limiter_peek(l, "k", 1, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 90);
   polylimit_limiter_free(l);  // the last handle: the limiter goes and refunds 7
+  polylimit_stats st = POLYLIMIT_STATS_INIT;
+  EXPECT_EQ(st.version, 2u);
+  ASSERT_EQ(polylimit_client_stats(client, &st, nullptr), POLYLIMIT_OK);
+  EXPECT_EQ(st.leased_units, 10u);
+  EXPECT_EQ(st.refunded_units, 7u);
+  EXPECT_EQ(st.stranded_units, 0u);
+  // A version 1 caller's struct ends with the histogram: nothing after it is written.
+  struct {
+    polylimit_stats s;
+    unsigned char canary;
+  } v1;
+  std::memset(&v1, 0xAB, sizeof v1);
+  v1.s.version = 1;
+  ASSERT_EQ(polylimit_client_stats(client, &v1.s, nullptr), POLYLIMIT_OK);
+  EXPECT_EQ(v1.s.checks, 3u);
+  const unsigned char* tail = reinterpret_cast<const unsigned char*>(&v1.s) + offsetof(polylimit_stats, leased_units);
+  for (size_t i = 0; i < sizeof v1 - offsetof(polylimit_stats, leased_units); ++i) ASSERT_EQ(tail[i], 0xAB) << i;
   polylimit_limiter* v3 = nullptr;
   polylimit_limiter_options old = o;
   old.version = 3;

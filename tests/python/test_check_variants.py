@@ -178,6 +178,8 @@ def test_lease_takes_a_block_and_gives_back_unused_units(url, key):
         del lim  # the limiter goes: the 7 units it did not use go back
         gc.collect()
         assert watch.peek(key).remaining == 97
+        stats = client.stats()
+        assert (stats["leased_units"], stats["refunded_units"], stats["stranded_units"]) == (10, 7, 0)
         with pytest.raises(polylimit.InvalidArgument, match="lease_units = 11 exceeds limit = 10"):
             client.limiter(limit=10, window=1, lease_units=11)
         with pytest.raises(polylimit.InvalidArgument, match="lease_ms = 0"):

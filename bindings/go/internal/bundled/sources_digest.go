@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "30f0a3df5e3f4c61387494a66d36156843925eb9094afda79b610970e30abd29"
+const sourcesDigest = "8749b305469185b27753dfd289726d91382cfb0d34aa3ed3d4c7f94ce0ab90a1"

@@ -20,7 +20,8 @@ const size_t polylimit_sys_layout[] = {
     O(polylimit_stats, noscript_reloads), O(polylimit_stats, cache_hits), O(polylimit_stats, degraded),
     O(polylimit_stats, near_limit), O(polylimit_stats, latency_count), O(polylimit_stats, latency_sum_us),
     O(polylimit_stats, evicting_nodes), O(polylimit_stats, connect_attempts), O(polylimit_stats, latency_le_us),
-    O(polylimit_stats, latency_buckets),
+    O(polylimit_stats, latency_buckets), O(polylimit_stats, leased_units), O(polylimit_stats, refunded_units),
+    O(polylimit_stats, stranded_units),
 
     S(polylimit_error),
     O(polylimit_error, code), O(polylimit_error, sys_errno), O(polylimit_error, outcome_unknown),

@@ -13,7 +13,7 @@ use core::ffi::{c_char, c_int, c_uint, c_void};
 pub const POLYLIMIT_VERSION_NUMBER: c_int = 10000;
 pub const POLYLIMIT_CLIENT_OPTIONS_VERSION: c_uint = 2;
 pub const POLYLIMIT_LIMITER_OPTIONS_VERSION: c_uint = 4;
-pub const POLYLIMIT_STATS_VERSION: c_uint = 1;
+pub const POLYLIMIT_STATS_VERSION: c_uint = 2;
 pub const POLYLIMIT_STATS_LATENCY_BUCKETS: usize = 16;
 pub const POLYLIMIT_OK: c_int = 0;
 
@@ -52,6 +52,10 @@ pub struct polylimit_stats {
     pub connect_attempts: u64,
     pub latency_le_us: [u64; POLYLIMIT_STATS_LATENCY_BUCKETS],
     pub latency_buckets: [u64; POLYLIMIT_STATS_LATENCY_BUCKETS],
+    // version 2
+    pub leased_units: u64,
+    pub refunded_units: u64,
+    pub stranded_units: u64,
 }
 
 #[repr(C)]

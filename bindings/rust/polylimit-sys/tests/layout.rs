@@ -30,7 +30,8 @@ fn structs_match_the_header() {
                              retry_after_ms, reset_after_ms, granted, reserved_ }
         polylimit_stats { version, checks, admitted, denied, errors, round_trips, noscript_reloads,
                           cache_hits, degraded, near_limit, latency_count, latency_sum_us,
-                          evicting_nodes, connect_attempts, latency_le_us, latency_buckets }
+                          evicting_nodes, connect_attempts, latency_le_us, latency_buckets,
+                          leased_units, refunded_units, stranded_units }
         polylimit_error { code, sys_errno, outcome_unknown, reserved_, message }
         polylimit_client_options { version, pool_size, connect_timeout_ms, command_timeout_ms,
                                    acquire_timeout_ms, keepalive_s, disable_keepalive, idle_check_ms,
