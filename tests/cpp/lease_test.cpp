@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "clock.h"
 #include "redis_server.h"
 #include "polylimit.h"
 #include "polylimit/errors.h"
@@ -98,6 +99,27 @@ TEST(Lease, TakesExactlyLeaseUnitsPerLease) {
     EXPECT_EQ(c->stats().refunded_units - s0.refunded_units, 9u);
     EXPECT_EQ(l.peek("k").remaining, 79);  // 21 used
   }
+}
+
+// An expired lease hands out nothing more; the next check gives its unused
+// units back before it takes a new lease (client clock stepped by hand).
+TEST(Lease, ExpiredLeaseIsRefundedAtRenewal) {
+  auto clock = std::make_shared<ManualClock>();
+  ClientOptions co;
+  co.clock = clock;
+  auto c = Client::open(server().url(), co);
+  Limiter l(c, lease_opts("le", Algorithm::kSlidingLog, 100, 60000, 10, 100));
+  l.reset("k");
+  ASSERT_TRUE(l.check("k").allowed);
+  clock->advance(std::chrono::milliseconds(99));
+  const uint64_t trips = c->stats().round_trips;
+  ASSERT_TRUE(l.check("k").allowed);  // still live: no round trip
+  EXPECT_EQ(c->stats().round_trips, trips);
+  clock->advance(std::chrono::milliseconds(1));  // lease_ms has passed
+  ASSERT_TRUE(l.check("k").allowed);
+  EXPECT_EQ(c->stats().refunded_units, 8u);
+  EXPECT_EQ(c->stats().leased_units, 20u);
+  EXPECT_EQ(l.peek("k").remaining, 100 - 2 - 10);
 }
 
 // Near the limit a lease takes what is free, and a check that does not fit
