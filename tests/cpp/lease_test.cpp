@@ -122,6 +122,22 @@ TEST(Lease, ExpiredLeaseIsRefundedAtRenewal) {
   EXPECT_EQ(l.peek("k").remaining, 100 - 2 - 10);
 }
 
+// Several limits: a take is all-or-nothing over all of them, so the
+// tighter one caps what leases can hand out.
+TEST(Lease, SeveralLimits) {
+  auto c = Client::open(server().url());
+  LimiterOptions o = lease_opts("lm", Algorithm::kSlidingLog, 0, 0, 10, 1000);
+  o.limits = {{Algorithm::kSlidingLog, 100, 60000, 0}, {Algorithm::kSlidingLog, 25, 3600000, 0}};
+  Limiter l(c, o);
+  l.reset("k");
+  int admitted = 0;
+  for (int i = 0; i < 60; ++i) admitted += l.check("k").allowed ? 1 : 0;
+  EXPECT_EQ(admitted, 25);
+  Decision p = l.peek("k");
+  EXPECT_EQ(p.limit, 25);
+  EXPECT_EQ(p.remaining, 0);
+}
+
 // Near the limit a lease takes what is free, and a check that does not fit
 // is denied with the retry_after of its own cost.
 TEST(Lease, PartialLeaseAndDenial) {
