@@ -52,6 +52,42 @@ func TestBlock(t *testing.T) {
 	wantError(t, "block -1s", err, polylimit.ErrInvalidArgument, "block_ms = -1000 is out of range 0..31622400000")
 }
 
+// Leases: one round trip takes 10 units; closing the limiter gives back
+// what was not used.
+func TestLease(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL)
+	prefix := polylimit.WithPrefix(fmt.Sprintf("go-lease-%d", time.Now().UnixNano()))
+	l, err := c.Limiter("100/minute", prefix, polylimit.WithLease(10, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+			t.Fatalf("check %d: %+v, %v", i, r, err)
+		}
+	}
+	if r, err := l.Peek(ctx, "k"); err != nil || r.Remaining != 90 {
+		t.Fatalf("peek with a lease held: %+v, %v; want 90 remaining", r, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Stats(); err != nil || st.LeasedUnits != 10 || st.RefundedUnits != 7 || st.StrandedUnits != 0 {
+		t.Fatalf("stats: %+v, %v; want 10 leased, 7 refunded", st, err)
+	}
+	plain, err := c.Limiter("100/minute", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if r, err := plain.Peek(ctx, "k"); err != nil || r.Remaining != 97 {
+		t.Fatalf("peek after close: %+v, %v; want 97 remaining", r, err)
+	}
+	_, err = c.Limiter("10/s", polylimit.WithLease(11, 0))
+	wantError(t, "lease 11 of 10", err, polylimit.ErrInvalidArgument, "lease_units = 11 exceeds limit = 10")
+}
+
 // A duration converts to whole milliseconds rounded up, as in Python and
 // Java: a block of 1.2ms is 2ms (truncating made it 1ms). The denial that
 // starts the block reports it: RetryAfter is the block (the 1ms window alone

@@ -190,6 +190,8 @@ type limiterConfig struct {
 	durableReplicas int32
 	durableTimeout  int32 // ms
 	durableAOF      bool
+	leaseUnits      int64
+	leaseMs         int64
 	err             *Error
 }
 
@@ -332,6 +334,17 @@ func WithDurable(replicas int, timeout time.Duration) LimiterOption {
 // (WAITAOF: Redis 7.2 or later, appendonly yes); the replicas of WithDurable
 // must then have fsynced it too.
 func WithDurableAOF() LimiterOption { return func(c *limiterConfig) { c.durableAOF = true } }
+
+// WithLease turns on leases: a check takes units units of the key from Redis
+// in one round trip and hands them out in this process without one, for d
+// (rounded up to whole milliseconds; 0: the default, DefaultLeaseMs ms; at
+// most the window). Unused units go back when the lease ends, the limiter is
+// closed or the client closes. Admissions can exceed the limit in a window by
+// at most units per limiter holding leases on the key (docs/limiter.md,
+// "Leases"). units 0: off; not with WithBlock.
+func WithLease(units int, d time.Duration) LimiterOption {
+	return func(c *limiterConfig) { c.leaseUnits, c.leaseMs = int64(units), millis(d) }
+}
 
 // exactMillis converts a window, which sets the rate, to milliseconds. It is
 // not rounded: a window that is not a whole number of milliseconds is

@@ -267,6 +267,8 @@ func (c *Client) newLimiter(cfg *limiterConfig, mk func(*C.polylimit_limiter_opt
 	if cfg.durableAOF {
 		lo.durable_aof = 1
 	}
+	lo.lease_units = C.int64_t(cfg.leaseUnits)
+	lo.lease_ms = C.int64_t(cfg.leaseMs)
 
 	c.mu.RLock()
 	defer c.mu.RUnlock()

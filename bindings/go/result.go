@@ -33,7 +33,7 @@ type Stats struct {
 	ConnectAttempts uint64          // connects tried to Redis data nodes, made or failed (bounded by the reconnect backoff)
 	ScriptCalls     uint64          // script calls sent to Redis; a coalesced call (several checks of one key) counts once
 	Coalesced       uint64          // checks decided in one script call with others of their key (docs/limiter.md, "Hot keys")
-	LeasedUnits     uint64          // units taken from Redis by leases (docs/limiter.md, "Leases")
+	LeasedUnits     uint64          // units taken from Redis by leases (WithLease; docs/limiter.md, "Leases")
 	RefundedUnits   uint64          // unused leased units given back
 	StrandedUnits   uint64          // unused leased units that could not be given back (Redis frees them with the window)
 	Latency         []LatencyBucket // the histogram, by increasing UpperBound

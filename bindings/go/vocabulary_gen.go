@@ -201,4 +201,14 @@ const (
 	// now_us: explicit time, microseconds since the epoch (2^52: exact in Lua).
 	MinNowUs = 1
 	MaxNowUs = 4503599627370496
+
+	// lease_units: leases: units one lease takes from Redis and hands out locally; 0: off; at most the smallest limit (burst for gcra).
+	MinLeaseUnits     = 0
+	MaxLeaseUnits     = 1000000
+	DefaultLeaseUnits = 0
+
+	// lease_ms: leases: how long a lease's units may be handed out; at most the shortest window.
+	MinLeaseMs     = 1
+	MaxLeaseMs     = 31622400000
+	DefaultLeaseMs = 100
 )

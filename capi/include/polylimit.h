@@ -179,6 +179,14 @@ typedef enum polylimit_failure_policy {
 /* now_us: explicit time, microseconds since the epoch (2^52: exact in Lua) */
 #define POLYLIMIT_MIN_NOW_US 1LL
 #define POLYLIMIT_MAX_NOW_US 4503599627370496LL
+/* lease_units: leases: units one lease takes from Redis and hands out locally; 0: off; at most the smallest limit (burst for gcra) */
+#define POLYLIMIT_MIN_LEASE_UNITS 0LL
+#define POLYLIMIT_MAX_LEASE_UNITS 1000000LL
+#define POLYLIMIT_DEFAULT_LEASE_UNITS 0LL
+/* lease_ms: leases: how long a lease's units may be handed out; at most the shortest window */
+#define POLYLIMIT_MIN_LEASE_MS 1LL
+#define POLYLIMIT_MAX_LEASE_MS 31622400000LL
+#define POLYLIMIT_DEFAULT_LEASE_MS 100LL
 
 #define POLYLIMIT_STATS_LATENCY_BUCKETS 16
 
@@ -355,8 +363,9 @@ POLYLIMIT_EXTERN(void) polylimit_client_close(polylimit_client *client);
 /* ---- limiter ----------------------------------------------------------- */
 
 /* Version 2 appended `burst` (and what follows it), version 3 the durable_*
- * fields (failover-safe mode). Version 1 and 2 structs stay accepted. */
-#define POLYLIMIT_LIMITER_OPTIONS_VERSION 3
+ * fields (failover-safe mode), version 4 the lease_* fields (leases).
+ * Version 1, 2 and 3 structs stay accepted. */
+#define POLYLIMIT_LIMITER_OPTIONS_VERSION 4
 
 typedef struct polylimit_limiter_options {
     unsigned int version;   /**< POLYLIMIT_LIMITER_OPTIONS_VERSION */
@@ -401,13 +410,23 @@ typedef struct polylimit_limiter_options {
                                  append-only file (WAITAOF 1 durable_replicas: Redis 7.2
                                  or later with appendonly yes; the replicas' AOFs then
                                  count instead of their memory) */
+    /* version 4: leases (docs/limiter.md, "Leases") */
+    int64_t lease_units;    /**< a check takes this many units of the key from Redis in one
+                                 round trip and hands them out in this process without one;
+                                 unused units go back when the lease ends, the limiter is
+                                 freed or the client closes. Admissions can exceed the limit
+                                 in a window by at most lease_units per limiter holding
+                                 leases on the key. 0: off; at most the smallest limit
+                                 (burst for POLYLIMIT_ALG_GCRA); not with block_ms */
+    int64_t lease_ms;       /**< how long a lease's units may be handed out, at most the
+                                 window; 0: POLYLIMIT_DEFAULT_LEASE_MS */
 } polylimit_limiter_options;
 
 #define POLYLIMIT_LIMITER_OPTIONS_INIT { POLYLIMIT_LIMITER_OPTIONS_VERSION, POLYLIMIT_ALG_SLIDING_LOG, 0, 0, NULL, \
-                                         POLYLIMIT_CLOCK_SERVER, 0, 0, POLYLIMIT_FAIL_ERROR, 0, 0, 0, 0, 0, 0, 0 }
+                                         POLYLIMIT_CLOCK_SERVER, 0, 0, POLYLIMIT_FAIL_ERROR, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
- * Fills opts with defaults for the given version (1, 2 or 3); only the fields
+ * Fills opts with defaults for the given version (1 to 4); only the fields
  * of that version are written. limit and window_ms stay 0.
  */
 POLYLIMIT_EXTERN(int) polylimit_limiter_options_init(polylimit_limiter_options *opts, unsigned int version);

@@ -120,7 +120,8 @@ size_t limiter_options_size(unsigned int version) {
   switch (version) {
     case 1: return offsetof(polylimit_limiter_options, burst);
     case 2: return offsetof(polylimit_limiter_options, durable_replicas);
-    case 3: return sizeof(polylimit_limiter_options);
+    case 3: return offsetof(polylimit_limiter_options, lease_units);
+    case 4: return sizeof(polylimit_limiter_options);
     default: return 0;
   }
 }
@@ -196,6 +197,8 @@ void apply_common(const polylimit_limiter_options& o, polylimit::LimiterOptions&
   lo.durable_replicas = o.durable_replicas;
   if (o.durable_timeout_ms != 0) lo.durable_timeout_ms = o.durable_timeout_ms;
   lo.durable_aof = o.durable_aof != 0;
+  lo.lease_units = o.lease_units;
+  if (o.lease_ms != 0) lo.lease_ms = o.lease_ms;
 }
 
 // A non-NULL pointer is needed unless the length is 0 (rejected by the core).

@@ -12,6 +12,7 @@
 #include "call_deadline.h"
 #include "clock.h"
 #include "deny_cache.h"
+#include "lease.h"
 #include "memory_backend.h"
 #include "node_pools.h"
 #include "polylimit/limiter.h"
@@ -377,6 +378,18 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
   self->validate_key(key);
   self->validate_cost(cost);
   Report report{&self->client_->metrics()};
+  if (self->leases_) {
+    // A live lease answers at once; without one this is an ordinary
+    // (unleased) check: leases are renewed by blocking checks only.
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t now_ns = self->leases_->now_ns();
+    if (auto d = self->leases_->with(key, [&](Lease& l) { return l.try_take(cost, now_ns); })) {
+      self->client_->metrics().decision(*d, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                                       std::chrono::steady_clock::now() - t0)
+                                                                       .count()));
+      return done(*d, nullptr);
+    }
+  }
   // The deny cache on the client's clock (clock.h).
   const auto started = self->deny_cache_ ? self->client_->clock()->now() : DenyCache::TimePoint{};
   uint64_t epoch = 0;
@@ -412,6 +425,7 @@ void Limiter::refund_async(const std::shared_ptr<Limiter>& self, std::string_vie
   auto rq = std::make_shared<const Request>(self->request(Op::kRefund, key, units, self->now()));
   decide_async(self, rq, [self, key_copy = std::string(key), done](Outcome o) {
     if (!o.error && self->deny_cache_) self->deny_cache_->erase(key_copy);  // the key may fit again
+    if (!o.error && self->leases_) self->leases_->forget_denial(key_copy);
     done(o.decision, o.error);
   });
 }

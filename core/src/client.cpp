@@ -1,6 +1,7 @@
 // client.cpp - Client::open picks the backend for a URL.
 #include "polylimit/client.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "clock.h"
@@ -66,8 +67,25 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
 
 void Client::close() {
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  std::vector<std::weak_ptr<std::function<void()>>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(hooks_mu_);
+    hooks.swap(close_hooks_);
+  }
+  for (auto& h : hooks)
+    if (auto hook = h.lock()) (*hook)();
   backend_->close();
   fire_timer();  // pending acquire retries meet the closed client now, not when their wait ends
+}
+
+void Client::on_close(std::weak_ptr<std::function<void()>> hook) {
+  std::lock_guard<std::mutex> lock(hooks_mu_);
+  // Drop hooks whose owners have gone, so a client that outlives many
+  // limiters keeps no list of dead ones.
+  close_hooks_.erase(std::remove_if(close_hooks_.begin(), close_hooks_.end(),
+                                    [](const std::weak_ptr<std::function<void()>>& w) { return w.expired(); }),
+                     close_hooks_.end());
+  close_hooks_.push_back(std::move(hook));
 }
 
 void Client::ensure_open() const {

@@ -7,6 +7,7 @@
 #include "breaker.h"
 #include "clock.h"
 #include "deny_cache.h"
+#include "lease.h"
 #include "memory_backend.h"
 #include "sha256.h"
 #include "polylimit/errors.h"
@@ -124,6 +125,23 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
   durable_.aof = options_.durable_aof;
   durable_.timeout_ms = options_.durable_timeout_ms;
   client_->backend().check_durability(durable_);
+  check_bound(bounds::kLeaseUnits, options_.lease_units);
+  if (options_.lease_units > 0) {
+    check_bound(bounds::kLeaseMs, options_.lease_ms);
+    for (const LimitParams& p : limits_) {
+      if (options_.lease_units > p.capacity())
+        throw_invalid("lease_units = " + std::to_string(options_.lease_units) + " exceeds " +
+                      (p.algorithm == Algorithm::kGcra ? "burst" : "limit") + " = " + std::to_string(p.capacity()));
+      if (options_.lease_ms > p.window_ms)
+        throw_invalid("lease_ms = " + std::to_string(options_.lease_ms) + " exceeds the window (" +
+                      std::to_string(p.window_ms) + " ms)");
+    }
+    // A denied lease take is not a denial any caller sees: it must not block the key.
+    if (options_.block_ms > 0) throw_invalid("block_ms cannot be combined with lease_units (use one or the other)");
+    leases_ = std::make_shared<LeaseTable>(client_, limits_, options_.clock);
+    close_hook_ = std::make_shared<std::function<void()>>([t = leases_] { t->close_all(); });
+    client_->on_close(close_hook_);
+  }
   if (options_.prefix.empty()) throw_invalid("prefix is empty");
   if (options_.prefix.size() > kMaxPrefixLength)
     throw_invalid("prefix is longer than " + std::to_string(kMaxPrefixLength) + " bytes");
@@ -131,7 +149,11 @@ Limiter::Limiter(std::shared_ptr<Client> client, LimiterOptions options)
     throw_invalid("prefix must not contain '{' or '}' (the library places the hash tag)");
 }
 
-Limiter::~Limiter() = default;
+Limiter::~Limiter() {
+  // Gives the leases' unused units back while the client can still do it
+  // (after close(), the close hook has done it).
+  if (leases_ && client_ && !client_->closed()) leases_->close_all();
+}
 Limiter::Limiter(Limiter&&) noexcept = default;
 
 std::string Limiter::storage_key(std::string_view key) const {
@@ -205,6 +227,11 @@ Decision Limiter::check(std::string_view key, int64_t cost) {
   client_->ensure_open();
   validate_key(key);
   validate_cost(cost);
+  if (leases_) return leased_check(key, cost);
+  return check_unleased(key, cost);
+}
+
+Decision Limiter::check_unleased(std::string_view key, int64_t cost) {
   return finish(measured(client_->metrics(), [&] {
     const auto started = deny_cache_ ? client_->clock()->now() : DenyCache::TimePoint{};
     uint64_t epoch = 0;
@@ -238,6 +265,7 @@ void Limiter::reset(std::string_view key) {
   std::vector<std::string> keys = storage_keys(key);
   if (options_.block_ms > 0) keys.push_back(keys[0] + ":block");
   if (fallback_) fallback_->reset(keys);
+  if (leases_) leases_->drop(key);  // its units are gone with the key: nothing to give back
   client_->backend().reset(keys);
   // After the reset; erase() also stops checks already in flight from caching
   // a denial that the reset made stale.
@@ -312,6 +340,7 @@ Decision Limiter::refund(std::string_view key, int64_t units) {
   check_bound(bounds::kUnits, units);
   Decision d = decide(request(Op::kRefund, key, units, now()));
   if (deny_cache_) deny_cache_->erase(key);  // the key may fit again
+  if (leases_) leases_->forget_denial(key);
   return d;
 }
 

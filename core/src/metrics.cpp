@@ -46,6 +46,9 @@ Stats Metrics::snapshot() const {
   s.latency_count = latency_count_.load(kRelaxed);
   s.latency_sum_us = latency_sum_us_.load(kRelaxed);
   for (size_t i = 0; i < kLatencyBuckets; ++i) s.latency_buckets[i] = buckets_[i].load(kRelaxed);
+  s.leased_units = leased_units_.load(kRelaxed);
+  s.refunded_units = refunded_units_.load(kRelaxed);
+  s.stranded_units = stranded_units_.load(kRelaxed);
   return s;
 }
 
@@ -74,6 +77,11 @@ const Family kFamilies[] = {
     {"near_limit_total", "counter", "Admitted checks with less than 10% of the limit remaining.", &Stats::near_limit},
     {"connect_attempts_total", "counter",
      "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.", &Stats::connect_attempts},
+    {"leased_units_total", "counter", "Units taken from Redis by leases.", &Stats::leased_units},
+    {"refunded_units_total", "counter", "Unused leased units given back to Redis.", &Stats::refunded_units},
+    {"stranded_units_total", "counter",
+     "Unused leased units not given back (a failed refund, or freed by Redis with the window).",
+     &Stats::stranded_units},
     {"evicting_nodes", "gauge", "Redis nodes whose maxmemory policy can evict limiter keys (over-admission risk).",
      &Stats::evicting_nodes},
 };

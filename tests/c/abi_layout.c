@@ -38,7 +38,7 @@ PIN(polylimit_client_options, tls_server_name, 72);
 PIN(polylimit_client_options, tls_insecure, 80);
 PIN(polylimit_client_options, no_coalescing, 84); /* version 3 */
 
-SIZE(polylimit_limiter_options, 96);
+SIZE(polylimit_limiter_options, 112);
 PIN(polylimit_limiter_options, version, 0);
 PIN(polylimit_limiter_options, algorithm, 4);
 PIN(polylimit_limiter_options, limit, 8);
@@ -55,6 +55,8 @@ PIN(polylimit_limiter_options, block_ms, 72);
 PIN(polylimit_limiter_options, durable_replicas, 80);  /* version 3 starts here */
 PIN(polylimit_limiter_options, durable_timeout_ms, 84);
 PIN(polylimit_limiter_options, durable_aof, 88);
+PIN(polylimit_limiter_options, lease_units, 96);  /* version 4 starts here */
+PIN(polylimit_limiter_options, lease_ms, 104);
 
 SIZE(polylimit_decision, 72);
 PIN(polylimit_decision, allowed, 0);

@@ -353,10 +353,10 @@ TEST(CApi, LimiterOptionsVersion1StillAccepted) {
   EXPECT_EQ(d.allowed, 1);
   polylimit_limiter_free(l);
   polylimit_limiter_options o;
-  EXPECT_EQ(polylimit_limiter_options_init(&o, 4), POLYLIMIT_EINVALID);
+  EXPECT_EQ(polylimit_limiter_options_init(&o, 5), POLYLIMIT_EINVALID);
   o = limiter_opts(1, 1000);
-  o.version = 4;
-  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "options->version = 4");
+  o.version = 5;
+  EXPECT_ERR(polylimit_limiter_new(client, &o, &l, err), POLYLIMIT_EINVALID, "options->version = 5");
   polylimit_client_close(client);
 }
 

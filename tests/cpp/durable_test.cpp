@@ -322,13 +322,13 @@ TEST(DurableAof, AcknowledgedByTheLocalAofOnRedis72) {
   }
 }
 
-// The C ABI: version 3 of polylimit_limiter_options carries the mode; 0 for
+// The C ABI: version 3 of polylimit_limiter_options added the mode; 0 for
 // the timeout means the default; version 2 callers keep it off.
 TEST_F(NoReplica, CApi) {
   polylimit_client* client = nullptr;
   ASSERT_EQ(polylimit_client_open(server().url().c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
   polylimit_limiter_options o = POLYLIMIT_LIMITER_OPTIONS_INIT;
-  EXPECT_EQ(o.version, 3u);
+  EXPECT_EQ(o.version, 4u);  // version 4 appended the lease options
   EXPECT_EQ(o.durable_replicas, 0);
   o.limit = 5;
   o.window_ms = 60000;

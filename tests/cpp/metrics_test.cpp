@@ -141,7 +141,7 @@ TEST(Metrics, NamedClientsShareOnePage) {
       << page;
   EXPECT_NE(page.find("polylimit_check_latency_seconds_count{client=\"jobs/batch\"} 1\n"), std::string::npos);
   // The bug this fixes: two single pages glued together repeat every HELP.
-  EXPECT_EQ(std::count(page.begin(), page.end(), '#'), 2 * 14);
+  EXPECT_EQ(std::count(page.begin(), page.end(), '#'), 2 * 17);  // HELP and TYPE of 17 families
 
   // Bad input names the client.
   polylimit_client* unnamed = nullptr;

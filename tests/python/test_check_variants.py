@@ -2,6 +2,7 @@
 (check_at_most), acquire, refunds, per-call limits, and their asyncio forms."""
 
 import asyncio
+import gc
 import threading
 import time
 
@@ -163,3 +164,23 @@ def test_async_variants_of_the_new_calls(url, key):
             assert len(ticks) >= 5  # the loop ran while aacquire waited
 
     asyncio.run(main())
+
+
+# -- leases ---------------------------------------------------------------------------
+
+def test_lease_takes_a_block_and_gives_back_unused_units(url, key):
+    with polylimit.Client(url) as client:
+        watch = client.limiter(limit=100, window=60)
+        lim = client.limiter(limit=100, window=60, lease_units=10, lease=60)
+        for _ in range(3):
+            assert lim.check(key).allowed
+        assert watch.peek(key).remaining == 90  # one round trip took 10
+        del lim  # the limiter goes: the 7 units it did not use go back
+        gc.collect()
+        assert watch.peek(key).remaining == 97
+        stats = client.stats()
+        assert (stats["leased_units"], stats["refunded_units"], stats["stranded_units"]) == (10, 7, 0)
+        with pytest.raises(polylimit.InvalidArgument, match="lease_units = 11 exceeds limit = 10"):
+            client.limiter(limit=10, window=1, lease_units=11)
+        with pytest.raises(polylimit.InvalidArgument, match="lease_ms = 0"):
+            client.limiter(limit=10, window=1, lease_units=1, lease=0)

@@ -213,6 +213,14 @@ exports.bounds = Object.freeze({
   "now_us": {
     "min": 1,
     "max": 4503599627370496
+  },
+  "lease_units": {
+    "min": 0,
+    "max": 1000000
+  },
+  "lease_ms": {
+    "min": 1,
+    "max": 31622400000
   }
 });
 exports.decisionFields = Object.freeze(["allowed", "cached", "degraded", "shadowed", "limit", "remaining", "retry_after_ms", "reset_after_ms", "granted"]);

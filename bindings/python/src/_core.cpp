@@ -390,7 +390,8 @@ class Limiter {
   Limiter(Client& client, py::object spec, py::handle limit, py::handle window_ms, py::handle burst,
           py::handle algorithm, const std::string& prefix, py::handle clock, py::handle deny_cache_size,
           py::handle failure_policy, py::handle breaker_failures, py::handle breaker_cooldown_ms, bool shadow,
-          py::handle block_ms, py::handle durable_replicas, py::handle durable_timeout_ms, bool durable_aof)
+          py::handle block_ms, py::handle durable_replicas, py::handle durable_timeout_ms, bool durable_aof,
+          py::handle lease_units, py::handle lease_ms)
       : prefix_(prefix) {
     if (prefix.find('\0') != std::string::npos) raise_invalid("prefix contains a NUL character");
     polylimit_limiter_options opts;
@@ -407,6 +408,8 @@ class Limiter {
     opts.durable_replicas = to_int(durable_replicas, "durable_replicas");
     opts.durable_timeout_ms = to_int(durable_timeout_ms, "durable_timeout_ms");
     opts.durable_aof = durable_aof ? 1 : 0;
+    opts.lease_units = to_int64(lease_units, "lease_units");
+    opts.lease_ms = to_int64(lease_ms, "lease_ms");
     polylimit_limiter* raw = nullptr;
     polylimit_error err;
     int st;
@@ -856,14 +859,15 @@ PYBIND11_MODULE(_core, m) {
       // Options as the C struct has them (polylimit_limiter_options_init's defaults).
       .def(py::init<Client&, py::object, py::handle, py::handle, py::handle, py::handle, const std::string&,
                     py::handle, py::handle, py::handle, py::handle, py::handle, bool, py::handle, py::handle,
-                    py::handle, bool>(),
+                    py::handle, bool, py::handle, py::handle>(),
            py::arg("client"), py::kw_only(), py::arg("spec") = py::none(), py::arg("limit") = 0,
            py::arg("window_ms") = 0, py::arg("burst") = 0,
            py::arg("algorithm") = static_cast<int>(POLYLIMIT_ALG_SLIDING_LOG), py::arg("prefix") = "pl",
            py::arg("clock") = static_cast<int>(POLYLIMIT_CLOCK_SERVER), py::arg("deny_cache_size") = 0,
            py::arg("failure_policy") = static_cast<int>(POLYLIMIT_FAIL_ERROR), py::arg("breaker_failures") = 0,
            py::arg("breaker_cooldown_ms") = 0, py::arg("shadow") = false, py::arg("block_ms") = 0,
-           py::arg("durable_replicas") = 0, py::arg("durable_timeout_ms") = 0, py::arg("durable_aof") = false)
+           py::arg("durable_replicas") = 0, py::arg("durable_timeout_ms") = 0, py::arg("durable_aof") = false,
+           py::arg("lease_units") = 0, py::arg("lease_ms") = 0)
       .def("check", &Limiter::check, py::arg("key"), py::arg("cost") = 1)
       .def("check_at", &Limiter::check_at, py::arg("key"), py::arg("cost"), py::arg("now_us"))
       .def("peek", &Limiter::peek, py::arg("key"))

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "polylimit/backend.h"
 #include "polylimit/metrics.h"
@@ -104,6 +105,11 @@ class Client {
   // client's open life by more than that: it meets the closed client.
   void run_at(std::chrono::steady_clock::time_point when, std::function<void()> job);
 
+  // close() runs `hook` first, while the connections still work (a limiter
+  // gives back the units its leases hold). Held weakly: a hook whose owner
+  // has gone is skipped.
+  void on_close(std::weak_ptr<std::function<void()>> hook);
+
  private:
   Client(Endpoint endpoint, std::unique_ptr<Backend> backend, std::string name,
          std::shared_ptr<const MonotonicClock> clock)
@@ -121,6 +127,8 @@ class Client {
   void fire_timer();  // close(): runs the pending jobs
   std::mutex timer_mu_;
   std::shared_ptr<Timer> timer_;  // run_at's thread, made on first use
+  std::mutex hooks_mu_;
+  std::vector<std::weak_ptr<std::function<void()>>> close_hooks_;
 };
 
 }  // namespace polylimit

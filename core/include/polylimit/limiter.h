@@ -65,6 +65,15 @@ struct LimiterOptions {
   int durable_replicas = 0;
   int durable_timeout_ms = bounds::kDurableTimeoutMs.def;
   bool durable_aof = false;
+  // Leases (docs/limiter.md, "Leases"): check() takes lease_units units of a
+  // caller key from Redis in one check and hands them out in this process
+  // without a round trip for lease_ms; what is left unused goes back (a
+  // refund) when the lease ends or the client closes. Admissions can then
+  // exceed the limit in a window by at most lease_units per limiter object
+  // that holds leases on the key. 0: off. lease_ms must not exceed the
+  // shortest window; block_ms cannot be combined with leases.
+  int64_t lease_units = 0;
+  int64_t lease_ms = bounds::kLeaseMs.def;
 };
 
 // The algorithm's segment in storage keys (it names the storage layout).
@@ -79,6 +88,7 @@ void validate(const LimitParams& limit);
 class DenyCache;
 class Breaker;
 class MemoryBackend;
+class LeaseTable;
 
 class Limiter {
  public:
@@ -210,6 +220,12 @@ class Limiter {
   std::unique_ptr<DenyCache> deny_cache_;
   std::unique_ptr<Breaker> breaker_;
   std::unique_ptr<MemoryBackend> fallback_;  // FailurePolicy::kLocal
+
+  // Leases (lease.cpp). leased_check is check() when lease_units > 0.
+  Decision leased_check(std::string_view key, int64_t cost);
+  Decision check_unleased(std::string_view key, int64_t cost);
+  std::shared_ptr<LeaseTable> leases_;
+  std::shared_ptr<std::function<void()>> close_hook_;  // gives the leases back when the client closes
 };
 
 }  // namespace polylimit

@@ -46,6 +46,9 @@ class Metrics {
  public:
   void decision(const Decision& d, uint64_t latency_us);
   void error(uint64_t latency_us);
+  void leased(uint64_t units) { leased_units_.fetch_add(units, std::memory_order_relaxed); }
+  void refunded(uint64_t units) { refunded_units_.fetch_add(units, std::memory_order_relaxed); }
+  void stranded(uint64_t units) { stranded_units_.fetch_add(units, std::memory_order_relaxed); }
   // Counters of this object; round trips and reloads come from the backend.
   Stats snapshot() const;
 
@@ -54,6 +57,7 @@ class Metrics {
   using Counter = std::atomic<uint64_t>;
   Counter checks_{0}, admitted_{0}, denied_{0}, errors_{0}, cache_hits_{0}, degraded_{0}, near_limit_{0};
   Counter latency_count_{0}, latency_sum_us_{0};
+  Counter leased_units_{0}, refunded_units_{0}, stranded_units_{0};
   std::array<Counter, kLatencyBuckets> buckets_{};
 };
 

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "2404e31ab7f93d237649d06269245efa7e910d7af62bcf27a48588a3532f51eb"
+const sourcesDigest = "08afd7eafa6d72601e074479242a8013fbfa6851a86204782bff89a78bd0e350"

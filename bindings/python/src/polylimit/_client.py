@@ -129,6 +129,14 @@ def _check_int(name: str, value: Any) -> int:
     return value
 
 
+def _lease_ms(value: Any) -> int:
+    # 0 would read as "default" in the C ABI: a lease of 0 s is out of range.
+    ms = _ms("lease", value)
+    if ms == 0:
+        raise _out_of_range("lease_ms", 0)
+    return ms
+
+
 def _choice(name: str, value: Any, table: Any, hint: str) -> int:
     if not isinstance(value, str):
         raise TypeError("%s must be a str, not %s" % (name, type(value).__name__))
@@ -286,6 +294,8 @@ class Client:
         durable_replicas: int = 0,
         durable_timeout: Optional[Seconds] = None,
         durable_aof: bool = False,
+        lease_units: int = 0,
+        lease: Optional[Seconds] = None,
     ) -> "Limiter":
         """A limiter for a rate ``spec``, or ``limit`` units per ``window`` seconds.
 
@@ -326,6 +336,14 @@ class Client:
           not acknowledged in time raises :class:`NotDurable` (its units stay
           consumed on the master), which ``on_failure`` handles like an
           outage. 0 (the default) is off.
+        - ``lease_units``: leases: a check takes this many units of the key
+          from Redis in one round trip and hands them out in this process
+          without one, for ``lease`` seconds (None: the library default,
+          0.1 s; at most the window); unused units go back when the lease
+          ends or the client closes. Admissions can exceed the limit in a
+          window by at most ``lease_units`` per limiter holding leases on the
+          key (docs/limiter.md, "Leases"). 0 (the default) is off; not with
+          ``block``.
 
         Durations are rounded up to whole milliseconds (``window`` must be
         one). Every range is checked by the core, which names the option as
@@ -369,6 +387,8 @@ class Client:
             durable_replicas=_check_int("durable_replicas", durable_replicas),
             durable_timeout_ms=0 if durable_timeout is None else _durable_timeout_ms(durable_timeout),
             durable_aof=durable_aof,
+            lease_units=_check_int("lease_units", lease_units),
+            lease_ms=0 if lease is None else _lease_ms(lease),
         )
         with self._lock:
             if spec is not None:

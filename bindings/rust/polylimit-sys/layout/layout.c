@@ -46,6 +46,7 @@ const size_t polylimit_sys_layout[] = {
     O(polylimit_limiter_options, breaker_cooldown_ms), O(polylimit_limiter_options, shadow),
     O(polylimit_limiter_options, block_ms), O(polylimit_limiter_options, durable_replicas),
     O(polylimit_limiter_options, durable_timeout_ms), O(polylimit_limiter_options, durable_aof),
+    O(polylimit_limiter_options, lease_units), O(polylimit_limiter_options, lease_ms),
 
     S(polylimit_completion),
     O(polylimit_completion, token), O(polylimit_completion, status), O(polylimit_completion, reserved_),

@@ -12,7 +12,7 @@ use core::ffi::{c_char, c_int, c_uint, c_void};
 
 pub const POLYLIMIT_VERSION_NUMBER: c_int = 10000;
 pub const POLYLIMIT_CLIENT_OPTIONS_VERSION: c_uint = 3;
-pub const POLYLIMIT_LIMITER_OPTIONS_VERSION: c_uint = 3;
+pub const POLYLIMIT_LIMITER_OPTIONS_VERSION: c_uint = 4;
 pub const POLYLIMIT_STATS_VERSION: c_uint = 2;
 pub const POLYLIMIT_STATS_LATENCY_BUCKETS: usize = 16;
 pub const POLYLIMIT_OK: c_int = 0;
@@ -146,6 +146,8 @@ pub struct polylimit_limiter_options {
     pub durable_replicas: c_int,
     pub durable_timeout_ms: c_int,
     pub durable_aof: c_int,
+    pub lease_units: i64,
+    pub lease_ms: i64,
 }
 
 impl Default for polylimit_limiter_options {
@@ -168,6 +170,8 @@ impl Default for polylimit_limiter_options {
             durable_replicas: 0,
             durable_timeout_ms: 0,
             durable_aof: 0,
+            lease_units: 0,
+            lease_ms: 0,
         }
     }
 }

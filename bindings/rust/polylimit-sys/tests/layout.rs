@@ -40,7 +40,7 @@ fn structs_match_the_header() {
         polylimit_limiter_options { version, algorithm, limit, window_ms, prefix, clock, burst,
                                     deny_cache_size, failure_policy, breaker_failures,
                                     breaker_cooldown_ms, shadow, block_ms, durable_replicas,
-                                    durable_timeout_ms, durable_aof }
+                                    durable_timeout_ms, durable_aof, lease_units, lease_ms }
         polylimit_completion { token, status, reserved_, decision, error }
     };
     // SAFETY: the C side defines the array with polylimit_sys_layout_len elements.

@@ -334,4 +334,16 @@ pub mod bounds {
     pub const MIN_NOW_US: i64 = 1;
     /// Upper bound of `now_us`.
     pub const MAX_NOW_US: i64 = 4503599627370496;
+    /// `lease_units`: Leases: units one lease takes from Redis and hands out locally; 0: off; at most the smallest limit (burst for gcra).
+    pub const MIN_LEASE_UNITS: i64 = 0;
+    /// Upper bound of `lease_units`.
+    pub const MAX_LEASE_UNITS: i64 = 1000000;
+    /// Default of `lease_units`.
+    pub const DEFAULT_LEASE_UNITS: i64 = 0;
+    /// `lease_ms`: Leases: how long a lease's units may be handed out; at most the shortest window.
+    pub const MIN_LEASE_MS: i64 = 1;
+    /// Upper bound of `lease_ms`.
+    pub const MAX_LEASE_MS: i64 = 31622400000;
+    /// Default of `lease_ms`.
+    pub const DEFAULT_LEASE_MS: i64 = 100;
 }

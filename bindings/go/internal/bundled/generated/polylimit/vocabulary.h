@@ -101,6 +101,8 @@ inline constexpr Bound kKeyLen{"key_len", 1, 1048576, 0};  // bytes of a caller 
 inline constexpr Bound kBatch{"batch", 0, 100000, 0};  // keys in one check_many
 inline constexpr Bound kLimits{"limits", 1, 16, 0};  // limits in one limiter (rate spec parts)
 inline constexpr Bound kNowUs{"now_us", 1, 4503599627370496, 0};  // explicit time, microseconds since the epoch (2^52: exact in Lua)
+inline constexpr Bound kLeaseUnits{"lease_units", 0, 1000000, 0};  // leases: units one lease takes from Redis and hands out locally; 0: off; at most the smallest limit (burst for gcra)
+inline constexpr Bound kLeaseMs{"lease_ms", 1, 31622400000, 100};  // leases: how long a lease's units may be handed out; at most the shortest window
 }  // namespace bounds
 
 inline constexpr int kLatencyBucketCount = 16;
