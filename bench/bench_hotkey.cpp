@@ -13,7 +13,11 @@
 // and Redis time per check, from the server's own counters (INFO
 // commandstats usec of evalsha, and INFO cpu, which adds the network I/O)
 // read before and after the cell. "4 proc" cells fork four processes of 16
-// threads, each with its own client, on the same key.
+// threads, each with its own client, on the same key. "lease" cells add
+// leases (LimiterOptions::lease_units 1000, lease_ms 100; docs/limiter.md,
+// "Leases") to coalescing; they run at most 0.15 s, since at millions of
+// checks a second a longer cell would spend its admit key's limit. Every
+// cell and run has keys of its own, so no admit cell runs into the limit.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +45,7 @@ struct Cell {
   bool hot;     // one key; else one key per thread
   bool coalesce;
   bool deny;
+  bool lease = false;
 };
 
 struct Sample {
@@ -65,33 +70,40 @@ ServerCounters read_counters(const pltest::RedisServer& server) {
   return c;
 }
 
-LimiterOptions options(Algorithm alg, bool deny) {
+LimiterOptions options(Algorithm alg, const Cell& c) {
   LimiterOptions o;
   o.limit.algorithm = alg;
-  o.limit.limit = deny ? 1 : 1000000;  // admit: the most a limit can be; not reached in a cell
+  o.limit.limit = c.deny ? 1 : 1000000;  // admit: the most a limit can be; not reached in a cell
   o.limit.window_ms = 3600 * 1000;
-  o.prefix = deny ? "hot-deny" : "hot-admit";
+  o.prefix = c.deny ? "hot-deny" : "hot-admit";
+  if (c.lease) {
+    o.lease_units = c.deny ? 1 : 1000;  // at most the limit
+    o.lease_ms = 100;
+  }
   return o;
 }
 
-std::string key_of(const Cell& c, int proc, int thread) {
-  return c.hot ? "hot" : "k" + std::to_string(proc) + "-" + std::to_string(thread);
+// Deny cells share the keys filled before the runs; admit cells get fresh
+// ones per cell and run (`tag`).
+std::string key_of(const Cell& c, int proc, int thread, const std::string& tag) {
+  const std::string base = c.hot ? "hot" : "k" + std::to_string(proc) + "-" + std::to_string(thread);
+  return c.deny ? base : base + "-" + tag;
 }
 
 // Runs the cell's threads in this process; returns checks done and seconds.
 std::pair<long long, double> run_threads(const std::string& url, const Cell& c, Algorithm alg, int proc,
-                                         Clock::time_point start, double seconds) {
+                                         Clock::time_point start, double seconds, const std::string& tag) {
   ClientOptions co;
   co.coalesce = c.coalesce;
   co.pool.size = 2;
   auto client = Client::open(url, co);
-  auto limiter = std::make_shared<Limiter>(client, options(alg, c.deny));
+  auto limiter = std::make_shared<Limiter>(client, options(alg, c));
   std::atomic<bool> stop{false};
   std::atomic<long long> total{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < c.threads; ++t)
     threads.emplace_back([&, t] {
-      const std::string key = key_of(c, proc, t);
+      const std::string key = key_of(c, proc, t, tag);
       long long n = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         limiter->check(key);
@@ -109,13 +121,15 @@ std::pair<long long, double> run_threads(const std::string& url, const Cell& c, 
 
 // The threads start before `start` and count from their first check: the
 // few checks before it are part of the count and of the time alike.
-Sample run_cell(const pltest::RedisServer& server, const Cell& c, Algorithm alg, double seconds) {
+Sample run_cell(const pltest::RedisServer& server, const Cell& c, Algorithm alg, double seconds,
+               const std::string& tag) {
+  if (c.lease) seconds = std::min(seconds, 0.15);
   const ServerCounters before = read_counters(server);
   double rate = 0;
   long long checks = 0;
   const Clock::time_point start = Clock::now() + std::chrono::milliseconds(200);
   if (c.procs == 1) {
-    auto r = run_threads(server.url(), c, alg, 0, start, seconds);
+    auto r = run_threads(server.url(), c, alg, 0, start, seconds, tag);
     checks = r.first;
     rate = r.first / r.second;
   } else {
@@ -126,7 +140,7 @@ Sample run_cell(const pltest::RedisServer& server, const Cell& c, Algorithm alg,
       pid_t pid = fork();
       if (pid == 0) {
         close(fds[0]);
-        auto r = run_threads(server.url(), c, alg, p, start, seconds);
+        auto r = run_threads(server.url(), c, alg, p, start, seconds, tag);
         double out[2] = {static_cast<double>(r.first), r.second};
         if (write(fds[1], out, sizeof out) != sizeof out) _exit(1);
         _exit(0);
@@ -186,25 +200,30 @@ int main(int argc, char** argv) {
   {
     // The deny keys: at their limit before any cell runs.
     auto client = Client::open(server.url());
-    Limiter l(client, options(alg, true));
+    const Cell deny{1, 1, false, false, true};
+    Limiter l(client, options(alg, deny));
     l.check("hot");
     for (int p = 0; p < 4; ++p)
-      for (int t = 0; t < 64; ++t) l.check(key_of({1, 1, false, false, true}, p, t));
+      for (int t = 0; t < 64; ++t) l.check(key_of(deny, p, t, ""));
   }
 
   std::vector<Cell> cells;
   for (bool deny : {false, true})
     for (int threads : {1, 16, 64})
       for (bool hot : {true, false})
-        for (bool coalesce : {false, true})
-          if (only_threads == 0 || only_threads == threads) cells.push_back({1, threads, hot, coalesce, deny});
+        for (bool coalesce : {false, true}) {
+          if (only_threads != 0 && only_threads != threads) continue;
+          cells.push_back({1, threads, hot, coalesce, deny});
+          if (hot && coalesce) cells.push_back({1, threads, hot, coalesce, deny, true});
+        }
   for (bool deny : {false, true})
     for (bool coalesce : {false, true})
       if (only_threads == 0) cells.push_back({4, 16, true, coalesce, deny});
 
   std::vector<std::vector<Sample>> samples(cells.size());
   for (int r = 0; r < runs; ++r)
-    for (size_t i = 0; i < cells.size(); ++i) samples[i].push_back(run_cell(server, cells[i], alg, seconds));
+    for (size_t i = 0; i < cells.size(); ++i)
+      samples[i].push_back(run_cell(server, cells[i], alg, seconds, std::to_string(i) + "-" + std::to_string(r)));
 
   std::printf("bench_hotkey: %s, %d runs of %.1f s per cell, interleaved; medians (spread min-max)\n\n",
               alg_name.c_str(), runs, seconds);
@@ -235,7 +254,8 @@ int main(int argc, char** argv) {
       ratio = b;
     }
     std::printf("| %-5s | %-15s | %-8s | %-10s | %9.0f (%-14s) | %6s | %17.3f | %19.2f | %22.2f |\n",
-                c.deny ? "deny" : "admit", shape, keys.c_str(), c.coalesce ? "on" : "off", median(rate),
+                c.deny ? "deny" : "admit", shape, keys.c_str(), c.lease ? "on + lease" : c.coalesce ? "on" : "off",
+                median(rate),
                 spread(rate, "%.0f-%.0f").c_str(), ratio.c_str(), median(calls), median(script), median(cpu));
   }
   return 0;
