@@ -328,6 +328,77 @@ extern "C" {
         token: u64,
         err: *mut polylimit_error,
     ) -> c_int;
+    pub fn polylimit_limiter_submit_peek(
+        limiter: *mut polylimit_limiter,
+        key: *const c_void,
+        key_len: usize,
+        queue: *mut polylimit_queue,
+        token: u64,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_limiter_submit_check_at_most(
+        limiter: *mut polylimit_limiter,
+        key: *const c_void,
+        key_len: usize,
+        max_cost: i64,
+        queue: *mut polylimit_queue,
+        token: u64,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_limiter_submit_check_limit(
+        limiter: *mut polylimit_limiter,
+        key: *const c_void,
+        key_len: usize,
+        cost: i64,
+        limit: i64,
+        window_ms: i64,
+        queue: *mut polylimit_queue,
+        token: u64,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_limiter_submit_refund(
+        limiter: *mut polylimit_limiter,
+        key: *const c_void,
+        key_len: usize,
+        units: i64,
+        queue: *mut polylimit_queue,
+        token: u64,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_limiter_submit_reset(
+        limiter: *mut polylimit_limiter,
+        key: *const c_void,
+        key_len: usize,
+        queue: *mut polylimit_queue,
+        token: u64,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_limiter_submit_acquire(
+        limiter: *mut polylimit_limiter,
+        key: *const c_void,
+        key_len: usize,
+        cost: i64,
+        timeout_ms: i64,
+        queue: *mut polylimit_queue,
+        token: u64,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    /// `out`, `statuses` and `key_errors` belong to the library until the
+    /// completion with `token` has been polled from `queue` (or the queue
+    /// has been freed): keep them alive and untouched until then.
+    pub fn polylimit_limiter_submit_check_many(
+        limiter: *mut polylimit_limiter,
+        keys: *const *const c_void,
+        key_lens: *const usize,
+        n: usize,
+        cost: i64,
+        out: *mut polylimit_decision,
+        statuses: *mut c_int,
+        key_errors: *mut polylimit_error,
+        queue: *mut polylimit_queue,
+        token: u64,
+        err: *mut polylimit_error,
+    ) -> c_int;
 
     pub fn polylimit_client_stats(
         client: *mut polylimit_client,

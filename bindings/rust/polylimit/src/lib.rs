@@ -19,7 +19,8 @@
 //! `Client` and `Limiter` are `Send + Sync` and cheap to clone (an `Arc`
 //! inside); the native handles are freed when the last clone is dropped.
 //! The methods here block the calling thread for one round trip; with the
-//! `tokio` feature, [`Limiter::check_async`] waits on the library's
+//! `tokio` feature, each has an `_async` twin ([`Limiter::check_async`],
+//! `peek_async`, `check_many_async`, ...) that waits on the library's
 //! completion queue instead.
 
 mod error;
@@ -822,13 +823,33 @@ impl Limiter {
                 )
             }
         };
-        if rc != sys::POLYLIMIT_OK && statuses.contains(&1) {
-            return Err(Error::from_c(rc, &err));
+        let whole = if rc == sys::POLYLIMIT_OK {
+            Ok(())
+        } else {
+            Err(Error::from_c(rc, &err))
+        };
+        self.batch_results(whole, out, &statuses, &key_errors)
+    }
+
+    /// check_many's answer (also check_many_async's) from the call's status
+    /// and the arrays the library filled; a status of 1 is a key it left
+    /// untouched (the batch was refused as a whole).
+    fn batch_results(
+        &self,
+        whole: Result<(), Error>,
+        out: Vec<sys::polylimit_decision>,
+        statuses: &[i32],
+        key_errors: &[sys::polylimit_error],
+    ) -> Result<Vec<Result<Decision, Error>>, Error> {
+        if let Err(e) = whole {
+            if statuses.contains(&1) {
+                return Err(e);
+            }
         }
         Ok(statuses
             .iter()
             .zip(out)
-            .zip(&key_errors)
+            .zip(key_errors)
             .map(|((&s, d), e)| {
                 if s == sys::POLYLIMIT_OK {
                     Ok(Decision::new(d, self))
