@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "de0f77dfe118c54fb032559f83f3feb0850d7fcedb27de8130a9bfa8a77bff2d"
+const sourcesDigest = "00922bdc7dc381edbf35265685ea8b63a917f8302e78955f973df6ad01e4bf4d"
