@@ -29,6 +29,7 @@ type clientConfig struct {
 	tlsKeyFile       string
 	tlsServerName    string
 	tlsInsecure      bool
+	noCoalescing     bool
 	blockingChecks   int32 // WithBlockingChecks + 1; 0: unset (Go only)
 	waitStrategy     int32 // WithWaitStrategy; 0: unset (Go only)
 	err              *Error
@@ -138,6 +139,13 @@ func WithoutKeepAlive() Option { return func(c *clientConfig) { c.disableKeepali
 func WithIdleCheck(d time.Duration) Option {
 	return func(c *clientConfig) { c.idleCheck = cInt(millis(d)) }
 }
+
+// WithoutCoalescing makes every check its own script call. By default
+// checks of one key that arrive while a call of that key is in flight (from
+// any goroutine, blocking or async) wait in the client and go out together
+// as one call, decided exactly as separate calls would be (docs/limiter.md,
+// "Hot keys: coalescing"); Stats().RoundTrips counts the calls.
+func WithoutCoalescing() Option { return func(c *clientConfig) { c.noCoalescing = true } }
 
 // millis converts a duration to whole milliseconds, rounded up (as the
 // Python and Java bindings do): a positive duration below 1 ms is 1 ms, never

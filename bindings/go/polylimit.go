@@ -141,6 +141,9 @@ func Open(url string, opts ...Option) (*Client, error) {
 	if cfg.tlsInsecure {
 		copts.tls_insecure = 1
 	}
+	if cfg.noCoalescing {
+		copts.no_coalescing = 1
+	}
 
 	var h *C.polylimit_client
 	var cerr C.polylimit_error

@@ -436,7 +436,7 @@ Decision RedisBackend::evaluate(const Request& rq) {
   const std::string key = coalescing_key(script, e.call);
   std::shared_ptr<Latch> latch;
   const Latch::Clock::time_point deadline = call_deadline(*transport_);
-  const bool lead = coalescer_.join(key, [&](Coalescer::Batch& b) {
+  const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
     if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
     latch = std::make_shared<Latch>();
     b.waiters.push_back({rq.cost, latch, nullptr, deadline});
@@ -463,7 +463,7 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
   const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
   Encoded e = encode(rq);
   const std::string key = coalescing_key(script, e.call);
-  const bool lead = coalescer_.join(key, [&](Coalescer::Batch& b) {
+  const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
     if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
     b.waiters.push_back({rq.cost, nullptr, done, call_deadline(*transport_)});
   });
@@ -481,7 +481,7 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
 
 void RedisBackend::send_next(const std::string& key) {
   for (;;) {
-    std::unique_ptr<Coalescer::Batch> next = coalescer_.next(key);
+    std::unique_ptr<Coalescer::Batch> next = coalescer_.get().next(key);
     if (!next) return;
     // A waiter past its deadline (or a blocking one that gave up) is left
     // out: never sent, its timeout has a known outcome.
@@ -608,7 +608,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
         std::string key = coalescing_key(script, e.call);
         std::shared_ptr<Latch> latch;
         if (sending.count(key) == 0)
-          lead = coalescer_.join(key, [&](Coalescer::Batch& b) {
+          lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
             if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
             latch = std::make_shared<Latch>(false);
             b.waiters.push_back({rq.cost, latch, nullptr, deadline});

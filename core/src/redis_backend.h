@@ -7,6 +7,7 @@
 #include <string>
 
 #include "coalescer.h"
+#include "per_process.h"
 #include "polylimit/backend.h"
 #include "transport.h"
 
@@ -64,7 +65,9 @@ class RedisBackend : public Backend {
 
   std::unique_ptr<Transport> transport_;
   const bool coalesce_;
-  Coalescer coalescer_;
+  // Per process: a forked child must not wait behind calls in flight in its
+  // parent (they never complete there), nor take the parent's shard locks.
+  PerProcess<Coalescer> coalescer_;
   std::atomic<long> round_trips_{0};
   std::atomic<long> script_calls_{0};  // EVALSHA calls (a coalesced one counts once)
   std::atomic<long> coalesced_{0};     // checks decided in a coalesced call

@@ -20,7 +20,7 @@ async function handle(client: Client, user: string): Promise<number> {
   }
 }
 
-const client = new Client('memory://', { commandTimeoutMs: 200 });
+const client = new Client('memory://', { commandTimeoutMs: 200, coalesce: false });
 void handle(client, 'user:1').finally(() => client.close());
 
 // The missing-key rule's options and helpers are typed.

@@ -16,6 +16,13 @@ export interface ClientOptions {
   acquireTimeoutMs?: number;
   /** labels the client's metrics */
   name?: string;
+  /**
+   * false: every check is its own script call. Default true: checks of one
+   * key that arrive while a call of that key is in flight go out together as
+   * one call, decided exactly as separate calls would be (docs/limiter.md,
+   * "Hot keys: coalescing").
+   */
+  coalesce?: boolean;
   /** TLS URLs (rediss://): refused on a URL without TLS */
   tls?: {
     /** PEM bundle of trusted CAs; none: the system's */

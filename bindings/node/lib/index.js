@@ -168,6 +168,13 @@ class Client {
       if (typeof options.name !== 'string') throw new TypeError(`name must be a string, not ${describe(options.name)}`);
       native_options.name = options.name;
     }
+    // Coalescing of hot keys (docs/limiter.md, "Hot keys: coalescing"): on
+    // unless coalesce is false.
+    if (options.coalesce !== undefined) {
+      if (typeof options.coalesce !== 'boolean')
+        throw new TypeError(`coalesce must be a boolean, not ${describe(options.coalesce)}`);
+      native_options.coalesce = options.coalesce;
+    }
     // TLS URLs (rediss://...): files and names for the library's OpenSSL
     // session, which it refuses on a URL without TLS.
     if (options.tls !== undefined) {

@@ -123,6 +123,8 @@ class Client : public Napi::ObjectWrap<Client> {
       co.command_timeout_ms = to_int(o, "commandTimeoutMs");
       co.acquire_timeout_ms = to_int(o, "acquireTimeoutMs");
       co.name = text(o, "name", name);
+      // lib/index.js passes a boolean or nothing; absent: coalescing on.
+      if (o.Get("coalesce").IsBoolean() && !o.Get("coalesce").As<Napi::Boolean>().Value()) co.no_coalescing = 1;
       if (o.Get("tls").IsObject()) {
         Napi::Object t = o.Get("tls").As<Napi::Object>();
         co.tls_ca_file = text(t, "caFile", ca_file);

@@ -810,7 +810,7 @@ PYBIND11_MODULE(_core, m) {
                        py::handle command_timeout_ms, py::handle acquire_timeout_ms, py::handle keepalive_s,
                        bool disable_keepalive, py::handle idle_check_ms, py::handle name, py::handle tls_ca_file,
                        py::handle tls_ca_dir, py::handle tls_cert_file, py::handle tls_key_file,
-                       py::handle tls_server_name, bool tls_insecure) {
+                       py::handle tls_server_name, bool tls_insecure, bool coalesce) {
              polylimit_client_options o;
              polylimit_client_options_init(&o, POLYLIMIT_CLIENT_OPTIONS_VERSION);
              // The strings live until polylimit_client_open has copied them.
@@ -829,6 +829,7 @@ PYBIND11_MODULE(_core, m) {
              o.keepalive_s = to_int(keepalive_s, "keepalive_s");
              o.disable_keepalive = disable_keepalive ? 1 : 0;
              o.idle_check_ms = to_int(idle_check_ms, "idle_check_ms");
+             o.no_coalescing = coalesce ? 0 : 1;
              return std::make_unique<Client>(url, o);
            }),
            py::arg("url") = py::none(), py::arg("pool_size") = 0, py::arg("connect_timeout_ms") = 0,
@@ -836,7 +837,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("disable_keepalive") = false, py::arg("idle_check_ms") = 0, py::arg("name") = py::none(),
            py::arg("tls_ca_file") = py::none(), py::arg("tls_ca_dir") = py::none(),
            py::arg("tls_cert_file") = py::none(), py::arg("tls_key_file") = py::none(),
-           py::arg("tls_server_name") = py::none(), py::arg("tls_insecure") = false)
+           py::arg("tls_server_name") = py::none(), py::arg("tls_insecure") = false,
+           py::arg("coalesce") = true)
       .def("close", &Client::close)
       .def("stats", &Client::stats)
       .def("stats_prometheus", &Client::stats_prometheus)

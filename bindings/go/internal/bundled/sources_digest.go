@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "08afd7eafa6d72601e074479242a8013fbfa6851a86204782bff89a78bd0e350"
+const sourcesDigest = "9482bba4d71c4915b2f50274900d5b0c25f00224cf6b9d876dddd45281f616d5"

@@ -191,6 +191,12 @@ class Client:
     for mutual TLS, the server name to verify, and ``tls_insecure`` for
     tests only); the core checks them.
 
+    ``coalesce=False`` makes every check its own script call. By default
+    (True) checks of one key that arrive while a call of that key is in
+    flight go out together as one call, decided exactly as separate calls
+    would be (docs/limiter.md, "Hot keys: coalescing"); ``stats()`` counts
+    the calls in ``round_trips``.
+
     Use as a context manager or call :meth:`close`; closing also closes every
     limiter made from this client.
     """
@@ -212,6 +218,7 @@ class Client:
         tls_key_file: Optional[PathLike] = None,
         tls_server_name: Optional[str] = None,
         tls_insecure: bool = False,
+        coalesce: bool = True,
     ) -> None:
         if url is not None and not isinstance(url, str):
             raise TypeError("url must be a str or None, not %s" % type(url).__name__)
@@ -222,6 +229,8 @@ class Client:
                 raise TypeError("%s must be a str or None, not %s" % (option, type(value).__name__))
         if not isinstance(tls_insecure, bool):
             raise TypeError("tls_insecure must be a bool, not %s" % type(tls_insecure).__name__)
+        if not isinstance(coalesce, bool):
+            raise TypeError("coalesce must be a bool, not %s" % type(coalesce).__name__)
         keepalive_s, no_keepalive = 0, False
         if keepalive is None or keepalive is True:
             pass  # the library default
@@ -248,6 +257,7 @@ class Client:
             tls_key_file=_path(tls_key_file),
             tls_server_name=tls_server_name,
             tls_insecure=tls_insecure,
+            coalesce=coalesce,
         )
         # What the core opened (for url and repr): without a URL, the one in
         # $POLYLIMIT_URL, which the core has just read.

@@ -172,6 +172,7 @@ pub struct ClientBuilder {
     tls_key_file: Option<String>,
     tls_server_name: Option<String>,
     tls_insecure: bool,
+    no_coalescing: bool,
 }
 
 impl ClientBuilder {
@@ -236,6 +237,16 @@ impl ClientBuilder {
         self.tls_insecure = yes;
         self
     }
+    /// Coalescing of hot keys, on by default: checks of one key that arrive
+    /// while a call of that key is in flight (from any thread, blocking or
+    /// async) wait in the client and go out together as one script call,
+    /// decided exactly as separate calls would be (docs/limiter.md, "Hot
+    /// keys: coalescing"). `false`: every check is its own call.
+    /// [`Stats::round_trips`] counts the calls.
+    pub fn coalesce(mut self, yes: bool) -> Self {
+        self.no_coalescing = !yes;
+        self
+    }
 
     /// Opens a client for `url` (`redis://`, `rediss://`, `unix://`,
     /// `redis+cluster://`, `redis+sentinel://`, `memory://`). Connections are
@@ -290,6 +301,7 @@ impl ClientBuilder {
             tls_key_file: p(4),
             tls_server_name: p(5),
             tls_insecure: self.tls_insecure as i32,
+            no_coalescing: self.no_coalescing as i32,
             ..Default::default()
         };
         let mut h: *mut sys::polylimit_client = ptr::null_mut();

@@ -43,6 +43,7 @@ public final class ClientOptions {
     private final String tlsKeyFile;
     private final String tlsServerName;
     private final boolean tlsInsecure;
+    private final boolean coalesce;
 
     private ClientOptions(Builder b) {
         poolSize = b.poolSize;
@@ -59,6 +60,7 @@ public final class ClientOptions {
         tlsKeyFile = b.tlsKeyFile;
         tlsServerName = b.tlsServerName;
         tlsInsecure = b.tlsInsecure;
+        coalesce = b.coalesce;
     }
 
     /** The C library's defaults. */
@@ -93,6 +95,7 @@ public final class ClientOptions {
             setString(o::setTlsKeyFile, "tls_key_file", tlsKeyFile);
             setString(o::setTlsServerName, "tls_server_name", tlsServerName);
             o.setTls_insecure(tlsInsecure ? 1 : 0);
+            o.setNo_coalescing(coalesce ? 0 : 1);
             return o;
         } catch (RuntimeException e) {
             o.delete();
@@ -124,6 +127,7 @@ public final class ClientOptions {
         if (tlsKeyFile != null) b.append(", tlsKeyFile=").append(tlsKeyFile);
         if (tlsServerName != null) b.append(", tlsServerName=").append(tlsServerName);
         if (tlsInsecure) b.append(", tlsInsecure");
+        if (!coalesce) b.append(", coalesce=false");
         return b.append("] (0: default)").toString();
     }
 
@@ -150,6 +154,7 @@ public final class ClientOptions {
         private String tlsKeyFile;
         private String tlsServerName;
         private boolean tlsInsecure;
+        private boolean coalesce = true;
 
         private Builder() {}
 
@@ -252,6 +257,19 @@ public final class ClientOptions {
         public Builder idleCheck(Duration idle) {
             idleCheckMs = Convert.intMillis(Objects.requireNonNull(idle, "idle"), "idle_check_ms",
                     Vocabulary.MIN_IDLE_CHECK_MS, Vocabulary.MAX_IDLE_CHECK_MS);
+            return this;
+        }
+
+        /**
+         * Coalescing of hot keys, on by default: checks of one key that arrive
+         * while a call of that key is in flight (from any thread, blocking or
+         * async) wait in the client and go out together as one script call,
+         * decided exactly as separate calls would be (docs/limiter.md, "Hot
+         * keys: coalescing"). {@code false}: every check is its own call.
+         * {@link Stats} counts the calls in {@code roundTrips}.
+         */
+        public Builder coalesce(boolean on) {
+            coalesce = on;
             return this;
         }
 
