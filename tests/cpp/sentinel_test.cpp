@@ -164,6 +164,49 @@ TEST(Sentinel, DemotedMasterAnswersReadonlyAndAsyncChecksMove) {
   through_failover(s, "SENTINEL FAILOVER", "demote-async", [&] { s.sentinel_failover(); }, true, true);
 }
 
+// Leases across SENTINEL FAILOVER, in failover-safe mode. The old master
+// takes writes until it is demoted, and loses them when it resyncs; a lease
+// opens only once its take is acknowledged by a replica (WAIT), and the old
+// master's only replica is the one promoted, so no lease opens from a write
+// that is lost. The documented bound holds across the failover: at most the
+// limit plus one lease (one limiter object holds leases); and leases resume
+// once the demoted master replicates the new one.
+TEST(Sentinel, FailoverWithDurableLeases) {
+  RedisSentinels s;
+  auto client = open(s.url());
+  RedisServer& new_server = s.replica();
+  constexpr int64_t kLimit = 4000, kLease = 20;
+  LimiterOptions o = limit(kLimit, "failover-lease");
+  o.lease_units = kLease;
+  o.lease_ms = 100;
+  o.durable_replicas = 1;
+  Limiter l(client, o);
+  // 4 threads, 10 ms apart: the limit is 10 s away.
+  Hammer h(l, "k", 4, 10000us);
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.admitted.load() >= 100; }, 20s));
+  const int64_t t0 = pltest::steady_ns();
+  s.sentinel_failover();
+  s.wait_promoted();
+  const int64_t promoted = pltest::steady_ns();
+  const long at_promotion = h.admitted.load();
+  h.set_pause(500us);
+  ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 500; }, 60s));
+  h.stop();
+  const long long logged = new_server.integer(pltest::ring_units(l.storage_key("k")));
+  const polylimit::Stats st = client->stats();
+  std::printf("sentinel, SENTINEL FAILOVER, durable leases of %lld: promoted after %.0f ms; admitted %ld (%ld at "
+              "promotion), %ld errors (%s); new master's log holds %lld, limit %lld; leased %llu, refunded %llu, "
+              "stranded %llu units\n",
+              static_cast<long long>(kLease), ms_since(t0, promoted), h.admitted.load(), at_promotion,
+              h.errors.load(), h.first_error_text().c_str(), logged, static_cast<long long>(kLimit),
+              static_cast<unsigned long long>(st.leased_units), static_cast<unsigned long long>(st.refunded_units),
+              static_cast<unsigned long long>(st.stranded_units));
+  EXPECT_LT(at_promotion, kLimit) << "the limit was reached before the promotion: nothing was tested";
+  EXPECT_GT(h.admitted.load(), at_promotion + 1000) << "leases did not resume on the new master";
+  EXPECT_LE(h.admitted.load(), kLimit + kLease);
+  EXPECT_LE(logged, kLimit);
+}
+
 TEST(Sentinel, KilledMasterIsReplacedByPromotedReplica) {
   RedisSentinels s;
   through_failover(s, "SIGKILL of the master", "kill", [&] { s.kill_master(); }, false);
