@@ -7,8 +7,9 @@
 // reply) on top of the decision. While one call of a key is in flight, the
 // checks of the same key (same script, keys and arguments but the cost)
 // queue here; when it completes they are sent as ONE call of op 'checks'
-// (core/scripts/common/batch.lua), which decides them one after another at
-// one server instant, exactly as separate calls arriving back to back would.
+// (core/scripts/common/prelude.lua), in which the algorithm decides them one
+// after another in memory at one server instant (state read once, written
+// once), exactly as separate calls arriving back to back would.
 // An uncontended check pays a map insert and erase: nothing waits, and its
 // call goes out at once as before.
 //

@@ -62,7 +62,7 @@ Decision decode(const redisReply* r, const scripts::Script& script, const std::v
 }
 
 // The reply of a coalesced call: `count` replies of one check, concatenated
-// (core/scripts/common/batch.lua). An error reply or a bad shape fails every
+// (core/scripts/common/prelude.lua). An error reply or a bad shape fails every
 // check alike; a number out of range fails its own check.
 std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scripts::Script& script,
                                   const std::vector<LimitParams>& limits) {

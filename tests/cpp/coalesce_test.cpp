@@ -1,5 +1,5 @@
 // coalesce_test.cpp - checks of one key that wait behind a call of it go out
-// as one script call (core/src/coalescer.h, core/scripts/common/batch.lua),
+// as one script call (core/src/coalescer.h, core/scripts/common/prelude.lua),
 // and decide exactly as separate calls one after another would: against
 // memory:// and against a client that does not coalesce, on real
 // redis-server processes, for all four algorithms, mixed costs, multi-limit

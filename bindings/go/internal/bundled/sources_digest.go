@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "9482bba4d71c4915b2f50274900d5b0c25f00224cf6b9d876dddd45281f616d5"
+const sourcesDigest = "125de3fb5758620917e727c22b1178f5cce74587f1d7ad27017a7cbfd9993820"
