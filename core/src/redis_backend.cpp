@@ -452,7 +452,7 @@ Decision RedisBackend::evaluate(const Request& rq) {
   } catch (...) {
     o.error = std::current_exception();
   }
-  send_next(key);
+  send_next(key, o.error);
   if (o.error) std::rethrow_exception(o.error);
   return o.decision;
 }
@@ -470,19 +470,49 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
   if (!lead) return;
   try {
     evaluate_one_async(rq, [this, key, done](Outcome o) {
-      send_next(key);
+      send_next(key, o.error);
       done(std::move(o));
     });
   } catch (...) {
-    send_next(key);  // nothing was queued: the waiters behind it go now
+    send_next(key, std::current_exception());  // nothing was queued
     throw;
   }
 }
 
-void RedisBackend::send_next(const std::string& key) {
+namespace {
+
+// The error a check queued behind a call that failed with `failed` gets, or
+// null when it should still be sent (the failure was that call's own).
+std::exception_ptr unsent_error(std::exception_ptr failed) {
+  if (!failed) return nullptr;
+  try {
+    std::rethrow_exception(failed);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kTimeout && e.code() != ErrorCode::kUnavailable) return nullptr;
+    Error unsent(e.code(), std::string("not sent: the call of its key in flight failed: ") + e.what());
+    unsent.set_outcome_unknown(false);
+    return std::make_exception_ptr(unsent);
+  } catch (...) {
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void RedisBackend::send_next(const std::string& key, std::exception_ptr failed) {
+  const std::exception_ptr unsent = unsent_error(failed);
   for (;;) {
     std::unique_ptr<Coalescer::Batch> next = coalescer_.get().next(key);
     if (!next) return;
+    if (unsent) {
+      for (Coalescer::Waiter& w : next->waiters) {
+        if (w.latch && !w.latch->claim()) continue;  // it has returned its own timeout
+        Outcome o;
+        o.error = unsent;
+        deliver(w, std::move(o));
+      }
+      continue;  // until nobody waits: the key has no call in flight then
+    }
     // A waiter past its deadline (or a blocking one that gave up) is left
     // out: never sent, its timeout has a known outcome.
     std::vector<Coalescer::Waiter> late;
@@ -578,7 +608,7 @@ void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Co
     out.assign(batch->waiters.size(), Outcome{});
     for (Outcome& o : out) o.error = error;
   }
-  send_next(key);  // the checks queued meanwhile go out before these callers run
+  send_next(key, error);  // the checks queued meanwhile go out before these callers run
   for (size_t j = 0; j < out.size(); ++j) deliver(batch->waiters[j], std::move(out[j]));
 }
 
@@ -591,7 +621,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
   std::vector<Outcome> out(requests.size());
   std::vector<Request> direct;
   std::vector<size_t> direct_index;
-  std::vector<std::string> led;
+  std::vector<std::pair<std::string, size_t>> led;  // key, index in requests
   std::vector<std::pair<size_t, std::shared_ptr<Latch>>> queued;
   const Latch::Clock::time_point deadline = call_deadline(*transport_);
   // Keys this batch sends itself: their repeats go in the same pipeline,
@@ -614,7 +644,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
             b.waiters.push_back({rq.cost, latch, nullptr, deadline});
           });
         if (lead && sending.insert(key).second)
-          led.push_back(std::move(key));
+          led.emplace_back(std::move(key), i);
         else if (!lead)
           queued.emplace_back(i, std::move(latch));
       } catch (...) {
@@ -634,7 +664,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
     for (Outcome& o : sent) o.error = std::current_exception();
   }
   for (size_t j = 0; j < sent.size(); ++j) out[direct_index[j]] = std::move(sent[j]);
-  for (const std::string& key : led) send_next(key);
+  for (const auto& l : led) send_next(l.first, out[l.second].error);
   for (auto& q : queued) out[q.first] = q.second->wait(deadline);
   return out;
 }

@@ -59,7 +59,11 @@ class RedisBackend : public Backend {
   bool coalescable(const Request& request) const;
   // Sends the checks queued behind the call of `key` that just completed,
   // as one call; when none wait, the key has no call in flight any more.
-  void send_next(const std::string& key);
+  // When that call failed because the server did not answer or could not be
+  // reached (`failed`: kTimeout, kUnavailable), the queued checks fail at
+  // once with its error, unsent (known outcome): each waits for at most one
+  // call, as calls queued on a connection that times out do.
+  void send_next(const std::string& key, std::exception_ptr failed = nullptr);
   void finish_batch(const std::string& key, const std::shared_ptr<Coalescer::Batch>& batch, ReplyPtr reply,
                     std::exception_ptr error);
 

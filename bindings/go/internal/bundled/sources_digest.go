@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "125de3fb5758620917e727c22b1178f5cce74587f1d7ad27017a7cbfd9993820"
+const sourcesDigest = "30856e46fb9c19f1e0b2aa49c02f72f568b8f944e4cac53b3611c9c66b344fab"
