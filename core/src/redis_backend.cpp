@@ -408,6 +408,19 @@ Latch::Clock::time_point call_deadline(const Transport& t) {
   return InheritedDeadline::cap(Latch::Clock::now() + std::chrono::milliseconds(t.command_timeout_ms()));
 }
 
+// A copy of an Error for one waiter: every waiter gets an exception object
+// of its own, made on the delivering thread, so that no two callers' threads
+// share one (whose last owner would free it while another reads it).
+std::exception_ptr own_copy(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& x) {
+    return std::make_exception_ptr(Error(x));
+  } catch (...) {
+    return e;
+  }
+}
+
 void deliver(Coalescer::Waiter& w, Outcome o) {
   if (w.latch)
     w.latch->set(std::move(o));
@@ -508,7 +521,7 @@ void RedisBackend::send_next(const std::string& key, std::exception_ptr failed) 
       for (Coalescer::Waiter& w : next->waiters) {
         if (w.latch && !w.latch->claim()) continue;  // it has returned its own timeout
         Outcome o;
-        o.error = unsent;
+        o.error = own_copy(unsent);
         deliver(w, std::move(o));
       }
       continue;  // until nobody waits: the key has no call in flight then
@@ -587,7 +600,7 @@ void RedisBackend::send_next(const std::string& key, std::exception_ptr failed) 
       const std::exception_ptr error = std::current_exception();
       for (Coalescer::Waiter& w : batch->waiters) {
         Outcome o;
-        o.error = error;
+        o.error = own_copy(error);
         deliver(w, std::move(o));
       }
     }
@@ -606,7 +619,7 @@ void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Co
   }
   if (error) {
     out.assign(batch->waiters.size(), Outcome{});
-    for (Outcome& o : out) o.error = error;
+    for (Outcome& o : out) o.error = own_copy(error);
   }
   send_next(key, error);  // the checks queued meanwhile go out before these callers run
   for (size_t j = 0; j < out.size(); ++j) deliver(batch->waiters[j], std::move(out[j]));

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "30856e46fb9c19f1e0b2aa49c02f72f568b8f944e4cac53b3611c9c66b344fab"
+const sourcesDigest = "f08aec71ffefa76c30fed8eeed2a0d79e59343eb4e06157a60bb5bd5e778baca"
