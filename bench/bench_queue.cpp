@@ -70,9 +70,8 @@ std::string storage_key(const std::string& id) {
 // The command the library sends for check(key, 1) with one limit, server clock.
 Argv check_argv(const std::string& key, int64_t limit) {
   const int64_t window_us = kWindowMs * 1000;
-  return {"EVALSHA", polylimit::scripts::k_sliding_log.sha1, "1", key, "check", "1", "", "", "0",
-          std::to_string(limit), std::to_string(window_us), std::to_string(limit),
-          std::to_string((window_us + limit - 1) / limit)};
+  return {"EVALSHA", polylimit::scripts::k_sliding_log.sha1, "1", key, "check", "1", "", std::to_string(limit),
+          std::to_string(window_us)};
 }
 
 // Sends `argv` on a fresh hiredis connection; 1 for an admission, 0 for a

@@ -42,7 +42,7 @@ import (
 //     channel. One poller goroutine per client, made on first use, takes the
 //     completions and hands each to its waiter by token; tokens are plain
 //     integers, so no Go pointer reaches C. The poller waits for the queue's
-//     eventfd in the Go netpoller, which holds no OS thread and, measured
+//     fd in the Go netpoller, which holds no OS thread and, measured
 //     against a poller blocked in polylimit_queue_poll, wakes waiters sooner
 //     (no P hand-off after a cgo call); where the fd cannot be polled it
 //     blocks in polylimit_queue_poll.
@@ -281,10 +281,10 @@ func (cq *completionQueue) pollBlocking(buf *[pollBatch]C.polylimit_completion, 
 	}
 }
 
-// pollNet waits for the queue's eventfd in the Go netpoller, then takes the
-// completions without waiting. The fd is readable while completions wait
-// (polylimit_queue_poll resets it when it empties the queue) and after
-// polylimit_queue_wake. It is the library's: a dup is registered with the
+// pollNet waits for the queue's fd in the Go netpoller, then takes the
+// completions without waiting. The fd is readable while completions wait,
+// while replies to the queue's calls are in (polylimit_queue_poll reads them
+// on this thread) and after polylimit_queue_wake. It is the library's: a dup is registered with the
 // netpoller and closed before the queue is freed; nothing reads it.
 func (cq *completionQueue) pollNet(buf *[pollBatch]C.polylimit_completion, ready []*waiter) {
 	fd := int(C.polylimit_queue_fd(cq.q))

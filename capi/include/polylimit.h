@@ -532,17 +532,21 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_check_many(polylimit_limiter *limiter, c
  *
  * polylimit_limiter_submit_check queues a check and returns at once; its
  * result arrives later as a polylimit_completion in a polylimit_queue, tagged
- * with the caller's token. A queue has an eventfd that is readable while
- * completions wait, so an event loop (asyncio, epoll, ...) can watch it; or
- * threads block in polylimit_queue_poll. One queue may serve any number of
- * limiters and clients.
+ * with the caller's token. A queue has an fd that is readable while
+ * completions wait or replies to its calls are in, so an event loop (asyncio,
+ * epoll, ...) can watch it and call polylimit_queue_poll; or threads block in
+ * polylimit_queue_poll. One queue may serve any number of limiters and
+ * clients.
  *
  * No thread of the caller waits for Redis: the command is written by the
- * submitting thread when the connection is free (else by whoever drives it),
- * and replies are read by a library I/O thread per connection or by a thread
- * blocked in a synchronous call on the same connection; completions are only
- * pushed there, never run as callbacks. Every submitted check completes
- * exactly once (with an error when the client is closed meanwhile).
+ * submitting thread when the connection is free (else with the next batch),
+ * and replies are read by the thread in polylimit_queue_poll (without
+ * blocking, when they are in), by a thread blocked in a synchronous call on
+ * the same connection, or, past the oldest call's deadline or for calls
+ * continued on library threads, by a library I/O thread per connection;
+ * completions are only pushed into the queue, never run as callbacks. Every
+ * submitted check completes exactly once (with an error when the client is
+ * closed meanwhile).
  * The first check on a client may connect on the submitting thread (bounded
  * by connect_timeout_ms).
  * Cluster and Sentinel clients: the same, on the node of the key's slot or
@@ -575,9 +579,10 @@ POLYLIMIT_EXTERN(int) polylimit_queue_new(polylimit_queue **out, polylimit_error
 POLYLIMIT_EXTERN(void) polylimit_queue_free(polylimit_queue *queue);
 
 /**
- * The queue's eventfd: readable while completions wait (or after
- * polylimit_queue_wake). Do not read or close it; polylimit_queue_poll
- * resets it. -1 for NULL.
+ * The queue's fd (an epoll set): readable while completions wait, while
+ * replies to its calls are in (polylimit_queue_poll reads them, and may then
+ * return 0 when they completed another queue's calls), or after
+ * polylimit_queue_wake. Do not read or close it. -1 for NULL.
  */
 POLYLIMIT_EXTERN(int) polylimit_queue_fd(const polylimit_queue *queue);
 

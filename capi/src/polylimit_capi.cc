@@ -27,6 +27,7 @@
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
 #include "polylimit/rate_spec.h"
+#include "polylimit/reactor.h"
 #include "polylimit/url.h"
 
 struct polylimit_client {
@@ -568,16 +569,21 @@ void polylimit_free(void* ptr) { std::free(ptr); }
 
 namespace {
 
-// A completion is pushed by a library thread; the queue lives until the
-// caller's handle is freed and the last check in flight has completed.
+// A completion is pushed by a library thread, or by the thread reading
+// replies in polylimit_queue_poll (the queue's reactor); the queue lives
+// until the caller's handle is freed and the last check in flight has
+// completed.
 struct QueueState {
   std::mutex mu;
-  std::condition_variable cv;
   std::deque<polylimit_completion> items;
-  int fd = -1;        // eventfd: 1 while items wait (or after a wake)
+  int fd = -1;         // eventfd: 1 while items wait (or after a wake); in the reactor's set
+  bool signaled = false;  // fd was written since the last reset
   bool freed = false;  // the caller's handle is gone: drop completions
   bool woken = false;
   std::atomic<size_t> outstanding{0};
+  // The epoll set the caller watches (polylimit_queue_fd): fd plus the
+  // sockets of connections with this queue's calls in flight.
+  std::shared_ptr<polylimit::Reactor> reactor;
 
   ~QueueState() {
     if (fd >= 0) ::close(fd);
@@ -586,11 +592,13 @@ struct QueueState {
     const uint64_t one = 1;
     while (::write(fd, &one, sizeof one) < 0 && errno == EINTR) {
     }
+    signaled = true;
   }
   void reset_signal() {
     uint64_t value;
     while (::read(fd, &value, sizeof value) < 0 && errno == EINTR) {
     }
+    signaled = false;
   }
   void push(const polylimit_completion& c) {
     push(c, [](polylimit_completion&) {});
@@ -601,19 +609,15 @@ struct QueueState {
   // queue is how a caller stops the library from touching those arrays.
   template <typename Write>
   void push(polylimit_completion c, Write&& write) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      outstanding.fetch_sub(1, std::memory_order_relaxed);
-      if (freed) return;
-      write(c);
-      items.push_back(c);
-      // Under the lock: a poll that empties the queue resets the fd, and a
-      // late signal would leave it readable with nothing to take.
-      if (items.size() == 1) signal();
-    }
-    // After the unlock: the woken poller would otherwise block on `mu` at
-    // once, and wake us again to take it.
-    cv.notify_one();
+    std::lock_guard<std::mutex> lock(mu);
+    outstanding.fetch_sub(1, std::memory_order_relaxed);
+    if (freed) return;
+    write(c);
+    items.push_back(c);
+    // Under the lock: a poll that empties the queue resets the fd, and a
+    // late signal would leave it readable with nothing to take. A thread
+    // reading this queue's replies takes them itself right after: no signal.
+    if (!signaled && !polylimit::Reactor::driving(reactor.get())) signal();
   }
 };
 
@@ -654,6 +658,8 @@ int submit(polylimit_queue* queue, polylimit_error* err, Start&& start) noexcept
   std::shared_ptr<QueueState> state = queue->state;
   return guarded(err, [&] {
     state->outstanding.fetch_add(1, std::memory_order_relaxed);
+    // Its replies are read by the thread that polls this queue.
+    polylimit::Reactor::Scope scope(state->reactor);
     try {
       start(state);
     } catch (...) {
@@ -680,6 +686,8 @@ int polylimit_queue_new(polylimit_queue** out, polylimit_error* err) {
     q->state = std::make_shared<QueueState>();
     q->state->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->state->fd < 0) throw Error(ErrorCode::kInternal, std::string("eventfd: ") + std::strerror(errno), errno);
+    q->state->reactor = polylimit::Reactor::make();
+    q->state->reactor->add_signal(q->state->fd);
     *out = q.release();
   });
 }
@@ -691,40 +699,56 @@ void polylimit_queue_free(polylimit_queue* queue) {
     queue->state->freed = true;
     queue->state->items.clear();
     queue->state->woken = true;
-    queue->state->cv.notify_all();
+    queue->state->signal();  // threads waiting in polylimit_queue_poll return
   }
   delete queue;
 }
 
-int polylimit_queue_fd(const polylimit_queue* queue) { return queue == nullptr ? -1 : queue->state->fd; }
+int polylimit_queue_fd(const polylimit_queue* queue) {
+  return queue == nullptr ? -1 : queue->state->reactor->fd();
+}
 
 size_t polylimit_queue_poll(polylimit_queue* queue, polylimit_completion* out, size_t max, int timeout_ms) {
   if (queue == nullptr || out == nullptr || max == 0) return 0;
-  QueueState& q = *queue->state;
-  std::unique_lock<std::mutex> lock(q.mu);
-  auto ready = [&q] { return !q.items.empty() || q.woken; };
-  if (timeout_ms < 0)
-    q.cv.wait(lock, ready);
-  else if (timeout_ms > 0)
-    q.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
-  size_t n = 0;
-  while (n < max && !q.items.empty()) {
-    out[n++] = q.items.front();
-    q.items.pop_front();
+  std::shared_ptr<QueueState> state = queue->state;
+  QueueState& q = *state;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
+  int wait_ms = 0;
+  for (;;) {
+    // Reads the replies that are in (this queue's and any other calls on
+    // those connections), waiting up to wait_ms for one or for a completion.
+    q.reactor->drive(wait_ms);
+    {
+      std::lock_guard<std::mutex> lock(q.mu);
+      size_t n = 0;
+      while (n < max && !q.items.empty()) {
+        out[n++] = q.items.front();
+        q.items.pop_front();
+      }
+      if (n > 0 || q.woken) {
+        if (q.items.empty()) {
+          if (q.signaled) q.reset_signal();
+          q.woken = false;
+        }
+        return n;
+      }
+    }
+    if (timeout_ms == 0) return 0;
+    if (timeout_ms > 0) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return 0;
+      wait_ms = static_cast<int>(left);
+    } else {
+      wait_ms = -1;
+    }
   }
-  if (q.items.empty()) {
-    if (n > 0 || q.woken) q.reset_signal();
-    q.woken = false;
-  }
-  return n;
 }
 
 void polylimit_queue_wake(polylimit_queue* queue) {
   if (queue == nullptr) return;
   std::lock_guard<std::mutex> lock(queue->state->mu);
   queue->state->woken = true;
-  queue->state->signal();
-  queue->state->cv.notify_all();
+  if (!queue->state->signaled) queue->state->signal();
 }
 
 size_t polylimit_queue_outstanding(const polylimit_queue* queue) {

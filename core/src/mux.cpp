@@ -232,7 +232,37 @@ void Mux::hand_off_locked() {
     }
   if (!next && !unsent_.empty()) next = unsent_.front();
   if (!next) return;  // only abandoned calls: the next caller reads their replies
+  if (next->on_done && next->reactor) {
+    // A synchronous caller waiting behind it drives instead: its deadline
+    // must not depend on how soon the reactor's thread comes round.
+    auto sync = [](const CallPtr& c) { return !c->on_done && !c->abandoned && !c->done; };
+    auto it = std::find_if(inflight_.begin(), inflight_.end(), sync);
+    if (it != inflight_.end()) {
+      next = *it;
+    } else {
+      auto queued = std::find_if(unsent_.begin(), unsent_.end(), sync);
+      if (queued != unsent_.end()) next = *queued;
+    }
+  }
   leader_ = true;
+  if (next->on_done && next->reactor && conn_->fd() >= 0) {
+    // Nobody drives: the reactor's thread reads the reply when it is in,
+    // and the I/O thread wakes only if the deadline comes first.
+    leader_ = false;
+    bool armed = armed_in_.lock() == next->reactor;
+    if (!armed && next->reactor->arm(conn_->fd(), weak_from_this())) {
+      armed_in_ = next->reactor;
+      armed = true;
+    }
+    if (armed) {
+      if (io_armed_)
+        kick_io_locked();  // it waits on the socket, not on deadlines: back to its guard
+      else if (unguarded_deadline_locked() < io_wait_until_)
+        io_cv_.notify_one();
+      return;
+    }
+    leader_ = true;  // the kernel refused: the I/O thread reads it
+  }
   if (next->on_done) {
     io_lead_ = true;
     // An armed I/O thread is woken by the reply of the oldest call in flight
@@ -298,7 +328,7 @@ bool Mux::worth_flushing_locked() const {
   return !unsent_.empty() && unsent_.size() * 2 >= inflight_.size();
 }
 
-void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
+void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self, bool once) {
   auto finished = [&] { return self != nullptr ? self->done || self->abandoned : async_outstanding_ == 0; };
   while (!broken_ && !finished()) {
     if (worth_flushing_locked()) {
@@ -309,7 +339,8 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
 
     Clock::time_point until = inflight_.front()->deadline;
     if (self != nullptr && self->deadline < until) until = self->deadline;
-    parked_ = true;
+    if (once) until = Clock::time_point();  // past: what is in, poll() without a wait
+    parked_ = !once;
     lock.unlock();
     // The first reply (waiting for it), then every reply that came with it.
     bool woken = false;
@@ -375,6 +406,12 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self) {
       }
     }
     if (!callbacks_.empty() && self == nullptr) run_callbacks(lock);
+    if (once) {
+      // Calls queued meanwhile (by the callbacks, too) go out before the
+      // connection is left to the next drive.
+      if (!broken_ && worth_flushing_locked()) flush_locked(lock);
+      break;
+    }
   }
   hand_off_locked();
   run_callbacks(lock);
@@ -423,16 +460,35 @@ void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
 
 void Mux::submit(const CallPtr& call) {
   std::unique_lock<std::mutex> lock(mu_);
+  call->reactor = Reactor::current();
   enqueue_locked(call);
   ++async_outstanding_;
   ensure_io_thread_locked();
   if (!leader_) {
-    // Write it from this thread now; the I/O thread reads the reply.
+    // Write it from this thread now; the I/O thread (or the reactor's
+    // thread) reads the reply. Under a reactor, calls in flight will bring
+    // a drive that writes it with the others, unless it is worth a write now.
     leader_ = true;
-    flush_locked(lock);
+    if (!call->reactor || worth_flushing_locked()) flush_locked(lock);
     hand_off_locked();
   }
   run_callbacks(lock);
+}
+
+void Mux::drive_ready(const Reactor* from) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (armed_in_.lock().get() == from) armed_in_.reset();  // its one shot is spent
+  if (leader_ || broken_) return;  // whoever drives reads it (and re-arms when done)
+  leader_ = true;
+  lead(lock, nullptr, true);
+}
+
+Mux::Clock::time_point Mux::unguarded_deadline_locked() const {
+  if (leader_) return Clock::time_point::max();
+  Clock::time_point due = Clock::time_point::max();
+  if (!inflight_.empty()) due = inflight_.front()->deadline;
+  if (!unsent_.empty()) due = std::min(due, unsent_.front()->deadline);
+  return due;
 }
 
 void Mux::ensure_io_thread_locked() {
@@ -481,7 +537,17 @@ bool Mux::io_step() {
     // wait that timed out stays armed.
     io_rearm_ = io_lead_ || Clock::now() >= until;
   } else {
-    io_cv_.wait_for(lock, bound, [this] { return io_lead_ || io_stop_; });
+    // Calls read by a reactor's thread: wake at the oldest one's deadline
+    // (a new, earlier one notifies), and lead if nobody has read it by then.
+    io_wait_until_ = std::min(Clock::now() + bound, unguarded_deadline_locked());
+    io_cv_.wait_until(lock, io_wait_until_, [this] {
+      return io_lead_ || io_stop_ || unguarded_deadline_locked() < io_wait_until_;
+    });
+    io_wait_until_ = Clock::time_point::max();
+    if (!io_lead_ && !io_stop_ && !leader_ && !broken_ && Clock::now() >= unguarded_deadline_locked()) {
+      leader_ = true;
+      io_lead_ = true;
+    }
   }
   if (io_lead_) {
     io_lead_ = false;

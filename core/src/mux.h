@@ -39,6 +39,14 @@
 // pays for the reply, as a blocking caller does. A wake-up that finds no
 // hand-off (a synchronous caller leads) disarms it until the next one.
 //
+// A call submitted under a Reactor (polylimit/reactor.h: the completion
+// queue's epoll set) is read by the thread that waits on that set instead:
+// when nobody drives the connection, its socket is armed there and
+// drive_ready() reads what is in without blocking. The I/O thread then only
+// guards the oldest call's deadline. Submitting writes at once only when
+// worth it (nothing in flight, or half as many queued); otherwise the next
+// drive writes the queued calls after reading replies.
+//
 // Deadlines: each call has its own (the command timeout from submission,
 // covering the queue, the write and the whole reply). When the oldest call in
 // flight passes its deadline the server is not answering in time: the
@@ -63,6 +71,7 @@
 
 #include "connection.h"
 #include "polylimit/errors.h"
+#include "polylimit/reactor.h"
 
 namespace polylimit {
 
@@ -90,6 +99,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
     // The non-blocking API: called once done (outside every lock), on the
     // connection's I/O thread or on a caller's thread that was driving it.
     std::function<void(Call&)> on_done;
+    // The reactor whose thread reads its reply (set by submit()), or null.
+    std::shared_ptr<Reactor> reactor;
 
     void reset(size_t commands, Clock::time_point until) {
       bytes.clear();
@@ -100,6 +111,7 @@ class Mux : public std::enable_shared_from_this<Mux> {
       sent = done = abandoned = lead = may_resend = holds = false;
       signal.store(kWaiting, std::memory_order_relaxed);
       on_done = nullptr;
+      reactor = nullptr;
     }
   };
   using CallPtr = std::shared_ptr<Call>;
@@ -134,14 +146,18 @@ class Mux : public std::enable_shared_from_this<Mux> {
   Clock::duration idle_for() const;
   // Fails every call with kClosed (or `error`) and stops the I/O thread.
   void shut_down(std::exception_ptr error = nullptr);
+  // Called by `from`'s drive() when the socket armed there is readable:
+  // reads the replies that are in (never waits), unless somebody else
+  // drives the connection.
+  void drive_ready(const Reactor* from);
 
  private:
   void enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock = nullptr,
                       std::chrono::milliseconds room_wait = std::chrono::milliseconds(0));
   // Drives the connection until `self` is done (self null: until no call of
   // the non-blocking API is outstanding), then hands it on. Called and
-  // returns with `lock` held.
-  void lead(std::unique_lock<std::mutex>& lock, Call* self);
+  // returns with `lock` held. `once`: one read of what is in, no wait.
+  void lead(std::unique_lock<std::mutex>& lock, Call* self, bool once = false);
   void hand_off_locked();
   // Writes every queued call in one send (the caller leads); false when the
   // connection broke (every call has failed).
@@ -169,6 +185,9 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // Waits (without the lock) for the socket, io_wake_fd_ or `until`.
   void armed_wait(Clock::time_point until);
   void kick_io_locked();
+  // The oldest deadline of the calls nobody drives (the I/O thread's guard),
+  // or the far future.
+  Clock::time_point unguarded_deadline_locked() const;
 
   std::unique_ptr<Connection> conn_;
   int wake_fd_ = -1;  // eventfd the leader polls with the socket
@@ -201,6 +220,10 @@ class Mux : public std::enable_shared_from_this<Mux> {
   bool io_rearm_ = false;         // arm at the next wait (it led calls, or an armed wait timed out)
   Clock::time_point io_armed_until_{};
   int io_wake_fd_ = -1;           // eventfd: ends an armed wait early
+  // The reactor the socket was last armed in, until its drive comes.
+  std::weak_ptr<Reactor> armed_in_;
+  // When the I/O thread's condition-variable wait ends.
+  Clock::time_point io_wait_until_ = Clock::time_point::max();
 };
 
 }  // namespace polylimit

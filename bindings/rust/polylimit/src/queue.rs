@@ -4,7 +4,7 @@
 //! A client has one `polylimit_queue` per tokio runtime that uses it. A call
 //! is submitted without waiting, with a token; its oneshot sender waits in
 //! `pending` under that token. One reaper task per queue, spawned on that
-//! runtime, watches the queue's eventfd with `AsyncFd` and, when it is
+//! runtime, watches the queue's fd with `AsyncFd` and, when it is
 //! readable, drains every waiting completion and sends each to its future.
 //! So no thread waits per call and no runtime thread blocks on Redis. Per
 //! runtime, because the fd is registered with one runtime's reactor and the
@@ -134,7 +134,7 @@ impl Drop for Queue {
     }
 }
 
-/// The queue's eventfd for `AsyncFd`, borrowed: the queue owns and closes
+/// The queue's fd (an epoll set) for `AsyncFd`, borrowed: the queue owns and closes
 /// it, and this holds the queue, so the fd stays open while it is registered.
 /// Dropping it (the reaper ended, or its runtime shut down) marks the queue
 /// as done.

@@ -1,0 +1,72 @@
+// reactor.h - lets the thread that waits for non-blocking completions read
+// their replies itself.
+//
+// Without it a non-blocking call's reply wakes the connection's I/O thread,
+// which reads it and then wakes the thread that waits for the completion: two
+// wake-ups per call where a blocking caller pays one. A Reactor is an epoll
+// set the waiting thread sleeps on (the completion queue's fd). Calls
+// submitted while a Reactor is current on the thread (Reactor::Scope) carry
+// it; when such a call is in flight and nobody drives its connection, the
+// connection's socket is armed in that set (one-shot), and drive() - on the
+// thread that waits - reads the replies that are in, without blocking, and
+// completes their calls. The I/O thread then only guards deadlines: it leads
+// the connection when the oldest call's deadline passes with nobody reading.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace polylimit {
+
+class Mux;
+
+class Reactor : public std::enable_shared_from_this<Reactor> {
+ public:
+  // Throws polylimit::Error when the kernel refuses an epoll set.
+  static std::shared_ptr<Reactor> make();
+  ~Reactor();
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  // The epoll set: readable when an armed socket or an added fd is.
+  int fd() const { return ep_; }
+  // Adds a level-triggered fd (e.g. the queue's eventfd) that drive() skips.
+  void add_signal(int fd);
+  // Waits up to timeout_ms (0: not at all, -1: no limit) for the set, then
+  // reads the armed connections that are readable and completes their
+  // calls on this thread. Returns whether anything was ready.
+  bool drive(int timeout_ms);
+  // Arms `fd`, the socket of `mux`, once: the next drive() that finds it
+  // readable drives `mux`. False when the kernel refused (the caller falls
+  // back to its I/O thread).
+  bool arm(int fd, const std::weak_ptr<Mux>& mux);
+
+  // Makes `reactor` current on this thread while it lives (calls submitted
+  // meanwhile carry it).
+  class Scope {
+   public:
+    explicit Scope(const std::shared_ptr<Reactor>& reactor, bool driving = false);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    const std::shared_ptr<Reactor>* previous_;
+    bool previous_driving_;
+  };
+  // The reactor current on this thread, or null.
+  static std::shared_ptr<Reactor> current();
+  // Whether this thread is inside `reactor`'s drive(): what it completes is
+  // taken by this thread right after, so nobody else need be woken.
+  static bool driving(const Reactor* reactor);
+
+ private:
+  Reactor() = default;
+
+  int ep_ = -1;
+  std::mutex mu_;
+  std::unordered_map<int, std::weak_ptr<Mux>> armed_;  // socket -> its connection
+};
+
+}  // namespace polylimit

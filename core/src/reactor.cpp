@@ -1,0 +1,95 @@
+// reactor.cpp - Reactor: an epoll set of the sockets whose replies the
+// waiting thread reads itself (see polylimit/reactor.h).
+#include "polylimit/reactor.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "mux.h"
+#include "polylimit/errors.h"
+
+namespace polylimit {
+
+namespace {
+
+thread_local const std::shared_ptr<Reactor>* t_current = nullptr;
+thread_local bool t_driving = false;
+
+// epoll data: the socket + 1, or 0 for an fd drive() skips.
+constexpr uint64_t kSignal = 0;
+
+}  // namespace
+
+std::shared_ptr<Reactor> Reactor::make() {
+  std::shared_ptr<Reactor> r(new Reactor);
+  r->ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (r->ep_ < 0) throw Error(ErrorCode::kInternal, "epoll_create1: cannot make an epoll set", errno);
+  return r;
+}
+
+Reactor::~Reactor() {
+  if (ep_ >= 0) ::close(ep_);
+}
+
+void Reactor::add_signal(int fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kSignal;
+  if (::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) != 0)
+    throw Error(ErrorCode::kInternal, "epoll_ctl: cannot watch the queue's eventfd", errno);
+}
+
+bool Reactor::arm(int fd, const std::weak_ptr<Mux>& mux) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_[fd] = mux;  // a socket number reused by another connection is re-pointed here
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLONESHOT;
+  ev.data.u64 = static_cast<uint64_t>(fd) + 1;
+  if (::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev) == 0) return true;
+  // Not in the set yet (a closed socket leaves it by itself), or added meanwhile.
+  if (errno == ENOENT && ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) == 0) return true;
+  return errno == EEXIST && ::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev) == 0;
+}
+
+bool Reactor::drive(int timeout_ms) {
+  epoll_event events[32];
+  const int n = ::epoll_wait(ep_, events, 32, timeout_ms);
+  if (n <= 0) return false;  // nothing, or EINTR: the caller looks again
+  std::shared_ptr<Reactor> self = shared_from_this();
+  Scope scope(self, true);
+  for (int i = 0; i < n; ++i) {
+    if (events[i].data.u64 == kSignal) continue;
+    const int fd = static_cast<int>(events[i].data.u64 - 1);
+    std::shared_ptr<Mux> mux;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = armed_.find(fd);
+      if (it != armed_.end()) mux = it->second.lock();
+    }
+    if (mux) mux->drive_ready(this);
+  }
+  return true;
+}
+
+Reactor::Scope::Scope(const std::shared_ptr<Reactor>& reactor, bool driving)
+    : previous_(t_current), previous_driving_(t_driving) {
+  t_current = &reactor;
+  t_driving = driving;
+}
+
+Reactor::Scope::~Scope() {
+  t_current = previous_;
+  t_driving = previous_driving_;
+}
+
+std::shared_ptr<Reactor> Reactor::current() { return t_current != nullptr ? *t_current : nullptr; }
+
+bool Reactor::driving(const Reactor* reactor) {
+  return t_driving && t_current != nullptr && t_current->get() == reactor;
+}
+
+}  // namespace polylimit
