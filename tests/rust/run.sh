@@ -2,7 +2,8 @@
 # Rust binding suite (bindings/rust): the vocabulary file is current, cargo
 # fmt --check, cargo clippy -D warnings, cargo test (the FFI layout test, the
 # blocking API and check_async against real redis-servers started by
-# tests/fixture/redisfix; the tower layer in an axum server over HTTP),
+# tests/fixture/redisfix: standalone, Redis Cluster, Sentinel and TLS, plain
+# and behind Sentinel; the tower layer in an axum server over HTTP),
 # cargo doc without warnings, the tests again under
 # AddressSanitizer when a nightly toolchain is installed; then the packaged
 # crates (cargo package, with the C++ sources vendored into polylimit-sys)
@@ -23,6 +24,10 @@ cd "$root/bindings/rust"
 command -v cargo >/dev/null || { echo "cargo: not found" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server: not found" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3: not found (tests/fixture/redisfix, the Redis launcher, needs it)" >&2; exit 1; }
+# tests/deployments.rs: redisfix forms clusters with redis-cli; the TLS tests
+# make their certificates with openssl.
+command -v redis-cli >/dev/null || { echo "redis-cli: not found" >&2; exit 1; }
+command -v openssl >/dev/null || { echo "openssl: not found" >&2; exit 1; }
 
 export CARGO_TARGET_DIR="$root/build/rust-target"
 jobs=${POLYLIMIT_JOBS:-2}
