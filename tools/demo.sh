@@ -73,6 +73,9 @@ if [ -f "$root/tools/demo/rust-worker/Cargo.toml" ] && command -v cargo >/dev/nu
   # The library built above (feature `system`, through PKG_CONFIG_PATH), as
   # the Go worker does; a default build would compile the core again. The
   # target directory is the Rust suite's, so shared crates build once.
+  # The versions the Rust suite resolved, when it has run (no lock file is committed).
+  [ -f "$root/tools/demo/rust-worker/Cargo.lock" ] || [ ! -f "$root/bindings/rust/Cargo.lock" ] ||
+    cp "$root/bindings/rust/Cargo.lock" "$root/tools/demo/rust-worker/Cargo.lock"
   CARGO_TARGET_DIR="$root/build/rust-target" cargo build -q --release -j "$POLYLIMIT_JOBS" --features system \
     --manifest-path "$root/tools/demo/rust-worker/Cargo.toml"
   for i in 1 2; do add_worker "rust-$i" "$root/build/rust-target/release/polylimit-demo-worker"; done
