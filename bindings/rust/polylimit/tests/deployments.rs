@@ -7,7 +7,7 @@
 mod common;
 
 use common::{free_port, prefix, Deployment};
-use polylimit::{Client, Limiter};
+use polylimit::{Client, Error, Limiter};
 use std::process::Command;
 use std::time::Duration;
 
@@ -235,6 +235,11 @@ fn tls_exact_totals_and_certificate_checks() {
     let plain = server.node_ports("master")[0];
     let keys: u64 = redis_cli(plain, &["DBSIZE"]).parse().unwrap();
     assert!(keys >= 2 * KEYS as u64, "{keys} keys");
+
+    // TLS options on a URL without TLS are a mistake, not ignored.
+    let plain_url = format!("redis://127.0.0.1:{plain}");
+    let r = Client::builder().tls_ca_file(certs.file("ca.crt")).open(&plain_url);
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
 
     // Without the CA the server's certificate is refused, blocking and async.
     let untrusted = Client::builder()
