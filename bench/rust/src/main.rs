@@ -89,7 +89,8 @@ struct Sample {
     cpu_us: f64,
 }
 
-/// Times `run`, which makes `checks` checks.
+/// The sample of a cell that made `checks` checks since `start` (wall
+/// clock) and `cpu0` (this process's CPU time then).
 fn timed(checks: usize, start: Instant, cpu0: f64) -> Sample {
     let secs = start.elapsed().as_secs_f64();
     Sample {
@@ -100,9 +101,8 @@ fn timed(checks: usize, start: Instant, cpu0: f64) -> Sample {
 
 // ---------------------------------------------------------------- in-process
 
-/// In-process limits: Allow cannot run out within a cell (a burst of a
-/// million, refilled at a million a second), Deny is one unit an hour, spent
-/// before the clock starts.
+/// The same limits as against Redis (`rate`): Allow cannot run out within a
+/// cell (a burst of a million, refilled at a million a second).
 fn memory_cell(
     client: &polylimit::Client,
     tag: &str,
@@ -110,10 +110,7 @@ fn memory_cell(
     threads: usize,
     n: usize,
 ) -> Sample {
-    let (limit, secs) = match mode {
-        Mode::Allow => (1_000_000, 1),
-        Mode::Deny => (1, 3600),
-    };
+    let (limit, secs) = rate(mode);
     let l = client
         .limiter_builder()
         .limit(limit, Duration::from_secs(secs))
@@ -146,7 +143,7 @@ fn memory_cell(
 fn governor_cell(mode: Mode, threads: usize, n: usize) -> Sample {
     let quota = match mode {
         Mode::Allow => Quota::per_second(NonZeroU32::MAX),
-        Mode::Deny => Quota::per_hour(NonZeroU32::MIN),
+        Mode::Deny => Quota::with_period(Duration::from_secs(86_400)).expect("period"),
     };
     let g: DefaultKeyedRateLimiter<String> = RateLimiter::keyed(quota);
     let keys: Vec<String> = (0..threads).map(|t| format!("k{t}")).collect();
