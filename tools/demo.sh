@@ -22,8 +22,9 @@ names=()
 add_worker() { names+=("$1"); workers+=("$2"); }
 for i in 1 2 3; do add_worker "c-$i" "$POLYLIMIT_BUILD_DIR/tools/polylimit_demo_worker"; done
 
-# Python, Go, Java and Node workers join when their toolchains are present (as root,
-# tools/deps.sh installs them); otherwise the demo says what it skipped.
+# Python, Go, Java, Node and Rust workers join when their toolchains are present
+# (as root, tools/deps.sh installs all but Rust's cargo); otherwise the demo
+# says what it skipped.
 skipped=()
 if [ -f "$root/tools/demo/worker.py" ] && "$root/tools/deps.sh" python >/dev/null 2>&1; then
   venv="$root/build/venv-demo"
@@ -67,6 +68,21 @@ else
   skipped+=(node)
 fi
 
+if [ -f "$root/tools/demo/rust-worker/Cargo.toml" ] && command -v cargo >/dev/null 2>&1; then
+  echo "building the Rust worker ..."
+  # The library built above (feature `system`, through PKG_CONFIG_PATH), as
+  # the Go worker does; a default build would compile the core again. The
+  # target directory is the Rust suite's, so shared crates build once.
+  # The versions the Rust suite resolved, when it has run (no lock file is committed).
+  [ -f "$root/tools/demo/rust-worker/Cargo.lock" ] || [ ! -f "$root/bindings/rust/Cargo.lock" ] ||
+    cp "$root/bindings/rust/Cargo.lock" "$root/tools/demo/rust-worker/Cargo.lock"
+  CARGO_TARGET_DIR="$root/build/rust-target" cargo build -q --release -j "$POLYLIMIT_JOBS" --features system \
+    --manifest-path "$root/tools/demo/rust-worker/Cargo.toml"
+  for i in 1 2; do add_worker "rust-$i" "$root/build/rust-target/release/polylimit-demo-worker"; done
+else
+  skipped+=(rust)
+fi
+
 if [ ${#skipped[@]} -gt 0 ] && [ "${POLYLIMIT_DEMO_REQUIRE_ALL:-0}" = 1 ]; then
   echo "every language is required, but these workers could not be built: ${skipped[*]}" >&2
   exit 1
@@ -98,7 +114,7 @@ if [ "$lines" -ne "${#workers[@]}" ]; then
   echo "only $lines of ${#workers[@]} workers reported" >&2
   status=1
 fi
-for lang in c python go java node; do
+for lang in c python go java node rust; do
   share=$(sed -n "s/^$lang-[0-9]* admitted=\([0-9]*\) .*/\1/p" "$out" | awk '{s+=$1} END {print s+0}')
   echo "  $lang share: $share"
 done

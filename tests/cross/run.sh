@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cross-language exactness: C, Python, Go, Java and Node worker processes hammer the
+# Cross-language exactness: C, Python, Go, Java, Node and Rust worker processes hammer the
 # same key at the same moment with limit 2000; exactly 2000 must be admitted
 # in total. Every language is required here (the demo alone may skip one).
 set -euo pipefail

@@ -2,8 +2,10 @@
 # Rust binding suite (bindings/rust): the vocabulary file is current, cargo
 # fmt --check, cargo clippy -D warnings, cargo test (the FFI layout test, the
 # blocking API and check_async against real redis-servers started by
-# tests/fixture/redisfix; the tower layer in an axum server over HTTP),
-# cargo doc without warnings, the tests again under
+# tests/fixture/redisfix: standalone, Redis Cluster, Sentinel and TLS, plain
+# and behind Sentinel; the tower layer in an axum server over HTTP),
+# examples/rust-axum over HTTP (tests/rust/example_http.sh), fmt and clippy
+# of it and of the demo's worker, cargo doc without warnings, the tests again under
 # AddressSanitizer when a nightly toolchain is installed; then the packaged
 # crates (cargo package, with the C++ sources vendored into polylimit-sys)
 # built with their default features, which compile the bundled core with
@@ -23,6 +25,10 @@ cd "$root/bindings/rust"
 command -v cargo >/dev/null || { echo "cargo: not found" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server: not found" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3: not found (tests/fixture/redisfix, the Redis launcher, needs it)" >&2; exit 1; }
+# tests/deployments.rs: redisfix forms clusters with redis-cli; the TLS tests
+# make their certificates with openssl.
+command -v redis-cli >/dev/null || { echo "redis-cli: not found" >&2; exit 1; }
+command -v openssl >/dev/null || { echo "openssl: not found" >&2; exit 1; }
 
 export CARGO_TARGET_DIR="$root/build/rust-target"
 jobs=${POLYLIMIT_JOBS:-2}
@@ -77,6 +83,21 @@ if [ "$rc" -ne 0 ] || [ "$p" -eq 0 ]; then
 fi
 passed=$((passed + p))
 failed=$((failed + f))
+
+# Programs of their own on the crate (own workspaces, this target directory):
+# the demo worker and examples/rust-axum, which then serves real HTTP.
+own_features=
+[ -n "${POLYLIMIT_PREFIX:-}" ] && own_features=system
+own_checks() (  # own_checks DIR: fmt and clippy of a program on the crate (a subshell: cd)
+  cd "$1"
+  # The versions the binding's builds resolved (the lock file is not committed).
+  [ -f Cargo.lock ] || cp "$root/bindings/rust/Cargo.lock" Cargo.lock
+  cargo fmt --check && cargo clippy -j "$jobs" --all-targets ${own_features:+--features "$own_features"} -- -D warnings
+)
+for own in tools/demo/rust-worker examples/rust-axum; do
+  step "$own: cargo fmt --check, clippy -D warnings" own_checks "$root/$own"
+done
+step "examples/rust-axum over HTTP (two servers, one redis-server)" "$root/tests/rust/example_http.sh" $own_features
 
 RUSTDOCFLAGS="-D warnings" step "cargo doc" cargo doc -j "$jobs" --no-deps --features "$features"
 

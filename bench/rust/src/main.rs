@@ -1,13 +1,24 @@
-//! polylimit (check_async, GCRA) against what a Rust user writes today: the
-//! `redis` crate on a multiplexed connection running redis_rate's GCRA
-//! script with EVALSHA. Same server, same keys per task, rounds
-//! interleaved; prints checks per second, median of the rounds with min and
-//! max, for 1 and 64 tokio tasks, on keys that always admit and on keys
-//! that always deny.
+//! Two tables, rounds interleaved (the order alternates), each cell the
+//! median of the rounds with min and max, on keys that always admit and on
+//! keys that always deny, one key per thread or task, GCRA throughout:
 //!
-//!     cargo run --release -- redis://127.0.0.1:6379 [rounds] [checks per cell]
+//! 1. In-process: polylimit's `memory://` backend (blocking `check`)
+//!    against the `governor` crate's keyed limiter, 1 and 8 threads.
+//! 2. Against Redis: polylimit (check_async) against what a Rust user writes
+//!    today, the `redis` crate on a multiplexed connection running
+//!    redis_rate's GCRA script with EVALSHA, 1 and 64 tokio tasks: checks
+//!    per second and the client's CPU per check (getrusage(RUSAGE_SELF),
+//!    user + system, over the timed part: every thread of this process, the
+//!    library's I/O threads and tokio's workers included; the server's CPU
+//!    is not).
+//!
+//!     cargo run --release -- [redis://127.0.0.1:6379 [rounds] [checks per cell]]
+//!
+//! Without a URL only the in-process table is printed.
 
-use std::time::Instant;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
 
 /// redis_rate's allowN (go-redis/redis_rate), as a Rust user ports it.
 const GCRA: &str = r#"
@@ -43,6 +54,15 @@ enum Mode {
     Deny,
 }
 
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Allow => "allow",
+            Mode::Deny => "deny",
+        }
+    }
+}
+
 /// The limit of a cell: huge for Allow, one unit a day (spent) for Deny.
 fn rate(mode: Mode) -> (i64, u64) {
     match mode {
@@ -51,13 +71,152 @@ fn rate(mode: Mode) -> (i64, u64) {
     }
 }
 
+/// This process's CPU time so far (user + system, every thread), in µs.
+fn cpu_us() -> f64 {
+    // SAFETY: getrusage fills the struct it is given; a zeroed rusage is a
+    // valid value of that plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    assert_eq!(rc, 0, "getrusage");
+    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    us(ru.ru_utime) + us(ru.ru_stime)
+}
+
+/// One timed cell: checks per second and client CPU µs per check.
+#[derive(Clone, Copy)]
+struct Sample {
+    rate: f64,
+    cpu_us: f64,
+}
+
+/// The sample of a cell that made `checks` checks since `start` (wall
+/// clock) and `cpu0` (this process's CPU time then).
+fn timed(checks: usize, start: Instant, cpu0: f64) -> Sample {
+    let secs = start.elapsed().as_secs_f64();
+    Sample {
+        rate: checks as f64 / secs,
+        cpu_us: (cpu_us() - cpu0) / checks as f64,
+    }
+}
+
+// ---------------------------------------------------------------- in-process
+
+/// The same limits as against Redis (`rate`): Allow cannot run out within a
+/// cell (a burst of a million, refilled at a million a second).
+fn memory_cell(
+    client: &polylimit::Client,
+    tag: &str,
+    mode: Mode,
+    threads: usize,
+    n: usize,
+) -> Sample {
+    let (limit, secs) = rate(mode);
+    let l = client
+        .limiter_builder()
+        .limit(limit, Duration::from_secs(secs))
+        .algorithm(polylimit::Algorithm::Gcra)
+        .prefix(format!("bench-mem-{tag}"))
+        .build()
+        .expect("limiter");
+    let keys: Vec<String> = (0..threads).map(|t| format!("k{t}")).collect();
+    if mode == Mode::Deny {
+        for k in &keys {
+            assert!(l.check(k, 1).expect("check").allowed);
+        }
+    }
+    let per = n / threads;
+    let (start, cpu0) = (Instant::now(), cpu_us());
+    std::thread::scope(|s| {
+        for k in &keys {
+            let l = &l;
+            s.spawn(move || {
+                for _ in 0..per {
+                    let d = l.check(k, 1).expect("check");
+                    assert_eq!(d.allowed, mode == Mode::Allow);
+                }
+            });
+        }
+    });
+    timed(per * threads, start, cpu0)
+}
+
+fn governor_cell(mode: Mode, threads: usize, n: usize) -> Sample {
+    let quota = match mode {
+        Mode::Allow => Quota::per_second(NonZeroU32::MAX),
+        Mode::Deny => Quota::with_period(Duration::from_secs(86_400)).expect("period"),
+    };
+    let g: DefaultKeyedRateLimiter<String> = RateLimiter::keyed(quota);
+    let keys: Vec<String> = (0..threads).map(|t| format!("k{t}")).collect();
+    if mode == Mode::Deny {
+        for k in &keys {
+            assert!(g.check_key(k).is_ok());
+        }
+    }
+    let per = n / threads;
+    let (start, cpu0) = (Instant::now(), cpu_us());
+    std::thread::scope(|s| {
+        for k in &keys {
+            let g = &g;
+            s.spawn(move || {
+                for _ in 0..per {
+                    assert_eq!(g.check_key(k).is_ok(), mode == Mode::Allow);
+                }
+            });
+        }
+    });
+    timed(per * threads, start, cpu0)
+}
+
+fn in_process(rounds: usize, n: usize) {
+    let client = polylimit::Client::open("memory://").expect("memory://");
+    let cells = [
+        (1, Mode::Allow),
+        (1, Mode::Deny),
+        (8, Mode::Allow),
+        (8, Mode::Deny),
+    ];
+    let mut results: Vec<(Vec<Sample>, Vec<Sample>)> = vec![(Vec::new(), Vec::new()); cells.len()];
+    for round in 0..rounds {
+        for (i, &(threads, mode)) in cells.iter().enumerate() {
+            let tag = format!("{round}-{i}");
+            if round % 2 == 0 {
+                results[i]
+                    .0
+                    .push(memory_cell(&client, &tag, mode, threads, n));
+                results[i].1.push(governor_cell(mode, threads, n));
+            } else {
+                results[i].1.push(governor_cell(mode, threads, n));
+                results[i]
+                    .0
+                    .push(memory_cell(&client, &tag, mode, threads, n));
+            }
+        }
+    }
+    println!("In-process GCRA checks/s, median of {rounds} interleaved rounds of {n} checks [min..max]; one key per thread");
+    println!(
+        "| threads | keys | polylimit memory:// (check) | governor keyed (check_key) | ratio |"
+    );
+    println!("|---:|---|---:|---:|---:|");
+    for (i, &(threads, mode)) in cells.iter().enumerate() {
+        let (pm, plo, phi) = median_min_max(results[i].0.iter().map(|s| s.rate).collect());
+        let (gm, glo, ghi) = median_min_max(results[i].1.iter().map(|s| s.rate).collect());
+        println!(
+            "| {threads} | {} | {pm:.0} [{plo:.0}..{phi:.0}] | {gm:.0} [{glo:.0}..{ghi:.0}] | {:.2}x |",
+            mode.name(),
+            pm / gm
+        );
+    }
+}
+
+// ---------------------------------------------------------------- Redis
+
 async fn polylimit_cell(
     client: &polylimit::Client,
     tag: &str,
     mode: Mode,
     tasks: usize,
     n: usize,
-) -> f64 {
+) -> Sample {
     let (limit, secs) = rate(mode);
     let l = client
         .limiter_builder()
@@ -73,7 +232,7 @@ async fn polylimit_cell(
             l.check(&key, 1).expect("check");
         }
     }
-    let start = Instant::now();
+    let (start, cpu0) = (Instant::now(), cpu_us());
     let handles: Vec<_> = (0..tasks)
         .map(|t| {
             let l = l.clone();
@@ -89,7 +248,7 @@ async fn polylimit_cell(
     for h in handles {
         h.await.unwrap();
     }
-    (n / tasks * tasks) as f64 / start.elapsed().as_secs_f64()
+    timed(n / tasks * tasks, start, cpu0)
 }
 
 async fn redis_cell(
@@ -98,7 +257,7 @@ async fn redis_cell(
     mode: Mode,
     tasks: usize,
     n: usize,
-) -> f64 {
+) -> Sample {
     let (limit, secs) = rate(mode);
     let script = redis::Script::new(GCRA);
     let keys: Vec<String> = (0..tasks).map(|t| format!("bench-rc-{tag}:k{t}")).collect();
@@ -121,7 +280,7 @@ async fn redis_cell(
                 .expect("GCRA");
         }
     }
-    let start = Instant::now();
+    let (start, cpu0) = (Instant::now(), cpu_us());
     let handles: Vec<_> = keys
         .into_iter()
         .map(|key| {
@@ -146,7 +305,7 @@ async fn redis_cell(
     for h in handles {
         h.await.unwrap();
     }
-    (n / tasks * tasks) as f64 / start.elapsed().as_secs_f64()
+    timed(n / tasks * tasks, start, cpu0)
 }
 
 fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
@@ -154,16 +313,27 @@ fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let mut args = std::env::args().skip(1);
-    let url = args
-        .next()
-        .expect("usage: polylimit-bench REDIS_URL [rounds] [checks per cell]");
+    let url = args.next().filter(|u| !u.is_empty());
     let rounds: usize = args.next().map_or(5, |a| a.parse().expect("rounds"));
     let n: usize = args.next().map_or(20_000, |a| a.parse().expect("checks"));
-    let client = polylimit::Client::open(&url).expect("polylimit");
-    let conn = redis::Client::open(url.as_str())
+    // In-process checks are ~100x faster than a round trip: more per cell,
+    // so that a cell lasts long enough to time.
+    in_process(rounds, n * 50);
+    if let Some(url) = url {
+        println!();
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(against_redis(&url, rounds, n));
+    }
+}
+
+async fn against_redis(url: &str, rounds: usize, n: usize) {
+    let client = polylimit::Client::open(url).expect("polylimit");
+    let conn = redis::Client::open(url)
         .expect("redis url")
         .get_multiplexed_async_connection()
         .await
@@ -174,8 +344,8 @@ async fn main() {
         (64, Mode::Allow),
         (64, Mode::Deny),
     ];
-    // [cell] -> (polylimit rates, redis crate rates), rounds interleaved.
-    let mut results: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); cells.len()];
+    // [cell] -> (polylimit samples, redis crate samples), rounds interleaved.
+    let mut results: Vec<(Vec<Sample>, Vec<Sample>)> = vec![(Vec::new(), Vec::new()); cells.len()];
     for round in 0..rounds {
         for (i, &(tasks, mode)) in cells.iter().enumerate() {
             let tag = format!("{round}-{i}");
@@ -197,15 +367,18 @@ async fn main() {
             }
         }
     }
-    println!("GCRA checks/s, median of {rounds} interleaved rounds of {n} checks [min..max]; one key per task");
-    println!("| tasks | keys | polylimit check_async | redis crate EVALSHA (redis_rate script) | ratio |");
-    println!("|---:|---|---:|---:|---:|");
+    println!("GCRA against Redis: checks/s and client CPU µs per check, median of {rounds} interleaved rounds of {n} checks [min..max]; one key per task");
+    println!("| tasks | keys | polylimit check_async | redis crate EVALSHA (redis_rate script) | ratio | polylimit CPU µs/check | redis crate CPU µs/check |");
+    println!("|---:|---|---:|---:|---:|---:|---:|");
     for (i, &(tasks, mode)) in cells.iter().enumerate() {
-        let (pm, plo, phi) = median_min_max(results[i].0.clone());
-        let (rm, rlo, rhi) = median_min_max(results[i].1.clone());
+        let (pm, plo, phi) = median_min_max(results[i].0.iter().map(|s| s.rate).collect());
+        let (rm, rlo, rhi) = median_min_max(results[i].1.iter().map(|s| s.rate).collect());
+        let (pc, pclo, pchi) = median_min_max(results[i].0.iter().map(|s| s.cpu_us).collect());
+        let (rc, rclo, rchi) = median_min_max(results[i].1.iter().map(|s| s.cpu_us).collect());
         println!(
-            "| {tasks} | {} | {pm:.0} [{plo:.0}..{phi:.0}] | {rm:.0} [{rlo:.0}..{rhi:.0}] | {:.2}x |",
-            if mode == Mode::Allow { "allow" } else { "deny" },
+            "| {tasks} | {} | {pm:.0} [{plo:.0}..{phi:.0}] | {rm:.0} [{rlo:.0}..{rhi:.0}] | {:.2}x \
+             | {pc:.1} [{pclo:.1}..{pchi:.1}] | {rc:.1} [{rclo:.1}..{rchi:.1}] |",
+            mode.name(),
             pm / rm
         );
     }

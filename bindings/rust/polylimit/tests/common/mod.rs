@@ -51,3 +51,63 @@ fn json_string(line: &str, key: &str) -> Option<String> {
 pub fn prefix(test: &str) -> String {
     format!("rt{}-{}", std::process::id(), test)
 }
+
+/// A Cluster, Sentinel or TLS deployment of its own, started by redisfix
+/// with `args` for one test; stopped (the launcher's stdin closed) on drop.
+/// Panics when it cannot start: a missing server kind is a failure.
+pub struct Deployment {
+    /// What redisfix printed: one line of JSON.
+    pub desc: String,
+    pub url: String,
+    child: Child,
+}
+
+impl Deployment {
+    pub fn start(args: &[&str]) -> Deployment {
+        let launcher = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../tests/fixture/redisfix");
+        let mut child = Command::new("python3")
+            .arg(launcher)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("cannot run tests/fixture/redisfix (python3 and redis-server needed)");
+        let mut desc = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut desc)
+            .unwrap();
+        let url = json_string(&desc, "url").unwrap_or_else(|| panic!("redisfix {args:?}: {desc}"));
+        Deployment { desc, url, child }
+    }
+
+    /// The ports of the data nodes whose role is `role` ("master", "replica").
+    pub fn node_ports(&self, role: &str) -> Vec<u16> {
+        let nodes = &self.desc[self.desc.find("\"nodes\": [").expect("no nodes")..];
+        let nodes = &nodes[..nodes.find(']').unwrap()];
+        nodes
+            .split('{')
+            .filter(|n| n.contains(&format!("\"role\": \"{role}\"")))
+            .map(|n| {
+                let at = n.find("\"port\": ").unwrap() + 8;
+                let digits: String = n[at..].chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().unwrap()
+            })
+            .collect()
+    }
+}
+
+impl Drop for Deployment {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take()); // end of input: redisfix stops everything
+        let _ = self.child.wait();
+    }
+}
+
+/// A free loopback TCP port (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
