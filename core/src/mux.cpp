@@ -134,6 +134,10 @@ void Mux::complete_locked(const CallPtr& call, std::vector<CallPtr>* wake) {
   if (room_waiters_ > 0) room_cv_.notify_one();
   if (call->on_done) {
     --async_outstanding_;
+    if (call->reactor) {
+      auto it = std::find_if(reactors_.begin(), reactors_.end(), [&](const auto& r) { return r.first == call->reactor; });
+      if (it != reactors_.end() && --it->second == 0) reactors_.erase(it);
+    }
     callbacks_.push_back(call);
   } else if (!call->abandoned) {
     call->signal.store(kDone, std::memory_order_release);
@@ -246,22 +250,19 @@ void Mux::hand_off_locked() {
   }
   leader_ = true;
   if (next->on_done && next->reactor && conn_->fd() >= 0) {
-    // Nobody drives: the reactor's thread reads the reply when it is in,
-    // and the I/O thread wakes only if the deadline comes first.
+    // Nobody drives: the threads polling the reactors of the calls in flight
+    // read the replies when they are in (the first to come drives; one
+    // stalled poller does not hold up another's calls), and the I/O thread
+    // wakes only if the oldest deadline comes first.
     leader_ = false;
-    bool armed = armed_in_.lock() == next->reactor;
-    if (!armed && next->reactor->arm(conn_->fd(), weak_from_this())) {
-      armed_in_ = next->reactor;
-      armed = true;
-    }
-    if (armed) {
+    if (arm_reactors_locked()) {
       if (io_armed_)
         kick_io_locked();  // it waits on the socket, not on deadlines: back to its guard
       else if (unguarded_deadline_locked() < io_wait_until_)
         io_cv_.notify_one();
       return;
     }
-    leader_ = true;  // the kernel refused: the I/O thread reads it
+    leader_ = true;  // the kernel refused: the I/O thread reads them
   }
   if (next->on_done) {
     io_lead_ = true;
@@ -463,6 +464,13 @@ void Mux::submit(const CallPtr& call) {
   call->reactor = Reactor::current();
   enqueue_locked(call);
   ++async_outstanding_;
+  if (call->reactor) {
+    auto it = std::find_if(reactors_.begin(), reactors_.end(), [&](const auto& r) { return r.first == call->reactor; });
+    if (it != reactors_.end())
+      ++it->second;
+    else
+      reactors_.emplace_back(call->reactor, 1);
+  }
   ensure_io_thread_locked();
   if (!leader_) {
     // Write it from this thread now; the I/O thread (or the reactor's
@@ -475,9 +483,30 @@ void Mux::submit(const CallPtr& call) {
   run_callbacks(lock);
 }
 
+bool Mux::arm_reactors_locked() {
+  bool armed = false;
+  for (const auto& [reactor, calls] : reactors_) {
+    (void)calls;
+    bool still = false;  // armed before, and its shot has not fired yet
+    for (const std::weak_ptr<Reactor>& w : armed_in_) still = still || w.lock() == reactor;
+    if (!still && reactor->arm(conn_->fd(), weak_from_this())) {
+      armed_in_.push_back(reactor);
+      still = true;
+    }
+    armed = armed || still;
+  }
+  return armed;
+}
+
 void Mux::drive_ready(const Reactor* from) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (armed_in_.lock().get() == from) armed_in_.reset();  // its one shot is spent
+  // Its one shot is spent; forget reactors that are gone too.
+  armed_in_.erase(std::remove_if(armed_in_.begin(), armed_in_.end(),
+                                 [from](const std::weak_ptr<Reactor>& w) {
+                                   std::shared_ptr<Reactor> r = w.lock();
+                                   return !r || r.get() == from;
+                                 }),
+                  armed_in_.end());
   if (leader_ || broken_) return;  // whoever drives reads it (and re-arms when done)
   leader_ = true;
   lead(lock, nullptr, true);

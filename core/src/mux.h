@@ -41,8 +41,9 @@
 //
 // A call submitted under a Reactor (polylimit/reactor.h: the completion
 // queue's epoll set) is read by the thread that waits on that set instead:
-// when nobody drives the connection, its socket is armed there and
-// drive_ready() reads what is in without blocking. The I/O thread then only
+// when nobody drives the connection, its socket is armed in the reactor of
+// each call in flight and the first drive_ready() reads what is in without
+// blocking. The I/O thread then only
 // guards the oldest call's deadline. Submitting writes at once only when
 // worth it (nothing in flight, or half as many queued); otherwise the next
 // drive writes the queued calls after reading replies.
@@ -67,6 +68,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "connection.h"
@@ -185,6 +187,9 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // Waits (without the lock) for the socket, io_wake_fd_ or `until`.
   void armed_wait(Clock::time_point until);
   void kick_io_locked();
+  // Arms the socket in the reactor of every submit()ted call not yet done
+  // (once each); false when none took it.
+  bool arm_reactors_locked();
   // The oldest deadline of the calls nobody drives (the I/O thread's guard),
   // or the far future.
   Clock::time_point unguarded_deadline_locked() const;
@@ -220,8 +225,10 @@ class Mux : public std::enable_shared_from_this<Mux> {
   bool io_rearm_ = false;         // arm at the next wait (it led calls, or an armed wait timed out)
   Clock::time_point io_armed_until_{};
   int io_wake_fd_ = -1;           // eventfd: ends an armed wait early
-  // The reactor the socket was last armed in, until its drive comes.
-  std::weak_ptr<Reactor> armed_in_;
+  // The reactors of the submit()ted calls not yet done, with their counts.
+  std::vector<std::pair<std::shared_ptr<Reactor>, size_t>> reactors_;
+  // The reactors the socket is armed in, until their drive comes.
+  std::vector<std::weak_ptr<Reactor>> armed_in_;
   // When the I/O thread's condition-variable wait ends.
   Clock::time_point io_wait_until_ = Clock::time_point::max();
 };

@@ -161,6 +161,58 @@ TEST(Async, QueueFdIsReadableWhileCompletionsWait) {
   EXPECT_EQ(::poll(&p, 1, 0), 0);
 }
 
+// The thread that polls reads the replies: a second queue's calls on the
+// same connection complete at once although the first queue, whose call
+// went out first, is never polled (its call completes into it all the
+// same), and a late poll of that queue finds it done, never timed out.
+TEST(Async, AStalledQueueDoesNotHoldUpAnotherQueuesCalls) {
+  Handles h;
+  open(h, server().url(), "async-two-queues", 1000, /*pool_size=*/1, /*timeout_ms=*/5000);
+  polylimit_queue* other = nullptr;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_queue_new(&other, &err), POLYLIMIT_OK) << err.message;
+  int allowed = 0;
+  const auto started = Clock::now();
+  for (uint64_t i = 0; i < 50; ++i) {
+    // The stalled queue's call is the oldest in flight each time.
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "stalled", 7, 1, h.queue, 1000 + i, &err), POLYLIMIT_OK)
+        << err.message;
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, other, i, &err), POLYLIMIT_OK) << err.message;
+    std::vector<polylimit_completion> got = collect(other, 1, 4s);
+    ASSERT_EQ(got.size(), 1u) << "call " << i;
+    EXPECT_EQ(got[0].status, POLYLIMIT_OK) << got[0].error.message;
+    allowed += got[0].decision.allowed;
+  }
+  // Far below the 5 s command timeout that a wait for the I/O thread's
+  // deadline guard would take for even one of them.
+  EXPECT_LT(Clock::now() - started, 3s);
+  EXPECT_EQ(allowed, 50);
+  std::vector<polylimit_completion> late = collect(h.queue, 50, 2s);
+  ASSERT_EQ(late.size(), 50u);
+  for (const auto& c : late) EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
+  EXPECT_EQ(polylimit_queue_outstanding(other), 0u);
+  polylimit_queue_free(other);
+}
+
+// Nobody polls the queue for longer than the command timeout: the replies
+// that came meanwhile are read by the deadline guard, not timed out.
+TEST(Async, APollLaterThanTheTimeoutStillGetsTheDecisions) {
+  Handles h;
+  open(h, server().url(), "async-late-poll", 100, /*pool_size=*/1, /*timeout_ms=*/300);
+  polylimit_error err;
+  for (uint64_t i = 0; i < 10; ++i)
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, i, &err), POLYLIMIT_OK) << err.message;
+  std::this_thread::sleep_for(700ms);
+  std::vector<polylimit_completion> got = collect(h.queue, 10, 2s);
+  ASSERT_EQ(got.size(), 10u);
+  int allowed = 0;
+  for (const auto& c : got) {
+    EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
+    allowed += c.decision.allowed;
+  }
+  EXPECT_EQ(allowed, 10);
+}
+
 // Submitting never waits for Redis: against a frozen server the submit
 // returns at once, and every completion comes within the deadline.
 TEST(Async, FrozenServerCompletesWithTimeoutAndSubmitDoesNotWait) {
