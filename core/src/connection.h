@@ -105,6 +105,7 @@ class Connection final : public Link {
   // The next reply: parsed from bytes already received, else waits for more
   // until `deadline`. Null when the deadline passed first, or when `wake_fd`
   // (an eventfd, -1: none) became readable (it is drained; `woken` is set).
+  // Deadline() (the clock's epoch): only what is in, read without waiting.
   // Failures throw and mark it broken.
   ReplyPtr next_reply(Deadline deadline, int wake_fd, bool& woken);
   // The next reply if all of it was already received (no I/O), else null.

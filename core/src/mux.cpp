@@ -340,7 +340,7 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self, bool once) {
 
     Clock::time_point until = inflight_.front()->deadline;
     if (self != nullptr && self->deadline < until) until = self->deadline;
-    if (once) until = Clock::time_point();  // past: what is in, poll() without a wait
+    if (once) until = Clock::time_point();  // what is in, without a wait (Connection::next_reply)
     parked_ = !once;
     lock.unlock();
     // The first reply (waiting for it), then every reply that came with it.

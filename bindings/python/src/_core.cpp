@@ -303,8 +303,9 @@ std::string clients_stats_prometheus(py::handle clients) {
 }
 
 // A polylimit_queue: completions of the non-blocking checks (submit_check).
-// Every method runs with the GIL held and none blocks (poll never waits), so
-// the GIL is what serialises them. The handle is shared with submit calls in
+// Every method runs with the GIL held and none blocks (poll never waits; it
+// reads the replies that are in with the GIL released), so the GIL is what
+// serialises the Python-side state. The handle is shared with submit calls in
 // progress (they run without the GIL), so close() during one frees the queue
 // only when that call is done.
 class Queue {
@@ -350,7 +351,20 @@ class Queue {
     py::list out;
     if (!handle_) return out;  // closed: nothing will arrive
     if (buffer_.size() < static_cast<size_t>(n)) buffer_.resize(static_cast<size_t>(n));
-    size_t got = polylimit_queue_poll(handle_.get(), buffer_.data(), static_cast<size_t>(n), 0);
+    // Another thread's poll has the buffer: it takes what is there (the fd
+    // stays readable while completions wait).
+    if (polling_) return out;
+    size_t got;
+    {
+      // The poll reads the replies that are in and writes the calls queued
+      // meanwhile (it never waits for the server): not under the GIL.
+      std::shared_ptr<polylimit_queue> q = handle_;
+      polylimit_completion* buffer = buffer_.data();
+      polling_ = true;
+      py::gil_scoped_release nogil;
+      got = polylimit_queue_poll(q.get(), buffer, static_cast<size_t>(n), 0);
+    }
+    polling_ = false;
     for (size_t i = 0; i < got; ++i) {
       const polylimit_completion& c = buffer_[i];
       LimiterHandle limiter;
@@ -380,6 +394,7 @@ class Queue {
   pid_t pid_;
   std::unordered_map<uint64_t, LimiterHandle> limiters_;
   std::vector<polylimit_completion> buffer_;
+  bool polling_ = false;  // a poll runs without the GIL (written with it held)
 };
 
 class Limiter {

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "814c9e39b9e2487d0b8248ba0d64641e5604bc32758da10678e5dd11da2d403d"
+const sourcesDigest = "d4540eab7c9e8f78391441277a212e3f6c1b12c56c65e383d373781e31208953"

@@ -201,8 +201,9 @@ impl Queue {
             let mut buf = vec![sys::polylimit_completion::default(); 64];
             loop {
                 let Ok(mut ready) = afd.readable().await else { break };
-                // Drain until a poll finds nothing; only then clear readiness
-                // (tokio keeps it set if the fd became readable meanwhile).
+                // Drain until a poll returns less than a full buffer (the queue
+                // was empty then); only then clear readiness (tokio keeps it
+                // set if the fd became readable meanwhile).
                 loop {
                     // SAFETY: buf holds buf.len() completions.
                     let n = unsafe { sys::polylimit_queue_poll(q.handle, buf.as_mut_ptr(), buf.len(), 0) };
@@ -223,6 +224,9 @@ impl Queue {
                             // arrays included, is dropped here.
                             let _ = tx.send(Done { result, batch: p.batch });
                         }
+                    }
+                    if n < buf.len() {
+                        break;
                     }
                 }
                 ready.clear_ready();
