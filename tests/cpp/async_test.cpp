@@ -62,6 +62,16 @@ std::vector<polylimit_completion> collect(polylimit_queue* q, size_t n, std::chr
   return got;
 }
 
+// How many of `got` were admitted; every one must have succeeded.
+int admitted(const std::vector<polylimit_completion>& got) {
+  int allowed = 0;
+  for (const auto& c : got) {
+    EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
+    allowed += c.decision.allowed;
+  }
+  return allowed;
+}
+
 // One check to open the connection, then the server freezes (SIGSTOP).
 void connect_then_pause(Handles& h, pltest::RedisServer& own) {
   polylimit_error err;
@@ -189,7 +199,7 @@ TEST(Async, AStalledQueueDoesNotHoldUpAnotherQueuesCalls) {
   EXPECT_EQ(allowed, 50);
   std::vector<polylimit_completion> late = collect(h.queue, 50, 2s);
   ASSERT_EQ(late.size(), 50u);
-  for (const auto& c : late) EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
+  EXPECT_EQ(admitted(late), 50);
   EXPECT_EQ(polylimit_queue_outstanding(other), 0u);
   polylimit_queue_free(other);
 }
@@ -205,12 +215,7 @@ TEST(Async, APollLaterThanTheTimeoutStillGetsTheDecisions) {
   std::this_thread::sleep_for(700ms);
   std::vector<polylimit_completion> got = collect(h.queue, 10, 2s);
   ASSERT_EQ(got.size(), 10u);
-  int allowed = 0;
-  for (const auto& c : got) {
-    EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
-    allowed += c.decision.allowed;
-  }
-  EXPECT_EQ(allowed, 10);
+  EXPECT_EQ(admitted(got), 10);
 }
 
 // Submitting never waits for Redis: against a frozen server the submit
@@ -282,12 +287,7 @@ TEST(Async, FullConnectionQueueIsAClearError) {
   own.resume();
   std::vector<polylimit_completion> served = collect(h.queue, 4096, 10s);
   ASSERT_EQ(served.size(), 4096u);
-  int allowed = 0;
-  for (const auto& c : served) {
-    EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
-    allowed += c.decision.allowed;
-  }
-  EXPECT_EQ(allowed, 4096);  // one check per key
+  EXPECT_EQ(admitted(served), 4096);  // one check per key
 }
 
 // Closing the client completes what is in flight (with an error), and the

@@ -202,6 +202,18 @@ impl Certs {
     fn file(&self, name: &str) -> String {
         self.0.join(name).to_str().unwrap().to_string()
     }
+
+    /// The server's certificate, key and CA as redis-server (and redisfix) take them.
+    fn server_args(&self) -> Vec<String> {
+        [
+            ("--tls-cert-file", "server.crt"),
+            ("--tls-key-file", "server.key"),
+            ("--tls-ca-cert-file", "ca.crt"),
+        ]
+        .iter()
+        .flat_map(|(flag, name)| [flag.to_string(), self.file(name)])
+        .collect()
+    }
 }
 
 impl Drop for Certs {
@@ -214,20 +226,11 @@ impl Drop for Certs {
 fn tls_exact_totals_and_certificate_checks() {
     let certs = Certs::make();
     let tls_port = free_port().to_string();
-    let server = Deployment::start(&[
-        "standalone",
-        "--",
-        "--tls-port",
-        &tls_port,
-        "--tls-cert-file",
-        &certs.file("server.crt"),
-        "--tls-key-file",
-        &certs.file("server.key"),
-        "--tls-ca-cert-file",
-        &certs.file("ca.crt"),
-        "--tls-auth-clients",
-        "no",
-    ]);
+    let tls = certs.server_args();
+    let mut args = vec!["standalone", "--", "--tls-port", &tls_port];
+    args.extend(tls.iter().map(String::as_str));
+    args.extend(["--tls-auth-clients", "no"]);
+    let server = Deployment::start(&args);
     let url = format!("rediss://127.0.0.1:{tls_port}");
     let client = Client::builder().tls_ca_file(certs.file("ca.crt")).open(&url).unwrap();
     exact_totals(&client, "tls");
@@ -262,19 +265,10 @@ fn tls_exact_totals_and_certificate_checks() {
 #[test]
 fn tls_sentinel_exact_totals() {
     let certs = Certs::make();
-    let sentinel = Deployment::start(&[
-        "sentinel",
-        "--replicas",
-        "1",
-        "--sentinels",
-        "3",
-        "--tls-cert-file",
-        &certs.file("server.crt"),
-        "--tls-key-file",
-        &certs.file("server.key"),
-        "--tls-ca-cert-file",
-        &certs.file("ca.crt"),
-    ]);
+    let tls = certs.server_args();
+    let mut args = vec!["sentinel", "--replicas", "1", "--sentinels", "3"];
+    args.extend(tls.iter().map(String::as_str));
+    let sentinel = Deployment::start(&args);
     assert!(sentinel.url.starts_with("rediss+sentinel://"), "{}", sentinel.url);
     let client = Client::builder()
         .tls_ca_file(certs.file("ca.crt"))
