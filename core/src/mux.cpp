@@ -574,8 +574,11 @@ bool Mux::io_step() {
     });
     io_wait_until_ = Clock::time_point::max();
     if (!io_lead_ && !io_stop_ && !leader_ && !broken_ && Clock::now() >= unguarded_deadline_locked()) {
+      // One read of what is in (or the timeout), then the connection goes
+      // back to the reactors: leading on would keep every later call on
+      // this thread for as long as calls keep coming.
       leader_ = true;
-      io_lead_ = true;
+      lead(lock, nullptr, /*once=*/true);
     }
   }
   if (io_lead_) {

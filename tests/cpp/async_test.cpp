@@ -218,6 +218,42 @@ TEST(Async, APollLaterThanTheTimeoutStillGetsTheDecisions) {
   EXPECT_EQ(admitted(got), 10);
 }
 
+// After the deadline guard has read for a late poller, the connection goes
+// back to the poller: replies of the calls submitted after it stay unread
+// (not completed) while nobody polls, where an I/O thread that kept the
+// connection would read every one of them. (Calls here do not overlap, so an
+// I/O thread that leads until none is outstanding hands back too; the guard
+// reads once so that it hands back under a load that never pauses.)
+TEST(Async, AfterTheGuardReadsThePollerReadsAgain) {
+  Handles h;
+  open(h, server().url(), "async-guard-once", 100000, /*pool_size=*/1, /*timeout_ms=*/400);
+  polylimit_error err;
+  uint64_t token = 0;
+  auto submit = [&] {
+    const std::string key = "k" + std::to_string(token);
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, key.data(), key.size(), 1, h.queue, token++, &err),
+              POLYLIMIT_OK)
+        << err.message;
+  };
+  submit();  // connects and loads the script (a NOSCRIPT retry keeps its first deadline)
+  ASSERT_EQ(collect(h.queue, 1, 2s).size(), 1u);
+  // One call, then one a millisecond without a poll, from before its
+  // deadline (when the guard reads) to well after it.
+  const auto first = Clock::now();
+  submit();
+  std::this_thread::sleep_for(300ms);
+  while (Clock::now() - first < 600ms) {
+    submit();
+    std::this_thread::sleep_for(1ms);
+  }
+  // The calls of the last 200 ms (before their own deadlines) wait unread.
+  EXPECT_GE(polylimit_queue_outstanding(h.queue), 20u);
+  const size_t total = token - 1;
+  std::vector<polylimit_completion> got = collect(h.queue, total, 3s);
+  ASSERT_EQ(got.size(), total);
+  EXPECT_EQ(admitted(got), static_cast<int>(total));
+}
+
 // Submitting never waits for Redis: against a frozen server the submit
 // returns at once, and every completion comes within the deadline.
 TEST(Async, FrozenServerCompletesWithTimeoutAndSubmitDoesNotWait) {

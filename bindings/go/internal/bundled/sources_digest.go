@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "d4540eab7c9e8f78391441277a212e3f6c1b12c56c65e383d373781e31208953"
+const sourcesDigest = "97cffd543dda4f0f0b21bb997a5ba8ddbc1c1588c513c89c60fe5bc192a677f3"
