@@ -539,8 +539,8 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_check_many(polylimit_limiter *limiter, c
  * clients.
  *
  * No thread of the caller waits for Redis: the command is written by the
- * submitting thread when the connection is free (else with the next batch),
- * and replies are read by the thread in polylimit_queue_poll (without
+ * submitting thread when nobody drives the connection (else with the next
+ * batch), and replies are read by the thread in polylimit_queue_poll (without
  * blocking, when they are in), by a thread blocked in a synchronous call on
  * the same connection, or, past the oldest call's deadline or for calls
  * continued on library threads, by a library I/O thread per connection;

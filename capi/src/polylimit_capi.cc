@@ -729,6 +729,8 @@ size_t polylimit_queue_poll(polylimit_queue* queue, polylimit_completion* out, s
         if (q.items.empty()) {
           if (q.signaled) q.reset_signal();
           q.woken = false;
+        } else if (!q.signaled) {
+          q.signal();  // pushed by this thread's read, unsignalled: readable while completions wait
         }
         return n;
       }

@@ -409,8 +409,8 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self, bool once) {
     if (!callbacks_.empty() && self == nullptr) run_callbacks(lock);
     if (once) {
       // Calls queued meanwhile (by the callbacks, too) go out before the
-      // connection is left to the next drive.
-      if (!broken_ && worth_flushing_locked()) flush_locked(lock);
+      // connection is left undriven: the next poll may come late.
+      if (!broken_ && !unsent_.empty()) flush_locked(lock);
       break;
     }
   }
@@ -473,11 +473,12 @@ void Mux::submit(const CallPtr& call) {
   }
   ensure_io_thread_locked();
   if (!leader_) {
-    // Write it from this thread now; the I/O thread (or the reactor's
-    // thread) reads the reply. Under a reactor, calls in flight will bring
-    // a drive that writes it with the others, unless it is worth a write now.
+    // Write it from this thread now; the reactor's thread (or the I/O
+    // thread) reads the reply. Never left for the next read to write: that
+    // read may come late (a busy event loop), and the call would go out
+    // only at the deadline guard.
     leader_ = true;
-    if (!call->reactor || worth_flushing_locked()) flush_locked(lock);
+    flush_locked(lock);
     hand_off_locked();
   }
   run_callbacks(lock);

@@ -43,10 +43,7 @@
 // queue's epoll set) is read by the thread that waits on that set instead:
 // when nobody drives the connection, its socket is armed in the reactor of
 // each call in flight and the first drive_ready() reads what is in without
-// blocking. The I/O thread then only
-// guards the oldest call's deadline. Submitting writes at once only when
-// worth it (nothing in flight, or half as many queued); otherwise the next
-// drive writes the queued calls after reading replies.
+// blocking. The I/O thread then only guards the oldest call's deadline.
 //
 // Deadlines: each call has its own (the command timeout from submission,
 // covering the queue, the write and the whole reply). When the oldest call in

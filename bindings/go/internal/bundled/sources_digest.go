@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "97cffd543dda4f0f0b21bb997a5ba8ddbc1c1588c513c89c60fe5bc192a677f3"
+const sourcesDigest = "96a15ce2465d5f29fbf41e658398847bea1b873709f9d270e9335939a610d296"
