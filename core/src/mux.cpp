@@ -258,8 +258,8 @@ void Mux::hand_off_locked() {
     if (arm_reactors_locked()) {
       if (io_armed_)
         kick_io_locked();  // it waits on the socket, not on deadlines: back to its guard
-      else if (unguarded_deadline_locked() < io_wait_until_)
-        io_cv_.notify_one();
+      else if (std::min(unguarded_deadline_locked(), Clock::now() + guard_tick()) < io_wait_until_)
+        io_cv_.notify_one();  // its wait ends later than its guard must look
       return;
     }
     leader_ = true;  // the kernel refused: the I/O thread reads them
@@ -409,7 +409,7 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self, bool once) {
     if (!callbacks_.empty() && self == nullptr) run_callbacks(lock);
     if (once) {
       // Calls queued meanwhile (by the callbacks, too) go out before the
-      // connection is left undriven: the next poll may come late.
+      // connection is left undriven.
       if (!broken_ && !unsent_.empty()) flush_locked(lock);
       break;
     }
@@ -474,11 +474,18 @@ void Mux::submit(const CallPtr& call) {
   ensure_io_thread_locked();
   if (!leader_) {
     // Write it from this thread now; the reactor's thread (or the I/O
-    // thread) reads the reply. Never left for the next read to write: that
-    // read may come late (a busy event loop), and the call would go out
-    // only at the deadline guard.
+    // thread) reads the reply. Under a reactor, with calls in flight, it
+    // waits for the drive their replies bring, which writes it with the
+    // others (fewer, larger writes: less work for the server per call),
+    // unless it is worth a write now. A drive that does not come (a busy
+    // event loop) is covered by the I/O thread: it writes calls left
+    // waiting for a quarter of the command timeout.
     leader_ = true;
-    flush_locked(lock);
+    if (!call->reactor || worth_flushing_locked()) {
+      flush_locked(lock);
+    } else if (unsent_.size() == 1) {
+      left_since_ = Clock::now();
+    }
     hand_off_locked();
   }
   run_callbacks(lock);
@@ -511,6 +518,10 @@ void Mux::drive_ready(const Reactor* from) {
   if (leader_ || broken_) return;  // whoever drives reads it (and re-arms when done)
   leader_ = true;
   lead(lock, nullptr, true);
+}
+
+Mux::Clock::duration Mux::guard_tick() const {
+  return std::chrono::milliseconds(std::max(1, conn_->command_timeout_ms() / 4));
 }
 
 Mux::Clock::time_point Mux::unguarded_deadline_locked() const {
@@ -569,12 +580,20 @@ bool Mux::io_step() {
   } else {
     // Calls read by a reactor's thread: wake at the oldest one's deadline
     // (a new, earlier one notifies), and lead if nobody has read it by then.
-    io_wait_until_ = std::min(Clock::now() + bound, unguarded_deadline_locked());
+    // While calls wait undriven it also looks every quarter of the command
+    // timeout for calls left unwritten (a submit under a reactor leaves them
+    // for the next drive).
+    const Clock::duration tick = guard_tick();
+    const Clock::time_point due = unguarded_deadline_locked();
+    io_wait_until_ = std::min(Clock::now() + bound, due);
+    if (due != Clock::time_point::max()) io_wait_until_ = std::min(io_wait_until_, Clock::now() + tick);
     io_cv_.wait_until(lock, io_wait_until_, [this] {
       return io_lead_ || io_stop_ || unguarded_deadline_locked() < io_wait_until_;
     });
     io_wait_until_ = Clock::time_point::max();
-    if (!io_lead_ && !io_stop_ && !leader_ && !broken_ && Clock::now() >= unguarded_deadline_locked()) {
+    const Clock::time_point now = Clock::now();
+    const bool left_unwritten = !unsent_.empty() && now >= left_since_ + tick;
+    if (!io_lead_ && !io_stop_ && !leader_ && !broken_ && (now >= unguarded_deadline_locked() || left_unwritten)) {
       // One read of what is in (or the timeout), then the connection goes
       // back to the reactors: leading on would keep every later call on
       // this thread for as long as calls keep coming.

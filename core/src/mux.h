@@ -43,7 +43,10 @@
 // queue's epoll set) is read by the thread that waits on that set instead:
 // when nobody drives the connection, its socket is armed in the reactor of
 // each call in flight and the first drive_ready() reads what is in without
-// blocking. The I/O thread then only guards the oldest call's deadline.
+// blocking. A call submitted while others are in flight waits for that
+// drive to be written with them. The I/O thread then only guards: the
+// oldest call's deadline, and calls left unwritten for a quarter of the
+// command timeout (a drive that does not come: a busy event loop).
 //
 // Deadlines: each call has its own (the command timeout from submission,
 // covering the queue, the write and the whole reply). When the oldest call in
@@ -190,6 +193,9 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // The oldest deadline of the calls nobody drives (the I/O thread's guard),
   // or the far future.
   Clock::time_point unguarded_deadline_locked() const;
+  // How often the I/O thread looks while calls wait undriven: a quarter of
+  // the command timeout.
+  Clock::duration guard_tick() const;
 
   std::unique_ptr<Connection> conn_;
   int wake_fd_ = -1;  // eventfd the leader polls with the socket
@@ -226,6 +232,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
   std::vector<std::pair<std::shared_ptr<Reactor>, size_t>> reactors_;
   // The reactors the socket is armed in, until their drive comes.
   std::vector<std::weak_ptr<Reactor>> armed_in_;
+  // When the first of the calls now unsent was left for the next drive.
+  Clock::time_point left_since_{};
   // When the I/O thread's condition-variable wait ends.
   Clock::time_point io_wait_until_ = Clock::time_point::max();
 };

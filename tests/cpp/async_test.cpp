@@ -248,6 +248,30 @@ TEST(Async, APollLaterThanTheTimeoutStillGetsTheDecisions) {
   EXPECT_EQ(admitted(got), 10);
 }
 
+// Calls submitted while others are in flight wait for the next poll to be
+// written with them. When no poll comes, the I/O thread looks every quarter
+// of the command timeout: it writes them (and reads what is in) long before
+// any deadline, so the calls complete without a poll.
+TEST(Async, CallsLeftForAPollThatDoesNotComeAreWrittenInTime) {
+  Handles h;
+  open(h, server().url(), "async-left", 100, /*pool_size=*/1, /*timeout_ms=*/2000);
+  polylimit_error err;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "warm", 4, 1, h.queue, 99, &err), POLYLIMIT_OK);
+  ASSERT_EQ(collect(h.queue, 1, 3s).size(), 1u);
+  for (uint64_t i = 0; i < 10; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, key.data(), key.size(), 1, h.queue, i, &err), POLYLIMIT_OK)
+        << err.message;
+  }
+  // Two quarters of the timeout and more, nowhere near the deadline: without
+  // the I/O thread's look nothing would have completed (nobody polls).
+  std::this_thread::sleep_for(1300ms);
+  EXPECT_LT(polylimit_queue_outstanding(h.queue), 10u);
+  std::vector<polylimit_completion> got = collect(h.queue, 10, 3s);
+  ASSERT_EQ(got.size(), 10u);
+  EXPECT_EQ(admitted(got), 10);
+}
+
 // After the deadline guard has read for a late poller, the connection goes
 // back to the poller: replies of the calls submitted after it stay unread
 // (not completed) while nobody polls, where an I/O thread that kept the

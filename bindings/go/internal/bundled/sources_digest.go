@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "96a15ce2465d5f29fbf41e658398847bea1b873709f9d270e9335939a610d296"
+const sourcesDigest = "963b043860c3574371c3cf77de343d90e50de4ac552c6150cc4908cf30f351f9"
