@@ -332,8 +332,16 @@ int main(int argc, char** argv) {
   std::printf("\n");
 
   const long rss_bound = std::max(4L * 1024, before.rss_kib / 4);
-  expect(after.fds <= before.fds + 4, "open fds back within 4 of the start (" + std::to_string(before.fds) + " -> " +
-                                          std::to_string(after.fds) + ")");
+  // A connection holds 3 descriptors (the socket and two eventfds), and the
+  // pools may hold a few more or fewer connections at the end than when the
+  // warm-up ended (4 + 2 at most): the bound is one full pool of the main
+  // client over the start. A leak grows with the faults (hundreds of
+  // reconnections here), far past it.
+  const int fd_bound = 3 * 4;
+  expect(after.fds <= before.fds + fd_bound, "open fds back within " + std::to_string(fd_bound) +
+                                                 " (a pool's connections) of the start (" +
+                                                 std::to_string(before.fds) + " -> " + std::to_string(after.fds) +
+                                                 ")");
   expect(after.threads <= before.threads + 1, "threads back within 1 of the start (" +
                                                   std::to_string(before.threads) + " -> " +
                                                   std::to_string(after.threads) + ")");
