@@ -2,27 +2,38 @@
 # its SHA1, so the first call can already use EVALSHA and no crypto library is
 # needed at run time. Each script is a "#!lua" shebang line, then
 # core/scripts/common/prelude.lua, then the file: the parts every algorithm
-# shares are written once.
+# shares are written once. core/scripts/single/*.lua (the scripts of one
+# check of one limit) stand alone, without the prelude, as k_<name>_single
+# under the same name as their algorithm's general script.
 #   cmake -DSCRIPTS_DIR=... -DOUT_HEADER=... -DOUT_SOURCE=... -P embed_scripts.cmake
 file(GLOB lua_files "${SCRIPTS_DIR}/*.lua")
 list(SORT lua_files)
 file(READ "${SCRIPTS_DIR}/common/prelude.lua" prelude)
 set(decls "")
 set(defs "")
-foreach(lua ${lua_files})
+file(GLOB single_files "${SCRIPTS_DIR}/single/*.lua")
+list(SORT single_files)
+foreach(lua ${lua_files} ${single_files})
   get_filename_component(name "${lua}" NAME_WE)
+  get_filename_component(dir "${lua}" DIRECTORY)
   file(READ "${lua}" own)
   # The shebang (Redis >= 7) makes Redis refuse the script up front under an
   # out-of-memory `maxmemory` (it is a write script without allow-oom), so
   # nothing runs half-way; the keys are all in one slot, as flags require.
-  set(body "#!lua\n${prelude}\n${own}")
+  if(dir MATCHES "/single$")
+    set(body "#!lua\n${own}")
+    set(symbol "k_${name}_single")
+  else()
+    set(body "#!lua\n${prelude}\n${own}")
+    set(symbol "k_${name}")
+  endif()
   string(SHA1 sha "${body}")
   string(FIND "${body}" ")__lua__" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${lua} contains the raw-string delimiter )__lua__")
   endif()
-  string(APPEND decls "extern const Script k_${name};\n")
-  string(APPEND defs "const Script k_${name} = {\"${name}\", R\"__lua__(${body})__lua__\", \"${sha}\"};\n")
+  string(APPEND decls "extern const Script ${symbol};\n")
+  string(APPEND defs "const Script ${symbol} = {\"${name}\", R\"__lua__(${body})__lua__\", \"${sha}\"};\n")
 endforeach()
 set(header "// Generated from core/scripts/*.lua by embed_scripts.cmake. Do not edit.
 #pragma once

@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <memory>
 #include <unordered_set>
 
 #include "call_deadline.h"
@@ -23,19 +24,69 @@ const scripts::Script& script_for(Algorithm a) {
   throw Error(ErrorCode::kInvalidArgument, "unknown algorithm");
 }
 
-int64_t integer_at(const redisReply* r, size_t i, const char* script) {
-  const redisReply* e = r->element[i];
-  if (e->type != REDIS_REPLY_INTEGER)
-    throw Error(ErrorCode::kServer, std::string("script ") + script + ": reply element " + std::to_string(i) +
-                                        " is not an integer");
-  return e->integer;
+// The script a request runs. One check of one limit without a block (the
+// common call; for the sliding log, a limit up to 256) runs a script of its own, which costs the Redis thread less
+// (core/scripts/single/); everything else runs the general script of its
+// algorithm. Both read and write the same layout and decide alike, so which
+// one a call runs changes nothing but the server's time.
+const scripts::Script& script_for(const Request& rq) {
+  const Algorithm a = (*rq.limits)[0].algorithm;
+  if (rq.op != Op::kCheck || rq.limits->size() != 1 || rq.block_us > 0) return script_for(a);
+  switch (a) {
+    case Algorithm::kSlidingLog:  // it reads the whole ring at once: small rings only
+      return (*rq.limits)[0].limit <= 256 ? scripts::k_sliding_log_single : scripts::k_sliding_log;
+    case Algorithm::kSlidingCounter: return scripts::k_sliding_counter_single;
+    case Algorithm::kFixedWindow: return scripts::k_fixed_window_single;
+    case Algorithm::kGcra: return scripts::k_gcra_single;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown algorithm");
 }
+
+// A script reply's numbers: an array of integers (the general scripts) or
+// one string of integers separated by single spaces (the single-check
+// scripts: Redis converts a string far more cheaply than a Lua table).
+class Numbers {
+ public:
+  Numbers(const redisReply* r, const char* script) : reply_(r), script_(script) {
+    if (r->type == REDIS_REPLY_ARRAY) {
+      size_ = r->elements;
+      return;
+    }
+    if (r->type != REDIS_REPLY_STRING) return;  // size 0: a bad shape
+    const char* at = r->str;
+    const char* end = r->str + r->len;
+    while (at < end) {
+      int64_t v = 0;
+      auto res = std::from_chars(at, end, v);
+      if (res.ec != std::errc() || (res.ptr != end && *res.ptr != ' '))
+        throw Error(ErrorCode::kServer, std::string("script ") + script + ": the reply is not a list of integers");
+      parsed_.push_back(v);
+      at = res.ptr == end ? end : res.ptr + 1;
+    }
+    size_ = parsed_.size();
+  }
+  size_t size() const { return size_; }
+  int64_t at(size_t i) const {
+    if (reply_->type != REDIS_REPLY_ARRAY) return parsed_[i];
+    const redisReply* e = reply_->element[i];
+    if (e->type != REDIS_REPLY_INTEGER)
+      throw Error(ErrorCode::kServer, std::string("script ") + script_ + ": reply element " + std::to_string(i) +
+                                          " is not an integer");
+    return e->integer;
+  }
+
+ private:
+  const redisReply* reply_;
+  const char* script_;
+  size_t size_ = 0;
+  std::vector<int64_t> parsed_;
+};
 
 // Every number of a reply is range-checked before it becomes a Decision: a
 // reply out of range (another script under our SHA, a corrupted reply) is a
 // protocol error, never a decision.
-int64_t checked(const redisReply* r, size_t i, const char* script, const char* what, int64_t lo, int64_t hi) {
-  int64_t v = integer_at(r, i, script);
+int64_t checked(const Numbers& r, size_t i, const char* script, const char* what, int64_t lo, int64_t hi) {
+  int64_t v = r.at(i);
   if (v < lo || v > hi)
     throw Error(ErrorCode::kServer, std::string("script ") + script + ": " + what + " = " + std::to_string(v) +
                                         " in the reply is out of range " + std::to_string(lo) + ".." +
@@ -43,7 +94,7 @@ int64_t checked(const redisReply* r, size_t i, const char* script, const char* w
   return v;
 }
 
-Decision decode_answer(const redisReply* r, size_t base, const scripts::Script& script,
+Decision decode_answer(const Numbers& r, size_t base, const scripts::Script& script,
                        const std::vector<LimitParams>& limits);
 
 // {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
@@ -55,9 +106,10 @@ Decision decode_answer(const redisReply* r, size_t base, const scripts::Script& 
 Decision decode(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
   return mark_outcome_unknown_if([] { return true; }, [&] {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 4 * limits.size())
+    const Numbers numbers(r, script.name);
+    if (numbers.size() != 1 + 4 * limits.size())
       throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
-    return decode_answer(r, 0, script, limits);
+    return decode_answer(numbers, 0, script, limits);
   });
 }
 
@@ -68,7 +120,14 @@ std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scrip
                                   const std::vector<LimitParams>& limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
   const size_t each = 1 + 4 * limits.size();
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != count * each) {
+  std::unique_ptr<Numbers> numbers;
+  try {
+    numbers = std::make_unique<Numbers>(r, script.name);
+  } catch (Error& e) {
+    e.set_outcome_unknown(true);
+    throw;
+  }
+  if (numbers->size() != count * each) {
     Error e(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape for " +
                                     std::to_string(count) + " coalesced checks");
     e.set_outcome_unknown(true);
@@ -78,7 +137,7 @@ std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scrip
   for (size_t j = 0; j < count; ++j) {
     try {
       out[j].decision =
-          mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(r, j * each, script, limits); });
+          mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(*numbers, j * each, script, limits); });
     } catch (...) {
       out[j].error = std::current_exception();
     }
@@ -86,7 +145,7 @@ std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scrip
   return out;
 }
 
-Decision decode_answer(const redisReply* r, size_t base, const scripts::Script& script,
+Decision decode_answer(const Numbers& r, size_t base, const scripts::Script& script,
                        const std::vector<LimitParams>& limits) {
   // Durations: a window plus a block plus the slack of caller-supplied time,
   // and a clock that stepped back can add up to the span of valid timestamps.
@@ -229,7 +288,7 @@ void RedisBackend::check_durability(const Durability& d) const {
 
 Decision RedisBackend::evaluate_one(const Request& rq) {
   Encoded e = encode(rq);
-  const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+  const scripts::Script& script = script_for(rq);
   round_trips_.fetch_add(1, std::memory_order_relaxed);
   script_calls_.fetch_add(1, std::memory_order_relaxed);
   if (durable(rq)) {
@@ -250,9 +309,7 @@ std::vector<Outcome> RedisBackend::evaluate_many_one(const std::vector<Request>&
     if (done[first]) continue;
     std::vector<size_t> group;
     std::vector<Encoded> encoded;
-    const Algorithm alg = requests[first].limits && !requests[first].limits->empty()
-                              ? (*requests[first].limits)[0].algorithm
-                              : Algorithm::kSlidingLog;
+    const scripts::Script* script = nullptr;
     // ... and one durability: a durable group ends each node's pipeline with WAIT.
     const bool want = durable(requests[first]);
     const Durability durability = want ? requests[first].durable : Durability{};
@@ -261,17 +318,18 @@ std::vector<Outcome> RedisBackend::evaluate_many_one(const std::vector<Request>&
       const Request& rq = requests[i];
       try {
         check_request(rq);
-        if ((*rq.limits)[0].algorithm != alg) continue;
+        const scripts::Script& own = script_for(rq);
+        if (script != nullptr && &own != script) continue;
         if (durable(rq) != want || (want && !same(rq.durable, durability))) continue;
         encoded.push_back(encode(rq));
         group.push_back(i);
+        script = &own;
       } catch (...) {
         out[i].error = std::current_exception();
       }
       done[i] = true;
     }
     if (group.empty()) continue;
-    const scripts::Script& script = script_for(alg);
     std::vector<ScriptCall> calls;
     calls.reserve(group.size());
     for (auto& e : encoded) calls.push_back(e.call);
@@ -280,14 +338,14 @@ std::vector<Outcome> RedisBackend::evaluate_many_one(const std::vector<Request>&
     try {
       round_trips_.fetch_add(1, std::memory_order_relaxed);
       script_calls_.fetch_add(static_cast<long>(calls.size()), std::memory_order_relaxed);
-      replies = transport_->run_scripts(script, calls, durability, want ? &acks : nullptr);
+      replies = transport_->run_scripts(*script, calls, durability, want ? &acks : nullptr);
     } catch (...) {
       for (size_t i : group) out[i].error = std::current_exception();
       continue;
     }
     for (size_t j = 0; j < group.size(); ++j) {
       try {
-        Decision d = decode(replies[j].get(), script, *requests[group[j]].limits);
+        Decision d = decode(replies[j].get(), *script, *requests[group[j]].limits);
         out[group[j]].decision = want ? require_durable(d, acks.at(j), durability) : d;
       } catch (...) {
         out[group[j]].error = std::current_exception();
@@ -340,18 +398,18 @@ void RedisBackend::evaluate_one_async(const Request& rq, std::function<void(Outc
   const bool durable_check = rq.op == Op::kCheck && rq.durable.on();
   if (!durable_check) {
     Encoded e = encode(rq);
-    const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+    const scripts::Script& script = script_for(rq);
     const std::vector<LimitParams>* limits = rq.limits;
     round_trips_.fetch_add(1, std::memory_order_relaxed);
     script_calls_.fetch_add(1, std::memory_order_relaxed);
     // The decode runs where the reply is read (a library thread).
-    if (transport_->run_script_async(script, e.call, [limits, done](ReplyPtr reply, std::exception_ptr error) {
+    if (transport_->run_script_async(script, e.call, [&script, limits, done](ReplyPtr reply, std::exception_ptr error) {
           Outcome o;
           if (error) {
             o.error = error;
           } else {
             try {
-              o.decision = decode_script_reply(reply.get(), *limits);
+              o.decision = decode(reply.get(), script, *limits);
             } catch (...) {
               o.error = std::current_exception();
             }

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "963b043860c3574371c3cf77de343d90e50de4ac552c6150cc4908cf30f351f9"
+const sourcesDigest = "55c4ba37da6f6d628423bd985430e3164a1054def2534d3781e558d9d087722b"

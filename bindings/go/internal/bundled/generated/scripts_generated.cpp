@@ -1000,6 +1000,361 @@ for i = 1, n do
 end
 return out
 )__lua__", "cf33bc0d100d302a78c8eae573ed5bf46b109c43"};
+const Script k_fixed_window_single = {"fixed_window", R"__lua__(#!lua
+-- Fixed window, one check of one limit without a block: the common call, in
+-- a script of its own without the general script's parts (prelude, tables
+-- per limit, coalesced costs), so it costs the Redis thread less. Same
+-- layout and the same decision as ../fixed_window.lua (script_diff_tests
+-- holds them to it); every other call goes there.
+--
+-- KEYS[1]  the HASH {w, n}    ARGV  'check', cost, now_us or '', limit, window_us
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
+-- string: a reply Redis converts far more cheaply than a Lua table.
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local cost, limit, window = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local start = math.floor(now / window) * window
+if start > now then start = start - window elseif start + window <= now then start = start + window end
+local count, stored = 0, false
+local st = redis.call('HMGET', KEYS[1], 'w', 'n')
+local w, c = tonumber(st[1]), tonumber(st[2])
+if w and c then
+  if w == start then
+    count, stored = c, true
+  elseif w > start then  -- the clock stepped back: stay in the stored window
+    start, count = w, c
+  end
+end
+local to_end = start + window - now
+local to_end_ms = 0
+if to_end > 0 then to_end_ms = math.ceil(to_end / 1000) end
+local allowed, retry_ms = 0, to_end_ms
+if count + cost <= limit then
+  allowed, retry_ms, count = 1, 0, count + cost
+  -- With the server's clock the write that started this window set the
+  -- key's expiry (and w); caller-supplied time moves it, with one window of slack.
+  if stored then
+    redis.call('HSET', KEYS[1], 'n', string.format('%d', count))
+  else
+    redis.call('HSET', KEYS[1], 'w', string.format('%d', start), 'n', string.format('%d', count))
+  end
+  if not stored or ARGV[3] ~= '' then
+    local us = to_end
+    if ARGV[3] ~= '' then us = us + window end
+    local ms = 1
+    if us > 1000 then ms = math.ceil(us / 1000) end
+    redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
+  end
+end
+local reset_ms = 0
+if count > 0 then reset_ms = to_end_ms end
+local remaining = limit - count
+if remaining < 0 then remaining = 0 end
+return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+)__lua__", "a3045df87d87bc016d29df24045a094edb437f8c"};
+const Script k_gcra_single = {"gcra", R"__lua__(#!lua
+-- GCRA, one check of one limit without a block: the common call, in a
+-- script of its own without the general script's parts, so it costs the
+-- Redis thread less. Same layout and the same decision as ../gcra.lua
+-- (script_diff_tests holds them to it); every other call goes there.
+--
+-- KEYS[1]  the STRING TAT (us)
+-- ARGV     'check', cost, now_us or '', window_us, capacity, interval_us
+-- Returns 'allowed capacity remaining retry_after_ms reset_after_ms' as one
+-- string: a reply Redis converts far more cheaply than a Lua table.
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local cost, window, cap, interval = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local tat = now
+local v = redis.call('GET', KEYS[1])
+if v then
+  tat = tonumber(v)
+  if tat < now then tat = now end
+end
+local tau = interval * cap
+local allowed, retry_ms = 1, 0
+local over = tat + interval * cost - now - tau
+if over > 0 then
+  allowed, retry_ms = 0, math.ceil(over / 1000)
+else
+  tat = tat + interval * cost
+  if tat <= now then
+    redis.call('DEL', KEYS[1])
+  else
+    -- Expiry: when the bucket is full again (one window of slack for
+    -- caller-supplied time).
+    local us = tat - now
+    if ARGV[3] ~= '' then us = us + window end
+    local ms = 1
+    if us > 1000 then ms = math.ceil(us / 1000) end
+    redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', string.format('%d', ms))
+  end
+end
+-- remaining = floor((tau - (tat - now)) / interval), exact whatever the
+-- rounding of the division
+local a = tau - (tat - now)
+local remaining = math.floor(a / interval)
+if remaining * interval > a then remaining = remaining - 1 elseif (remaining + 1) * interval <= a then remaining = remaining + 1 end
+if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
+local reset_ms = 0
+if tat > now then reset_ms = math.ceil((tat - now) / 1000) end
+return string.format('%d %d %d %d %d', allowed, cap, remaining, retry_ms, reset_ms)
+)__lua__", "faa3f6ce5a2e0b669856cb3f532abb2a77dfc588"};
+const Script k_sliding_counter_single = {"sliding_counter", R"__lua__(#!lua
+-- Sliding-window counter, one check of one limit without a block: the
+-- common call, in a script of its own without the general script's parts,
+-- so it costs the Redis thread less. Same layout and the same decision as
+-- ../sliding_counter.lua (script_diff_tests holds them to it); every other
+-- call goes there.
+--
+-- KEYS[1]  the HASH {w, c, p}    ARGV  'check', cost, now_us or '', limit, window_us
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
+-- string: a reply Redis converts far more cheaply than a Lua table.
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local cost, limit, window = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local s = math.floor(now / window) * window
+if s > now then s = s - window elseif s + window <= now then s = s + window end
+local st = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
+local w, c, p = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
+local stored_w = w
+if not w then
+  c, p = 0, 0
+elseif w == s then
+  -- same window
+elseif w + window == s then
+  p, c = c, 0
+elseif w > s then  -- the clock stepped back: stay in the stored window
+  s = w
+else
+  c, p = 0, 0
+end
+local elapsed = now - s
+if elapsed < 0 then elapsed = 0 end
+
+-- Admission: p*(window - elapsed) <= (limit - c - cost)*window (see
+-- ../sliding_counter.lua, whose fits/first_fit these are).
+local function fits(q, a, e)
+  return a >= 0 and q * (window - e) <= a * window
+end
+local function first_fit(q, a, from)
+  if a < 0 or from > window - 1 then return nil end
+  if fits(q, a, from) then return from end
+  if not fits(q, a, window - 1) then return nil end
+  local e = window - math.floor(a * window / q)
+  if e <= from then e = from + 1 end
+  if e > window - 1 then e = window - 1 end
+  while e > from + 1 and fits(q, a, e - 1) do e = e - 1 end
+  while not fits(q, a, e) do e = e + 1 end
+  return e
+end
+
+local allowed, retry = 1, 0
+local a = limit - c - cost
+if fits(p, a, elapsed) then
+  c = c + cost
+  redis.call('HSET', KEYS[1], 'w', string.format('%d', s), 'c', string.format('%d', c), 'p', string.format('%d', p))
+  -- With the server's clock the write that started the stored window set
+  -- the key's expiry; caller-supplied time moves it, with one window of slack.
+  if not (ARGV[3] == '' and stored_w == s) then
+    local us = s + 2 * window - now
+    if ARGV[3] ~= '' then us = us + window end
+    local ms = 1
+    if us > 1000 then ms = math.ceil(us / 1000) end
+    redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
+  end
+else
+  allowed = 0
+  local e = first_fit(p, a, elapsed + 1)
+  if e then
+    retry = s + e - now
+  else
+    -- next window: this window's units become the weighted ones
+    e = first_fit(c, limit - cost, 0)
+    if e then retry = s + window + e - now else retry = s + 2 * window - now end
+  end
+end
+local weighted = math.ceil(p * (window - elapsed) / window)
+local remaining = limit - c - weighted
+if remaining < 0 then remaining = 0 end
+local reset = 0
+if c > 0 then
+  reset = s + 2 * window - now
+elseif weighted > 0 then
+  reset = s + window - now
+end
+local retry_ms, reset_ms = 0, 0
+if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+)__lua__", "4bdec6b4e9207a2fcecd123a10d8e50c2a6c0263"};
+const Script k_sliding_log_single = {"sliding_log", R"__lua__(#!lua
+-- Sliding-window log, one check of one limit up to 256 (the library sends
+-- larger limits, several limits, blocks, peeks and refunds to
+-- ../sliding_log.lua): the common call, in a script of its own without the
+-- general script's parts (prelude, lazy block reads, tables per limit,
+-- coalesced costs), so it costs the Redis thread less. Same ring layout and
+-- the same decision as ../sliding_log.lua, whose header describes the ring
+-- (script_diff_tests holds them to it).
+--
+-- KEYS[1]  the ring    ARGV  'check', cost, now_us or '', limit, window_us
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
+-- string: a reply Redis converts far more cheaply than a Lua table.
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local key, cost, limit, window = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local HDR, W, PREALLOC = 12, 8, 128
+
+local function not_a_ring()
+  return redis.error_reply('WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring')
+end
+
+-- The header and slots 0..limit-1 in one read (limit <= 256: at most 2 KB).
+local data = redis.call('GETRANGE', key, 0, HDR + W * limit - 1)
+local head, used, size, fresh = 0, 0, limit, false
+if data == '' then
+  fresh = true
+else
+  if #data >= HDR then head, used, size = struct.unpack('>I4I4I4', data) end
+  if #data < HDR or size < 1 or size > 1000000 or head >= size or used > size then return not_a_ring() end
+  if size > limit then
+    -- Written for a larger limit (kept as it is): the rest of its slots.
+    data = data .. redis.call('GETRANGE', key, HDR + W * limit, HDR + W * size - 1)
+  end
+end
+-- Entry t (1..used), oldest first: slot (head - used + t - 1) % size.
+local function entry(t)
+  local at = HDR + W * ((head - used + t - 1) % size)
+  if at + W > #data then error({err = 'WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring'}) end
+  return (struct.unpack('>d', data, at + 1))
+end
+
+-- A ring written for a smaller limit: its entries as a list; it is written
+-- again whole at the limit's size (as ../sliding_log.lua does).
+local list
+if size < limit then
+  list = {}
+  for t = 1, used do list[t] = entry(t) end
+  head, size = used % limit, limit
+end
+
+-- Entries still in the window (time > edge): the ring is sorted.
+local edge = now - window
+local lo, hi = 1, used + 1  -- the first entry > edge lies in lo..hi
+while lo < hi do
+  local mid = math.floor((lo + hi) / 2)
+  local e
+  if list then e = list[mid] else e = entry(mid) end
+  if e > edge then hi = mid else lo = mid + 1 end
+end
+local count = used - lo + 1
+local dirty = false
+if count < used then  -- forget what left the window: used shrinks, head stays
+  if list then
+    local keep = {}
+    for t = used - count + 1, used do keep[#keep + 1] = list[t] end
+    list = keep
+  end
+  used, dirty = count, true
+end
+local newest
+if used > 0 then
+  if list then newest = list[used] else newest = entry(used) end
+end
+
+-- cost more units fit when the (limit - cost + 1)-th newest entry has left
+-- the window (or does not exist).
+local allowed, retry = 1, 0
+local t = used - limit + cost
+if t >= 1 then
+  local leaving
+  if list then leaving = list[t] else leaving = entry(t) end
+  if leaving > edge then allowed, retry = 0, leaving + window - now end
+end
+
+local function ttl(last)
+  local us = last + window - now
+  if ARGV[3] ~= '' then us = us + window end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+if allowed == 1 then
+  local at = now
+  if newest and newest > at then at = newest end
+  newest, count = at, count + cost
+  local slot = struct.pack('>d', at)
+  if list then
+    for _ = 1, cost do list[#list + 1] = at end
+    while #list > size do table.remove(list, 1) end
+    used, head = #list, #list % size
+    local out = {struct.pack('>I4I4I4', head, used, size)}
+    for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
+    if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
+    redis.call('SET', key, table.concat(out), 'KEEPTTL')
+    redis.call('PEXPIRE', key, ttl(at))
+  elseif fresh and size <= PREALLOC then  -- a new small ring: written whole, once
+    head, used = cost % size, cost
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) ..
+               string.rep('\0', W * (size - cost)), 'PX', ttl(at))
+  elseif size <= PREALLOC and size <= limit and #data == HDR + W * size then
+    -- The whole ring was read: the bytes the SETRANGEs below would leave, in one SET.
+    local h0 = head
+    local first = math.min(cost, size - h0)
+    local wrapped = cost - first
+    head, used = (h0 + cost) % size, math.min(size, used + cost)
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, wrapped) ..
+               data:sub(HDR + W * wrapped + 1, HDR + W * h0) .. string.rep(slot, first) ..
+               data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl(at))
+  else
+    local first = math.min(cost, size - head)
+    redis.call('SETRANGE', key, HDR + W * head, string.rep(slot, first))
+    if cost > first then redis.call('SETRANGE', key, HDR, string.rep(slot, cost - first)) end
+    head, used = (head + cost) % size, math.min(size, used + cost)
+    redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
+    redis.call('PEXPIRE', key, ttl(at))
+  end
+elseif dirty then  -- the check forgot entries that left the window
+  if list then
+    local out = {struct.pack('>I4I4I4', head, used, size)}
+    for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
+    if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
+    redis.call('SET', key, table.concat(out), 'KEEPTTL')
+  else
+    redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
+  end
+end
+
+local reset = 0
+if count > 0 and newest then reset = newest + window - now end
+local remaining = limit - count
+if remaining < 0 then remaining = 0 end
+local retry_ms, reset_ms = 0, 0
+if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+)__lua__", "9fef607176a4529a6c3b482ee561890d16b4263f"};
 
 }  // namespace scripts
 }  // namespace polylimit

@@ -14,6 +14,10 @@ extern const Script k_fixed_window;
 extern const Script k_gcra;
 extern const Script k_sliding_counter;
 extern const Script k_sliding_log;
+extern const Script k_fixed_window_single;
+extern const Script k_gcra_single;
+extern const Script k_sliding_counter_single;
+extern const Script k_sliding_log_single;
 
 }  // namespace scripts
 }  // namespace polylimit

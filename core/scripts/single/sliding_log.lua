@@ -1,0 +1,150 @@
+-- Sliding-window log, one check of one limit up to 256 (the library sends
+-- larger limits, several limits, blocks, peeks and refunds to
+-- ../sliding_log.lua): the common call, in a script of its own without the
+-- general script's parts (prelude, lazy block reads, tables per limit,
+-- coalesced costs), so it costs the Redis thread less. Same ring layout and
+-- the same decision as ../sliding_log.lua, whose header describes the ring
+-- (script_diff_tests holds them to it).
+--
+-- KEYS[1]  the ring    ARGV  'check', cost, now_us or '', limit, window_us
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
+-- string: a reply Redis converts far more cheaply than a Lua table.
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local key, cost, limit, window = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local HDR, W, PREALLOC = 12, 8, 128
+
+local function not_a_ring()
+  return redis.error_reply('WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring')
+end
+
+-- The header and slots 0..limit-1 in one read (limit <= 256: at most 2 KB).
+local data = redis.call('GETRANGE', key, 0, HDR + W * limit - 1)
+local head, used, size, fresh = 0, 0, limit, false
+if data == '' then
+  fresh = true
+else
+  if #data >= HDR then head, used, size = struct.unpack('>I4I4I4', data) end
+  if #data < HDR or size < 1 or size > 1000000 or head >= size or used > size then return not_a_ring() end
+  if size > limit then
+    -- Written for a larger limit (kept as it is): the rest of its slots.
+    data = data .. redis.call('GETRANGE', key, HDR + W * limit, HDR + W * size - 1)
+  end
+end
+-- Entry t (1..used), oldest first: slot (head - used + t - 1) % size.
+local function entry(t)
+  local at = HDR + W * ((head - used + t - 1) % size)
+  if at + W > #data then error({err = 'WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring'}) end
+  return (struct.unpack('>d', data, at + 1))
+end
+
+-- A ring written for a smaller limit: its entries as a list; it is written
+-- again whole at the limit's size (as ../sliding_log.lua does).
+local list
+if size < limit then
+  list = {}
+  for t = 1, used do list[t] = entry(t) end
+  head, size = used % limit, limit
+end
+
+-- Entries still in the window (time > edge): the ring is sorted.
+local edge = now - window
+local lo, hi = 1, used + 1  -- the first entry > edge lies in lo..hi
+while lo < hi do
+  local mid = math.floor((lo + hi) / 2)
+  local e
+  if list then e = list[mid] else e = entry(mid) end
+  if e > edge then hi = mid else lo = mid + 1 end
+end
+local count = used - lo + 1
+local dirty = false
+if count < used then  -- forget what left the window: used shrinks, head stays
+  if list then
+    local keep = {}
+    for t = used - count + 1, used do keep[#keep + 1] = list[t] end
+    list = keep
+  end
+  used, dirty = count, true
+end
+local newest
+if used > 0 then
+  if list then newest = list[used] else newest = entry(used) end
+end
+
+-- cost more units fit when the (limit - cost + 1)-th newest entry has left
+-- the window (or does not exist).
+local allowed, retry = 1, 0
+local t = used - limit + cost
+if t >= 1 then
+  local leaving
+  if list then leaving = list[t] else leaving = entry(t) end
+  if leaving > edge then allowed, retry = 0, leaving + window - now end
+end
+
+local function ttl(last)
+  local us = last + window - now
+  if ARGV[3] ~= '' then us = us + window end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+if allowed == 1 then
+  local at = now
+  if newest and newest > at then at = newest end
+  newest, count = at, count + cost
+  local slot = struct.pack('>d', at)
+  if list then
+    for _ = 1, cost do list[#list + 1] = at end
+    while #list > size do table.remove(list, 1) end
+    used, head = #list, #list % size
+    local out = {struct.pack('>I4I4I4', head, used, size)}
+    for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
+    if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
+    redis.call('SET', key, table.concat(out), 'KEEPTTL')
+    redis.call('PEXPIRE', key, ttl(at))
+  elseif fresh and size <= PREALLOC then  -- a new small ring: written whole, once
+    head, used = cost % size, cost
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) ..
+               string.rep('\0', W * (size - cost)), 'PX', ttl(at))
+  elseif size <= PREALLOC and size <= limit and #data == HDR + W * size then
+    -- The whole ring was read: the bytes the SETRANGEs below would leave, in one SET.
+    local h0 = head
+    local first = math.min(cost, size - h0)
+    local wrapped = cost - first
+    head, used = (h0 + cost) % size, math.min(size, used + cost)
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, wrapped) ..
+               data:sub(HDR + W * wrapped + 1, HDR + W * h0) .. string.rep(slot, first) ..
+               data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl(at))
+  else
+    local first = math.min(cost, size - head)
+    redis.call('SETRANGE', key, HDR + W * head, string.rep(slot, first))
+    if cost > first then redis.call('SETRANGE', key, HDR, string.rep(slot, cost - first)) end
+    head, used = (head + cost) % size, math.min(size, used + cost)
+    redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
+    redis.call('PEXPIRE', key, ttl(at))
+  end
+elseif dirty then  -- the check forgot entries that left the window
+  if list then
+    local out = {struct.pack('>I4I4I4', head, used, size)}
+    for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
+    if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
+    redis.call('SET', key, table.concat(out), 'KEEPTTL')
+  else
+    redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
+  end
+end
+
+local reset = 0
+if count > 0 and newest then reset = newest + window - now end
+local remaining = limit - count
+if remaining < 0 then remaining = 0 end
+local retry_ms, reset_ms = 0, 0
+if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
