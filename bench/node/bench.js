@@ -4,7 +4,7 @@
 // ioredis), against one redis-server started here (tests/fixture/redisfix).
 // A program that prints a table, not a test.
 //
-//   node bench/node/bench.js [--seconds 1] [--runs 3]
+//   node bench/node/bench.js [--seconds 1] [--runs 3] [--cli build/release/tools/polylimit]
 //
 // Each cell: `concurrency` loops, each awaiting one check after another, for
 // `seconds`; allow path: a limit nobody reaches over 10,000 keys; deny path:
@@ -13,6 +13,11 @@
 // the client CPU per check (process.cpuUsage), and each library's ratio to
 // rate-limiter-flexible in the same cell. Last, the event loop's delay
 // (perf_hooks.monitorEventLoopDelay) while 64 polylimit checks are in flight.
+// With --cli, each round also runs the C CLI's `bench --threads 64` (fixed
+// window and GCRA; 64 threads on the allow path, then 64 on the deny path)
+// against the same server, and its rows show its ratio to
+// rate-limiter-flexible at 64 in flight.
+const { execFileSync } = require('node:child_process');
 const path = require('node:path');
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 
@@ -26,6 +31,20 @@ const { RedisStore } = require('rate-limit-redis');
 function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
+}
+const cliIndex = process.argv.indexOf('--cli');
+const cli = cliIndex > 0 ? process.argv[cliIndex + 1] : null;
+
+// The CLI's own bench: checks/s of its allow and deny paths.
+function runCli(url, algorithm) {
+  const out = execFileSync(cli, ['--url', url, '--algorithm', algorithm, '--prefix', `bench-cli-${algorithm}`,
+    '--threads', '64', '--seconds', String(2 * seconds), 'bench'], { encoding: 'utf8' });
+  const rate = (p) => {
+    const m = out.match(new RegExp(`^${p} .* = ([0-9.]+) checks/s`, 'm'));
+    if (!m) throw new Error(`no ${p} rate in the CLI's output:\n${out}`);
+    return Number(m[1]);
+  };
+  return { allow: rate('allow'), deny: rate('deny') };
 }
 const seconds = arg('seconds', 1);
 const runs = arg('runs', 3);
@@ -90,8 +109,15 @@ async function main() {
   const cells = [];
   for (const c of cases)
     for (const path of ['allow', 'deny']) for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
-  for (let r = 0; r < runs; r++)
+  const cliCells = cli ? ['fixed_window', 'gcra'].map((variant) => ({ variant, allow: [], deny: [] })) : [];
+  for (let r = 0; r < runs; r++) {
     for (const cell of cells) cell.results.push(await measure(cell.path === 'allow' ? cell.allow : cell.deny, cell.concurrency));
+    for (const c of cliCells) {
+      const got = runCli(server.url, c.variant);
+      c.allow.push(got.allow);
+      c.deny.push(got.deny);
+    }
+  }
 
   const rows = [['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'vs rlf']];
   for (const cell of cells) {
@@ -108,6 +134,14 @@ async function main() {
       `${ratio.toFixed(2)}x`,
     ]);
   }
+  for (const c of cliCells)
+    for (const p of ['allow', 'deny']) {
+      const peer = cells.find((x) => x.lib === 'rate-limiter-flexible' && x.path === p && x.concurrency === 64);
+      const ratio = median(c[p]) / median(peer.results.map((x) => x.rate));
+      rows.push(['polylimit CLI (C)', c.variant, p, '64 threads',
+        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`, '-',
+        `${ratio.toFixed(2)}x`]);
+    }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   console.log(
     `polylimit ${polylimit.version} (Node ${process.versions.node}); medians of ${runs} interleaved runs of ${seconds} s; ` +
