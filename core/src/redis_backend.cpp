@@ -24,8 +24,9 @@ const scripts::Script& script_for(Algorithm a) {
   throw Error(ErrorCode::kInvalidArgument, "unknown algorithm");
 }
 
-// The script a request runs. One check of one limit without a block (the
-// common call; for the sliding log, a limit up to 256) runs a script of its own, which costs the Redis thread less
+// The script a request runs. Checks of one limit without a block (the
+// common call, alone or coalesced; for the sliding log, a limit up to 256)
+// run a script of their own, which costs the Redis thread less
 // (core/scripts/single/); everything else runs the general script of its
 // algorithm. Both read and write the same layout and decide alike, so which
 // one a call runs changes nothing but the server's time.
@@ -506,7 +507,7 @@ bool RedisBackend::coalescable(const Request& rq) const {
 Decision RedisBackend::evaluate(const Request& rq) {
   if (!coalescable(rq)) return evaluate_one(rq);
   check_request(rq);
-  const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+  const scripts::Script& script = script_for(rq);
   Encoded e = encode(rq);
   const std::string key = coalescing_key(script, e.call);
   std::shared_ptr<Latch> latch;
@@ -535,7 +536,7 @@ Decision RedisBackend::evaluate(const Request& rq) {
 void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)> done) {
   if (!coalescable(rq)) return evaluate_one_async(rq, std::move(done));
   check_request(rq);
-  const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+  const scripts::Script& script = script_for(rq);
   Encoded e = encode(rq);
   const std::string key = coalescing_key(script, e.call);
   const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
@@ -708,7 +709,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
     if (coalescable(rq)) {
       try {
         check_request(rq);
-        const scripts::Script& script = script_for((*rq.limits)[0].algorithm);
+        const scripts::Script& script = script_for(rq);
         Encoded e = encode(rq);
         std::string key = coalescing_key(script, e.call);
         std::shared_ptr<Latch> latch;

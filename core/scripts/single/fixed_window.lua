@@ -1,12 +1,14 @@
--- Fixed window, one check of one limit without a block: the common call, in
--- a script of its own without the general script's parts (prelude, tables
--- per limit, coalesced costs), so it costs the Redis thread less. Same
--- layout and the same decision as ../fixed_window.lua (script_diff_tests
--- holds them to it); every other call goes there.
+-- Fixed window, checks of one limit without a block: the common call, in a
+-- script of its own without the general script's parts (prelude, tables per
+-- limit), so it costs the Redis thread less. Same layout and the same
+-- decisions as ../fixed_window.lua (script_diff_tests and coalesce_tests
+-- hold them to it); every other call goes there.
 --
--- KEYS[1]  the HASH {w, n}    ARGV  'check', cost, now_us or '', limit, window_us
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
--- string: a reply Redis converts far more cheaply than a Lua table.
+-- KEYS[1]  the HASH {w, n}
+-- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
+--          costs of coalesced checks, comma-separated, decided in order
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
+-- all in one string: a reply Redis converts far more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -14,7 +16,13 @@ if ARGV[3] == '' then
 else
   now = tonumber(ARGV[3])
 end
-local cost, limit, window = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local start = math.floor(now / window) * window
 if start > now then start = start - window elseif start + window <= now then start = start + window end
 local count, stored = 0, false
@@ -30,11 +38,25 @@ end
 local to_end = start + window - now
 local to_end_ms = 0
 if to_end > 0 then to_end_ms = math.ceil(to_end / 1000) end
-local allowed, retry_ms = 0, to_end_ms
-if count + cost <= limit then
-  allowed, retry_ms, count = 1, 0, count + cost
+
+-- Each check in turn, in memory; one write for all of them after.
+local admitted, reply = false, nil
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry_ms = 0, to_end_ms
+  if count + cost <= limit then allowed, retry_ms, count, admitted = 1, 0, count + cost, true end
+  local reset_ms = 0
+  if count > 0 then reset_ms = to_end_ms end
+  local remaining = limit - count
+  if remaining < 0 then remaining = 0 end
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+
+if admitted then
   -- With the server's clock the write that started this window set the
-  -- key's expiry (and w); caller-supplied time moves it, with one window of slack.
+  -- key's expiry (and w); caller-supplied time moves it, with one window of
+  -- slack.
   if stored then
     redis.call('HSET', KEYS[1], 'n', string.format('%d', count))
   else
@@ -48,8 +70,5 @@ if count + cost <= limit then
     redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
   end
 end
-local reset_ms = 0
-if count > 0 then reset_ms = to_end_ms end
-local remaining = limit - count
-if remaining < 0 then remaining = 0 end
-return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+if costs then return table.concat(costs, ' ') end
+return reply

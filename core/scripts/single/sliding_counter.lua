@@ -1,12 +1,14 @@
--- Sliding-window counter, one check of one limit without a block: the
--- common call, in a script of its own without the general script's parts,
--- so it costs the Redis thread less. Same layout and the same decision as
--- ../sliding_counter.lua (script_diff_tests holds them to it); every other
--- call goes there.
+-- Sliding-window counter, checks of one limit without a block: the common
+-- call, in a script of its own without the general script's parts, so it
+-- costs the Redis thread less. Same layout and the same decisions as
+-- ../sliding_counter.lua (script_diff_tests and coalesce_tests hold them to
+-- it); every other call goes there.
 --
--- KEYS[1]  the HASH {w, c, p}    ARGV  'check', cost, now_us or '', limit, window_us
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
--- string: a reply Redis converts far more cheaply than a Lua table.
+-- KEYS[1]  the HASH {w, c, p}
+-- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
+--          costs of coalesced checks, comma-separated, decided in order
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
+-- all in one string: a reply Redis converts far more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -14,7 +16,13 @@ if ARGV[3] == '' then
 else
   now = tonumber(ARGV[3])
 end
-local cost, limit, window = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local s = math.floor(now / window) * window
 if s > now then s = s - window elseif s + window <= now then s = s + window end
 local st = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
@@ -51,10 +59,42 @@ local function first_fit(q, a, from)
   return e
 end
 
-local allowed, retry = 1, 0
-local a = limit - c - cost
-if fits(p, a, elapsed) then
-  c = c + cost
+-- Each check in turn, in memory; one write for all of them after.
+local weighted = math.ceil(p * (window - elapsed) / window)
+local admitted, reply = false, nil
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry = 1, 0
+  local a = limit - c - cost
+  if fits(p, a, elapsed) then
+    c, admitted = c + cost, true
+  else
+    allowed = 0
+    local e = first_fit(p, a, elapsed + 1)
+    if e then
+      retry = s + e - now
+    else
+      -- next window: this window's units become the weighted ones
+      e = first_fit(c, limit - cost, 0)
+      if e then retry = s + window + e - now else retry = s + 2 * window - now end
+    end
+  end
+  local remaining = limit - c - weighted
+  if remaining < 0 then remaining = 0 end
+  local reset = 0
+  if c > 0 then
+    reset = s + 2 * window - now
+  elseif weighted > 0 then
+    reset = s + window - now
+  end
+  local retry_ms, reset_ms = 0, 0
+  if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+  if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+
+if admitted then
   redis.call('HSET', KEYS[1], 'w', string.format('%d', s), 'c', string.format('%d', c), 'p', string.format('%d', p))
   -- With the server's clock the write that started the stored window set
   -- the key's expiry; caller-supplied time moves it, with one window of slack.
@@ -65,27 +105,6 @@ if fits(p, a, elapsed) then
     if us > 1000 then ms = math.ceil(us / 1000) end
     redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
   end
-else
-  allowed = 0
-  local e = first_fit(p, a, elapsed + 1)
-  if e then
-    retry = s + e - now
-  else
-    -- next window: this window's units become the weighted ones
-    e = first_fit(c, limit - cost, 0)
-    if e then retry = s + window + e - now else retry = s + 2 * window - now end
-  end
 end
-local weighted = math.ceil(p * (window - elapsed) / window)
-local remaining = limit - c - weighted
-if remaining < 0 then remaining = 0 end
-local reset = 0
-if c > 0 then
-  reset = s + 2 * window - now
-elseif weighted > 0 then
-  reset = s + window - now
-end
-local retry_ms, reset_ms = 0, 0
-if retry > 0 then retry_ms = math.ceil(retry / 1000) end
-if reset > 0 then reset_ms = math.ceil(reset / 1000) end
-return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+if costs then return table.concat(costs, ' ') end
+return reply

@@ -1,14 +1,16 @@
--- Sliding-window log, one check of one limit up to 256 (the library sends
+-- Sliding-window log, checks of one limit up to 256 (the library sends
 -- larger limits, several limits, blocks, peeks and refunds to
 -- ../sliding_log.lua): the common call, in a script of its own without the
--- general script's parts (prelude, lazy block reads, tables per limit,
--- coalesced costs), so it costs the Redis thread less. Same ring layout and
--- the same decision as ../sliding_log.lua, whose header describes the ring
--- (script_diff_tests holds them to it).
+-- general script's parts (prelude, lazy block reads, tables per limit), so
+-- it costs the Redis thread less. Same ring layout and the same decisions as
+-- ../sliding_log.lua, whose header describes the ring (script_diff_tests and
+-- coalesce_tests hold them to it).
 --
--- KEYS[1]  the ring    ARGV  'check', cost, now_us or '', limit, window_us
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
--- string: a reply Redis converts far more cheaply than a Lua table.
+-- KEYS[1]  the ring
+-- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
+--          costs of coalesced checks, comma-separated, decided in order
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
+-- all in one string: a reply Redis converts far more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -16,7 +18,13 @@ if ARGV[3] == '' then
 else
   now = tonumber(ARGV[3])
 end
-local key, cost, limit, window = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+local key, limit, window = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local HDR, W, PREALLOC = 12, 8, 128
 
 local function not_a_ring()
@@ -76,14 +84,39 @@ if used > 0 then
   if list then newest = list[used] else newest = entry(used) end
 end
 
--- cost more units fit when the (limit - cost + 1)-th newest entry has left
--- the window (or does not exist).
-local allowed, retry = 1, 0
-local t = used - limit + cost
-if t >= 1 then
-  local leaving
-  if list then leaving = list[t] else leaving = entry(t) end
-  if leaving > edge then allowed, retry = 0, leaving + window - now end
+-- Each check in turn, in memory. The admissions so far are kept aside:
+-- `extra` units at `at` (one time for all: max(now, the newest entry)),
+-- after the ring's `used` entries; one write for all of them after. cost
+-- more units fit when the (limit - cost + 1)-th newest entry has left the
+-- window (or does not exist).
+local extra, at, reply = 0, nil, nil
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry = 1, 0
+  local t = used + extra - limit + cost
+  if t >= 1 then
+    local leaving = at
+    if t <= used or extra == 0 then
+      if list then leaving = list[t] else leaving = entry(t) end
+    end
+    if leaving > edge then allowed, retry = 0, leaving + window - now end
+  end
+  if allowed == 1 then
+    if not at then
+      at = now
+      if newest and newest > at then at = newest end
+    end
+    extra, newest = extra + cost, at
+  end
+  local reset = 0
+  if count + extra > 0 and newest then reset = newest + window - now end
+  local remaining = limit - count - extra
+  if remaining < 0 then remaining = 0 end
+  local retry_ms, reset_ms = 0, 0
+  if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+  if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
 end
 
 local function ttl(last)
@@ -94,10 +127,8 @@ local function ttl(last)
   return string.format('%d', ms)
 end
 
-if allowed == 1 then
-  local at = now
-  if newest and newest > at then at = newest end
-  newest, count = at, count + cost
+if extra > 0 then
+  local cost = extra
   local slot = struct.pack('>d', at)
   if list then
     for _ = 1, cost do list[#list + 1] = at end
@@ -140,11 +171,5 @@ elseif dirty then  -- the check forgot entries that left the window
   end
 end
 
-local reset = 0
-if count > 0 and newest then reset = newest + window - now end
-local remaining = limit - count
-if remaining < 0 then remaining = 0 end
-local retry_ms, reset_ms = 0, 0
-if retry > 0 then retry_ms = math.ceil(retry / 1000) end
-if reset > 0 then reset_ms = math.ceil(reset / 1000) end
-return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+if costs then return table.concat(costs, ' ') end
+return reply
