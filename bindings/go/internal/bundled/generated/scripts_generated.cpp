@@ -1001,15 +1001,17 @@ end
 return out
 )__lua__", "cf33bc0d100d302a78c8eae573ed5bf46b109c43"};
 const Script k_fixed_window_single = {"fixed_window", R"__lua__(#!lua
--- Fixed window, one check of one limit without a block: the common call, in
--- a script of its own without the general script's parts (prelude, tables
--- per limit, coalesced costs), so it costs the Redis thread less. Same
--- layout and the same decision as ../fixed_window.lua (script_diff_tests
--- holds them to it); every other call goes there.
+-- Fixed window, checks of one limit without a block: the common call, in a
+-- script of its own without the general script's parts (prelude, tables per
+-- limit), so it costs the Redis thread less. Same layout and the same
+-- decisions as ../fixed_window.lua (script_diff_tests and coalesce_tests
+-- hold them to it); every other call goes there.
 --
--- KEYS[1]  the HASH {w, n}    ARGV  'check', cost, now_us or '', limit, window_us
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
--- string: a reply Redis converts far more cheaply than a Lua table.
+-- KEYS[1]  the HASH {w, n}
+-- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
+--          costs of coalesced checks, comma-separated, decided in order
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
+-- all in one string: a reply Redis converts far more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1017,7 +1019,13 @@ if ARGV[3] == '' then
 else
   now = tonumber(ARGV[3])
 end
-local cost, limit, window = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local start = math.floor(now / window) * window
 if start > now then start = start - window elseif start + window <= now then start = start + window end
 local count, stored = 0, false
@@ -1033,11 +1041,25 @@ end
 local to_end = start + window - now
 local to_end_ms = 0
 if to_end > 0 then to_end_ms = math.ceil(to_end / 1000) end
-local allowed, retry_ms = 0, to_end_ms
-if count + cost <= limit then
-  allowed, retry_ms, count = 1, 0, count + cost
+
+-- Each check in turn, in memory; one write for all of them after.
+local admitted, reply = false, nil
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry_ms = 0, to_end_ms
+  if count + cost <= limit then allowed, retry_ms, count, admitted = 1, 0, count + cost, true end
+  local reset_ms = 0
+  if count > 0 then reset_ms = to_end_ms end
+  local remaining = limit - count
+  if remaining < 0 then remaining = 0 end
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+
+if admitted then
   -- With the server's clock the write that started this window set the
-  -- key's expiry (and w); caller-supplied time moves it, with one window of slack.
+  -- key's expiry (and w); caller-supplied time moves it, with one window of
+  -- slack.
   if stored then
     redis.call('HSET', KEYS[1], 'n', string.format('%d', count))
   else
@@ -1051,22 +1073,23 @@ if count + cost <= limit then
     redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
   end
 end
-local reset_ms = 0
-if count > 0 then reset_ms = to_end_ms end
-local remaining = limit - count
-if remaining < 0 then remaining = 0 end
-return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-)__lua__", "a3045df87d87bc016d29df24045a094edb437f8c"};
+if costs then return table.concat(costs, ' ') end
+return reply
+)__lua__", "37d18e58e73e4c4ac193d24a6f1f0e1644f27989"};
 const Script k_gcra_single = {"gcra", R"__lua__(#!lua
--- GCRA, one check of one limit without a block: the common call, in a
--- script of its own without the general script's parts, so it costs the
--- Redis thread less. Same layout and the same decision as ../gcra.lua
--- (script_diff_tests holds them to it); every other call goes there.
+-- GCRA, checks of one limit without a block: the common call, in a script
+-- of its own without the general script's parts, so it costs the Redis
+-- thread less. Same layout and the same decisions as ../gcra.lua
+-- (script_diff_tests and coalesce_tests hold them to it); every other call
+-- goes there.
 --
 -- KEYS[1]  the STRING TAT (us)
--- ARGV     'check', cost, now_us or '', window_us, capacity, interval_us
--- Returns 'allowed capacity remaining retry_after_ms reset_after_ms' as one
--- string: a reply Redis converts far more cheaply than a Lua table.
+-- ARGV     'check', cost, now_us or '', window_us, capacity, interval_us; or
+--          'checks' and the costs of coalesced checks, comma-separated,
+--          decided in order
+-- Returns 'allowed capacity remaining retry_after_ms reset_after_ms' per
+-- check, all in one string: a reply Redis converts far more cheaply than a
+-- table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1074,7 +1097,13 @@ if ARGV[3] == '' then
 else
   now = tonumber(ARGV[3])
 end
-local cost, window, cap, interval = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+local window, cap, interval = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local tat = now
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -1082,12 +1111,31 @@ if v then
   if tat < now then tat = now end
 end
 local tau = interval * cap
-local allowed, retry_ms = 1, 0
-local over = tat + interval * cost - now - tau
-if over > 0 then
-  allowed, retry_ms = 0, math.ceil(over / 1000)
-else
-  tat = tat + interval * cost
+
+-- Each check in turn, in memory; one write for all of them after.
+local admitted, reply = false, nil
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry_ms = 1, 0
+  local over = tat + interval * cost - now - tau
+  if over > 0 then
+    allowed, retry_ms = 0, math.ceil(over / 1000)
+  else
+    tat, admitted = tat + interval * cost, true
+  end
+  -- remaining = floor((tau - (tat - now)) / interval), exact whatever the
+  -- rounding of the division
+  local a = tau - (tat - now)
+  local remaining = math.floor(a / interval)
+  if remaining * interval > a then remaining = remaining - 1 elseif (remaining + 1) * interval <= a then remaining = remaining + 1 end
+  if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
+  local reset_ms = 0
+  if tat > now then reset_ms = math.ceil((tat - now) / 1000) end
+  reply = string.format('%d %d %d %d %d', allowed, cap, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+
+if admitted then
   if tat <= now then
     redis.call('DEL', KEYS[1])
   else
@@ -1100,26 +1148,21 @@ else
     redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', string.format('%d', ms))
   end
 end
--- remaining = floor((tau - (tat - now)) / interval), exact whatever the
--- rounding of the division
-local a = tau - (tat - now)
-local remaining = math.floor(a / interval)
-if remaining * interval > a then remaining = remaining - 1 elseif (remaining + 1) * interval <= a then remaining = remaining + 1 end
-if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
-local reset_ms = 0
-if tat > now then reset_ms = math.ceil((tat - now) / 1000) end
-return string.format('%d %d %d %d %d', allowed, cap, remaining, retry_ms, reset_ms)
-)__lua__", "faa3f6ce5a2e0b669856cb3f532abb2a77dfc588"};
+if costs then return table.concat(costs, ' ') end
+return reply
+)__lua__", "3a551be4c7fb56ddce9f11815efe416886304ed7"};
 const Script k_sliding_counter_single = {"sliding_counter", R"__lua__(#!lua
--- Sliding-window counter, one check of one limit without a block: the
--- common call, in a script of its own without the general script's parts,
--- so it costs the Redis thread less. Same layout and the same decision as
--- ../sliding_counter.lua (script_diff_tests holds them to it); every other
--- call goes there.
+-- Sliding-window counter, checks of one limit without a block: the common
+-- call, in a script of its own without the general script's parts, so it
+-- costs the Redis thread less. Same layout and the same decisions as
+-- ../sliding_counter.lua (script_diff_tests and coalesce_tests hold them to
+-- it); every other call goes there.
 --
--- KEYS[1]  the HASH {w, c, p}    ARGV  'check', cost, now_us or '', limit, window_us
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
--- string: a reply Redis converts far more cheaply than a Lua table.
+-- KEYS[1]  the HASH {w, c, p}
+-- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
+--          costs of coalesced checks, comma-separated, decided in order
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
+-- all in one string: a reply Redis converts far more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1127,7 +1170,13 @@ if ARGV[3] == '' then
 else
   now = tonumber(ARGV[3])
 end
-local cost, limit, window = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local s = math.floor(now / window) * window
 if s > now then s = s - window elseif s + window <= now then s = s + window end
 local st = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
@@ -1164,10 +1213,42 @@ local function first_fit(q, a, from)
   return e
 end
 
-local allowed, retry = 1, 0
-local a = limit - c - cost
-if fits(p, a, elapsed) then
-  c = c + cost
+-- Each check in turn, in memory; one write for all of them after.
+local weighted = math.ceil(p * (window - elapsed) / window)
+local admitted, reply = false, nil
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry = 1, 0
+  local a = limit - c - cost
+  if fits(p, a, elapsed) then
+    c, admitted = c + cost, true
+  else
+    allowed = 0
+    local e = first_fit(p, a, elapsed + 1)
+    if e then
+      retry = s + e - now
+    else
+      -- next window: this window's units become the weighted ones
+      e = first_fit(c, limit - cost, 0)
+      if e then retry = s + window + e - now else retry = s + 2 * window - now end
+    end
+  end
+  local remaining = limit - c - weighted
+  if remaining < 0 then remaining = 0 end
+  local reset = 0
+  if c > 0 then
+    reset = s + 2 * window - now
+  elseif weighted > 0 then
+    reset = s + window - now
+  end
+  local retry_ms, reset_ms = 0, 0
+  if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+  if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+
+if admitted then
   redis.call('HSET', KEYS[1], 'w', string.format('%d', s), 'c', string.format('%d', c), 'p', string.format('%d', p))
   -- With the server's clock the write that started the stored window set
   -- the key's expiry; caller-supplied time moves it, with one window of slack.
@@ -1178,43 +1259,24 @@ if fits(p, a, elapsed) then
     if us > 1000 then ms = math.ceil(us / 1000) end
     redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
   end
-else
-  allowed = 0
-  local e = first_fit(p, a, elapsed + 1)
-  if e then
-    retry = s + e - now
-  else
-    -- next window: this window's units become the weighted ones
-    e = first_fit(c, limit - cost, 0)
-    if e then retry = s + window + e - now else retry = s + 2 * window - now end
-  end
 end
-local weighted = math.ceil(p * (window - elapsed) / window)
-local remaining = limit - c - weighted
-if remaining < 0 then remaining = 0 end
-local reset = 0
-if c > 0 then
-  reset = s + 2 * window - now
-elseif weighted > 0 then
-  reset = s + window - now
-end
-local retry_ms, reset_ms = 0, 0
-if retry > 0 then retry_ms = math.ceil(retry / 1000) end
-if reset > 0 then reset_ms = math.ceil(reset / 1000) end
-return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-)__lua__", "4bdec6b4e9207a2fcecd123a10d8e50c2a6c0263"};
+if costs then return table.concat(costs, ' ') end
+return reply
+)__lua__", "bbbd2b897352d8b56a2743274e86da44c86a4eb3"};
 const Script k_sliding_log_single = {"sliding_log", R"__lua__(#!lua
--- Sliding-window log, one check of one limit up to 256 (the library sends
+-- Sliding-window log, checks of one limit up to 256 (the library sends
 -- larger limits, several limits, blocks, peeks and refunds to
 -- ../sliding_log.lua): the common call, in a script of its own without the
--- general script's parts (prelude, lazy block reads, tables per limit,
--- coalesced costs), so it costs the Redis thread less. Same ring layout and
--- the same decision as ../sliding_log.lua, whose header describes the ring
--- (script_diff_tests holds them to it).
+-- general script's parts (prelude, lazy block reads, tables per limit), so
+-- it costs the Redis thread less. Same ring layout and the same decisions as
+-- ../sliding_log.lua, whose header describes the ring (script_diff_tests and
+-- coalesce_tests hold them to it).
 --
--- KEYS[1]  the ring    ARGV  'check', cost, now_us or '', limit, window_us
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' as one
--- string: a reply Redis converts far more cheaply than a Lua table.
+-- KEYS[1]  the ring
+-- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
+--          costs of coalesced checks, comma-separated, decided in order
+-- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
+-- all in one string: a reply Redis converts far more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1222,7 +1284,13 @@ if ARGV[3] == '' then
 else
   now = tonumber(ARGV[3])
 end
-local key, cost, limit, window = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+local key, limit, window = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local HDR, W, PREALLOC = 12, 8, 128
 
 local function not_a_ring()
@@ -1282,14 +1350,39 @@ if used > 0 then
   if list then newest = list[used] else newest = entry(used) end
 end
 
--- cost more units fit when the (limit - cost + 1)-th newest entry has left
--- the window (or does not exist).
-local allowed, retry = 1, 0
-local t = used - limit + cost
-if t >= 1 then
-  local leaving
-  if list then leaving = list[t] else leaving = entry(t) end
-  if leaving > edge then allowed, retry = 0, leaving + window - now end
+-- Each check in turn, in memory. The admissions so far are kept aside:
+-- `extra` units at `at` (one time for all: max(now, the newest entry)),
+-- after the ring's `used` entries; one write for all of them after. cost
+-- more units fit when the (limit - cost + 1)-th newest entry has left the
+-- window (or does not exist).
+local extra, at, reply = 0, nil, nil
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry = 1, 0
+  local t = used + extra - limit + cost
+  if t >= 1 then
+    local leaving = at
+    if t <= used or extra == 0 then
+      if list then leaving = list[t] else leaving = entry(t) end
+    end
+    if leaving > edge then allowed, retry = 0, leaving + window - now end
+  end
+  if allowed == 1 then
+    if not at then
+      at = now
+      if newest and newest > at then at = newest end
+    end
+    extra, newest = extra + cost, at
+  end
+  local reset = 0
+  if count + extra > 0 and newest then reset = newest + window - now end
+  local remaining = limit - count - extra
+  if remaining < 0 then remaining = 0 end
+  local retry_ms, reset_ms = 0, 0
+  if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+  if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
 end
 
 local function ttl(last)
@@ -1300,10 +1393,8 @@ local function ttl(last)
   return string.format('%d', ms)
 end
 
-if allowed == 1 then
-  local at = now
-  if newest and newest > at then at = newest end
-  newest, count = at, count + cost
+if extra > 0 then
+  local cost = extra
   local slot = struct.pack('>d', at)
   if list then
     for _ = 1, cost do list[#list + 1] = at end
@@ -1346,15 +1437,9 @@ elseif dirty then  -- the check forgot entries that left the window
   end
 end
 
-local reset = 0
-if count > 0 and newest then reset = newest + window - now end
-local remaining = limit - count
-if remaining < 0 then remaining = 0 end
-local retry_ms, reset_ms = 0, 0
-if retry > 0 then retry_ms = math.ceil(retry / 1000) end
-if reset > 0 then reset_ms = math.ceil(reset / 1000) end
-return string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-)__lua__", "9fef607176a4529a6c3b482ee561890d16b4263f"};
+if costs then return table.concat(costs, ' ') end
+return reply
+)__lua__", "d39ff71621853c6ce7fd12f5b09f26b6737cc0ee"};
 
 }  // namespace scripts
 }  // namespace polylimit
