@@ -474,11 +474,7 @@ std::exception_ptr own_copy(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
   } catch (const Error& x) {
-    // A fresh message, not a copy: std::runtime_error copies share their
-    // string through a reference count ThreadSanitizer cannot see.
-    Error fresh(x.code(), std::string(x.what()), x.sys_errno());
-    fresh.set_outcome_unknown(x.outcome_unknown());
-    return std::make_exception_ptr(fresh);
+    return std::make_exception_ptr(x);  // an Error's copy owns its message (errors.h)
   } catch (...) {
     return e;
   }

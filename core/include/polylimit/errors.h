@@ -21,7 +21,8 @@ const char* error_code_name(ErrorCode code) noexcept;
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message, int sys_errno = 0)
-      : std::runtime_error(message), code_(code), sys_errno_(sys_errno) {}
+      : std::runtime_error(std::string()), message_(message), code_(code), sys_errno_(sys_errno) {}
+  const char* what() const noexcept override { return message_.c_str(); }
   ErrorCode code() const noexcept { return code_; }
   int sys_errno() const noexcept { return sys_errno_; }
   // True when the call failed after its command (or pipeline) had started to
@@ -33,6 +34,12 @@ class Error : public std::runtime_error {
   void set_outcome_unknown(bool unknown) noexcept { outcome_unknown_ = unknown; }
 
  private:
+  // The message is the Error's own, copied with it: std::runtime_error's
+  // copies share one reference-counted string, so an Error copied to
+  // another thread (a coalesced call's failure, delivered to each waiter)
+  // would free and read one buffer from two threads, through a count that
+  // ThreadSanitizer cannot see.
+  std::string message_;
   ErrorCode code_;
   int sys_errno_;
   bool outcome_unknown_ = false;

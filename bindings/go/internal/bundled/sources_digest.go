@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "136e4915059ac9dda2c39734209017c9d8c92f9763f88cba3be807e90a7a04fb"
+const sourcesDigest = "665db9c6906e9f711426dcb76a34f4b6d904297a42b8eb3a25074ca1d500b55a"
