@@ -45,7 +45,7 @@ const scripts::Script& script_for(const Request& rq) {
 
 // A script reply's numbers: an array of integers (the general scripts) or
 // one string of integers separated by single spaces (the single-check
-// scripts: Redis converts a string far more cheaply than a Lua table).
+// scripts: Redis converts a string more cheaply than a Lua table).
 class Numbers {
  public:
   Numbers(const redisReply* r, const char* script) : reply_(r), script_(script) {

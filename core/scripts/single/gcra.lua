@@ -9,7 +9,7 @@
 --          'checks' and the costs of coalesced checks, comma-separated,
 --          decided in order
 -- Returns 'allowed capacity remaining retry_after_ms reset_after_ms' per
--- check, all in one string: a reply Redis converts far more cheaply than a
+-- check, all in one string: a reply Redis converts more cheaply than a
 -- table.
 local now
 if ARGV[3] == '' then

@@ -8,7 +8,7 @@
 -- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
 --          costs of coalesced checks, comma-separated, decided in order
 -- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts far more cheaply than a table.
+-- all in one string: a reply Redis converts more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "665db9c6906e9f711426dcb76a34f4b6d904297a42b8eb3a25074ca1d500b55a"
+const sourcesDigest = "622a0c59fa06058dd492599bb83ff2a13100b808879712bb2ad5f6afbe32caaf"

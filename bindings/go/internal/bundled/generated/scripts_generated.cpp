@@ -1011,7 +1011,7 @@ const Script k_fixed_window_single = {"fixed_window", R"__lua__(#!lua
 -- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
 --          costs of coalesced checks, comma-separated, decided in order
 -- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts far more cheaply than a table.
+-- all in one string: a reply Redis converts more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1075,7 +1075,7 @@ if admitted then
 end
 if costs then return table.concat(costs, ' ') end
 return reply
-)__lua__", "37d18e58e73e4c4ac193d24a6f1f0e1644f27989"};
+)__lua__", "fe5f4c005f344ae874306387ea7230b195ddbd85"};
 const Script k_gcra_single = {"gcra", R"__lua__(#!lua
 -- GCRA, checks of one limit without a block: the common call, in a script
 -- of its own without the general script's parts, so it costs the Redis
@@ -1088,7 +1088,7 @@ const Script k_gcra_single = {"gcra", R"__lua__(#!lua
 --          'checks' and the costs of coalesced checks, comma-separated,
 --          decided in order
 -- Returns 'allowed capacity remaining retry_after_ms reset_after_ms' per
--- check, all in one string: a reply Redis converts far more cheaply than a
+-- check, all in one string: a reply Redis converts more cheaply than a
 -- table.
 local now
 if ARGV[3] == '' then
@@ -1150,7 +1150,7 @@ if admitted then
 end
 if costs then return table.concat(costs, ' ') end
 return reply
-)__lua__", "3a551be4c7fb56ddce9f11815efe416886304ed7"};
+)__lua__", "84f1a2065849a7f808e66bb648b7b03ea9e7e956"};
 const Script k_sliding_counter_single = {"sliding_counter", R"__lua__(#!lua
 -- Sliding-window counter, checks of one limit without a block: the common
 -- call, in a script of its own without the general script's parts, so it
@@ -1162,7 +1162,7 @@ const Script k_sliding_counter_single = {"sliding_counter", R"__lua__(#!lua
 -- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
 --          costs of coalesced checks, comma-separated, decided in order
 -- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts far more cheaply than a table.
+-- all in one string: a reply Redis converts more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1262,7 +1262,7 @@ if admitted then
 end
 if costs then return table.concat(costs, ' ') end
 return reply
-)__lua__", "bbbd2b897352d8b56a2743274e86da44c86a4eb3"};
+)__lua__", "075407d8f1fb4aae2edab4f704c9e59cb2457c4d"};
 const Script k_sliding_log_single = {"sliding_log", R"__lua__(#!lua
 -- Sliding-window log, checks of one limit up to 256 (the library sends
 -- larger limits, several limits, blocks, peeks and refunds to
@@ -1276,7 +1276,7 @@ const Script k_sliding_log_single = {"sliding_log", R"__lua__(#!lua
 -- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
 --          costs of coalesced checks, comma-separated, decided in order
 -- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts far more cheaply than a table.
+-- all in one string: a reply Redis converts more cheaply than a table.
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1439,7 +1439,7 @@ end
 
 if costs then return table.concat(costs, ' ') end
 return reply
-)__lua__", "d39ff71621853c6ce7fd12f5b09f26b6737cc0ee"};
+)__lua__", "d03532581aece1648040c366cf34180a55a15ab6"};
 
 }  // namespace scripts
 }  // namespace polylimit
