@@ -2,13 +2,15 @@
 # its SHA1, so the first call can already use EVALSHA and no crypto library is
 # needed at run time. Each script is a "#!lua" shebang line, then
 # core/scripts/common/prelude.lua, then the file: the parts every algorithm
-# shares are written once. core/scripts/single/*.lua (the scripts of one
-# check of one limit) stand alone, without the prelude, as k_<name>_single
-# under the same name as their algorithm's general script.
+# shares are written once. core/scripts/single/*.lua (the scripts of checks
+# of one limit) get core/scripts/single/common/prelude.lua instead, and
+# become k_<name>_single, under the same name as their algorithm's general
+# script.
 #   cmake -DSCRIPTS_DIR=... -DOUT_HEADER=... -DOUT_SOURCE=... -P embed_scripts.cmake
 file(GLOB lua_files "${SCRIPTS_DIR}/*.lua")
 list(SORT lua_files)
 file(READ "${SCRIPTS_DIR}/common/prelude.lua" prelude)
+file(READ "${SCRIPTS_DIR}/single/common/prelude.lua" single_prelude)
 set(decls "")
 set(defs "")
 file(GLOB single_files "${SCRIPTS_DIR}/single/*.lua")
@@ -21,7 +23,7 @@ foreach(lua ${lua_files} ${single_files})
   # out-of-memory `maxmemory` (it is a write script without allow-oom), so
   # nothing runs half-way; the keys are all in one slot, as flags require.
   if(dir MATCHES "/single$")
-    set(body "#!lua\n${own}")
+    set(body "#!lua\n${single_prelude}\n${own}")
     set(symbol "k_${name}_single")
   else()
     set(body "#!lua\n${prelude}\n${own}")

@@ -15,6 +15,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <thread>
 #include <cinttypes>
@@ -452,6 +453,42 @@ TEST(ScriptExpiry, SlidingLogAdmissionsSetTheWindowsExpiry) {
   admit("expiry:{large}", 1000, false);
   admit("expiry:{large}", 1000, true);  // slot and header SETRANGEs
   admit("expiry:{small}", 20, true);    // the 10-slot ring re-read for 20
+}
+
+// A single-check script sets the same expiry as its algorithm's general
+// script, with the server's clock and with caller-supplied time (which adds
+// one window of slack): the same admissions go to a key through the single
+// script (one limit, no block) and to another through the general one (a
+// block, which only denials use), and both keys' PTTLs must agree.
+TEST(ScriptExpiry, SingleCheckScriptsSetTheGeneralScriptsExpiry) {
+  RedisBackend backend(standalone(), false);
+  for (Algorithm alg :
+       {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow, Algorithm::kGcra}) {
+    for (bool caller_time : {false, true}) {
+      const std::vector<LimitParams> limits = {{alg, 100, 60000, 0}};
+      const std::string tag = std::string(algorithm_name(alg)) + (caller_time ? "-caller" : "-server");
+      Request single, general;
+      for (Request* rq : {&single, &general}) rq->limits = &limits;
+      single.keys = {"ttl:{" + tag + "}:single"};
+      general.keys = {"ttl:{" + tag + "}:general"};
+      general.block_us = 1000000;
+      general.block_key = general.keys[0] + ":block";
+      const int64_t t0 = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+      for (int i = 0; i < 3; ++i) {
+        for (Request* rq : {&single, &general}) {
+          rq->cost = 1 + i;
+          rq->now_us = caller_time ? t0 + 1000 * i : kServerTime;
+          ASSERT_TRUE(backend.evaluate(*rq).allowed) << tag;
+        }
+        const long long a = server().integer({"PTTL", single.keys[0]});
+        const long long b = server().integer({"PTTL", general.keys[0]});
+        EXPECT_GT(b, 0) << tag;
+        EXPECT_NEAR(a, b, 50) << tag << ", admission " << i;
+      }
+    }
+  }
 }
 
 // Rolling upgrades: during one, app servers of the last release (the frozen

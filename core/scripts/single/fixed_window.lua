@@ -1,27 +1,11 @@
 -- Fixed window, checks of one limit without a block: the common call, in a
--- script of its own without the general script's parts (prelude, tables per
--- limit), so it costs the Redis thread less. Same layout and the same
--- decisions as ../fixed_window.lua (script_diff_tests and coalesce_tests
--- hold them to it); every other call goes there.
+-- script of its own without the general script's parts (tables per limit,
+-- helper closures), so it costs the Redis thread less. Same layout and the
+-- same decisions as ../fixed_window.lua (script_diff_tests and
+-- coalesce_tests hold them to it); every other call goes there. The build
+-- puts common/prelude.lua (now, the costs, ttl_ms, the reply) in front.
 --
--- KEYS[1]  the HASH {w, n}
--- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
---          costs of coalesced checks, comma-separated, decided in order
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts more cheaply than a table.
-local now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[3])
-end
-local checks, cost, costs = 1, tonumber(ARGV[2]), nil
-if ARGV[1] == 'checks' then
-  costs = {}
-  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
-  checks = #costs
-end
+-- KEYS[1]  the HASH {w, n}    ARGV[4..5]  limit, window_us
 local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local start = math.floor(now / window) * window
 if start > now then start = start - window elseif start + window <= now then start = start + window end
@@ -40,7 +24,7 @@ local to_end_ms = 0
 if to_end > 0 then to_end_ms = math.ceil(to_end / 1000) end
 
 -- Each check in turn, in memory; one write for all of them after.
-local admitted, reply = false, nil
+local admitted = false
 for j = 1, checks do
   if costs then cost = costs[j] end
   local allowed, retry_ms = 0, to_end_ms
@@ -49,8 +33,7 @@ for j = 1, checks do
   if count > 0 then reset_ms = to_end_ms end
   local remaining = limit - count
   if remaining < 0 then remaining = 0 end
-  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-  if costs then costs[j] = reply end
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
 end
 
 if admitted then
@@ -63,12 +46,7 @@ if admitted then
     redis.call('HSET', KEYS[1], 'w', string.format('%d', start), 'n', string.format('%d', count))
   end
   if not stored or ARGV[3] ~= '' then
-    local us = to_end
-    if ARGV[3] ~= '' then us = us + window end
-    local ms = 1
-    if us > 1000 then ms = math.ceil(us / 1000) end
-    redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
+    redis.call('PEXPIRE', KEYS[1], ttl_ms(to_end, window))
   end
 end
-if costs then return table.concat(costs, ' ') end
-return reply
+return replies()

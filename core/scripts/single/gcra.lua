@@ -1,29 +1,12 @@
 -- GCRA, checks of one limit without a block: the common call, in a script
--- of its own without the general script's parts, so it costs the Redis
--- thread less. Same layout and the same decisions as ../gcra.lua
--- (script_diff_tests and coalesce_tests hold them to it); every other call
--- goes there.
+-- of its own without the general script's parts (tables per limit, helper
+-- closures), so it costs the Redis thread less. Same layout and the same
+-- decisions as ../gcra.lua (script_diff_tests and coalesce_tests hold them
+-- to it); every other call goes there. The build puts common/prelude.lua
+-- (now, the costs, ttl_ms, the reply) in front.
 --
--- KEYS[1]  the STRING TAT (us)
--- ARGV     'check', cost, now_us or '', window_us, capacity, interval_us; or
---          'checks' and the costs of coalesced checks, comma-separated,
---          decided in order
--- Returns 'allowed capacity remaining retry_after_ms reset_after_ms' per
--- check, all in one string: a reply Redis converts more cheaply than a
--- table.
-local now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[3])
-end
-local checks, cost, costs = 1, tonumber(ARGV[2]), nil
-if ARGV[1] == 'checks' then
-  costs = {}
-  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
-  checks = #costs
-end
+-- KEYS[1]  the STRING TAT (us)    ARGV[4..6]  window_us, capacity, interval_us
+-- (the reply's limit is the capacity)
 local window, cap, interval = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local tat = now
 local v = redis.call('GET', KEYS[1])
@@ -34,7 +17,7 @@ end
 local tau = interval * cap
 
 -- Each check in turn, in memory; one write for all of them after.
-local admitted, reply = false, nil
+local admitted = false
 for j = 1, checks do
   if costs then cost = costs[j] end
   local allowed, retry_ms = 1, 0
@@ -52,8 +35,7 @@ for j = 1, checks do
   if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
   local reset_ms = 0
   if tat > now then reset_ms = math.ceil((tat - now) / 1000) end
-  reply = string.format('%d %d %d %d %d', allowed, cap, remaining, retry_ms, reset_ms)
-  if costs then costs[j] = reply end
+  answer(j, allowed, cap, remaining, retry_ms, reset_ms)
 end
 
 if admitted then
@@ -62,12 +44,7 @@ if admitted then
   else
     -- Expiry: when the bucket is full again (one window of slack for
     -- caller-supplied time).
-    local us = tat - now
-    if ARGV[3] ~= '' then us = us + window end
-    local ms = 1
-    if us > 1000 then ms = math.ceil(us / 1000) end
-    redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', string.format('%d', ms))
+    redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', ttl_ms(tat - now, window))
   end
 end
-if costs then return table.concat(costs, ' ') end
-return reply
+return replies()

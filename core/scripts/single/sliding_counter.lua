@@ -1,27 +1,11 @@
 -- Sliding-window counter, checks of one limit without a block: the common
--- call, in a script of its own without the general script's parts, so it
--- costs the Redis thread less. Same layout and the same decisions as
--- ../sliding_counter.lua (script_diff_tests and coalesce_tests hold them to
--- it); every other call goes there.
+-- call, in a script of its own without the general script's parts (tables
+-- per limit), so it costs the Redis thread less. Same layout and the same
+-- decisions as ../sliding_counter.lua (script_diff_tests and coalesce_tests
+-- hold them to it); every other call goes there. The build puts
+-- common/prelude.lua (now, the costs, ttl_ms, the reply) in front.
 --
--- KEYS[1]  the HASH {w, c, p}
--- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
---          costs of coalesced checks, comma-separated, decided in order
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts more cheaply than a table.
-local now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[3])
-end
-local checks, cost, costs = 1, tonumber(ARGV[2]), nil
-if ARGV[1] == 'checks' then
-  costs = {}
-  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
-  checks = #costs
-end
+-- KEYS[1]  the HASH {w, c, p}    ARGV[4..5]  limit, window_us
 local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local s = math.floor(now / window) * window
 if s > now then s = s - window elseif s + window <= now then s = s + window end
@@ -61,7 +45,7 @@ end
 
 -- Each check in turn, in memory; one write for all of them after.
 local weighted = math.ceil(p * (window - elapsed) / window)
-local admitted, reply = false, nil
+local admitted = false
 for j = 1, checks do
   if costs then cost = costs[j] end
   local allowed, retry = 1, 0
@@ -90,8 +74,7 @@ for j = 1, checks do
   local retry_ms, reset_ms = 0, 0
   if retry > 0 then retry_ms = math.ceil(retry / 1000) end
   if reset > 0 then reset_ms = math.ceil(reset / 1000) end
-  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-  if costs then costs[j] = reply end
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
 end
 
 if admitted then
@@ -99,12 +82,7 @@ if admitted then
   -- With the server's clock the write that started the stored window set
   -- the key's expiry; caller-supplied time moves it, with one window of slack.
   if not (ARGV[3] == '' and stored_w == s) then
-    local us = s + 2 * window - now
-    if ARGV[3] ~= '' then us = us + window end
-    local ms = 1
-    if us > 1000 then ms = math.ceil(us / 1000) end
-    redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
+    redis.call('PEXPIRE', KEYS[1], ttl_ms(s + 2 * window - now, window))
   end
 end
-if costs then return table.concat(costs, ' ') end
-return reply
+return replies()

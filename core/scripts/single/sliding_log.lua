@@ -1,29 +1,13 @@
 -- Sliding-window log, checks of one limit up to 256 (the library sends
 -- larger limits, several limits, blocks, peeks and refunds to
 -- ../sliding_log.lua): the common call, in a script of its own without the
--- general script's parts (prelude, lazy block reads, tables per limit), so
--- it costs the Redis thread less. Same ring layout and the same decisions as
--- ../sliding_log.lua, whose header describes the ring (script_diff_tests and
--- coalesce_tests hold them to it).
+-- general script's parts (lazy block reads, tables per limit), so it costs
+-- the Redis thread less. Same ring layout and the same decisions as
+-- ../sliding_log.lua, whose header describes the ring (script_diff_tests
+-- and coalesce_tests hold them to it). The build puts common/prelude.lua
+-- (now, the costs, ttl_ms, the reply) in front.
 --
--- KEYS[1]  the ring
--- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
---          costs of coalesced checks, comma-separated, decided in order
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts more cheaply than a table.
-local now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[3])
-end
-local checks, cost, costs = 1, tonumber(ARGV[2]), nil
-if ARGV[1] == 'checks' then
-  costs = {}
-  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
-  checks = #costs
-end
+-- KEYS[1]  the ring    ARGV[4..5]  limit, window_us
 local key, limit, window = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local HDR, W, PREALLOC = 12, 8, 128
 
@@ -89,7 +73,7 @@ end
 -- after the ring's `used` entries; one write for all of them after. cost
 -- more units fit when the (limit - cost + 1)-th newest entry has left the
 -- window (or does not exist).
-local extra, at, reply = 0, nil, nil
+local extra, at = 0, nil
 for j = 1, checks do
   if costs then cost = costs[j] end
   local allowed, retry = 1, 0
@@ -115,16 +99,7 @@ for j = 1, checks do
   local retry_ms, reset_ms = 0, 0
   if retry > 0 then retry_ms = math.ceil(retry / 1000) end
   if reset > 0 then reset_ms = math.ceil(reset / 1000) end
-  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-  if costs then costs[j] = reply end
-end
-
-local function ttl(last)
-  local us = last + window - now
-  if ARGV[3] ~= '' then us = us + window end
-  local ms = 1
-  if us > 1000 then ms = math.ceil(us / 1000) end
-  return string.format('%d', ms)
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
 end
 
 if extra > 0 then
@@ -138,11 +113,11 @@ if extra > 0 then
     for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
     if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
     redis.call('SET', key, table.concat(out), 'KEEPTTL')
-    redis.call('PEXPIRE', key, ttl(at))
+    redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
   elseif fresh and size <= PREALLOC then  -- a new small ring: written whole, once
     head, used = cost % size, cost
     redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) ..
-               string.rep('\0', W * (size - cost)), 'PX', ttl(at))
+               string.rep('\0', W * (size - cost)), 'PX', ttl_ms(at + window - now, window))
   elseif size <= PREALLOC and size <= limit and #data == HDR + W * size then
     -- The whole ring was read: the bytes the SETRANGEs below would leave, in one SET.
     local h0 = head
@@ -151,14 +126,14 @@ if extra > 0 then
     head, used = (h0 + cost) % size, math.min(size, used + cost)
     redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, wrapped) ..
                data:sub(HDR + W * wrapped + 1, HDR + W * h0) .. string.rep(slot, first) ..
-               data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl(at))
+               data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl_ms(at + window - now, window))
   else
     local first = math.min(cost, size - head)
     redis.call('SETRANGE', key, HDR + W * head, string.rep(slot, first))
     if cost > first then redis.call('SETRANGE', key, HDR, string.rep(slot, cost - first)) end
     head, used = (head + cost) % size, math.min(size, used + cost)
     redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
-    redis.call('PEXPIRE', key, ttl(at))
+    redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
   end
 elseif dirty then  -- the check forgot entries that left the window
   if list then
@@ -171,5 +146,4 @@ elseif dirty then  -- the check forgot entries that left the window
   end
 end
 
-if costs then return table.concat(costs, ' ') end
-return reply
+return replies()

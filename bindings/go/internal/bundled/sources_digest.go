@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "622a0c59fa06058dd492599bb83ff2a13100b808879712bb2ad5f6afbe32caaf"
+const sourcesDigest = "8774a8ace97f57dea66197f141e06d206e4cfdbdcd194fb5c3ea2cf523a45c25"

@@ -1001,17 +1001,17 @@ end
 return out
 )__lua__", "cf33bc0d100d302a78c8eae573ed5bf46b109c43"};
 const Script k_fixed_window_single = {"fixed_window", R"__lua__(#!lua
--- Fixed window, checks of one limit without a block: the common call, in a
--- script of its own without the general script's parts (prelude, tables per
--- limit), so it costs the Redis thread less. Same layout and the same
--- decisions as ../fixed_window.lua (script_diff_tests and coalesce_tests
--- hold them to it); every other call goes there.
+-- prelude.lua of the single-check scripts: the build puts this text in front
+-- of each core/scripts/single/*.lua file (as common/prelude.lua for the
+-- general scripts). Plain statements and one small function: whatever runs
+-- here, every call pays.
 --
--- KEYS[1]  the HASH {w, n}
--- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
---          costs of coalesced checks, comma-separated, decided in order
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts more cheaply than a table.
+-- ARGV[1] 'check', or 'checks' for coalesced checks (core/src/coalescer.h)
+-- ARGV[2] the cost; for 'checks' the costs, comma-separated, decided in order
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] the limit's values (the script names them)
+-- A script replies 'allowed limit remaining retry_after_ms reset_after_ms'
+-- per check, all in one string (cheaper for Redis to convert than a table).
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1025,6 +1025,37 @@ if ARGV[1] == 'checks' then
   for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
   checks = #costs
 end
+
+-- A TTL for PEXPIRE / PX in ms (at least 1) for state that must live `us`
+-- more microseconds; caller-supplied time adds `slack` (one window), as
+-- ttl_ms in common/prelude.lua.
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+-- The replies: answer(j, ...) keeps check j's (in `costs`, whose cost it has
+-- read), replies() returns them all as the script's reply.
+local reply
+local function answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+local function replies()
+  if costs then return table.concat(costs, ' ') end
+  return reply
+end
+
+-- Fixed window, checks of one limit without a block: the common call, in a
+-- script of its own without the general script's parts (tables per limit,
+-- helper closures), so it costs the Redis thread less. Same layout and the
+-- same decisions as ../fixed_window.lua (script_diff_tests and
+-- coalesce_tests hold them to it); every other call goes there. The build
+-- puts common/prelude.lua (now, the costs, ttl_ms, the reply) in front.
+--
+-- KEYS[1]  the HASH {w, n}    ARGV[4..5]  limit, window_us
 local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local start = math.floor(now / window) * window
 if start > now then start = start - window elseif start + window <= now then start = start + window end
@@ -1043,7 +1074,7 @@ local to_end_ms = 0
 if to_end > 0 then to_end_ms = math.ceil(to_end / 1000) end
 
 -- Each check in turn, in memory; one write for all of them after.
-local admitted, reply = false, nil
+local admitted = false
 for j = 1, checks do
   if costs then cost = costs[j] end
   local allowed, retry_ms = 0, to_end_ms
@@ -1052,8 +1083,7 @@ for j = 1, checks do
   if count > 0 then reset_ms = to_end_ms end
   local remaining = limit - count
   if remaining < 0 then remaining = 0 end
-  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-  if costs then costs[j] = reply end
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
 end
 
 if admitted then
@@ -1066,30 +1096,23 @@ if admitted then
     redis.call('HSET', KEYS[1], 'w', string.format('%d', start), 'n', string.format('%d', count))
   end
   if not stored or ARGV[3] ~= '' then
-    local us = to_end
-    if ARGV[3] ~= '' then us = us + window end
-    local ms = 1
-    if us > 1000 then ms = math.ceil(us / 1000) end
-    redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
+    redis.call('PEXPIRE', KEYS[1], ttl_ms(to_end, window))
   end
 end
-if costs then return table.concat(costs, ' ') end
-return reply
-)__lua__", "fe5f4c005f344ae874306387ea7230b195ddbd85"};
+return replies()
+)__lua__", "b5c4522a428126f8b9834b856c83dab6f9d44371"};
 const Script k_gcra_single = {"gcra", R"__lua__(#!lua
--- GCRA, checks of one limit without a block: the common call, in a script
--- of its own without the general script's parts, so it costs the Redis
--- thread less. Same layout and the same decisions as ../gcra.lua
--- (script_diff_tests and coalesce_tests hold them to it); every other call
--- goes there.
+-- prelude.lua of the single-check scripts: the build puts this text in front
+-- of each core/scripts/single/*.lua file (as common/prelude.lua for the
+-- general scripts). Plain statements and one small function: whatever runs
+-- here, every call pays.
 --
--- KEYS[1]  the STRING TAT (us)
--- ARGV     'check', cost, now_us or '', window_us, capacity, interval_us; or
---          'checks' and the costs of coalesced checks, comma-separated,
---          decided in order
--- Returns 'allowed capacity remaining retry_after_ms reset_after_ms' per
--- check, all in one string: a reply Redis converts more cheaply than a
--- table.
+-- ARGV[1] 'check', or 'checks' for coalesced checks (core/src/coalescer.h)
+-- ARGV[2] the cost; for 'checks' the costs, comma-separated, decided in order
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] the limit's values (the script names them)
+-- A script replies 'allowed limit remaining retry_after_ms reset_after_ms'
+-- per check, all in one string (cheaper for Redis to convert than a table).
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1103,6 +1126,38 @@ if ARGV[1] == 'checks' then
   for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
   checks = #costs
 end
+
+-- A TTL for PEXPIRE / PX in ms (at least 1) for state that must live `us`
+-- more microseconds; caller-supplied time adds `slack` (one window), as
+-- ttl_ms in common/prelude.lua.
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+-- The replies: answer(j, ...) keeps check j's (in `costs`, whose cost it has
+-- read), replies() returns them all as the script's reply.
+local reply
+local function answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+local function replies()
+  if costs then return table.concat(costs, ' ') end
+  return reply
+end
+
+-- GCRA, checks of one limit without a block: the common call, in a script
+-- of its own without the general script's parts (tables per limit, helper
+-- closures), so it costs the Redis thread less. Same layout and the same
+-- decisions as ../gcra.lua (script_diff_tests and coalesce_tests hold them
+-- to it); every other call goes there. The build puts common/prelude.lua
+-- (now, the costs, ttl_ms, the reply) in front.
+--
+-- KEYS[1]  the STRING TAT (us)    ARGV[4..6]  window_us, capacity, interval_us
+-- (the reply's limit is the capacity)
 local window, cap, interval = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local tat = now
 local v = redis.call('GET', KEYS[1])
@@ -1113,7 +1168,7 @@ end
 local tau = interval * cap
 
 -- Each check in turn, in memory; one write for all of them after.
-local admitted, reply = false, nil
+local admitted = false
 for j = 1, checks do
   if costs then cost = costs[j] end
   local allowed, retry_ms = 1, 0
@@ -1131,8 +1186,7 @@ for j = 1, checks do
   if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
   local reset_ms = 0
   if tat > now then reset_ms = math.ceil((tat - now) / 1000) end
-  reply = string.format('%d %d %d %d %d', allowed, cap, remaining, retry_ms, reset_ms)
-  if costs then costs[j] = reply end
+  answer(j, allowed, cap, remaining, retry_ms, reset_ms)
 end
 
 if admitted then
@@ -1141,28 +1195,23 @@ if admitted then
   else
     -- Expiry: when the bucket is full again (one window of slack for
     -- caller-supplied time).
-    local us = tat - now
-    if ARGV[3] ~= '' then us = us + window end
-    local ms = 1
-    if us > 1000 then ms = math.ceil(us / 1000) end
-    redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', string.format('%d', ms))
+    redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', ttl_ms(tat - now, window))
   end
 end
-if costs then return table.concat(costs, ' ') end
-return reply
-)__lua__", "84f1a2065849a7f808e66bb648b7b03ea9e7e956"};
+return replies()
+)__lua__", "17d8dde561c6384bcf0e1c1b056dc677acfa0462"};
 const Script k_sliding_counter_single = {"sliding_counter", R"__lua__(#!lua
--- Sliding-window counter, checks of one limit without a block: the common
--- call, in a script of its own without the general script's parts, so it
--- costs the Redis thread less. Same layout and the same decisions as
--- ../sliding_counter.lua (script_diff_tests and coalesce_tests hold them to
--- it); every other call goes there.
+-- prelude.lua of the single-check scripts: the build puts this text in front
+-- of each core/scripts/single/*.lua file (as common/prelude.lua for the
+-- general scripts). Plain statements and one small function: whatever runs
+-- here, every call pays.
 --
--- KEYS[1]  the HASH {w, c, p}
--- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
---          costs of coalesced checks, comma-separated, decided in order
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts more cheaply than a table.
+-- ARGV[1] 'check', or 'checks' for coalesced checks (core/src/coalescer.h)
+-- ARGV[2] the cost; for 'checks' the costs, comma-separated, decided in order
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] the limit's values (the script names them)
+-- A script replies 'allowed limit remaining retry_after_ms reset_after_ms'
+-- per check, all in one string (cheaper for Redis to convert than a table).
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1176,6 +1225,37 @@ if ARGV[1] == 'checks' then
   for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
   checks = #costs
 end
+
+-- A TTL for PEXPIRE / PX in ms (at least 1) for state that must live `us`
+-- more microseconds; caller-supplied time adds `slack` (one window), as
+-- ttl_ms in common/prelude.lua.
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+-- The replies: answer(j, ...) keeps check j's (in `costs`, whose cost it has
+-- read), replies() returns them all as the script's reply.
+local reply
+local function answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+local function replies()
+  if costs then return table.concat(costs, ' ') end
+  return reply
+end
+
+-- Sliding-window counter, checks of one limit without a block: the common
+-- call, in a script of its own without the general script's parts (tables
+-- per limit), so it costs the Redis thread less. Same layout and the same
+-- decisions as ../sliding_counter.lua (script_diff_tests and coalesce_tests
+-- hold them to it); every other call goes there. The build puts
+-- common/prelude.lua (now, the costs, ttl_ms, the reply) in front.
+--
+-- KEYS[1]  the HASH {w, c, p}    ARGV[4..5]  limit, window_us
 local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
 local s = math.floor(now / window) * window
 if s > now then s = s - window elseif s + window <= now then s = s + window end
@@ -1215,7 +1295,7 @@ end
 
 -- Each check in turn, in memory; one write for all of them after.
 local weighted = math.ceil(p * (window - elapsed) / window)
-local admitted, reply = false, nil
+local admitted = false
 for j = 1, checks do
   if costs then cost = costs[j] end
   local allowed, retry = 1, 0
@@ -1244,8 +1324,7 @@ for j = 1, checks do
   local retry_ms, reset_ms = 0, 0
   if retry > 0 then retry_ms = math.ceil(retry / 1000) end
   if reset > 0 then reset_ms = math.ceil(reset / 1000) end
-  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-  if costs then costs[j] = reply end
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
 end
 
 if admitted then
@@ -1253,30 +1332,23 @@ if admitted then
   -- With the server's clock the write that started the stored window set
   -- the key's expiry; caller-supplied time moves it, with one window of slack.
   if not (ARGV[3] == '' and stored_w == s) then
-    local us = s + 2 * window - now
-    if ARGV[3] ~= '' then us = us + window end
-    local ms = 1
-    if us > 1000 then ms = math.ceil(us / 1000) end
-    redis.call('PEXPIRE', KEYS[1], string.format('%d', ms))
+    redis.call('PEXPIRE', KEYS[1], ttl_ms(s + 2 * window - now, window))
   end
 end
-if costs then return table.concat(costs, ' ') end
-return reply
-)__lua__", "075407d8f1fb4aae2edab4f704c9e59cb2457c4d"};
+return replies()
+)__lua__", "709683f55aa24e8e54c20f4b46c4994b4ece9002"};
 const Script k_sliding_log_single = {"sliding_log", R"__lua__(#!lua
--- Sliding-window log, checks of one limit up to 256 (the library sends
--- larger limits, several limits, blocks, peeks and refunds to
--- ../sliding_log.lua): the common call, in a script of its own without the
--- general script's parts (prelude, lazy block reads, tables per limit), so
--- it costs the Redis thread less. Same ring layout and the same decisions as
--- ../sliding_log.lua, whose header describes the ring (script_diff_tests and
--- coalesce_tests hold them to it).
+-- prelude.lua of the single-check scripts: the build puts this text in front
+-- of each core/scripts/single/*.lua file (as common/prelude.lua for the
+-- general scripts). Plain statements and one small function: whatever runs
+-- here, every call pays.
 --
--- KEYS[1]  the ring
--- ARGV     'check', cost, now_us or '', limit, window_us; or 'checks' and the
---          costs of coalesced checks, comma-separated, decided in order
--- Returns 'allowed limit remaining retry_after_ms reset_after_ms' per check,
--- all in one string: a reply Redis converts more cheaply than a table.
+-- ARGV[1] 'check', or 'checks' for coalesced checks (core/src/coalescer.h)
+-- ARGV[2] the cost; for 'checks' the costs, comma-separated, decided in order
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] the limit's values (the script names them)
+-- A script replies 'allowed limit remaining retry_after_ms reset_after_ms'
+-- per check, all in one string (cheaper for Redis to convert than a table).
 local now
 if ARGV[3] == '' then
   local t = redis.call('TIME')
@@ -1290,6 +1362,39 @@ if ARGV[1] == 'checks' then
   for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
   checks = #costs
 end
+
+-- A TTL for PEXPIRE / PX in ms (at least 1) for state that must live `us`
+-- more microseconds; caller-supplied time adds `slack` (one window), as
+-- ttl_ms in common/prelude.lua.
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+-- The replies: answer(j, ...) keeps check j's (in `costs`, whose cost it has
+-- read), replies() returns them all as the script's reply.
+local reply
+local function answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+local function replies()
+  if costs then return table.concat(costs, ' ') end
+  return reply
+end
+
+-- Sliding-window log, checks of one limit up to 256 (the library sends
+-- larger limits, several limits, blocks, peeks and refunds to
+-- ../sliding_log.lua): the common call, in a script of its own without the
+-- general script's parts (lazy block reads, tables per limit), so it costs
+-- the Redis thread less. Same ring layout and the same decisions as
+-- ../sliding_log.lua, whose header describes the ring (script_diff_tests
+-- and coalesce_tests hold them to it). The build puts common/prelude.lua
+-- (now, the costs, ttl_ms, the reply) in front.
+--
+-- KEYS[1]  the ring    ARGV[4..5]  limit, window_us
 local key, limit, window = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local HDR, W, PREALLOC = 12, 8, 128
 
@@ -1355,7 +1460,7 @@ end
 -- after the ring's `used` entries; one write for all of them after. cost
 -- more units fit when the (limit - cost + 1)-th newest entry has left the
 -- window (or does not exist).
-local extra, at, reply = 0, nil, nil
+local extra, at = 0, nil
 for j = 1, checks do
   if costs then cost = costs[j] end
   local allowed, retry = 1, 0
@@ -1381,16 +1486,7 @@ for j = 1, checks do
   local retry_ms, reset_ms = 0, 0
   if retry > 0 then retry_ms = math.ceil(retry / 1000) end
   if reset > 0 then reset_ms = math.ceil(reset / 1000) end
-  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
-  if costs then costs[j] = reply end
-end
-
-local function ttl(last)
-  local us = last + window - now
-  if ARGV[3] ~= '' then us = us + window end
-  local ms = 1
-  if us > 1000 then ms = math.ceil(us / 1000) end
-  return string.format('%d', ms)
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
 end
 
 if extra > 0 then
@@ -1404,11 +1500,11 @@ if extra > 0 then
     for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
     if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
     redis.call('SET', key, table.concat(out), 'KEEPTTL')
-    redis.call('PEXPIRE', key, ttl(at))
+    redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
   elseif fresh and size <= PREALLOC then  -- a new small ring: written whole, once
     head, used = cost % size, cost
     redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) ..
-               string.rep('\0', W * (size - cost)), 'PX', ttl(at))
+               string.rep('\0', W * (size - cost)), 'PX', ttl_ms(at + window - now, window))
   elseif size <= PREALLOC and size <= limit and #data == HDR + W * size then
     -- The whole ring was read: the bytes the SETRANGEs below would leave, in one SET.
     local h0 = head
@@ -1417,14 +1513,14 @@ if extra > 0 then
     head, used = (h0 + cost) % size, math.min(size, used + cost)
     redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, wrapped) ..
                data:sub(HDR + W * wrapped + 1, HDR + W * h0) .. string.rep(slot, first) ..
-               data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl(at))
+               data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl_ms(at + window - now, window))
   else
     local first = math.min(cost, size - head)
     redis.call('SETRANGE', key, HDR + W * head, string.rep(slot, first))
     if cost > first then redis.call('SETRANGE', key, HDR, string.rep(slot, cost - first)) end
     head, used = (head + cost) % size, math.min(size, used + cost)
     redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
-    redis.call('PEXPIRE', key, ttl(at))
+    redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
   end
 elseif dirty then  -- the check forgot entries that left the window
   if list then
@@ -1437,9 +1533,8 @@ elseif dirty then  -- the check forgot entries that left the window
   end
 end
 
-if costs then return table.concat(costs, ' ') end
-return reply
-)__lua__", "d03532581aece1648040c366cf34180a55a15ab6"};
+return replies()
+)__lua__", "879af82479e6a0e46fc1a75903ca255660c37cbe"};
 
 }  // namespace scripts
 }  // namespace polylimit
