@@ -70,10 +70,12 @@ for i = 1, n do
     -- it may hold more units than the new limit, and all still count.)
     local list = {}
     if r.used > 0 then
+      -- (A ring above PREALLOC slots holds only the slots written so far:
+      -- each entry must be there, not every slot.)
       local data = redis.call('GETRANGE', r.key, HDR, HDR + W * r.size - 1)
-      if #data ~= W * r.size then return redis.error_reply(not_a_ring(r.key)) end
       for t = 1, r.used do
         local p = (r.head - r.used + t - 1) % r.size
+        if W * (p + 1) > #data then return redis.error_reply(not_a_ring(r.key)) end
         list[#list + 1] = (struct.unpack('>d', data, W * p + 1))
       end
     end
@@ -242,6 +244,9 @@ local function expire(r, last)
 end
 
 local function write_whole(r)  -- a ring re-read for another limit
+  -- Its entries go to slots 0..used-1, so head follows them (a prune that
+  -- forgot entries left r.head where it was).
+  r.head = r.used % r.size
   local data = {struct.pack('>I4I4I4', r.head, r.used, r.size)}
   for t = 1, r.used do data[#data + 1] = struct.pack('>d', r.list[t]) end
   if r.size <= PREALLOC then data[#data + 1] = string.rep('\0', W * (r.size - r.used)) end

@@ -166,6 +166,7 @@ Spec random_spec(std::mt19937_64& rng, Algorithm alg) {
 struct Seen {
   int admitted = 0, denied = 0, blocked = 0, refunds_that_gave_back = 0, multi_limit_denials = 0;
   int single_admitted = 0, single_denied = 0;  // decided by a single-check script
+  int frozen_ring_errors = 0;                   // streams the frozen script failed
 };
 
 // Runs `streams` random streams of `steps` calls of one algorithm through
@@ -209,6 +210,7 @@ int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen
     const int64_t window_us = spec.limits[0].window_ms * 1000;
     int64_t now = kT0 + uniform(rng, 0, 1000000000);
     int64_t remaining_before = -1;
+    bool frozen_broken = false;
     std::vector<int64_t> admitted_at;  // the last few admitted checks' times
     for (int step = 0; step < steps; ++step) {
       if (relimit && step == steps / 2) {
@@ -257,13 +259,29 @@ int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen
         rq->cost = cost;
         rq->now_us = now;
       }
-      Decision od = old_backend.evaluate(old_rq);
-      Decision nd = new_backend.evaluate(new_rq);
-      Decision md = memory.evaluate(mem_rq);
       const char* op_name = op == Op::kCheck ? "check" : op == Op::kPeek ? "peek" : "refund";
       std::string where = "stream " + std::to_string(s) + " (" + spec.describe() + ") step " + std::to_string(step) +
                           ": " + op_name + " cost " + std::to_string(cost) + " at T0+" + std::to_string(now - kT0);
-      if (old_tap.last != new_tap.last) {
+      // The frozen sliding log (the last release's) refuses its own ring
+      // ("not a sliding log ring") on some streams whose limit grows: it
+      // asked a ring of more than 128 slots for every slot, and after a
+      // denial pruned a re-read ring it wrote a head that did not follow the
+      // entries (both fixed since: SlidingLogRing.* below). The library's
+      // scripts go on; such a stream is not compared with the frozen one
+      // any more.
+      if (!frozen_broken) {
+        try {
+          old_backend.evaluate(old_rq);
+        } catch (const Error& e) {
+          if (std::string(e.what()).find("not a sliding log ring") == std::string::npos) throw;
+          std::printf("the frozen script refused its own ring at %s\n", where.c_str());
+          frozen_broken = true;
+          ++seen.frozen_ring_errors;
+        }
+      }
+      Decision nd = new_backend.evaluate(new_rq);
+      Decision md = memory.evaluate(mem_rq);
+      if (!frozen_broken && old_tap.last != new_tap.last) {
         ADD_FAILURE() << where << "\n  frozen scripts: " << old_tap.last << "\n  library scripts: " << new_tap.last;
         ++diverged;
         break;
@@ -394,6 +412,9 @@ TEST_P(ScriptDiffStreams, LibraryScriptsDecideAsFrozenOnesAndMemory) {
   // single-check script (core/scripts/single/): both paths are compared.
   EXPECT_GT(seen.single_admitted, 100);
   EXPECT_GT(seen.single_denied, 100);
+  // The frozen script's bugs need a sliding log whose limit grows: a few
+  // streams at most.
+  EXPECT_LE(seen.frozen_ring_errors, GetParam() == Algorithm::kSlidingLog ? 3 : 0);
   std::printf("%s: %d admitted, %d denied (%d blocked, %d multi-limit), %d refunds gave units back; "
               "single-check script: %d admitted, %d denied\n",
               algorithm_name(GetParam()), seen.admitted, seen.denied, seen.blocked, seen.multi_limit_denials,
@@ -488,6 +509,73 @@ TEST(ScriptExpiry, SingleCheckScriptsSetTheGeneralScriptsExpiry) {
         EXPECT_NEAR(a, b, 50) << tag << ", admission " << i;
       }
     }
+  }
+}
+
+// A ring written for a smaller limit is re-read as a list and written again
+// whole, entries in slots 0..used-1. When a denial forgets entries that left
+// the window, the header written must still say where they are (head =
+// used % size): the last release wrote the head from before the prune, and
+// the next check refused the ring. Both the single-check script (limits up
+// to 256) and the general one (above) are run.
+TEST(SlidingLogRing, APrunedRingReReadForALargerLimitStaysReadable) {
+  RedisBackend backend(standalone(), false);
+  for (const auto& [small, large] : std::vector<std::pair<int64_t, int64_t>>{{10, 200}, {129, 1000}}) {
+    const std::string key = "ring:{grow-" + std::to_string(small) + "-" + std::to_string(large) + "}";
+    const std::vector<LimitParams> before = {{Algorithm::kSlidingLog, small, 60000, 0}};
+    const std::vector<LimitParams> after = {{Algorithm::kSlidingLog, large, 60000, 0}};
+    Request rq;
+    rq.keys = {key};
+    rq.limits = &before;
+    auto check = [&](int64_t at_s, int64_t cost) {
+      rq.now_us = kT0 + at_s * 1000000;
+      rq.cost = cost;
+      return backend.evaluate(rq);
+    };
+    ASSERT_TRUE(check(0, 1).allowed) << key;
+    ASSERT_TRUE(check(30, small - 1).allowed) << key;
+    rq.limits = &after;
+    // The first unit has left the window: this denial prunes it and
+    // rewrites the ring at the larger size.
+    EXPECT_FALSE(check(61, large).allowed) << key;
+    const std::string header = server().command({"GETRANGE", key, "0", "11"});
+    ASSERT_EQ(header.size(), 12u) << key;
+    auto u32 = [&](int at) {
+      uint32_t v = 0;
+      for (int i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(header[at + i]);
+      return static_cast<int64_t>(v);
+    };
+    EXPECT_EQ(u32(4), small - 1) << key << ": used";
+    EXPECT_EQ(u32(8), large) << key << ": size";
+    EXPECT_EQ(u32(0), (small - 1) % large) << key << ": head";
+    const Decision d = check(62, 1);
+    EXPECT_TRUE(d.allowed) << key;
+    EXPECT_EQ(d.remaining, large - small) << key;
+  }
+}
+
+// A ring of more than 128 slots is not written whole: it holds the slots
+// written so far. Re-read for a larger limit, it must give its entries (the
+// last release asked for every slot and refused the ring).
+TEST(SlidingLogRing, APartlyWrittenRingReReadForALargerLimitStaysReadable) {
+  RedisBackend backend(standalone(), false);
+  for (int64_t large : {200, 1000}) {  // the single-check script, the general one
+    const std::string key = "ring:{partly-" + std::to_string(large) + "}";
+    const std::vector<LimitParams> before = {{Algorithm::kSlidingLog, 129, 60000, 0}};
+    const std::vector<LimitParams> after = {{Algorithm::kSlidingLog, large, 60000, 0}};
+    Request rq;
+    rq.keys = {key};
+    rq.limits = &before;
+    rq.now_us = kT0;
+    rq.cost = 50;
+    ASSERT_TRUE(backend.evaluate(rq).allowed) << key;
+    EXPECT_EQ(server().integer({"STRLEN", key}), 12 + 8 * 50) << key;
+    rq.limits = &after;
+    rq.now_us = kT0 + 1000000;
+    rq.cost = 1;
+    const Decision d = backend.evaluate(rq);
+    EXPECT_TRUE(d.allowed) << key;
+    EXPECT_EQ(d.remaining, large - 51) << key;
   }
 }
 

@@ -137,6 +137,7 @@ if extra > 0 then
   end
 elseif dirty then  -- the check forgot entries that left the window
   if list then
+    head = used % size  -- the entries go to slots 0..used-1
     local out = {struct.pack('>I4I4I4', head, used, size)}
     for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
     if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end

@@ -781,10 +781,12 @@ for i = 1, n do
     -- it may hold more units than the new limit, and all still count.)
     local list = {}
     if r.used > 0 then
+      -- (A ring above PREALLOC slots holds only the slots written so far:
+      -- each entry must be there, not every slot.)
       local data = redis.call('GETRANGE', r.key, HDR, HDR + W * r.size - 1)
-      if #data ~= W * r.size then return redis.error_reply(not_a_ring(r.key)) end
       for t = 1, r.used do
         local p = (r.head - r.used + t - 1) % r.size
+        if W * (p + 1) > #data then return redis.error_reply(not_a_ring(r.key)) end
         list[#list + 1] = (struct.unpack('>d', data, W * p + 1))
       end
     end
@@ -953,6 +955,9 @@ local function expire(r, last)
 end
 
 local function write_whole(r)  -- a ring re-read for another limit
+  -- Its entries go to slots 0..used-1, so head follows them (a prune that
+  -- forgot entries left r.head where it was).
+  r.head = r.used % r.size
   local data = {struct.pack('>I4I4I4', r.head, r.used, r.size)}
   for t = 1, r.used do data[#data + 1] = struct.pack('>d', r.list[t]) end
   if r.size <= PREALLOC then data[#data + 1] = string.rep('\0', W * (r.size - r.used)) end
@@ -999,7 +1004,7 @@ for i = 1, n do
   end
 end
 return out
-)__lua__", "cf33bc0d100d302a78c8eae573ed5bf46b109c43"};
+)__lua__", "2bc766e1f2c4278d7edd85ae3b784f6294dc85d7"};
 const Script k_fixed_window_single = {"fixed_window", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
@@ -1524,6 +1529,7 @@ if extra > 0 then
   end
 elseif dirty then  -- the check forgot entries that left the window
   if list then
+    head = used % size  -- the entries go to slots 0..used-1
     local out = {struct.pack('>I4I4I4', head, used, size)}
     for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
     if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
@@ -1534,7 +1540,7 @@ elseif dirty then  -- the check forgot entries that left the window
 end
 
 return replies()
-)__lua__", "879af82479e6a0e46fc1a75903ca255660c37cbe"};
+)__lua__", "086d54c09c927eceed6356b9507ffe3eb1209cf9"};
 
 }  // namespace scripts
 }  // namespace polylimit
