@@ -45,49 +45,44 @@ const scripts::Script& script_for(const Request& rq) {
 
 // A script reply's numbers: an array of integers (the general scripts) or
 // one string of integers separated by single spaces (the single-check
-// scripts: Redis converts a string more cheaply than a Lua table).
-class Numbers {
- public:
-  Numbers(const redisReply* r, const char* script) : reply_(r), script_(script) {
-    if (r->type == REDIS_REPLY_ARRAY) {
-      size_ = r->elements;
-      return;
+// scripts: Redis converts a string more cheaply than a Lua table). Either
+// form is read into one list; a reply of any other shape, or with an element
+// that is not an integer, is a protocol error.
+std::vector<int64_t> numbers_of(const redisReply* r, const char* script) {
+  auto bad = [script](const std::string& what) {
+    return Error(ErrorCode::kServer, std::string("script ") + script + ": " + what);
+  };
+  std::vector<int64_t> out;
+  if (r->type == REDIS_REPLY_ARRAY) {
+    out.reserve(r->elements);
+    for (size_t i = 0; i < r->elements; ++i) {
+      if (r->element[i]->type != REDIS_REPLY_INTEGER)
+        throw bad("reply element " + std::to_string(i) + " is not an integer");
+      out.push_back(r->element[i]->integer);
     }
-    if (r->type != REDIS_REPLY_STRING) return;  // size 0: a bad shape
+  } else if (r->type == REDIS_REPLY_STRING) {
     const char* at = r->str;
     const char* end = r->str + r->len;
     while (at < end) {
       int64_t v = 0;
       auto res = std::from_chars(at, end, v);
       if (res.ec != std::errc() || (res.ptr != end && *res.ptr != ' '))
-        throw Error(ErrorCode::kServer, std::string("script ") + script + ": the reply is not a list of integers");
-      parsed_.push_back(v);
+        throw bad("the reply is not a list of integers");
+      out.push_back(v);
       at = res.ptr == end ? end : res.ptr + 1;
     }
-    size_ = parsed_.size();
+  } else {
+    throw bad("unexpected reply shape");
   }
-  size_t size() const { return size_; }
-  int64_t at(size_t i) const {
-    if (reply_->type != REDIS_REPLY_ARRAY) return parsed_[i];
-    const redisReply* e = reply_->element[i];
-    if (e->type != REDIS_REPLY_INTEGER)
-      throw Error(ErrorCode::kServer, std::string("script ") + script_ + ": reply element " + std::to_string(i) +
-                                          " is not an integer");
-    return e->integer;
-  }
-
- private:
-  const redisReply* reply_;
-  const char* script_;
-  size_t size_ = 0;
-  std::vector<int64_t> parsed_;
-};
+  return out;
+}
 
 // Every number of a reply is range-checked before it becomes a Decision: a
 // reply out of range (another script under our SHA, a corrupted reply) is a
 // protocol error, never a decision.
-int64_t checked(const Numbers& r, size_t i, const char* script, const char* what, int64_t lo, int64_t hi) {
-  int64_t v = r.at(i);
+int64_t checked(const std::vector<int64_t>& r, size_t i, const char* script, const char* what, int64_t lo,
+                int64_t hi) {
+  const int64_t v = r[i];
   if (v < lo || v > hi)
     throw Error(ErrorCode::kServer, std::string("script ") + script + ": " + what + " = " + std::to_string(v) +
                                         " in the reply is out of range " + std::to_string(lo) + ".." +
@@ -95,7 +90,7 @@ int64_t checked(const Numbers& r, size_t i, const char* script, const char* what
   return v;
 }
 
-Decision decode_answer(const Numbers& r, size_t base, const scripts::Script& script,
+Decision decode_answer(const std::vector<int64_t>& r, size_t base, const scripts::Script& script,
                        const std::vector<LimitParams>& limits);
 
 // {allowed, then per limit: limit, remaining, retry_after_ms, reset_after_ms}
@@ -107,7 +102,7 @@ Decision decode_answer(const Numbers& r, size_t base, const scripts::Script& scr
 Decision decode(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
   return mark_outcome_unknown_if([] { return true; }, [&] {
-    const Numbers numbers(r, script.name);
+    const std::vector<int64_t> numbers = numbers_of(r, script.name);
     if (numbers.size() != 1 + 4 * limits.size())
       throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
     return decode_answer(numbers, 0, script, limits);
@@ -121,24 +116,18 @@ std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scrip
                                   const std::vector<LimitParams>& limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
   const size_t each = 1 + 4 * limits.size();
-  std::unique_ptr<Numbers> numbers;
-  try {
-    numbers = std::make_unique<Numbers>(r, script.name);
-  } catch (Error& e) {
-    e.set_outcome_unknown(true);
-    throw;
-  }
-  if (numbers->size() != count * each) {
-    Error e(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape for " +
-                                    std::to_string(count) + " coalesced checks");
-    e.set_outcome_unknown(true);
-    throw e;
-  }
+  const std::vector<int64_t> numbers = mark_outcome_unknown_if([] { return true; }, [&] {
+    std::vector<int64_t> n = numbers_of(r, script.name);
+    if (n.size() != count * each)
+      throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape for " +
+                                          std::to_string(count) + " coalesced checks");
+    return n;
+  });
   std::vector<Outcome> out(count);
   for (size_t j = 0; j < count; ++j) {
     try {
       out[j].decision =
-          mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(*numbers, j * each, script, limits); });
+          mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(numbers, j * each, script, limits); });
     } catch (...) {
       out[j].error = std::current_exception();
     }
@@ -146,7 +135,7 @@ std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scrip
   return out;
 }
 
-Decision decode_answer(const Numbers& r, size_t base, const scripts::Script& script,
+Decision decode_answer(const std::vector<int64_t>& r, size_t base, const scripts::Script& script,
                        const std::vector<LimitParams>& limits) {
   // Durations: a window plus a block plus the slack of caller-supplied time,
   // and a clock that stepped back can add up to the span of valid timestamps.

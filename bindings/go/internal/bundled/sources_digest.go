@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "e540f646c596b700f1002b30b4e0c79fe99aa928e43096c68cf6e17ddf038226"
+const sourcesDigest = "1edb40185569a00f8f9b211bb02cfc2a0820f80cf84c54735390b30a5f6de2b7"
