@@ -197,6 +197,27 @@ test('bad input throws before any I/O', async () => {
   }
 });
 
+// The C ABI reads 0 as "the default" for these: an explicit 0 is refused
+// (naming the option), never turned silently into the default.
+test('an explicit 0 where 0 would read as the default is refused', () => {
+  const refused = (make, pattern) =>
+    assert.throws(make, (e) => e instanceof polylimit.InvalidArgumentError && pattern.test(e.message));
+  refused(() => new polylimit.Client('memory://', { poolSize: 0 }), /^poolSize: pool_size = 0 is out of range 1\.\.4096$/);
+  refused(() => new polylimit.Client('memory://', { commandTimeoutMs: 0 }), /commandTimeoutMs: command_timeout_ms = 0 is out of range 1\./);
+  refused(() => new polylimit.Client('memory://', { connectTimeoutMs: 0 }), /connectTimeoutMs: connect_timeout_ms = 0 is out of range 1\./);
+  refused(() => new polylimit.Client('memory://', { acquireTimeoutMs: 0 }), /acquireTimeoutMs: acquire_timeout_ms = 0 cannot be given/);
+  const client = new polylimit.Client('memory://', { poolSize: 1, acquireTimeoutMs: 5 });
+  try {
+    refused(() => client.limiter('10/s', { breaker: { failures: 3, cooldownMs: 0 } }), /breaker_cooldown_ms = 0 is out of range 1\./);
+    refused(() => client.limiter('10/s', { durable: { replicas: 1, timeoutMs: 0 } }), /durable_timeout_ms = 0 is out of range 1\./);
+    // Left out, each is the library's default; other values go to the library.
+    client.limiter('10/s', { breaker: { failures: 3 }, durable: {} });
+    refused(() => new polylimit.Client('memory://', { poolSize: -1 }), /pool_size = -1/);
+  } finally {
+    client.close();
+  }
+});
+
 test('no URL: POLYLIMIT_URL, else an error naming memory://', () => {
   const saved = process.env.POLYLIMIT_URL;
   try {

@@ -51,6 +51,7 @@ class PolylimitError extends Error {
 }
 
 const byValue = new Map(vocabulary.statuses.map((s) => [s.value, s]));
+const invalidStatus = vocabulary.statuses.find((s) => s.code === 'EINVALID').value;
 const errorClasses = new Map();  // status value -> subclass
 const errors = { PolylimitError };
 for (const s of vocabulary.statuses) {
@@ -90,6 +91,18 @@ function checkInteger(name, value) {
 function optionalInteger(name, value) {
   if (value !== undefined) checkInteger(name, value);
   return value === undefined ? 0 : value;
+}
+
+// An option the C ABI reads 0 of as "the library's default": left out, it is
+// the default; an explicit 0 is refused, never turned silently into the
+// default. `coreName` is its name in the bounds table (and the core's errors).
+function optionalSetting(name, coreName, value) {
+  const n = optionalInteger(name, value);
+  if (value === undefined || n !== 0) return n;
+  const { min, max } = vocabulary.bounds[coreName];
+  const why = min > 0 ? `${coreName} = 0 is out of range ${min}..${max}`
+    : `${coreName} = 0 cannot be given: the C ABI reads 0 as the library's default; leave ${name} out for the default`;
+  throw new errors.InvalidArgumentError(`${name}: ${why}`, invalidStatus);
 }
 
 function enumValue(name, table, value, fallback) {
@@ -159,10 +172,10 @@ class Client {
     options = options || {};
     if (typeof options !== 'object') throw new TypeError(`options must be an object, not ${describe(options)}`);
     const native_options = {
-      poolSize: optionalInteger('poolSize', options.poolSize),
-      connectTimeoutMs: optionalInteger('connectTimeoutMs', options.connectTimeoutMs),
-      commandTimeoutMs: optionalInteger('commandTimeoutMs', options.commandTimeoutMs),
-      acquireTimeoutMs: optionalInteger('acquireTimeoutMs', options.acquireTimeoutMs),
+      poolSize: optionalSetting('poolSize', 'pool_size', options.poolSize),
+      connectTimeoutMs: optionalSetting('connectTimeoutMs', 'connect_timeout_ms', options.connectTimeoutMs),
+      commandTimeoutMs: optionalSetting('commandTimeoutMs', 'command_timeout_ms', options.commandTimeoutMs),
+      acquireTimeoutMs: optionalSetting('acquireTimeoutMs', 'acquire_timeout_ms', options.acquireTimeoutMs),
     };
     if (options.name !== undefined) {
       if (typeof options.name !== 'string') throw new TypeError(`name must be a string, not ${describe(options.name)}`);
@@ -254,9 +267,9 @@ class Limiter {
       blockMs: optionalInteger('block', options.block),
       shadow: options.shadow === true,
       breakerFailures: optionalInteger('breaker.failures', breaker.failures),
-      breakerCooldownMs: optionalInteger('breaker.cooldownMs', breaker.cooldownMs),
+      breakerCooldownMs: optionalSetting('breaker.cooldownMs', 'breaker_cooldown_ms', breaker.cooldownMs),
       durableReplicas: optionalInteger('durable.replicas', durable.replicas),
-      durableTimeoutMs: optionalInteger('durable.timeoutMs', durable.timeoutMs),
+      durableTimeoutMs: optionalSetting('durable.timeoutMs', 'durable_timeout_ms', durable.timeoutMs),
       durableAof: durable.aof === true,
     };
     try {

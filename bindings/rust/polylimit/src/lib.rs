@@ -97,6 +97,21 @@ fn sat_i32(n: u64) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
+/// An option the C ABI reads 0 of as "the library's default": unset, it is
+/// the default (0); set, a value that comes to 0 is refused, naming the
+/// option as the core names it (`bounds` gives its range), never turned
+/// silently into the default.
+fn setting(name: &str, min: i64, max: i64, value: Option<i32>) -> Result<i32, Error> {
+    match value {
+        None => Ok(0),
+        Some(0) if min > 0 => Err(Error::invalid(format!("{name} = 0 is out of range {min}..{max}"))),
+        Some(0) => Err(Error::invalid(format!(
+            "{name} = 0 cannot be given: the C ABI reads 0 as the library's default; leave it unset for the default"
+        ))),
+        Some(v) => Ok(v),
+    }
+}
+
 // ---- client ---------------------------------------------------------------
 
 pub(crate) struct ClientInner {
@@ -156,7 +171,10 @@ impl fmt::Debug for Client {
 }
 
 /// Connection options for [`Client::builder`]. Unset fields take the
-/// library's defaults ([`bounds`]`::DEFAULT_*`).
+/// library's defaults ([`bounds`]`::DEFAULT_*`). A field set to a value that
+/// comes to 0 (`pool_size(0)`, `Duration::ZERO`), which the C ABI would read
+/// as "the default", makes `open` fail with [`Error::InvalidArgument`]
+/// naming it; durations round up to whole milliseconds (keepalive: seconds).
 #[derive(Debug, Clone, Default)]
 pub struct ClientBuilder {
     pool_size: Option<u32>,
@@ -281,19 +299,51 @@ impl ClientBuilder {
             owned.push(s.as_deref().map(|s| cstring(what, s)).transpose()?);
         }
         let p = |i: usize| owned[i].as_ref().map_or(ptr::null(), |c| c.as_ptr());
+        // Whole seconds, rounded up as milliseconds are.
+        let secs = |d: Duration| sat_i32(d.as_secs() + u64::from(d.subsec_nanos() > 0));
         let (disable_keepalive, keepalive_s) = match self.keepalive {
             Some(None) => (1, 0),
-            Some(Some(d)) => (0, i32::try_from(d.as_secs()).unwrap_or(i32::MAX)),
+            Some(Some(d)) if d.is_zero() => {
+                return Err(Error::invalid(
+                    "keepalive_s = 0 cannot be given: the C ABI reads 0 as the library's default; keepalive(None) turns keepalive off",
+                ))
+            }
+            Some(Some(d)) => (0, secs(d)),
             None => (0, 0),
         };
         let o = sys::polylimit_client_options {
-            pool_size: self.pool_size.map_or(0, |n| sat_i32(n.into())),
-            connect_timeout_ms: self.connect_timeout.map_or(0, ms_i32),
-            command_timeout_ms: self.command_timeout.map_or(0, ms_i32),
-            acquire_timeout_ms: self.acquire_timeout.map_or(0, ms_i32),
+            pool_size: setting(
+                "pool_size",
+                bounds::MIN_POOL_SIZE,
+                bounds::MAX_POOL_SIZE,
+                self.pool_size.map(|n| sat_i32(n.into())),
+            )?,
+            connect_timeout_ms: setting(
+                "connect_timeout_ms",
+                bounds::MIN_CONNECT_TIMEOUT_MS,
+                bounds::MAX_CONNECT_TIMEOUT_MS,
+                self.connect_timeout.map(ms_i32),
+            )?,
+            command_timeout_ms: setting(
+                "command_timeout_ms",
+                bounds::MIN_COMMAND_TIMEOUT_MS,
+                bounds::MAX_COMMAND_TIMEOUT_MS,
+                self.command_timeout.map(ms_i32),
+            )?,
+            acquire_timeout_ms: setting(
+                "acquire_timeout_ms",
+                bounds::MIN_ACQUIRE_TIMEOUT_MS,
+                bounds::MAX_ACQUIRE_TIMEOUT_MS,
+                self.acquire_timeout.map(ms_i32),
+            )?,
             keepalive_s,
             disable_keepalive,
-            idle_check_ms: self.idle_check.map_or(0, ms_i32),
+            idle_check_ms: setting(
+                "idle_check_ms",
+                bounds::MIN_IDLE_CHECK_MS,
+                bounds::MAX_IDLE_CHECK_MS,
+                self.idle_check.map(ms_i32),
+            )?,
             name: p(0),
             tls_ca_file: p(1),
             tls_ca_dir: p(2),
@@ -527,7 +577,8 @@ impl LimiterBuilder {
         self
     }
     /// Circuit breaker: after `failures` consecutive outages, fail fast for
-    /// `cooldown` (then the failure policy applies).
+    /// `cooldown` (then the failure policy applies); a zero `cooldown` makes
+    /// `build` fail rather than take the default.
     pub fn breaker(mut self, failures: u64, cooldown: Duration) -> Self {
         self.breaker_failures = failures;
         self.breaker_cooldown = Some(cooldown);
@@ -545,7 +596,8 @@ impl LimiterBuilder {
         self
     }
     /// Failover-safe mode: an admitted check waits until `replicas` replicas
-    /// acknowledged its write, for at most `timeout`.
+    /// acknowledged its write, for at most `timeout` (zero makes `build` fail
+    /// rather than take the default).
     pub fn durable(mut self, replicas: u64, timeout: Duration) -> Self {
         self.durable_replicas = replicas;
         self.durable_timeout = Some(timeout);
@@ -571,11 +623,21 @@ impl LimiterBuilder {
             deny_cache_size: sat_i32(self.deny_cache_size),
             failure_policy: self.failure_policy as i32,
             breaker_failures: sat_i32(self.breaker_failures),
-            breaker_cooldown_ms: self.breaker_cooldown.map_or(0, ms_i32),
+            breaker_cooldown_ms: setting(
+                "breaker_cooldown_ms",
+                bounds::MIN_BREAKER_COOLDOWN_MS,
+                bounds::MAX_BREAKER_COOLDOWN_MS,
+                self.breaker_cooldown.map(ms_i32),
+            )?,
             shadow: self.shadow as i32,
             block_ms: ms_i64(self.block),
             durable_replicas: sat_i32(self.durable_replicas),
-            durable_timeout_ms: self.durable_timeout.map_or(0, ms_i32),
+            durable_timeout_ms: setting(
+                "durable_timeout_ms",
+                bounds::MIN_DURABLE_TIMEOUT_MS,
+                bounds::MAX_DURABLE_TIMEOUT_MS,
+                self.durable_timeout.map(ms_i32),
+            )?,
             durable_aof: self.durable_aof as i32,
             ..Default::default()
         };

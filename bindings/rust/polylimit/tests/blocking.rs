@@ -211,6 +211,70 @@ fn bad_input_is_an_error_never_a_panic() {
     assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
 }
 
+/// The C ABI reads 0 as "the default" for these options: one set to 0 is
+/// refused, naming it, never turned silently into the default.
+#[test]
+fn an_option_set_to_zero_is_refused_not_defaulted() {
+    let refused = |r: Result<Client, Error>, want: &str| match r {
+        Err(e @ Error::InvalidArgument(_)) => assert!(e.to_string().contains(want), "{e} lacks {want:?}"),
+        other => panic!("{want}: {other:?}"),
+    };
+    let zero = Duration::ZERO;
+    refused(
+        Client::builder().pool_size(0).open("memory://"),
+        "pool_size = 0 is out of range 1..4096",
+    );
+    refused(
+        Client::builder().connect_timeout(zero).open("memory://"),
+        "connect_timeout_ms = 0 is out of range 1..",
+    );
+    refused(
+        Client::builder().command_timeout(zero).open("memory://"),
+        "command_timeout_ms = 0 is out of range 1..",
+    );
+    refused(
+        Client::builder().acquire_timeout(zero).open("memory://"),
+        "acquire_timeout_ms = 0 cannot be given",
+    );
+    refused(
+        Client::builder().idle_check(zero).open("memory://"),
+        "idle_check_ms = 0 cannot be given",
+    );
+    refused(
+        Client::builder().keepalive(Some(zero)).open("memory://"),
+        "keepalive(None) turns keepalive off",
+    );
+    // Below the unit, a value rounds up rather than to 0.
+    let client = Client::builder()
+        .command_timeout(Duration::from_micros(1500))
+        .keepalive(Some(Duration::from_millis(1)))
+        .acquire_timeout(Duration::from_nanos(1))
+        .open("memory://")
+        .unwrap();
+    let built = |b: polylimit::LimiterBuilder| b.build().map(|_| ()).map_err(|e| e.to_string());
+    let r = built(client.limiter_builder().spec("1/s").breaker(3, zero));
+    assert!(
+        r.as_ref()
+            .is_err_and(|e| e.contains("breaker_cooldown_ms = 0 is out of range 1..")),
+        "{r:?}"
+    );
+    let r = built(client.limiter_builder().spec("1/s").durable(1, zero));
+    assert!(
+        r.as_ref()
+            .is_err_and(|e| e.contains("durable_timeout_ms = 0 is out of range 1..")),
+        "{r:?}"
+    );
+    assert_eq!(
+        built(
+            client
+                .limiter_builder()
+                .spec("1/s")
+                .breaker(3, Duration::from_millis(5))
+        ),
+        Ok(())
+    );
+}
+
 #[test]
 fn secrets_stay_out_of_messages() {
     let secret = "hunter2-do-not-print";
