@@ -379,8 +379,7 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
   self->validate_cost(cost);
   Report report{&self->client_->metrics()};
   if (self->leases_) {
-    // A live lease answers at once; without one this is an ordinary
-    // (unleased) check: leases are renewed by blocking checks only.
+    // A live lease answers at once.
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t now_ns = self->leases_->now_ns();
     if (auto d = self->leases_->with(key, [&](Lease& l) { return l.try_take(cost, now_ns); })) {
@@ -388,6 +387,24 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
                                                                        std::chrono::steady_clock::now() - t0)
                                                                        .count()));
       return done(*d, nullptr);
+    }
+    if (cost <= self->options_.lease_units) {
+      // None: the blocking leased check renews it, on a library thread, so
+      // that renewals stay one at a time per key with the blocking callers'
+      // (lease.cpp). One hop per renewal (every lease_units units), not per
+      // check; checks that miss meanwhile queue on the lease's lock and are
+      // then answered from the new lease.
+      self->client_->backend().run_blocking([self, key_copy = std::string(key), cost, done] {
+        Decision d;
+        std::exception_ptr error;
+        try {
+          d = self->leased_check(key_copy, cost);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        done(d, error);
+      });
+      return;
     }
   }
   // The deny cache on the client's clock (clock.h).

@@ -78,11 +78,50 @@ void LeaseTable::close_all() {
     std::shared_lock<std::shared_mutex> lock(mu_);
     for (auto& kv : map_) all.push_back(kv.second);
   }
+  // Every lease ends first (no unit of it is handed out after that); the
+  // units still refundable then go back in pipelines of up to kMaxBatch
+  // refunds: one round trip for many keys, not one each (a limiter keyed by
+  // client may hold thousands of leases when it is closed).
+  Metrics& m = client_->metrics();
   const int64_t now = now_ns();
+  const int64_t now_us = clock_ == ClockSource::kClient ? realtime_us() : kServerTime;
+  std::vector<Request> refunds;
+  auto send = [&] {
+    if (refunds.empty()) return;
+    std::vector<Outcome> outcomes;
+    try {
+      outcomes = client_->backend().evaluate_many(refunds);
+    } catch (...) {
+      outcomes.assign(refunds.size(), Outcome{});
+      for (Outcome& o : outcomes) o.error = std::current_exception();
+    }
+    for (size_t i = 0; i < refunds.size(); ++i) {
+      const auto units = static_cast<uint64_t>(refunds[i].cost);
+      if (i < outcomes.size() && !outcomes[i].error)
+        m.refunded(units);
+      else
+        m.stranded(units);  // not given back (or not known to be): Redis frees them with the window
+    }
+    refunds.clear();
+  };
   for (auto& lease : all) {
-    std::lock_guard<std::mutex> lock(lease->mu);
-    give_back(*lease, now);
+    std::lock_guard<std::mutex> lock(lease->mu);  // waits for a renewal under way
+    const int64_t left = lease->close();
+    if (left == 0) continue;
+    if (now >= lease->refundable_until_ns) {
+      m.stranded(static_cast<uint64_t>(left));  // Redis has let them go already
+      continue;
+    }
+    Request r;
+    r.op = Op::kRefund;
+    r.limits = &limits_;
+    r.keys = lease->keys;
+    r.cost = left;
+    r.now_us = now_us;
+    refunds.push_back(std::move(r));
+    if (refunds.size() == kMaxBatch) send();
   }
+  send();
 }
 
 void LeaseTable::drop(std::string_view key) {

@@ -188,6 +188,29 @@ TEST(Lease, RefundOnCloseReturnsUnusedUnits) {
   }
 }
 
+// A limiter holding leases on many keys gives them back in one pipelined
+// round trip when it goes, not one round trip per key.
+TEST(Lease, ManyLeasesGoBackInOneRoundTrip) {
+  auto observer = Client::open(server().url());
+  Limiter watch(observer, lease_opts("lm", Algorithm::kGcra, 100, 60000, 0, 100));
+  auto c = Client::open(server().url());
+  constexpr int kKeys = 300;
+  uint64_t trips = 0;
+  {
+    Limiter l(c, lease_opts("lm", Algorithm::kGcra, 100, 60000, 10, 60000));
+    for (int k = 0; k < kKeys; ++k) {
+      l.reset("k" + std::to_string(k));
+      ASSERT_TRUE(l.check("k" + std::to_string(k)).allowed);
+    }
+    EXPECT_EQ(watch.peek("k7").remaining, 90);
+    trips = c->stats().round_trips;
+  }  // destroyed: 9 units of each key go back
+  EXPECT_EQ(c->stats().round_trips, trips + 1);
+  EXPECT_EQ(c->stats().refunded_units, 9u * kKeys);
+  EXPECT_EQ(c->stats().stranded_units, 0u);
+  for (int k : {0, 7, kKeys - 1}) EXPECT_EQ(watch.peek("k" + std::to_string(k)).remaining, 99) << k;
+}
+
 // reset() drops the local lease too: the next check takes a new one.
 TEST(Lease, ResetDropsTheLease) {
   auto c = Client::open(server().url());
@@ -200,8 +223,10 @@ TEST(Lease, ResetDropsTheLease) {
   EXPECT_EQ(l.peek("k").remaining, 90);
 }
 
-// check_async answers from a live lease at once, without a round trip.
-TEST(Lease, CheckAsyncUsesTheLease) {
+// check_async takes and renews leases as check() does (the blocking leased
+// check, on a library thread) and answers from a live lease at once, without
+// a round trip.
+TEST(Lease, CheckAsyncTakesAndUsesTheLease) {
   auto c = Client::open(server().url());
   auto l = std::make_shared<Limiter>(c, lease_opts("la", Algorithm::kSlidingLog, 100, 60000, 10, 60000));
   l->reset("k");
@@ -215,13 +240,24 @@ TEST(Lease, CheckAsyncUsesTheLease) {
     });
     return p.get_future().get();
   };
-  EXPECT_TRUE(async_check().allowed);  // no lease yet: an ordinary check
-  EXPECT_EQ(l->peek("k").remaining, 99);
-  ASSERT_TRUE(l->check("k").allowed);  // takes a lease of 10
-  const uint64_t trips = c->stats().round_trips;
+  Decision first = async_check();  // takes a lease of 10
+  EXPECT_TRUE(first.allowed);
+  EXPECT_EQ(first.remaining, 99);
+  EXPECT_EQ(l->peek("k").remaining, 90);
+  uint64_t trips = c->stats().round_trips;
   for (int i = 0; i < 9; ++i) EXPECT_TRUE(async_check().allowed);
   EXPECT_EQ(c->stats().round_trips, trips);
-  EXPECT_EQ(l->peek("k").remaining, 89);
+  EXPECT_TRUE(async_check().allowed);  // the lease is used up: renewed
+  EXPECT_EQ(c->stats().round_trips, trips + 1);
+  EXPECT_EQ(l->peek("k").remaining, 80);
+  EXPECT_EQ(c->stats().leased_units, 20u);
+  // A cost above lease_units never fits a lease: an ordinary check.
+  trips = c->stats().round_trips;
+  std::promise<Decision> big;
+  Limiter::check_async(l, "k", 11, [&](const Decision& d, std::exception_ptr) { big.set_value(d); });
+  EXPECT_EQ(big.get_future().get().granted, 11);
+  EXPECT_EQ(c->stats().round_trips, trips + 1);
+  EXPECT_EQ(c->stats().leased_units, 20u);
 }
 
 // A holder killed with SIGKILL strands at most its lease; Redis frees the
@@ -333,15 +369,18 @@ struct Expect {
 
 // Several limiters (lease holders) with threads each hammer one key for
 // `duration`; returns every admission's caller-seen time (steady us).
+// `in_flight` 0: blocking checks; else each thread keeps that many
+// check_async calls in flight (submits them, then waits for all). `leased`:
+// where to add the units the holders leased.
 std::vector<int64_t> hammer(const std::string& prefix, Algorithm alg, int64_t limit, int64_t window_ms,
                             int64_t lease_units, int64_t lease_ms, int holders, int threads_per_holder,
-                            std::chrono::milliseconds duration) {
+                            std::chrono::milliseconds duration, int in_flight = 0, uint64_t* leased = nullptr) {
   std::vector<std::shared_ptr<Client>> clients;
-  std::vector<std::unique_ptr<Limiter>> limiters;
+  std::vector<std::shared_ptr<Limiter>> limiters;
   for (int h = 0; h < holders; ++h) {
     clients.push_back(Client::open(server().url()));
     limiters.push_back(
-        std::make_unique<Limiter>(clients.back(), lease_opts(prefix, alg, limit, window_ms, lease_units, lease_ms)));
+        std::make_shared<Limiter>(clients.back(), lease_opts(prefix, alg, limit, window_ms, lease_units, lease_ms)));
   }
   limiters[0]->reset("hot");
   std::mutex mu;
@@ -353,9 +392,27 @@ std::vector<int64_t> hammer(const std::string& prefix, Algorithm alg, int64_t li
       threads.emplace_back([&, h] {
         std::vector<int64_t> mine;
         while (!stop.load()) {
-          Decision d = limiters[h]->check("hot");
-          if (d.allowed) mine.push_back(steady_us());
-          else std::this_thread::sleep_for(200us);
+          if (in_flight == 0) {
+            Decision d = limiters[h]->check("hot");
+            if (d.allowed) mine.push_back(steady_us());
+            else std::this_thread::sleep_for(200us);
+            continue;
+          }
+          std::vector<std::promise<Decision>> p(static_cast<size_t>(in_flight));
+          for (auto& one : p)
+            Limiter::check_async(limiters[h], "hot", 1, [&one](const Decision& d, std::exception_ptr e) {
+              if (e)
+                one.set_exception(e);
+              else
+                one.set_value(d);
+            });
+          bool denied = false;
+          for (auto& one : p) {
+            Decision d = one.get_future().get();
+            if (d.allowed) mine.push_back(steady_us());
+            denied = denied || !d.allowed;
+          }
+          if (denied) std::this_thread::sleep_for(200us);
         }
         std::lock_guard<std::mutex> lock(mu);
         times.insert(times.end(), mine.begin(), mine.end());
@@ -363,6 +420,8 @@ std::vector<int64_t> hammer(const std::string& prefix, Algorithm alg, int64_t li
   std::this_thread::sleep_for(duration);
   stop = true;
   for (auto& t : threads) t.join();
+  if (leased != nullptr)
+    for (auto& c : clients) *leased += c->stats().leased_units;
   std::sort(times.begin(), times.end());
   return times;
 }
@@ -411,4 +470,25 @@ TEST(Lease, ConcurrentAdmissionsStayWithinTheBound) {
                 algorithm_name(alg), t.size(), static_cast<long long>(most), static_cast<long long>(b.over),
                 static_cast<long long>(first), static_cast<long long>(b.under));
   }
+}
+
+// The same bound with check_async: 2 limiters, 2 threads each keeping 8 calls
+// in flight, so that renewals run on library threads while other calls of
+// the key wait for them (sliding log: the exact bound).
+TEST(Lease, ConcurrentAsyncAdmissionsStayWithinTheBound) {
+  constexpr int64_t kLimit = 200, kWindowMs = 1000, kLease = 20, kLeaseMs = 100, kSlackUs = 20000;
+  constexpr int kHolders = 2;
+  uint64_t leased = 0;
+  auto t = hammer("lca", Algorithm::kSlidingLog, kLimit, kWindowMs, kLease, kLeaseMs, kHolders, 2, 2600ms, 8, &leased);
+  ASSERT_FALSE(t.empty());
+  EXPECT_GE(leased, t.size() / 2);  // most admissions came from leases
+  const int64_t most = max_in_window(t, kWindowMs * 1000 - kSlackUs);
+  EXPECT_LE(most, kLimit + kHolders * kLease);
+  int64_t first = 0;
+  for (int64_t x : t) first += x < t.front() + kWindowMs * 1000 ? 1 : 0;
+  EXPECT_GE(first, kLimit - kHolders * kLease);
+  std::printf("  async: %zu admitted (%llu units leased), most in a window %lld (bound %lld), first window %lld (at least %lld)\n",
+              t.size(), static_cast<unsigned long long>(leased), static_cast<long long>(most),
+              static_cast<long long>(kLimit + kHolders * kLease),
+              static_cast<long long>(first), static_cast<long long>(kLimit - kHolders * kLease));
 }

@@ -106,6 +106,38 @@ test('every status has its error class; Symbol.asyncDispose closes', async () =>
   assert.throws(() => limiter.check('k'), polylimit.ClosedError);
 });
 
+// Leases: one round trip takes 10 units, the checks after it take none;
+// closing the client gives back what was not used.
+test('lease: one round trip takes a block, close gives back the rest', async () => {
+  const prefix = uniquePrefix('lease');
+  const watch = new polylimit.Client(server.url);
+  const client = new polylimit.Client(server.url);
+  try {
+    const plain = watch.limiter('100/minute', { prefix });
+    const leased = client.limiter('100/minute', { prefix, lease: { units: 10, ms: 60000 } });
+    const first = await leased.check('k');
+    assert.equal(first.allowed, true);
+    const trips = client.stats().round_trips;
+    // 50 promises at once: 9 from the lease, the rest wait for renewals (one
+    // round trip per 10 units, none per check).
+    const all = await Promise.all(Array.from({ length: 50 }, () => leased.check('k')));
+    assert.equal(all.filter((d) => d.allowed).length, 50);
+    const stats = client.stats();
+    assert.equal(stats.leased_units, 60);
+    assert.equal(stats.round_trips - trips, 5);
+    assert.equal((await plain.peek('k')).remaining, 40);
+    client.close();  // the 9 units left go back
+    assert.equal((await plain.peek('k')).remaining, 49);
+    assert.throws(() => watch.limiter('10/s', { lease: { units: 11 } }),
+      (e) => e instanceof polylimit.InvalidArgumentError && /lease_units = 11 exceeds limit = 10/.test(e.message));
+    assert.throws(() => watch.limiter('10/s', { lease: { units: 1, ms: 0 } }),
+      (e) => e instanceof polylimit.InvalidArgumentError && /lease\.ms: lease_ms = 0 is out of range 1\./.test(e.message));
+  } finally {
+    client.close();
+    watch.close();
+  }
+});
+
 test('metrics: counters and the Prometheus text', async () => {
   const a = new polylimit.Client(server.url, { name: 'sessions' });
   const b = new polylimit.Client('memory://', { name: 'api' });

@@ -50,6 +50,13 @@ export interface LimiterOptions {
   shadow?: boolean;
   breaker?: { failures?: number; cooldownMs?: number };
   durable?: { replicas?: number; timeoutMs?: number; aof?: boolean };
+  /**
+   * leases (docs/limiter.md, "Leases"): a check takes `units` units of the
+   * key from Redis and hands them out in this process without a round trip,
+   * for `ms` milliseconds (default 100; at most the window); unused units go
+   * back when the lease ends or the client closes. 0 units: off.
+   */
+  lease?: { units?: number; ms?: number };
 }
 
 export declare class Decision {

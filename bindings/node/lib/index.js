@@ -213,7 +213,7 @@ class Client {
   // A limiter for a rate spec ('100/minute', '10/s;1000/h'): options
   // { algorithm, prefix, clock, denyCache, failurePolicy, block (ms),
   //   shadow, breaker: { failures, cooldownMs },
-  //   durable: { replicas, timeoutMs, aof } }.
+  //   durable: { replicas, timeoutMs, aof }, lease: { units, ms } }.
   limiter(spec, options = {}) {
     return new Limiter(this, spec, options);
   }
@@ -258,6 +258,7 @@ class Limiter {
       throw new TypeError(`prefix must be a string, not ${describe(options.prefix)}`);
     const breaker = options.breaker || {};
     const durable = options.durable || {};
+    const lease = options.lease || {};
     const native_options = {
       algorithm: enumValue('algorithm', vocabulary.algorithms, options.algorithm, 0),
       clock: enumValue('clock', vocabulary.clocks, options.clock, 0),
@@ -271,6 +272,8 @@ class Limiter {
       durableReplicas: optionalInteger('durable.replicas', durable.replicas),
       durableTimeoutMs: optionalSetting('durable.timeoutMs', 'durable_timeout_ms', durable.timeoutMs),
       durableAof: durable.aof === true,
+      leaseUnits: optionalInteger('lease.units', lease.units),
+      leaseMs: optionalSetting('lease.ms', 'lease_ms', lease.ms),
     };
     try {
       this._native = new native.NativeLimiter(client._native, spec, native_options);

@@ -377,6 +377,8 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
       lo.durable_replicas = to_int(o, "durableReplicas");
       lo.durable_timeout_ms = to_int(o, "durableTimeoutMs");
       lo.durable_aof = o.Get("durableAof").ToBoolean() ? 1 : 0;
+      lo.lease_units = to_int64(o.Get("leaseUnits"));
+      lo.lease_ms = to_int64(o.Get("leaseMs"));
     }
     if (client_->handle() == nullptr) throw closed_error(env);
     polylimit_error err;

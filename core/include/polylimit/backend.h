@@ -108,6 +108,11 @@ class Backend {
   // when nothing could be queued.
   virtual void reset_async(const std::vector<std::string>& keys, std::function<void(std::exception_ptr)> done);
 
+  // Runs `job`, which makes blocking calls on this backend, so that a
+  // non-blocking caller does not wait for it: on a library thread (Redis),
+  // or at once (in process, where no call blocks).
+  virtual void run_blocking(std::function<void()> job) { job(); }
+
   // Round trips to the server (0 for in-process backends).
   virtual long round_trips() const { return 0; }
   virtual long noscript_reloads() const { return 0; }

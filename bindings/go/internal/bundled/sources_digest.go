@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "1edb40185569a00f8f9b211bb02cfc2a0820f80cf84c54735390b30a5f6de2b7"
+const sourcesDigest = "f547e04e9d1e7e24878ff960a39779d9e3908c687f879162f9761abc9f8feeeb"

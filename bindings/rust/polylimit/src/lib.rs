@@ -474,6 +474,19 @@ impl Stats {
     pub fn script_calls(&self) -> u64 {
         self.0.script_calls
     }
+    /// Units taken from Redis by leases.
+    pub fn leased_units(&self) -> u64 {
+        self.0.leased_units
+    }
+    /// Unused leased units given back to Redis.
+    pub fn refunded_units(&self) -> u64 {
+        self.0.refunded_units
+    }
+    /// Unused leased units not given back (a failed refund, or the window
+    /// had moved); Redis frees them with the window.
+    pub fn stranded_units(&self) -> u64 {
+        self.0.stranded_units
+    }
     /// Checks decided in one script call with other checks of their key.
     pub fn coalesced(&self) -> u64 {
         self.0.coalesced
@@ -506,6 +519,8 @@ pub struct LimiterBuilder {
     durable_replicas: u64,
     durable_timeout: Option<Duration>,
     durable_aof: bool,
+    lease_units: u64,
+    lease: Option<Duration>,
 }
 
 impl LimiterBuilder {
@@ -528,6 +543,8 @@ impl LimiterBuilder {
             durable_replicas: 0,
             durable_timeout: None,
             durable_aof: false,
+            lease_units: 0,
+            lease: None,
         }
     }
 
@@ -609,6 +626,22 @@ impl LimiterBuilder {
         self
     }
 
+    /// Leases (docs/limiter.md, "Leases"): a check takes `units` units of
+    /// the key from Redis in one round trip and hands them out in this
+    /// process without one, for `duration` (at most the window; rounded up to
+    /// whole milliseconds; zero makes `build` fail). Unused units go back when
+    /// the lease ends, the limiter is dropped or the client closes.
+    /// Admissions can exceed the limit in a window by at most `units` per
+    /// limiter holding leases on the key. `units` 0: off (the default); at
+    /// most the smallest limit; not with [`block`](Self::block). `check` and
+    /// `check_async` both take and renew leases (`check_async` answers from
+    /// a live lease at once; a renewal runs on a library thread).
+    pub fn lease(mut self, units: u64, duration: Duration) -> Self {
+        self.lease_units = units;
+        self.lease = Some(duration);
+        self
+    }
+
     /// Makes the limiter; every option is checked before any I/O.
     pub fn build(&self) -> Result<Limiter, Error> {
         let prefix = self.prefix.as_deref().map(|p| cstring("prefix", p)).transpose()?;
@@ -639,6 +672,18 @@ impl LimiterBuilder {
                 self.durable_timeout.map(ms_i32),
             )?,
             durable_aof: self.durable_aof as i32,
+            lease_units: i64::try_from(self.lease_units).unwrap_or(i64::MAX),
+            lease_ms: match self.lease {
+                None => 0,
+                Some(d) if d.is_zero() => {
+                    return Err(Error::invalid(format!(
+                        "lease_ms = 0 is out of range {}..{}",
+                        bounds::MIN_LEASE_MS,
+                        bounds::MAX_LEASE_MS
+                    )))
+                }
+                Some(d) => ms_i64(d),
+            },
             ..Default::default()
         };
         let h = self.client.inner.read();

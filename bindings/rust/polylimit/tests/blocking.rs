@@ -162,6 +162,56 @@ fn options_reach_the_core() {
     assert_eq!(FailurePolicy::Open.name(), "open");
 }
 
+/// Leases: one round trip takes 10 units; dropping the limiter gives back
+/// what was not used.
+#[test]
+fn lease_takes_a_block_and_gives_back_the_rest() {
+    let client = Client::open(redis_url()).unwrap();
+    let p = prefix("lease");
+    let watch = client.limiter_builder().spec("100/minute").prefix(&p).build().unwrap();
+    let leased = client
+        .limiter_builder()
+        .spec("100/minute")
+        .prefix(&p)
+        .lease(10, Duration::from_secs(60))
+        .build()
+        .unwrap();
+    for i in 0..3 {
+        let d = leased.check("k", 1).unwrap();
+        assert!(d.allowed && d.granted == 1, "check {i}: {d:?}");
+    }
+    assert_eq!(watch.peek("k").unwrap().remaining, 90); // one round trip took 10
+    drop(leased); // the 7 units it did not use go back
+    assert_eq!(watch.peek("k").unwrap().remaining, 97);
+    let st = client.stats().unwrap();
+    assert_eq!(
+        (st.leased_units(), st.refunded_units(), st.stranded_units()),
+        (10, 7, 0)
+    );
+
+    let refused = |b: polylimit::LimiterBuilder, want: &str| match b.build() {
+        Err(e @ Error::InvalidArgument(_)) => assert!(e.to_string().contains(want), "{e} lacks {want:?}"),
+        other => panic!("{want}: {other:?}"),
+    };
+    let second = Duration::from_secs(1);
+    refused(
+        client.limiter_builder().spec("10/s").lease(11, second),
+        "lease_units = 11 exceeds limit = 10",
+    );
+    refused(
+        client.limiter_builder().spec("10/s").lease(1, Duration::ZERO),
+        "lease_ms = 0 is out of range 1..",
+    );
+    refused(
+        client.limiter_builder().spec("10/s").lease(1, Duration::from_secs(2)),
+        "lease_ms = 2000 exceeds",
+    );
+    refused(
+        client.limiter_builder().spec("10/s").lease(1, second).block(second),
+        "block_ms cannot be combined with lease_units",
+    );
+}
+
 #[test]
 fn bad_input_is_an_error_never_a_panic() {
     let client = Client::open(redis_url()).unwrap();

@@ -1436,9 +1436,15 @@ if size < limit then
   head, size = used % limit, limit
 end
 
--- Entries still in the window (time > edge): the ring is sorted.
+-- Entries still in the window (time > edge): the ring is sorted. While the
+-- oldest is still in (a busy key's usual state), so are all: no search.
 local edge = now - window
 local lo, hi = 1, used + 1  -- the first entry > edge lies in lo..hi
+if used > 0 then
+  local oldest
+  if list then oldest = list[1] else oldest = entry(1) end
+  if oldest > edge then hi = 1 end
+end
 while lo < hi do
   local mid = math.floor((lo + hi) / 2)
   local e
@@ -1540,7 +1546,7 @@ elseif dirty then  -- the check forgot entries that left the window
 end
 
 return replies()
-)__lua__", "086d54c09c927eceed6356b9507ffe3eb1209cf9"};
+)__lua__", "df446cd3ef2ea3ef3893188bb62695ee1e2debc2"};
 
 }  // namespace scripts
 }  // namespace polylimit
