@@ -191,10 +191,11 @@ void Client::fire_timer() {
 }
 
 Transport::~Transport() {
-  std::shared_ptr<BackgroundRunner> runner;
+  std::shared_ptr<BackgroundRunner> runner, blocking;
   {
     std::lock_guard<std::mutex> lock(background_mu_);
     runner.swap(background_);
+    blocking.swap(blocking_jobs_);
   }
   // Jobs still queued run first (they fail with kClosed once the transport
   // is closed), so every `done` runs.
@@ -205,6 +206,12 @@ void Transport::run_in_background(std::function<void()> job) {
   std::lock_guard<std::mutex> lock(background_mu_);
   if (!background_) background_ = std::make_shared<BackgroundRunner>();
   background_->run(std::move(job));
+}
+
+void Transport::run_blocking_job(std::function<void()> job) {
+  std::lock_guard<std::mutex> lock(background_mu_);
+  if (!blocking_jobs_) blocking_jobs_ = std::make_shared<BackgroundRunner>();
+  blocking_jobs_->run(std::move(job));
 }
 
 // ------------------------------------------------------------ script calls

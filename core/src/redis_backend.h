@@ -35,7 +35,7 @@ class RedisBackend : public Backend {
   long noscript_reloads() const override { return transport_->noscript_reloads(); }
   long script_calls() const override { return script_calls_.load(std::memory_order_relaxed); }
   long coalesced() const override { return coalesced_.load(std::memory_order_relaxed); }
-  void run_blocking(std::function<void()> job) override { transport_->run_in_background(std::move(job)); }
+  void run_blocking(std::function<void()> job) override { transport_->run_blocking_job(std::move(job)); }
   void close() override { transport_->close(); }
   long evicting_nodes() override { return transport_->evicting_nodes(); }
   long connect_attempts() override { return transport_->connect_attempts(); }

@@ -100,6 +100,11 @@ class Transport {
   void run_in_background(std::function<void()> job);
   // Jobs run_in_background was given (for tests: which path calls took).
   long background_jobs() const { return background_jobs_.load(std::memory_order_relaxed); }
+  // Runs `job`, a blocking call made for a non-blocking caller (a lease
+  // renewal), on threads of its own (at most kBackgroundThreads): such a job
+  // may wait for a call that run_in_background's threads carry (a coalesced
+  // batch on Cluster or Sentinel), so it must never take their place.
+  void run_blocking_job(std::function<void()> job);
 
  protected:
   // One script call on the non-blocking path (async.cpp), for every
@@ -141,6 +146,7 @@ class Transport {
  private:
   std::mutex background_mu_;
   std::shared_ptr<BackgroundRunner> background_;
+  std::shared_ptr<BackgroundRunner> blocking_jobs_;  // run_blocking_job's
   std::atomic<long> background_jobs_{0};
 };
 
