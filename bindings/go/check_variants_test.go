@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,6 +88,39 @@ func TestLease(t *testing.T) {
 	}
 	_, err = c.Limiter("10/s", polylimit.WithLease(11, 0))
 	wantError(t, "lease 11 of 10", err, polylimit.ErrInvalidArgument, "lease_units = 11 exceeds limit = 10")
+}
+
+// The queued (non-blocking) checks take and renew leases too: 30 goroutines
+// at once, one round trip per 10 units.
+func TestLeaseQueued(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL, allQueued...)
+	prefix := polylimit.WithPrefix(fmt.Sprintf("go-lease-q-%d", time.Now().UnixNano()))
+	l, err := c.Limiter("100/minute", prefix, polylimit.WithLease(10, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+		t.Fatalf("first check: %+v, %v", r, err)
+	}
+	before, _ := c.Stats()
+	var wg sync.WaitGroup
+	var denied atomic.Int64
+	for i := 0; i < 29; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r, err := l.Allow(ctx, "k"); err != nil || !r.Allowed {
+				denied.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	st, err := c.Stats()
+	if err != nil || denied.Load() != 0 || st.LeasedUnits != 30 || st.RoundTrips-before.RoundTrips != 2 {
+		t.Fatalf("29 queued checks: %d denied, stats %+v, %v; want 0 denied, 30 leased in 2 round trips", denied.Load(), st, err)
+	}
 }
 
 // A duration converts to whole milliseconds rounded up, as in Python and

@@ -184,3 +184,22 @@ def test_lease_takes_a_block_and_gives_back_unused_units(url, key):
             client.limiter(limit=10, window=1, lease_units=11)
         with pytest.raises(polylimit.InvalidArgument, match="lease_ms = 0"):
             client.limiter(limit=10, window=1, lease_units=1, lease=0)
+
+
+def test_acheck_takes_and_renews_leases(url, key):
+    # The non-blocking check renews leases as check() does: 30 checks at once,
+    # one round trip per 10 units.
+    async def main():
+        with polylimit.Client(url) as client:
+            watch = client.limiter(limit=100, window=60)
+            lim = client.limiter(limit=100, window=60, lease_units=10, lease=60)
+            assert (await lim.acheck(key)).allowed
+            trips = client.stats()["round_trips"]
+            ds = await asyncio.gather(*(lim.acheck(key) for _ in range(29)))
+            assert all(d.allowed for d in ds)
+            in_process = url.startswith("memory:")
+            assert client.stats()["round_trips"] - trips == (0 if in_process else 2)
+            assert client.stats()["leased_units"] == 30
+            assert (await watch.apeek(key)).remaining == 70
+
+    asyncio.run(main())
