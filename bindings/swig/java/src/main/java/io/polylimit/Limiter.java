@@ -600,6 +600,8 @@ public final class Limiter implements AutoCloseable {
         private int durableReplicas;
         private Duration durableTimeout = Duration.ZERO;
         private boolean durableAof;
+        private long leaseUnits;
+        private Duration lease = Duration.ZERO;
 
         Builder(Client client, String spec) {
             this.client = client;
@@ -715,6 +717,23 @@ public final class Limiter implements AutoCloseable {
         }
 
         /**
+         * Leases (docs/limiter.md, "Leases"): a check takes {@code units} units of the
+         * key from Redis in one round trip and hands them out in this process without
+         * one, for {@code duration} (rounded up to ms; zero: the default,
+         * {@link Vocabulary#DEFAULT_LEASE_MS} ms; at most the window). Unused units go
+         * back when the lease ends, the limiter is closed or the client closes.
+         * Admissions can exceed the limit in a window by at most {@code units} per
+         * limiter holding leases on the key. 0 units: off; at most the smallest limit;
+         * not with {@link #block}. Blocking and asynchronous checks both take and renew
+         * leases.
+         */
+        public Builder lease(long units, Duration duration) {
+            this.leaseUnits = units;
+            this.lease = Objects.requireNonNull(duration, "duration");
+            return this;
+        }
+
+        /**
          * @throws InvalidArgumentException for a bad spec, limit, window, prefix or option
          * @throws ClosedException if the client is closed
          */
@@ -727,6 +746,7 @@ public final class Limiter implements AutoCloseable {
             long blockMs = Convert.millis(block, "block_ms", Vocabulary.MIN_BLOCK_MS, Vocabulary.MAX_BLOCK_MS);
             int durableTimeoutMs = Convert.intMillis(durableTimeout, "durable_timeout_ms",
                     Vocabulary.MIN_DURABLE_TIMEOUT_MS, Vocabulary.MAX_DURABLE_TIMEOUT_MS);
+            long leaseMs = Convert.millis(lease, "lease_ms", Vocabulary.MIN_LEASE_MS, Vocabulary.MAX_LEASE_MS);
             if (spec != null && burst != null)
                 throw new InvalidArgumentException("burst: write it in the rate spec, e.g. \"10/s burst 20\"");
             if (spec != null && spec.indexOf('\0') >= 0)
@@ -748,6 +768,8 @@ public final class Limiter implements AutoCloseable {
                 opts.setDurable_replicas(durableReplicas);
                 opts.setDurable_timeout_ms(durableTimeoutMs);
                 opts.setDurable_aof(durableAof ? 1 : 0);
+                opts.setLease_units(leaseUnits);
+                opts.setLease_ms(leaseMs);
                 if (prefix != null) {
                     int rc = opts.setPrefix(prefix.getBytes(StandardCharsets.UTF_8));
                     if (rc == Status.EINVALID) throw new InvalidArgumentException("prefix contains a NUL character");

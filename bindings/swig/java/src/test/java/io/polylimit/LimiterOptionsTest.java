@@ -250,6 +250,27 @@ class LimiterOptionsTest extends ServerTestBase {
     }
 
     @Test
+    void leaseTakesABlockAndGivesBackTheRest() throws Exception {
+        String key = key();
+        try (Client other = Client.open(redis.url());
+                Limiter watch = other.limiterBuilder("100/min").build()) {
+            long trips;
+            try (Limiter l = client.limiterBuilder("100/min").lease(10, Duration.ofMinutes(1)).build()) {
+                assertTrue(l.check(key).allowed());
+                trips = client.stats().roundTrips();
+                assertTrue(l.check(key).allowed());
+                assertTrue(l.checkAsync(key).get().allowed());  // from the lease too
+                assertEquals(trips, client.stats().roundTrips());
+                assertEquals(90, watch.peek(key).remaining());
+            }  // closed: the 7 units left go back
+            assertEquals(97, watch.peek(key).remaining());
+            assertEquals(7, client.stats().refundedUnits());
+        }
+        assertInvalid(() -> client.limiterBuilder("10/s").lease(11, Duration.ZERO).build());
+        assertInvalid(() -> client.limiterBuilder("10/s").lease(1, Duration.ofSeconds(2)).build());
+    }
+
+    @Test
     void refundGivesUnitsBack() {
         try (Limiter l = client.limiterBuilder("2/min").denyCache(10).build()) {
             String key = key();
