@@ -364,11 +364,17 @@ size_t Connection::recv_or_wake(char* buf, size_t cap, Deadline deadline, int wa
   if (deadline == Deadline()) {  // what is in, no wait: no poll() first (one system call less)
     for (;;) {
       const ssize_t got = ::recv(fd_, buf, cap, MSG_DONTWAIT);
-      if (got > 0) return static_cast<size_t>(got);
+      if (got > 0) {
+        drained_ = static_cast<size_t>(got) < cap;  // a stream socket returns what it holds, up to cap
+        return static_cast<size_t>(got);
+      }
       if (got == 0) fail(ErrorCode::kUnavailable, "reply from", "the server closed the connection");
       const int e = errno;
       if (e == EINTR) continue;
-      if (e == EAGAIN || e == EWOULDBLOCK) return 0;
+      if (e == EAGAIN || e == EWOULDBLOCK) {
+        drained_ = true;
+        return 0;
+      }
       fail(ErrorCode::kUnavailable, "reply from", std::strerror(e), e);
     }
   }
@@ -393,8 +399,11 @@ size_t Connection::recv_or_wake(char* buf, size_t cap, Deadline deadline, int wa
   }
 }
 
+bool Connection::drained() const { return drained_ && !(tls_ && tls_->has_pending()); }
+
 ReplyPtr Connection::next_reply(Deadline deadline, int wake_fd, bool& woken) {
   woken = false;
+  drained_ = false;  // until a read without waiting finds the socket empty
   if (broken_) throw Error(ErrorCode::kInternal, "read on a broken connection to " + where_);
   try {
     for (;;) {

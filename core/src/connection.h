@@ -119,6 +119,11 @@ class Connection final : public Link {
   int command_timeout_ms() const { return command_timeout_ms_; }
   // Bytes received beyond the replies parsed so far.
   bool has_leftover() const { return leftover(); }
+  // Whether the socket held nothing more when next_reply() last read it
+  // (a read shorter than its buffer, or none to read) and no decrypted bytes
+  // wait in the TLS session: whatever arrives later is a new edge for an
+  // edge-triggered epoll registration. False when unknown.
+  bool drained() const;
   // Wakes a thread waiting in next_reply() with a failure and stops every
   // later use (shutdown(2); the descriptor stays open until destruction).
   void shut_down() noexcept;
@@ -162,6 +167,7 @@ class Connection final : public Link {
   bool broken_ = false;
   bool sent_ = false;
   bool received_ = false;  // a byte ever came from the server (error messages: is it the wrong protocol?)
+  bool drained_ = false;   // see drained(): the last recv of next_reply() emptied the socket
   std::chrono::steady_clock::time_point last_used_;
 };
 

@@ -78,6 +78,14 @@ Mux::Mux(std::unique_ptr<Connection> conn)
 
 Mux::~Mux() {
   shut_down();
+  {
+    // Out of the reactors' sets before the socket closes: a registration
+    // would outlive the descriptor while a forked child holds the socket.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::weak_ptr<Reactor>& w : armed_in_)
+      if (std::shared_ptr<Reactor> r = w.lock()) r->forget(conn_->fd());
+    armed_in_.clear();
+  }
   if (io_.joinable()) {
     if (io_.get_id() == std::this_thread::get_id())
       io_.detach();  // the I/O thread released the last reference; it returns at once
@@ -331,6 +339,12 @@ bool Mux::worth_flushing_locked() const {
 
 void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self, bool once) {
   auto finished = [&] { return self != nullptr ? self->done || self->abandoned : async_outstanding_ == 0; };
+  // Whoever reads may leave bytes the reactors' edge-triggered registrations
+  // will not announce again: unless this read drains the socket with no
+  // drive event lost meanwhile (drive_ready), they are re-armed at the
+  // hand-off (arm_reactors_locked).
+  synced_ = false;
+  const uint64_t missed = missed_drives_;
   while (!broken_ && !finished()) {
     if (worth_flushing_locked()) {
       if (!flush_locked(lock)) break;
@@ -408,6 +422,10 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self, bool once) {
     }
     if (!callbacks_.empty() && self == nullptr) run_callbacks(lock);
     if (once) {
+      // One read of what is in, to the end of it: the registrations announce
+      // only bytes that arrive later.
+      if (!broken_ && !conn_->drained() && !finished()) continue;
+      synced_ = !broken_ && conn_->drained() && missed == missed_drives_;
       // Calls queued meanwhile (by the callbacks, too) go out before the
       // connection is left undriven.
       if (!broken_ && !unsent_.empty()) flush_locked(lock);
@@ -495,27 +513,51 @@ bool Mux::arm_reactors_locked() {
   bool armed = false;
   for (const auto& [reactor, calls] : reactors_) {
     (void)calls;
-    bool still = false;  // armed before, and its shot has not fired yet
-    for (const std::weak_ptr<Reactor>& w : armed_in_) still = still || w.lock() == reactor;
-    if (!still && reactor->arm(conn_->fd(), weak_from_this())) {
-      armed_in_.push_back(reactor);
-      still = true;
+    bool in = false;  // registered there (edge-triggered) and announcing what arrives
+    for (const std::weak_ptr<Reactor>& w : armed_in_) in = in || w.lock() == reactor;
+    // A registration announces bytes that arrive; bytes left by a reader
+    // that did not drain the socket (or whose announcement a drive missed)
+    // are announced by arming again: the kernel looks at the socket then.
+    if ((!in || !synced_) && reactor->arm(conn_->fd(), weak_from_this())) {
+      if (!in) armed_in_.push_back(reactor);
+      in = true;
     }
-    armed = armed || still;
+    armed = armed || in;
   }
+  synced_ = true;
   return armed;
+}
+
+void Mux::forget_reactor_locked(const Reactor* reactor) {
+  for (auto it = armed_in_.begin(); it != armed_in_.end();) {
+    std::shared_ptr<Reactor> r = it->lock();
+    if (!r || r.get() == reactor) {
+      if (r) r->forget(conn_->fd());
+      it = armed_in_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void Mux::drive_ready(const Reactor* from) {
   std::unique_lock<std::mutex> lock(mu_);
-  // Its one shot is spent; forget reactors that are gone too.
-  armed_in_.erase(std::remove_if(armed_in_.begin(), armed_in_.end(),
-                                 [from](const std::weak_ptr<Reactor>& w) {
-                                   std::shared_ptr<Reactor> r = w.lock();
-                                   return !r || r.get() == from;
-                                 }),
-                  armed_in_.end());
-  if (leader_ || broken_) return;  // whoever drives reads it (and re-arms when done)
+  bool calls = false;  // `from` waits for replies of its own here
+  for (const auto& r : reactors_) calls = calls || r.first.get() == from;
+  if (!calls) {
+    // Registered for calls that are done: bytes for others (a blocking
+    // caller's replies, EOF) would wake it for nothing. Off until it has
+    // calls here again.
+    forget_reactor_locked(from);
+    return;
+  }
+  if (leader_ || broken_) {
+    // Whoever drives reads it; this announcement is spent, so the hand-off
+    // arms the reactors again.
+    ++missed_drives_;
+    synced_ = false;
+    return;
+  }
   leader_ = true;
   lead(lock, nullptr, true);
 }

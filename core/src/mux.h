@@ -41,9 +41,13 @@
 //
 // A call submitted under a Reactor (polylimit/reactor.h: the completion
 // queue's epoll set) is read by the thread that waits on that set instead:
-// when nobody drives the connection, its socket is armed in the reactor of
-// each call in flight and the first drive_ready() reads what is in without
-// blocking. A call submitted while others are in flight waits for that
+// when nobody drives the connection, its socket is registered in the
+// reactor of each call in flight, edge-triggered, and the first
+// drive_ready() reads what is in without blocking, until the socket is
+// empty. The registration stays while the reactor's calls keep coming (no
+// epoll_ctl per call); it is armed again only after a reader that may have
+// left bytes unannounced (a blocking caller, a drive that found another
+// reader). A call submitted while others are in flight waits for that
 // drive to be written with them. The I/O thread then only guards: the
 // oldest call's deadline, and calls left unwritten for a quarter of the
 // command timeout (a drive that does not come: a busy event loop).
@@ -187,9 +191,13 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // Waits (without the lock) for the socket, io_wake_fd_ or `until`.
   void armed_wait(Clock::time_point until);
   void kick_io_locked();
-  // Arms the socket in the reactor of every submit()ted call not yet done
-  // (once each); false when none took it.
+  // Registers the socket (edge-triggered) in the reactor of every
+  // submit()ted call not yet done, and arms the registrations again when a
+  // read may have left bytes they will not announce (synced_ false); false
+  // when none took it.
   bool arm_reactors_locked();
+  // Takes the socket out of `reactor`'s set (and forgets reactors that are gone).
+  void forget_reactor_locked(const Reactor* reactor);
   // The oldest deadline of the calls nobody drives (the I/O thread's guard),
   // or the far future.
   Clock::time_point unguarded_deadline_locked() const;
@@ -230,8 +238,15 @@ class Mux : public std::enable_shared_from_this<Mux> {
   int io_wake_fd_ = -1;           // eventfd: ends an armed wait early
   // The reactors of the submit()ted calls not yet done, with their counts.
   std::vector<std::pair<std::shared_ptr<Reactor>, size_t>> reactors_;
-  // The reactors the socket is armed in, until their drive comes.
+  // The reactors whose sets hold the socket (edge-triggered: each announces
+  // bytes as they arrive), until a drive finds no call of theirs here.
   std::vector<std::weak_ptr<Reactor>> armed_in_;
+  // Every byte now in the socket has been announced to the registrations
+  // (the last read, a reactor's drive, emptied it with no announcement
+  // missed since); else arm_reactors_locked arms them again.
+  bool synced_ = false;
+  // Drives that found somebody else driving: their announcement was spent.
+  uint64_t missed_drives_ = 0;
   // When the first of the calls now unsent was left for the next drive.
   Clock::time_point left_since_{};
   // When the I/O thread's condition-variable wait ends.

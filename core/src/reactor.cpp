@@ -46,13 +46,24 @@ bool Reactor::arm(int fd, const std::weak_ptr<Mux>& mux) {
     std::lock_guard<std::mutex> lock(mu_);
     armed_[fd] = mux;  // a socket number reused by another connection is re-pointed here
   }
+  // Edge-triggered: one announcement per arrival, so a registration can stay
+  // while calls come and go. MOD (or ADD) also looks at the socket at once:
+  // bytes already there are announced.
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLONESHOT;
+  ev.events = EPOLLIN | EPOLLET;
   ev.data.u64 = static_cast<uint64_t>(fd) + 1;
   if (::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev) == 0) return true;
-  // Not in the set yet (a closed socket leaves it by itself), or added meanwhile.
+  // Not in the set yet, or added meanwhile.
   if (errno == ENOENT && ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev) == 0) return true;
   return errno == EEXIST && ::epoll_ctl(ep_, EPOLL_CTL_MOD, fd, &ev) == 0;
+}
+
+void Reactor::forget(int fd) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_.erase(fd);
+  }
+  ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);  // ENOENT: not (or no longer) there
 }
 
 bool Reactor::drive(int timeout_ms) {

@@ -7,9 +7,10 @@
 // set the waiting thread sleeps on (the completion queue's fd). Calls
 // submitted while a Reactor is current on the thread (Reactor::Scope) carry
 // it; when such a call is in flight and nobody drives its connection, the
-// connection's socket is armed in that set (one-shot), and drive() - on the
-// thread that waits - reads the replies that are in, without blocking, and
-// completes their calls. The I/O thread then only guards deadlines: it leads
+// connection's socket is registered in that set (edge-triggered, and kept
+// while calls of the set keep coming: no epoll_ctl per call), and drive() -
+// on the thread that waits - reads the replies that are in, without
+// blocking, to the end of what the socket holds, and completes their calls. The I/O thread then only guards deadlines: it leads
 // the connection when the oldest call's deadline passes with nobody reading.
 #pragma once
 
@@ -37,10 +38,13 @@ class Reactor : public std::enable_shared_from_this<Reactor> {
   // reads the armed connections that are readable and completes their
   // calls on this thread. Returns whether anything was ready.
   bool drive(int timeout_ms);
-  // Arms `fd`, the socket of `mux`, once: the next drive() that finds it
-  // readable drives `mux`. False when the kernel refused (the caller falls
-  // back to its I/O thread).
+  // Registers `fd`, the socket of `mux`, edge-triggered, or arms its
+  // registration again: each drive() that finds bytes arrived drives `mux`,
+  // and bytes already there are announced now. False when the kernel
+  // refused (the caller falls back to its I/O thread).
   bool arm(int fd, const std::weak_ptr<Mux>& mux);
+  // Takes `fd` out of the set.
+  void forget(int fd);
 
   // Makes `reactor` current on this thread while it lives (calls submitted
   // meanwhile carry it).

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "3df8360e58b4b313b305de5b61df9181f0e666be1f799a5bd0e7955584fabe1f"
+const sourcesDigest = "b6911273a21b7634a05e2de71f45074048094cf324336c91e1497ed0c7a2b0c2"
