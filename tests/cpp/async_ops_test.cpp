@@ -422,6 +422,44 @@ TEST(AsyncOps, FreedLimiterAndClosedClientCompleteEverything) {
 
 // Many calls of each kind in flight at once, from several threads: the
 // totals are exact.
+// A pipeline whose replies fill more than one read (3000 keys, ~75 KB) is
+// read to its end by the thread polling the queue. The socket's registration
+// there announces only bytes that arrive later: a drive that stopped after
+// one read would leave the rest to the I/O thread's guard, a quarter of the
+// 20 s command timeout, after the 4 s this waits.
+TEST(AsyncOps, RepliesLargerThanOneReadAreReadToTheEnd) {
+  Handles h;
+  open(h, server().url(), "ops-big", 1, 20000);
+  constexpr size_t n = 3000;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<std::string> names(n);
+    std::vector<const void*> keys(n);
+    std::vector<size_t> lens(n);
+    for (size_t i = 0; i < n; ++i) {
+      names[i] = "r" + std::to_string(round) + "-" + std::to_string(i);
+      keys[i] = names[i].data();
+      lens[i] = names[i].size();
+    }
+    std::vector<polylimit_decision> got(n);
+    std::vector<int> st(n, 12345);
+    std::vector<polylimit_error> ke(n);
+    polylimit_error err;
+    const uint64_t token = 90 + static_cast<uint64_t>(round);
+    ASSERT_EQ(polylimit_limiter_submit_check_many(h.limiter, keys.data(), lens.data(), n, 1, got.data(), st.data(),
+                                                  ke.data(), h.queue, token, &err),
+              POLYLIMIT_OK)
+        << err.message;
+    std::vector<polylimit_completion> c = collect(h.queue, 1, 4s);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].token, token);
+    EXPECT_EQ(c[0].status, POLYLIMIT_OK) << c[0].error.message;
+    size_t admitted = 0;
+    for (size_t i = 0; i < n; ++i) admitted += st[i] == POLYLIMIT_OK && got[i].allowed ? 1 : 0;
+    EXPECT_EQ(admitted, n);
+  }
+}
+
 TEST(AsyncOps, ManyInFlightStayExact) {
   Handles h;
   open(h, server().url(), "ops-many-inflight", 300);
