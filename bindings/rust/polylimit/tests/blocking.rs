@@ -270,30 +270,17 @@ fn an_option_set_to_zero_is_refused_not_defaulted() {
         other => panic!("{want}: {other:?}"),
     };
     let zero = Duration::ZERO;
-    refused(
-        Client::builder().pool_size(0).open("memory://"),
-        "pool_size = 0 is out of range 1..4096",
-    );
-    refused(
-        Client::builder().connect_timeout(zero).open("memory://"),
-        "connect_timeout_ms = 0 is out of range 1..",
-    );
-    refused(
-        Client::builder().command_timeout(zero).open("memory://"),
-        "command_timeout_ms = 0 is out of range 1..",
-    );
-    refused(
-        Client::builder().acquire_timeout(zero).open("memory://"),
-        "acquire_timeout_ms = 0 cannot be given",
-    );
-    refused(
-        Client::builder().idle_check(zero).open("memory://"),
-        "idle_check_ms = 0 cannot be given",
-    );
-    refused(
-        Client::builder().keepalive(Some(zero)).open("memory://"),
-        "keepalive(None) turns keepalive off",
-    );
+    let b = Client::builder;
+    for (builder, want) in [
+        (b().pool_size(0), "pool_size = 0 is out of range 1..4096"),
+        (b().connect_timeout(zero), "connect_timeout_ms = 0 is out of range 1.."),
+        (b().command_timeout(zero), "command_timeout_ms = 0 is out of range 1.."),
+        (b().acquire_timeout(zero), "acquire_timeout_ms = 0 cannot be given"),
+        (b().idle_check(zero), "idle_check_ms = 0 cannot be given"),
+        (b().keepalive(Some(zero)), "keepalive(None) turns keepalive off"),
+    ] {
+        refused(builder.open("memory://"), want);
+    }
     // Below the unit, a value rounds up rather than to 0.
     let client = Client::builder()
         .command_timeout(Duration::from_micros(1500))
