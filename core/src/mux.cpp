@@ -511,15 +511,28 @@ void Mux::submit(const CallPtr& call) {
 
 bool Mux::arm_reactors_locked() {
   bool armed = false;
+  // Bytes left by a reader that did not drain the socket (or whose
+  // announcement a drive missed) are announced by arming again: the kernel
+  // looks at the socket then. Every registration is armed, not only those of
+  // reactors with calls here: any poller may read for the others (a
+  // coalesced call carries the reactor of the thread that sent it, its
+  // waiters may be another's).
+  if (!synced_) {
+    for (auto it = armed_in_.begin(); it != armed_in_.end();) {
+      std::shared_ptr<Reactor> r = it->lock();
+      if (r && r->arm(conn_->fd(), weak_from_this())) {
+        ++it;
+      } else {
+        it = armed_in_.erase(it);
+      }
+    }
+  }
   for (const auto& [reactor, calls] : reactors_) {
     (void)calls;
-    bool in = false;  // registered there (edge-triggered) and announcing what arrives
+    bool in = false;  // registered there (edge-triggered): announces what arrives
     for (const std::weak_ptr<Reactor>& w : armed_in_) in = in || w.lock() == reactor;
-    // A registration announces bytes that arrive; bytes left by a reader
-    // that did not drain the socket (or whose announcement a drive missed)
-    // are announced by arming again: the kernel looks at the socket then.
-    if ((!in || !synced_) && reactor->arm(conn_->fd(), weak_from_this())) {
-      if (!in) armed_in_.push_back(reactor);
+    if (!in && reactor->arm(conn_->fd(), weak_from_this())) {
+      armed_in_.push_back(reactor);
       in = true;
     }
     armed = armed || in;
@@ -542,22 +555,19 @@ void Mux::forget_reactor_locked(const Reactor* reactor) {
 
 void Mux::drive_ready(const Reactor* from) {
   std::unique_lock<std::mutex> lock(mu_);
-  bool calls = false;  // `from` waits for replies of its own here
-  for (const auto& r : reactors_) calls = calls || r.first.get() == from;
-  if (!calls) {
-    // Registered for calls that are done: bytes for others (a blocking
-    // caller's replies, EOF) would wake it for nothing. Off until it has
-    // calls here again.
-    forget_reactor_locked(from);
-    return;
-  }
   if (leader_ || broken_) {
     // Whoever drives reads it; this announcement is spent, so the hand-off
-    // arms the reactors again.
+    // arms the reactors again. A reactor without calls here is taken out:
+    // another reader's bytes (a blocking caller's replies) would keep
+    // waking it for nothing; it is registered again with its next call.
     ++missed_drives_;
     synced_ = false;
+    bool calls = false;
+    for (const auto& r : reactors_) calls = calls || r.first.get() == from;
+    if (!calls) forget_reactor_locked(from);
     return;
   }
+  // Nobody drives: read for every call in flight, whichever poller's it is.
   leader_ = true;
   lead(lock, nullptr, true);
 }

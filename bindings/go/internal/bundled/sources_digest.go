@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "b6911273a21b7634a05e2de71f45074048094cf324336c91e1497ed0c7a2b0c2"
+const sourcesDigest = "cebd804b45a1f133087bed9bc1a7e57bb3d1853d164e2e8ccccd6497c0c88783"
