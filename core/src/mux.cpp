@@ -557,14 +557,14 @@ void Mux::drive_ready(const Reactor* from) {
   std::unique_lock<std::mutex> lock(mu_);
   if (leader_ || broken_) {
     // Whoever drives reads it; this announcement is spent, so the hand-off
-    // arms the reactors again. A reactor without calls here is taken out:
-    // another reader's bytes (a blocking caller's replies) would keep
-    // waking it for nothing; it is registered again with its next call.
+    // arms the reactors again. With no non-blocking call left here, the
+    // reactor is taken out: another reader's bytes (a blocking caller's
+    // replies) would keep waking it for nothing; it is registered again
+    // with its next call. (While any is left it stays: it may have to read
+    // for a call that carries another poller's queue.)
     ++missed_drives_;
     synced_ = false;
-    bool calls = false;
-    for (const auto& r : reactors_) calls = calls || r.first.get() == from;
-    if (!calls) forget_reactor_locked(from);
+    if (async_outstanding_ == 0) forget_reactor_locked(from);
     return;
   }
   // Nobody drives: read for every call in flight, whichever poller's it is.

@@ -239,8 +239,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // The reactors of the submit()ted calls not yet done, with their counts.
   std::vector<std::pair<std::shared_ptr<Reactor>, size_t>> reactors_;
   // The reactors whose sets hold the socket (edge-triggered: each announces
-  // bytes as they arrive), until a drive finds another reader and no call
-  // of theirs here.
+  // bytes as they arrive), until a drive finds another reader and no
+  // non-blocking call left here.
   std::vector<std::weak_ptr<Reactor>> armed_in_;
   // Every byte now in the socket has been announced to the registrations
   // (the last read, a reactor's drive, emptied it with no announcement
