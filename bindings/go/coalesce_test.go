@@ -85,8 +85,12 @@ func TestCoalescedHammerOfOneKey(t *testing.T) {
 				t.Fatalf("stats counted %d checks, made %d", d, n)
 			}
 			trips := int64(after.RoundTrips - before.RoundTrips)
-			if tc.coalesce && trips*2 >= n {
-				t.Fatalf("coalescing on: %d round trips for %d checks, want fewer than half", trips, n)
+			// How many checks meet a call of the key in flight depends on how
+			// many goroutines run at once: about half of them on an idle
+			// 2-core machine, fewer when other test binaries load it.
+			if tc.coalesce && (trips*4 >= n*3 || after.Coalesced == before.Coalesced) {
+				t.Fatalf("coalescing on: %d round trips for %d checks (%d coalesced), want fewer than three quarters",
+					trips, n, after.Coalesced-before.Coalesced)
 			}
 			if !tc.coalesce && trips != n {
 				t.Fatalf("coalescing off: %d round trips for %d checks, want one each", trips, n)
