@@ -47,29 +47,44 @@ std::shared_ptr<Lease> LeaseTable::get_or_add(std::string_view key, const std::v
   return lease;
 }
 
-void LeaseTable::give_back(Lease& lease, int64_t now_ns) {
+std::optional<Request> LeaseTable::end_lease(Lease& lease, int64_t now_ns, int64_t now_us) {
   const int64_t left = lease.close();
-  if (left == 0) return;
-  Metrics& m = client_->metrics();
+  if (left == 0) return std::nullopt;
   if (now_ns >= lease.refundable_until_ns) {
     // Redis has already let these units go (the window moved): a refund now
     // would give back units nobody holds.
-    m.stranded(static_cast<uint64_t>(left));
-    return;
+    client_->metrics().stranded(static_cast<uint64_t>(left));
+    return std::nullopt;
   }
   Request r;
   r.op = Op::kRefund;
   r.limits = &limits_;
   r.keys = lease.keys;
   r.cost = left;
-  r.now_us = clock_ == ClockSource::kClient ? realtime_us() : kServerTime;
+  r.now_us = now_us;
+  return r;
+}
+
+void LeaseTable::count_refund(const Request& refund, bool given_back) {
+  const auto units = static_cast<uint64_t>(refund.cost);
+  if (given_back)
+    client_->metrics().refunded(units);
+  else
+    client_->metrics().stranded(units);  // not given back (or not known to be): Redis frees them with the window
+}
+
+int64_t LeaseTable::refund_now_us() const { return clock_ == ClockSource::kClient ? realtime_us() : kServerTime; }
+
+void LeaseTable::give_back(Lease& lease, int64_t now_ns) {
+  std::optional<Request> r = end_lease(lease, now_ns, refund_now_us());
+  if (!r) return;
+  bool ok = true;
   try {
-    client_->backend().evaluate(r);
-    m.refunded(static_cast<uint64_t>(left));
+    client_->backend().evaluate(*r);
   } catch (...) {
-    // Not given back (or not known to be): Redis frees them with the window.
-    m.stranded(static_cast<uint64_t>(left));
+    ok = false;
   }
+  count_refund(*r, ok);
 }
 
 void LeaseTable::close_all() {
@@ -82,9 +97,8 @@ void LeaseTable::close_all() {
   // units still refundable then go back in pipelines of up to kMaxBatch
   // refunds: one round trip for many keys, not one each (a limiter keyed by
   // client may hold thousands of leases when it is closed).
-  Metrics& m = client_->metrics();
   const int64_t now = now_ns();
-  const int64_t now_us = clock_ == ClockSource::kClient ? realtime_us() : kServerTime;
+  const int64_t now_us = refund_now_us();
   std::vector<Request> refunds;
   auto send = [&] {
     if (refunds.empty()) return;
@@ -92,33 +106,14 @@ void LeaseTable::close_all() {
     try {
       outcomes = client_->backend().evaluate_many(refunds);
     } catch (...) {
-      outcomes.assign(refunds.size(), Outcome{});
-      for (Outcome& o : outcomes) o.error = std::current_exception();
+      outcomes.clear();
     }
-    for (size_t i = 0; i < refunds.size(); ++i) {
-      const auto units = static_cast<uint64_t>(refunds[i].cost);
-      if (i < outcomes.size() && !outcomes[i].error)
-        m.refunded(units);
-      else
-        m.stranded(units);  // not given back (or not known to be): Redis frees them with the window
-    }
+    for (size_t i = 0; i < refunds.size(); ++i) count_refund(refunds[i], i < outcomes.size() && !outcomes[i].error);
     refunds.clear();
   };
   for (auto& lease : all) {
     std::lock_guard<std::mutex> lock(lease->mu);  // waits for a renewal under way
-    const int64_t left = lease->close();
-    if (left == 0) continue;
-    if (now >= lease->refundable_until_ns) {
-      m.stranded(static_cast<uint64_t>(left));  // Redis has let them go already
-      continue;
-    }
-    Request r;
-    r.op = Op::kRefund;
-    r.limits = &limits_;
-    r.keys = lease->keys;
-    r.cost = left;
-    r.now_us = now_us;
-    refunds.push_back(std::move(r));
+    if (std::optional<Request> r = end_lease(*lease, now, now_us)) refunds.push_back(std::move(*r));
     if (refunds.size() == kMaxBatch) send();
   }
   send();

@@ -121,6 +121,15 @@ class LeaseTable {
   Client& client() const { return *client_; }
 
  private:
+  // Ends `lease` (under its mu) and returns the refund of the units it had
+  // left, or nothing when it had none or Redis has let them go already
+  // (counted as stranded).
+  std::optional<Request> end_lease(Lease& lease, int64_t now_ns, int64_t now_us);
+  // Counts a refund's units as refunded or, when not known to be given back,
+  // stranded.
+  void count_refund(const Request& refund, bool given_back);
+  int64_t refund_now_us() const;
+
   std::shared_ptr<Client> client_;
   std::vector<LimitParams> limits_;
   ClockSource clock_;
