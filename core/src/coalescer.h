@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "polylimit/backend.h"
+#include "polylimit/reactor.h"
 #include "scripts_generated.h"
 
 namespace polylimit {
@@ -85,6 +86,9 @@ class Coalescer {
     std::shared_ptr<Latch> latch;
     std::function<void(Outcome)> done;
     Latch::Clock::time_point deadline{};
+    // The non-blocking caller's reactor (polylimit/reactor.h), or null: its
+    // poller may read the reply of the call that carries this check.
+    std::shared_ptr<Reactor> reactor;
   };
   // The queued checks of one key, with what their call needs: every waiter
   // of a key has the same script, keys and arguments but the cost.

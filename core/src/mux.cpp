@@ -142,10 +142,8 @@ void Mux::complete_locked(const CallPtr& call, std::vector<CallPtr>* wake) {
   if (room_waiters_ > 0) room_cv_.notify_one();
   if (call->on_done) {
     --async_outstanding_;
-    if (call->reactor) {
-      auto it = std::find_if(reactors_.begin(), reactors_.end(), [&](const auto& r) { return r.first == call->reactor; });
-      if (it != reactors_.end() && --it->second == 0) reactors_.erase(it);
-    }
+    if (call->reactor) count_reactor_locked(call->reactor, -1);
+    for (const std::shared_ptr<Reactor>& r : call->also_reactors) count_reactor_locked(r, -1);
     callbacks_.push_back(call);
   } else if (!call->abandoned) {
     call->signal.store(kDone, std::memory_order_release);
@@ -244,7 +242,7 @@ void Mux::hand_off_locked() {
     }
   if (!next && !unsent_.empty()) next = unsent_.front();
   if (!next) return;  // only abandoned calls: the next caller reads their replies
-  if (next->on_done && next->reactor) {
+  if (next->on_done && next->has_reactor()) {
     // A synchronous caller waiting behind it drives instead: its deadline
     // must not depend on how soon the reactor's thread comes round.
     auto sync = [](const CallPtr& c) { return !c->on_done && !c->abandoned && !c->done; };
@@ -257,7 +255,7 @@ void Mux::hand_off_locked() {
     }
   }
   leader_ = true;
-  if (next->on_done && next->reactor && conn_->fd() >= 0) {
+  if (next->on_done && next->has_reactor() && conn_->fd() >= 0) {
     // Nobody drives: the threads polling the reactors of the calls in flight
     // read the replies when they are in (the first to come drives; one
     // stalled poller does not hold up another's calls), and the I/O thread
@@ -480,15 +478,15 @@ void Mux::run(const CallPtr& call, std::chrono::milliseconds room_wait) {
 void Mux::submit(const CallPtr& call) {
   std::unique_lock<std::mutex> lock(mu_);
   call->reactor = Reactor::current();
+  if (const auto* also = Reactor::also())
+    for (const std::shared_ptr<Reactor>& r : *also)
+      if (r && r != call->reactor &&
+          std::find(call->also_reactors.begin(), call->also_reactors.end(), r) == call->also_reactors.end())
+        call->also_reactors.push_back(r);
   enqueue_locked(call);
   ++async_outstanding_;
-  if (call->reactor) {
-    auto it = std::find_if(reactors_.begin(), reactors_.end(), [&](const auto& r) { return r.first == call->reactor; });
-    if (it != reactors_.end())
-      ++it->second;
-    else
-      reactors_.emplace_back(call->reactor, 1);
-  }
+  if (call->reactor) count_reactor_locked(call->reactor, +1);
+  for (const std::shared_ptr<Reactor>& r : call->also_reactors) count_reactor_locked(r, +1);
   ensure_io_thread_locked();
   if (!leader_) {
     // Write it from this thread now; the reactor's thread (or the I/O
@@ -499,7 +497,7 @@ void Mux::submit(const CallPtr& call) {
     // event loop) is covered by the I/O thread: it writes calls left
     // waiting for a quarter of the command timeout.
     leader_ = true;
-    if (!call->reactor || worth_flushing_locked()) {
+    if (!call->has_reactor() || worth_flushing_locked()) {
       flush_locked(lock);
     } else if (unsent_.size() == 1) {
       left_since_ = Clock::now();
@@ -514,9 +512,7 @@ bool Mux::arm_reactors_locked() {
   // Bytes left by a reader that did not drain the socket (or whose
   // announcement a drive missed) are announced by arming again: the kernel
   // looks at the socket then. Every registration is armed, not only those of
-  // reactors with calls here: any poller may read for the others (a
-  // coalesced call carries the reactor of the thread that sent it, its
-  // waiters may be another's).
+  // reactors with calls here: any poller may read for the others.
   if (!synced_) {
     for (auto it = armed_in_.begin(); it != armed_in_.end();) {
       std::shared_ptr<Reactor> r = it->lock();
@@ -539,6 +535,16 @@ bool Mux::arm_reactors_locked() {
   }
   synced_ = true;
   return armed;
+}
+
+void Mux::count_reactor_locked(const std::shared_ptr<Reactor>& reactor, int delta) {
+  auto it = std::find_if(reactors_.begin(), reactors_.end(), [&](const auto& r) { return r.first == reactor; });
+  if (it == reactors_.end()) {
+    if (delta > 0) reactors_.emplace_back(reactor, static_cast<size_t>(delta));
+    return;
+  }
+  it->second = static_cast<size_t>(static_cast<long>(it->second) + delta);
+  if (it->second == 0) reactors_.erase(it);
 }
 
 void Mux::forget_reactor_locked(const Reactor* reactor) {

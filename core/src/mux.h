@@ -105,8 +105,12 @@ class Mux : public std::enable_shared_from_this<Mux> {
     // The non-blocking API: called once done (outside every lock), on the
     // connection's I/O thread or on a caller's thread that was driving it.
     std::function<void(Call&)> on_done;
-    // The reactor whose thread reads its reply (set by submit()), or null.
+    // The reactors whose threads may read its reply (set by submit()): the
+    // submitting thread's, or null, and those of a Reactor::AlsoScope (a
+    // coalesced call's; kept apart so that a lone call allocates nothing).
     std::shared_ptr<Reactor> reactor;
+    std::vector<std::shared_ptr<Reactor>> also_reactors;
+    bool has_reactor() const { return reactor || !also_reactors.empty(); }
 
     void reset(size_t commands, Clock::time_point until) {
       bytes.clear();
@@ -118,6 +122,7 @@ class Mux : public std::enable_shared_from_this<Mux> {
       signal.store(kWaiting, std::memory_order_relaxed);
       on_done = nullptr;
       reactor = nullptr;
+      also_reactors.clear();
     }
   };
   using CallPtr = std::shared_ptr<Call>;
@@ -196,6 +201,8 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // read may have left bytes they will not announce (synced_ false); false
   // when none took it.
   bool arm_reactors_locked();
+  // Counts a call of `reactor` in (+1) or out (-1) of reactors_.
+  void count_reactor_locked(const std::shared_ptr<Reactor>& reactor, int delta);
   // Takes the socket out of `reactor`'s set (and forgets reactors that are gone).
   void forget_reactor_locked(const Reactor* reactor);
   // The oldest deadline of the calls nobody drives (the I/O thread's guard),

@@ -16,6 +16,7 @@ namespace {
 
 thread_local const std::shared_ptr<Reactor>* t_current = nullptr;
 thread_local bool t_driving = false;
+thread_local const std::vector<std::shared_ptr<Reactor>>* t_also = nullptr;
 
 // epoll data: the socket + 1, or 0 for an fd drive() skips.
 constexpr uint64_t kSignal = 0;
@@ -96,6 +97,14 @@ Reactor::Scope::~Scope() {
   t_current = previous_;
   t_driving = previous_driving_;
 }
+
+Reactor::AlsoScope::AlsoScope(const std::vector<std::shared_ptr<Reactor>>& reactors) : previous_(t_also) {
+  t_also = &reactors;
+}
+
+Reactor::AlsoScope::~AlsoScope() { t_also = previous_; }
+
+const std::vector<std::shared_ptr<Reactor>>* Reactor::also() { return t_also; }
 
 std::shared_ptr<Reactor> Reactor::current() { return t_current != nullptr ? *t_current : nullptr; }
 

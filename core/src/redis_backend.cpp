@@ -3,6 +3,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <memory>
@@ -500,7 +501,7 @@ Decision RedisBackend::evaluate(const Request& rq) {
   const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
     if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
     latch = std::make_shared<Latch>();
-    b.waiters.push_back({rq.cost, latch, nullptr, deadline});
+    b.waiters.push_back({rq.cost, latch, nullptr, deadline, nullptr});
   });
   if (!lead) {
     Outcome o = latch->wait(deadline);
@@ -526,7 +527,7 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
   const std::string key = coalescing_key(script, e.call);
   const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
     if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
-    b.waiters.push_back({rq.cost, nullptr, done, call_deadline(*transport_)});
+    b.waiters.push_back({rq.cost, nullptr, done, call_deadline(*transport_), Reactor::current()});
   });
   if (!lead) return;
   try {
@@ -639,6 +640,13 @@ void RedisBackend::send_next(const std::string& key, std::exception_ptr failed) 
       auto complete = [this, key, batch](ReplyPtr reply, std::exception_ptr error) {
         finish_batch(key, batch, std::move(reply), error);
       };
+      // Every waiter's poller may read the reply, not only this thread's:
+      // one of them stalled (a busy event loop) holds up no other's checks.
+      std::vector<std::shared_ptr<Reactor>> pollers;
+      for (const Coalescer::Waiter& w : batch->waiters)
+        if (w.reactor && std::find(pollers.begin(), pollers.end(), w.reactor) == pollers.end())
+          pollers.push_back(w.reactor);
+      Reactor::AlsoScope also(pollers);
       if (transport_->run_script_async(*batch->script, call, complete)) return;
       const Latch::Clock::time_point deadline = call_deadline(*transport_);
       transport_->run_in_background([blocking, deadline] { blocking(deadline); });
@@ -702,7 +710,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
           lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
             if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
             latch = std::make_shared<Latch>(false);
-            b.waiters.push_back({rq.cost, latch, nullptr, deadline});
+            b.waiters.push_back({rq.cost, latch, nullptr, deadline, nullptr});
           });
         if (lead && sending.insert(key).second)
           led.emplace_back(std::move(key), i);

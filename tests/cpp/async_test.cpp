@@ -227,6 +227,42 @@ TEST(Async, AStalledQueueDoesNotHoldUpAnotherQueuesCalls) {
   polylimit_queue_free(other);
 }
 
+// A check queued behind its key's call in flight goes out in the next
+// (coalesced) call, which the thread that read the first reply sends: the
+// poller of the queued check's queue reads that call's reply too, although
+// the sending queue is never polled again.
+TEST(Async, ACoalescedCheckIsReadByItsOwnQueuesPoller) {
+  pltest::RedisServer own;
+  Handles h;
+  open(h, own.url(), "async-coalesced-poller", 1000, /*pool_size=*/1, /*timeout_ms=*/5000);
+  polylimit_queue* other = nullptr;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_queue_new(&other, &err), POLYLIMIT_OK) << err.message;
+  connect_then_pause(h, own);
+  // The first queue's call goes out; the second queue's check of the same
+  // key waits behind it (the server is frozen: it cannot have answered).
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "hot", 3, 1, h.queue, 1, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "hot", 3, 1, other, 2, &err), POLYLIMIT_OK) << err.message;
+  own.resume();
+  // Polling the first queue reads its reply and sends the queued check.
+  std::vector<polylimit_completion> first = collect(h.queue, 1, 4s);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].status, POLYLIMIT_OK) << first[0].error.message;
+  const auto started = Clock::now();
+  std::vector<polylimit_completion> second = collect(other, 1, 4s);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].status, POLYLIMIT_OK) << second[0].error.message;
+  EXPECT_EQ(second[0].decision.remaining, 998);
+  // Far below the 5 s command timeout, at which the I/O thread's deadline
+  // guard would read it for a poller that was not woken.
+  EXPECT_LT(Clock::now() - started, 2s);
+  polylimit_stats st = POLYLIMIT_STATS_INIT;
+  ASSERT_EQ(polylimit_client_stats(h.client, &st, &err), POLYLIMIT_OK) << err.message;
+  EXPECT_EQ(st.coalesced, 1u);
+  EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+  polylimit_queue_free(other);
+}
+
 // Nobody polls the queue for longer than the command timeout: the replies
 // that came meanwhile are read by the deadline guard, not timed out.
 TEST(Async, APollLaterThanTheTimeoutStillGetsTheDecisions) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace polylimit {
 
@@ -59,8 +60,24 @@ class Reactor : public std::enable_shared_from_this<Reactor> {
     const std::shared_ptr<Reactor>* previous_;
     bool previous_driving_;
   };
+  // Makes `reactors` read the replies of the calls submitted on this thread
+  // while it lives too, besides the current one: a coalesced call carries
+  // checks whose pollers may be several, and each of them may be the one
+  // that keeps polling.
+  class AlsoScope {
+   public:
+    explicit AlsoScope(const std::vector<std::shared_ptr<Reactor>>& reactors);
+    ~AlsoScope();
+    AlsoScope(const AlsoScope&) = delete;
+    AlsoScope& operator=(const AlsoScope&) = delete;
+
+   private:
+    const std::vector<std::shared_ptr<Reactor>>* previous_;
+  };
   // The reactor current on this thread, or null.
   static std::shared_ptr<Reactor> current();
+  // The reactors of the AlsoScope on this thread, or null.
+  static const std::vector<std::shared_ptr<Reactor>>* also();
   // Whether this thread is inside `reactor`'s drive(): what it completes is
   // taken by this thread right after, so nobody else need be woken.
   static bool driving(const Reactor* reactor);

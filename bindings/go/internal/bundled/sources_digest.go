@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "385c737edcb5413eaee7b34ac9f58d4c679976e98eeaf71245565a06d56918d9"
+const sourcesDigest = "d652c092d0f720ccb8bab47167ad550178eb411eb9e2defccf683162e69c649f"
