@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -575,7 +574,11 @@ namespace {
 // completed.
 struct QueueState {
   std::mutex mu;
-  std::deque<polylimit_completion> items;
+  // Completions not yet polled: items[head..]. A vector, not a deque: a
+  // completion is larger than a deque's block, so each would allocate one.
+  std::vector<polylimit_completion> items;
+  size_t head = 0;
+  bool empty() const { return head == items.size(); }
   int fd = -1;         // eventfd: 1 while items wait (or after a wake); in the reactor's set
   bool signaled = false;  // fd was written since the last reset
   bool freed = false;  // the caller's handle is gone: drop completions
@@ -613,6 +616,10 @@ struct QueueState {
     outstanding.fetch_sub(1, std::memory_order_relaxed);
     if (freed) return;
     write(c);
+    if (head >= 64 && head * 2 >= items.size()) {  // a poller that never empties it: drop what it took
+      items.erase(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(head));
+      head = 0;
+    }
     items.push_back(c);
     // Under the lock: a poll that empties the queue resets the fd, and a
     // late signal would leave it readable with nothing to take. A thread
@@ -698,6 +705,7 @@ void polylimit_queue_free(polylimit_queue* queue) {
     std::lock_guard<std::mutex> lock(queue->state->mu);
     queue->state->freed = true;
     queue->state->items.clear();
+    queue->state->head = 0;
     queue->state->woken = true;
     queue->state->signal();  // threads waiting in polylimit_queue_poll return
   }
@@ -721,12 +729,13 @@ size_t polylimit_queue_poll(polylimit_queue* queue, polylimit_completion* out, s
     {
       std::lock_guard<std::mutex> lock(q.mu);
       size_t n = 0;
-      while (n < max && !q.items.empty()) {
-        out[n++] = q.items.front();
-        q.items.pop_front();
+      while (n < max && !q.empty()) out[n++] = q.items[q.head++];
+      if (q.empty()) {
+        q.items.clear();  // keeps its capacity
+        q.head = 0;
       }
       if (n > 0 || q.woken) {
-        if (q.items.empty()) {
+        if (q.empty()) {
           if (q.signaled) q.reset_signal();
           q.woken = false;
         } else if (!q.signaled) {

@@ -216,27 +216,46 @@ void Transport::run_blocking_job(std::function<void()> job) {
 
 // ------------------------------------------------------------ script calls
 
-Transport::AsyncCall::AsyncCall(ScriptCache& cache, const scripts::Script& script, const ScriptCall& call,
-                                int timeout_ms, ScriptDone done)
-    : script(script), keys(call.keys.begin(), call.keys.end()), args(call.args.begin(), call.args.end()),
+Transport::AsyncCall::AsyncCall(Transport& transport, ScriptCache& cache, const scripts::Script& script,
+                                const ScriptCall& call, int timeout_ms, ScriptDone done)
+    : transport(transport),
+      script(script),
       attempts(cache, script, /*can_load=*/false),
-      deadline(Mux::Clock::now() + std::chrono::milliseconds(timeout_ms)), done(std::move(done)) {}
+      deadline(Mux::Clock::now() + std::chrono::milliseconds(timeout_ms)),
+      done(std::move(done)) {
+  size_t size = 0;
+  for (std::string_view k : call.keys) size += k.size();
+  for (std::string_view a : call.args) size += a.size();
+  storage.reserve(size);  // no growth below: the views stay valid
+  auto copy = [this](const Argv& from, Argv& to) {
+    to.reserve(from.size());
+    for (std::string_view v : from) {
+      const size_t at = storage.size();
+      storage.append(v);
+      to.emplace_back(storage.data() + at, v.size());
+    }
+  };
+  copy(call.keys, keys);
+  copy(call.args, args);
+}
 
 void Transport::submit_async(const std::shared_ptr<AsyncCall>& c) {
   // The submitter never waits on a connect while a connection is open
   // (grow = false); a resend may open a fresh one.
   PooledConnection conn = c->pool->acquire(/*grow=*/c->attempts.resent());
-  Argv keys(c->keys.begin(), c->keys.end()), args(c->args.begin(), c->args.end());
   std::string numkeys;
-  conn.submit({c->attempts.command(keys, args, numkeys)}, [this, c](Mux::Call& call) {
+  // The completion holds only the call (it fits std::function's own storage:
+  // no allocation).
+  conn.submit(c->attempts.command(c->keys, c->args, numkeys), [c](Mux::Call& call) {
+    Transport* const self = &c->transport;
     try {
       // Once more on a fresh connection when nothing was written (the
       // connection had been closed while idle; see Mux::Call::may_resend)
       // and time is left, or after NOSCRIPT.
       if (call.error ? call.may_resend && c->attempts.resend_unsent(call.sent)
                      : ScriptCache::is_noscript(call.replies.front().get()) && c->attempts.retry_noscript())
-        return submit_async(c);
-      if (divert_async(c, call)) return;
+        return self->submit_async(c);
+      if (self->divert_async(c, call)) return;
     } catch (...) {
       return c->done(nullptr, std::current_exception());
     }
@@ -246,14 +265,15 @@ void Transport::submit_async(const std::shared_ptr<AsyncCall>& c) {
 }
 
 bool Transport::submit_async_on(std::shared_ptr<Node> node, ScriptCache& cache, const scripts::Script& script,
-                                const ScriptCall& call, int timeout_ms, const ScriptDone& done) {
-  auto c = std::make_shared<AsyncCall>(cache, script, call, timeout_ms, done);
+                                const ScriptCall& call, int timeout_ms, ScriptDone&& done) {
+  auto c = std::make_shared<AsyncCall>(*this, cache, script, call, timeout_ms, std::move(done));
   c->pool = &node->pool;
   c->node = std::move(node);
   try {
     submit_async(c);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
+    done = std::move(c->done);  // nothing was queued: the caller's again
     return false;
   }
   return true;
@@ -264,9 +284,8 @@ void Transport::finish_in_background(const std::shared_ptr<AsyncCall>& c, std::f
     ReplyPtr reply;
     try {
       if (first) first();
-      Argv keys(c->keys.begin(), c->keys.end()), args(c->args.begin(), c->args.end());
       InheritedDeadline scope(c->deadline);  // the call's one deadline, not a fresh one
-      reply = run_script(c->script, keys, args);
+      reply = run_script(c->script, c->keys, c->args);
     } catch (...) {
       return c->done(nullptr, std::current_exception());
     }
@@ -277,8 +296,8 @@ void Transport::finish_in_background(const std::shared_ptr<AsyncCall>& c, std::f
 // ------------------------------------------------------------ standalone
 
 bool StandaloneTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
-                                           const ScriptDone& done) {
-  auto c = std::make_shared<AsyncCall>(scripts_, script, call, pool_.options().command_timeout_ms, done);
+                                           ScriptDone&& done) {
+  auto c = std::make_shared<AsyncCall>(*this, scripts_, script, call, pool_.options().command_timeout_ms, std::move(done));
   c->pool = &pool_;
   submit_async(c);
   return true;
@@ -297,7 +316,7 @@ void StandaloneTransport::send_command_async(std::shared_ptr<const std::vector<s
   // As submit_async: no connect while a connection is open, except to resend.
   PooledConnection conn = pool_.acquire(/*grow=*/resent);
   Argv argv(words->begin(), words->end());
-  conn.submit({argv}, [this, words, deadline, resent, done](Mux::Call& call) {
+  conn.submit(argv, [this, words, deadline, resent, done](Mux::Call& call) {
     if (call.error && call.may_resend && !resent && Mux::Clock::now() < deadline) {
       try {
         return send_command_async(words, deadline, true, done);
@@ -365,9 +384,19 @@ void Limiter::decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr
     }
     return done(std::move(o));
   }
-  auto settled = [self, rq, done](Outcome o) { done(self->settle(*rq, std::move(o))); };
+  // What the completion needs, in one allocation shared with the refusal
+  // below (which runs only when the backend threw before it queued
+  // anything); the completion itself then holds one pointer, which
+  // std::function stores without allocating.
+  struct Settle {
+    std::shared_ptr<Limiter> self;
+    std::shared_ptr<const Request> rq;
+    std::function<void(Outcome)> done;
+    void operator()(Outcome o) const { done(self->settle(*rq, std::move(o))); }
+  };
+  auto settle = std::make_shared<Settle>(Settle{self, std::move(rq), std::move(done)});
   try {
-    self->client_->backend().evaluate_async(*rq, settled);
+    self->client_->backend().evaluate_async(*settle->rq, [settle](Outcome o) { (*settle)(std::move(o)); });
   } catch (const Error& e) {
     // Refused before anything was queued (a failed connect, reconnect
     // backoff, a full queue, a refused AUTH or TLS handshake): the call's
@@ -375,7 +404,7 @@ void Limiter::decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr
     // decide() would answer. Only a bad argument and a closed client are the
     // submitter's error (the C ABI's contract).
     if (e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kClosed) throw;
-    settled(Outcome{Decision{}, std::current_exception()});
+    (*settle)(Outcome{Decision{}, std::current_exception()});
   }
 }
 
@@ -425,9 +454,12 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
     epoch = self->deny_cache_->epoch();
   }
   auto rq = std::make_shared<const Request>(self->request(Op::kCheck, key, cost, self->now()));
-  decide_async(self, rq, [self, rq, key_copy = std::string(key), epoch, started, report, done](Outcome o) {
+  // The caller key is kept only for the deny cache (a copy allocates).
+  std::string cache_key = self->deny_cache_ ? std::string(key) : std::string();
+  decide_async(self, rq, [self, rq, cache_key = std::move(cache_key), epoch, started, report,
+                          done = std::move(done)](Outcome o) {
     if (!o.error && self->deny_cache_ && !o.decision.degraded)
-      self->deny_cache_->record(key_copy, rq->cost, o.decision, started, epoch);
+      self->deny_cache_->record(cache_key, rq->cost, o.decision, started, epoch);
     report(o.decision, o.error);
     if (!o.error) o.decision = self->finish(o.decision);
     done(o.decision, o.error);

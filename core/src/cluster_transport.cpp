@@ -489,12 +489,12 @@ std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& scrip
 }
 
 bool ClusterTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
-                                        const ScriptDone& done) {
+                                        ScriptDone&& done) {
   if (!loaded_.load(std::memory_order_acquire)) return false;  // a caller waits for the first map
   ensure_map();  // loaded: at most asks for the periodic refresh
   NodePtr node = node_for_slot(slot_of(call.keys));
   // Unserved slot, unreachable node: the blocking path refreshes the map and retries.
-  return node && submit_async_on(std::move(node), scripts_, script, call, options_.command_timeout_ms, done);
+  return node && submit_async_on(std::move(node), scripts_, script, call, options_.command_timeout_ms, std::move(done));
 }
 
 bool ClusterTransport::divert_async(const std::shared_ptr<AsyncCall>& c, Mux::Call& attempt) {

@@ -82,7 +82,7 @@ class ClusterTransport : public Transport {
   // library thread, under the deadline it was submitted with
   // (call_deadline.h); so do the first map load and a node that cannot be
   // reached (nothing was queued: run_in_background).
-  bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) override;
+  bool run_script_async(const scripts::Script& script, const ScriptCall& call, ScriptDone&& done) override;
 
   // host:port of the master that owns `key` in the current map (loads it).
   std::string master_for(std::string_view key);

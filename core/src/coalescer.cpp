@@ -56,20 +56,17 @@ Outcome Latch::wait(Clock::time_point deadline) {
   return o;
 }
 
-bool Coalescer::join(const std::string& key, const std::function<void(Batch&)>& queue) {
-  Shard& s = shard(key);
-  std::lock_guard<std::mutex> lock(s.mu);
+Coalescer::Batch* Coalescer::enter_locked(Shard& s, const std::string& key) {
   auto it = s.inflight.find(key);
   if (it == s.inflight.end()) {
     s.inflight.emplace(key, nullptr);
-    return true;
+    return nullptr;
   }
   if (!it->second) it->second = std::make_unique<Batch>();
   if (it->second->waiters.size() >= kMaxWaiting)
     throw Error(ErrorCode::kPoolExhausted, "queue full: " + std::to_string(kMaxWaiting) +
                                                " checks of this key already wait behind its call in flight");
-  queue(*it->second);
-  return false;
+  return it->second.get();
 }
 
 std::unique_ptr<Coalescer::Batch> Coalescer::next(const std::string& key) {

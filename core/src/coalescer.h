@@ -104,7 +104,15 @@ class Coalescer {
   // calls next(key) once it is complete. False: a call is in flight, and
   // `queue` (called under the shard's lock) has added the caller's waiter
   // (and filled the batch's call, when it is the first).
-  bool join(const std::string& key, const std::function<void(Batch&)>& queue);
+  template <typename Queue>
+  bool join(const std::string& key, Queue&& queue) {
+    Shard& s = shard(key);
+    std::lock_guard<std::mutex> lock(s.mu);
+    Batch* b = enter_locked(s, key);
+    if (b == nullptr) return true;
+    queue(*b);
+    return false;
+  }
   // The checks queued since (at most kMaxChecksPerCall), whose call the
   // caller sends next and then calls next(key) again; null when none wait
   // (the key has no call in flight any more).
@@ -118,6 +126,9 @@ class Coalescer {
     std::unordered_map<std::string, std::unique_ptr<Batch>> inflight;
   };
   Shard& shard(const std::string& key) { return shards_[std::hash<std::string>{}(key) % shards_.size()]; }
+  // join() under the shard's lock: null when `key` had no call in flight
+  // (it has now), else the batch to queue in (throws when it is full).
+  Batch* enter_locked(Shard& s, const std::string& key);
   std::array<Shard, 64> shards_;
 };
 

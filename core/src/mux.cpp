@@ -229,6 +229,7 @@ void Mux::run_callbacks(std::unique_lock<std::mutex>& lock) {
   }
   ready.clear();
   lock.lock();
+  if (callbacks_.empty()) callbacks_.swap(ready);  // its capacity again: no allocation per call
 }
 
 void Mux::hand_off_locked() {

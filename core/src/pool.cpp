@@ -83,13 +83,27 @@ std::vector<ReplyPtr> PooledConnection::pipeline(const std::vector<Argv>& comman
 
 void PooledConnection::submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done,
                               Mux::Clock::time_point deadline) {
+  std::vector<const Argv*> all;
+  all.reserve(commands.size());
+  for (const Argv& c : commands) all.push_back(&c);
+  submit(all.data(), all.size(), std::move(done), deadline);
+}
+
+void PooledConnection::submit(const Argv& command, std::function<void(Mux::Call&)> done,
+                              Mux::Clock::time_point deadline) {
+  const Argv* one = &command;
+  submit(&one, 1, std::move(done), deadline);
+}
+
+void PooledConnection::submit(const Argv* const* commands, size_t count, std::function<void(Mux::Call&)> done,
+                              Mux::Clock::time_point deadline) {
   auto call = std::make_shared<Mux::Call>();
   if (deadline == Mux::Clock::time_point{})
     deadline = Mux::Clock::now() + std::chrono::milliseconds(pool_->options_.command_timeout_ms);
-  call->reset(commands.size(), deadline);
-  for (const Argv& argv : commands) {
-    Connection::encode(call->bytes, argv);
-    call->holds = call->holds || holds_connection(argv);
+  call->reset(count, deadline);
+  for (size_t i = 0; i < count; ++i) {
+    Connection::encode(call->bytes, *commands[i]);
+    call->holds = call->holds || holds_connection(*commands[i]);
   }
   call->on_done = std::move(done);
   mux_->submit(call);

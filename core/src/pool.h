@@ -50,11 +50,15 @@ class PooledConnection final : public Link {
   // the command timeout from now.
   void submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done,
               Mux::Clock::time_point deadline = {});
+  // One command (no vector of them to build).
+  void submit(const Argv& command, std::function<void(Mux::Call&)> done, Mux::Clock::time_point deadline = {});
 
  private:
   friend class ConnectionPool;
   PooledConnection(ConnectionPool* pool, std::shared_ptr<Mux> mux) : pool_(pool), mux_(std::move(mux)) {}
   Mux::CallPtr prepare(const Argv* const* commands, size_t count, Mux::Clock::time_point deadline);
+  void submit(const Argv* const* commands, size_t count, std::function<void(Mux::Call&)> done,
+              Mux::Clock::time_point deadline);
   // The call, done: its replies are the caller's to take (the call is the
   // thread's reused one, so taking one reply keeps the vector's room).
   Mux::CallPtr run(const Argv* const* commands, size_t count);

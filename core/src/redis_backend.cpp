@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <chrono>
 #include <memory>
 #include <unordered_set>
@@ -64,6 +65,7 @@ std::vector<int64_t> numbers_of(const redisReply* r, const char* script) {
   } else if (r->type == REDIS_REPLY_STRING) {
     const char* at = r->str;
     const char* end = r->str + r->len;
+    out.reserve(static_cast<size_t>(std::count(at, end, ' ')) + 1);
     while (at < end) {
       int64_t v = 0;
       auto res = std::from_chars(at, end, v);
@@ -385,36 +387,54 @@ void RedisBackend::reset_async(const std::vector<std::string>& keys, std::functi
   });
 }
 
-void RedisBackend::evaluate_one_async(const Request& rq, std::function<void(Outcome)> done) {
-  const bool durable_check = rq.op == Op::kCheck && rq.durable.on();
-  if (!durable_check) {
-    Encoded e = encode(rq);
+namespace {
+
+// A script call's completion that decodes the reply (where it is read, on a
+// library thread or a poller's) for `done`. A named type, not a lambda: a
+// call the transport could not queue gives `done` back (std::function::target).
+struct DecodeThen {
+  const scripts::Script* script;
+  const std::vector<LimitParams>* limits;
+  std::function<void(Outcome)> done;
+  void operator()(ReplyPtr reply, std::exception_ptr error) const {
+    Outcome o;
+    if (error) {
+      o.error = std::move(error);
+    } else {
+      try {
+        o.decision = decode(reply.get(), *script, *limits);
+      } catch (...) {
+        o.error = std::current_exception();
+      }
+    }
+    done(std::move(o));
+  }
+};
+
+}  // namespace
+
+void RedisBackend::evaluate_one_async(const Request& rq, std::function<void(Outcome)> done, const Encoded* encoded) {
+  if (!durable(rq)) {
+    Encoded own;
+    if (encoded == nullptr) {
+      own = encode(rq);
+      encoded = &own;
+    }
+    const Encoded& e = *encoded;
     const scripts::Script& script = script_for(rq);
-    const std::vector<LimitParams>* limits = rq.limits;
     round_trips_.fetch_add(1, std::memory_order_relaxed);
     script_calls_.fetch_add(1, std::memory_order_relaxed);
-    // The decode runs where the reply is read (a library thread).
-    if (transport_->run_script_async(script, e.call, [&script, limits, done](ReplyPtr reply, std::exception_ptr error) {
-          Outcome o;
-          if (error) {
-            o.error = error;
-          } else {
-            try {
-              o.decision = decode(reply.get(), script, *limits);
-            } catch (...) {
-              o.error = std::current_exception();
-            }
-          }
-          done(std::move(o));
-        }))
-      return;
+    // Moved along, never copied: every copy of a callback is an allocation.
+    ScriptDone decode_then(DecodeThen{&script, rq.limits, std::move(done)});
+    if (transport_->run_script_async(script, e.call, std::move(decode_then))) return;
+    done = std::move(decode_then.target<DecodeThen>()->done);  // not queued: still ours
     round_trips_.fetch_sub(1, std::memory_order_relaxed);  // counted again by evaluate_one()
     script_calls_.fetch_sub(1, std::memory_order_relaxed);
   }
   // No non-blocking path here (Cluster, Sentinel; WAIT after a durable
   // check): the synchronous call on a library thread.
   auto copy = std::make_shared<Request>(rq);
-  transport_->run_in_background([this, copy, done] {
+  transport_->run_in_background([this, copy, done = std::move(done)] {
     Outcome o;
     try {
       o.decision = evaluate_one(*copy);
@@ -434,7 +454,12 @@ namespace {
 // they can go in one call. (Explicit times are arguments: checks at one
 // instant coalesce, checks at different instants do not.)
 std::string coalescing_key(const scripts::Script& script, const ScriptCall& call) {
-  std::string key = script.name;
+  size_t size = std::strlen(script.name);
+  for (std::string_view k : call.keys) size += 4 + k.size();
+  for (size_t i = 2; i < call.args.size(); ++i) size += 4 + call.args[i].size();
+  std::string key;
+  key.reserve(size);
+  key.append(script.name);
   auto add = [&key](std::string_view part) {
     const uint32_t n = static_cast<uint32_t>(part.size());
     key.append(reinterpret_cast<const char*>(&n), sizeof n);
@@ -524,19 +549,22 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
   check_request(rq);
   const scripts::Script& script = script_for(rq);
   Encoded e = encode(rq);
-  const std::string key = coalescing_key(script, e.call);
+  std::string key = coalescing_key(script, e.call);
   const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
     if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
-    b.waiters.push_back({rq.cost, nullptr, done, call_deadline(*transport_), Reactor::current()});
+    b.waiters.push_back({rq.cost, nullptr, std::move(done), call_deadline(*transport_), Reactor::current()});
   });
   if (!lead) return;
   try {
-    evaluate_one_async(rq, [this, key, done](Outcome o) {
-      send_next(key, o.error);
-      done(std::move(o));
-    });
+    evaluate_one_async(
+        rq,
+        [this, key = std::move(key), done = std::move(done)](Outcome o) {
+          send_next(key, o.error);
+          done(std::move(o));
+        },
+        &e);
   } catch (...) {
-    send_next(key, std::current_exception());  // nothing was queued
+    send_next(coalescing_key(script, e.call), std::current_exception());  // nothing was queued
     throw;
   }
 }

@@ -56,7 +56,9 @@ class RedisBackend : public Backend {
   // One check, one call (no coalescing): the 1.0 path.
   Decision evaluate_one(const Request& request);
   std::vector<Outcome> evaluate_many_one(const std::vector<Request>& requests);
-  void evaluate_one_async(const Request& request, std::function<void(Outcome)> done);
+  // `encoded`: the request's encode(), when the caller has it already.
+  void evaluate_one_async(const Request& request, std::function<void(Outcome)> done,
+                          const Encoded* encoded = nullptr);
   bool coalescable(const Request& request) const;
   // Sends the checks queued behind the call of `key` that just completed,
   // as one call; when none wait, the key has no call in flight any more.

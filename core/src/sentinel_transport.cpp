@@ -484,12 +484,12 @@ std::vector<ReplyPtr> SentinelTransport::run_scripts(const scripts::Script& scri
 }
 
 bool SentinelTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
-                                         const ScriptDone& done) {
+                                         ScriptDone&& done) {
   MasterPtr m = master();
   if (!m) return false;  // a caller waits for the first resolution
   ensure_follower();     // as current() does
   // An unreachable master: the blocking path re-resolves and tries again.
-  return submit_async_on(m, scripts_, script, call, options_.command_timeout_ms, done);
+  return submit_async_on(m, scripts_, script, call, options_.command_timeout_ms, std::move(done));
 }
 
 bool SentinelTransport::divert_async(const std::shared_ptr<AsyncCall>& c, Mux::Call& attempt) {

@@ -82,7 +82,7 @@ class SentinelTransport : public Transport {
   // Once a master is known: on its pool, without a thread. A READONLY reply
   // (a demoted master) or a failed send re-resolves on a library thread, as
   // execute() does; so does the first resolution (run_in_background).
-  bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) override;
+  bool run_script_async(const scripts::Script& script, const ScriptCall& call, ScriptDone&& done) override;
 
   // host:port of the master in use (resolves it first if needed).
   std::string master_address();

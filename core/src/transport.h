@@ -79,8 +79,9 @@ class Transport {
   // once, later, on a library I/O thread or a thread driving the same
   // connection (mux.h). Throws (and `done` never runs) when the call cannot
   // be queued. False when this transport has no non-blocking path: then
-  // nothing was done (see run_in_background).
-  virtual bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) {
+  // nothing was done (see run_in_background), and `done` is still the
+  // caller's (it is moved from only when the call was queued).
+  virtual bool run_script_async(const scripts::Script& script, const ScriptCall& call, ScriptDone&& done) {
     (void)script, (void)call, (void)done;
     return false;
   }
@@ -111,10 +112,14 @@ class Transport {
   // transport: each attempt goes to `pool`; ScriptCache::Attempts says when
   // another goes (NOSCRIPT, a connection closed before anything was written).
   struct AsyncCall {
-    AsyncCall(ScriptCache& cache, const scripts::Script& script, const ScriptCall& call, int timeout_ms,
-              ScriptDone done);
+    AsyncCall(Transport& transport, ScriptCache& cache, const scripts::Script& script, const ScriptCall& call,
+              int timeout_ms, ScriptDone done);
+    Transport& transport;
     const scripts::Script& script;
-    std::vector<std::string> keys, args;  // the views of the ScriptCall die when run_script_async returns
+    // The ScriptCall's views die when run_script_async returns: its keys and
+    // arguments are copied into one buffer, which these views point into.
+    std::string storage;
+    Argv keys, args;
     ScriptCache::Attempts attempts;       // no SCRIPT LOAD: a callback must not wait for one
     Mux::Clock::time_point deadline;      // of every attempt: one per call
     ScriptDone done;
@@ -128,7 +133,7 @@ class Transport {
   // node cannot take it now (unreachable, backing off: nothing was queued),
   // for the blocking path, which tries elsewhere; other refusals throw.
   bool submit_async_on(std::shared_ptr<Node> node, ScriptCache& cache, const scripts::Script& script,
-                       const ScriptCall& call, int timeout_ms, const ScriptDone& done);
+                       const ScriptCall& call, int timeout_ms, ScriptDone&& done);
   // Looks at an attempt's final result (a reply that is not NOSCRIPT, or an
   // error that allows no resend) before call.done gets it, on the thread
   // that completed it. True when it took the call over (a redirection, a
@@ -165,7 +170,7 @@ class StandaloneTransport : public Transport {
   void close() override { pool_.close(); }
   long evicting_nodes() override { return pool_.evicting() == 1 ? 1 : 0; }
   long connect_attempts() override { return pool_.connect_attempts(); }
-  bool run_script_async(const scripts::Script& script, const ScriptCall& call, const ScriptDone& done) override;
+  bool run_script_async(const scripts::Script& script, const ScriptCall& call, ScriptDone&& done) override;
   bool run_command_async(std::string_view key, const Argv& argv, const ScriptDone& done) override;
   int command_timeout_ms() const override { return pool_.options().command_timeout_ms; }
 

@@ -499,4 +499,26 @@ TEST(Async, MemoryBackendCompletesBeforeSubmitReturns) {
   EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
 }
 
+// A poller that takes fewer completions than arrive never empties the
+// queue: every completion still comes out once, in order.
+TEST(Async, APollerThatNeverEmptiesTheQueueGetsEveryCompletionInOrder) {
+  Handles h;
+  open(h, "memory://", "mem-order", 1000000);
+  polylimit_error err;
+  uint64_t next_token = 0, expected = 0;
+  polylimit_completion c[3];
+  for (int round = 0; round < 500; ++round) {
+    for (int j = 0; j < 3; ++j)
+      ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, next_token++, &err), POLYLIMIT_OK);
+    const size_t got = polylimit_queue_poll(h.queue, c, 2, 0);  // two of the three
+    ASSERT_EQ(got, 2u);
+    for (size_t k = 0; k < got; ++k) EXPECT_EQ(c[k].token, expected++);
+  }
+  size_t got;
+  while ((got = polylimit_queue_poll(h.queue, c, 3, 0)) > 0)
+    for (size_t k = 0; k < got; ++k) EXPECT_EQ(c[k].token, expected++);
+  EXPECT_EQ(expected, next_token);
+  EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+}
+
 }  // namespace
