@@ -244,8 +244,6 @@ void Transport::submit_async(const std::shared_ptr<AsyncCall>& c) {
   // (grow = false); a resend may open a fresh one.
   PooledConnection conn = c->pool->acquire(/*grow=*/c->attempts.resent());
   std::string numkeys;
-  // The completion holds only the call (it fits std::function's own storage:
-  // no allocation).
   conn.submit(c->attempts.command(c->keys, c->args, numkeys), [c](Mux::Call& call) {
     Transport* const self = &c->transport;
     try {
@@ -386,8 +384,7 @@ void Limiter::decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr
   }
   // What the completion needs, in one allocation shared with the refusal
   // below (which runs only when the backend threw before it queued
-  // anything); the completion itself then holds one pointer, which
-  // std::function stores without allocating.
+  // anything): nothing of it is copied on the way.
   struct Settle {
     std::shared_ptr<Limiter> self;
     std::shared_ptr<const Request> rq;
