@@ -120,9 +120,11 @@ function describe(value) {
 
 // ---- decisions -----------------------------------------------------------------
 
-const limiterOf = new WeakMap();  // Decision -> its Limiter (for headers())
-
 class Decision {
+  // Its Limiter, for headers(): a private field (no WeakMap entry per
+  // decision, and invisible to enumeration and deepEqual).
+  #limiter;
+
   constructor(limiter, raw) {
     this.allowed = raw.allowed;
     this.limit = raw.limit;
@@ -133,13 +135,13 @@ class Decision {
     this.degraded = raw.degraded;
     this.cached = raw.cached;
     this.shadowed = raw.shadowed;
-    limiterOf.set(this, limiter);
+    this.#limiter = limiter;
   }
 
   // The HTTP rate-limit headers the core computes for this decision
   // (Retry-After on a denial, RateLimit-*), as { name: value }.
   headers() {
-    const limiter = limiterOf.get(this);
+    const limiter = this.#limiter;
     let text;
     try {
       text = limiter._native.headers(this.allowed, this.limit, this.remaining, this.retryAfterMs, this.resetAfterMs);
