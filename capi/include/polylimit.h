@@ -554,6 +554,9 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_check_many(polylimit_limiter *limiter, c
  * loads the slot map or asks the sentinels; a redirection; a READONLY reply;
  * an unreachable node) goes on on a library thread (at most 4 per client),
  * as do durable checks; the completion is the same.
+ * A queue belongs to the process that made it: a forked child makes its own
+ * (the queue's epoll set is shared with the parent after fork(), so the two
+ * would take each other's readiness).
  * ------------------------------------------------------------------------ */
 
 /** A queue of completed non-blocking checks. */

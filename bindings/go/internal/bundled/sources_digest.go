@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "d652c092d0f720ccb8bab47167ad550178eb411eb9e2defccf683162e69c649f"
+const sourcesDigest = "beb7dfd7acb7b081953142b7762ebdca83b8642ab2c925844c669896d65c7ecd"
