@@ -82,9 +82,7 @@ Mux::~Mux() {
     // Out of the reactors' sets before the socket closes: a registration
     // would outlive the descriptor while a forked child holds the socket.
     std::lock_guard<std::mutex> lock(mu_);
-    for (const std::weak_ptr<Reactor>& w : armed_in_)
-      if (std::shared_ptr<Reactor> r = w.lock()) r->forget(conn_->fd());
-    armed_in_.clear();
+    forget_reactors_locked(nullptr);
   }
   if (io_.joinable()) {
     if (io_.get_id() == std::this_thread::get_id())
@@ -481,9 +479,7 @@ void Mux::submit(const CallPtr& call) {
   call->reactor = Reactor::current();
   if (const auto* also = Reactor::also())
     for (const std::shared_ptr<Reactor>& r : *also)
-      if (r && r != call->reactor &&
-          std::find(call->also_reactors.begin(), call->also_reactors.end(), r) == call->also_reactors.end())
-        call->also_reactors.push_back(r);
+      if (r != call->reactor) call->also_reactors.push_back(r);  // distinct, none null (AlsoScope)
   enqueue_locked(call);
   ++async_outstanding_;
   if (call->reactor) count_reactor_locked(call->reactor, +1);
@@ -548,10 +544,10 @@ void Mux::count_reactor_locked(const std::shared_ptr<Reactor>& reactor, int delt
   if (it->second == 0) reactors_.erase(it);
 }
 
-void Mux::forget_reactor_locked(const Reactor* reactor) {
+void Mux::forget_reactors_locked(const Reactor* reactor) {
   for (auto it = armed_in_.begin(); it != armed_in_.end();) {
     std::shared_ptr<Reactor> r = it->lock();
-    if (!r || r.get() == reactor) {
+    if (!r || reactor == nullptr || r.get() == reactor) {
       if (r) r->forget(conn_->fd());
       it = armed_in_.erase(it);
     } else {
@@ -571,7 +567,7 @@ void Mux::drive_ready(const Reactor* from) {
     // for a call that carries another poller's queue.)
     ++missed_drives_;
     synced_ = false;
-    if (async_outstanding_ == 0) forget_reactor_locked(from);
+    if (async_outstanding_ == 0) forget_reactors_locked(from);
     return;
   }
   // Nobody drives: read for every call in flight, whichever poller's it is.

@@ -203,8 +203,9 @@ class Mux : public std::enable_shared_from_this<Mux> {
   bool arm_reactors_locked();
   // Counts a call of `reactor` in (+1) or out (-1) of reactors_.
   void count_reactor_locked(const std::shared_ptr<Reactor>& reactor, int delta);
-  // Takes the socket out of `reactor`'s set (and forgets reactors that are gone).
-  void forget_reactor_locked(const Reactor* reactor);
+  // Takes the socket out of `reactor`'s set, or out of every set (null),
+  // and forgets reactors that are gone.
+  void forget_reactors_locked(const Reactor* reactor);
   // The oldest deadline of the calls nobody drives (the I/O thread's guard),
   // or the far future.
   Clock::time_point unguarded_deadline_locked() const;

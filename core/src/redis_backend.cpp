@@ -279,8 +279,9 @@ void RedisBackend::check_durability(const Durability& d) const {
                   " (the WAIT's answer must arrive within the command's deadline)");
 }
 
-Decision RedisBackend::evaluate_one(const Request& rq) {
-  Encoded e = encode(rq);
+Decision RedisBackend::evaluate_one(const Request& rq, const Encoded* encoded) {
+  Encoded own;
+  const Encoded& e = encoded != nullptr ? *encoded : (own = encode(rq));
   const scripts::Script& script = script_for(rq);
   round_trips_.fetch_add(1, std::memory_order_relaxed);
   script_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -416,11 +417,7 @@ struct DecodeThen {
 void RedisBackend::evaluate_one_async(const Request& rq, std::function<void(Outcome)> done, const Encoded* encoded) {
   if (!durable(rq)) {
     Encoded own;
-    if (encoded == nullptr) {
-      own = encode(rq);
-      encoded = &own;
-    }
-    const Encoded& e = *encoded;
+    const Encoded& e = encoded != nullptr ? *encoded : (own = encode(rq));
     const scripts::Script& script = script_for(rq);
     round_trips_.fetch_add(1, std::memory_order_relaxed);
     script_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -517,9 +514,8 @@ bool RedisBackend::coalescable(const Request& rq) const {
 
 Decision RedisBackend::evaluate(const Request& rq) {
   if (!coalescable(rq)) return evaluate_one(rq);
-  check_request(rq);
+  Encoded e = encode(rq);  // checks the request first
   const scripts::Script& script = script_for(rq);
-  Encoded e = encode(rq);
   const std::string key = coalescing_key(script, e.call);
   std::shared_ptr<Latch> latch;
   const Latch::Clock::time_point deadline = call_deadline(*transport_);
@@ -535,7 +531,7 @@ Decision RedisBackend::evaluate(const Request& rq) {
   }
   Outcome o;
   try {
-    o.decision = evaluate_one(rq);
+    o.decision = evaluate_one(rq, &e);
   } catch (...) {
     o.error = std::current_exception();
   }
@@ -546,9 +542,8 @@ Decision RedisBackend::evaluate(const Request& rq) {
 
 void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)> done) {
   if (!coalescable(rq)) return evaluate_one_async(rq, std::move(done));
-  check_request(rq);
+  Encoded e = encode(rq);  // checks the request first
   const scripts::Script& script = script_for(rq);
-  Encoded e = encode(rq);
   std::string key = coalescing_key(script, e.call);
   const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
     if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
@@ -729,9 +724,8 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
     bool lead = true;
     if (coalescable(rq)) {
       try {
-        check_request(rq);
+        Encoded e = encode(rq);  // checks the request first
         const scripts::Script& script = script_for(rq);
-        Encoded e = encode(rq);
         std::string key = coalescing_key(script, e.call);
         std::shared_ptr<Latch> latch;
         if (sending.count(key) == 0)

@@ -54,7 +54,8 @@ class RedisBackend : public Backend {
   Encoded encode(const Request& request);
 
   // One check, one call (no coalescing): the 1.0 path.
-  Decision evaluate_one(const Request& request);
+  // `encoded`: the request's encode(), when the caller has it already.
+  Decision evaluate_one(const Request& request, const Encoded* encoded = nullptr);
   std::vector<Outcome> evaluate_many_one(const std::vector<Request>& requests);
   // `encoded`: the request's encode(), when the caller has it already.
   void evaluate_one_async(const Request& request, std::function<void(Outcome)> done,

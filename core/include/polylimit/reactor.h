@@ -60,10 +60,10 @@ class Reactor : public std::enable_shared_from_this<Reactor> {
     const std::shared_ptr<Reactor>* previous_;
     bool previous_driving_;
   };
-  // Makes `reactors` read the replies of the calls submitted on this thread
-  // while it lives too, besides the current one: a coalesced call carries
-  // checks whose pollers may be several, and each of them may be the one
-  // that keeps polling.
+  // Makes `reactors` (distinct, none null) read the replies of the calls
+  // submitted on this thread while it lives too, besides the current one: a
+  // coalesced call carries checks whose pollers may be several, and each of
+  // them may be the one that keeps polling.
   class AlsoScope {
    public:
     explicit AlsoScope(const std::vector<std::shared_ptr<Reactor>>& reactors);

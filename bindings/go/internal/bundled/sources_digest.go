@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "beb7dfd7acb7b081953142b7762ebdca83b8642ab2c925844c669896d65c7ecd"
+const sourcesDigest = "2bf27ca7d0e7027b75c978c9c8dc6e2aef0514fea992be5381ab6effe5b8f3ea"
