@@ -126,7 +126,7 @@ test('lease: one round trip takes a block, close gives back the rest', async () 
     assert.equal(stats.leased_units, 60);
     assert.equal(stats.round_trips - trips, 5);
     assert.equal((await plain.peek('k')).remaining, 40);
-    client.close();  // the 9 units left go back
+    await client.close();  // the 9 units left go back
     assert.equal((await plain.peek('k')).remaining, 49);
     assert.throws(() => watch.limiter('10/s', { lease: { units: 11 } }),
       (e) => e instanceof polylimit.InvalidArgumentError && /lease_units = 11 exceeds limit = 10/.test(e.message));
@@ -309,6 +309,83 @@ test('close() settles every promise in flight, and later calls throw', async () 
   assert.throws(() => limiter.check('k'), polylimit.ClosedError);
   assert.throws(() => client.limiter('1/s'), polylimit.ClosedError);
   client.close();  // idempotent
+});
+
+// Closing gives the leases' unused units back: a round trip that must not
+// hold the event loop, even while the server does not answer.
+test('close() with leases and a stopped server: the event loop keeps turning', async () => {
+  const prefix = uniquePrefix('close-lease');
+  const watch = new polylimit.Client(server.url);
+  const client = new polylimit.Client(server.url, { commandTimeoutMs: 3000 });
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  try {
+    const leased = client.limiter('100/minute', { prefix, lease: { units: 10, ms: 60000 } });
+    assert.equal((await leased.check('a')).allowed, true);
+    assert.equal((await leased.check('b')).allowed, true);
+    server.pause();
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    try {
+      const started = Date.now();
+      const closed = client.close();
+      const returned = Date.now() - started;
+      assert.ok(returned < 100, `close() held the event loop for ${returned} ms`);
+      assert.throws(() => leased.check('a'), polylimit.ClosedError);
+      await sleep(300);
+      assert.ok(ticks >= 20, `the event loop turned ${ticks} times in 300 ms while the close waited`);
+      const state = await Promise.race([closed.then(() => 'closed'), sleep(0).then(() => 'waiting')]);
+      assert.equal(state, 'waiting');  // for the server: the units go back when it answers
+      server.resume();
+      assert.equal(await closed, undefined);
+    } finally {
+      clearInterval(timer);
+      server.resume();
+    }
+    // Each key's lease took 10 units and handed out 1: 9 went back.
+    const plain = watch.limiter('100/minute', { prefix });
+    assert.equal((await plain.peek('a')).remaining, 99);
+    assert.equal((await plain.peek('b')).remaining, 99);
+    assert.equal(await client.close(), undefined);  // again: resolves at once
+  } finally {
+    await watch.close();
+  }
+});
+
+// A limiter with leases that the GC collects gives its units back too, on
+// the thread pool: the collection does not wait for the server.
+test('a collected limiter with leases gives them back without holding the event loop', async () => {
+  require('node:v8').setFlagsFromString('--expose_gc');
+  const gc = require('node:vm').runInNewContext('gc');
+  const prefix = uniquePrefix('gc-lease');
+  const client = new polylimit.Client(server.url, { commandTimeoutMs: 3000 });
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  try {
+    await (async () => {
+      const leased = client.limiter('100/minute', { prefix, lease: { units: 10, ms: 60000 } });
+      assert.equal((await leased.check('a')).allowed, true);
+    })();
+    server.pause();
+    let collecting;
+    try {
+      const started = Date.now();
+      for (let i = 0; i < 3; i++) {
+        gc();
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      collecting = Date.now() - started;
+      await sleep(100);
+      assert.equal(client.stats().refunded_units, 0);  // the server is stopped: not yet
+    } finally {
+      server.resume();
+    }
+    assert.ok(collecting < 1000, `collecting the limiter held the event loop for ${collecting} ms`);
+    for (let i = 0; i < 100 && client.stats().refunded_units === 0; i++) await sleep(20);
+    assert.equal(client.stats().refunded_units, 9);  // the limiter was collected and its 9 units went back
+    const plain = client.limiter('100/minute', { prefix });
+    assert.equal((await plain.peek('a')).remaining, 99);
+  } finally {
+    await client.close();
+  }
 });
 
 test('an idle client does not keep the process alive', () => {

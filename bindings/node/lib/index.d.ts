@@ -93,7 +93,11 @@ export declare class Client {
   stats(): Record<string, number>;
   /** The counters in the Prometheus text format. */
   metrics(): string;
-  close(): void;
+  /**
+   * Later calls throw ClosedError at once; calls in flight settle. Resolves
+   * once leases are given back and the connections released (off the event loop).
+   */
+  close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 

@@ -240,14 +240,17 @@ class Client {
     }
   }
 
-  // Closes the connections; calls in flight settle (rejected with
-  // ClosedError unless already decided) and later calls throw ClosedError.
+  // Closes the client: later calls throw ClosedError at once, calls in
+  // flight settle (rejected with ClosedError unless already decided). The
+  // promise resolves once the leases' unused units are given back and the
+  // connections released, which happens off the event loop (a server that
+  // does not answer delays the promise, never the loop).
   close() {
-    this._native.close();
+    return this._native.close();
   }
 
   async [Symbol.asyncDispose || Symbol.for('nodejs.asyncDispose')]() {
-    this.close();
+    await this.close();
   }
 }
 

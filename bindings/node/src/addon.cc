@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -88,6 +89,55 @@ struct Batch {
   std::vector<polylimit_error> errors;
 };
 
+// What may block on the network is done on libuv's thread pool, never on the
+// event loop: closing a client and freeing a limiter with leases both give
+// the leases' unused units back to Redis (one round trip; up to the command
+// timeout when the server does not answer). The C ABI forbids closing a
+// client while one of its limiters is being freed: both hold `mu`.
+struct Closing {
+  std::mutex mu;
+  bool ended = false;  // the environment is ending: the client is closed (event loop thread only)
+};
+
+// A limiter freed on the thread pool (the GC collected it while it holds
+// leases, or while its client is closing). Node waits for such work before
+// an environment (a worker) ends.
+class FreeWork : public Napi::AsyncWorker {
+ public:
+  FreeWork(Napi::Env env, std::shared_ptr<Closing> closing, polylimit_limiter* limiter)
+      : Napi::AsyncWorker(env, "polylimit.free"), closing_(std::move(closing)), limiter_(limiter) {}
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(closing_->mu);
+    polylimit_limiter_free(limiter_);
+  }
+
+ private:
+  std::shared_ptr<Closing> closing_;
+  polylimit_limiter* limiter_;
+};
+
+// Client.close(): polylimit_client_close on the thread pool; the promise
+// settles on the loop once the connections are released.
+class CloseWork : public Napi::AsyncWorker {
+ public:
+  CloseWork(Napi::Env env, std::shared_ptr<Closing> closing, polylimit_client* client)
+      : Napi::AsyncWorker(env, "polylimit.close"),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        closing_(std::move(closing)),
+        client_(client) {}
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+  void Execute() override {
+    std::lock_guard<std::mutex> lock(closing_->mu);
+    polylimit_client_close(client_);
+  }
+  void OnOK() override { deferred_.Resolve(Env().Undefined()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<Closing> closing_;
+  polylimit_client* client_;
+};
+
 // One call in flight: its promise, and for a batch the arrays it fills.
 struct Call {
   Napi::Promise::Deferred deferred;
@@ -150,21 +200,33 @@ class Client : public Napi::ObjectWrap<Client> {
     napi_add_env_cleanup_hook(env, &Client::Cleanup, this);
   }
 
+  // The GC collected the client (and so every limiter of it) without close():
+  // closed on the thread pool, as close() does.
   ~Client() override {
     if (!cleaned_) {
       napi_remove_env_cleanup_hook(Env(), &Client::Cleanup, this);
+      if (client_ != nullptr) {
+        try {
+          (new CloseWork(Env(), closing_, client_))->Queue();
+          client_ = nullptr;
+        } catch (...) {
+        }
+      }
       Cleanup(this);
     }
   }
 
   polylimit_client* handle() const { return client_; }
+  const std::shared_ptr<Closing>& closing() const { return closing_; }
 
   // Submits with a fresh token; `submit` returns the library's status.
   // `batch`: check_many's result arrays, kept until the completion.
   template <typename Submit>
   Napi::Value Start(Napi::Env env, Submit&& submit, std::unique_ptr<Batch> batch = nullptr) {
     const uint64_t token = next_token_++;
-    if (queue_ == nullptr) throw closed_error(env);
+    // Closed: the library would say so too, but a close may be under way on
+    // the thread pool, and no call may race it.
+    if (queue_ == nullptr || client_ == nullptr) throw closed_error(env);
     polylimit_error err;
     if (submit(queue_, token, &err) != POLYLIMIT_OK) throw library_error(env, err);
     Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
@@ -250,14 +312,24 @@ class Client : public Napi::ObjectWrap<Client> {
     if (pending_.empty() && poll_ != nullptr && held_) Unwatch();
   }
 
-  // close(): calls in flight complete with POLYLIMIT_ECLOSED through the
-  // queue, so their promises settle on the next turns of the loop.
+  // close() -> Promise<undefined>: calls in flight complete with
+  // POLYLIMIT_ECLOSED through the queue, so their promises settle on the
+  // next turns of the loop; later calls throw at once. The close itself
+  // (leases given back, connections released) runs on the thread pool.
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    if (client_ != nullptr) {
-      polylimit_client_close(client_);
-      client_ = nullptr;
-    }
-    return info.Env().Undefined();
+    Napi::Env env = info.Env();
+    if (client_ == nullptr) return closed_promise(env);
+    auto* work = new CloseWork(env, closing_, client_);  // deletes itself when done
+    client_ = nullptr;
+    Napi::Promise promise = work->Promise();
+    work->Queue();
+    return promise;
+  }
+
+  static Napi::Value closed_promise(Napi::Env env) {
+    Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
+    d.Resolve(env.Undefined());
+    return d.Promise();
   }
 
   // The client's counters, named as in polylimit_stats (snake_case).
@@ -317,8 +389,12 @@ class Client : public Napi::ObjectWrap<Client> {
     Client* self = static_cast<Client*>(arg);
     if (self->cleaned_) return;
     self->cleaned_ = true;
-    polylimit_client_close(self->client_);
-    self->client_ = nullptr;
+    self->closing_->ended = true;
+    if (self->client_ != nullptr) {
+      std::lock_guard<std::mutex> lock(self->closing_->mu);  // waits for a limiter being freed
+      polylimit_client_close(self->client_);
+      self->client_ = nullptr;
+    }
     if (self->poll_ != nullptr) {
       uv_poll_stop(self->poll_);
       uv_close(reinterpret_cast<uv_handle_t*>(self->poll_),
@@ -330,7 +406,8 @@ class Client : public Napi::ObjectWrap<Client> {
     self->pending_.clear();
   }
 
-  polylimit_client* client_ = nullptr;
+  polylimit_client* client_ = nullptr;  // null once close() has begun
+  std::shared_ptr<Closing> closing_ = std::make_shared<Closing>();
   polylimit_queue* queue_ = nullptr;
   uv_loop_t* loop_ = nullptr;
   uv_poll_t* poll_ = nullptr;
@@ -357,6 +434,7 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
     Napi::Env env = info.Env();
     client_ = Client::Unwrap(info[0].As<Napi::Object>());
     client_ref_ = Napi::Persistent(info[0].As<Napi::Object>());  // the client outlives its limiters
+    closing_ = client_->closing();
     std::string spec = info[1].As<Napi::String>().Utf8Value();
     polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
     std::string prefix;
@@ -378,6 +456,7 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
       lo.durable_timeout_ms = to_int(o, "durableTimeoutMs");
       lo.durable_aof = o.Get("durableAof").ToBoolean() ? 1 : 0;
       lo.lease_units = to_int64(o.Get("leaseUnits"));
+      leases_ = lo.lease_units > 0;
       lo.lease_ms = to_int64(o.Get("leaseMs"));
     }
     if (client_->handle() == nullptr) throw closed_error(env);
@@ -386,8 +465,29 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
       throw library_error(env, err);
   }
 
-  // Allowed with calls in flight: they hold the core's limiter.
-  ~Limiter() override { polylimit_limiter_free(limiter_); }
+  // Allowed with calls in flight: they hold the core's limiter. (The GC
+  // runs this.) With leases, freeing gives units back over the network, and
+  // while the client is closing it must wait for the close: either way it
+  // is done on the thread pool.
+  // When the environment ends the client is already closed (its cleanup
+  // hook runs first), so the free is quick and done here.
+  ~Limiter() override {
+    if (limiter_ == nullptr) return;
+    if (!leases_ || closing_->ended) {
+      std::unique_lock<std::mutex> lock(closing_->mu, std::try_to_lock);
+      if (lock.owns_lock() || closing_->ended) {
+        if (!lock.owns_lock()) lock.lock();
+        polylimit_limiter_free(limiter_);
+        return;
+      }
+    }
+    try {
+      (new FreeWork(Env(), closing_, limiter_))->Queue();  // deletes itself when done
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(closing_->mu);
+      polylimit_limiter_free(limiter_);
+    }
+  }
 
  private:
   Napi::Value Check(const Napi::CallbackInfo& info) {
@@ -472,6 +572,8 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   }
 
   // headers(allowed, limit, remaining, retryAfterMs, resetAfterMs) -> "Name: value\n..."
+  // (It reads only the limiter's fixed options, so a close under way on the
+  // thread pool does not matter to it.)
   Napi::Value Headers(const Napi::CallbackInfo& info) {
     polylimit_decision d{};
     d.allowed = info[0].ToBoolean() ? 1 : 0;
@@ -492,6 +594,8 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   Client* client_ = nullptr;
   Napi::ObjectReference client_ref_;
   polylimit_limiter* limiter_ = nullptr;
+  std::shared_ptr<Closing> closing_;
+  bool leases_ = false;  // freeing gives units back over the network
 };
 
 // Context-aware: one instance per environment, nothing shared between them.
