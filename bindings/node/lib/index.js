@@ -63,12 +63,16 @@ for (const s of vocabulary.statuses) {
   errors[name] = cls;
 }
 
+function libraryError(message, status, outcomeUnknown) {
+  const cls = errorClasses.get(status) || PolylimitError;
+  return new cls(message, status, outcomeUnknown);
+}
+
 // A native error (with .status) as its PolylimitError subclass; anything
-// else (a TypeError from the addon) as it is.
+// else (a TypeError from the addon, a PolylimitError) as it is.
 function wrap(e) {
-  if (e === null || typeof e !== 'object' || typeof e.status !== 'number') return e;
-  const cls = errorClasses.get(e.status) || PolylimitError;
-  return new cls(e.message, e.status, e.outcomeUnknown === true);
+  if (e === null || typeof e !== 'object' || typeof e.status !== 'number' || e instanceof PolylimitError) return e;
+  return libraryError(e.message, e.status, e.outcomeUnknown === true);
 }
 
 function rethrow(e) {
@@ -125,16 +129,17 @@ class Decision {
   // decision, and invisible to enumeration and deepEqual).
   #limiter;
 
-  constructor(limiter, raw) {
-    this.allowed = raw.allowed;
-    this.limit = raw.limit;
-    this.remaining = raw.remaining;
-    this.retryAfterMs = raw.retryAfterMs;
-    this.resetAfterMs = raw.resetAfterMs;
-    this.granted = raw.granted;
-    this.degraded = raw.degraded;
-    this.cached = raw.cached;
-    this.shadowed = raw.shadowed;
+  // Made by the addon (see setFactories below), not by callers.
+  constructor(limiter, allowed, limit, remaining, retryAfterMs, resetAfterMs, granted, degraded, cached, shadowed) {
+    this.allowed = allowed;
+    this.limit = limit;
+    this.remaining = remaining;
+    this.retryAfterMs = retryAfterMs;
+    this.resetAfterMs = resetAfterMs;
+    this.granted = granted;
+    this.degraded = degraded;
+    this.cached = cached;
+    this.shadowed = shadowed;
     this.#limiter = limiter;
   }
 
@@ -156,6 +161,15 @@ class Decision {
     return out;
   }
 }
+
+// The addon settles each promise with what these make: the Decision (its
+// limiter, then the fields) and the PolylimitError, so a call needs no
+// second promise to shape its result.
+native.setFactories(
+  (limiter, allowed, limit, remaining, retryAfterMs, resetAfterMs, granted, degraded, cached, shadowed) =>
+    new Decision(limiter, allowed, limit, remaining, retryAfterMs, resetAfterMs, granted, degraded, cached, shadowed),
+  libraryError,
+);
 
 // ---- client and limiter ------------------------------------------------------------
 
@@ -281,7 +295,7 @@ class Limiter {
       leaseMs: optionalSetting('lease.ms', 'lease_ms', lease.ms),
     };
     try {
-      this._native = new native.NativeLimiter(client._native, spec, native_options);
+      this._native = new native.NativeLimiter(client._native, spec, native_options, this);
     } catch (e) {
       rethrow(e);
     }
@@ -293,26 +307,44 @@ class Limiter {
   check(key, cost = 1) {
     checkKey(key);
     checkInteger('cost', cost);
-    return this._settle(() => this._native.check(key, cost));
+    try {
+      return this._native.check(key, cost);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   // What a check of one unit would answer now, consuming nothing.
   peek(key) {
     checkKey(key);
-    return this._settle(() => this._native.peek(key));
+    try {
+      return this._native.peek(key);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   // Gives back up to `units` units taken earlier; answers as peek.
   refund(key, units) {
     checkKey(key);
     checkInteger('units', units);
-    return this._settle(() => this._native.refund(key, units));
+    try {
+      return this._native.refund(key, units);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   // Clears the key: back to full capacity. A Promise of undefined.
   reset(key) {
     checkKey(key);
-    return this._settle(() => this._native.reset(key)).then(() => undefined);
+    let promise;
+    try {
+      promise = this._native.reset(key);
+    } catch (e) {
+      rethrow(e);
+    }
+    return promise.then(() => undefined);
   }
 
   // Waits (on a library timer, not the event loop) until `cost` units are
@@ -322,14 +354,22 @@ class Limiter {
     checkKey(key);
     checkInteger('cost', cost);
     checkInteger('timeoutMs', timeoutMs);
-    return this._settle(() => this._native.acquire(key, cost, timeoutMs));
+    try {
+      return this._native.acquire(key, cost, timeoutMs);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   // As many units as fit now, up to maxCost: decision.granted says how many.
   checkAtMost(key, maxCost) {
     checkKey(key);
     checkInteger('maxCost', maxCost);
-    return this._settle(() => this._native.checkAtMost(key, maxCost));
+    try {
+      return this._native.checkAtMost(key, maxCost);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   // A check against `limit` units per `windowMs` for this call only.
@@ -338,7 +378,11 @@ class Limiter {
     checkInteger('cost', cost);
     checkInteger('limit', limit);
     checkInteger('windowMs', windowMs);
-    return this._settle(() => this._native.checkLimit(key, cost, limit, windowMs));
+    try {
+      return this._native.checkLimit(key, cost, limit, windowMs);
+    } catch (e) {
+      rethrow(e);
+    }
   }
 
   // Many keys, `cost` each, in one go (each key all or nothing on its own):
@@ -348,26 +392,11 @@ class Limiter {
     if (!Array.isArray(keys)) throw new TypeError(`keys must be an array, not ${describe(keys)}`);
     keys.forEach(checkKey);
     checkInteger('cost', cost);
-    let promise;
     try {
-      promise = this._native.checkMany(keys, cost);
+      return this._native.checkMany(keys, cost);
     } catch (e) {
       rethrow(e);
     }
-    return promise.then(
-      (results) => results.map((r) => (r instanceof Error ? wrap(r) : new Decision(this, r))),
-      rethrow,
-    );
-  }
-
-  _settle(submit) {
-    let promise;
-    try {
-      promise = submit();
-    } catch (e) {
-      rethrow(e);
-    }
-    return promise.then((raw) => new Decision(this, raw), rethrow);
   }
 }
 

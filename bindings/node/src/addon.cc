@@ -38,19 +38,13 @@ Napi::Error closed_error(Napi::Env env) {
   return library_error(env, err);
 }
 
-Napi::Object decision_object(Napi::Env env, const polylimit_decision& d) {
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("allowed", Napi::Boolean::New(env, d.allowed != 0));
-  o.Set("limit", Napi::Number::New(env, static_cast<double>(d.limit)));
-  o.Set("remaining", Napi::Number::New(env, static_cast<double>(d.remaining)));
-  o.Set("retryAfterMs", Napi::Number::New(env, static_cast<double>(d.retry_after_ms)));
-  o.Set("resetAfterMs", Napi::Number::New(env, static_cast<double>(d.reset_after_ms)));
-  o.Set("granted", Napi::Number::New(env, static_cast<double>(d.granted)));
-  o.Set("degraded", Napi::Boolean::New(env, d.degraded != 0));
-  o.Set("cached", Napi::Boolean::New(env, d.cached != 0));
-  o.Set("shadowed", Napi::Boolean::New(env, d.shadowed != 0));
-  return o;
-}
+// What a promise settles with: the Decision (its limiter: `owner`) and the
+// PolylimitError lib/index.js makes from the fields (setFactories), so that
+// no second promise per call is needed to shape them. Its objects are built
+// by JIT code; setting named properties from C costs several times more
+// (each interns its name and moves the object to a new map).
+Napi::Value decision_value(Napi::Env env, const polylimit_decision& d, Napi::Value owner);
+Napi::Value error_value(Napi::Env env, const polylimit_error& err);
 
 // Numbers from JS are doubles; lib/index.js passes only safe integers.
 int64_t to_int64(const Napi::Value& v) { return v.IsNumber() ? v.As<Napi::Number>().Int64Value() : 0; }
@@ -138,9 +132,11 @@ class CloseWork : public Napi::AsyncWorker {
   polylimit_client* client_;
 };
 
-// One call in flight: its promise, and for a batch the arrays it fills.
+// One call in flight: its promise, its limiter's JS object (held strongly
+// while the call is pending), and for a batch the arrays it fills.
 struct Call {
   Napi::Promise::Deferred deferred;
+  Napi::ObjectReference* owner;
   std::unique_ptr<Batch> batch;
 };
 
@@ -220,9 +216,12 @@ class Client : public Napi::ObjectWrap<Client> {
   const std::shared_ptr<Closing>& closing() const { return closing_; }
 
   // Submits with a fresh token; `submit` returns the library's status.
-  // `batch`: check_many's result arrays, kept until the completion.
+  // `owner`: the limiter's (weak) reference to its JS object, which the
+  // decision carries. `batch`: check_many's result arrays, kept until the
+  // completion.
   template <typename Submit>
-  Napi::Value Start(Napi::Env env, Submit&& submit, std::unique_ptr<Batch> batch = nullptr) {
+  Napi::Value Start(Napi::Env env, Napi::ObjectReference* owner, Submit&& submit,
+                    std::unique_ptr<Batch> batch = nullptr) {
     const uint64_t token = next_token_++;
     // Closed: the library would say so too, but a close may be under way on
     // the thread pool, and no call may race it.
@@ -230,7 +229,8 @@ class Client : public Napi::ObjectWrap<Client> {
     polylimit_error err;
     if (submit(queue_, token, &err) != POLYLIMIT_OK) throw library_error(env, err);
     Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
-    pending_.emplace(token, Call{deferred, std::move(batch)});
+    owner->Ref();
+    pending_.emplace(token, Call{deferred, owner, std::move(batch)});
     if (pending_.size() == 1) Watch();
     return deferred.Promise();
   }
@@ -293,19 +293,21 @@ class Client : public Napi::ObjectWrap<Client> {
         if (it == pending_.end()) continue;
         Call call = std::move(it->second);
         pending_.erase(it);
+        Napi::Value owner = call.owner->Value();
+        call.owner->Unref();
         if (call.batch) {
           // Every key's decision or error, whatever the batch's status.
           const Batch& b = *call.batch;
           Napi::Array results = Napi::Array::New(env, b.out.size());
           for (size_t k = 0; k < b.out.size(); ++k)
             results.Set(static_cast<uint32_t>(k), b.statuses[k] == POLYLIMIT_OK
-                                                      ? Napi::Value(decision_object(env, b.out[k]))
-                                                      : library_error(env, b.errors[k]).Value());
+                                                      ? decision_value(env, b.out[k], owner)
+                                                      : error_value(env, b.errors[k]));
           call.deferred.Resolve(results);
         } else if (c.status == POLYLIMIT_OK) {
-          call.deferred.Resolve(decision_object(env, c.decision));
+          call.deferred.Resolve(decision_value(env, c.decision, owner));
         } else {
-          call.deferred.Reject(library_error(env, c.error).Value());
+          call.deferred.Reject(error_value(env, c.error));
         }
       }
     } while (n == 64);
@@ -435,6 +437,9 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
     client_ = Client::Unwrap(info[0].As<Napi::Object>());
     client_ref_ = Napi::Persistent(info[0].As<Napi::Object>());  // the client outlives its limiters
     closing_ = client_->closing();
+    // The JS Limiter that owns this one (it holds us): weak, but strong while calls are pending.
+    if (info[3].IsObject()) owner_ = Napi::Weak(info[3].As<Napi::Object>());
+    else owner_ = Napi::Weak(info.This().As<Napi::Object>());
     std::string spec = info[1].As<Napi::String>().Utf8Value();
     polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
     std::string prefix;
@@ -493,14 +498,14 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   Napi::Value Check(const Napi::CallbackInfo& info) {
     Key key(info[0]);
     const int64_t cost = to_int64(info[1]);
-    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+    return client_->Start(info.Env(), &owner_, [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
       return polylimit_limiter_submit_check(limiter_, key.data, key.size, cost, q, token, err);
     });
   }
 
   Napi::Value Peek(const Napi::CallbackInfo& info) {
     Key key(info[0]);
-    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+    return client_->Start(info.Env(), &owner_, [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
       return polylimit_limiter_submit_peek(limiter_, key.data, key.size, q, token, err);
     });
   }
@@ -508,14 +513,14 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   Napi::Value Refund(const Napi::CallbackInfo& info) {
     Key key(info[0]);
     const int64_t units = to_int64(info[1]);
-    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+    return client_->Start(info.Env(), &owner_, [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
       return polylimit_limiter_submit_refund(limiter_, key.data, key.size, units, q, token, err);
     });
   }
 
   Napi::Value Reset(const Napi::CallbackInfo& info) {
     Key key(info[0]);
-    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+    return client_->Start(info.Env(), &owner_, [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
       return polylimit_limiter_submit_reset(limiter_, key.data, key.size, q, token, err);
     });
   }
@@ -524,7 +529,7 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
     Key key(info[0]);
     const int64_t cost = to_int64(info[1]);
     const int64_t timeout_ms = to_int64(info[2]);
-    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+    return client_->Start(info.Env(), &owner_, [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
       return polylimit_limiter_submit_acquire(limiter_, key.data, key.size, cost, timeout_ms, q, token, err);
     });
   }
@@ -532,7 +537,7 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   Napi::Value CheckAtMost(const Napi::CallbackInfo& info) {
     Key key(info[0]);
     const int64_t max_cost = to_int64(info[1]);
-    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+    return client_->Start(info.Env(), &owner_, [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
       return polylimit_limiter_submit_check_at_most(limiter_, key.data, key.size, max_cost, q, token, err);
     });
   }
@@ -540,7 +545,7 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   Napi::Value CheckLimit(const Napi::CallbackInfo& info) {
     Key key(info[0]);
     const int64_t cost = to_int64(info[1]), limit = to_int64(info[2]), window_ms = to_int64(info[3]);
-    return client_->Start(info.Env(), [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
+    return client_->Start(info.Env(), &owner_, [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
       return polylimit_limiter_submit_check_limit(limiter_, key.data, key.size, cost, limit, window_ms, q, token,
                                                   err);
     });
@@ -563,7 +568,7 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
     auto batch = std::make_unique<Batch>(n);
     Batch* b = batch.get();
     return client_->Start(
-        info.Env(),
+        info.Env(), &owner_,
         [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
           return polylimit_limiter_submit_check_many(limiter_, pointers.data(), lengths.data(), n, cost, b->out.data(),
                                                      b->statuses.data(), b->errors.data(), q, token, err);
@@ -593,6 +598,7 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
 
   Client* client_ = nullptr;
   Napi::ObjectReference client_ref_;
+  Napi::ObjectReference owner_;
   polylimit_limiter* limiter_ = nullptr;
   std::shared_ptr<Closing> closing_;
   bool leases_ = false;  // freeing gives units back over the network
@@ -604,9 +610,55 @@ class Addon : public Napi::Addon<Addon> {
   Addon(Napi::Env env, Napi::Object exports) {
     DefineAddon(exports, {InstanceValue("NativeClient", Client::Define(env)),
                           InstanceValue("NativeLimiter", Limiter::Define(env)),
+                          InstanceMethod("setFactories", &Addon::SetFactories),
                           InstanceValue("version", Napi::String::New(env, polylimit_version_string()))});
   }
+
+  // setFactories(decision, error):
+  //   decision(limiter, allowed, limit, remaining, retryAfterMs, resetAfterMs,
+  //            granted, degraded, cached, shadowed) -> a Decision
+  //   error(message, status, outcomeUnknown) -> a PolylimitError
+  Napi::Value SetFactories(const Napi::CallbackInfo& info) {
+    decision_factory = Napi::Persistent(info[0].As<Napi::Function>());
+    error_factory = Napi::Persistent(info[1].As<Napi::Function>());
+    return info.Env().Undefined();
+  }
+
+  Napi::FunctionReference decision_factory;
+  Napi::FunctionReference error_factory;
 };
+
+// (Without factories, as when the addon is loaded on its own: plain objects.)
+Napi::Value decision_value(Napi::Env env, const polylimit_decision& d, Napi::Value owner) {
+  Napi::FunctionReference& factory = env.GetInstanceData<Addon>()->decision_factory;
+  if (!factory.IsEmpty()) {
+    return factory.Call({owner, Napi::Boolean::New(env, d.allowed != 0),
+                         Napi::Number::New(env, static_cast<double>(d.limit)),
+                         Napi::Number::New(env, static_cast<double>(d.remaining)),
+                         Napi::Number::New(env, static_cast<double>(d.retry_after_ms)),
+                         Napi::Number::New(env, static_cast<double>(d.reset_after_ms)),
+                         Napi::Number::New(env, static_cast<double>(d.granted)), Napi::Boolean::New(env, d.degraded != 0),
+                         Napi::Boolean::New(env, d.cached != 0), Napi::Boolean::New(env, d.shadowed != 0)});
+  }
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("allowed", Napi::Boolean::New(env, d.allowed != 0));
+  o.Set("limit", Napi::Number::New(env, static_cast<double>(d.limit)));
+  o.Set("remaining", Napi::Number::New(env, static_cast<double>(d.remaining)));
+  o.Set("retryAfterMs", Napi::Number::New(env, static_cast<double>(d.retry_after_ms)));
+  o.Set("resetAfterMs", Napi::Number::New(env, static_cast<double>(d.reset_after_ms)));
+  o.Set("granted", Napi::Number::New(env, static_cast<double>(d.granted)));
+  o.Set("degraded", Napi::Boolean::New(env, d.degraded != 0));
+  o.Set("cached", Napi::Boolean::New(env, d.cached != 0));
+  o.Set("shadowed", Napi::Boolean::New(env, d.shadowed != 0));
+  return o;
+}
+
+Napi::Value error_value(Napi::Env env, const polylimit_error& err) {
+  Napi::FunctionReference& factory = env.GetInstanceData<Addon>()->error_factory;
+  if (factory.IsEmpty()) return library_error(env, err).Value();
+  return factory.Call({Napi::String::New(env, err.message[0] ? err.message : polylimit_status_name(err.code)),
+                       Napi::Number::New(env, err.code), Napi::Boolean::New(env, err.outcome_unknown != 0)});
+}
 
 }  // namespace
 
