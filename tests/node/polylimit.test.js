@@ -436,6 +436,40 @@ test('a worker terminated with calls in flight', async () => {
   client.close();
 });
 
+// A worker ending while its client's close and a collected limiter's free
+// are still on the thread pool: Node waits for them, nothing throws.
+test('a worker terminated while its client closes and a leased limiter is freed', async () => {
+  const source = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    require('node:v8').setFlagsFromString('--expose_gc');
+    const collect = globalThis.gc || require('node:vm').runInNewContext('gc');
+    const polylimit = require(workerData.module);
+    (async () => {
+      const client = new polylimit.Client(workerData.url);
+      const options = { prefix: workerData.prefix, lease: { units: 10, ms: 60000 } };
+      await (async () => { await client.limiter('100/minute', options).check('a'); })();
+      collect();  // the first limiter: freed on the thread pool
+      const kept = client.limiter('100/minute', options);
+      await kept.check('b');
+      for (let i = 0; i < 100; i++) kept.check('b').catch(() => {});
+      client.close();  // not awaited
+      parentPort.postMessage('closing');
+    })();
+  `;
+  const module = path.join(__dirname, '..', '..', 'bindings', 'node');
+  for (let round = 0; round < 3; round++) {
+    const w = new Worker(source, { eval: true, workerData: { module, url: server.url, prefix: uniquePrefix('worker-close') } });
+    const errors = [];
+    w.on('error', (e) => errors.push(e));
+    await new Promise((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('exit', () => reject(new Error('the worker exited before closing')));
+    });
+    await w.terminate();
+    assert.deepEqual(errors, []);
+  }
+});
+
 test('worker_threads: a client per worker, exact totals', async () => {
   const prefix = uniquePrefix('workers');
   const source = `

@@ -93,13 +93,51 @@ struct Closing {
   bool ended = false;  // the environment is ending: the client is closed (event loop thread only)
 };
 
-// A limiter freed on the thread pool (the GC collected it while it holds
-// leases, or while its client is closing). Node waits for such work before
-// an environment (a worker) ends.
-class FreeWork : public Napi::AsyncWorker {
+// A job for libuv's thread pool, as Node-API async work (Node waits for it
+// before an environment, such as a worker, ends). Its callbacks throw
+// nothing: when the environment is ending, Node-API calls fail and the
+// failure is ignored (node-addon-api's AsyncWorker would throw out of them,
+// which aborts the process).
+class PoolJob {
  public:
-  FreeWork(Napi::Env env, std::shared_ptr<Closing> closing, polylimit_limiter* limiter)
-      : Napi::AsyncWorker(env, "polylimit.free"), closing_(std::move(closing)), limiter_(limiter) {}
+  virtual ~PoolJob() = default;
+  // Queues the job, which deletes itself when done; false (and deleted):
+  // it could not be queued.
+  static bool Queue(napi_env env, PoolJob* job) {
+    napi_value name;
+    if (napi_create_string_utf8(env, "polylimit", NAPI_AUTO_LENGTH, &name) == napi_ok &&
+        napi_create_async_work(
+            env, nullptr, name, [](napi_env, void* data) { static_cast<PoolJob*>(data)->Execute(); },
+            [](napi_env env, napi_status status, void* data) {
+              PoolJob* job = static_cast<PoolJob*>(data);
+              if (status == napi_ok) job->Complete(env);
+              napi_delete_async_work(env, job->work_);
+              delete job;
+            },
+            job, &job->work_) == napi_ok) {
+      if (napi_queue_async_work(env, job->work_) == napi_ok) return true;
+      napi_delete_async_work(env, job->work_);
+    }
+    delete job;
+    return false;
+  }
+
+ protected:
+  virtual void Execute() = 0;              // on the thread pool
+  virtual void Complete(napi_env) {}  // on the loop, after Execute
+
+ private:
+  napi_async_work work_ = nullptr;
+};
+
+// A limiter freed on the thread pool (the GC collected it while it holds
+// leases, or while its client is closing).
+class FreeJob : public PoolJob {
+ public:
+  FreeJob(std::shared_ptr<Closing> closing, polylimit_limiter* limiter)
+      : closing_(std::move(closing)), limiter_(limiter) {}
+
+ protected:
   void Execute() override {
     std::lock_guard<std::mutex> lock(closing_->mu);
     polylimit_limiter_free(limiter_);
@@ -110,26 +148,28 @@ class FreeWork : public Napi::AsyncWorker {
   polylimit_limiter* limiter_;
 };
 
-// Client.close(): polylimit_client_close on the thread pool; the promise
-// settles on the loop once the connections are released.
-class CloseWork : public Napi::AsyncWorker {
+// A client closed on the thread pool; `deferred` (may be null) is resolved
+// on the loop once the connections are released.
+class CloseJob : public PoolJob {
  public:
-  CloseWork(Napi::Env env, std::shared_ptr<Closing> closing, polylimit_client* client)
-      : Napi::AsyncWorker(env, "polylimit.close"),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        closing_(std::move(closing)),
-        client_(client) {}
-  Napi::Promise Promise() const { return deferred_.Promise(); }
+  CloseJob(std::shared_ptr<Closing> closing, polylimit_client* client, napi_deferred deferred)
+      : closing_(std::move(closing)), client_(client), deferred_(deferred) {}
+
+ protected:
   void Execute() override {
     std::lock_guard<std::mutex> lock(closing_->mu);
     polylimit_client_close(client_);
   }
-  void OnOK() override { deferred_.Resolve(Env().Undefined()); }
+  void Complete(napi_env env) override {
+    napi_value undefined;
+    if (deferred_ != nullptr && napi_get_undefined(env, &undefined) == napi_ok)
+      napi_resolve_deferred(env, deferred_, undefined);
+  }
 
  private:
-  Napi::Promise::Deferred deferred_;
   std::shared_ptr<Closing> closing_;
   polylimit_client* client_;
+  napi_deferred deferred_;
 };
 
 // One call in flight: its promise, its limiter's JS object (held strongly
@@ -201,14 +241,8 @@ class Client : public Napi::ObjectWrap<Client> {
   ~Client() override {
     if (!cleaned_) {
       napi_remove_env_cleanup_hook(Env(), &Client::Cleanup, this);
-      if (client_ != nullptr) {
-        try {
-          (new CloseWork(Env(), closing_, client_))->Queue();
-          client_ = nullptr;
-        } catch (...) {
-        }
-      }
-      Cleanup(this);
+      if (client_ != nullptr && PoolJob::Queue(Env(), new CloseJob(closing_, client_, nullptr))) client_ = nullptr;
+      Cleanup(this);  // closes the client here if the job could not be queued
     }
   }
 
@@ -320,18 +354,26 @@ class Client : public Napi::ObjectWrap<Client> {
   // (leases given back, connections released) runs on the thread pool.
   Napi::Value Close(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (client_ == nullptr) return closed_promise(env);
-    auto* work = new CloseWork(env, closing_, client_);  // deletes itself when done
+    Napi::Promise::Deferred done = Napi::Promise::Deferred::New(env);
+    if (client_ == nullptr) {
+      done.Resolve(env.Undefined());
+      return done.Promise();
+    }
+    napi_deferred deferred;
+    napi_value promise;
+    if (napi_create_promise(env, &deferred, &promise) != napi_ok) throw Napi::Error::New(env);
+    if (!PoolJob::Queue(env, new CloseJob(closing_, client_, deferred))) {
+      // (Not expected: the environment is ending.) Closed here, then.
+      {
+        std::lock_guard<std::mutex> lock(closing_->mu);
+        polylimit_client_close(client_);
+      }
+      napi_value undefined;
+      napi_get_undefined(env, &undefined);
+      napi_resolve_deferred(env, deferred, undefined);
+    }
     client_ = nullptr;
-    Napi::Promise promise = work->Promise();
-    work->Queue();
-    return promise;
-  }
-
-  static Napi::Value closed_promise(Napi::Env env) {
-    Napi::Promise::Deferred d = Napi::Promise::Deferred::New(env);
-    d.Resolve(env.Undefined());
-    return d.Promise();
+    return Napi::Value(env, promise);
   }
 
   // The client's counters, named as in polylimit_stats (snake_case).
@@ -486,10 +528,8 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
         return;
       }
     }
-    try {
-      (new FreeWork(Env(), closing_, limiter_))->Queue();  // deletes itself when done
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(closing_->mu);
+    if (!PoolJob::Queue(Env(), new FreeJob(closing_, limiter_))) {
+      std::lock_guard<std::mutex> lock(closing_->mu);  // (the environment is ending)
       polylimit_limiter_free(limiter_);
     }
   }
