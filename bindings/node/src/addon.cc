@@ -354,8 +354,8 @@ class Client : public Napi::ObjectWrap<Client> {
   // (leases given back, connections released) runs on the thread pool.
   Napi::Value Close(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    Napi::Promise::Deferred done = Napi::Promise::Deferred::New(env);
-    if (client_ == nullptr) {
+    if (client_ == nullptr) {  // closed already
+      Napi::Promise::Deferred done = Napi::Promise::Deferred::New(env);
       done.Resolve(env.Undefined());
       return done.Promise();
     }
@@ -515,9 +515,9 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   // Allowed with calls in flight: they hold the core's limiter. (The GC
   // runs this.) With leases, freeing gives units back over the network, and
   // while the client is closing it must wait for the close: either way it
-  // is done on the thread pool.
-  // When the environment ends the client is already closed (its cleanup
-  // hook runs first), so the free is quick and done here.
+  // is done on the thread pool. When the environment ends the client is
+  // already closed (its cleanup hook runs first), so the free is quick and
+  // done here.
   ~Limiter() override {
     if (limiter_ == nullptr) return;
     if (!leases_ || closing_->ended) {
