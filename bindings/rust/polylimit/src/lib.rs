@@ -630,7 +630,9 @@ impl LimiterBuilder {
     /// the key from Redis in one round trip and hands them out in this
     /// process without one, for `duration` (at most the window; rounded up to
     /// whole milliseconds; zero makes `build` fail). Unused units go back when
-    /// the lease ends, the limiter is dropped or the client closes.
+    /// the lease ends, the limiter is dropped or the client closes; a drop
+    /// on a tokio runtime gives them back on its blocking pool (feature
+    /// `tokio`), never on the runtime's thread.
     /// Admissions can exceed the limit in a window by at most `units` per
     /// limiter holding leases on the key. `units` 0: off (the default); at
     /// most the smallest limit; not with [`block`](Self::block). `check` and
@@ -702,6 +704,7 @@ impl LimiterBuilder {
             inner: Arc::new(LimiterInner {
                 handle: l,
                 client: self.client.clone(),
+                leases: self.lease_units > 0,
             }),
         })
     }
@@ -710,8 +713,11 @@ impl LimiterBuilder {
 pub(crate) struct LimiterInner {
     pub(crate) handle: *mut sys::polylimit_limiter,
     /// Keeps the client open while the limiter lives; its lock orders an
-    /// explicit close after calls in flight.
+    /// explicit close after calls in flight (and after the free).
     pub(crate) client: Client,
+    /// Freeing gives the leases' unused units back: a round trip.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    leases: bool,
 }
 
 // SAFETY: limiter handles may be used from any number of threads at once (C
@@ -719,10 +725,43 @@ pub(crate) struct LimiterInner {
 unsafe impl Send for LimiterInner {}
 unsafe impl Sync for LimiterInner {}
 
-impl Drop for LimiterInner {
+/// A limiter handle to free, with the client it belongs to.
+struct Freeing {
+    handle: *mut sys::polylimit_limiter,
+    client: Client,
+}
+
+// SAFETY: a limiter handle may be freed from any thread (C ABI).
+unsafe impl Send for Freeing {}
+
+impl Drop for Freeing {
     fn drop(&mut self) {
+        // The read guard: an explicit close of the client does not race the
+        // free (the C ABI forbids it).
+        let _client = self.client.inner.read();
         // SAFETY: the last reference: no call is in flight.
         unsafe { sys::polylimit_limiter_free(self.handle) };
+    }
+}
+
+impl Drop for LimiterInner {
+    fn drop(&mut self) {
+        let freeing = Freeing {
+            handle: self.handle,
+            client: self.client.clone(),
+        };
+        // With leases, freeing waits for Redis (the unused units go back):
+        // on a tokio runtime that is done on its blocking pool, never on the
+        // runtime's thread. (If the runtime is shutting down and drops the
+        // task unrun, dropping it frees the limiter there.)
+        #[cfg(feature = "tokio")]
+        if self.leases {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn_blocking(move || drop(freeing));
+                return;
+            }
+        }
+        drop(freeing);
     }
 }
 

@@ -156,3 +156,66 @@ fn each_runtime_reaps_its_own_checks() {
     drop(a);
     assert_eq!(check(&c), 96);
 }
+
+/// A limiter with leases dropped on a runtime thread while the server does
+/// not answer: the drop returns at once (the units go back on the blocking
+/// pool, once the server answers), and the runtime keeps running tasks.
+#[tokio::test(flavor = "current_thread")]
+async fn dropping_a_leased_limiter_does_not_block_the_runtime() {
+    let server = common::Deployment::start(&["standalone"]);
+    let nodes = &server.desc[server.desc.find("\"nodes\"").unwrap()..];
+    let at = nodes.find("\"pid\": ").unwrap() + 7;
+    let pid: String = nodes[at..].chars().take_while(char::is_ascii_digit).collect();
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    };
+    let client = Client::builder()
+        .command_timeout(Duration::from_secs(3))
+        .open(&server.url)
+        .unwrap();
+    let p = prefix("drop-lease");
+    let watch = client.limiter_builder().spec("100/minute").prefix(&p).build().unwrap();
+    let leased = client
+        .limiter_builder()
+        .spec("100/minute")
+        .prefix(&p)
+        .lease(10, Duration::from_secs(60))
+        .build()
+        .unwrap();
+    assert!(leased.check_async("k", 1).await.unwrap().allowed);
+    signal("-STOP");
+    let ticker = tokio::spawn(async {
+        let mut ticks = 0;
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            ticks += 1;
+        }
+        ticks
+    });
+    let started = std::time::Instant::now();
+    drop(leased);
+    let dropped = started.elapsed();
+    let ticks = ticker.await.unwrap(); // this one thread ran the ticker meanwhile
+    signal("-CONT");
+    assert!(
+        dropped < Duration::from_millis(100),
+        "the drop held the runtime's thread for {dropped:?}"
+    );
+    assert_eq!(ticks, 30);
+    // The 9 units the lease did not hand out go back once the server answers.
+    let mut refunded = 0;
+    for _ in 0..100 {
+        refunded = client.stats().unwrap().refunded_units();
+        if refunded > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(refunded, 9);
+    assert_eq!(watch.peek_async("k").await.unwrap().remaining, 99);
+}
