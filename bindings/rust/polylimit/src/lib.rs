@@ -410,6 +410,19 @@ impl Client {
         self.inner.close();
     }
 
+    /// As [`close`](Self::close), without blocking the runtime: closing
+    /// gives the leases' unused units back (a round trip) and waits for
+    /// blocking calls in flight, so it runs on the runtime's blocking pool.
+    /// Calls made after this future is first polled may fail with
+    /// [`Error::Closed`] already.
+    #[cfg(feature = "tokio")]
+    pub async fn close_async(&self) {
+        let inner = self.inner.clone();
+        // A JoinError means the runtime is shutting down: the task was
+        // dropped unrun, and the last clone's drop closes the client.
+        let _ = tokio::task::spawn_blocking(move || inner.close()).await;
+    }
+
     /// The client's counters since it was opened.
     pub fn stats(&self) -> Result<Stats, Error> {
         let h = self.inner.read();

@@ -219,3 +219,57 @@ async fn dropping_a_leased_limiter_does_not_block_the_runtime() {
     assert_eq!(refunded, 9);
     assert_eq!(watch.peek_async("k").await.unwrap().remaining, 99);
 }
+
+/// close_async with leases while the server does not answer: the runtime
+/// keeps running tasks, later calls fail at once, and the future completes
+/// once the units have gone back.
+#[tokio::test(flavor = "current_thread")]
+async fn close_async_does_not_block_the_runtime() {
+    let server = common::Deployment::start(&["standalone"]);
+    let nodes = &server.desc[server.desc.find("\"nodes\"").unwrap()..];
+    let at = nodes.find("\"pid\": ").unwrap() + 7;
+    let pid: String = nodes[at..].chars().take_while(char::is_ascii_digit).collect();
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    };
+    let client = Client::builder()
+        .command_timeout(Duration::from_secs(3))
+        .open(&server.url)
+        .unwrap();
+    let p = prefix("close-async");
+    let leased = client
+        .limiter_builder()
+        .spec("100/minute")
+        .prefix(&p)
+        .lease(10, Duration::from_secs(60))
+        .build()
+        .unwrap();
+    assert!(leased.check_async("k", 1).await.unwrap().allowed);
+    signal("-STOP");
+    let closing = {
+        let client = client.clone();
+        tokio::spawn(async move { client.close_async().await })
+    };
+    let started = std::time::Instant::now();
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let ticking = started.elapsed(); // the runtime's one thread kept running tasks
+    assert!(
+        ticking < Duration::from_millis(1500),
+        "30 ticks of 10 ms took {ticking:?}"
+    );
+    assert!(!closing.is_finished()); // the close waits for the server
+    assert!(matches!(leased.check_async("k", 1).await, Err(Error::Closed(_))));
+    signal("-CONT");
+    closing.await.unwrap();
+    assert!(matches!(client.stats(), Err(Error::Closed(_))));
+    let watch = Client::open(&server.url).unwrap();
+    let plain = watch.limiter_builder().spec("100/minute").prefix(&p).build().unwrap();
+    assert_eq!(plain.peek_async("k").await.unwrap().remaining, 99); // 9 went back
+}
