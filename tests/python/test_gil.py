@@ -113,3 +113,44 @@ def test_recovers_after_the_server_returns(private_redis, key):
         finally:
             os.kill(private_redis.pid, signal.SIGCONT)
         assert lim.check(key).allowed  # the broken connection was replaced
+
+
+def _spin_while(thread, seconds):
+    """Pure Python for `seconds` (it needs the GIL); how many turns it made."""
+    spins = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        spins += 1
+    assert thread.is_alive(), "the call returned although the server is stopped"
+    return spins
+
+
+@pytest.mark.parametrize("how", ["close", "free"])
+def test_leases_go_back_without_the_gil(private_redis, frozen, key, how):
+    # Closing the client, or dropping the last reference to a limiter with
+    # leases, gives the unused units back: a round trip, here to a stopped
+    # server, that must not hold the GIL.
+    client = polylimit.Client(private_redis.url, command_timeout=0.6)
+    watch = polylimit.Client(private_redis.url)
+    try:
+        box = [client.limiter("100/minute", lease_units=10, lease=60)]
+        assert box[0].check(key).allowed
+        frozen()
+        if how == "close":
+            t = threading.Thread(target=client.close)
+        else:
+            t = threading.Thread(target=box.clear)  # the limiter's last reference
+        t.start()
+        spins = _spin_while(t, 0.3)
+        t.join(5)
+        assert not t.is_alive()
+        assert spins > 10_000, spins  # ~0 with the GIL held by the give-back
+        st = client.stats() if how == "free" else None
+        # The server was stopped for the whole give-back: it timed out, and
+        # the 9 units stay with Redis until the window frees them.
+        if st is not None:
+            assert (st["leased_units"], st["refunded_units"], st["stranded_units"]) == (10, 0, 9), st
+    finally:
+        os.kill(private_redis.pid, signal.SIGCONT)
+        client.close()
+        watch.close()

@@ -145,12 +145,33 @@ int to_int(py::handle value, const char* name) {
   return static_cast<int>(v);
 }
 
+// Runs `f` without the GIL when this thread holds it (and the interpreter is
+// not finalizing, when releasing it is not safe): closing a client and
+// freeing a limiter give the leases' unused units back to Redis, a round
+// trip no other Python thread should wait for.
+template <class F>
+void without_gil(F&& f) {
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool finalizing = Py_IsFinalizing();
+#else
+  const bool finalizing = _Py_IsFinalizing();
+#endif
+  if (PyGILState_Check() && !finalizing) {
+    py::gil_scoped_release nogil;
+    f();
+  } else {
+    f();
+  }
+}
+
 // The limiter handle, shared by the Limiter and every Decision it made, so
 // that decision.headers() can ask the core for the limiter's headers even
 // after the Python Limiter is gone (polylimit_limiter_free runs with the last
-// owner).
+// owner, without the GIL).
 struct FreeLimiter {
-  void operator()(polylimit_limiter* l) const { polylimit_limiter_free(l); }
+  void operator()(polylimit_limiter* l) const {
+    without_gil([l] { polylimit_limiter_free(l); });
+  }
 };
 using LimiterHandle = std::shared_ptr<polylimit_limiter>;
 
@@ -247,7 +268,13 @@ class Client {
   }
   // polylimit_client_close: the core closes every limiter made from this
   // client; their later calls fail with POLYLIMIT_ECLOSED, from the core.
-  void close() { handle_.reset(); }
+  // The handle is taken first (with the GIL): no call starts on it after.
+  void close() {
+    if (!handle_) return;
+    std::shared_ptr<polylimit_client> h = std::move(handle_);
+    without_gil([&h] { h.reset(); });
+  }
+  ~Client() { close(); }
   bool closed() const { return !handle_; }
 
   // Counters only: no I/O, so the GIL stays held.
