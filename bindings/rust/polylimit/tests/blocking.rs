@@ -169,13 +169,7 @@ fn lease_takes_a_block_and_gives_back_the_rest() {
     let client = Client::open(redis_url()).unwrap();
     let p = prefix("lease");
     let watch = client.limiter_builder().spec("100/minute").prefix(&p).build().unwrap();
-    let leased = client
-        .limiter_builder()
-        .spec("100/minute")
-        .prefix(&p)
-        .lease(10, Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let leased = common::leased(&client, &p);
     for i in 0..3 {
         let d = leased.check("k", 1).unwrap();
         assert!(d.allowed && d.granted == 1, "check {i}: {d:?}");

@@ -157,38 +157,28 @@ fn each_runtime_reaps_its_own_checks() {
     assert_eq!(check(&c), 96);
 }
 
+/// A server of its own that the test can stop (SIGSTOP) without holding up
+/// the other tests, and a client whose calls to it time out after 3 s.
+fn stoppable() -> (common::Deployment, Client) {
+    let server = common::Deployment::start(&["standalone"]);
+    let client = Client::builder()
+        .command_timeout(Duration::from_secs(3))
+        .open(&server.url)
+        .unwrap();
+    (server, client)
+}
+
 /// A limiter with leases dropped on a runtime thread while the server does
 /// not answer: the drop returns at once (the units go back on the blocking
 /// pool, once the server answers), and the runtime keeps running tasks.
 #[tokio::test(flavor = "current_thread")]
 async fn dropping_a_leased_limiter_does_not_block_the_runtime() {
-    let server = common::Deployment::start(&["standalone"]);
-    let nodes = &server.desc[server.desc.find("\"nodes\"").unwrap()..];
-    let at = nodes.find("\"pid\": ").unwrap() + 7;
-    let pid: String = nodes[at..].chars().take_while(char::is_ascii_digit).collect();
-    let signal = |sig: &str| {
-        let ok = std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} {pid}");
-    };
-    let client = Client::builder()
-        .command_timeout(Duration::from_secs(3))
-        .open(&server.url)
-        .unwrap();
+    let (server, client) = stoppable();
     let p = prefix("drop-lease");
     let watch = client.limiter_builder().spec("100/minute").prefix(&p).build().unwrap();
-    let leased = client
-        .limiter_builder()
-        .spec("100/minute")
-        .prefix(&p)
-        .lease(10, Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let leased = common::leased(&client, &p);
     assert!(leased.check_async("k", 1).await.unwrap().allowed);
-    signal("-STOP");
+    server.signal("-STOP");
     let ticker = tokio::spawn(async {
         let mut ticks = 0;
         for _ in 0..30 {
@@ -201,7 +191,7 @@ async fn dropping_a_leased_limiter_does_not_block_the_runtime() {
     drop(leased);
     let dropped = started.elapsed();
     let ticks = ticker.await.unwrap(); // this one thread ran the ticker meanwhile
-    signal("-CONT");
+    server.signal("-CONT");
     assert!(
         dropped < Duration::from_millis(100),
         "the drop held the runtime's thread for {dropped:?}"
@@ -225,32 +215,11 @@ async fn dropping_a_leased_limiter_does_not_block_the_runtime() {
 /// once the units have gone back.
 #[tokio::test(flavor = "current_thread")]
 async fn close_async_does_not_block_the_runtime() {
-    let server = common::Deployment::start(&["standalone"]);
-    let nodes = &server.desc[server.desc.find("\"nodes\"").unwrap()..];
-    let at = nodes.find("\"pid\": ").unwrap() + 7;
-    let pid: String = nodes[at..].chars().take_while(char::is_ascii_digit).collect();
-    let signal = |sig: &str| {
-        let ok = std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill {sig} {pid}");
-    };
-    let client = Client::builder()
-        .command_timeout(Duration::from_secs(3))
-        .open(&server.url)
-        .unwrap();
+    let (server, client) = stoppable();
     let p = prefix("close-async");
-    let leased = client
-        .limiter_builder()
-        .spec("100/minute")
-        .prefix(&p)
-        .lease(10, Duration::from_secs(60))
-        .build()
-        .unwrap();
+    let leased = common::leased(&client, &p);
     assert!(leased.check_async("k", 1).await.unwrap().allowed);
-    signal("-STOP");
+    server.signal("-STOP");
     let closing = {
         let client = client.clone();
         tokio::spawn(async move { client.close_async().await })
@@ -266,7 +235,7 @@ async fn close_async_does_not_block_the_runtime() {
     );
     assert!(!closing.is_finished()); // the close waits for the server
     assert!(matches!(leased.check_async("k", 1).await, Err(Error::Closed(_))));
-    signal("-CONT");
+    server.signal("-CONT");
     closing.await.unwrap();
     assert!(matches!(client.stats(), Err(Error::Closed(_))));
     let watch = Client::open(&server.url).unwrap();

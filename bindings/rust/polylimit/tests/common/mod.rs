@@ -96,6 +96,29 @@ impl Deployment {
     }
 }
 
+impl Deployment {
+    /// Sends `sig` ("-STOP", "-CONT") to the first data node.
+    pub fn signal(&self, sig: &str) {
+        let nodes = &self.desc[self.desc.find("\"nodes\"").expect("no nodes")..];
+        let at = nodes.find("\"pid\": ").unwrap() + 7;
+        let pid: String = nodes[at..].chars().take_while(char::is_ascii_digit).collect();
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap().success();
+        assert!(ok, "kill {sig} {pid}");
+    }
+}
+
+/// A "100/minute" limiter under `prefix` whose checks take leases of 10
+/// units for 60 s.
+pub fn leased(client: &polylimit::Client, prefix: &str) -> polylimit::Limiter {
+    client
+        .limiter_builder()
+        .spec("100/minute")
+        .prefix(prefix)
+        .lease(10, std::time::Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
 impl Drop for Deployment {
     fn drop(&mut self) {
         drop(self.child.stdin.take()); // end of input: redisfix stops everything
