@@ -589,3 +589,39 @@ async def _until(condition, what):
 
 async def _queue_of_running_loop():
     return polylimit._aio.queue_for(asyncio.get_running_loop())
+
+
+def test_aclose_gives_leases_back_off_the_loop(private_redis, key):
+    # The close gives the lease's 9 unused units back: a round trip, here to
+    # a stopped server (until the command timeout), that the loop does not
+    # wait for.
+    async def main():
+        client = polylimit.Client(private_redis.url, command_timeout=0.6)
+        lim = client.limiter("100/minute", lease_units=10, lease=60)
+        assert (await lim.acheck(key)).allowed
+        os.kill(private_redis.pid, signal.SIGSTOP)
+        try:
+            closing = asyncio.ensure_future(client.aclose())
+            ticks = 0
+            started = time.perf_counter()
+            while not closing.done():
+                ticks += 1
+                await asyncio.sleep(0.005)
+            await closing
+            return ticks, time.perf_counter() - started, client
+        finally:
+            os.kill(private_redis.pid, signal.SIGCONT)
+
+    ticks, elapsed, client = asyncio.run(main())
+    assert client.closed
+    assert elapsed >= 0.5, elapsed  # the give-back waited for the stopped server
+    assert ticks >= 20, ticks  # while the loop went on
+
+
+def test_async_with_closes_the_client(url, prefix):
+    async def main():
+        async with polylimit.Client(url) as client:
+            assert (await client.limiter("5/s", prefix=prefix).acheck("k")).allowed
+        return client
+
+    assert asyncio.run(main()).closed

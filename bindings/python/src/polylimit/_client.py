@@ -436,11 +436,25 @@ class Client:
         if executor is not None and self._executor_pid == os.getpid():
             executor.shutdown(wait=False)
 
+    async def aclose(self) -> None:
+        """As :meth:`close`, without blocking the event loop: closing gives
+        the leases' unused units back to Redis (a round trip, up to the
+        command timeout when the server does not answer), so it runs on the
+        loop's default executor. Calls raise :class:`polylimit.ClosedError`
+        once that thread has begun the close."""
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
     def __enter__(self) -> "Client":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         return "<polylimit.Client %r%s%s>" % (redact_url(self._url), "" if self._name is None else " name=%r" % self._name,
