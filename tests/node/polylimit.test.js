@@ -353,9 +353,14 @@ test('close() with leases and a stopped server: the event loop keeps turning', a
 
 // A limiter with leases that the GC collects gives its units back too, on
 // the thread pool: the collection does not wait for the server.
-test('a collected limiter with leases gives them back without holding the event loop', async () => {
+// The GC's trigger, in this thread or (by its source) in a worker.
+function collector() {
   require('node:v8').setFlagsFromString('--expose_gc');
-  const gc = require('node:vm').runInNewContext('gc');
+  return require('node:vm').runInNewContext('gc');
+}
+
+test('a collected limiter with leases gives them back without holding the event loop', async () => {
+  const gc = collector();
   const prefix = uniquePrefix('gc-lease');
   const client = new polylimit.Client(server.url, { commandTimeoutMs: 3000 });
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -441,8 +446,7 @@ test('a worker terminated with calls in flight', async () => {
 test('a worker terminated while its client closes and a leased limiter is freed', async () => {
   const source = `
     const { parentPort, workerData } = require('node:worker_threads');
-    require('node:v8').setFlagsFromString('--expose_gc');
-    const collect = globalThis.gc || require('node:vm').runInNewContext('gc');
+    const collect = (${collector})();
     const polylimit = require(workerData.module);
     (async () => {
       const client = new polylimit.Client(workerData.url);

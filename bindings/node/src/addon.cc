@@ -101,9 +101,9 @@ struct Closing {
 class PoolJob {
  public:
   virtual ~PoolJob() = default;
-  // Queues the job, which deletes itself when done; false (and deleted):
-  // it could not be queued.
-  static bool Queue(napi_env env, PoolJob* job) {
+  // Queues the job, which deletes itself when done. If it cannot be queued
+  // (not expected: the environment is ending), it runs here and now.
+  static void Run(napi_env env, PoolJob* job) {
     napi_value name;
     if (napi_create_string_utf8(env, "polylimit", NAPI_AUTO_LENGTH, &name) == napi_ok &&
         napi_create_async_work(
@@ -115,11 +115,12 @@ class PoolJob {
               delete job;
             },
             job, &job->work_) == napi_ok) {
-      if (napi_queue_async_work(env, job->work_) == napi_ok) return true;
+      if (napi_queue_async_work(env, job->work_) == napi_ok) return;
       napi_delete_async_work(env, job->work_);
     }
+    job->Execute();
+    job->Complete(env);
     delete job;
-    return false;
   }
 
  protected:
@@ -241,8 +242,9 @@ class Client : public Napi::ObjectWrap<Client> {
   ~Client() override {
     if (!cleaned_) {
       napi_remove_env_cleanup_hook(Env(), &Client::Cleanup, this);
-      if (client_ != nullptr && PoolJob::Queue(Env(), new CloseJob(closing_, client_, nullptr))) client_ = nullptr;
-      Cleanup(this);  // closes the client here if the job could not be queued
+      if (client_ != nullptr) PoolJob::Run(Env(), new CloseJob(closing_, client_, nullptr));
+      client_ = nullptr;
+      Cleanup(this);
     }
   }
 
@@ -362,16 +364,7 @@ class Client : public Napi::ObjectWrap<Client> {
     napi_deferred deferred;
     napi_value promise;
     if (napi_create_promise(env, &deferred, &promise) != napi_ok) throw Napi::Error::New(env);
-    if (!PoolJob::Queue(env, new CloseJob(closing_, client_, deferred))) {
-      // (Not expected: the environment is ending.) Closed here, then.
-      {
-        std::lock_guard<std::mutex> lock(closing_->mu);
-        polylimit_client_close(client_);
-      }
-      napi_value undefined;
-      napi_get_undefined(env, &undefined);
-      napi_resolve_deferred(env, deferred, undefined);
-    }
+    PoolJob::Run(env, new CloseJob(closing_, client_, deferred));
     client_ = nullptr;
     return Napi::Value(env, promise);
   }
@@ -520,18 +513,19 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   // done here.
   ~Limiter() override {
     if (limiter_ == nullptr) return;
-    if (!leases_ || closing_->ended) {
+    if (closing_->ended) {
+      std::lock_guard<std::mutex> lock(closing_->mu);
+      polylimit_limiter_free(limiter_);
+      return;
+    }
+    if (!leases_) {
       std::unique_lock<std::mutex> lock(closing_->mu, std::try_to_lock);
-      if (lock.owns_lock() || closing_->ended) {
-        if (!lock.owns_lock()) lock.lock();
+      if (lock.owns_lock()) {
         polylimit_limiter_free(limiter_);
         return;
       }
     }
-    if (!PoolJob::Queue(Env(), new FreeJob(closing_, limiter_))) {
-      std::lock_guard<std::mutex> lock(closing_->mu);  // (the environment is ending)
-      polylimit_limiter_free(limiter_);
-    }
+    PoolJob::Run(Env(), new FreeJob(closing_, limiter_));
   }
 
  private:
