@@ -129,6 +129,10 @@ fi
 for lang in python go java node rust readme cross; do
   if [ -x "$root/tests/$lang/run.sh" ]; then
     run_suite "$lang" "$root/tests/$lang/run.sh"
+    # The cross-language suite runs the jar the Java suite built and tested.
+    if [ "$lang" = java ] && [[ ${results[-1]} == PASS* ]] && [ -f "$root/build/java-mvn/polylimit-1.0.0.jar" ]; then
+      export POLYLIMIT_JAVA_JAR="$root/build/java-mvn/polylimit-1.0.0.jar"
+    fi
   fi
 done
 
