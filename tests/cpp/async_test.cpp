@@ -393,7 +393,9 @@ TEST(Async, FrozenServerCompletesWithTimeoutAndSubmitDoesNotWait) {
 TEST(Async, FullConnectionQueueIsAClearError) {
   pltest::RedisServer own;
   Handles h;
-  open(h, own.url(), "async-full", 10, 1, 3000);
+  // A command timeout far above the submits' time, also under ThreadSanitizer
+  // (3 s was not: the first checks timed out while the last were submitted).
+  open(h, own.url(), "async-full", 10, 1, 60000);
   polylimit_error err;
   ASSERT_NO_FATAL_FAILURE(connect_then_pause(h, own));
   // Distinct keys: checks of one key queue behind its call in flight
