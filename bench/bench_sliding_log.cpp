@@ -2,8 +2,9 @@
 // one run, against a redis-server it starts:
 //   OLD  a ZSET, one member per admitted unit (the script of commit 0b2b4d8,
 //        embedded from bench/legacy/sliding_log_zset.lua)
-//   NEW  a ring of 8-byte admission times in a STRING (the library's current
-//        script, core/scripts/sliding_log.lua, from scripts_generated.h)
+//   NEW  a ring of 8-byte admission times in a STRING (the script the
+//        library runs for a check, core/scripts/single/sliding_log.lua, from
+//        scripts_generated.h)
 // Both are run with the same KEYS/ARGV, through EVALSHA on one connection;
 // keys are named as each layout's library named them (Limiter::storage_key,
 // prefix "pl").
@@ -93,7 +94,7 @@ struct Layout {
 };
 
 const Layout kOld = {"OLD", "ZSET", legacy::kSlidingLogZsetSource, legacy::kSlidingLogZsetSha1, true};
-const Layout kNew = {"NEW", "ring", scripts::k_sliding_log.source, scripts::k_sliding_log.sha1, false};
+const Layout kNew = {"NEW", "ring", scripts::k_sliding_log_single.source, scripts::k_sliding_log_single.sha1, false};
 
 // The token the old library sent (RedisBackend::next_token at 0b2b4d8):
 // a random instance id, the pid and a counter, e.g. 3f2a...9c.1a2b.7f.
@@ -158,11 +159,15 @@ int64_t run_checks(Conn& c, const Layout& layout, const std::string& key, int64_
     std::vector<Argv> calls;
     for (; done < n && static_cast<int64_t>(calls.size()) < kBatch; ++done)
       calls.push_back(check_argv(layout, fresh ? key + "#" + std::to_string(done) : key, cost, limit, window_us));
+    // OLD answers with an array, NEW with one string ("allowed limit ...").
     for (Reply& r : c.pipeline(calls)) {
-      if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER)
+      if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->type == REDIS_REPLY_INTEGER)
+        admitted += r->element[0]->integer;
+      else if (r->type == REDIS_REPLY_STRING && r->len >= 2 && (r->str[0] == '0' || r->str[0] == '1') && r->str[1] == ' ')
+        admitted += r->str[0] - '0';
+      else
         throw std::runtime_error(std::string(layout.name) + " script: " +
                                  (r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "unexpected reply"));
-      admitted += r->element[0]->integer;
     }
   }
   return admitted;
@@ -441,7 +446,7 @@ int main(int argc, char** argv) {
   std::printf("redis-server %s\n", version.c_str());
   std::printf("OLD: ZSET, script SHA1 %s (bench/legacy/sliding_log_zset.lua: commit 0b2b4d8's prelude + script)\n",
               kOld.sha1);
-  std::printf("NEW: ring, script SHA1 %s (core/scripts/sliding_log.lua, as the library embeds it)\n\n", kNew.sha1);
+  std::printf("NEW: ring, script SHA1 %s (core/scripts/single/sliding_log.lua, as the library embeds it)\n\n", kNew.sha1);
   memory_table(c, server);
   time_table(c, reps);
   return 0;

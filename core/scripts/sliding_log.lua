@@ -11,8 +11,8 @@
 -- slots holds every unit that still counts, in time order. `cost` more units
 -- fit exactly when the (limit - cost + 1)-th newest entry has left the window
 -- (or there is none): one read decides, whatever the cost, and admitting
--- writes `cost` slots with one SETRANGE (two when the ring wraps) over slots
--- whose units have left the window. Entries are written at max(now, newest),
+-- writes `cost` slots over slots whose units have left the window (one
+-- SETRANGE, two when the ring wraps, more for runs above 128 slots: fill). Entries are written at max(now, newest),
 -- so a clock that steps back (client clocks) keeps the ring sorted; such
 -- units then count a little longer, never shorter. A ring smaller than the
 -- limit (the limit grew) is re-read once and rewritten at the new size; a
@@ -253,6 +253,21 @@ local function write_whole(r)  -- a ring re-read for another limit
   redis.call('SET', r.key, table.concat(data), 'KEEPTTL')
 end
 
+-- Writes n copies of `slot` into slots p..p+n-1 of ring `key`, as
+-- single/sliding_log.lua does: a long run as pieces of PIECE slots (making a
+-- Lua string costs the server per byte, a SETRANGE about as much as 1 KB of
+-- that), the farthest first.
+local PIECE = 128
+local function fill(key, p, n, slot)
+  if n <= PIECE then
+    redis.call('SETRANGE', key, HDR + W * p, string.rep(slot, n))
+    return
+  end
+  local piece = string.rep(slot, PIECE)
+  redis.call('SETRANGE', key, HDR + W * (p + n - PIECE), piece)
+  for q = p, p + n - PIECE - 1, PIECE do redis.call('SETRANGE', key, HDR + W * q, piece) end
+end
+
 -- The admissions of this call, written as one (they share one time).
 for i = 1, n do
   local r = ring[i]
@@ -278,8 +293,8 @@ for i = 1, n do
                  r.data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl_ms(t + r.window - now, r.window))
     else
       local first = math.min(cost, r.size - r.head)
-      redis.call('SETRANGE', r.key, HDR + W * r.head, string.rep(slot, first))
-      if cost > first then redis.call('SETRANGE', r.key, HDR, string.rep(slot, cost - first)) end
+      fill(r.key, r.head, first, slot)
+      if cost > first then fill(r.key, 0, cost - first, slot) end
       r.head, r.used = (r.head + cost) % r.size, math.min(r.size, r.used + cost)
       redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
       expire(r, t)

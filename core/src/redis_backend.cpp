@@ -27,17 +27,15 @@ const scripts::Script& script_for(Algorithm a) {
 }
 
 // The script a request runs. Checks of one limit without a block (the
-// common call, alone or coalesced; for the sliding log, a limit up to 256)
-// run a script of their own, which costs the Redis thread less
-// (core/scripts/single/); everything else runs the general script of its
-// algorithm. Both read and write the same layout and decide alike, so which
+// common call, alone or coalesced) run a script of their own, which costs
+// the Redis thread less (core/scripts/single/); everything else runs the
+// general script of its algorithm. Both read and write the same layout and decide alike, so which
 // one a call runs changes nothing but the server's time.
 const scripts::Script& script_for(const Request& rq) {
   const Algorithm a = (*rq.limits)[0].algorithm;
   if (rq.op != Op::kCheck || rq.limits->size() != 1 || rq.block_us > 0) return script_for(a);
   switch (a) {
-    case Algorithm::kSlidingLog:  // it reads the whole ring at once: small rings only
-      return (*rq.limits)[0].limit <= 256 ? scripts::k_sliding_log_single : scripts::k_sliding_log;
+    case Algorithm::kSlidingLog: return scripts::k_sliding_log_single;
     case Algorithm::kSlidingCounter: return scripts::k_sliding_counter_single;
     case Algorithm::kFixedWindow: return scripts::k_fixed_window_single;
     case Algorithm::kGcra: return scripts::k_gcra_single;

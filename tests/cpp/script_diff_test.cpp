@@ -62,14 +62,45 @@ std::string reply_text(const redisReply* r) {
   }
 }
 
-// Forwards to `inner` and keeps the text of the last script reply.
-class Recording : public Transport {
+// The general script of the algorithm whose single-check script is `script`
+// (or `script` itself).
+const scripts::Script& general_script(const scripts::Script& script) {
+  for (const scripts::Script* s :
+       {&scripts::k_sliding_log, &scripts::k_sliding_counter, &scripts::k_fixed_window, &scripts::k_gcra})
+    if (std::string_view(script.name) == s->name) return *s;
+  throw std::runtime_error(std::string("no general script named ") + script.name);
+}
+
+// A transport that forwards to `inner` what its subclass does not change.
+class Forwarding : public Transport {
  public:
-  explicit Recording(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
+  explicit Forwarding(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
+  ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override {
+    return inner_->run_script(script, keys, args);
+  }
+  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
+                                    const Durability& durable = {}, std::vector<Ack>* acks = nullptr) override {
+    return inner_->run_scripts(script, calls, durable, acks);
+  }
+  ReplyPtr run_command(std::string_view key, const Argv& argv) override { return inner_->run_command(key, argv); }
+  long noscript_reloads() const override { return inner_->noscript_reloads(); }
+  void close() override { inner_->close(); }
+  long evicting_nodes() override { return inner_->evicting_nodes(); }
+  long connect_attempts() override { return inner_->connect_attempts(); }
+  int command_timeout_ms() const override { return inner_->command_timeout_ms(); }
+
+ protected:
+  std::unique_ptr<Transport> inner_;
+};
+
+// Keeps the text of the last script reply.
+class Recording : public Forwarding {
+ public:
+  using Forwarding::Forwarding;
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override {
     ReplyPtr r = inner_->run_script(script, keys, args);
     last = reply_text(r.get());
-    last_single = script.sha1 != script_for_name(script.name).sha1;
+    last_single = script.sha1 != general_script(script).sha1;
     return r;
   }
   std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
@@ -79,25 +110,24 @@ class Recording : public Transport {
     for (const ReplyPtr& x : r) last += reply_text(x.get()) + ";";
     return r;
   }
-  ReplyPtr run_command(std::string_view key, const Argv& argv) override { return inner_->run_command(key, argv); }
-  long noscript_reloads() const override { return inner_->noscript_reloads(); }
-  void close() override { inner_->close(); }
-  long evicting_nodes() override { return inner_->evicting_nodes(); }
-  long connect_attempts() override { return inner_->connect_attempts(); }
-  int command_timeout_ms() const override { return inner_->command_timeout_ms(); }
 
   std::string last;
   bool last_single = false;  // the last call ran a single-check script
+};
 
- private:
-  static const scripts::Script& script_for_name(const std::string& name) {
-    for (const scripts::Script* s :
-         {&scripts::k_sliding_log, &scripts::k_sliding_counter, &scripts::k_fixed_window, &scripts::k_gcra})
-      if (name == s->name) return *s;
-    throw std::runtime_error("no general script named " + name);
+// Runs the general script where the library would run a single-check one
+// (both read the same ARGV for one limit without a block), so that a test
+// can hold both to one scenario.
+class GeneralScripts : public Forwarding {
+ public:
+  using Forwarding::Forwarding;
+  ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override {
+    return inner_->run_script(general_script(script), keys, args);
   }
-
-  std::unique_ptr<Transport> inner_;
+  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
+                                    const Durability& durable = {}, std::vector<Ack>* acks = nullptr) override {
+    return inner_->run_scripts(general_script(script), calls, durable, acks);
+  }
 };
 
 pltest::RedisServer& server() {
@@ -454,26 +484,32 @@ TEST(ScriptExpiry, ServerClockKeysKeepTheirWindowsExpiry) {
 // window of the newest unit: a fresh ring (one SET ... PX), a whole small
 // ring (one SET ... PX), a large ring (SETRANGEs, PEXPIRE), a ring rewritten
 // for a larger limit (SET KEEPTTL, PEXPIRE). Each admission follows a PEXPIRE
-// of one minute, which it must replace with the hour's window.
+// of one minute, which it must replace with the hour's window. Through the
+// single-check script and the general one.
 TEST(ScriptExpiry, SlidingLogAdmissionsSetTheWindowsExpiry) {
-  RedisBackend backend(standalone());
+  RedisBackend single(standalone());
+  RedisBackend general(std::make_unique<GeneralScripts>(standalone()));
   constexpr int64_t kHourMs = 3600000;
-  auto admit = [&](const std::string& key, int64_t limit, bool shorten_first) {
-    const std::vector<LimitParams> limits = {{Algorithm::kSlidingLog, limit, kHourMs, 0}};
-    Request rq;
-    rq.limits = &limits;
-    rq.keys = {key};
-    if (shorten_first) EXPECT_EQ(server().integer({"PEXPIRE", key, "60000"}), 1) << key;
-    EXPECT_TRUE(backend.evaluate(rq).allowed) << key;
-    const long long pttl = server().integer({"PTTL", key});
-    EXPECT_GT(pttl, kHourMs / 2) << key << ", limit " << limit;
-    EXPECT_LE(pttl, kHourMs) << key << ", limit " << limit;
-  };
-  admit("expiry:{small}", 10, false);   // fresh ring of 10 slots
-  admit("expiry:{small}", 10, true);    // the whole ring in hand
-  admit("expiry:{large}", 1000, false);
-  admit("expiry:{large}", 1000, true);  // slot and header SETRANGEs
-  admit("expiry:{small}", 20, true);    // the 10-slot ring re-read for 20
+  for (RedisBackend* backend : {&single, &general}) {
+    const std::string which = backend == &single ? "single-" : "general-";
+    auto admit = [&](const std::string& name, int64_t limit, bool shorten_first) {
+      const std::string key = "expiry:{" + which + name + "}";
+      const std::vector<LimitParams> limits = {{Algorithm::kSlidingLog, limit, kHourMs, 0}};
+      Request rq;
+      rq.limits = &limits;
+      rq.keys = {key};
+      if (shorten_first) EXPECT_EQ(server().integer({"PEXPIRE", key, "60000"}), 1) << key;
+      EXPECT_TRUE(backend->evaluate(rq).allowed) << key;
+      const long long pttl = server().integer({"PTTL", key});
+      EXPECT_GT(pttl, kHourMs / 2) << key << ", limit " << limit;
+      EXPECT_LE(pttl, kHourMs) << key << ", limit " << limit;
+    };
+    admit("small", 10, false);   // fresh ring of 10 slots
+    admit("small", 10, true);    // the whole ring in hand
+    admit("large", 1000, false);
+    admit("large", 1000, true);  // slot and header SETRANGEs
+    admit("small", 20, true);    // the 10-slot ring re-read for 20
+  }
 }
 
 // A single-check script sets the same expiry as its algorithm's general
@@ -522,41 +558,45 @@ TEST(ScriptExpiry, SingleCheckScriptsSetTheGeneralScriptsExpiry) {
 // whole, entries in slots 0..used-1. When a denial forgets entries that left
 // the window, the header written must still say where they are (head =
 // used % size): the last release wrote the head from before the prune, and
-// the next check refused the ring. Both the single-check script (limits up
-// to 256) and the general one (above) are run.
+// the next check refused the ring. Both the single-check script (which reads
+// a ring above 256 slots in blocks) and the general one are run.
 TEST(SlidingLogRing, APrunedRingReReadForALargerLimitStaysReadable) {
-  RedisBackend backend(standalone(), false);
-  for (const auto& [small, large] : std::vector<std::pair<int64_t, int64_t>>{{10, 200}, {129, 1000}}) {
-    const std::string key = "ring:{grow-" + std::to_string(small) + "-" + std::to_string(large) + "}";
-    const std::vector<LimitParams> before = {{Algorithm::kSlidingLog, small, 60000, 0}};
-    const std::vector<LimitParams> after = {{Algorithm::kSlidingLog, large, 60000, 0}};
-    Request rq;
-    rq.keys = {key};
-    rq.limits = &before;
-    auto check = [&](int64_t at_s, int64_t cost) {
-      rq.now_us = kT0 + at_s * 1000000;
-      rq.cost = cost;
-      return backend.evaluate(rq);
-    };
-    ASSERT_TRUE(check(0, 1).allowed) << key;
-    ASSERT_TRUE(check(30, small - 1).allowed) << key;
-    rq.limits = &after;
-    // The first unit has left the window: this denial prunes it and
-    // rewrites the ring at the larger size.
-    EXPECT_FALSE(check(61, large).allowed) << key;
-    const std::string header = server().command({"GETRANGE", key, "0", "11"});
-    ASSERT_EQ(header.size(), 12u) << key;
-    auto u32 = [&](int at) {
-      uint32_t v = 0;
-      for (int i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(header[at + i]);
-      return static_cast<int64_t>(v);
-    };
-    EXPECT_EQ(u32(4), small - 1) << key << ": used";
-    EXPECT_EQ(u32(8), large) << key << ": size";
-    EXPECT_EQ(u32(0), (small - 1) % large) << key << ": head";
-    const Decision d = check(62, 1);
-    EXPECT_TRUE(d.allowed) << key;
-    EXPECT_EQ(d.remaining, large - small) << key;
+  RedisBackend single(standalone(), false);
+  RedisBackend general(std::make_unique<GeneralScripts>(standalone()), false);
+  for (RedisBackend* backend : {&single, &general}) {
+    for (const auto& [small, large] : std::vector<std::pair<int64_t, int64_t>>{{10, 200}, {129, 1000}}) {
+      const std::string key = std::string("ring:{grow-") + (backend == &single ? "single-" : "general-") +
+                              std::to_string(small) + "-" + std::to_string(large) + "}";
+      const std::vector<LimitParams> before = {{Algorithm::kSlidingLog, small, 60000, 0}};
+      const std::vector<LimitParams> after = {{Algorithm::kSlidingLog, large, 60000, 0}};
+      Request rq;
+      rq.keys = {key};
+      rq.limits = &before;
+      auto check = [&](int64_t at_s, int64_t cost) {
+        rq.now_us = kT0 + at_s * 1000000;
+        rq.cost = cost;
+        return backend->evaluate(rq);
+      };
+      ASSERT_TRUE(check(0, 1).allowed) << key;
+      ASSERT_TRUE(check(30, small - 1).allowed) << key;
+      rq.limits = &after;
+      // The first unit has left the window: this denial prunes it and
+      // rewrites the ring at the larger size.
+      EXPECT_FALSE(check(61, large).allowed) << key;
+      const std::string header = server().command({"GETRANGE", key, "0", "11"});
+      ASSERT_EQ(header.size(), 12u) << key;
+      auto u32 = [&](int at) {
+        uint32_t v = 0;
+        for (int i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(header[at + i]);
+        return static_cast<int64_t>(v);
+      };
+      EXPECT_EQ(u32(4), small - 1) << key << ": used";
+      EXPECT_EQ(u32(8), large) << key << ": size";
+      EXPECT_EQ(u32(0), (small - 1) % large) << key << ": head";
+      const Decision d = check(62, 1);
+      EXPECT_TRUE(d.allowed) << key;
+      EXPECT_EQ(d.remaining, large - small) << key;
+    }
   }
 }
 
@@ -564,24 +604,28 @@ TEST(SlidingLogRing, APrunedRingReReadForALargerLimitStaysReadable) {
 // written so far. Re-read for a larger limit, it must give its entries (the
 // last release asked for every slot and refused the ring).
 TEST(SlidingLogRing, APartlyWrittenRingReReadForALargerLimitStaysReadable) {
-  RedisBackend backend(standalone(), false);
-  for (int64_t large : {200, 1000}) {  // the single-check script, the general one
-    const std::string key = "ring:{partly-" + std::to_string(large) + "}";
-    const std::vector<LimitParams> before = {{Algorithm::kSlidingLog, 129, 60000, 0}};
-    const std::vector<LimitParams> after = {{Algorithm::kSlidingLog, large, 60000, 0}};
-    Request rq;
-    rq.keys = {key};
-    rq.limits = &before;
-    rq.now_us = kT0;
-    rq.cost = 50;
-    ASSERT_TRUE(backend.evaluate(rq).allowed) << key;
-    EXPECT_EQ(server().integer({"STRLEN", key}), 12 + 8 * 50) << key;
-    rq.limits = &after;
-    rq.now_us = kT0 + 1000000;
-    rq.cost = 1;
-    const Decision d = backend.evaluate(rq);
-    EXPECT_TRUE(d.allowed) << key;
-    EXPECT_EQ(d.remaining, large - 51) << key;
+  RedisBackend single(standalone(), false);
+  RedisBackend general(std::make_unique<GeneralScripts>(standalone()), false);
+  for (RedisBackend* backend : {&single, &general}) {
+    for (int64_t large : {200, 1000}) {  // read whole, read in blocks
+      const std::string key = std::string("ring:{partly-") + (backend == &single ? "single-" : "general-") +
+                              std::to_string(large) + "}";
+      const std::vector<LimitParams> before = {{Algorithm::kSlidingLog, 129, 60000, 0}};
+      const std::vector<LimitParams> after = {{Algorithm::kSlidingLog, large, 60000, 0}};
+      Request rq;
+      rq.keys = {key};
+      rq.limits = &before;
+      rq.now_us = kT0;
+      rq.cost = 50;
+      ASSERT_TRUE(backend->evaluate(rq).allowed) << key;
+      EXPECT_EQ(server().integer({"STRLEN", key}), 12 + 8 * 50) << key;
+      rq.limits = &after;
+      rq.now_us = kT0 + 1000000;
+      rq.cost = 1;
+      const Decision d = backend->evaluate(rq);
+      EXPECT_TRUE(d.allowed) << key;
+      EXPECT_EQ(d.remaining, large - 51) << key;
+    }
   }
 }
 

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "2bf27ca7d0e7027b75c978c9c8dc6e2aef0514fea992be5381ab6effe5b8f3ea"
+const sourcesDigest = "29b2bb5924d6ea17dd231f8a4749ed9c9f333c6ce07849c741932f6bd15f9f9a"

@@ -722,8 +722,8 @@ end
 -- slots holds every unit that still counts, in time order. `cost` more units
 -- fit exactly when the (limit - cost + 1)-th newest entry has left the window
 -- (or there is none): one read decides, whatever the cost, and admitting
--- writes `cost` slots with one SETRANGE (two when the ring wraps) over slots
--- whose units have left the window. Entries are written at max(now, newest),
+-- writes `cost` slots over slots whose units have left the window (one
+-- SETRANGE, two when the ring wraps, more for runs above 128 slots: fill). Entries are written at max(now, newest),
 -- so a clock that steps back (client clocks) keeps the ring sorted; such
 -- units then count a little longer, never shorter. A ring smaller than the
 -- limit (the limit grew) is re-read once and rewritten at the new size; a
@@ -964,6 +964,21 @@ local function write_whole(r)  -- a ring re-read for another limit
   redis.call('SET', r.key, table.concat(data), 'KEEPTTL')
 end
 
+-- Writes n copies of `slot` into slots p..p+n-1 of ring `key`, as
+-- single/sliding_log.lua does: a long run as pieces of PIECE slots (making a
+-- Lua string costs the server per byte, a SETRANGE about as much as 1 KB of
+-- that), the farthest first.
+local PIECE = 128
+local function fill(key, p, n, slot)
+  if n <= PIECE then
+    redis.call('SETRANGE', key, HDR + W * p, string.rep(slot, n))
+    return
+  end
+  local piece = string.rep(slot, PIECE)
+  redis.call('SETRANGE', key, HDR + W * (p + n - PIECE), piece)
+  for q = p, p + n - PIECE - 1, PIECE do redis.call('SETRANGE', key, HDR + W * q, piece) end
+end
+
 -- The admissions of this call, written as one (they share one time).
 for i = 1, n do
   local r = ring[i]
@@ -989,8 +1004,8 @@ for i = 1, n do
                  r.data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl_ms(t + r.window - now, r.window))
     else
       local first = math.min(cost, r.size - r.head)
-      redis.call('SETRANGE', r.key, HDR + W * r.head, string.rep(slot, first))
-      if cost > first then redis.call('SETRANGE', r.key, HDR, string.rep(slot, cost - first)) end
+      fill(r.key, r.head, first, slot)
+      if cost > first then fill(r.key, 0, cost - first, slot) end
       r.head, r.used = (r.head + cost) % r.size, math.min(r.size, r.used + cost)
       redis.call('SETRANGE', r.key, 0, struct.pack('>I4I4I4', r.head, r.used, r.size))
       expire(r, t)
@@ -1004,7 +1019,7 @@ for i = 1, n do
   end
 end
 return out
-)__lua__", "2bc766e1f2c4278d7edd85ae3b784f6294dc85d7"};
+)__lua__", "84d603c4b64c70895088c5a5ef03fa37fdec25ef"};
 const Script k_fixed_window_single = {"fixed_window", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
@@ -1390,11 +1405,10 @@ local function replies()
   return reply
 end
 
--- Sliding-window log, checks of one limit up to 256 (the library sends
--- larger limits, several limits, blocks, peeks and refunds to
--- ../sliding_log.lua): the common call, in a script of its own without the
--- general script's parts (lazy block reads, tables per limit), so it costs
--- the Redis thread less. Same ring layout and the same decisions as
+-- Sliding-window log, checks of one limit (the library sends several
+-- limits, blocks, peeks and refunds to ../sliding_log.lua): the common
+-- call, in a script of its own without the general script's parts (tables
+-- per limit, the prelude's closures), so it costs the Redis thread less. Same ring layout and the same decisions as
 -- ../sliding_log.lua, whose header describes the ring (script_diff_tests
 -- and coalesce_tests hold them to it). The build puts common/prelude.lua
 -- (now, the costs, ttl_ms, the reply) in front.
@@ -1402,29 +1416,58 @@ end
 -- KEYS[1]  the ring    ARGV[4..5]  limit, window_us
 local key, limit, window = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5])
 local HDR, W, PREALLOC = 12, 8, 128
+local WHOLE, BLOCK = 256, 32  -- as in ../sliding_log.lua
 
 local function not_a_ring()
   return redis.error_reply('WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring')
 end
 
--- The header and slots 0..limit-1 in one read (limit <= 256: at most 2 KB).
-local data = redis.call('GETRANGE', key, 0, HDR + W * limit - 1)
+-- Up to WHOLE slots: the header and slots 0..limit-1 in one read (at most
+-- 2 KB). Larger rings: the header, then the slots a decision probes, in
+-- blocks of BLOCK slots (copying a whole large ring into Lua costs more
+-- than the reads it saves).
+local whole = limit <= WHOLE
+local data
+if whole then
+  data = redis.call('GETRANGE', key, 0, HDR + W * limit - 1)
+else
+  data = redis.call('GETRANGE', key, 0, HDR - 1)
+end
 local head, used, size, fresh = 0, 0, limit, false
 if data == '' then
   fresh = true
 else
   if #data >= HDR then head, used, size = struct.unpack('>I4I4I4', data) end
   if #data < HDR or size < 1 or size > 1000000 or head >= size or used > size then return not_a_ring() end
-  if size > limit then
+  if whole and size > limit then
     -- Written for a larger limit (kept as it is): the rest of its slots.
     data = data .. redis.call('GETRANGE', key, HDR + W * limit, HDR + W * size - 1)
+  elseif not whole and size < limit then
+    -- Re-read whole below, as a list.
+    data = data .. redis.call('GETRANGE', key, HDR, HDR + W * size - 1)
+    whole = true
   end
 end
--- Entry t (1..used), oldest first: slot (head - used + t - 1) % size.
+-- Entry t (1..used), oldest first: slot (head - used + t - 1) % size. A
+-- large ring's blocks are aligned (slots BLOCK*b ..), so in a full ring the
+-- newest and the oldest entry, next to each other, usually share one.
+-- (A ring above PREALLOC slots holds only the slots written so far: each
+-- entry must be there, not every slot.)
+local blocks = {}
 local function entry(t)
-  local at = HDR + W * ((head - used + t - 1) % size)
-  if at + W > #data then error({err = 'WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring'}) end
-  return (struct.unpack('>d', data, at + 1))
+  local p = (head - used + t - 1) % size
+  local bytes, at = data, HDR + W * p
+  if not whole then
+    local b = math.floor(p / BLOCK)
+    bytes = blocks[b]
+    if not bytes then
+      bytes = redis.call('GETRANGE', key, HDR + W * BLOCK * b, HDR + W * BLOCK * (b + 1) - 1)
+      blocks[b] = bytes
+    end
+    at = W * (p - BLOCK * b)
+  end
+  if at + W > #bytes then error({err = 'WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring'}) end
+  return (struct.unpack('>d', bytes, at + 1))
 end
 
 -- A ring written for a smaller limit: its entries as a list; it is written
@@ -1438,12 +1481,28 @@ end
 
 -- Entries still in the window (time > edge): the ring is sorted. While the
 -- oldest is still in (a busy key's usual state), so are all: no search.
+-- Else only a few entries have left since the last check, as a rule: the
+-- search gallops from the oldest (1, 2, 4, ... entries on), then bisects.
 local edge = now - window
 local lo, hi = 1, used + 1  -- the first entry > edge lies in lo..hi
 if used > 0 then
   local oldest
   if list then oldest = list[1] else oldest = entry(1) end
-  if oldest > edge then hi = 1 end
+  if oldest > edge then
+    hi = 1
+  else
+    local step = 1  -- entry(lo) <= edge
+    while lo + step <= used do
+      local e
+      if list then e = list[lo + step] else e = entry(lo + step) end
+      if e > edge then
+        hi = lo + step
+        break
+      end
+      lo, step = lo + step, step * 2
+    end
+    lo = lo + 1
+  end
 end
 while lo < hi do
   local mid = math.floor((lo + hi) / 2)
@@ -1500,6 +1559,22 @@ for j = 1, checks do
   answer(j, allowed, limit, remaining, retry_ms, reset_ms)
 end
 
+-- Writes n copies of `slot` into slots p..p+n-1. Making a Lua string costs
+-- the server per byte, a SETRANGE call about as much as 1 KB of that: so a
+-- long run goes as pieces of PIECE slots (one string, set several times; the
+-- last piece overlaps the one before it with the same bytes), the farthest
+-- first, so that a new STRING is allocated at its full length once.
+local PIECE = 128
+local function fill(p, n, slot)
+  if n <= PIECE then
+    redis.call('SETRANGE', key, HDR + W * p, string.rep(slot, n))
+    return
+  end
+  local piece = string.rep(slot, PIECE)
+  redis.call('SETRANGE', key, HDR + W * (p + n - PIECE), piece)
+  for q = p, p + n - PIECE - 1, PIECE do redis.call('SETRANGE', key, HDR + W * q, piece) end
+end
+
 if extra > 0 then
   local cost = extra
   local slot = struct.pack('>d', at)
@@ -1527,8 +1602,8 @@ if extra > 0 then
                data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl_ms(at + window - now, window))
   else
     local first = math.min(cost, size - head)
-    redis.call('SETRANGE', key, HDR + W * head, string.rep(slot, first))
-    if cost > first then redis.call('SETRANGE', key, HDR, string.rep(slot, cost - first)) end
+    fill(head, first, slot)
+    if cost > first then fill(0, cost - first, slot) end
     head, used = (head + cost) % size, math.min(size, used + cost)
     redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
     redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
@@ -1546,7 +1621,7 @@ elseif dirty then  -- the check forgot entries that left the window
 end
 
 return replies()
-)__lua__", "df446cd3ef2ea3ef3893188bb62695ee1e2debc2"};
+)__lua__", "e515f2f0f00ad8f12f74b1cc39f06889d3a95efa"};
 
 }  // namespace scripts
 }  // namespace polylimit
