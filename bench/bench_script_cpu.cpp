@@ -249,14 +249,14 @@ int main(int argc, char** argv) {
   }
   if (!us_peer.empty()) {
     std::printf("\nAgainst the peers, same server, same run (the peer's EVALSHA usec / calls; median (min..max)):\n\n");
-    std::printf("| %-26s | %-30s | %-20s | %-20s | %-8s | %-8s |\n", "scenario (units held)", "peer",
+    std::printf("| %-26s | %-36s | %-20s | %-20s | %-8s | %-8s |\n", "scenario (units held)", "peer",
                 "peer us/decision", "NEW us/decision", "NEW/peer", "OLD/peer");
-    std::printf("|%s|%s|%s|%s|%s:|%s:|\n", std::string(28, '-').c_str(), std::string(32, '-').c_str(),
+    std::printf("|%s|%s|%s|%s|%s:|%s:|\n", std::string(28, '-').c_str(), std::string(38, '-').c_str(),
                 std::string(22, '-').c_str(), std::string(22, '-').c_str(), std::string(9, '-').c_str(),
                 std::string(9, '-').c_str());
     for (const auto& [name, v] : us_peer) {
       if (us_new.count(name) == 0) continue;
-      std::printf("| %-26s | %-30s | %20s | %20s | %7.2fx | %7.2fx |\n", name.c_str(), peer_name[name].c_str(),
+      std::printf("| %-26s | %-36s | %20s | %20s | %7.2fx | %7.2fx |\n", name.c_str(), peer_name[name].c_str(),
                   cell(v).c_str(), cell(us_new[name]).c_str(), median(us_new[name]) / median(v),
                   median(us_old[name]) / median(v));
     }

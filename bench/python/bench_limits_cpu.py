@@ -20,6 +20,7 @@ Needs: pip install limits redis. A program that prints, not a test.
 """
 
 import argparse
+import importlib.metadata
 import math
 import sys
 
@@ -64,10 +65,12 @@ def main():
     url = f"redis://127.0.0.1:{args.port}"
     client = redis.Redis.from_url(url)
     st = storage.RedisStorage(url)
+    # The version is in the name: the figures are that release's scripts'.
+    name = f"limits {importlib.metadata.version('limits')}"
     peers = [
-        ("limits moving window", "sliding_log", strategies.MovingWindowRateLimiter(st)),
-        ("limits sliding window counter", "sliding_counter", strategies.SlidingWindowCounterRateLimiter(st)),
-        ("limits fixed window", "fixed_window", strategies.FixedWindowRateLimiter(st)),
+        (f"{name} moving window", "sliding_log", strategies.MovingWindowRateLimiter(st)),
+        (f"{name} sliding window counter", "sliding_counter", strategies.SlidingWindowCounterRateLimiter(st)),
+        (f"{name} fixed window", "fixed_window", strategies.FixedWindowRateLimiter(st)),
     ]
     for peer, algorithm, limiter in peers:
         for admit in (True, False):
