@@ -12,11 +12,11 @@
 -- fit exactly when the (limit - cost + 1)-th newest entry has left the window
 -- (or there is none): one read decides, whatever the cost, and admitting
 -- writes `cost` slots over slots whose units have left the window (one
--- SETRANGE, two when the ring wraps, more for runs above 128 slots: fill). Entries are written at max(now, newest),
--- so a clock that steps back (client clocks) keeps the ring sorted; such
--- units then count a little longer, never shorter. A ring smaller than the
--- limit (the limit grew) is re-read once and rewritten at the new size; a
--- larger one is kept as it is.
+-- SETRANGE, two when the ring wraps, more for runs above 128 slots: fill).
+-- Entries are written at max(now, newest), so a clock that steps back
+-- (client clocks) keeps the ring sorted; such units then count a little
+-- longer, never shorter. A ring smaller than the limit (the limit grew) is
+-- re-read once and rewritten at the new size; a larger one is kept as it is.
 --
 -- KEYS[i]  the ring of limit i (one key per limit; all share one hash tag)
 -- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see

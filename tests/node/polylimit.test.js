@@ -351,14 +351,14 @@ test('close() with leases and a stopped server: the event loop keeps turning', a
   }
 });
 
-// A limiter with leases that the GC collects gives its units back too, on
-// the thread pool: the collection does not wait for the server.
 // The GC's trigger, in this thread or (by its source) in a worker.
 function collector() {
   require('node:v8').setFlagsFromString('--expose_gc');
   return require('node:vm').runInNewContext('gc');
 }
 
+// A limiter with leases that the GC collects gives its units back too, on
+// the thread pool: the collection does not wait for the server.
 test('a collected limiter with leases gives them back without holding the event loop', async () => {
   const gc = collector();
   const prefix = uniquePrefix('gc-lease');

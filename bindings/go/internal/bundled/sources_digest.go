@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "29b2bb5924d6ea17dd231f8a4749ed9c9f333c6ce07849c741932f6bd15f9f9a"
+const sourcesDigest = "309250f1a5dde6861e1ec3d76f6db6254bd6527d1169a8c9b5c6407f1c985d6f"

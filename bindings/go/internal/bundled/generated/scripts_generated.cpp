@@ -723,11 +723,11 @@ end
 -- fit exactly when the (limit - cost + 1)-th newest entry has left the window
 -- (or there is none): one read decides, whatever the cost, and admitting
 -- writes `cost` slots over slots whose units have left the window (one
--- SETRANGE, two when the ring wraps, more for runs above 128 slots: fill). Entries are written at max(now, newest),
--- so a clock that steps back (client clocks) keeps the ring sorted; such
--- units then count a little longer, never shorter. A ring smaller than the
--- limit (the limit grew) is re-read once and rewritten at the new size; a
--- larger one is kept as it is.
+-- SETRANGE, two when the ring wraps, more for runs above 128 slots: fill).
+-- Entries are written at max(now, newest), so a clock that steps back
+-- (client clocks) keeps the ring sorted; such units then count a little
+-- longer, never shorter. A ring smaller than the limit (the limit grew) is
+-- re-read once and rewritten at the new size; a larger one is kept as it is.
 --
 -- KEYS[i]  the ring of limit i (one key per limit; all share one hash tag)
 -- ARGV[1..3]  op, cost, now_us, then the limits, then block_us if any: see
@@ -1019,7 +1019,7 @@ for i = 1, n do
   end
 end
 return out
-)__lua__", "84d603c4b64c70895088c5a5ef03fa37fdec25ef"};
+)__lua__", "67968837c16ad626bf6933042a1a0b48bb166fe3"};
 const Script k_fixed_window_single = {"fixed_window", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
@@ -1408,9 +1408,10 @@ end
 -- Sliding-window log, checks of one limit (the library sends several
 -- limits, blocks, peeks and refunds to ../sliding_log.lua): the common
 -- call, in a script of its own without the general script's parts (tables
--- per limit, the prelude's closures), so it costs the Redis thread less. Same ring layout and the same decisions as
--- ../sliding_log.lua, whose header describes the ring (script_diff_tests
--- and coalesce_tests hold them to it). The build puts common/prelude.lua
+-- per limit, the general prelude's helpers), so it costs the Redis thread
+-- less. Same ring layout and the same decisions as ../sliding_log.lua,
+-- whose header describes the ring (script_diff_tests and coalesce_tests
+-- hold them to it). The build puts common/prelude.lua
 -- (now, the costs, ttl_ms, the reply) in front.
 --
 -- KEYS[1]  the ring    ARGV[4..5]  limit, window_us
@@ -1621,7 +1622,7 @@ elseif dirty then  -- the check forgot entries that left the window
 end
 
 return replies()
-)__lua__", "e515f2f0f00ad8f12f74b1cc39f06889d3a95efa"};
+)__lua__", "b141b7b29afd76a3c88ce3b8e78f103788b5a126"};
 
 }  // namespace scripts
 }  // namespace polylimit
