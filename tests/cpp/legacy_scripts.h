@@ -27,13 +27,43 @@ const polylimit::scripts::Script& legacy_script(const std::string& name);
 // result views `args` and string literals only.
 polylimit::Argv legacy_args(const std::string& name, const polylimit::Argv& args);
 
+// A Transport that forwards to `inner` what its subclass does not change.
+// No run_script_async: the base class's answer (false) sends async calls
+// through run_script, so a subclass's run_script sees them too.
+class ForwardingTransport : public polylimit::Transport {
+ public:
+  explicit ForwardingTransport(std::unique_ptr<polylimit::Transport> inner) : inner_(std::move(inner)) {}
+
+  polylimit::ReplyPtr run_script(const polylimit::scripts::Script& script, const polylimit::Argv& keys,
+                                 const polylimit::Argv& args) override {
+    return inner_->run_script(script, keys, args);
+  }
+  std::vector<polylimit::ReplyPtr> run_scripts(const polylimit::scripts::Script& script,
+                                               const std::vector<polylimit::ScriptCall>& calls,
+                                               const polylimit::Durability& durable = {},
+                                               std::vector<polylimit::Ack>* acks = nullptr) override {
+    return inner_->run_scripts(script, calls, durable, acks);
+  }
+  polylimit::ReplyPtr run_command(std::string_view key, const polylimit::Argv& argv) override {
+    return inner_->run_command(key, argv);
+  }
+  long noscript_reloads() const override { return inner_->noscript_reloads(); }
+  void close() override { inner_->close(); }
+  long evicting_nodes() override { return inner_->evicting_nodes(); }
+  long connect_attempts() override { return inner_->connect_attempts(); }
+  int command_timeout_ms() const override { return inner_->command_timeout_ms(); }
+
+ protected:
+  std::unique_ptr<polylimit::Transport> inner_;
+};
+
 // A Transport that sends each script call to `inner` with the frozen script
 // of the same name in place of the library's and its arguments translated by
 // legacy_args: everything else (keys, EVALSHA and NOSCRIPT handling, reply
 // decoding) is the library's.
-class LegacyTransport : public polylimit::Transport {
+class LegacyTransport : public ForwardingTransport {
  public:
-  explicit LegacyTransport(std::unique_ptr<polylimit::Transport> inner) : inner_(std::move(inner)) {}
+  using ForwardingTransport::ForwardingTransport;
 
   polylimit::ReplyPtr run_script(const polylimit::scripts::Script& script, const polylimit::Argv& keys,
                                  const polylimit::Argv& args) override {
@@ -48,19 +78,6 @@ class LegacyTransport : public polylimit::Transport {
     for (polylimit::ScriptCall& c : old) c.args = legacy_args(script.name, c.args);
     return inner_->run_scripts(legacy_script(script.name), old, durable, acks);
   }
-  polylimit::ReplyPtr run_command(std::string_view key, const polylimit::Argv& argv) override {
-    return inner_->run_command(key, argv);
-  }
-  long noscript_reloads() const override { return inner_->noscript_reloads(); }
-  void close() override { inner_->close(); }
-  long evicting_nodes() override { return inner_->evicting_nodes(); }
-  long connect_attempts() override { return inner_->connect_attempts(); }
-  int command_timeout_ms() const override { return inner_->command_timeout_ms(); }
-  // No run_script_async: the base class's answer (false) sends async calls
-  // through run_script, so they too run the frozen text.
-
- private:
-  std::unique_ptr<polylimit::Transport> inner_;
 };
 
 }  // namespace pltest

@@ -71,32 +71,10 @@ const scripts::Script& general_script(const scripts::Script& script) {
   throw std::runtime_error(std::string("no general script named ") + script.name);
 }
 
-// A transport that forwards to `inner` what its subclass does not change.
-class Forwarding : public Transport {
- public:
-  explicit Forwarding(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
-  ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override {
-    return inner_->run_script(script, keys, args);
-  }
-  std::vector<ReplyPtr> run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
-                                    const Durability& durable = {}, std::vector<Ack>* acks = nullptr) override {
-    return inner_->run_scripts(script, calls, durable, acks);
-  }
-  ReplyPtr run_command(std::string_view key, const Argv& argv) override { return inner_->run_command(key, argv); }
-  long noscript_reloads() const override { return inner_->noscript_reloads(); }
-  void close() override { inner_->close(); }
-  long evicting_nodes() override { return inner_->evicting_nodes(); }
-  long connect_attempts() override { return inner_->connect_attempts(); }
-  int command_timeout_ms() const override { return inner_->command_timeout_ms(); }
-
- protected:
-  std::unique_ptr<Transport> inner_;
-};
-
 // Keeps the text of the last script reply.
-class Recording : public Forwarding {
+class Recording : public pltest::ForwardingTransport {
  public:
-  using Forwarding::Forwarding;
+  using ForwardingTransport::ForwardingTransport;
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override {
     ReplyPtr r = inner_->run_script(script, keys, args);
     last = reply_text(r.get());
@@ -118,9 +96,9 @@ class Recording : public Forwarding {
 // Runs the general script where the library would run a single-check one
 // (both read the same ARGV for one limit without a block), so that a test
 // can hold both to one scenario.
-class GeneralScripts : public Forwarding {
+class GeneralScripts : public pltest::ForwardingTransport {
  public:
-  using Forwarding::Forwarding;
+  using ForwardingTransport::ForwardingTransport;
   ReplyPtr run_script(const scripts::Script& script, const Argv& keys, const Argv& args) override {
     return inner_->run_script(general_script(script), keys, args);
   }

@@ -47,7 +47,8 @@ end
 -- newest and the oldest entry, next to each other, usually share one.
 -- (A ring above PREALLOC slots holds only the slots written so far: each
 -- entry must be there, not every slot.)
-local blocks = {}
+local blocks  -- block number -> its bytes (a large ring only)
+if not whole then blocks = {} end
 local function entry(t)
   local p = (head - used + t - 1) % size
   local bytes, at = data, HDR + W * p

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "309250f1a5dde6861e1ec3d76f6db6254bd6527d1169a8c9b5c6407f1c985d6f"
+const sourcesDigest = "179c48d5bf455aed31308e102d76570397f02564f0f7b7daebe42359a1009a6a"

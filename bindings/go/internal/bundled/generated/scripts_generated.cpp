@@ -1454,7 +1454,8 @@ end
 -- newest and the oldest entry, next to each other, usually share one.
 -- (A ring above PREALLOC slots holds only the slots written so far: each
 -- entry must be there, not every slot.)
-local blocks = {}
+local blocks  -- block number -> its bytes (a large ring only)
+if not whole then blocks = {} end
 local function entry(t)
   local p = (head - used + t - 1) % size
   local bytes, at = data, HDR + W * p
@@ -1622,7 +1623,7 @@ elseif dirty then  -- the check forgot entries that left the window
 end
 
 return replies()
-)__lua__", "b141b7b29afd76a3c88ce3b8e78f103788b5a126"};
+)__lua__", "ad63d7cba89ee5385be40b38a2b7a1d4034b9d50"};
 
 }  // namespace scripts
 }  // namespace polylimit
