@@ -10,7 +10,8 @@
 // `seconds`; allow path: a limit nobody reaches over 10,000 keys; deny path:
 // one key whose limit is used up. Cells run interleaved (every cell once per
 // round, `runs` rounds); the table shows the median checks/s with min..max,
-// the client CPU per check (process.cpuUsage), and each library's ratio to
+// the client CPU per check (process.cpuUsage), the Redis main thread's CPU
+// per check (INFO cpu, read before and after), and each library's ratio to
 // rate-limiter-flexible in the same cell. Last, the event loop's delay
 // (perf_hooks.monitorEventLoopDelay) while 64 polylimit checks are in flight.
 // With --cli, each round also runs the C CLI's `bench --threads 64` (fixed
@@ -84,9 +85,21 @@ async function makeCases(url, ioredis) {
   return { client, cases };
 }
 
-async function measure(fn, concurrency) {
+// The Redis main thread's CPU time so far (INFO cpu: user + system), in µs.
+async function serverCpuUs(ioredis) {
+  const info = await ioredis.info('cpu');
+  const field = (name) => {
+    const m = info.match(new RegExp(`^${name}:([0-9.]+)`, 'm'));
+    if (!m) throw new Error(`INFO cpu has no ${name}`);
+    return Number(m[1]);
+  };
+  return (field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread')) * 1e6;
+}
+
+async function measure(ioredis, fn, concurrency) {
   let n = 0;
   let stop = false;
+  const server0 = await serverCpuUs(ioredis);
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   setTimeout(() => (stop = true), seconds * 1000);
@@ -97,7 +110,8 @@ async function measure(fn, concurrency) {
   );
   const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
-  return { rate: n / elapsed, cpuUs: (cpu.user + cpu.system) / n };
+  const serverUs = ((await serverCpuUs(ioredis)) - server0) / n;
+  return { rate: n / elapsed, cpuUs: (cpu.user + cpu.system) / n, serverUs };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -111,7 +125,7 @@ async function main() {
     for (const path of ['allow', 'deny']) for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
   const cliCells = cli ? ['fixed_window', 'gcra'].map((variant) => ({ variant, allow: [], deny: [] })) : [];
   for (let r = 0; r < runs; r++) {
-    for (const cell of cells) cell.results.push(await measure(cell.path === 'allow' ? cell.allow : cell.deny, cell.concurrency));
+    for (const cell of cells) cell.results.push(await measure(ioredis, cell.path === 'allow' ? cell.allow : cell.deny, cell.concurrency));
     for (const c of cliCells) {
       const got = runCli(server.url, c.variant);
       c.allow.push(got.allow);
@@ -119,7 +133,7 @@ async function main() {
     }
   }
 
-  const rows = [['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'vs rlf']];
+  const rows = [['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'Redis CPU us/check', 'vs rlf']];
   for (const cell of cells) {
     const rates = cell.results.map((x) => x.rate);
     const peer = cells.find((c) => c.lib === 'rate-limiter-flexible' && c.path === cell.path && c.concurrency === cell.concurrency);
@@ -131,6 +145,7 @@ async function main() {
       String(cell.concurrency),
       `${Math.round(median(rates))} (${Math.round(Math.min(...rates))}..${Math.round(Math.max(...rates))})`,
       median(cell.results.map((x) => x.cpuUs)).toFixed(1),
+      median(cell.results.map((x) => x.serverUs)).toFixed(1),
       `${ratio.toFixed(2)}x`,
     ]);
   }
@@ -139,7 +154,7 @@ async function main() {
       const peer = cells.find((x) => x.lib === 'rate-limiter-flexible' && x.path === p && x.concurrency === 64);
       const ratio = median(c[p]) / median(peer.results.map((x) => x.rate));
       rows.push(['polylimit CLI (C)', c.variant, p, '64 threads',
-        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`, '-',
+        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`, '-', '-',
         `${ratio.toFixed(2)}x`]);
     }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
@@ -161,8 +176,8 @@ async function main() {
   const fixed = cases.find((c) => c.lib === 'polylimit' && c.variant === 'fixed_window');
   const loops = [
     ['idle (no checks)', () => new Promise((resolve) => setTimeout(resolve, seconds * 1000))],
-    ['rate-limiter-flexible, 64 in flight', () => measure(rlf.allow, 64)],
-    ['polylimit fixed_window, 64 in flight', () => measure(fixed.allow, 64)],
+    ['rate-limiter-flexible, 64 in flight', () => measure(ioredis, rlf.allow, 64)],
+    ['polylimit fixed_window, 64 in flight', () => measure(ioredis, fixed.allow, 64)],
   ];
   const delays = loops.map(() => ({ p50: [], p99: [], max: [] }));
   for (let r = 0; r < runs; r++)

@@ -87,6 +87,10 @@ fn cpu_us() -> f64 {
 struct Sample {
     rate: f64,
     cpu_us: f64,
+    /// The Redis main thread's CPU µs per check (against Redis only).
+    server_us: f64,
+    /// The part of server_us in EVALSHA (`INFO commandstats`).
+    script_us: f64,
 }
 
 /// The sample of a cell that made `checks` checks since `start` (wall
@@ -96,6 +100,8 @@ fn timed(checks: usize, start: Instant, cpu0: f64) -> Sample {
     Sample {
         rate: checks as f64 / secs,
         cpu_us: (cpu_us() - cpu0) / checks as f64,
+        server_us: 0.0,
+        script_us: 0.0,
     }
 }
 
@@ -110,10 +116,15 @@ fn memory_cell(
     threads: usize,
     n: usize,
 ) -> Sample {
-    let (limit, secs) = rate(mode);
+    // Allow: 10^9 per second, which no run reaches (a cell checks one key
+    // millions of times; governor's quota is 2^32 - 1 per second).
+    let (limit, window) = match mode {
+        Mode::Allow => (1_000_000, Duration::from_millis(1)),
+        Mode::Deny => (rate(mode).0, Duration::from_secs(rate(mode).1)),
+    };
     let l = client
         .limiter_builder()
-        .limit(limit, Duration::from_secs(secs))
+        .limit(limit, window)
         .algorithm(polylimit::Algorithm::Gcra)
         .prefix(format!("bench-mem-{tag}"))
         .build()
@@ -308,6 +319,36 @@ async fn redis_cell(
     timed(n / tasks * tasks, start, cpu0)
 }
 
+/// The Redis main thread's CPU time so far (`INFO cpu`: user + system) and
+/// the part of it in EVALSHA (`INFO commandstats`), in µs.
+async fn server_cpu_us(conn: &redis::aio::MultiplexedConnection) -> (f64, f64) {
+    let mut c = conn.clone();
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .arg("commandstats")
+        .query_async(&mut c)
+        .await
+        .expect("INFO");
+    let field = |name: &str| -> f64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("INFO cpu has no {name}"))
+    };
+    // cmdstat_evalsha:calls=N,usec=U,... (absent before the first EVALSHA)
+    let script = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+        .and_then(|l| {
+            l.split(',')
+                .find_map(|kv| kv.strip_prefix("usec=")?.parse().ok())
+        })
+        .unwrap_or(0.0);
+    (
+        (field("used_cpu_user_main_thread") + field("used_cpu_sys_main_thread")) * 1e6,
+        script,
+    )
+}
+
 fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(|a, b| a.total_cmp(b));
     (v[v.len() / 2], v[0], v[v.len() - 1])
@@ -331,6 +372,16 @@ fn main() {
     }
 }
 
+/// A cell's checks: with many tasks in flight a check takes a fraction of a
+/// round trip, so those cells check more, to last about as long.
+fn checks(n: usize, tasks: usize) -> usize {
+    if tasks > 1 {
+        n * 8
+    } else {
+        n
+    }
+}
+
 async fn against_redis(url: &str, rounds: usize, n: usize) {
     let client = polylimit::Client::open(url).expect("polylimit");
     let conn = redis::Client::open(url)
@@ -349,35 +400,52 @@ async fn against_redis(url: &str, rounds: usize, n: usize) {
     for round in 0..rounds {
         for (i, &(tasks, mode)) in cells.iter().enumerate() {
             let tag = format!("{round}-{i}");
+            let n = checks(n, tasks);
             // Alternate which one goes first, so neither always runs on a warmer server.
-            if round % 2 == 0 {
-                results[i]
-                    .0
-                    .push(polylimit_cell(&client, &tag, mode, tasks, n).await);
-                results[i]
-                    .1
-                    .push(redis_cell(&conn, &tag, mode, tasks, n).await);
-            } else {
-                results[i]
-                    .1
-                    .push(redis_cell(&conn, &tag, mode, tasks, n).await);
-                results[i]
-                    .0
-                    .push(polylimit_cell(&client, &tag, mode, tasks, n).await);
+            for side in [round % 2, 1 - round % 2] {
+                let s0 = server_cpu_us(&conn).await;
+                let mut sample = if side == 0 {
+                    polylimit_cell(&client, &tag, mode, tasks, n).await
+                } else {
+                    redis_cell(&conn, &tag, mode, tasks, n).await
+                };
+                let s1 = server_cpu_us(&conn).await;
+                let checks = (n / tasks * tasks) as f64;
+                sample.server_us = (s1.0 - s0.0) / checks;
+                sample.script_us = (s1.1 - s0.1) / checks;
+                if side == 0 {
+                    results[i].0.push(sample);
+                } else {
+                    results[i].1.push(sample);
+                }
             }
         }
     }
-    println!("GCRA against Redis: checks/s and client CPU µs per check, median of {rounds} interleaved rounds of {n} checks [min..max]; one key per task");
-    println!("| tasks | keys | polylimit check_async | redis crate EVALSHA (redis_rate script) | ratio | polylimit CPU µs/check | redis crate CPU µs/check |");
-    println!("|---:|---|---:|---:|---:|---:|---:|");
+    println!(
+        "GCRA against Redis: checks/s and client CPU µs per check, median of {rounds} interleaved rounds of {n} checks \
+         ({} with 64 tasks) [min..max]; one key per task",
+        checks(n, 64)
+    );
+    println!(
+        "| tasks | keys | polylimit check_async | redis crate EVALSHA (redis_rate script) | ratio \
+         | polylimit CPU µs/check | redis crate CPU µs/check | Redis CPU µs/check (in EVALSHA): polylimit | redis crate |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for (i, &(tasks, mode)) in cells.iter().enumerate() {
         let (pm, plo, phi) = median_min_max(results[i].0.iter().map(|s| s.rate).collect());
         let (rm, rlo, rhi) = median_min_max(results[i].1.iter().map(|s| s.rate).collect());
         let (pc, pclo, pchi) = median_min_max(results[i].0.iter().map(|s| s.cpu_us).collect());
         let (rc, rclo, rchi) = median_min_max(results[i].1.iter().map(|s| s.cpu_us).collect());
+        let (ps, pslo, pshi) = median_min_max(results[i].0.iter().map(|s| s.server_us).collect());
+        let (rs, rslo, rshi) = median_min_max(results[i].1.iter().map(|s| s.server_us).collect());
+        let (pe, re) = (
+            median_min_max(results[i].0.iter().map(|s| s.script_us).collect()).0,
+            median_min_max(results[i].1.iter().map(|s| s.script_us).collect()).0,
+        );
         println!(
             "| {tasks} | {} | {pm:.0} [{plo:.0}..{phi:.0}] | {rm:.0} [{rlo:.0}..{rhi:.0}] | {:.2}x \
-             | {pc:.1} [{pclo:.1}..{pchi:.1}] | {rc:.1} [{rclo:.1}..{rchi:.1}] |",
+             | {pc:.1} [{pclo:.1}..{pchi:.1}] | {rc:.1} [{rclo:.1}..{rchi:.1}] \
+             | {ps:.1} [{pslo:.1}..{pshi:.1}] ({pe:.1}) | {rs:.1} [{rslo:.1}..{rshi:.1}] ({re:.1}) |",
             mode.name(),
             pm / rm
         );

@@ -120,14 +120,10 @@ def queue_for(loop: asyncio.AbstractEventLoop) -> Optional[_LoopQueue]:
         return lq
 
 
-async def check(lq: _LoopQueue, core: "_core.Limiter", key: Any, cost: Any) -> "_core.Decision":
-    return await call(lq, core.submit_check, key, cost)
-
-
-async def call(lq: _LoopQueue, submit: Any, *args: Any) -> "_core.Decision":
-    """One non-blocking call: ``submit(*args, queue, token)`` (a
-    ``_core.Limiter.submit_*``), then its completion."""
-    loop = asyncio.get_running_loop()
+async def call(loop: asyncio.AbstractEventLoop, lq: _LoopQueue, submit: Any, *args: Any) -> Any:
+    """One non-blocking call on the running loop and its queue:
+    ``submit(*args, queue, token)`` (a ``_core.Limiter.submit_*``), then its
+    completion."""
     token = lq.next_token
     lq.next_token = token + 1
     # Raises as the blocking call would when the core refuses (closed client,
@@ -138,14 +134,13 @@ async def call(lq: _LoopQueue, submit: Any, *args: Any) -> "_core.Decision":
     future = loop.create_future()
     lq.futures[token] = future
     try:
-        decision: _core.Decision = await future
+        return await future
     except asyncio.CancelledError:
         lq.futures.pop(token, None)  # its completion is ignored when it comes
         raise
-    return decision
 
 
-async def check_many(lq: _LoopQueue, core: "_core.Limiter", keys: Any, cost: Any,
+async def check_many(loop: asyncio.AbstractEventLoop, lq: _LoopQueue, core: "_core.Limiter", keys: Any, cost: Any,
                      return_exceptions: bool) -> List[Any]:
     """check_many's results and errors, from one submit per key: the checks
     are in flight together (the core pipelines them on its connections)."""
@@ -154,7 +149,6 @@ async def check_many(lq: _LoopQueue, core: "_core.Limiter", keys: Any, cost: Any
     if n == 0 or n > _MAX_BATCH:
         # No round trip either way: [] or the core's refusal of the batch size.
         return core.check_many(keys, cost, return_exceptions)
-    loop = asyncio.get_running_loop()
     first = lq.next_token
     lq.next_token = first + n
     results: List[Any] = core.submit_check_many(keys, cost, lq.queue, first)

@@ -720,10 +720,11 @@ class Limiter:
     async def acheck(self, key: Key, cost: int = 1) -> Decision:
         """check for asyncio: submitted to the core without waiting, and
         completed on the event loop (no thread is used or held)."""
-        lq = _aio.queue_for(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()  # looked up once a call, passed on
+        lq = _aio.queue_for(loop)
         if lq is None:  # a loop that cannot watch a file descriptor
             return await self._run(self._core.check, key, cost)
-        return await _aio.check(lq, self._core, key, cost)
+        return cast(Decision, await _aio.call(loop, lq, self._core.submit_check, key, cost))
 
     async def acheck_at(self, key: Key, cost: int, now: Union[float, int, datetime.datetime]) -> Decision:
         return await self._run(self._core.check_at, key, cost, _now_us(now))
@@ -732,10 +733,11 @@ class Limiter:
         """A call submitted to the core without waiting and completed on the
         event loop, as acheck; the thread pool where the loop cannot watch
         the queue."""
-        lq = _aio.queue_for(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        lq = _aio.queue_for(loop)
         if lq is None:
             return await self._run(blocking, *args)
-        return cast(T, await _aio.call(lq, submit, *args))
+        return cast(T, await _aio.call(loop, lq, submit, *args))
 
     async def apeek(self, key: Key) -> Decision:
         return await self._queued(self._core.peek, self._core.submit_peek, key)
@@ -763,10 +765,11 @@ class Limiter:
         if isinstance(keys, (str, bytes)):
             return self._core.check_many(keys, cost, return_exceptions)  # raises TypeError
         keys = list(keys)  # iterate here: a generator must not run in a worker thread
-        lq = _aio.queue_for(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        lq = _aio.queue_for(loop)
         if lq is None:
             return await self._run(self._core.check_many, keys, cost, return_exceptions)
-        return await _aio.check_many(lq, self._core, keys, cost, return_exceptions)
+        return await _aio.check_many(loop, lq, self._core, keys, cost, return_exceptions)
 
     async def acheck_at_most(self, key: Key, max_cost: int) -> Decision:
         return await self._queued(self._core.check_at_most, self._core.submit_check_at_most, key, max_cost)
