@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ func background() (context.Context, context.CancelFunc) { return context.Backgro
 func cancelable() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), time.Minute)
 }
+
+// notSentAsUnknown matches the end of describe's text for an error, to
+// compare a call's errors whether or not it was written.
+var notSentAsUnknown = regexp.MustCompile(`errno=\d+ unknown=(true|false)$`)
 
 // describe renders everything a caller can see of one answer, apart from the
 // durations (which depend on when it ran).
@@ -233,9 +238,18 @@ func TestQueuedServerFailuresAsBlocking(t *testing.T) {
 			}
 			got = append(got, describe(r, err))
 		}
-		if !strings.Contains(got[0], fmt.Sprintf("error %d", int(polylimit.ErrTimeout))) || !strings.Contains(got[0], "unknown=true") {
-			t.Errorf("%s, frozen server: %s, want ErrTimeout with an unknown outcome", checkModes[i].name, got[0])
+		if !strings.Contains(got[0], fmt.Sprintf("error %d", int(polylimit.ErrTimeout))) {
+			t.Errorf("%s, frozen server: %s, want ErrTimeout", checkModes[i].name, got[0])
 		}
+		// The call is normally written before the server is found frozen
+		// (an unknown outcome). Rarely, on a loaded machine, it has not been
+		// (a reply read on the connection timed out first, errno ETIMEDOUT):
+		// its outcome is then known. Either is a right answer; compare the
+		// modes without it.
+		if !strings.Contains(got[0], "unknown=true") {
+			t.Logf("%s, frozen server: %s (not sent)", checkModes[i].name, got[0])
+		}
+		got[0] = notSentAsUnknown.ReplaceAllString(got[0], "errno=? unknown=?")
 		if i == 0 {
 			want = got
 		} else if strings.Join(got, "\n") != strings.Join(want, "\n") {
