@@ -154,6 +154,10 @@ func main() {
 	defer batched.Close()
 	batchedPast := openClient(polylimit.WithWaitStrategy(polylimit.WaitBatched))
 	defer batchedPast.Close()
+	// The default without coalescing: a batch is one pipelined script call
+	// per key (before keys calls), every check of a hot key a call of its own.
+	uncoalesced := openClient(polylimit.WithoutCoalescing())
+	defer uncoalesced.Close()
 
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: *redisPool})
 	defer rdb.Close()
@@ -184,6 +188,8 @@ func main() {
 	add("polylimit, queued past 2", "GCRA", false, queuedPast, "gcra-queued-past", polylimit.GCRA)
 	add("polylimit, all batched", "GCRA", false, batched, "gcra-batched", polylimit.GCRA)
 	add("polylimit, batched past 2", "GCRA", false, batchedPast, "gcra-batched-past", polylimit.GCRA)
+	add("polylimit, without coalescing", "GCRA", false, uncoalesced, "gcra-uncoalesced", polylimit.GCRA)
+	add("polylimit, without coalescing", "sliding log", false, uncoalesced, "sl-uncoalesced", polylimit.SlidingLog)
 	var contenders []contender
 	for _, c := range all {
 		if *only == "" || c.name == "redis_rate v10" {

@@ -144,7 +144,9 @@ func WithIdleCheck(d time.Duration) Option {
 // checks of one key that arrive while a call of that key is in flight (from
 // any goroutine, blocking or async) wait in the client and go out together
 // as one call, decided exactly as separate calls would be (docs/limiter.md,
-// "Hot keys: coalescing"); Stats().RoundTrips counts the calls.
+// "Hot keys: coalescing"), and checks of one limit on different keys go
+// together as keys calls ("Many keys of one limit"); Stats().RoundTrips
+// counts the calls.
 func WithoutCoalescing() Option { return func(c *clientConfig) { c.noCoalescing = true } }
 
 // millis converts a duration to whole milliseconds, rounded up (as the

@@ -309,7 +309,8 @@ typedef struct polylimit_client_options {
                                      checks of one key that arrive while a call of that key is
                                      in flight go out together as one call, decided one after
                                      another exactly as separate calls would be (docs/limiter.md,
-                                     "Hot keys") */
+                                     "Hot keys"), and checks of one limit on different keys go
+                                     together as keys calls ("Many keys of one limit") */
 } polylimit_client_options;
 
 #define POLYLIMIT_CLIENT_OPTIONS_INIT { POLYLIMIT_CLIENT_OPTIONS_VERSION, 0, 0, 0, 0, 0, 0, 0, \

@@ -5,12 +5,14 @@
 # shares are written once. core/scripts/single/*.lua (the scripts of checks
 # of one limit) get core/scripts/single/common/prelude.lua instead, and
 # become k_<name>_single, under the same name as their algorithm's general
-# script.
+# script; each also gives k_<name>_keys, its keys call (the script as a
+# function of its key, then core/scripts/single/common/keys.lua).
 #   cmake -DSCRIPTS_DIR=... -DOUT_HEADER=... -DOUT_SOURCE=... -P embed_scripts.cmake
 file(GLOB lua_files "${SCRIPTS_DIR}/*.lua")
 list(SORT lua_files)
 file(READ "${SCRIPTS_DIR}/common/prelude.lua" prelude)
 file(READ "${SCRIPTS_DIR}/single/common/prelude.lua" single_prelude)
+file(READ "${SCRIPTS_DIR}/single/common/keys.lua" keys_driver)
 set(decls "")
 set(defs "")
 file(GLOB single_files "${SCRIPTS_DIR}/single/*.lua")
@@ -25,6 +27,12 @@ foreach(lua ${lua_files} ${single_files})
   if(dir MATCHES "/single$")
     set(body "#!lua\n${single_prelude}\n${own}")
     set(symbol "k_${name}_single")
+    # Its keys call: the same text, the single script's as a function of
+    # its key (single/common/keys.lua).
+    set(keys_body "#!lua\n${single_prelude}\nlocal function decide(KEYS)\n${own}\nend\n${keys_driver}")
+    string(SHA1 keys_sha "${keys_body}")
+    string(APPEND decls "extern const Script k_${name}_keys;\n")
+    string(APPEND defs "const Script k_${name}_keys = {\"${name}\", R\"__lua__(${keys_body})__lua__\", \"${keys_sha}\"};\n")
   else()
     set(body "#!lua\n${prelude}\n${own}")
     set(symbol "k_${name}")

@@ -3,8 +3,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "coalescer.h"
 #include "per_process.h"
@@ -23,6 +27,9 @@ class RedisBackend : public Backend {
   // `coalesce`: checks of one key that wait behind a call of it go out
   // together as one call (coalescer.h); off, every check is its own call.
   explicit RedisBackend(std::unique_ptr<Transport> transport, bool coalesce = true);
+
+  // Calls of one lane (see Lane below) in flight at once.
+  static constexpr int kLaneCalls = 4;
 
   using Backend::evaluate;
   using Backend::reset;
@@ -57,6 +64,19 @@ class RedisBackend : public Backend {
   // `encoded`: the request's encode(), when the caller has it already.
   Decision evaluate_one(const Request& request, const Encoded* encoded = nullptr);
   std::vector<Outcome> evaluate_many_one(const std::vector<Request>& requests);
+  // Most checks in one keys call (core/scripts/single/common/keys.lua): the
+  // script holds the Redis thread for all of them.
+  static constexpr size_t kMaxKeysPerCall = 128;
+  static bool same_instant_and_limits(const std::vector<Encoded>& encoded);
+  // One pipeline of `calls` of `script`, for requests[group[j]]: out[group[j]].
+  void send_group(const scripts::Script& script, const std::vector<Request>& requests,
+                  const std::vector<size_t>& group, const std::vector<ScriptCall>& calls,
+                  const Durability& durability, std::vector<Outcome>& out);
+  // Checks of one limit and instant, on any keys, decided in keys calls of
+  // `single`'s algorithm; out[group[j]] as send_group gives.
+  void evaluate_keys(const scripts::Script& single, const std::vector<Request>& requests,
+                     const std::vector<size_t>& group, const std::vector<Encoded>& encoded,
+                     std::vector<Outcome>& out);
   // `encoded`: the request's encode(), when the caller has it already.
   void evaluate_one_async(const Request& request, std::function<void(Outcome)> done,
                           const Encoded* encoded = nullptr);
@@ -71,8 +91,60 @@ class RedisBackend : public Backend {
   void finish_batch(const std::string& key, const std::shared_ptr<Coalescer::Batch>& batch, ReplyPtr reply,
                     std::exception_ptr error);
 
+  // Lanes: checks of one limit (one script and arguments but the key and
+  // the cost) on the non-blocking path. At most kLaneCalls calls of a lane
+  // are in flight; checks that lead their key meanwhile wait in the lane and
+  // go out together as one keys call (core/scripts/single/common/keys.lua)
+  // when one of them completes: under load the server's per-call work is
+  // paid once for many keys, and a lone caller's check goes out at once as
+  // before. Each decides as its own call would (the per-key coalescer still
+  // orders the checks of one key). Blocking checks have no lane (see
+  // evaluate()).
+  // A waiting check: its key and cost, and its caller's callback.
+  struct LaneCheck {
+    std::string key;
+    int64_t cost = 1;
+    std::function<void(Outcome)> done;
+    Latch::Clock::time_point deadline{};
+    std::shared_ptr<Reactor> reactor;  // its poller may read the reply (send_next)
+  };
+  // A keys call: the lane's script, arguments and limit, and its checks.
+  struct LaneCall {
+    const scripts::Script* single = nullptr;
+    std::vector<std::string> tail;  // args[2..]
+    std::vector<LimitParams> limits;
+    std::vector<LaneCheck> checks;
+  };
+  struct Lane {
+    int inflight = 0;
+    LaneCall next;  // set by the lane's first check; its checks wait
+  };
+  struct Lanes {
+    std::mutex mu;
+    std::unordered_map<std::string, Lane> map;
+  };
+  // The lane of a check that leads its key, or "" when it has none (a
+  // general script, Cluster, coalescing off).
+  std::string lane_of(const scripts::Script& script, const ScriptCall& call) const;
+  // Takes a slot of `lane` (true), or queues `check` in it (false); throws
+  // kPoolExhausted when too many wait. `call` and `limits` fill a new lane.
+  bool enter_lane(const std::string& lane, const scripts::Script& script, const ScriptCall& call,
+                  const std::vector<LimitParams>& limits, LaneCheck&& check);
+  // A call of `lane` completed (or was never sent): its slot goes to the
+  // checks waiting in the lane, as one keys call, or is freed. When it
+  // failed because the server did not answer or could not be reached
+  // (`failed`: kTimeout, kUnavailable), the waiting checks fail at once,
+  // unsent (as send_next's).
+  void lane_done(const std::string& lane, std::exception_ptr failed = nullptr);
+  void finish_lane(const std::string& lane, const std::shared_ptr<LaneCall>& call, ReplyPtr reply,
+                   std::exception_ptr error);
+  // One single-check call on the non-blocking path (evaluate_one_async's
+  // send), for a check of a keys call that must go again on its own.
+  void send_alone_async(const std::shared_ptr<LaneCall>& call, LaneCheck check);
+
   std::unique_ptr<Transport> transport_;
   const bool coalesce_;
+  PerProcess<Lanes> lanes_;
   // Per process: a forked child must not wait behind calls in flight in its
   // parent (they never complete there), nor take the parent's shard locks.
   PerProcess<Coalescer> coalescer_;

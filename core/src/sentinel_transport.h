@@ -79,6 +79,7 @@ class SentinelTransport : public Transport {
   long evicting_nodes() override;
   long connect_attempts() override;
   int command_timeout_ms() const override { return options_.command_timeout_ms; }
+  bool one_node() const override { return true; }
   // Once a master is known: on its pool, without a thread. A READONLY reply
   // (a demoted master) or a failed send re-resolves on a library thread, as
   // execute() does; so does the first resolution (run_in_background).

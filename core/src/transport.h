@@ -74,6 +74,9 @@ class Transport {
   virtual long connect_attempts() = 0;
   // The deadline of one command (or pipeline), which a WAIT must fit in.
   virtual int command_timeout_ms() const = 0;
+  // One node holds every key (standalone, Sentinel's master): one script
+  // call may carry keys of different slots. False on Cluster.
+  virtual bool one_node() const { return false; }
 
   // run_script without waiting: queues the call and returns; `done` runs
   // once, later, on a library I/O thread or a thread driving the same
@@ -173,6 +176,7 @@ class StandaloneTransport : public Transport {
   bool run_script_async(const scripts::Script& script, const ScriptCall& call, ScriptDone&& done) override;
   bool run_command_async(std::string_view key, const Argv& argv, const ScriptDone& done) override;
   int command_timeout_ms() const override { return pool_.options().command_timeout_ms; }
+  bool one_node() const override { return true; }
 
   ConnectionPool& pool() { return pool_; }
 

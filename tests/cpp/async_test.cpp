@@ -36,11 +36,12 @@ struct Handles {
 };
 
 void open(Handles& h, const std::string& url, const std::string& prefix, int64_t limit, int pool_size = 0,
-          int timeout_ms = 0) {
+          int timeout_ms = 0, bool no_coalescing = false) {
   polylimit_error err;
   polylimit_client_options co = POLYLIMIT_CLIENT_OPTIONS_INIT;
   co.pool_size = pool_size;
   co.command_timeout_ms = timeout_ms;
+  co.no_coalescing = no_coalescing ? 1 : 0;
   ASSERT_EQ(polylimit_client_open(url.c_str(), &co, &h.client, &err), POLYLIMIT_OK) << err.message;
   polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
   lo.limit = limit;
@@ -395,11 +396,12 @@ TEST(Async, FullConnectionQueueIsAClearError) {
   Handles h;
   // A command timeout far above the submits' time, also under ThreadSanitizer
   // (3 s was not: the first checks timed out while the last were submitted).
-  open(h, own.url(), "async-full", 10, 1, 60000);
+  // Without coalescing: checks of one key would queue behind its call in
+  // flight, and checks of one limit in its lane, each queue with a bound of
+  // its own (coalesce_test.cpp).
+  open(h, own.url(), "async-full", 10, 1, 60000, true);
   polylimit_error err;
   ASSERT_NO_FATAL_FAILURE(connect_then_pause(h, own));
-  // Distinct keys: checks of one key queue behind its call in flight
-  // instead (coalescing), which has a bound of its own (coalesce_test.cpp).
   for (int i = 0; i < 5000; ++i) {
     const std::string key = "k" + std::to_string(i);
     ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, key.data(), key.size(), 1, h.queue, i, &err), POLYLIMIT_OK)

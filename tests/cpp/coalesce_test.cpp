@@ -26,6 +26,7 @@
 #include "polylimit.h"
 #include "polylimit/client.h"
 #include "polylimit/limiter.h"
+#include "redis_backend.h"
 #include "redis_server.h"
 
 using namespace polylimit;
@@ -152,6 +153,57 @@ TEST_P(CoalesceStreams, BurstsDecideAsMemoryAndAsSeparateCalls) {
   EXPECT_EQ(off->stats().script_calls, compared);
 }
 
+// Bursts on many keys at one instant on the non-blocking path: the first
+// checks go out alone (RedisBackend::kLaneCalls of one limit at a time), the
+// others lead their key and wait in the limit's lane or queue behind their
+// key's call, and go out in keys calls and coalesced calls. In submission
+// order, every decision is the one memory:// and single calls give.
+TEST_P(CoalesceStreams, BurstsOnManyKeysDecideAsMemoryAndAsSeparateCalls) {
+  Spec spec = specs()[GetParam()];
+  int64_t min_capacity = spec.limits[0].capacity();
+  for (const LimitParams& p : spec.limits) min_capacity = std::min(min_capacity, p.capacity());
+  auto on = redis_client(true);
+  auto off = redis_client(false);
+  MemoryBackend memory([] { return kT0; });
+  std::mt19937_64 rng(GetParam() * 6151 + 5);
+  const std::string tag = std::string("co-keys:") + spec.name + ":" + std::to_string(rng());
+  int64_t now = kT0;
+  size_t compared = 0;
+  for (int burst = 0; burst < 25; ++burst) {
+    now += static_cast<int64_t>(rng() % 3000000);
+    if (spec.grows && burst == 12) spec.limits[0].limit *= 3;
+    const size_t n = 1 + rng() % 200;
+    const size_t keys = 1 + rng() % 40;
+    std::vector<std::string> key(n);
+    std::vector<int64_t> costs(n);
+    for (size_t j = 0; j < n; ++j) {
+      key[j] = std::to_string(rng() % keys);
+      costs[j] = 1 + static_cast<int64_t>(rng() % (rng() % 4 == 0 ? min_capacity : 3));
+    }
+    std::vector<std::promise<Outcome>> promises(n);
+    std::vector<Request> requests;
+    for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, tag + ":on:" + key[j], costs[j], now));
+    for (size_t j = 0; j < n; ++j)
+      on->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+    for (size_t j = 0; j < n; ++j) {
+      Outcome got = promises[j].get_future().get();
+      ASSERT_FALSE(got.error) << "burst " << burst << " check " << j;
+      const Decision want = memory.evaluate(make_request(spec, tag + ":" + key[j], costs[j], now));
+      const Decision separate = off->backend().evaluate(make_request(spec, tag + ":off:" + key[j], costs[j], now));
+      ASSERT_EQ(fields(separate), fields(want)) << spec.name << " burst " << burst << " check " << j;
+      ASSERT_EQ(fields(got.decision), fields(want))
+          << spec.name << " burst " << burst << " check " << j << " key " << key[j] << " cost " << costs[j];
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 1000u);
+  // Fewer calls than checks; a limit of one key without a block (the
+  // single-check scripts) also in keys calls, so fewer still.
+  const bool keyed = spec.limits.size() == 1 && spec.block_us == 0;
+  EXPECT_LT(on->stats().script_calls * (keyed ? 3 : 1), compared) << spec.name;
+  EXPECT_EQ(off->stats().script_calls, compared);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, CoalesceStreams, ::testing::Range<size_t>(0, specs().size()),
                          [](const ::testing::TestParamInfo<size_t>& i) { return specs()[i.param].name; });
 
@@ -186,40 +238,53 @@ TEST(Coalesce, CheckManyDecidesInOrderBehindCallsInFlight) {
   EXPECT_GT(on->stats().coalesced, 0u);
 }
 
-// A key's queue is bounded, as a connection's is: past it a check fails at
-// once with kPoolExhausted; the queued ones complete once the server answers.
-TEST(Coalesce, FullKeyQueueIsAClearError) {
-  pltest::RedisServer own;
-  ClientOptions o;
-  o.pool.size = 1;
-  o.pool.command_timeout_ms = 5000;
-  auto client = Client::open(own.url(), o);
-  const Spec spec = specs()[4];
-  client->backend().evaluate(make_request(spec, "q", 1, kT0));  // connected, script loaded
+// Submits `requests` on the non-blocking path while `own` is paused: the
+// ones past the bound fail at once with kPoolExhausted ("queue full"), and
+// they must be `refused`; the queued ones are decided once it resumes.
+void expect_bounded_queue(Client& client, pltest::RedisServer& own, const std::vector<Request>& requests,
+                          size_t refused) {
   own.pause();
-  const size_t n = Coalescer::kMaxWaiting + 100;
-  std::vector<Request> requests(n, make_request(spec, "q", 1, kT0));
   std::atomic<size_t> completed{0}, decided{0};
-  size_t refused = 0;
-  for (size_t j = 0; j < n; ++j) {
+  size_t got_refused = 0;
+  for (const Request& rq : requests) {
     try {
-      client->backend().evaluate_async(requests[j], [&](Outcome r) {
+      client.backend().evaluate_async(rq, [&](Outcome r) {
         if (!r.error) decided.fetch_add(1);
         completed.fetch_add(1);
       });
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kPoolExhausted);
       EXPECT_NE(std::string(e.what()).find("queue full"), std::string::npos) << e.what();
-      ++refused;
+      ++got_refused;
     }
   }
-  EXPECT_EQ(refused, n - 1 - Coalescer::kMaxWaiting);  // one in flight, the bound queued
+  EXPECT_EQ(got_refused, refused);
   own.resume();
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (completed.load() < n - refused && std::chrono::steady_clock::now() < until)
+  const size_t queued = requests.size() - got_refused;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (completed.load() < queued && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(completed.load(), n - refused);
-  EXPECT_EQ(decided.load(), n - refused);
+  EXPECT_EQ(completed.load(), queued);
+  EXPECT_EQ(decided.load(), queued);
+}
+
+std::shared_ptr<Client> one_connection(const pltest::RedisServer& own) {
+  ClientOptions o;
+  o.pool.size = 1;
+  o.pool.command_timeout_ms = 60000;  // far above the submits' time, under ThreadSanitizer too
+  return Client::open(own.url(), o);
+}
+
+// A key's queue is bounded, as a connection's is: past it a check fails at
+// once with kPoolExhausted; the queued ones complete once the server answers.
+TEST(Coalesce, FullKeyQueueIsAClearError) {
+  pltest::RedisServer own;
+  auto client = one_connection(own);
+  const Spec spec = specs()[4];
+  client->backend().evaluate(make_request(spec, "q", 1, kT0));  // connected, script loaded
+  const size_t n = Coalescer::kMaxWaiting + 100;
+  // One in flight, the bound queued.
+  expect_bounded_queue(*client, own, std::vector<Request>(n, make_request(spec, "q", 1, kT0)), 99);
 }
 
 // Many threads checking one key at one instant: whatever the order the
@@ -355,6 +420,117 @@ TEST(Coalesce, PausedServerTimesOutEveryCheck) {
   EXPECT_GE(unknown.load(), 1);  // the call that was sent
   EXPECT_LT(unknown.load(), 16);  // the others were not
   EXPECT_LT(took, std::chrono::milliseconds(3 * 300 + 500)) << "a check waited for more than one call";
+}
+
+// Lanes: checks of one limit on many keys, one each, on the non-blocking
+// path. Only kLaneCalls go out alone; the rest go in keys calls.
+TEST(Coalesce, ManyKeysShareKeysCalls) {
+  auto client = redis_client(true);
+  const Spec spec = specs()[8];  // GCRA, 40
+  MemoryBackend memory([] { return kT0; });
+  const size_t n = 300;
+  std::vector<std::promise<Outcome>> promises(n);
+  std::vector<Request> requests;
+  for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, "co-lane:" + std::to_string(j), 1 + j % 5, kT0));
+  for (size_t j = 0; j < n; ++j)
+    client->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  for (size_t j = 0; j < n; ++j) {
+    Outcome o = promises[j].get_future().get();
+    ASSERT_FALSE(o.error) << j;
+    EXPECT_EQ(fields(o.decision), fields(memory.evaluate(requests[j]))) << j;
+  }
+  const Stats st = client->stats();
+  EXPECT_EQ(st.coalesced, 0u);  // no key twice
+  EXPECT_LE(st.script_calls, static_cast<uint64_t>(RedisBackend::kLaneCalls) + n / 10) << "keys calls";
+}
+
+// A lane's queue is bounded, as a key's is: past it a check fails at once
+// with kPoolExhausted; the waiting ones complete once the server answers.
+TEST(Coalesce, FullLaneIsAClearError) {
+  pltest::RedisServer own;
+  auto client = one_connection(own);
+  const Spec spec = specs()[4];
+  client->backend().evaluate(make_request(spec, "lane-full:warm", 1, kT0));  // connected, script loaded
+  const size_t n = Coalescer::kMaxWaiting + RedisBackend::kLaneCalls + 100;
+  std::vector<Request> requests;
+  for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, "lane-full:" + std::to_string(j), 1, kT0));
+  expect_bounded_queue(*client, own, requests, 100);  // the lane's calls in flight, the bound waiting
+}
+
+// A key of another type among the checks of a keys call: that check gets
+// the error its own call gets (its keys call answers that it failed, and it
+// goes again alone); the others their decisions.
+TEST(Coalesce, KeyOfAnotherTypeInALaneFailsAlone) {
+  auto on = redis_client(true);
+  auto off = redis_client(false);
+  for (const size_t which : {size_t{0}, size_t{4}, size_t{8}}) {  // sliding log, fixed window, GCRA
+    const Spec spec = specs()[which];
+    const std::string tag = std::string("co-lane-bad:") + spec.name;
+    for (const char* side : {":on:", ":off:"}) ASSERT_EQ(server().integer({"RPUSH", tag + side + "7", "x"}), 1);
+    const size_t n = 20;
+    std::vector<std::promise<Outcome>> promises(n);
+    std::vector<Request> requests;
+    for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, tag + ":on:" + std::to_string(j), 2, kT0));
+    for (size_t j = 0; j < n; ++j)
+      on->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+    for (size_t j = 0; j < n; ++j) {
+      Outcome got = promises[j].get_future().get();
+      const Request alone = make_request(spec, tag + ":off:" + std::to_string(j), 2, kT0);
+      if (j != 7) {
+        ASSERT_FALSE(got.error) << spec.name << " " << j;
+        EXPECT_EQ(fields(got.decision), fields(off->backend().evaluate(alone))) << spec.name << " " << j;
+        continue;
+      }
+      ASSERT_TRUE(got.error) << spec.name;
+      std::string want, mine;
+      try {
+        off->backend().evaluate(alone);
+      } catch (const Error& e) {
+        want = e.what();
+      }
+      try {
+        std::rethrow_exception(got.error);
+      } catch (const Error& e) {
+        mine = e.what();
+        EXPECT_FALSE(e.outcome_unknown());
+      }
+      for (size_t at; (at = mine.find(":on:")) != std::string::npos;) mine.replace(at, 4, ":off:");
+      EXPECT_FALSE(want.empty()) << spec.name;
+      EXPECT_EQ(mine, want) << spec.name;
+    }
+  }
+}
+
+// A paused server: the checks waiting in a lane fail with the timeout of
+// the call before them, unsent: none waits for two calls.
+TEST(Coalesce, PausedServerFailsTheLaneOnce) {
+  auto client = redis_client(true, 300);
+  const Spec spec = specs()[4];  // fixed window
+  client->backend().evaluate(make_request(spec, "co-lane-pause:warm", 1, kT0));  // connected, script loaded
+  server().pause();
+  const size_t n = 64;
+  std::vector<std::promise<Outcome>> promises(n);
+  std::vector<Request> requests;
+  for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, "co-lane-pause:" + std::to_string(j), 1, kT0));
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t j = 0; j < n; ++j)
+    client->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  int unknown = 0;
+  for (size_t j = 0; j < n; ++j) {
+    Outcome o = promises[j].get_future().get();
+    ASSERT_TRUE(o.error) << j;
+    try {
+      std::rethrow_exception(o.error);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+      if (e.outcome_unknown()) ++unknown;
+    }
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  server().resume();
+  EXPECT_GE(unknown, 1);                          // the calls that were sent
+  EXPECT_LE(unknown, RedisBackend::kLaneCalls);   // the waiting ones were not
+  EXPECT_LT(took, std::chrono::milliseconds(300 + 500)) << "a check waited for more than one call";
 }
 
 }  // namespace

@@ -30,6 +30,8 @@ polylimit::Argv legacy_args(const std::string& name, const polylimit::Argv& args
 // A Transport that forwards to `inner` what its subclass does not change.
 // No run_script_async: the base class's answer (false) sends async calls
 // through run_script, so a subclass's run_script sees them too.
+// No one_node() either (false): no keys calls, which the frozen scripts do
+// not know, reach a subclass.
 class ForwardingTransport : public polylimit::Transport {
  public:
   explicit ForwardingTransport(std::unique_ptr<polylimit::Transport> inner) : inner_(std::move(inner)) {}

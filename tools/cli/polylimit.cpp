@@ -66,7 +66,8 @@ Options (--opt VALUE and --opt=VALUE both work; '--' ends the options):
                      library's, 2; the threads share them, pipelined, as an
                      application's threads do)
   --no-coalescing    every check is its own script call (by default checks of
-                     one key waiting behind a call of it go out as one call)
+                     one key waiting behind a call of it go out as one call,
+                     and checks of one limit on many keys as keys calls)
   --seconds S        bench: total duration in seconds; fractions allowed
                      (e.g. 0.5), 0 < S <= 86400 (default 5)
   --json             check, peek, reset, stats, bench: print one JSON object

@@ -51,8 +51,10 @@ struct ClientOptions {
   TlsOptions tls;
   // Checks of one key that arrive while a call of that key is in flight go
   // out together as one script call, decided one after another exactly as
-  // separate calls would be (docs/limiter.md, "Hot keys"). Off: one call
-  // per check, as in 1.0.
+  // separate calls would be (docs/limiter.md, "Hot keys"); checks of one
+  // limit on different keys go together as keys calls (check_many, and
+  // non-blocking checks past 4 calls of the limit in flight: "Many keys of
+  // one limit"). Off: one call per check, as in 1.0.
   bool coalesce = true;
   // memory:// only: the backend's clock in microseconds since the epoch.
   // Empty: the system realtime clock. Tests inject a fake clock here.

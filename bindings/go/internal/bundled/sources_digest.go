@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "179c48d5bf455aed31308e102d76570397f02564f0f7b7daebe42359a1009a6a"
+const sourcesDigest = "5875cf4dc27d662e46e99953ffa8b2e29de6bc52202a8dfd36f038da997cfba7"

@@ -1020,6 +1020,133 @@ for i = 1, n do
 end
 return out
 )__lua__", "67968837c16ad626bf6933042a1a0b48bb166fe3"};
+const Script k_fixed_window_keys = {"fixed_window", R"__lua__(#!lua
+-- prelude.lua of the single-check scripts: the build puts this text in front
+-- of each core/scripts/single/*.lua file (as common/prelude.lua for the
+-- general scripts). Plain statements and one small function: whatever runs
+-- here, every call pays.
+--
+-- ARGV[1] 'check', or 'checks' for coalesced checks (core/src/coalescer.h)
+-- ARGV[2] the cost; for 'checks' the costs, comma-separated, decided in order
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] the limit's values (the script names them)
+-- A script replies 'allowed limit remaining retry_after_ms reset_after_ms'
+-- per check, all in one string (cheaper for Redis to convert than a table).
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+
+-- A TTL for PEXPIRE / PX in ms (at least 1) for state that must live `us`
+-- more microseconds; caller-supplied time adds `slack` (one window), as
+-- ttl_ms in common/prelude.lua.
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+-- The replies: answer(j, ...) keeps check j's (in `costs`, whose cost it has
+-- read), replies() returns them all as the script's reply.
+local reply
+local function answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+local function replies()
+  if costs then return table.concat(costs, ' ') end
+  return reply
+end
+
+local function decide(KEYS)
+-- Fixed window, checks of one limit without a block: the common call, in a
+-- script of its own without the general script's parts (tables per limit,
+-- helper closures), so it costs the Redis thread less. Same layout and the
+-- same decisions as ../fixed_window.lua (script_diff_tests and
+-- coalesce_tests hold them to it); every other call goes there. The build
+-- puts common/prelude.lua (now, the costs, ttl_ms, the reply) in front.
+--
+-- KEYS[1]  the HASH {w, n}    ARGV[4..5]  limit, window_us
+local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
+local start = math.floor(now / window) * window
+if start > now then start = start - window elseif start + window <= now then start = start + window end
+local count, stored = 0, false
+local st = redis.call('HMGET', KEYS[1], 'w', 'n')
+local w, c = tonumber(st[1]), tonumber(st[2])
+if w and c then
+  if w == start then
+    count, stored = c, true
+  elseif w > start then  -- the clock stepped back: stay in the stored window
+    start, count = w, c
+  end
+end
+local to_end = start + window - now
+local to_end_ms = 0
+if to_end > 0 then to_end_ms = math.ceil(to_end / 1000) end
+
+-- Each check in turn, in memory; one write for all of them after.
+local admitted = false
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry_ms = 0, to_end_ms
+  if count + cost <= limit then allowed, retry_ms, count, admitted = 1, 0, count + cost, true end
+  local reset_ms = 0
+  if count > 0 then reset_ms = to_end_ms end
+  local remaining = limit - count
+  if remaining < 0 then remaining = 0 end
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+end
+
+if admitted then
+  -- With the server's clock the write that started this window set the
+  -- key's expiry (and w); caller-supplied time moves it, with one window of
+  -- slack.
+  if stored then
+    redis.call('HSET', KEYS[1], 'n', string.format('%d', count))
+  else
+    redis.call('HSET', KEYS[1], 'w', string.format('%d', start), 'n', string.format('%d', count))
+  end
+  if not stored or ARGV[3] ~= '' then
+    redis.call('PEXPIRE', KEYS[1], ttl_ms(to_end, window))
+  end
+end
+return replies()
+
+end
+-- keys.lua: the end of a keys call's script. The build makes one per
+-- single-check script: this prelude, then that script's text as the body of
+-- `decide(KEYS)`, then this file. A keys call decides checks of one limit
+-- on DIFFERENT keys (or one key repeated) in one script call, each exactly
+-- as its own call would (the same body, one key at a time, in order), so
+-- that a batch of keys pays the server's per-call work once
+-- (core/src/redis_backend.cpp: check_many, and the lanes).
+--
+-- ARGV[1] 'keys'   ARGV[2] one cost per key, comma-separated   KEYS[i] check i's key
+-- The reply: each key's reply in order, joined by spaces. A key whose body
+-- fails (raises an error, or returns an error reply: a key of another type,
+-- found before any write, as every body reads first, so the key is left as
+-- it was) answers FAILED instead, and the caller sends that check again on
+-- its own, where the error is its own.
+local FAILED = '-1 -1 -1 -1 -1'  -- allowed, then one limit's four numbers
+local out, i = {}, 0
+for c in string.gmatch(ARGV[2], '[^,]+') do
+  i = i + 1
+  cost = tonumber(c)
+  local ok, r = pcall(decide, {KEYS[i]})
+  if ok and type(r) == 'string' then out[i] = r else out[i] = FAILED end
+end
+return table.concat(out, ' ')
+)__lua__", "47bbcb6de8f082f114f657b976c49c6d0ad485e1"};
 const Script k_fixed_window_single = {"fixed_window", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
@@ -1121,6 +1248,131 @@ if admitted then
 end
 return replies()
 )__lua__", "b5c4522a428126f8b9834b856c83dab6f9d44371"};
+const Script k_gcra_keys = {"gcra", R"__lua__(#!lua
+-- prelude.lua of the single-check scripts: the build puts this text in front
+-- of each core/scripts/single/*.lua file (as common/prelude.lua for the
+-- general scripts). Plain statements and one small function: whatever runs
+-- here, every call pays.
+--
+-- ARGV[1] 'check', or 'checks' for coalesced checks (core/src/coalescer.h)
+-- ARGV[2] the cost; for 'checks' the costs, comma-separated, decided in order
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] the limit's values (the script names them)
+-- A script replies 'allowed limit remaining retry_after_ms reset_after_ms'
+-- per check, all in one string (cheaper for Redis to convert than a table).
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+
+-- A TTL for PEXPIRE / PX in ms (at least 1) for state that must live `us`
+-- more microseconds; caller-supplied time adds `slack` (one window), as
+-- ttl_ms in common/prelude.lua.
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+-- The replies: answer(j, ...) keeps check j's (in `costs`, whose cost it has
+-- read), replies() returns them all as the script's reply.
+local reply
+local function answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+local function replies()
+  if costs then return table.concat(costs, ' ') end
+  return reply
+end
+
+local function decide(KEYS)
+-- GCRA, checks of one limit without a block: the common call, in a script
+-- of its own without the general script's parts (tables per limit, helper
+-- closures), so it costs the Redis thread less. Same layout and the same
+-- decisions as ../gcra.lua (script_diff_tests and coalesce_tests hold them
+-- to it); every other call goes there. The build puts common/prelude.lua
+-- (now, the costs, ttl_ms, the reply) in front.
+--
+-- KEYS[1]  the STRING TAT (us)    ARGV[4..6]  window_us, capacity, interval_us
+-- (the reply's limit is the capacity)
+local window, cap, interval = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local tat = now
+local v = redis.call('GET', KEYS[1])
+if v then
+  tat = tonumber(v)
+  if tat < now then tat = now end
+end
+local tau = interval * cap
+
+-- Each check in turn, in memory; one write for all of them after.
+local admitted = false
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry_ms = 1, 0
+  local over = tat + interval * cost - now - tau
+  if over > 0 then
+    allowed, retry_ms = 0, math.ceil(over / 1000)
+  else
+    tat, admitted = tat + interval * cost, true
+  end
+  -- remaining = floor((tau - (tat - now)) / interval), exact whatever the
+  -- rounding of the division
+  local a = tau - (tat - now)
+  local remaining = math.floor(a / interval)
+  if remaining * interval > a then remaining = remaining - 1 elseif (remaining + 1) * interval <= a then remaining = remaining + 1 end
+  if remaining < 0 then remaining = 0 end  -- a TAT from a clock that stepped back
+  local reset_ms = 0
+  if tat > now then reset_ms = math.ceil((tat - now) / 1000) end
+  answer(j, allowed, cap, remaining, retry_ms, reset_ms)
+end
+
+if admitted then
+  if tat <= now then
+    redis.call('DEL', KEYS[1])
+  else
+    -- Expiry: when the bucket is full again (one window of slack for
+    -- caller-supplied time).
+    redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', ttl_ms(tat - now, window))
+  end
+end
+return replies()
+
+end
+-- keys.lua: the end of a keys call's script. The build makes one per
+-- single-check script: this prelude, then that script's text as the body of
+-- `decide(KEYS)`, then this file. A keys call decides checks of one limit
+-- on DIFFERENT keys (or one key repeated) in one script call, each exactly
+-- as its own call would (the same body, one key at a time, in order), so
+-- that a batch of keys pays the server's per-call work once
+-- (core/src/redis_backend.cpp: check_many, and the lanes).
+--
+-- ARGV[1] 'keys'   ARGV[2] one cost per key, comma-separated   KEYS[i] check i's key
+-- The reply: each key's reply in order, joined by spaces. A key whose body
+-- fails (raises an error, or returns an error reply: a key of another type,
+-- found before any write, as every body reads first, so the key is left as
+-- it was) answers FAILED instead, and the caller sends that check again on
+-- its own, where the error is its own.
+local FAILED = '-1 -1 -1 -1 -1'  -- allowed, then one limit's four numbers
+local out, i = {}, 0
+for c in string.gmatch(ARGV[2], '[^,]+') do
+  i = i + 1
+  cost = tonumber(c)
+  local ok, r = pcall(decide, {KEYS[i]})
+  if ok and type(r) == 'string' then out[i] = r else out[i] = FAILED end
+end
+return table.concat(out, ' ')
+)__lua__", "d7637cc583bb2d12ae9a284abf1180eda0ab0637"};
 const Script k_gcra_single = {"gcra", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
@@ -1220,6 +1472,169 @@ if admitted then
 end
 return replies()
 )__lua__", "17d8dde561c6384bcf0e1c1b056dc677acfa0462"};
+const Script k_sliding_counter_keys = {"sliding_counter", R"__lua__(#!lua
+-- prelude.lua of the single-check scripts: the build puts this text in front
+-- of each core/scripts/single/*.lua file (as common/prelude.lua for the
+-- general scripts). Plain statements and one small function: whatever runs
+-- here, every call pays.
+--
+-- ARGV[1] 'check', or 'checks' for coalesced checks (core/src/coalescer.h)
+-- ARGV[2] the cost; for 'checks' the costs, comma-separated, decided in order
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] the limit's values (the script names them)
+-- A script replies 'allowed limit remaining retry_after_ms reset_after_ms'
+-- per check, all in one string (cheaper for Redis to convert than a table).
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+
+-- A TTL for PEXPIRE / PX in ms (at least 1) for state that must live `us`
+-- more microseconds; caller-supplied time adds `slack` (one window), as
+-- ttl_ms in common/prelude.lua.
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+-- The replies: answer(j, ...) keeps check j's (in `costs`, whose cost it has
+-- read), replies() returns them all as the script's reply.
+local reply
+local function answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+local function replies()
+  if costs then return table.concat(costs, ' ') end
+  return reply
+end
+
+local function decide(KEYS)
+-- Sliding-window counter, checks of one limit without a block: the common
+-- call, in a script of its own without the general script's parts (tables
+-- per limit), so it costs the Redis thread less. Same layout and the same
+-- decisions as ../sliding_counter.lua (script_diff_tests and coalesce_tests
+-- hold them to it); every other call goes there. The build puts
+-- common/prelude.lua (now, the costs, ttl_ms, the reply) in front.
+--
+-- KEYS[1]  the HASH {w, c, p}    ARGV[4..5]  limit, window_us
+local limit, window = tonumber(ARGV[4]), tonumber(ARGV[5])
+local s = math.floor(now / window) * window
+if s > now then s = s - window elseif s + window <= now then s = s + window end
+local st = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
+local w, c, p = tonumber(st[1]), tonumber(st[2]) or 0, tonumber(st[3]) or 0
+local stored_w = w
+if not w then
+  c, p = 0, 0
+elseif w == s then
+  -- same window
+elseif w + window == s then
+  p, c = c, 0
+elseif w > s then  -- the clock stepped back: stay in the stored window
+  s = w
+else
+  c, p = 0, 0
+end
+local elapsed = now - s
+if elapsed < 0 then elapsed = 0 end
+
+-- Admission: p*(window - elapsed) <= (limit - c - cost)*window (see
+-- ../sliding_counter.lua, whose fits/first_fit these are).
+local function fits(q, a, e)
+  return a >= 0 and q * (window - e) <= a * window
+end
+local function first_fit(q, a, from)
+  if a < 0 or from > window - 1 then return nil end
+  if fits(q, a, from) then return from end
+  if not fits(q, a, window - 1) then return nil end
+  local e = window - math.floor(a * window / q)
+  if e <= from then e = from + 1 end
+  if e > window - 1 then e = window - 1 end
+  while e > from + 1 and fits(q, a, e - 1) do e = e - 1 end
+  while not fits(q, a, e) do e = e + 1 end
+  return e
+end
+
+-- Each check in turn, in memory; one write for all of them after.
+local weighted = math.ceil(p * (window - elapsed) / window)
+local admitted = false
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry = 1, 0
+  local a = limit - c - cost
+  if fits(p, a, elapsed) then
+    c, admitted = c + cost, true
+  else
+    allowed = 0
+    local e = first_fit(p, a, elapsed + 1)
+    if e then
+      retry = s + e - now
+    else
+      -- next window: this window's units become the weighted ones
+      e = first_fit(c, limit - cost, 0)
+      if e then retry = s + window + e - now else retry = s + 2 * window - now end
+    end
+  end
+  local remaining = limit - c - weighted
+  if remaining < 0 then remaining = 0 end
+  local reset = 0
+  if c > 0 then
+    reset = s + 2 * window - now
+  elseif weighted > 0 then
+    reset = s + window - now
+  end
+  local retry_ms, reset_ms = 0, 0
+  if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+  if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+end
+
+if admitted then
+  redis.call('HSET', KEYS[1], 'w', string.format('%d', s), 'c', string.format('%d', c), 'p', string.format('%d', p))
+  -- With the server's clock the write that started the stored window set
+  -- the key's expiry; caller-supplied time moves it, with one window of slack.
+  if not (ARGV[3] == '' and stored_w == s) then
+    redis.call('PEXPIRE', KEYS[1], ttl_ms(s + 2 * window - now, window))
+  end
+end
+return replies()
+
+end
+-- keys.lua: the end of a keys call's script. The build makes one per
+-- single-check script: this prelude, then that script's text as the body of
+-- `decide(KEYS)`, then this file. A keys call decides checks of one limit
+-- on DIFFERENT keys (or one key repeated) in one script call, each exactly
+-- as its own call would (the same body, one key at a time, in order), so
+-- that a batch of keys pays the server's per-call work once
+-- (core/src/redis_backend.cpp: check_many, and the lanes).
+--
+-- ARGV[1] 'keys'   ARGV[2] one cost per key, comma-separated   KEYS[i] check i's key
+-- The reply: each key's reply in order, joined by spaces. A key whose body
+-- fails (raises an error, or returns an error reply: a key of another type,
+-- found before any write, as every body reads first, so the key is left as
+-- it was) answers FAILED instead, and the caller sends that check again on
+-- its own, where the error is its own.
+local FAILED = '-1 -1 -1 -1 -1'  -- allowed, then one limit's four numbers
+local out, i = {}, 0
+for c in string.gmatch(ARGV[2], '[^,]+') do
+  i = i + 1
+  cost = tonumber(c)
+  local ok, r = pcall(decide, {KEYS[i]})
+  if ok and type(r) == 'string' then out[i] = r else out[i] = FAILED end
+end
+return table.concat(out, ' ')
+)__lua__", "5098c9b37d3bdfb3523002548922c00f0ef72eb8"};
 const Script k_sliding_counter_single = {"sliding_counter", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
@@ -1357,6 +1772,299 @@ if admitted then
 end
 return replies()
 )__lua__", "709683f55aa24e8e54c20f4b46c4994b4ece9002"};
+const Script k_sliding_log_keys = {"sliding_log", R"__lua__(#!lua
+-- prelude.lua of the single-check scripts: the build puts this text in front
+-- of each core/scripts/single/*.lua file (as common/prelude.lua for the
+-- general scripts). Plain statements and one small function: whatever runs
+-- here, every call pays.
+--
+-- ARGV[1] 'check', or 'checks' for coalesced checks (core/src/coalescer.h)
+-- ARGV[2] the cost; for 'checks' the costs, comma-separated, decided in order
+-- ARGV[3] now_us, or '' for the server's TIME
+-- ARGV[4..] the limit's values (the script names them)
+-- A script replies 'allowed limit remaining retry_after_ms reset_after_ms'
+-- per check, all in one string (cheaper for Redis to convert than a table).
+local now
+if ARGV[3] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[3])
+end
+local checks, cost, costs = 1, tonumber(ARGV[2]), nil
+if ARGV[1] == 'checks' then
+  costs = {}
+  for c in string.gmatch(ARGV[2], '[^,]+') do costs[#costs + 1] = tonumber(c) end
+  checks = #costs
+end
+
+-- A TTL for PEXPIRE / PX in ms (at least 1) for state that must live `us`
+-- more microseconds; caller-supplied time adds `slack` (one window), as
+-- ttl_ms in common/prelude.lua.
+local function ttl_ms(us, slack)
+  if ARGV[3] ~= '' then us = us + slack end
+  local ms = 1
+  if us > 1000 then ms = math.ceil(us / 1000) end
+  return string.format('%d', ms)
+end
+
+-- The replies: answer(j, ...) keeps check j's (in `costs`, whose cost it has
+-- read), replies() returns them all as the script's reply.
+local reply
+local function answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+  reply = string.format('%d %d %d %d %d', allowed, limit, remaining, retry_ms, reset_ms)
+  if costs then costs[j] = reply end
+end
+local function replies()
+  if costs then return table.concat(costs, ' ') end
+  return reply
+end
+
+local function decide(KEYS)
+-- Sliding-window log, checks of one limit (the library sends several
+-- limits, blocks, peeks and refunds to ../sliding_log.lua): the common
+-- call, in a script of its own without the general script's parts (tables
+-- per limit, the general prelude's helpers), so it costs the Redis thread
+-- less. Same ring layout and the same decisions as ../sliding_log.lua,
+-- whose header describes the ring (script_diff_tests and coalesce_tests
+-- hold them to it). The build puts common/prelude.lua
+-- (now, the costs, ttl_ms, the reply) in front.
+--
+-- KEYS[1]  the ring    ARGV[4..5]  limit, window_us
+local key, limit, window = KEYS[1], tonumber(ARGV[4]), tonumber(ARGV[5])
+local HDR, W, PREALLOC = 12, 8, 128
+local WHOLE, BLOCK = 256, 32  -- as in ../sliding_log.lua
+
+local function not_a_ring()
+  return redis.error_reply('WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring')
+end
+
+-- Up to WHOLE slots: the header and slots 0..limit-1 in one read (at most
+-- 2 KB). Larger rings: the header, then the slots a decision probes, in
+-- blocks of BLOCK slots (copying a whole large ring into Lua costs more
+-- than the reads it saves).
+local whole = limit <= WHOLE
+local data
+if whole then
+  data = redis.call('GETRANGE', key, 0, HDR + W * limit - 1)
+else
+  data = redis.call('GETRANGE', key, 0, HDR - 1)
+end
+local head, used, size, fresh = 0, 0, limit, false
+if data == '' then
+  fresh = true
+else
+  if #data >= HDR then head, used, size = struct.unpack('>I4I4I4', data) end
+  if #data < HDR or size < 1 or size > 1000000 or head >= size or used > size then return not_a_ring() end
+  if whole and size > limit then
+    -- Written for a larger limit (kept as it is): the rest of its slots.
+    data = data .. redis.call('GETRANGE', key, HDR + W * limit, HDR + W * size - 1)
+  elseif not whole and size < limit then
+    -- Re-read whole below, as a list.
+    data = data .. redis.call('GETRANGE', key, HDR, HDR + W * size - 1)
+    whole = true
+  end
+end
+-- Entry t (1..used), oldest first: slot (head - used + t - 1) % size. A
+-- large ring's blocks are aligned (slots BLOCK*b ..), so in a full ring the
+-- newest and the oldest entry, next to each other, usually share one.
+-- (A ring above PREALLOC slots holds only the slots written so far: each
+-- entry must be there, not every slot.)
+local blocks  -- block number -> its bytes (a large ring only)
+if not whole then blocks = {} end
+local function entry(t)
+  local p = (head - used + t - 1) % size
+  local bytes, at = data, HDR + W * p
+  if not whole then
+    local b = math.floor(p / BLOCK)
+    bytes = blocks[b]
+    if not bytes then
+      bytes = redis.call('GETRANGE', key, HDR + W * BLOCK * b, HDR + W * BLOCK * (b + 1) - 1)
+      blocks[b] = bytes
+    end
+    at = W * (p - BLOCK * b)
+  end
+  if at + W > #bytes then error({err = 'WRONGTYPE polylimit: ' .. key .. ' holds a value that is not a sliding log ring'}) end
+  return (struct.unpack('>d', bytes, at + 1))
+end
+
+-- A ring written for a smaller limit: its entries as a list; it is written
+-- again whole at the limit's size (as ../sliding_log.lua does).
+local list
+if size < limit then
+  list = {}
+  for t = 1, used do list[t] = entry(t) end
+  head, size = used % limit, limit
+end
+
+-- Entries still in the window (time > edge): the ring is sorted. While the
+-- oldest is still in (a busy key's usual state), so are all: no search.
+-- Else only a few entries have left since the last check, as a rule: the
+-- search gallops from the oldest (1, 2, 4, ... entries on), then bisects.
+local edge = now - window
+local lo, hi = 1, used + 1  -- the first entry > edge lies in lo..hi
+if used > 0 then
+  local oldest
+  if list then oldest = list[1] else oldest = entry(1) end
+  if oldest > edge then
+    hi = 1
+  else
+    local step = 1  -- entry(lo) <= edge
+    while lo + step <= used do
+      local e
+      if list then e = list[lo + step] else e = entry(lo + step) end
+      if e > edge then
+        hi = lo + step
+        break
+      end
+      lo, step = lo + step, step * 2
+    end
+    lo = lo + 1
+  end
+end
+while lo < hi do
+  local mid = math.floor((lo + hi) / 2)
+  local e
+  if list then e = list[mid] else e = entry(mid) end
+  if e > edge then hi = mid else lo = mid + 1 end
+end
+local count = used - lo + 1
+local dirty = false
+if count < used then  -- forget what left the window: used shrinks, head stays
+  if list then
+    local keep = {}
+    for t = used - count + 1, used do keep[#keep + 1] = list[t] end
+    list = keep
+  end
+  used, dirty = count, true
+end
+local newest
+if used > 0 then
+  if list then newest = list[used] else newest = entry(used) end
+end
+
+-- Each check in turn, in memory. The admissions so far are kept aside:
+-- `extra` units at `at` (one time for all: max(now, the newest entry)),
+-- after the ring's `used` entries; one write for all of them after. cost
+-- more units fit when the (limit - cost + 1)-th newest entry has left the
+-- window (or does not exist).
+local extra, at = 0, nil
+for j = 1, checks do
+  if costs then cost = costs[j] end
+  local allowed, retry = 1, 0
+  local t = used + extra - limit + cost
+  if t >= 1 then
+    local leaving = at
+    if t <= used or extra == 0 then
+      if list then leaving = list[t] else leaving = entry(t) end
+    end
+    if leaving > edge then allowed, retry = 0, leaving + window - now end
+  end
+  if allowed == 1 then
+    if not at then
+      at = now
+      if newest and newest > at then at = newest end
+    end
+    extra, newest = extra + cost, at
+  end
+  local reset = 0
+  if count + extra > 0 and newest then reset = newest + window - now end
+  local remaining = limit - count - extra
+  if remaining < 0 then remaining = 0 end
+  local retry_ms, reset_ms = 0, 0
+  if retry > 0 then retry_ms = math.ceil(retry / 1000) end
+  if reset > 0 then reset_ms = math.ceil(reset / 1000) end
+  answer(j, allowed, limit, remaining, retry_ms, reset_ms)
+end
+
+-- Writes n copies of `slot` into slots p..p+n-1. Making a Lua string costs
+-- the server per byte, a SETRANGE call about as much as 1 KB of that: so a
+-- long run goes as pieces of PIECE slots (one string, set several times; the
+-- last piece overlaps the one before it with the same bytes), the farthest
+-- first, so that a new STRING is allocated at its full length once.
+local PIECE = 128
+local function fill(p, n, slot)
+  if n <= PIECE then
+    redis.call('SETRANGE', key, HDR + W * p, string.rep(slot, n))
+    return
+  end
+  local piece = string.rep(slot, PIECE)
+  redis.call('SETRANGE', key, HDR + W * (p + n - PIECE), piece)
+  for q = p, p + n - PIECE - 1, PIECE do redis.call('SETRANGE', key, HDR + W * q, piece) end
+end
+
+if extra > 0 then
+  local cost = extra
+  local slot = struct.pack('>d', at)
+  if list then
+    for _ = 1, cost do list[#list + 1] = at end
+    while #list > size do table.remove(list, 1) end
+    used, head = #list, #list % size
+    local out = {struct.pack('>I4I4I4', head, used, size)}
+    for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
+    if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
+    redis.call('SET', key, table.concat(out), 'KEEPTTL')
+    redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
+  elseif fresh and size <= PREALLOC then  -- a new small ring: written whole, once
+    head, used = cost % size, cost
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) ..
+               string.rep('\0', W * (size - cost)), 'PX', ttl_ms(at + window - now, window))
+  elseif size <= PREALLOC and size <= limit and #data == HDR + W * size then
+    -- The whole ring was read: the bytes the SETRANGEs below would leave, in one SET.
+    local h0 = head
+    local first = math.min(cost, size - h0)
+    local wrapped = cost - first
+    head, used = (h0 + cost) % size, math.min(size, used + cost)
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, wrapped) ..
+               data:sub(HDR + W * wrapped + 1, HDR + W * h0) .. string.rep(slot, first) ..
+               data:sub(HDR + W * (h0 + first) + 1), 'PX', ttl_ms(at + window - now, window))
+  else
+    local first = math.min(cost, size - head)
+    fill(head, first, slot)
+    if cost > first then fill(0, cost - first, slot) end
+    head, used = (head + cost) % size, math.min(size, used + cost)
+    redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
+    redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
+  end
+elseif dirty then  -- the check forgot entries that left the window
+  if list then
+    head = used % size  -- the entries go to slots 0..used-1
+    local out = {struct.pack('>I4I4I4', head, used, size)}
+    for i = 1, used do out[#out + 1] = struct.pack('>d', list[i]) end
+    if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
+    redis.call('SET', key, table.concat(out), 'KEEPTTL')
+  else
+    redis.call('SETRANGE', key, 0, struct.pack('>I4I4I4', head, used, size))
+  end
+end
+
+return replies()
+
+end
+-- keys.lua: the end of a keys call's script. The build makes one per
+-- single-check script: this prelude, then that script's text as the body of
+-- `decide(KEYS)`, then this file. A keys call decides checks of one limit
+-- on DIFFERENT keys (or one key repeated) in one script call, each exactly
+-- as its own call would (the same body, one key at a time, in order), so
+-- that a batch of keys pays the server's per-call work once
+-- (core/src/redis_backend.cpp: check_many, and the lanes).
+--
+-- ARGV[1] 'keys'   ARGV[2] one cost per key, comma-separated   KEYS[i] check i's key
+-- The reply: each key's reply in order, joined by spaces. A key whose body
+-- fails (raises an error, or returns an error reply: a key of another type,
+-- found before any write, as every body reads first, so the key is left as
+-- it was) answers FAILED instead, and the caller sends that check again on
+-- its own, where the error is its own.
+local FAILED = '-1 -1 -1 -1 -1'  -- allowed, then one limit's four numbers
+local out, i = {}, 0
+for c in string.gmatch(ARGV[2], '[^,]+') do
+  i = i + 1
+  cost = tonumber(c)
+  local ok, r = pcall(decide, {KEYS[i]})
+  if ok and type(r) == 'string' then out[i] = r else out[i] = FAILED end
+end
+return table.concat(out, ' ')
+)__lua__", "96cffef84bafdcf5e45ee25c9f40eb03707e3055"};
 const Script k_sliding_log_single = {"sliding_log", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
