@@ -25,7 +25,8 @@ Decision decode_script_reply(const redisReply* reply, const std::vector<LimitPar
 class RedisBackend : public Backend {
  public:
   // `coalesce`: checks of one key that wait behind a call of it go out
-  // together as one call (coalescer.h); off, every check is its own call.
+  // together as one call (coalescer.h), checks of one limit on different
+  // keys as keys calls (check_many, lanes); off, every check is its own call.
   explicit RedisBackend(std::unique_ptr<Transport> transport, bool coalesce = true);
 
   // Calls of one lane (see Lane below) in flight at once.
@@ -100,6 +101,7 @@ class RedisBackend : public Backend {
   // before. Each decides as its own call would (the per-key coalescer still
   // orders the checks of one key). Blocking checks have no lane (see
   // evaluate()).
+
   // A waiting check: its key and cost, and its caller's callback.
   struct LaneCheck {
     std::string key;
@@ -144,10 +146,10 @@ class RedisBackend : public Backend {
 
   std::unique_ptr<Transport> transport_;
   const bool coalesce_;
-  PerProcess<Lanes> lanes_;
   // Per process: a forked child must not wait behind calls in flight in its
   // parent (they never complete there), nor take the parent's shard locks.
   PerProcess<Coalescer> coalescer_;
+  PerProcess<Lanes> lanes_;
   std::atomic<long> round_trips_{0};
   std::atomic<long> script_calls_{0};  // EVALSHA calls (a coalesced one counts once)
   std::atomic<long> coalesced_{0};     // checks decided in a coalesced call

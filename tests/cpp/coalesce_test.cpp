@@ -197,10 +197,9 @@ TEST_P(CoalesceStreams, BurstsOnManyKeysDecideAsMemoryAndAsSeparateCalls) {
     }
   }
   EXPECT_GT(compared, 1000u);
-  // Fewer calls than checks; a limit of one key without a block (the
-  // single-check scripts) also in keys calls, so fewer still.
-  const bool keyed = spec.limits.size() == 1 && spec.block_us == 0;
-  EXPECT_LT(on->stats().script_calls * (keyed ? 3 : 1), compared) << spec.name;
+  // Fewer calls than checks. (How many fewer depends on how many calls were
+  // in flight, which a slow build changes; ManyKeysShareKeysCalls counts.)
+  EXPECT_LT(on->stats().script_calls, compared) << spec.name;
   EXPECT_EQ(off->stats().script_calls, compared);
 }
 
@@ -423,17 +422,26 @@ TEST(Coalesce, PausedServerTimesOutEveryCheck) {
 }
 
 // Lanes: checks of one limit on many keys, one each, on the non-blocking
-// path. Only kLaneCalls go out alone; the rest go in keys calls.
+// path. Only kLaneCalls go out alone; the rest go in keys calls. (Submitted
+// while the server is paused, so that none completes meanwhile however
+// slow the build: the rest then wait in the lane, and go in 128s.)
 TEST(Coalesce, ManyKeysShareKeysCalls) {
-  auto client = redis_client(true);
+  pltest::RedisServer own;
+  ClientOptions o;
+  o.pool.command_timeout_ms = 60000;
+  auto client = Client::open(own.url(), o);
   const Spec spec = specs()[8];  // GCRA, 40
+  client->backend().evaluate(make_request(spec, "co-lane:warm", 1, kT0));  // connected, script loaded
+  const uint64_t before = client->stats().script_calls;
   MemoryBackend memory([] { return kT0; });
   const size_t n = 300;
   std::vector<std::promise<Outcome>> promises(n);
   std::vector<Request> requests;
   for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, "co-lane:" + std::to_string(j), 1 + j % 5, kT0));
+  own.pause();
   for (size_t j = 0; j < n; ++j)
     client->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  own.resume();
   for (size_t j = 0; j < n; ++j) {
     Outcome o = promises[j].get_future().get();
     ASSERT_FALSE(o.error) << j;
@@ -441,7 +449,8 @@ TEST(Coalesce, ManyKeysShareKeysCalls) {
   }
   const Stats st = client->stats();
   EXPECT_EQ(st.coalesced, 0u);  // no key twice
-  EXPECT_LE(st.script_calls, static_cast<uint64_t>(RedisBackend::kLaneCalls) + n / 10) << "keys calls";
+  // 4 alone, then 296 in keys calls of at most 128.
+  EXPECT_EQ(st.script_calls - before, static_cast<uint64_t>(RedisBackend::kLaneCalls) + 3) << "keys calls";
 }
 
 // A lane's queue is bounded, as a key's is: past it a check fails at once
