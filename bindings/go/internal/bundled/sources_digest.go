@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "5875cf4dc27d662e46e99953ffa8b2e29de6bc52202a8dfd36f038da997cfba7"
+const sourcesDigest = "94a2f0612443d613923e8b5161ffe7f6793fcef7d077e25a2b1ac5613551dcc5"
