@@ -177,8 +177,10 @@ int main(int argc, char** argv) {
   const std::vector<std::string> peers(argv + std::min(argc, 3), argv + argc);
   pltest::RedisServer server;
   auto transport = [&] { return std::make_unique<StandaloneTransport>(parse_url(server.url()), PoolOptions{}); };
-  RedisBackend next(transport());
-  RedisBackend old(std::make_unique<pltest::LegacyTransport>(transport()));
+  // Without coalescing: one script call per decision (a batch of checks of
+  // one limit would otherwise go as keys calls), what this bench weighs.
+  RedisBackend next(transport(), /*coalesce=*/false);
+  RedisBackend old(std::make_unique<pltest::LegacyTransport>(transport()), /*coalesce=*/false);
 
   std::vector<Scenario> scenarios;
   for (Algorithm a : {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow, Algorithm::kGcra}) {

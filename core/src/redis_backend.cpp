@@ -688,7 +688,7 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
     if (lane.empty()) return evaluate_one_async(rq, std::move(after), &e);
     LaneCheck check{std::string(e.call.keys[0]), rq.cost, nullptr, call_deadline(*transport_), Reactor::current()};
     check.done = std::move(after);
-    if (!enter_lane(lane, script, e.call, *rq.limits, std::move(check))) return;
+    if (!enter_lane(lane, script, rq, e.call, std::move(check))) return;
     after = std::move(check.done);  // not queued: still ours
     try {
       evaluate_one_async(
@@ -850,15 +850,16 @@ void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Co
 }
 
 
-bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& script, const ScriptCall& call,
-                              const std::vector<LimitParams>& limits, LaneCheck&& check) {
+bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& script, const Request& rq,
+                              const ScriptCall& call, LaneCheck&& check) {
   Lanes& lanes = lanes_.get();
   std::lock_guard<std::mutex> lock(lanes.mu);
   Lane& l = lanes.map[lane];
   if (l.next.single == nullptr) {
     l.next.single = &script;
     l.next.tail.assign(call.args.begin() + 2, call.args.end());
-    l.next.limits = limits;
+    l.next.limits = *rq.limits;
+    l.next.now_us = rq.now_us;
   }
   if (l.inflight < kLaneCalls) {
     ++l.inflight;
@@ -898,6 +899,7 @@ void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed)
       call->single = l.next.single;
       call->tail = l.next.tail;
       call->limits = l.next.limits;
+      call->now_us = l.next.now_us;
       std::vector<LaneCheck>& waiting = l.next.checks;
       const size_t n = unsent ? waiting.size() : std::min(waiting.size(), kMaxKeysPerCall);
       call->checks.assign(std::make_move_iterator(waiting.begin()), std::make_move_iterator(waiting.begin() + n));
@@ -990,33 +992,18 @@ void RedisBackend::finish_lane(const std::string& lane, const std::shared_ptr<La
 }
 
 void RedisBackend::send_alone_async(const std::shared_ptr<LaneCall>& call, LaneCheck check) {
-  // The call's views point into `words` (key, cost) and `call` (the rest).
-  auto words = std::make_shared<std::pair<std::string, std::string>>(std::move(check.key), std::to_string(check.cost));
-  ScriptCall sc;
-  sc.keys.push_back(words->first);
-  sc.args.push_back("check");
-  sc.args.push_back(words->second);
-  sc.args.insert(sc.args.end(), call->tail.begin(), call->tail.end());
+  Request rq;
+  rq.limits = &call->limits;  // `call` lives until the check's answer: `done` holds it
+  rq.keys.push_back(std::move(check.key));
+  rq.cost = check.cost;
+  rq.now_us = call->now_us;
   auto done = std::make_shared<std::function<void(Outcome)>>(std::move(check.done));
   try {
-    round_trips_.fetch_add(1, std::memory_order_relaxed);
-    script_calls_.fetch_add(1, std::memory_order_relaxed);
-    auto complete = [call, done](ReplyPtr reply, std::exception_ptr error) {
-      if (error) error = own_copy(error);  // not the call's: a caller's thread may free it
-      DecodeThen{call->single, &call->limits, std::move(*done)}(std::move(reply), std::move(error));
-    };
-    if (transport_->run_script_async(*call->single, sc, complete)) return;
-    transport_->run_in_background([this, call, words, sc, done] {
-      ReplyPtr reply;
-      std::exception_ptr error;
-      try {
-        reply = transport_->run_script(*call->single, sc.keys, sc.args);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      DecodeThen{call->single, &call->limits, std::move(*done)}(std::move(reply), std::move(error));
+    evaluate_one_async(rq, [call, done](Outcome o) {
+      if (o.error) o.error = own_copy(o.error);  // not the call's: a caller's thread may free it
+      (*done)(std::move(o));
     });
-  } catch (...) {
+  } catch (...) {  // not queued
     (*done)(Outcome{Decision{}, std::current_exception()});
   }
 }

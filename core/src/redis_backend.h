@@ -115,6 +115,7 @@ class RedisBackend : public Backend {
     const scripts::Script* single = nullptr;
     std::vector<std::string> tail;  // args[2..]
     std::vector<LimitParams> limits;
+    int64_t now_us = kServerTime;
     std::vector<LaneCheck> checks;
   };
   struct Lane {
@@ -129,9 +130,9 @@ class RedisBackend : public Backend {
   // general script, Cluster, coalescing off).
   std::string lane_of(const scripts::Script& script, const ScriptCall& call) const;
   // Takes a slot of `lane` (true), or queues `check` in it (false); throws
-  // kPoolExhausted when too many wait. `call` and `limits` fill a new lane.
-  bool enter_lane(const std::string& lane, const scripts::Script& script, const ScriptCall& call,
-                  const std::vector<LimitParams>& limits, LaneCheck&& check);
+  // kPoolExhausted when too many wait. `rq` and its `call` fill a new lane.
+  bool enter_lane(const std::string& lane, const scripts::Script& script, const Request& rq, const ScriptCall& call,
+                  LaneCheck&& check);
   // A call of `lane` completed (or was never sent): its slot goes to the
   // checks waiting in the lane, as one keys call, or is freed. When it
   // failed because the server did not answer or could not be reached
@@ -140,8 +141,8 @@ class RedisBackend : public Backend {
   void lane_done(const std::string& lane, std::exception_ptr failed = nullptr);
   void finish_lane(const std::string& lane, const std::shared_ptr<LaneCall>& call, ReplyPtr reply,
                    std::exception_ptr error);
-  // One single-check call on the non-blocking path (evaluate_one_async's
-  // send), for a check of a keys call that must go again on its own.
+  // A check of a keys call that must go again on its own, as its own call
+  // (evaluate_one_async).
   void send_alone_async(const std::shared_ptr<LaneCall>& call, LaneCheck check);
 
   std::unique_ptr<Transport> transport_;

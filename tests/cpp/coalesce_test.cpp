@@ -103,6 +103,18 @@ Request make_request(const Spec& s, const std::string& key, int64_t cost, int64_
   return r;
 }
 
+// Submits `requests` on the non-blocking path, back to back; each future
+// gets its check's outcome.
+std::vector<std::future<Outcome>> submit_all(Client& client, const std::vector<Request>& requests) {
+  std::vector<std::future<Outcome>> out;
+  for (const Request& rq : requests) {
+    auto promise = std::make_shared<std::promise<Outcome>>();
+    out.push_back(promise->get_future());
+    client.backend().evaluate_async(rq, [promise](Outcome o) { promise->set_value(std::move(o)); });
+  }
+  return out;
+}
+
 class CoalesceStreams : public ::testing::TestWithParam<size_t> {};
 
 // Bursts of checks submitted back to back on the non-blocking path, each
@@ -127,13 +139,11 @@ TEST_P(CoalesceStreams, BurstsDecideAsMemoryAndAsSeparateCalls) {
     std::vector<int64_t> costs(n);
     // Up to the capacity, as Limiter allows (a larger cost goes alone).
     for (auto& c : costs) c = 1 + static_cast<int64_t>(rng() % (rng() % 4 == 0 ? min_capacity : 3));
-    std::vector<std::promise<Outcome>> promises(n);
     std::vector<Request> requests;
     for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, tag + ":on", costs[j], now));
-    for (size_t j = 0; j < n; ++j)
-      on->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+    auto futures = submit_all(*on, requests);
     for (size_t j = 0; j < n; ++j) {
-      Outcome got = promises[j].get_future().get();
+      Outcome got = futures[j].get();
       ASSERT_FALSE(got.error) << "burst " << burst << " check " << j;
       const Decision want = memory.evaluate(make_request(spec, tag, costs[j], now));
       const Decision separate = off->backend().evaluate(make_request(spec, tag + ":off", costs[j], now));
@@ -180,13 +190,11 @@ TEST_P(CoalesceStreams, BurstsOnManyKeysDecideAsMemoryAndAsSeparateCalls) {
       key[j] = std::to_string(rng() % keys);
       costs[j] = 1 + static_cast<int64_t>(rng() % (rng() % 4 == 0 ? min_capacity : 3));
     }
-    std::vector<std::promise<Outcome>> promises(n);
     std::vector<Request> requests;
     for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, tag + ":on:" + key[j], costs[j], now));
-    for (size_t j = 0; j < n; ++j)
-      on->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+    auto futures = submit_all(*on, requests);
     for (size_t j = 0; j < n; ++j) {
-      Outcome got = promises[j].get_future().get();
+      Outcome got = futures[j].get();
       ASSERT_FALSE(got.error) << "burst " << burst << " check " << j;
       const Decision want = memory.evaluate(make_request(spec, tag + ":" + key[j], costs[j], now));
       const Decision separate = off->backend().evaluate(make_request(spec, tag + ":off:" + key[j], costs[j], now));
@@ -213,11 +221,9 @@ TEST(Coalesce, CheckManyDecidesInOrderBehindCallsInFlight) {
   const Spec spec = specs()[4];  // fixed window, 40
   auto on = redis_client(true);
   MemoryBackend memory([] { return kT0; });
-  std::vector<std::promise<Outcome>> promises(10);
   std::vector<Request> burst;
   for (int j = 0; j < 10; ++j) burst.push_back(make_request(spec, "co:many:hot", 1, kT0));
-  for (int j = 0; j < 10; ++j)
-    on->backend().evaluate_async(burst[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  auto futures = submit_all(*on, burst);
   std::vector<Request> batch;
   for (int j = 0; j < 30; ++j) {
     const std::string key = j % 3 == 2 ? "other" : "hot";
@@ -225,7 +231,7 @@ TEST(Coalesce, CheckManyDecidesInOrderBehindCallsInFlight) {
   }
   std::vector<Outcome> got = on->backend().evaluate_many(batch);
   for (int j = 0; j < 10; ++j) {
-    Outcome o = promises[j].get_future().get();
+    Outcome o = futures[j].get();
     ASSERT_FALSE(o.error);
     EXPECT_EQ(fields(o.decision), fields(memory.evaluate(burst[j]))) << "burst " << j;
   }
@@ -366,14 +372,12 @@ TEST(Coalesce, AFailedCallFailsEveryCheckInIt) {
   pltest::RedisServer& s = server();
   ASSERT_EQ(s.command({"SET", "co:bad", "not a ring"}), "OK");
   const size_t n = 20;
-  std::vector<std::promise<Outcome>> promises(n);
   std::vector<Request> requests;
   for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, "co:bad", 1, kT0));
-  for (size_t j = 0; j < n; ++j)
-    client->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  auto futures = submit_all(*client, requests);
   std::string first;
   for (size_t j = 0; j < n; ++j) {
-    Outcome o = promises[j].get_future().get();
+    Outcome o = futures[j].get();
     ASSERT_TRUE(o.error) << j;
     try {
       std::rethrow_exception(o.error);
@@ -435,15 +439,13 @@ TEST(Coalesce, ManyKeysShareKeysCalls) {
   const uint64_t before = client->stats().script_calls;
   MemoryBackend memory([] { return kT0; });
   const size_t n = 300;
-  std::vector<std::promise<Outcome>> promises(n);
   std::vector<Request> requests;
   for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, "co-lane:" + std::to_string(j), 1 + j % 5, kT0));
   own.pause();
-  for (size_t j = 0; j < n; ++j)
-    client->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  auto futures = submit_all(*client, requests);
   own.resume();
   for (size_t j = 0; j < n; ++j) {
-    Outcome o = promises[j].get_future().get();
+    Outcome o = futures[j].get();
     ASSERT_FALSE(o.error) << j;
     EXPECT_EQ(fields(o.decision), fields(memory.evaluate(requests[j]))) << j;
   }
@@ -477,13 +479,11 @@ TEST(Coalesce, KeyOfAnotherTypeInALaneFailsAlone) {
     const std::string tag = std::string("co-lane-bad:") + spec.name;
     for (const char* side : {":on:", ":off:"}) ASSERT_EQ(server().integer({"RPUSH", tag + side + "7", "x"}), 1);
     const size_t n = 20;
-    std::vector<std::promise<Outcome>> promises(n);
     std::vector<Request> requests;
     for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, tag + ":on:" + std::to_string(j), 2, kT0));
-    for (size_t j = 0; j < n; ++j)
-      on->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+    auto futures = submit_all(*on, requests);
     for (size_t j = 0; j < n; ++j) {
-      Outcome got = promises[j].get_future().get();
+      Outcome got = futures[j].get();
       const Request alone = make_request(spec, tag + ":off:" + std::to_string(j), 2, kT0);
       if (j != 7) {
         ASSERT_FALSE(got.error) << spec.name << " " << j;
@@ -518,15 +518,13 @@ TEST(Coalesce, PausedServerFailsTheLaneOnce) {
   client->backend().evaluate(make_request(spec, "co-lane-pause:warm", 1, kT0));  // connected, script loaded
   server().pause();
   const size_t n = 64;
-  std::vector<std::promise<Outcome>> promises(n);
   std::vector<Request> requests;
   for (size_t j = 0; j < n; ++j) requests.push_back(make_request(spec, "co-lane-pause:" + std::to_string(j), 1, kT0));
   const auto start = std::chrono::steady_clock::now();
-  for (size_t j = 0; j < n; ++j)
-    client->backend().evaluate_async(requests[j], [&promises, j](Outcome o) { promises[j].set_value(std::move(o)); });
+  auto futures = submit_all(*client, requests);
   int unknown = 0;
   for (size_t j = 0; j < n; ++j) {
-    Outcome o = promises[j].get_future().get();
+    Outcome o = futures[j].get();
     ASSERT_TRUE(o.error) << j;
     try {
       std::rethrow_exception(o.error);

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "94a2f0612443d613923e8b5161ffe7f6793fcef7d077e25a2b1ac5613551dcc5"
+const sourcesDigest = "9c2550633087fc4b00da0f7c9f1bc4600be8cc731f9e9ce99c170715017fbd0e"
