@@ -107,7 +107,7 @@ def batches(r, reps, decisions):
             p = r.pipeline(transaction=False)
             for c in range(decisions // n):
                 keys = [f"parts:gcra:{i}:{(c * n + k) % 64}" for k in range(n)]
-                if n == 1 and i == 0:
+                if i == 0:  # the check script: its own arguments
                     p.evalsha(sha, 1, *keys, "check", "1", "", window, cap, window // cap)
                 else:
                     p.evalsha(sha, n, *keys, window, cap, window // cap)

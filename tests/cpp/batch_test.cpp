@@ -33,15 +33,6 @@ std::shared_ptr<Client> redis_client(bool coalesce) {
   return Client::open(server().url(), o);
 }
 
-LimitParams one(Algorithm a, int64_t limit, int64_t window_ms, int64_t burst = 0) {
-  LimitParams p;
-  p.algorithm = a;
-  p.limit = limit;
-  p.window_ms = window_ms;
-  p.burst = burst;
-  return p;
-}
-
 struct KeysSpec {
   const char* name;
   LimitParams limit;
@@ -51,13 +42,13 @@ struct KeysSpec {
 // One limit without a block: the checks the single-check scripts decide.
 std::vector<KeysSpec> keys_specs() {
   return {
-      {"sliding_log", one(Algorithm::kSlidingLog, 20, 20000)},
-      {"sliding_log_big", one(Algorithm::kSlidingLog, 400, 60000)},  // read in blocks
-      {"sliding_log_grows", one(Algorithm::kSlidingLog, 30, 20000), true},
-      {"fixed_window", one(Algorithm::kFixedWindow, 20, 20000)},
-      {"sliding_counter", one(Algorithm::kSlidingCounter, 20, 20000)},
-      {"gcra", one(Algorithm::kGcra, 20, 20000)},
-      {"gcra_burst", one(Algorithm::kGcra, 20, 20000, 7)},
+      {"sliding_log", LimitParams{Algorithm::kSlidingLog, 20, 20000}},
+      {"sliding_log_big", LimitParams{Algorithm::kSlidingLog, 400, 60000}},  // read in blocks
+      {"sliding_log_grows", LimitParams{Algorithm::kSlidingLog, 30, 20000}, true},
+      {"fixed_window", LimitParams{Algorithm::kFixedWindow, 20, 20000}},
+      {"sliding_counter", LimitParams{Algorithm::kSlidingCounter, 20, 20000}},
+      {"gcra", LimitParams{Algorithm::kGcra, 20, 20000}},
+      {"gcra_burst", LimitParams{Algorithm::kGcra, 20, 20000, 7}},
   };
 }
 

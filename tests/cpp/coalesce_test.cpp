@@ -66,26 +66,18 @@ struct Spec {
 };
 
 std::vector<Spec> specs() {
-  auto one = [](Algorithm a, int64_t limit, int64_t window_ms, int64_t burst = 0) {
-    LimitParams p;
-    p.algorithm = a;
-    p.limit = limit;
-    p.window_ms = window_ms;
-    p.burst = burst;
-    return p;
-  };
   return {
-      {"sliding_log", {one(Algorithm::kSlidingLog, 40, 20000)}},
-      {"sliding_log_big", {one(Algorithm::kSlidingLog, 400, 60000)}},
-      {"sliding_log_grows", {one(Algorithm::kSlidingLog, 30, 20000)}, 0, true},
-      {"sliding_log_multi", {one(Algorithm::kSlidingLog, 30, 20000), one(Algorithm::kSlidingLog, 50, 60000)}},
-      {"fixed_window", {one(Algorithm::kFixedWindow, 40, 20000)}},
-      {"fixed_window_block", {one(Algorithm::kFixedWindow, 25, 20000)}, 30000000},
-      {"sliding_counter", {one(Algorithm::kSlidingCounter, 40, 20000)}},
+      {"sliding_log", {LimitParams{Algorithm::kSlidingLog, 40, 20000}}},
+      {"sliding_log_big", {LimitParams{Algorithm::kSlidingLog, 400, 60000}}},
+      {"sliding_log_grows", {LimitParams{Algorithm::kSlidingLog, 30, 20000}}, 0, true},
+      {"sliding_log_multi", {LimitParams{Algorithm::kSlidingLog, 30, 20000}, LimitParams{Algorithm::kSlidingLog, 50, 60000}}},
+      {"fixed_window", {LimitParams{Algorithm::kFixedWindow, 40, 20000}}},
+      {"fixed_window_block", {LimitParams{Algorithm::kFixedWindow, 25, 20000}}, 30000000},
+      {"sliding_counter", {LimitParams{Algorithm::kSlidingCounter, 40, 20000}}},
       {"sliding_counter_multi",
-       {one(Algorithm::kSlidingCounter, 30, 20000), one(Algorithm::kSlidingCounter, 60, 60000)}},
-      {"gcra", {one(Algorithm::kGcra, 40, 20000)}},
-      {"gcra_burst_block", {one(Algorithm::kGcra, 40, 20000, 10)}, 25000000},
+       {LimitParams{Algorithm::kSlidingCounter, 30, 20000}, LimitParams{Algorithm::kSlidingCounter, 60, 60000}}},
+      {"gcra", {LimitParams{Algorithm::kGcra, 40, 20000}}},
+      {"gcra_burst_block", {LimitParams{Algorithm::kGcra, 40, 20000, 10}}, 25000000},
   };
 }
 
