@@ -44,8 +44,9 @@ Commands:
   bench           benchmark --threads threads for --seconds seconds, half on
                   the allow path (every check on a new key, so it is admitted)
                   and half on the deny path (one key, drained first, so checks
-                  are denied); prints checks/s over the measured elapsed time
-                  and latency percentiles for each path. Keys of the allow path
+                  are denied; drained again, outside the measured time, when
+                  it refills); prints checks/s over the measured time and
+                  latency percentiles for each path. Keys of the allow path
                   expire after the --spec window.
 
 Options (--opt VALUE and --opt=VALUE both work; '--' ends the options):
@@ -469,7 +470,17 @@ struct PathResult {
   const char* path;
   double elapsed_s = 0;
   uint64_t checks = 0, admitted = 0, denied = 0, errors = 0;
+  uint64_t drains = 0;   // deny path: the key refilled and was drained again
+  double drain_s = 0;    // the time those drains took, summed over threads
   Histogram latency;
+
+  // The measured time: a thread's drains are not part of it, so it is the
+  // elapsed time less the threads' mean time spent draining.
+  double measured_s(int threads) const { return elapsed_s - drain_s / std::max(1, threads); }
+  double rate(int threads) const {
+    const double measured = measured_s(threads);
+    return measured > 0 ? static_cast<double>(checks) / measured : 0;
+  }
   std::string first_error;
 };
 
@@ -486,7 +497,8 @@ bool drain(polylimit_limiter* l, const std::string& key, polylimit_error* err) {
 
 // Runs one path for `seconds`. allow: every check is on a new key. deny: all
 // checks go to `deny_key`, drained first and drained again whenever a check
-// got through (the window moved on); those drains are not timed or counted.
+// got through (the window moved on); those drains are neither counted as
+// checks nor part of the measured time (PathResult::rate).
 PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const std::string& run, double secs) {
   PathResult r;
   r.path = path;
@@ -524,7 +536,13 @@ PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const
           stop = true;  // an error ends the run: exit status 2
         } else if (d.allowed) {
           ++mine.admitted;
-          if (!allow && !drain(l, deny_key, &e)) {
+          const auto d0 = std::chrono::steady_clock::now();
+          const bool drained = allow || drain(l, deny_key, &e);
+          if (!allow) {
+            ++mine.drains;
+            mine.drain_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
+          }
+          if (!drained) {
             ++mine.errors;
             std::lock_guard<std::mutex> lock(error_mutex);
             if (r.first_error.empty())
@@ -548,6 +566,8 @@ PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const
     r.admitted += p.admitted;
     r.denied += p.denied;
     r.errors += p.errors;
+    r.drains += p.drains;
+    r.drain_s += p.drain_s;
     r.latency.merge(p.latency);
   }
   return r;
@@ -580,7 +600,7 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
                 g_secrets.redacted.c_str(), a.spec.c_str(), a.algorithm.c_str(), a.threads, pool_size(a), a.seconds,
                 a.cost);
   for (const PathResult& r : results) {
-    const double rate = r.elapsed_s > 0 ? static_cast<double>(r.checks) / r.elapsed_s : 0;
+    const double rate = r.rate(a.threads);
     auto us = [&](double p) { return static_cast<double>(r.latency.quantile(p)) / 1000.0; };
     if (a.json) {
       JsonLine line("bench");
@@ -600,6 +620,8 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
           .field("admitted", r.admitted)
           .field("denied", r.denied)
           .field("errors", r.errors)
+          .field("drains", r.drains)
+          .number("drain_s", r.drain_s)
           .number("checks_per_s", rate)
           .number("p50_us", us(0.50))
           .number("p90_us", us(0.90))
@@ -609,9 +631,12 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
           .print();
     } else {
       std::printf("%-5s  %llu checks in %.3f s = %.0f checks/s  admitted %llu  denied %llu  errors %llu\n", r.path,
-                  static_cast<unsigned long long>(r.checks), r.elapsed_s, rate,
+                  static_cast<unsigned long long>(r.checks), r.measured_s(a.threads), rate,
                   static_cast<unsigned long long>(r.admitted), static_cast<unsigned long long>(r.denied),
                   static_cast<unsigned long long>(r.errors));
+      if (r.drains > 0)
+        std::printf("%-5s  the key refilled %llu times: drained again in %.3f s (all threads), left out of checks/s\n",
+                    r.path, static_cast<unsigned long long>(r.drains), r.drain_s);
       std::printf("%-5s  latency us  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", r.path, us(0.50),
                   us(0.90), us(0.99), us(0.999), static_cast<double>(r.latency.max()) / 1000.0);
     }
