@@ -473,6 +473,7 @@ struct PathResult {
   uint64_t drains = 0;   // deny path: the key refilled and was drained again
   double drain_s = 0;    // the time those drains took, summed over threads
   Histogram latency;
+  std::string first_error;
 
   // The measured time: a thread's drains are not part of it, so it is the
   // elapsed time less the threads' mean time spent draining.
@@ -481,7 +482,6 @@ struct PathResult {
     const double measured = measured_s(threads);
     return measured > 0 ? static_cast<double>(checks) / measured : 0;
   }
-  std::string first_error;
 };
 
 // Empties `key`: takes everything that fits until a check is denied.
@@ -536,12 +536,11 @@ PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const
           stop = true;  // an error ends the run: exit status 2
         } else if (d.allowed) {
           ++mine.admitted;
+          if (allow) continue;
           const auto d0 = std::chrono::steady_clock::now();
-          const bool drained = allow || drain(l, deny_key, &e);
-          if (!allow) {
-            ++mine.drains;
-            mine.drain_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
-          }
+          const bool drained = drain(l, deny_key, &e);
+          ++mine.drains;
+          mine.drain_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
           if (!drained) {
             ++mine.errors;
             std::lock_guard<std::mutex> lock(error_mutex);
