@@ -441,6 +441,42 @@ test('a worker terminated with calls in flight', async () => {
   client.close();
 });
 
+// Workers terminated while they keep calling, some closing their client
+// meanwhile, in a process whose main thread never loads the addon: every
+// worker loads and unloads it. Neither the calls that fail in a terminating
+// worker (Node-API refuses them) nor the worker's last loop turns (our poll
+// handle's close callback) may bring the process down.
+test('workers terminated mid-call, the addon loaded by workers only', () => {
+  const worker = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const polylimit = require(workerData.module);
+    const client = new polylimit.Client(workerData.url);
+    const limiter = client.limiter('1000000/minute', { prefix: workerData.prefix });
+    const burst = () => { for (let i = 0; i < 200; i++) limiter.check('k' + (i % 50)).catch(() => {}); };
+    burst();
+    setInterval(burst, 1);
+    if (workerData.close) setTimeout(() => client.close(), workerData.wait);
+    parentPort.postMessage('calling');
+  `;
+  const main = `
+    const { Worker } = require('node:worker_threads');
+    (async () => {
+      for (let round = 0; round < 100; round++) {
+        const wait = round % 7;
+        const data = { module: ${JSON.stringify(path.join(__dirname, '..', '..', 'bindings', 'node'))},
+                       url: ${JSON.stringify(server.url)}, prefix: 'node-workers-' + process.pid, wait, close: round % 2 === 0 };
+        const w = new Worker(${JSON.stringify(worker)}, { eval: true, workerData: data });
+        await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); });
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        await w.terminate();
+      }
+      console.log('terminated 100 workers');
+    })();
+  `;
+  const out = execFileSync(process.execPath, ['-e', main], { timeout: 60000, stdio: 'pipe' }).toString();
+  assert.match(out, /terminated 100 workers/);
+});
+
 // A worker ending while its client's close and a collected limiter's free
 // are still on the thread pool: Node waits for them, nothing throws.
 test('a worker terminated while its client closes and a leased limiter is freed', async () => {
