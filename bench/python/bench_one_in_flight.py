@@ -49,12 +49,7 @@ def timed(calls, run):
 
 
 class _Pong(asyncio.Protocol):
-    def __init__(self):
-        self.transport = None
-        self.waiter = None
-
-    def connection_made(self, transport):
-        self.transport = transport
+    waiter = None  # the Future of the PING in flight
 
     def data_received(self, data):
         if not self.waiter.done():  # "+PONG\r\n" comes in one piece on loopback
@@ -80,6 +75,9 @@ def rows(url, port, calls, loops):
             sock.sendall(b"PING\r\n")
             sock.recv(64)
 
+    def on(loop, coroutine):
+        return lambda: timed(calls, lambda: loop.run_until_complete(coroutine()))
+
     out = [("check", None, lambda: timed(calls, check)), ("PING, blocking socket", None, lambda: timed(calls, ping))]
     for name, loop in loops:
         async def acheck():
@@ -94,9 +92,8 @@ def rows(url, port, calls, loops):
                 transport.write(b"PING\r\n")
                 await pong.waiter
 
-        out.append(("acheck, %s" % name, "check", lambda loop=loop, f=acheck: timed(calls, lambda: loop.run_until_complete(f()))))
-        out.append(("PING, %s Protocol" % name, "PING, blocking socket",
-                    lambda loop=loop, f=aping: timed(calls, lambda: loop.run_until_complete(f()))))
+        out.append(("acheck, %s" % name, "check", on(loop, acheck)))
+        out.append(("PING, %s Protocol" % name, "PING, blocking socket", on(loop, aping)))
     return out, client
 
 

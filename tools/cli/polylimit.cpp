@@ -519,6 +519,14 @@ PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const
       polylimit_error e;
       const std::string base = "bench:" + run + ":allow:" + std::to_string(t) + ":";
       uint64_t n = 0;
+      // An error ends the run (exit status 2); the first one is reported.
+      auto failed = [&](int code) {
+        ++mine.errors;
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (r.first_error.empty())
+          r.first_error = std::string(e.message) + " (" + polylimit_status_name(code) + ")";
+        stop = true;
+      };
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
       while (!stop.load(std::memory_order_relaxed)) {
@@ -529,11 +537,7 @@ PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const
         ++mine.checks;
         mine.latency.add(static_cast<uint64_t>(std::max<int64_t>(0, ns.count())));
         if (rc != POLYLIMIT_OK) {
-          ++mine.errors;
-          std::lock_guard<std::mutex> lock(error_mutex);
-          if (r.first_error.empty())
-            r.first_error = std::string(e.message) + " (" + polylimit_status_name(rc) + ")";
-          stop = true;  // an error ends the run: exit status 2
+          failed(rc);
         } else if (d.allowed) {
           ++mine.admitted;
           if (allow) continue;
@@ -541,13 +545,7 @@ PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const
           const bool drained = drain(l, deny_key, &e);
           ++mine.drains;
           mine.drain_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - d0).count();
-          if (!drained) {
-            ++mine.errors;
-            std::lock_guard<std::mutex> lock(error_mutex);
-            if (r.first_error.empty())
-              r.first_error = std::string(e.message) + " (" + polylimit_status_name(e.code) + ")";
-            stop = true;
-          }
+          if (!drained) failed(e.code);
         } else {
           ++mine.denied;
         }
