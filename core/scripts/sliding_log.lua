@@ -277,10 +277,12 @@ for i = 1, n do
     expire(r, t)
   elseif cost > 0 then
     local slot = struct.pack('>d', t)
-    if r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
+    if r.fresh and (r.size <= PREALLOC or cost <= PIECE) then  -- a new ring, in one SET (as single/sliding_log.lua)
       r.head, r.used = cost % r.size, cost
-      redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
-                 string.rep('\0', W * (r.size - cost)), 'PX', ttl_ms(t + r.window - now, r.window))
+      local free = ''
+      if r.size <= PREALLOC then free = string.rep('\0', W * (r.size - cost)) end
+      redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) .. free,
+                 'PX', ttl_ms(t + r.window - now, r.window))
     elseif r.size <= PREALLOC and r.reach >= r.size and #r.data == HDR + W * r.size then
       -- The whole ring was read: the same bytes as the SETRANGEs and PEXPIRE
       -- below would leave, in one SET.

@@ -607,6 +607,41 @@ TEST(SlidingLogRing, APartlyWrittenRingReReadForALargerLimitStaysReadable) {
   }
 }
 
+// A new ring is written in one SET (with its expiry) whatever its size; the
+// frozen scripts wrote a ring above 128 slots with SETRANGEs. The stored
+// bytes must be the same: a small ring whole with its free slots, a large
+// one up to its last entry, then a second admission on top.
+TEST(SlidingLogRing, NewRingsHoldTheFrozenScriptsBytes) {
+  RedisBackend legacy(std::make_unique<pltest::LegacyTransport>(standalone()), false);
+  RedisBackend single(standalone(), false);
+  RedisBackend general(std::make_unique<GeneralScripts>(standalone()), false);
+  for (const auto& [limit, cost] : std::vector<std::pair<int64_t, int64_t>>{
+           {10, 1}, {10, 10}, {128, 100}, {129, 1}, {1000, 1}, {1000, 128}, {1000, 129}, {1000, 1000}}) {
+    const std::vector<LimitParams> limits = {{Algorithm::kSlidingLog, limit, 60000, 0}};
+    const std::string tag = std::to_string(limit) + "-" + std::to_string(cost);
+    std::string want;
+    for (RedisBackend* backend : {&legacy, &single, &general}) {
+      const std::string which = backend == &legacy ? "legacy" : backend == &single ? "single" : "general";
+      Request rq;
+      rq.limits = &limits;
+      rq.keys = {"ring:{bytes-" + which + "-" + tag + "}"};
+      std::string after_each;
+      for (int64_t at_s : {0, 1}) {
+        rq.now_us = kT0 + at_s * 1000000;
+        rq.cost = at_s == 0 ? cost : 1;
+        EXPECT_EQ(backend->evaluate(rq).allowed, at_s == 0 || cost < limit) << which << " " << tag;
+        after_each += server().command({"GET", rq.keys[0]}) + "|";
+        EXPECT_GT(server().integer({"PTTL", rq.keys[0]}), 60000) << which << " " << tag;
+      }
+      if (backend == &legacy)
+        want = after_each;
+      else
+        EXPECT_TRUE(after_each == want) << which << " " << tag << ": " << after_each.size() << " bytes, the frozen scripts "
+                                        << want.size();
+    }
+  }
+}
+
 // Rolling upgrades: during one, app servers of the last release (the frozen
 // scripts, one call per check) and of this version (the library's scripts,
 // coalescing on) check the same keys at once. The storage layout did not

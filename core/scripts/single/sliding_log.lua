@@ -182,10 +182,16 @@ if extra > 0 then
     if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
     redis.call('SET', key, table.concat(out), 'KEEPTTL')
     redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
-  elseif fresh and size <= PREALLOC then  -- a new small ring: written whole, once
+  elseif fresh and (size <= PREALLOC or cost <= PIECE) then
+    -- A new ring in one SET with its expiry: a small one whole, a larger one
+    -- up to its last entry, as fill() and the header's SETRANGE would leave
+    -- it (three calls). More than a piece of slots goes through fill(): one
+    -- long Lua string costs more than its pieces' SETRANGEs.
     head, used = cost % size, cost
-    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) ..
-               string.rep('\0', W * (size - cost)), 'PX', ttl_ms(at + window - now, window))
+    local free = ''
+    if size <= PREALLOC then free = string.rep('\0', W * (size - cost)) end
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) .. free,
+               'PX', ttl_ms(at + window - now, window))
   elseif size <= PREALLOC and size <= limit and #data == HDR + W * size then
     -- The whole ring was read: the bytes the SETRANGEs below would leave, in one SET.
     local h0 = head

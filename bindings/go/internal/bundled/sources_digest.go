@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "9c2550633087fc4b00da0f7c9f1bc4600be8cc731f9e9ce99c170715017fbd0e"
+const sourcesDigest = "5d42530fdb3fc16c0271aa5db3e2c61ffa0fb82ad996b28092a23969adc4b57d"

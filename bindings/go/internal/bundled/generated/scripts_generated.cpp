@@ -988,10 +988,12 @@ for i = 1, n do
     expire(r, t)
   elseif cost > 0 then
     local slot = struct.pack('>d', t)
-    if r.fresh and r.size <= PREALLOC then  -- a new small ring: written whole, once
+    if r.fresh and (r.size <= PREALLOC or cost <= PIECE) then  -- a new ring, in one SET (as single/sliding_log.lua)
       r.head, r.used = cost % r.size, cost
-      redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) ..
-                 string.rep('\0', W * (r.size - cost)), 'PX', ttl_ms(t + r.window - now, r.window))
+      local free = ''
+      if r.size <= PREALLOC then free = string.rep('\0', W * (r.size - cost)) end
+      redis.call('SET', r.key, struct.pack('>I4I4I4', r.head, r.used, r.size) .. string.rep(slot, cost) .. free,
+                 'PX', ttl_ms(t + r.window - now, r.window))
     elseif r.size <= PREALLOC and r.reach >= r.size and #r.data == HDR + W * r.size then
       -- The whole ring was read: the same bytes as the SETRANGEs and PEXPIRE
       -- below would leave, in one SET.
@@ -1019,7 +1021,7 @@ for i = 1, n do
   end
 end
 return out
-)__lua__", "67968837c16ad626bf6933042a1a0b48bb166fe3"};
+)__lua__", "77e418cff4cd295f2c6ed0e6f6674010c59ac86f"};
 const Script k_fixed_window_keys = {"fixed_window", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
@@ -2005,10 +2007,16 @@ if extra > 0 then
     if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
     redis.call('SET', key, table.concat(out), 'KEEPTTL')
     redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
-  elseif fresh and size <= PREALLOC then  -- a new small ring: written whole, once
+  elseif fresh and (size <= PREALLOC or cost <= PIECE) then
+    -- A new ring in one SET with its expiry: a small one whole, a larger one
+    -- up to its last entry, as fill() and the header's SETRANGE would leave
+    -- it (three calls). More than a piece of slots goes through fill(): one
+    -- long Lua string costs more than its pieces' SETRANGEs.
     head, used = cost % size, cost
-    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) ..
-               string.rep('\0', W * (size - cost)), 'PX', ttl_ms(at + window - now, window))
+    local free = ''
+    if size <= PREALLOC then free = string.rep('\0', W * (size - cost)) end
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) .. free,
+               'PX', ttl_ms(at + window - now, window))
   elseif size <= PREALLOC and size <= limit and #data == HDR + W * size then
     -- The whole ring was read: the bytes the SETRANGEs below would leave, in one SET.
     local h0 = head
@@ -2064,7 +2072,7 @@ for c in string.gmatch(ARGV[2], '[^,]+') do
   if ok and type(r) == 'string' then out[i] = r else out[i] = FAILED end
 end
 return table.concat(out, ' ')
-)__lua__", "96cffef84bafdcf5e45ee25c9f40eb03707e3055"};
+)__lua__", "fdab00a6001cb5a82d89c39c7893b75ab7f7b09d"};
 const Script k_sliding_log_single = {"sliding_log", R"__lua__(#!lua
 -- prelude.lua of the single-check scripts: the build puts this text in front
 -- of each core/scripts/single/*.lua file (as common/prelude.lua for the
@@ -2297,10 +2305,16 @@ if extra > 0 then
     if size <= PREALLOC then out[#out + 1] = string.rep('\0', W * (size - used)) end
     redis.call('SET', key, table.concat(out), 'KEEPTTL')
     redis.call('PEXPIRE', key, ttl_ms(at + window - now, window))
-  elseif fresh and size <= PREALLOC then  -- a new small ring: written whole, once
+  elseif fresh and (size <= PREALLOC or cost <= PIECE) then
+    -- A new ring in one SET with its expiry: a small one whole, a larger one
+    -- up to its last entry, as fill() and the header's SETRANGE would leave
+    -- it (three calls). More than a piece of slots goes through fill(): one
+    -- long Lua string costs more than its pieces' SETRANGEs.
     head, used = cost % size, cost
-    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) ..
-               string.rep('\0', W * (size - cost)), 'PX', ttl_ms(at + window - now, window))
+    local free = ''
+    if size <= PREALLOC then free = string.rep('\0', W * (size - cost)) end
+    redis.call('SET', key, struct.pack('>I4I4I4', head, used, size) .. string.rep(slot, cost) .. free,
+               'PX', ttl_ms(at + window - now, window))
   elseif size <= PREALLOC and size <= limit and #data == HDR + W * size then
     -- The whole ring was read: the bytes the SETRANGEs below would leave, in one SET.
     local h0 = head
@@ -2331,7 +2345,7 @@ elseif dirty then  -- the check forgot entries that left the window
 end
 
 return replies()
-)__lua__", "ad63d7cba89ee5385be40b38a2b7a1d4034b9d50"};
+)__lua__", "f076af6f1c8b8bc9d746ba8cedb45da221477793"};
 
 }  // namespace scripts
 }  // namespace polylimit
