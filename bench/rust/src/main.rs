@@ -359,16 +359,21 @@ fn main() {
     let url = args.next().filter(|u| !u.is_empty());
     let rounds: usize = args.next().map_or(5, |a| a.parse().expect("rounds"));
     let n: usize = args.next().map_or(20_000, |a| a.parse().expect("checks"));
+    // Only the Redis cells whose "tasks keys side" contains it (e.g. "1 deny
+    // polylimit", for perf or strace): their samples, no table.
+    let filter = args.next();
     // In-process checks are ~100x faster than a round trip: more per cell,
     // so that a cell lasts long enough to time.
-    in_process(rounds, n * 50);
+    if filter.is_none() {
+        in_process(rounds, n * 50);
+    }
     if let Some(url) = url {
         println!();
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .expect("runtime")
-            .block_on(against_redis(&url, rounds, n));
+            .block_on(against_redis(&url, rounds, n, filter.as_deref()));
     }
 }
 
@@ -382,7 +387,7 @@ fn checks(n: usize, tasks: usize) -> usize {
     }
 }
 
-async fn against_redis(url: &str, rounds: usize, n: usize) {
+async fn against_redis(url: &str, rounds: usize, n: usize, filter: Option<&str>) {
     let client = polylimit::Client::open(url).expect("polylimit");
     let conn = redis::Client::open(url)
         .expect("redis url")
@@ -403,6 +408,10 @@ async fn against_redis(url: &str, rounds: usize, n: usize) {
             let n = checks(n, tasks);
             // Alternate which one goes first, so neither always runs on a warmer server.
             for side in [round % 2, 1 - round % 2] {
+                let name = format!("{tasks} {} {}", mode.name(), ["polylimit", "redis"][side]);
+                if filter.is_some_and(|f| !name.contains(f)) {
+                    continue;
+                }
                 let s0 = server_cpu_us(&conn).await;
                 let mut sample = if side == 0 {
                     polylimit_cell(&client, &tag, mode, tasks, n).await
@@ -413,6 +422,12 @@ async fn against_redis(url: &str, rounds: usize, n: usize) {
                 let checks = (n / tasks * tasks) as f64;
                 sample.server_us = (s1.0 - s0.0) / checks;
                 sample.script_us = (s1.1 - s0.1) / checks;
+                if filter.is_some() {
+                    println!(
+                        "{name}: {:.0} checks/s, client CPU {:.1} µs/check, Redis CPU {:.1} µs/check",
+                        sample.rate, sample.cpu_us, sample.server_us
+                    );
+                }
                 if side == 0 {
                     results[i].0.push(sample);
                 } else {
@@ -420,6 +435,9 @@ async fn against_redis(url: &str, rounds: usize, n: usize) {
                 }
             }
         }
+    }
+    if filter.is_some() {
+        return;
     }
     println!(
         "GCRA against Redis: checks/s and client CPU µs per check, median of {rounds} interleaved rounds of {n} checks \
