@@ -289,8 +289,26 @@ int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen
       }
       Decision nd = new_backend.evaluate(new_rq);
       Decision md = memory.evaluate(mem_rq);
+      // The frozen script's other face of that head bug: a ring it pruned
+      // after a change of limits may stay readable, with a head that does
+      // not follow its entries, and then counts entries that left the
+      // window. That shows as a frozen ring whose header differs from the
+      // library's ring of the same calls, while the library's decision is
+      // memory://'s; only then is the stream no longer compared with the
+      // frozen one.
+      if (!frozen_broken && old_tap.last != new_tap.last && alg == Algorithm::kSlidingLog && relimit &&
+          step >= steps / 2 && decision_text(nd) == decision_text(md)) {
+        for (size_t i = 0; i < old_rq.keys.size() && !frozen_broken; ++i)
+          frozen_broken = server().command({"GETRANGE", old_rq.keys[i], "0", "11"}) !=
+                          server().command({"GETRANGE", new_rq.keys[i], "0", "11"});
+        if (frozen_broken) {
+          std::printf("the frozen script's ring lost track of its entries at %s\n", where.c_str());
+          ++seen.frozen_ring_errors;
+        }
+      }
       if (!frozen_broken && old_tap.last != new_tap.last) {
-        ADD_FAILURE() << where << "\n  frozen scripts: " << old_tap.last << "\n  library scripts: " << new_tap.last;
+        ADD_FAILURE() << where << "\n  frozen scripts: " << old_tap.last << "\n  library scripts: " << new_tap.last
+                      << "\n  memory://: " << decision_text(md);
         ++diverged;
         break;
       }
