@@ -7,14 +7,16 @@
 // Both run through the library's RedisBackend with the same KEYS/ARGV (OLD
 // through pltest::LegacyTransport, which swaps only the script text), with the
 // server's clock, as an application calls them. Per measurement: fresh keys,
-// an untimed prefill, CONFIG RESETSTAT, the timed calls (pipelined in batches:
-// the server's time per call does not depend on it), then INFO commandstats:
+// an untimed prefill, CONFIG RESETSTAT, the timed calls (pipelined in batches
+// of 100, and the peers' 100 at a time too: a call that finds the server idle
+// costs it more, up to 2x on a quiet machine), then INFO commandstats:
 // cmdstat_evalsha usec / calls. Repetitions interleave OLD and NEW (order
 // alternating) and the table shows median (min..max) and NEW / OLD.
 // A program that prints, not a test: no timed assertions.
 //   bench_script_cpu [repetitions (5)] [filter: runs only scenarios whose name contains it]
 //                    [peer command...: each run once per repetition against the
-//                     same server with "--port P --calls N --prefix X" appended;
+//                     same server with "--port P --calls N --prefix X --batch B"
+//                     appended (B calls in flight at once, as ours);
 //                     it prints "peer<TAB>scenario<TAB>usec per decision" lines,
 //                     e.g. bench/python/bench_limits_cpu.py (limits) and
 //                     bench/go/redis_rate_cpu (redis_rate, GCRA)]
@@ -156,7 +158,7 @@ std::string cell(const std::vector<double>& v) {
 void run_peer(const std::string& command, int port, const std::string& prefix,
               std::map<std::string, std::vector<double>>& us, std::map<std::string, std::string>& names) {
   const std::string line = command + " --port " + std::to_string(port) + " --calls " + std::to_string(kCalls) +
-                           " --prefix " + prefix;
+                           " --prefix " + prefix + " --batch " + std::to_string(kBatch);
   FILE* f = popen(line.c_str(), "r");
   if (f == nullptr) throw std::runtime_error("cannot run " + line);
   char buf[512];
@@ -250,7 +252,8 @@ int main(int argc, char** argv) {
                 cell(us_new[s.name]).c_str(), median(us_new[s.name]) / median(us_old[s.name]));
   }
   if (!us_peer.empty()) {
-    std::printf("\nAgainst the peers, same server, same run (the peer's EVALSHA usec / calls; median (min..max)):\n\n");
+    std::printf("\nAgainst the peers, same server, same run (the peer's EVALSHA usec / calls, its calls %zu in\n"
+                "flight as ours; median (min..max)):\n\n", kBatch);
     std::printf("| %-26s | %-36s | %-20s | %-20s | %-8s | %-8s |\n", "scenario (units held)", "peer",
                 "peer us/decision", "NEW us/decision", "NEW/peer", "OLD/peer");
     std::printf("|%s|%s|%s|%s|%s:|%s:|\n", std::string(28, '-').c_str(), std::string(38, '-').c_str(),

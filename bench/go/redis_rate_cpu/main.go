@@ -14,7 +14,10 @@
 // made is an error. Prints one line per scenario: peer name, scenario,
 // usec per decision, calls. A program that prints, not a test.
 //
-// By hand: redis_rate_cpu --port PORT [--calls 4000] [--prefix p]
+// By hand: redis_rate_cpu --port PORT [--calls 4000] [--prefix p] [--batch N]
+// (--batch N: N timed calls in flight at once, from N goroutines, so the
+// server stays busy as with bench_script_cpu's pipelines of its own calls;
+// bench_script_cpu passes 100)
 package main
 
 import (
@@ -24,6 +27,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -57,7 +61,7 @@ func evalsha(ctx context.Context, rdb *redis.Client) (calls, usec int64, err err
 // measure returns usec per timed decision: keys filled with `units`, then
 // `calls` decisions of cost 1 that must all be admitted (or all denied).
 func measure(ctx context.Context, rdb *redis.Client, l *redis_rate.Limiter, name string, units int, admit bool,
-	calls int, prefix string) (float64, error) {
+	calls, inflight int, prefix string) (float64, error) {
 	limit := units
 	keys := 4 // deny: full keys take any number of calls
 	if admit {
@@ -79,13 +83,28 @@ func measure(ctx context.Context, rdb *redis.Client, l *redis_rate.Limiter, name
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		return 0, err
 	}
-	for i := 0; i < calls; i++ {
-		res, err := l.Allow(ctx, names[i%keys], rl)
-		if err != nil {
+	// inflight goroutines take the calls in turn: with more than one the
+	// server is kept busy, as bench_script_cpu's pipelines keep it.
+	var next atomic.Int64
+	errs := make(chan error, inflight)
+	for g := 0; g < inflight; g++ {
+		go func() {
+			for i := int(next.Add(1) - 1); i < calls; i = int(next.Add(1) - 1) {
+				res, err := l.Allow(ctx, names[i%keys], rl)
+				if err == nil && (res.Allowed == 1) != admit {
+					err = fmt.Errorf("%s: a timed call was not %s", name, map[bool]string{true: "admitted", false: "denied"}[admit])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < inflight; g++ {
+		if err := <-errs; err != nil {
 			return 0, err
-		}
-		if (res.Allowed == 1) != admit {
-			return 0, fmt.Errorf("%s: a timed call was not %s", name, map[bool]string{true: "admitted", false: "denied"}[admit])
 		}
 	}
 	n, usec, err := evalsha(ctx, rdb)
@@ -102,7 +121,12 @@ func main() {
 	port := flag.Int("port", 0, "redis-server port on 127.0.0.1 (required)")
 	calls := flag.Int("calls", 4000, "timed decisions per scenario")
 	prefix := flag.String("prefix", "redis_rate", "key prefix")
+	batch := flag.Int("batch", 1, "timed calls in flight at once (goroutines; redis_rate makes one call per round trip)")
 	flag.Parse()
+	inflight := *batch
+	if inflight < 1 {
+		inflight = 1
+	}
 	if *port == 0 {
 		fmt.Fprintln(os.Stderr, "redis_rate_cpu: --port is required")
 		os.Exit(2)
@@ -118,7 +142,7 @@ func main() {
 				path = "admit"
 			}
 			name := fmt.Sprintf("gcra %s %d", path, units)
-			us, err := measure(ctx, rdb, l, name, units, admit, *calls, *prefix)
+			us, err := measure(ctx, rdb, l, name, units, admit, *calls, inflight, *prefix)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "redis_rate_cpu:", err)
 				os.Exit(1)
