@@ -72,6 +72,8 @@ def hits(client, limiter, scripts, item, names, calls, batch, admitted):
         finally:
             for s in scripts:
                 s.sink = None
+        if len(sink) != min(calls, at + batch) - at:
+            raise RuntimeError(f"{len(sink)} script calls for {min(calls, at + batch) - at} hits")
         pipe = client.pipeline(transaction=False)
         for s, keys, args in sink:
             s.script(keys=keys, args=args, client=pipe)

@@ -624,10 +624,11 @@ TEST(SlidingLogRing, APartlyWrittenRingReReadForALargerLimitStaysReadable) {
   }
 }
 
-// A new ring is written in one SET (with its expiry) whatever its size; the
-// frozen scripts wrote a ring above 128 slots with SETRANGEs. The stored
-// bytes must be the same: a small ring whole with its free slots, a large
-// one up to its last entry, then a second admission on top.
+// A new ring is written in one SET (with its expiry) when it is small or its
+// first admission fits one 128-slot piece; the frozen scripts wrote a ring
+// above 128 slots with SETRANGEs. The stored bytes must be the same: a small
+// ring whole with its free slots, a large one up to its last entry (in one
+// SET, or in pieces past 128 units), then a second admission on top.
 TEST(SlidingLogRing, NewRingsHoldTheFrozenScriptsBytes) {
   RedisBackend legacy(std::make_unique<pltest::LegacyTransport>(standalone()), false);
   RedisBackend single(standalone(), false);
