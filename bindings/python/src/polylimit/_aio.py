@@ -2,10 +2,11 @@
 acheck_at_most, acheck_limit and arefund complete on the event loop.
 
 A check is submitted to the core (polylimit_limiter_submit_check), which
-sends it and reads the reply on its own I/O thread, then pushes the
-completion into a polylimit queue. Each event loop has one queue (per
-process), shared by every client and limiter; its eventfd is registered with
-``loop.add_reader``, and the reader resolves the waiting futures by token.
+sends it and returns. Each event loop has one polylimit queue (per process),
+shared by every client and limiter; its fd (an epoll set holding the sockets
+of the calls in flight, docs/transport.md) is registered with
+``loop.add_reader``, and the reader polls the queue, which reads the replies
+that are in without waiting, and resolves the waiting futures by token.
 No Python thread waits for Redis, and the loop never blocks on it (but for
 the first check of a client, which may connect, bounded by connect_timeout).
 
