@@ -63,17 +63,18 @@ def hits(client, limiter, scripts, item, names, calls, batch, admitted):
         return [limiter.hit(item, names[i % len(names)]) for i in range(calls)]
     out = []
     for at in range(0, calls, batch):
+        end = min(calls, at + batch)
         sink = []
         for s in scripts:
             s.sink = sink
         try:
-            for i in range(at, min(calls, at + batch)):
+            for i in range(at, end):
                 limiter.hit(item, names[i % len(names)])
         finally:
             for s in scripts:
                 s.sink = None
-        if len(sink) != min(calls, at + batch) - at:
-            raise RuntimeError(f"{len(sink)} script calls for {min(calls, at + batch) - at} hits")
+        if len(sink) != end - at:
+            raise RuntimeError(f"{len(sink)} script calls for {end - at} hits")
         pipe = client.pipeline(transaction=False)
         for s, keys, args in sink:
             s.script(keys=keys, args=args, client=pipe)
