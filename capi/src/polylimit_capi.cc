@@ -720,7 +720,9 @@ size_t polylimit_queue_poll(polylimit_queue* queue, polylimit_completion* out, s
   if (queue == nullptr || out == nullptr || max == 0) return 0;
   std::shared_ptr<QueueState> state = queue->state;
   QueueState& q = *state;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
+  // Read only for a bounded wait: an event loop's look (0) reads no clock.
+  const auto until = timeout_ms > 0 ? std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms)
+                                    : std::chrono::steady_clock::time_point();
   int wait_ms = 0;
   for (;;) {
     // Reads the replies that are in (this queue's and any other calls on

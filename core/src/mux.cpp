@@ -317,7 +317,9 @@ bool Mux::flush_locked(std::unique_lock<std::mutex>& lock) {
     failed = std::current_exception();
   }
   lock.lock();
-  last_active_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  // A write that went through has just read the clock (no second read).
+  const Clock::time_point written = failed ? Clock::now() : conn_->last_used();
+  last_active_.store(written.time_since_epoch().count(), std::memory_order_relaxed);
   if (broken_) return false;  // shut down meanwhile
   if (failed) {
     fail_all_locked(failed);
@@ -573,6 +575,14 @@ void Mux::drive_ready(const Reactor* from) {
   // Nobody drives: read for every call in flight, whichever poller's it is.
   leader_ = true;
   lead(lock, nullptr, true);
+}
+
+bool Mux::try_drive() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (leader_ || broken_) return false;
+  leader_ = true;
+  lead(lock, nullptr, true);
+  return true;
 }
 
 Mux::Clock::duration Mux::guard_tick() const {

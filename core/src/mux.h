@@ -44,7 +44,8 @@
 // when nobody drives the connection, its socket is registered in the
 // reactor of each call in flight, edge-triggered, and the first
 // drive_ready() reads what is in without blocking, until the socket is
-// empty. The registration stays while the reactor's calls keep coming (no
+// empty (try_drive() when the set holds this socket alone: the event loop's
+// look reads it without an epoll_wait first). The registration stays while the reactor's calls keep coming (no
 // epoll_ctl per call); it is armed again only after a reader that may have
 // left bytes unannounced (a blocking caller, a drive that found another
 // reader). A call submitted while others are in flight waits for that
@@ -161,6 +162,10 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // reads the replies that are in (never waits), unless somebody else
   // drives the connection.
   void drive_ready(const Reactor* from);
+  // The same read for a drive that took no event (Reactor::drive reading a
+  // set of one socket directly): false, having done nothing, when somebody
+  // else drives or the connection broke.
+  bool try_drive();
 
  private:
   void enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock = nullptr,

@@ -67,11 +67,30 @@ void Reactor::forget(int fd) {
   ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);  // ENOENT: not (or no longer) there
 }
 
-bool Reactor::drive(int timeout_ms) {
+void Reactor::drive(int timeout_ms) {
+  std::shared_ptr<Reactor> self = shared_from_this();
+  if (timeout_ms == 0) {
+    // A look at a set of one socket: a read of it costs what the epoll_wait
+    // that would name it does, and saves that call whenever bytes are in
+    // (an event loop polls because they are). Its event stays in the set,
+    // unharvested; bytes that arrive later wake the set's pollers all the
+    // same (the kernel wakes them on every arrival, listed or not). When
+    // somebody else drives the connection, the epoll_wait below takes the
+    // event, as drive_ready() expects of a drive that found it.
+    std::shared_ptr<Mux> only;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (armed_.empty()) return;  // the queue's eventfd alone: nothing to read
+      if (armed_.size() == 1) only = armed_.begin()->second.lock();
+    }
+    if (only) {
+      Scope scope(self, true);
+      if (only->try_drive()) return;
+    }
+  }
   epoll_event events[32];
   const int n = ::epoll_wait(ep_, events, 32, timeout_ms);
-  if (n <= 0) return false;  // nothing, or EINTR: the caller looks again
-  std::shared_ptr<Reactor> self = shared_from_this();
+  if (n <= 0) return;  // nothing, or EINTR: the caller looks again
   Scope scope(self, true);
   for (int i = 0; i < n; ++i) {
     if (events[i].data.u64 == kSignal) continue;
@@ -84,7 +103,6 @@ bool Reactor::drive(int timeout_ms) {
     }
     if (mux) mux->drive_ready(this);
   }
-  return true;
 }
 
 Reactor::Scope::Scope(const std::shared_ptr<Reactor>& reactor, bool driving)

@@ -855,12 +855,6 @@ bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& sc
   Lanes& lanes = lanes_.get();
   std::lock_guard<std::mutex> lock(lanes.mu);
   Lane& l = lanes.map[lane];
-  if (l.next.single == nullptr) {
-    l.next.single = &script;
-    l.next.tail.assign(call.args.begin() + 2, call.args.end());
-    l.next.limits = *rq.limits;
-    l.next.now_us = rq.now_us;
-  }
   if (l.inflight < kLaneCalls) {
     ++l.inflight;
     return true;
@@ -868,6 +862,14 @@ bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& sc
   if (l.next.checks.size() >= Coalescer::kMaxWaiting)
     throw Error(ErrorCode::kPoolExhausted, "queue full: " + std::to_string(Coalescer::kMaxWaiting) +
                                                " checks of this limit already wait for a call");
+  if (l.next.single == nullptr) {
+    // The first check to wait gives the keys calls their shape (every check
+    // of a lane has the same); a check that goes at once copies nothing.
+    l.next.single = &script;
+    l.next.tail.assign(call.args.begin() + 2, call.args.end());
+    l.next.limits = *rq.limits;
+    l.next.now_us = rq.now_us;
+  }
   l.next.checks.push_back(std::move(check));
   return false;
 }
@@ -885,7 +887,7 @@ std::string RedisBackend::lane_of(const scripts::Script& script, const ScriptCal
 void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed) {
   const std::exception_ptr unsent = unsent_error(failed);
   for (;;) {
-    auto call = std::make_shared<LaneCall>();
+    std::shared_ptr<LaneCall> call;
     {
       Lanes& lanes = lanes_.get();
       std::lock_guard<std::mutex> lock(lanes.mu);
@@ -896,6 +898,7 @@ void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed)
         if (--l.inflight == 0) lanes.map.erase(it);
         return;
       }
+      call = std::make_shared<LaneCall>();
       call->single = l.next.single;
       call->tail = l.next.tail;
       call->limits = l.next.limits;

@@ -120,7 +120,7 @@ class RedisBackend : public Backend {
   };
   struct Lane {
     int inflight = 0;
-    LaneCall next;  // set by the lane's first check; its checks wait
+    LaneCall next;  // the checks that wait, and their shape (set by the first)
   };
   struct Lanes {
     std::mutex mu;

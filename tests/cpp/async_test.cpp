@@ -2,9 +2,12 @@
 // polylimit_queue_*) against real redis-server processes.
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -501,6 +504,68 @@ TEST(Async, MemoryBackendCompletesBeforeSubmitReturns) {
   EXPECT_NE(std::string(err.message).find("queue"), std::string::npos);
   EXPECT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, -5, h.queue, 9, &err), POLYLIMIT_EINVALID);
   EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+}
+
+// An event loop that watches the queue's fd edge-triggered (tokio does) and
+// looks with a zero wait (polylimit_queue_poll reads a set of one socket
+// directly then, without taking its epoll event) is woken for every reply,
+// also while blocking callers on other threads drive the same connection
+// now and then. A wake-up lost would leave a reply in the socket until the
+// I/O thread's guard, a quarter of the 40 s command timeout.
+TEST(Async, AnEdgeTriggeredLoopIsWokenForEveryReplyBesideBlockingCallers) {
+  Handles h;
+  open(h, server().url(), "async-et", 1000000, /*pool_size=*/1, /*timeout_ms=*/40000);
+  const int loop = ::epoll_create1(EPOLL_CLOEXEC);
+  ASSERT_GE(loop, 0);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLET;
+  ASSERT_EQ(::epoll_ctl(loop, EPOLL_CTL_ADD, polylimit_queue_fd(h.queue), &ev), 0);
+  std::atomic<bool> stop{false};
+  std::atomic<long> blocking{0};
+  std::vector<std::thread> others;
+  for (int t = 0; t < 2; ++t)
+    others.emplace_back([&, t] {
+      polylimit_error e;
+      polylimit_decision d;
+      const std::string key = "b" + std::to_string(t);
+      while (!stop.load()) {
+        if (polylimit_limiter_check(h.limiter, key.data(), key.size(), 1, &d, &e) == POLYLIMIT_OK) ++blocking;
+      }
+    });
+  polylimit_error err;
+  uint64_t token = 0;
+  long received = 0, waits = 0;
+  const auto until = Clock::now() + 3s;
+  while (Clock::now() < until) {
+    const int n = static_cast<int>(token % 3) + 1;  // 1 to 3 in flight
+    for (int j = 0; j < n; ++j) {
+      const std::string key = "a" + std::to_string(token % 5);
+      ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, key.data(), key.size(), 1, h.queue, token++, &err),
+                POLYLIMIT_OK)
+          << err.message;
+    }
+    while (received < static_cast<long>(token)) {
+      epoll_event out;
+      ASSERT_EQ(::epoll_wait(loop, &out, 1, 5000), 1)
+          << "no wake-up with " << (static_cast<long>(token) - received) << " replies outstanding";
+      ++waits;
+      polylimit_completion c[4];
+      size_t got;
+      do {  // to a poll that returns less than it could take, as tokio's loop does
+        got = polylimit_queue_poll(h.queue, c, 4, 0);
+        for (size_t k = 0; k < got; ++k) EXPECT_EQ(c[k].status, POLYLIMIT_OK) << c[k].error.message;
+        received += static_cast<long>(got);
+      } while (got == 4);
+    }
+  }
+  stop = true;
+  for (auto& t : others) t.join();
+  ::close(loop);
+  EXPECT_EQ(received, static_cast<long>(token));
+  EXPECT_GT(blocking.load(), 0);
+  EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
+  std::printf("    %ld replies over %ld wake-ups, %ld blocking checks beside them\n", received, waits,
+              blocking.load());
 }
 
 // A poller that takes fewer completions than arrive never empties the

@@ -10,8 +10,9 @@
 // connection's socket is registered in that set (edge-triggered, and kept
 // while calls of the set keep coming: no epoll_ctl per call), and drive() -
 // on the thread that waits - reads the replies that are in, without
-// blocking, to the end of what the socket holds, and completes their calls. The I/O thread then only guards deadlines: it leads
-// the connection when the oldest call's deadline passes with nobody reading.
+// blocking, to the end of what the socket holds, and completes their calls.
+// The I/O thread then only guards deadlines: it leads the connection when
+// the oldest call's deadline passes with nobody reading.
 #pragma once
 
 #include <memory>
@@ -37,8 +38,9 @@ class Reactor : public std::enable_shared_from_this<Reactor> {
   void add_signal(int fd);
   // Waits up to timeout_ms (0: not at all, -1: no limit) for the set, then
   // reads the armed connections that are readable and completes their
-  // calls on this thread. Returns whether anything was ready.
-  bool drive(int timeout_ms);
+  // calls on this thread. A look without a wait at a set of one socket
+  // reads that socket directly, without asking the set (see drive()).
+  void drive(int timeout_ms);
   // Registers `fd`, the socket of `mux`, edge-triggered, or arms its
   // registration again: each drive() that finds bytes arrived drives `mux`,
   // and bytes already there are announced now. False when the kernel

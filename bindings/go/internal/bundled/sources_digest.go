@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "5d42530fdb3fc16c0271aa5db3e2c61ffa0fb82ad996b28092a23969adc4b57d"
+const sourcesDigest = "3b6b8afcf2919a1e9d29591e0ff54b987bae243c1e5638945cb8a48e5f09a332"
