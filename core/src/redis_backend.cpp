@@ -680,27 +680,35 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
   });
   if (!lead) return;
   std::string lane = lane_of(script, e.call);
-  try {
-    std::function<void(Outcome)> after = [this, key = std::move(key), done = std::move(done)](Outcome o) {
+  // The key's next checks go out, then the caller has its outcome.
+  auto key_then_done = [&]() -> std::function<void(Outcome)> {
+    return [this, key = std::move(key), done = std::move(done)](Outcome o) {
       send_next(key, o.error);
       done(std::move(o));
     };
-    if (lane.empty()) return evaluate_one_async(rq, std::move(after), &e);
-    LaneCheck check{std::string(e.call.keys[0]), rq.cost, nullptr, call_deadline(*transport_), Reactor::current()};
-    check.done = std::move(after);
-    if (!enter_lane(lane, script, rq, e.call, std::move(check))) return;
-    after = std::move(check.done);  // not queued: still ours
+  };
+  try {
+    if (lane.empty()) return evaluate_one_async(rq, key_then_done(), &e);
+    // The check waits in the lane only when its calls are all in flight:
+    // only then is a LaneCheck made (its key copied, its deadline read).
+    const bool go = enter_lane(lane, script, rq, e.call, [&] {
+      return LaneCheck{std::string(e.call.keys[0]), rq.cost, key_then_done(), call_deadline(*transport_),
+                       Reactor::current()};
+    });
+    if (!go) return;
     try {
+      // One callback for the three steps (no callback wrapping another).
       evaluate_one_async(
           rq,
-          [this, lane, after = std::move(after)](Outcome o) {
+          [this, lane = std::move(lane), key = std::move(key), done = std::move(done)](Outcome o) {
             lane_done(lane, o.error);  // the checks waiting in the lane go out before this caller runs
             if (o.error) o.error = own_copy(o.error);  // not the call's: a caller's thread may free it
-            after(std::move(o));
+            send_next(key, o.error);
+            done(std::move(o));
           },
           &e);
     } catch (...) {
-      lane_done(lane, std::current_exception());  // nothing was queued: the slot is free again
+      lane_done(lane_of(script, e.call), std::current_exception());  // nothing was queued: the slot is free again
       throw;
     }
   } catch (...) {
@@ -851,7 +859,7 @@ void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Co
 
 
 bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& script, const Request& rq,
-                              const ScriptCall& call, LaneCheck&& check) {
+                              const ScriptCall& call, const std::function<LaneCheck()>& make_check) {
   Lanes& lanes = lanes_.get();
   std::lock_guard<std::mutex> lock(lanes.mu);
   Lane& l = lanes.map[lane];
@@ -870,7 +878,7 @@ bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& sc
     l.next.limits = *rq.limits;
     l.next.now_us = rq.now_us;
   }
-  l.next.checks.push_back(std::move(check));
+  l.next.checks.push_back(make_check());
   return false;
 }
 

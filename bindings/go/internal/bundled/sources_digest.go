@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "3b6b8afcf2919a1e9d29591e0ff54b987bae243c1e5638945cb8a48e5f09a332"
+const sourcesDigest = "de38ff99e970cdfc8e756c5bc0f26b2456ad656005b1a951cc4e01c9f7037021"
