@@ -44,14 +44,15 @@
 // when nobody drives the connection, its socket is registered in the
 // reactor of each call in flight, edge-triggered, and the first
 // drive_ready() reads what is in without blocking, until the socket is
-// empty (try_drive() when the set holds this socket alone: the event loop's
-// look reads it without an epoll_wait first). The registration stays while the reactor's calls keep coming (no
-// epoll_ctl per call); it is armed again only after a reader that may have
-// left bytes unannounced (a blocking caller, a drive that found another
-// reader). A call submitted while others are in flight waits for that
-// drive to be written with them. The I/O thread then only guards: the
-// oldest call's deadline, and calls left unwritten for a quarter of the
-// command timeout (a drive that does not come: a busy event loop).
+// empty (try_drive() when the set holds this socket alone: the event
+// loop's look reads it without an epoll_wait first). The registration
+// stays while the reactor's calls keep coming (no epoll_ctl per call); it
+// is armed again only after a reader that may have left bytes unannounced
+// (a blocking caller, a drive that found another reader). A call
+// submitted while others are in flight waits for that drive to be written
+// with them. The I/O thread then only guards: the oldest call's deadline,
+// and calls left unwritten for a quarter of the command timeout (a drive
+// that does not come: a busy event loop).
 //
 // Deadlines: each call has its own (the command timeout from submission,
 // covering the queue, the write and the whole reply). When the oldest call in

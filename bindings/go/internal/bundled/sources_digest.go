@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "de38ff99e970cdfc8e756c5bc0f26b2456ad656005b1a951cc4e01c9f7037021"
+const sourcesDigest = "fa02f07f24aabc5354aeabd4145b53eebbbb3ebc86c44372d17597c1d6951a5e"
