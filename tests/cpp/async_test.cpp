@@ -523,6 +523,16 @@ TEST(Async, AnEdgeTriggeredLoopIsWokenForEveryReplyBesideBlockingCallers) {
   std::atomic<bool> stop{false};
   std::atomic<long> blocking{0};
   std::vector<std::thread> others;
+  struct Joined {  // also when an assertion below returns early
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    int loop;
+    ~Joined() {
+      stop = true;
+      for (auto& t : threads) t.join();
+      ::close(loop);
+    }
+  } joined{stop, others, loop};
   for (int t = 0; t < 2; ++t)
     others.emplace_back([&, t] {
       polylimit_error e;
@@ -558,9 +568,6 @@ TEST(Async, AnEdgeTriggeredLoopIsWokenForEveryReplyBesideBlockingCallers) {
       } while (got == 4);
     }
   }
-  stop = true;
-  for (auto& t : others) t.join();
-  ::close(loop);
   EXPECT_EQ(received, static_cast<long>(token));
   EXPECT_GT(blocking.load(), 0);
   EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
