@@ -858,8 +858,9 @@ void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Co
 }
 
 
+template <typename MakeCheck>
 bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& script, const Request& rq,
-                              const ScriptCall& call, const std::function<LaneCheck()>& make_check) {
+                              const ScriptCall& call, MakeCheck&& make_check) {
   Lanes& lanes = lanes_.get();
   std::lock_guard<std::mutex> lock(lanes.mu);
   Lane& l = lanes.map[lane];

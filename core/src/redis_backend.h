@@ -129,11 +129,14 @@ class RedisBackend : public Backend {
   // The lane of a check that leads its key, or "" when it has none (a
   // general script, Cluster, coalescing off).
   std::string lane_of(const scripts::Script& script, const ScriptCall& call) const;
-  // Takes a slot of `lane` (true), or queues the check `make_check` makes in
-  // it (false); throws kPoolExhausted when too many wait. `rq` and its `call`
-  // give the lane's keys calls their shape.
+  // Takes a slot of `lane` (true), or queues the check `make_check()` makes
+  // in it (false); throws kPoolExhausted when too many wait. `rq` and its
+  // `call` give the lane's keys calls their shape. A template (defined and
+  // used in redis_backend.cpp only): a std::function of the caller's lambda
+  // would allocate for every check, waiting or not.
+  template <typename MakeCheck>
   bool enter_lane(const std::string& lane, const scripts::Script& script, const Request& rq, const ScriptCall& call,
-                  const std::function<LaneCheck()>& make_check);
+                  MakeCheck&& make_check);
   // A call of `lane` completed (or was never sent): its slot goes to the
   // checks waiting in the lane, as one keys call, or is freed. When it
   // failed because the server did not answer or could not be reached

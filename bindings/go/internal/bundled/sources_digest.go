@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "fa02f07f24aabc5354aeabd4145b53eebbbb3ebc86c44372d17597c1d6951a5e"
+const sourcesDigest = "5d3807e548a9e8b7e678c8524d6998897d3762fea3b0ff4f12851530b2440f51"
