@@ -123,9 +123,8 @@ int main(int argc, char** argv) {
   const double seconds = argc > 2 ? std::max(0.2, std::atof(argv[2])) : 1.5;
   const std::string only = argc > 3 ? argv[3] : "";
   Certs certs;
-  const int tls_port = pltest::free_port();
-  pltest::RedisServer server({"--tls-port", std::to_string(tls_port), "--tls-cert-file", certs.cert, "--tls-key-file",
-                              certs.key, "--tls-ca-cert-file", certs.ca, "--tls-auth-clients", "no"});
+  pltest::RedisServer server({}, pltest::TlsFiles{certs.cert, certs.key, certs.ca});
+  const int tls_port = server.tls_port();
   // Default options, except a long acquire_timeout_ms: 64 threads share the
   // default pool, and on a loaded machine a 1 s wait for a connection can
   // pass; such failures would be counted neither way.

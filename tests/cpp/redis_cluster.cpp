@@ -87,49 +87,28 @@ pid_t server_pid(const RedisServer& server) {
 
 // ---------------------------------------------------------------- cluster
 
-namespace {
-
-std::string json_string(const std::string& v) {
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-}  // namespace
-
-RedisCluster::RedisCluster(int masters, int replicas, std::string password,
-                           const std::function<std::vector<std::string>(size_t)>& node_args)
-    : password_(std::move(password)) {
-  // tests/fixture/redisfix starts the nodes, forms the cluster and waits
-  // until it is ready (the same conditions as wait_ready()).
-  int n = masters * (1 + replicas);
+RedisCluster::RedisCluster(int masters, int replicas, std::string password) : password_(std::move(password)) {
   std::vector<std::string> args = {"cluster", "--masters", std::to_string(masters), "--replicas",
                                    std::to_string(replicas)};
   if (!password_.empty()) args.insert(args.end(), {"--password", password_});
-  if (node_args) {
-    std::string json = "[";
-    for (int i = 0; i < n; ++i) {
-      json += i ? ",[" : "[";
-      std::vector<std::string> more = node_args(static_cast<size_t>(i));
-      for (size_t k = 0; k < more.size(); ++k) json += (k ? "," : "") + json_string(more[k]);
-      json += "]";
-    }
-    args.insert(args.end(), {"--node-args", json + "]"});
-  }
+  start(std::move(args));
+}
+
+RedisCluster::RedisCluster(int masters, int replicas, const TlsFiles& tls) {
+  // The launcher picks the TLS ports with the others, and picks again when a
+  // node cannot bind one: a port chosen here could be taken by the time the
+  // node binds it, with no second choice.
+  start({"cluster", "--masters", std::to_string(masters), "--replicas", std::to_string(replicas),
+         "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca});
+}
+
+void RedisCluster::start(std::vector<std::string> args) {
+  // tests/fixture/redisfix starts the nodes, forms the cluster and waits
+  // until it is ready (the same conditions as wait_ready()).
   auto launcher = std::make_shared<Launcher>(args);
-  for (int i = 0; i < n; ++i) {
-    nodes_.push_back(std::unique_ptr<RedisServer>(new RedisServer(launcher, static_cast<size_t>(i))));
+  const Json& d = launcher->description();
+  for (size_t i = 0; i < d["nodes"].items.size(); ++i) {
+    nodes_.push_back(std::unique_ptr<RedisServer>(new RedisServer(launcher, i)));
     alive_.push_back(true);
   }
 }

@@ -7,7 +7,6 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,10 +20,12 @@ class RedisCluster {
   // Starts masters * (1 + replicas) nodes (masters >= 3), forms the cluster with
   // redis-cli --cluster create, and waits until every node reports
   // cluster_state:ok and every replica is in sync. With a password, every
-  // node requires it (requirepass, masterauth). `node_args(i)`, when given,
-  // adds arguments to node i's command line (e.g. a TLS port of its own).
-  explicit RedisCluster(int masters = 3, int replicas = 1, std::string password = "",
-                        const std::function<std::vector<std::string>(size_t)>& node_args = nullptr);
+  // node requires it (requirepass, masterauth).
+  explicit RedisCluster(int masters = 3, int replicas = 1, std::string password = "");
+  // The same with TLS: every node also listens on a TLS port the launcher
+  // picks (node(i).tls_port()); the cluster bus and what CLUSTER SLOTS tells
+  // a TLS client use those. url() and command() stay plain.
+  RedisCluster(int masters, int replicas, const TlsFiles& tls);
   ~RedisCluster();
   RedisCluster(const RedisCluster&) = delete;
   RedisCluster& operator=(const RedisCluster&) = delete;
@@ -55,6 +56,7 @@ class RedisCluster {
   std::string command(size_t i, const std::vector<std::string>& argv) const { return nodes_[i]->command(argv); }
 
  private:
+  void start(std::vector<std::string> args);
   bool ready(std::string& why) const;
   std::string password_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;

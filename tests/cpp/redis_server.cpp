@@ -254,19 +254,32 @@ Json Launcher::request(const std::string& line) {
 
 // ---------------------------------------------------------------- server
 
-RedisServer::RedisServer(std::vector<std::string> extra_args) {
-  std::vector<std::string> args = {"standalone", "--"};
-  args.insert(args.end(), extra_args.begin(), extra_args.end());
-  launcher_ = std::make_shared<Launcher>(args);
-  const Json& node = launcher_->description()["nodes"][0];
-  port_ = node["port"].integer();
-  pid_ = node["pid"].integer();
+namespace {
+
+std::vector<std::string> standalone_args(std::vector<std::string> tls, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"standalone"};
+  args.insert(args.end(), tls.begin(), tls.end());
+  args.push_back("--");
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
 }
+
+}  // namespace
+
+RedisServer::RedisServer(std::vector<std::string> extra_args)
+    : RedisServer(std::make_shared<Launcher>(standalone_args({}, extra_args)), 0) {}
+
+RedisServer::RedisServer(std::vector<std::string> extra_args, const TlsFiles& tls)
+    : RedisServer(std::make_shared<Launcher>(standalone_args(
+                      {"--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca},
+                      extra_args)),
+                  0) {}
 
 RedisServer::RedisServer(std::shared_ptr<Launcher> launcher, size_t index)
     : launcher_(std::move(launcher)), index_(index) {
   const Json& node = launcher_->description()["nodes"][index];
   port_ = node["port"].integer();
+  tls_port_ = node["tls_port"].integer();
   pid_ = node["pid"].integer();
 }
 

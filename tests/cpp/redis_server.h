@@ -51,14 +51,24 @@ class Launcher {
   Json description_;
 };
 
+// A deployment's TLS files: its servers' certificate and key, and the CA.
+struct TlsFiles {
+  std::string cert, key, ca;
+};
+
 class RedisServer {
  public:
   explicit RedisServer(std::vector<std::string> extra_args = {});
+  // With a TLS port besides the plain one, picked by the launcher (which
+  // picks again when the server cannot bind it); clients are not asked for
+  // certificates unless `extra_args` say so ("--tls-auth-clients", "yes").
+  RedisServer(std::vector<std::string> extra_args, const TlsFiles& tls);
   ~RedisServer();
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
   int port() const { return port_; }
+  int tls_port() const { return tls_port_; }  // 0 without TLS
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
 
   // Stops the server (SIGTERM, wait). start() brings it back on the same port.
@@ -82,6 +92,7 @@ class RedisServer {
   std::shared_ptr<Launcher> launcher_;
   size_t index_ = 0;
   int port_ = 0;
+  int tls_port_ = 0;
   pid_t pid_ = -1;
 };
 

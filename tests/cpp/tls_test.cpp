@@ -111,18 +111,17 @@ const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new CertsCleanu
 struct TlsServer {
   explicit TlsServer(const std::string& cert, const std::string& cert_key, bool auth_clients = false,
                      std::vector<std::string> more = {})
-      : tls_port(pltest::free_port()) {
-    std::vector<std::string> args = {"--tls-port", std::to_string(tls_port), "--tls-cert-file", cert,
-                                     "--tls-key-file", cert_key, "--tls-ca-cert-file", certs().ca,
-                                     "--tls-auth-clients", auth_clients ? "yes" : "no"};
+  {
+    std::vector<std::string> args = {"--tls-auth-clients", auth_clients ? "yes" : "no"};
     args.insert(args.end(), more.begin(), more.end());
-    server = std::make_unique<pltest::RedisServer>(args);
+    server = std::make_unique<pltest::RedisServer>(args, pltest::TlsFiles{cert, cert_key, certs().ca});
+    tls_port = server->tls_port();
   }
   std::string url(const std::string& host = "127.0.0.1") const {
     return "rediss://" + host + ":" + std::to_string(tls_port);
   }
-  int tls_port;
   std::unique_ptr<pltest::RedisServer> server;
+  int tls_port = 0;
 };
 
 ClientOptions with_ca(const std::string& ca_file = certs().ca) {
@@ -496,17 +495,11 @@ TEST(Tls, CommandDeadlineCoversTheTlsReply) {
 }
 
 TEST(Tls, ClusterOverTls) {
-  std::vector<int> tls_ports;
-  for (int i = 0; i < 3; ++i) tls_ports.push_back(pltest::free_port());
   const Certs& c = certs();
   // tls-cluster: the bus and CLUSTER SLOTS (to a TLS client) use the TLS ports.
-  pltest::RedisCluster cluster(3, 0, "", [&](size_t i) {
-    return std::vector<std::string>{"--tls-port", std::to_string(tls_ports[i]), "--tls-cluster", "yes",
-                                    "--tls-cert-file", c.server, "--tls-key-file", c.server_key,
-                                    "--tls-ca-cert-file", c.ca, "--tls-auth-clients", "optional"};
-  });
+  pltest::RedisCluster cluster(3, 0, {c.server, c.server_key, c.ca});
   // One seed is enough: the other nodes come from CLUSTER SLOTS.
-  const std::string url = "rediss+cluster://127.0.0.1:" + std::to_string(tls_ports[0]);
+  const std::string url = "rediss+cluster://127.0.0.1:" + std::to_string(cluster.node(0).tls_port());
   auto client = Client::open(url, with_ca());
   Limiter l = limiter(client, 3, "tlsc");
   std::set<size_t> masters;

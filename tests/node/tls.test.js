@@ -6,7 +6,6 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -17,15 +16,6 @@ let dir;
 let server;
 let tlsPort;
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polylimit-node-tls-'));
   const openssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
@@ -35,10 +25,10 @@ before(async () => {
   fs.writeFileSync(path.join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1\n');
   openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial',
     '-out', 'server.crt', '-days', '30', '-extfile', 'server.ext');
-  tlsPort = await freePort();
-  server = await startRedis(['standalone', '--', '--tls-port', String(tlsPort),
-    '--tls-cert-file', path.join(dir, 'server.crt'), '--tls-key-file', path.join(dir, 'server.key'),
-    '--tls-ca-cert-file', path.join(dir, 'ca.crt'), '--tls-auth-clients', 'no']);
+  // redisfix picks the TLS port (and picks again if the server cannot bind it).
+  server = await startRedis(['standalone', '--tls-cert-file', path.join(dir, 'server.crt'),
+    '--tls-key-file', path.join(dir, 'server.key'), '--tls-ca-cert-file', path.join(dir, 'ca.crt')]);
+  tlsPort = server.desc.nodes[0].tls_port;
 });
 
 after(async () => {
@@ -71,7 +61,8 @@ test('rediss:// without the CA: the certificate is refused', async () => {
 });
 
 test('TLS options on a URL without TLS are refused', () => {
-  assert.throws(() => new polylimit.Client(server.url, { tls: { caFile: path.join(dir, 'ca.crt') } }),
+  const plain = `redis://127.0.0.1:${server.desc.nodes[0].port}`;
+  assert.throws(() => new polylimit.Client(plain, { tls: { caFile: path.join(dir, 'ca.crt') } }),
     polylimit.InvalidArgumentError);
-  assert.throws(() => new polylimit.Client(server.url, { tls: { caFile: 7 } }), TypeError);
+  assert.throws(() => new polylimit.Client(plain, { tls: { caFile: 7 } }), TypeError);
 });
