@@ -371,29 +371,22 @@ struct Report {
 
 }  // namespace
 
-void Limiter::decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr<const Request> rq,
-                           std::function<void(Outcome)> done) {
-  if (self->breaker_ && !self->breaker_->allow()) {  // as decide(): the failure policy, no round trip
+template <typename State>
+void Limiter::decide_in(const std::shared_ptr<State>& st) {
+  Limiter& self = *st->self;
+  if (self.breaker_ && !self.breaker_->allow()) {  // as decide(): the failure policy, no round trip
     Outcome o;
     try {
-      o.decision = self->degrade(*rq, self->breaker_open());
+      o.decision = self.degrade(st->request(), self.breaker_open());
     } catch (...) {
       o.error = std::current_exception();
     }
-    return done(std::move(o));
+    return st->done(std::move(o));
   }
-  // What the completion needs, in one allocation shared with the refusal
-  // below (which runs only when the backend threw before it queued
-  // anything): nothing of it is copied on the way.
-  struct Settle {
-    std::shared_ptr<Limiter> self;
-    std::shared_ptr<const Request> rq;
-    std::function<void(Outcome)> done;
-    void operator()(Outcome o) const { done(self->settle(*rq, std::move(o))); }
-  };
-  auto settle = std::make_shared<Settle>(Settle{self, std::move(rq), std::move(done)});
   try {
-    self->client_->backend().evaluate_async(*settle->rq, [settle](Outcome o) { (*settle)(std::move(o)); });
+    // The completion holds the state: nothing of it is copied on the way.
+    self.client_->backend().evaluate_async(
+        st->request(), [st](Outcome o) { st->done(st->self->settle(st->request(), std::move(o))); });
   } catch (const Error& e) {
     // Refused before anything was queued (a failed connect, reconnect
     // backoff, a full queue, a refused AUTH or TLS handshake): the call's
@@ -401,8 +394,20 @@ void Limiter::decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr
     // decide() would answer. Only a bad argument and a closed client are the
     // submitter's error (the C ABI's contract).
     if (e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kClosed) throw;
-    (*settle)(Outcome{Decision{}, std::current_exception()});
+    st->done(self.settle(st->request(), Outcome{Decision{}, std::current_exception()}));
   }
+}
+
+void Limiter::decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr<const Request> rq,
+                           std::function<void(Outcome)> done) {
+  struct State {
+    std::shared_ptr<Limiter> self;
+    std::shared_ptr<const Request> rq;
+    std::function<void(Outcome)> fn;
+    const Request& request() const { return *rq; }
+    void done(Outcome o) const { fn(std::move(o)); }
+  };
+  decide_in(std::make_shared<State>(State{self, std::move(rq), std::move(done)}));
 }
 
 void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t cost,
@@ -450,17 +455,27 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
     }
     epoch = self->deny_cache_->epoch();
   }
-  auto rq = std::make_shared<const Request>(self->request(Op::kCheck, key, cost, self->now()));
-  // The caller key is kept only for the deny cache (a copy allocates).
-  std::string cache_key = self->deny_cache_ ? std::string(key) : std::string();
-  decide_async(self, rq, [self, rq, cache_key = std::move(cache_key), epoch, started, report,
-                          done = std::move(done)](Outcome o) {
-    if (!o.error && self->deny_cache_ && !o.decision.degraded)
-      self->deny_cache_->record(cache_key, rq->cost, o.decision, started, epoch);
-    report(o.decision, o.error);
-    if (!o.error) o.decision = self->finish(o.decision);
-    done(o.decision, o.error);
-  });
+  // The request and what its completion needs, in one allocation.
+  struct State {
+    std::shared_ptr<Limiter> self;
+    Request rq;
+    std::string cache_key;  // the caller's key, kept only for the deny cache (a copy allocates)
+    uint64_t epoch;
+    DenyCache::TimePoint started;
+    Report report;
+    CheckDone fn;
+    const Request& request() const { return rq; }
+    void done(Outcome o) const {
+      if (!o.error && self->deny_cache_ && !o.decision.degraded)
+        self->deny_cache_->record(cache_key, rq.cost, o.decision, started, epoch);
+      report(o.decision, o.error);
+      if (!o.error) o.decision = self->finish(o.decision);
+      fn(o.decision, o.error);
+    }
+  };
+  decide_in(std::make_shared<State>(State{self, self->request(Op::kCheck, key, cost, self->now()),
+                                          self->deny_cache_ ? std::string(key) : std::string(), epoch, started,
+                                          report, std::move(done)}));
 }
 
 void Limiter::peek_async(const std::shared_ptr<Limiter>& self, std::string_view key, CheckDone done) {

@@ -56,10 +56,17 @@ Outcome Latch::wait(Clock::time_point deadline) {
   return o;
 }
 
-Coalescer::Batch* Coalescer::enter_locked(Shard& s, const std::string& key) {
+Coalescer::Batch* Coalescer::enter_locked(Shard& s, const std::string& key, const std::string** lead) {
   auto it = s.inflight.find(key);
   if (it == s.inflight.end()) {
-    s.inflight.emplace(key, nullptr);
+    if (s.spare.empty()) {
+      *lead = &s.inflight.emplace(key, nullptr).first->first;
+    } else {
+      Inflight::node_type node = std::move(s.spare.back());
+      s.spare.pop_back();
+      node.key() = key;  // into the kept string's memory
+      *lead = &s.inflight.insert(std::move(node)).position->first;
+    }
     return nullptr;
   }
   if (!it->second) it->second = std::make_unique<Batch>();
@@ -76,7 +83,11 @@ std::unique_ptr<Coalescer::Batch> Coalescer::next(const std::string& key) {
   if (it == s.inflight.end()) return nullptr;  // not reached: next() follows join() or next()
   std::unique_ptr<Batch> b = std::move(it->second);
   if (!b || b->waiters.empty()) {
-    s.inflight.erase(it);
+    // `key` may be the entry's own: not read after this.
+    if (s.spare.size() < kSparePerShard)
+      s.spare.push_back(s.inflight.extract(it));
+    else
+      s.inflight.erase(it);
     return nullptr;
   }
   if (b->waiters.size() > kMaxChecksPerCall) {

@@ -10,8 +10,8 @@
 // (core/scripts/common/prelude.lua), in which the algorithm decides them one
 // after another in memory at one server instant (state read once, written
 // once), exactly as separate calls arriving back to back would.
-// An uncontended check pays a map insert and erase: nothing waits, and its
-// call goes out at once as before.
+// An uncontended check pays a map insert and erase (of a kept entry: no
+// allocation): nothing waits, and its call goes out at once as before.
 //
 // The map is sharded by the key's hash so that checks of distinct keys
 // rarely meet on one lock.
@@ -100,18 +100,21 @@ class Coalescer {
     std::vector<Waiter> waiters;
   };
 
-  // True: no call of `key` is in flight; the caller sends its own now and
-  // calls next(key) once it is complete. False: a call is in flight, and
-  // `queue` (called under the shard's lock) has added the caller's waiter
-  // (and filled the batch's call, when it is the first).
+  // Not null: no call of `key` was in flight; the caller sends its own now
+  // and calls next() once it is complete, with the key returned (the
+  // coalescer's copy, valid until that next() returns null: the caller need
+  // not keep one). Null: a call is in flight, and `queue` (called under the
+  // shard's lock) has added the caller's waiter (and filled the batch's
+  // call, when it is the first).
   template <typename Queue>
-  bool join(const std::string& key, Queue&& queue) {
+  const std::string* join(const std::string& key, Queue&& queue) {
     Shard& s = shard(key);
     std::lock_guard<std::mutex> lock(s.mu);
-    Batch* b = enter_locked(s, key);
-    if (b == nullptr) return true;
+    const std::string* lead = nullptr;
+    Batch* b = enter_locked(s, key, &lead);
+    if (b == nullptr) return lead;
     queue(*b);
-    return false;
+    return nullptr;
   }
   // The checks queued since (at most kMaxChecksPerCall), whose call the
   // caller sends next and then calls next(key) again; null when none wait
@@ -119,16 +122,22 @@ class Coalescer {
   std::unique_ptr<Batch> next(const std::string& key);
 
  private:
+  using Inflight = std::unordered_map<std::string, std::unique_ptr<Batch>>;
   struct Shard {
     std::mutex mu;
     // A key is present while a call of it is in flight; its value holds the
     // checks queued behind that call (null: none).
-    std::unordered_map<std::string, std::unique_ptr<Batch>> inflight;
+    Inflight inflight;
+    // Entries whose key went idle, kept for the next keys with their memory
+    // (node and key string): a lone check allocates nothing here.
+    std::vector<Inflight::node_type> spare;
   };
+  static constexpr size_t kSparePerShard = 4;
   Shard& shard(const std::string& key) { return shards_[std::hash<std::string>{}(key) % shards_.size()]; }
   // join() under the shard's lock: null when `key` had no call in flight
-  // (it has now), else the batch to queue in (throws when it is full).
-  Batch* enter_locked(Shard& s, const std::string& key);
+  // (it has now: *lead is set to the entry's key), else the batch to queue
+  // in (throws when it is full).
+  Batch* enter_locked(Shard& s, const std::string& key, const std::string** lead);
   std::array<Shard, 64> shards_;
 };
 

@@ -157,6 +157,15 @@ void Mux::wake_all(std::vector<CallPtr>& calls) {
   calls.clear();
 }
 
+std::vector<ReplyPtr> Mux::Replies::take() {
+  std::vector<ReplyPtr> out;
+  out.reserve(n_);
+  if (n_ > 0) out.push_back(std::move(first_));
+  for (ReplyPtr& r : rest_) out.push_back(std::move(r));
+  clear();
+  return out;
+}
+
 bool Mux::dispatch_locked(std::vector<ReplyPtr>& replies, std::vector<CallPtr>& wake) {
   bool unsolicited = false;
   for (ReplyPtr& reply : replies) {

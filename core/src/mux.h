@@ -89,10 +89,36 @@ class Mux : public std::enable_shared_from_this<Mux> {
 
   static constexpr uint32_t kWaiting = 0, kDone = 1, kLead = 2;
 
+  // A call's replies, in order. Most calls expect one, held inline: a lone
+  // call allocates no list for it.
+  class Replies {
+   public:
+    size_t size() const { return n_; }
+    void push_back(ReplyPtr r) {
+      if (n_++ == 0)
+        first_ = std::move(r);
+      else
+        rest_.push_back(std::move(r));
+    }
+    ReplyPtr& front() { return first_; }
+    void clear() {
+      first_.reset();
+      rest_.clear();
+      n_ = 0;
+    }
+    // All of them, as a list; the call has none left.
+    std::vector<ReplyPtr> take();
+
+   private:
+    size_t n_ = 0;
+    ReplyPtr first_;
+    std::vector<ReplyPtr> rest_;
+  };
+
   struct Call {
     std::string bytes;                // the encoded commands (reused between calls)
     size_t expect = 0;                // replies to read
-    std::vector<ReplyPtr> replies;
+    Replies replies;
     std::exception_ptr error;         // set when the call failed
     Clock::time_point deadline{};
     bool sent = false;                // some of its bytes may have reached the server

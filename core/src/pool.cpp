@@ -78,7 +78,7 @@ std::vector<ReplyPtr> PooledConnection::pipeline(const std::vector<Argv>& comman
   std::vector<const Argv*> all;
   all.reserve(commands.size());
   for (const Argv& c : commands) all.push_back(&c);
-  return std::move(run(all.data(), all.size())->replies);
+  return run(all.data(), all.size())->replies.take();
 }
 
 void PooledConnection::submit(const std::vector<Argv>& commands, std::function<void(Mux::Call&)> done,

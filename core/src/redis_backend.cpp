@@ -58,11 +58,11 @@ const scripts::Script* keys_script_for(const scripts::Script& single) {
 // scripts: Redis converts a string more cheaply than a Lua table). Either
 // form is read into one list; a reply of any other shape, or with an element
 // that is not an integer, is a protocol error.
-std::vector<int64_t> numbers_of(const redisReply* r, const char* script) {
+void numbers_into(std::vector<int64_t>& out, const redisReply* r, const char* script) {
   auto bad = [script](const std::string& what) {
     return Error(ErrorCode::kServer, std::string("script ") + script + ": " + what);
   };
-  std::vector<int64_t> out;
+  out.clear();
   if (r->type == REDIS_REPLY_ARRAY) {
     out.reserve(r->elements);
     for (size_t i = 0; i < r->elements; ++i) {
@@ -85,6 +85,11 @@ std::vector<int64_t> numbers_of(const redisReply* r, const char* script) {
   } else {
     throw bad("unexpected reply shape");
   }
+}
+
+std::vector<int64_t> numbers_of(const redisReply* r, const char* script) {
+  std::vector<int64_t> out;
+  numbers_into(out, r, script);
   return out;
 }
 
@@ -113,7 +118,8 @@ Decision decode_answer(const std::vector<int64_t>& r, size_t base, const scripts
 Decision decode(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
   if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
   return mark_outcome_unknown_if([] { return true; }, [&] {
-    const std::vector<int64_t> numbers = numbers_of(r, script.name);
+    thread_local std::vector<int64_t> numbers;  // one check's: no list allocated per reply
+    numbers_into(numbers, r, script.name);
     if (numbers.size() != 1 + 4 * limits.size())
       throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
     return decode_answer(numbers, 0, script, limits);
@@ -195,7 +201,8 @@ Decision decode_answer(const std::vector<int64_t>& r, size_t base, const scripts
   // Durations: a window plus a block plus the slack of caller-supplied time,
   // and a clock that stepped back can add up to the span of valid timestamps.
   const int64_t max_ms = bounds::kNowUs.max / 1000;
-  std::vector<LimitResult> results(limits.size());
+  thread_local std::vector<LimitResult> results;  // no list allocated per reply
+  results.assign(limits.size(), LimitResult{});
   for (size_t i = 0; i < limits.size(); ++i) {
     const int64_t limit = limits[i].capacity();  // what the script reports as the limit
     results[i].limit = checked(r, base + 1 + 4 * i, script.name, "limit", limit, limit);
@@ -576,11 +583,11 @@ namespace {
 // Checks with the same script, keys and arguments but the cost share a key:
 // they can go in one call. (Explicit times are arguments: checks at one
 // instant coalesce, checks at different instants do not.)
-std::string coalescing_key(const scripts::Script& script, const ScriptCall& call) {
+void coalescing_key_into(std::string& key, const scripts::Script& script, const ScriptCall& call) {
   size_t size = std::strlen(script.name);
   for (std::string_view k : call.keys) size += 4 + k.size();
   for (size_t i = 2; i < call.args.size(); ++i) size += 4 + call.args[i].size();
-  std::string key;
+  key.clear();
   key.reserve(size);
   key.append(script.name);
   auto add = [&key](std::string_view part) {
@@ -590,7 +597,22 @@ std::string coalescing_key(const scripts::Script& script, const ScriptCall& call
   };
   for (std::string_view k : call.keys) add(k);
   for (size_t i = 2; i < call.args.size(); ++i) add(call.args[i]);  // args[0], args[1]: op, cost
+}
+
+std::string coalescing_key(const scripts::Script& script, const ScriptCall& call) {
+  std::string key;
+  coalescing_key_into(key, script, call);
   return key;
+}
+
+// coalescing_key() in this thread's buffer, for the lookup of a check that
+// may lead its key: the coalescer keeps its own copy of a key it admits, in
+// memory it reuses, so a lone check allocates none. Valid until this
+// thread's next use (nobody holds it across a call or a callback).
+const std::string& coalescing_key_here(const scripts::Script& script, const ScriptCall& call) {
+  thread_local std::string buffer;
+  coalescing_key_into(buffer, script, call);
+  return buffer;
 }
 
 void fill_batch(Coalescer::Batch& b, const scripts::Script& script, const ScriptCall& call,
@@ -642,15 +664,14 @@ Decision RedisBackend::evaluate(const Request& rq) {
   if (!coalescable(rq)) return evaluate_one(rq);
   Encoded e = encode(rq);  // checks the request first
   const scripts::Script& script = script_for(rq);
-  const std::string key = coalescing_key(script, e.call);
   std::shared_ptr<Latch> latch;
   const Latch::Clock::time_point deadline = call_deadline(*transport_);
-  const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
+  const std::string* key = coalescer_.get().join(coalescing_key_here(script, e.call), [&](Coalescer::Batch& b) {
     if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
     latch = std::make_shared<Latch>();
     b.waiters.push_back({rq.cost, latch, nullptr, deadline, nullptr});
   });
-  if (!lead) {
+  if (key == nullptr) {
     Outcome o = latch->wait(deadline);
     if (o.error) std::rethrow_exception(o.error);
     return o.decision;
@@ -664,7 +685,7 @@ Decision RedisBackend::evaluate(const Request& rq) {
   } catch (...) {
     o.error = std::current_exception();
   }
-  send_next(key, o.error);
+  send_next(*key, o.error);
   if (o.error) std::rethrow_exception(o.error);
   return o.decision;
 }
@@ -673,46 +694,47 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
   if (!coalescable(rq)) return evaluate_one_async(rq, std::move(done));
   Encoded e = encode(rq);  // checks the request first
   const scripts::Script& script = script_for(rq);
-  std::string key = coalescing_key(script, e.call);
-  const bool lead = coalescer_.get().join(key, [&](Coalescer::Batch& b) {
+  const std::string* key = coalescer_.get().join(coalescing_key_here(script, e.call), [&](Coalescer::Batch& b) {
     if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
     b.waiters.push_back({rq.cost, nullptr, std::move(done), call_deadline(*transport_), Reactor::current()});
   });
-  if (!lead) return;
-  std::string lane = lane_of(script, e.call);
+  if (key == nullptr) return;  // queued behind its key's call
+  // `key` and `lane` are the coalescer's and the lanes' own copies, valid
+  // while this check holds its key and its lane slot: until send_next and
+  // lane_done below.
   // The key's next checks go out, then the caller has its outcome.
   auto key_then_done = [&]() -> std::function<void(Outcome)> {
-    return [this, key = std::move(key), done = std::move(done)](Outcome o) {
-      send_next(key, o.error);
+    return [this, key, done = std::move(done)](Outcome o) {
+      send_next(*key, o.error);
       done(std::move(o));
     };
   };
   try {
-    if (lane.empty()) return evaluate_one_async(rq, key_then_done(), &e);
+    if (!has_lanes(script)) return evaluate_one_async(rq, key_then_done(), &e);
     // The check waits in the lane only when its calls are all in flight:
     // only then is a LaneCheck made (its key copied, its deadline read).
-    const bool go = enter_lane(lane, script, rq, e.call, [&] {
+    const std::string* lane = enter_lane(script, rq, e.call, [&] {
       return LaneCheck{std::string(e.call.keys[0]), rq.cost, key_then_done(), call_deadline(*transport_),
                        Reactor::current()};
     });
-    if (!go) return;
+    if (lane == nullptr) return;  // waits in the lane
     try {
       // One callback for the three steps (no callback wrapping another).
       evaluate_one_async(
           rq,
-          [this, lane = std::move(lane), key = std::move(key), done = std::move(done)](Outcome o) {
-            lane_done(lane, o.error);  // the checks waiting in the lane go out before this caller runs
+          [this, lane, key, done = std::move(done)](Outcome o) {
+            lane_done(*lane, o.error);  // the checks waiting in the lane go out before this caller runs
             if (o.error) o.error = own_copy(o.error);  // not the call's: a caller's thread may free it
-            send_next(key, o.error);
+            send_next(*key, o.error);
             done(std::move(o));
           },
           &e);
     } catch (...) {
-      lane_done(lane_of(script, e.call), std::current_exception());  // nothing was queued: the slot is free again
+      lane_done(*lane, std::current_exception());  // nothing was queued: the slot is free again
       throw;
     }
   } catch (...) {
-    send_next(coalescing_key(script, e.call), std::current_exception());  // nothing was queued
+    send_next(*key, std::current_exception());  // nothing was queued
     throw;
   }
 }
@@ -858,15 +880,28 @@ void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Co
 }
 
 
+bool RedisBackend::has_lanes(const scripts::Script& script) const {
+  return coalesce_ && keys_script_for(script) != nullptr && transport_->one_node();
+}
+
 template <typename MakeCheck>
-bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& script, const Request& rq,
-                              const ScriptCall& call, MakeCheck&& make_check) {
+const std::string* RedisBackend::enter_lane(const scripts::Script& script, const Request& rq, const ScriptCall& call,
+                                            MakeCheck&& make_check) {
+  // The lane's key in this thread's buffer: found, it costs no allocation.
+  thread_local std::string name;
+  name.assign(script.name);
+  for (size_t i = 2; i < call.args.size(); ++i) {
+    name += '\0';
+    name.append(call.args[i]);
+  }
   Lanes& lanes = lanes_.get();
   std::lock_guard<std::mutex> lock(lanes.mu);
-  Lane& l = lanes.map[lane];
+  auto it = lanes.map.find(name);
+  if (it == lanes.map.end()) it = lanes.map.emplace(name, Lane{}).first;
+  Lane& l = it->second;
   if (l.inflight < kLaneCalls) {
     ++l.inflight;
-    return true;
+    return &it->first;
   }
   if (l.next.checks.size() >= Coalescer::kMaxWaiting)
     throw Error(ErrorCode::kPoolExhausted, "queue full: " + std::to_string(Coalescer::kMaxWaiting) +
@@ -880,17 +915,7 @@ bool RedisBackend::enter_lane(const std::string& lane, const scripts::Script& sc
     l.next.now_us = rq.now_us;
   }
   l.next.checks.push_back(make_check());
-  return false;
-}
-
-std::string RedisBackend::lane_of(const scripts::Script& script, const ScriptCall& call) const {
-  if (!coalesce_ || keys_script_for(script) == nullptr || !transport_->one_node()) return std::string();
-  std::string lane = script.name;
-  for (size_t i = 2; i < call.args.size(); ++i) {
-    lane += '\0';
-    lane.append(call.args[i]);
-  }
-  return lane;
+  return nullptr;
 }
 
 void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed) {
@@ -904,7 +929,10 @@ void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed)
       if (it == lanes.map.end()) return;  // (not reached: a slot keeps its lane)
       Lane& l = it->second;
       if (l.next.checks.empty()) {
-        if (--l.inflight == 0) lanes.map.erase(it);
+        // An idle lane is kept for the limit's next check (no allocation
+        // then), unless many are: limits at explicit instants make one each.
+        // `lane` may be the entry's own key: not read after this.
+        if (--l.inflight == 0 && lanes.map.size() > kIdleLanes) lanes.map.erase(it);
         return;
       }
       call = std::make_shared<LaneCall>();
@@ -957,13 +985,14 @@ void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed)
         if (c.reactor && std::find(pollers.begin(), pollers.end(), c.reactor) == pollers.end())
           pollers.push_back(c.reactor);
       Reactor::AlsoScope also(pollers);
-      auto complete = [this, lane, call](ReplyPtr reply, std::exception_ptr error) {
-        finish_lane(lane, call, std::move(reply), error);
+      // `lane` is the lanes' own key, kept while this call holds its slot.
+      auto complete = [this, lane = &lane, call](ReplyPtr reply, std::exception_ptr error) {
+        finish_lane(*lane, call, std::move(reply), error);
       };
       if (transport_->run_script_async(script, sc, complete)) return;
       // No non-blocking path (Sentinel): the call on a library thread; `sc`
       // views `call` and `costs`, which it keeps.
-      transport_->run_in_background([this, lane, call, costs, sc, &script] {
+      transport_->run_in_background([this, lane = &lane, call, costs, sc, &script] {
         ReplyPtr reply;
         std::exception_ptr error;
         try {
@@ -971,7 +1000,7 @@ void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed)
         } catch (...) {
           error = std::current_exception();
         }
-        finish_lane(lane, call, std::move(reply), error);
+        finish_lane(*lane, call, std::move(reply), error);
       });
       return;
     } catch (...) {
@@ -1048,7 +1077,7 @@ std::vector<Outcome> RedisBackend::evaluate_many(const std::vector<Request>& req
             if (b.script == nullptr) fill_batch(b, script, e.call, *rq.limits);
             latch = std::make_shared<Latch>(false);
             b.waiters.push_back({rq.cost, latch, nullptr, deadline, nullptr});
-          });
+          }) != nullptr;
         if (lead && sending.insert(key).second)
           led.emplace_back(std::move(key), i);
         else if (!lead)

@@ -31,6 +31,9 @@ class RedisBackend : public Backend {
 
   // Calls of one lane (see Lane below) in flight at once.
   static constexpr int kLaneCalls = 4;
+  // Idle lanes kept for their limit's next check (past it, a lane that goes
+  // idle is dropped).
+  static constexpr size_t kIdleLanes = 64;
 
   using Backend::evaluate;
   using Backend::reset;
@@ -126,17 +129,18 @@ class RedisBackend : public Backend {
     std::mutex mu;
     std::unordered_map<std::string, Lane> map;
   };
-  // The lane of a check that leads its key, or "" when it has none (a
-  // general script, Cluster, coalescing off).
-  std::string lane_of(const scripts::Script& script, const ScriptCall& call) const;
-  // Takes a slot of `lane` (true), or queues the check `make_check()` makes
-  // in it (false); throws kPoolExhausted when too many wait. `rq` and its
-  // `call` give the lane's keys calls their shape. A template (defined and
-  // used in redis_backend.cpp only): a std::function of the caller's lambda
-  // would allocate for every check, waiting or not.
+  // Whether checks of `script` have lanes: not a general script, not in
+  // Cluster, not with coalescing off.
+  bool has_lanes(const scripts::Script& script) const;
+  // Takes a slot of the check's lane (its key, the lanes' own copy, valid
+  // while the slot is held: pass it to lane_done), or queues the check
+  // `make_check()` makes in it (null); throws kPoolExhausted when too many
+  // wait. `rq` and its `call` give the lane's keys calls their shape. A
+  // template (defined and used in redis_backend.cpp only): a std::function
+  // of the caller's lambda would allocate for every check, waiting or not.
   template <typename MakeCheck>
-  bool enter_lane(const std::string& lane, const scripts::Script& script, const Request& rq, const ScriptCall& call,
-                  MakeCheck&& make_check);
+  const std::string* enter_lane(const scripts::Script& script, const Request& rq, const ScriptCall& call,
+                                MakeCheck&& make_check);
   // A call of `lane` completed (or was never sent): its slot goes to the
   // checks waiting in the lane, as one keys call, or is freed. When it
   // failed because the server did not answer or could not be reached

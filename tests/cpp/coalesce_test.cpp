@@ -447,6 +447,72 @@ TEST(Coalesce, ManyKeysShareKeysCalls) {
   EXPECT_EQ(st.script_calls - before, static_cast<uint64_t>(RedisBackend::kLaneCalls) + 3) << "keys calls";
 }
 
+// Lanes at many instants (an explicit time is part of a lane's limit): more
+// lanes than are kept idle, each with checks waiting, twice over (the second
+// round finds some lanes kept from the first, with their keys calls' shape).
+// Every decision is memory's, and each lane's waiting checks go in one keys
+// call.
+TEST(Coalesce, LanesAtManyInstantsDecideAsMemory) {
+  pltest::RedisServer own;
+  ClientOptions o;
+  o.pool.command_timeout_ms = 60000;
+  auto client = Client::open(own.url(), o);
+  const Spec spec = specs()[8];  // GCRA, 40
+  client->backend().evaluate(make_request(spec, "co-instants:warm", 1, kT0));  // connected, script loaded
+  MemoryBackend memory([] { return kT0; });
+  const size_t instants = RedisBackend::kIdleLanes + 36;
+  const size_t per_lane = RedisBackend::kLaneCalls + 3;
+  for (int round = 0; round < 2; ++round) {
+    const uint64_t before = client->stats().script_calls;
+    std::vector<Request> requests;
+    for (size_t t = 0; t < instants; ++t)
+      for (size_t j = 0; j < per_lane; ++j)
+        requests.push_back(make_request(spec, "co-instants:" + std::to_string(j), 1 + (t + j) % 3,
+                                        kT0 + static_cast<int64_t>(t) * 7000));
+    own.pause();
+    auto futures = submit_all(*client, requests);
+    own.resume();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      Outcome out = futures[i].get();
+      ASSERT_FALSE(out.error) << round << " " << i;
+      EXPECT_EQ(text(out.decision), text(memory.evaluate(requests[i]))) << round << " " << i;
+    }
+    // Per lane: kLaneCalls alone, the rest in one keys call.
+    EXPECT_EQ(client->stats().script_calls - before, instants * (RedisBackend::kLaneCalls + 1)) << round;
+  }
+}
+
+// The coalescer keeps the entries of keys that went idle and gives them to
+// other keys: the key it returns is the new one's, and a kept entry's key
+// has no call in flight.
+TEST(Coalesce, KeptEntriesServeOtherKeys) {
+  Coalescer c;
+  auto never = [](Coalescer::Batch&) { ADD_FAILURE() << "queued"; };
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000; ++i) keys.push_back(std::string(i % 7 == 0 ? 300 : 20, 'k') + std::to_string(i));
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const std::string& k : keys) {
+      const std::string* lead = c.join(k, never);
+      ASSERT_NE(lead, nullptr) << k;
+      EXPECT_EQ(*lead, k);
+      // A second check of the key waits, and goes in the next call.
+      bool queued = false;
+      EXPECT_EQ(c.join(k,
+                       [&](Coalescer::Batch& b) {
+                         queued = true;
+                         b.waiters.push_back({3, nullptr, nullptr, {}, nullptr});
+                       }),
+                nullptr);
+      EXPECT_TRUE(queued);
+      std::unique_ptr<Coalescer::Batch> b = c.next(*lead);
+      ASSERT_TRUE(b) << k;
+      ASSERT_EQ(b->waiters.size(), 1u);
+      EXPECT_EQ(b->waiters[0].cost, 3);
+      EXPECT_FALSE(c.next(k)) << k;  // none waits: the key is idle again
+    }
+  }
+}
+
 // A lane's queue is bounded, as a key's is: past it a check fails at once
 // with kPoolExhausted; the waiting ones complete once the server answers.
 TEST(Coalesce, FullLaneIsAClearError) {

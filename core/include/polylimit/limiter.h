@@ -199,6 +199,11 @@ class Limiter {
   // decide() without waiting: the breaker, the backend, settle().
   static void decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr<const Request> request,
                            std::function<void(Outcome)> done);
+  // decide_async() for a caller whose state, one allocation, holds what the
+  // completion needs: `state->self`, `state->request()`, and
+  // `state->done(Outcome)`, which gets the outcome (async.cpp).
+  template <typename State>
+  static void decide_in(const std::shared_ptr<State>& state);
 
   // A check_many split around its round trip, so that the blocking and the
   // non-blocking forms share both halves.

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "5d3807e548a9e8b7e678c8524d6998897d3762fea3b0ff4f12851530b2440f51"
+const sourcesDigest = "48a9695ea82f42fba13ea4e83bd0a0905f80684264ba6e157bf2584e01272edb"

@@ -56,6 +56,28 @@ impl Batch {
     }
 }
 
+/// The pending map's hasher: tokens are distinct counters the library hands
+/// back, never chosen by anyone else, so one multiplication spreads them
+/// (no SipHash per insert and per removal, twice a call).
+#[derive(Default, Clone, Copy)]
+struct TokenHasher(u64);
+
+impl std::hash::Hasher for TokenHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type Tokens = std::hash::BuildHasherDefault<TokenHasher>;
+
 /// A submitted call waiting for its completion.
 struct Pending {
     /// None once the reaper gave up (its fd failed): the future then fails.
@@ -114,7 +136,7 @@ pub(crate) struct Queue {
     next_token: AtomicU64,
     /// Dropped after the queue is freed (field drops follow Drop::drop), so
     /// check_many arrays still in flight are never freed under the library.
-    pending: Mutex<HashMap<u64, Pending>>,
+    pending: Mutex<HashMap<u64, Pending, Tokens>>,
     /// True while the reaper task runs (it clears this when it ends, also
     /// when its runtime shuts down).
     reaping: AtomicBool,
@@ -163,7 +185,7 @@ impl Queue {
         Ok(Queue {
             handle: h,
             next_token: AtomicU64::new(1),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::default()),
             reaping: AtomicBool::new(false),
             closing: AtomicBool::new(false),
         })
@@ -176,7 +198,7 @@ impl Queue {
         unsafe { sys::polylimit_queue_wake(self.handle) };
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Pending>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Pending, Tokens>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
