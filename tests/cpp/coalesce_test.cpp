@@ -417,17 +417,26 @@ TEST(Coalesce, PausedServerTimesOutEveryCheck) {
   EXPECT_LT(took, std::chrono::milliseconds(3 * 300 + 500)) << "a check waited for more than one call";
 }
 
+// A client of `own` whose calls wait up to a minute (the server is paused
+// while checks are submitted), connected and with `spec`'s script loaded
+// (one check of `warm_key`).
+std::shared_ptr<Client> warm_patient_client(const pltest::RedisServer& own, const Spec& spec,
+                                            const std::string& warm_key) {
+  ClientOptions o;
+  o.pool.command_timeout_ms = 60000;
+  auto client = Client::open(own.url(), o);
+  client->backend().evaluate(make_request(spec, warm_key, 1, kT0));
+  return client;
+}
+
 // Lanes: checks of one limit on many keys, one each, on the non-blocking
 // path. Only kLaneCalls go out alone; the rest go in keys calls. (Submitted
 // while the server is paused, so that none completes meanwhile however
 // slow the build: the rest then wait in the lane, and go in 128s.)
 TEST(Coalesce, ManyKeysShareKeysCalls) {
   pltest::RedisServer own;
-  ClientOptions o;
-  o.pool.command_timeout_ms = 60000;
-  auto client = Client::open(own.url(), o);
   const Spec spec = specs()[8];  // GCRA, 40
-  client->backend().evaluate(make_request(spec, "co-lane:warm", 1, kT0));  // connected, script loaded
+  auto client = warm_patient_client(own, spec, "co-lane:warm");
   const uint64_t before = client->stats().script_calls;
   MemoryBackend memory([] { return kT0; });
   const size_t n = 300;
@@ -454,11 +463,8 @@ TEST(Coalesce, ManyKeysShareKeysCalls) {
 // call.
 TEST(Coalesce, LanesAtManyInstantsDecideAsMemory) {
   pltest::RedisServer own;
-  ClientOptions o;
-  o.pool.command_timeout_ms = 60000;
-  auto client = Client::open(own.url(), o);
   const Spec spec = specs()[8];  // GCRA, 40
-  client->backend().evaluate(make_request(spec, "co-instants:warm", 1, kT0));  // connected, script loaded
+  auto client = warm_patient_client(own, spec, "co-instants:warm");
   MemoryBackend memory([] { return kT0; });
   const size_t instants = RedisBackend::kIdleLanes + 36;
   const size_t per_lane = RedisBackend::kLaneCalls + 3;
