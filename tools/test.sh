@@ -13,6 +13,11 @@
 # TSan) and POLYLIMIT_SKIP_FUZZ=1 to skip the fuzz suite (both are on in CI).
 # The failover tests run in the Release pass only (see below);
 # POLYLIMIT_FAILOVERS_EVERYWHERE=1 runs them in the sanitizer passes too.
+# POLYLIMIT_PRUNE_BUILDS=1 (set by .ci/run) deletes the large build trees that
+# no later suite uses once their suite is over (the sanitizer and fuzz
+# builds, the Rust ASan and fresh-project targets: about 2.5 GiB); the logs
+# stay (build/test-logs/, ctest's Testing/, build/fuzz/logs/), and so do the
+# fuzz reproducers (build/fuzz/artifacts/).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -27,6 +32,12 @@ failed_logs=()
 logs="$root/build/test-logs"
 rm -rf "$logs"
 mkdir -p "$logs"
+# A full disk fails suites in ways that look like bugs (ENOSPC, ninja's
+# "manifest still dirty"): the summary says how much was free after a suite
+# whenever little was.
+free_mib() { df -Pm "$root" | awk 'NR == 2 { print $4 }'; }
+low_disk_mib=2048
+echo "disk: $(free_mib) MiB free at the start"
 run_suite() {  # run_suite NAME COMMAND...
   local name=$1; shift
   echo
@@ -37,13 +48,25 @@ run_suite() {  # run_suite NAME COMMAND...
   local status=0
   "$@" > >(tee "$log") 2>&1 || status=$?
   wait $! 2>/dev/null || true  # tee has written everything
+  local free disk=""
+  free=$(free_mib)
+  if [ "$free" -lt $low_disk_mib ]; then disk=", disk: only $free MiB free after it"; fi
   if [ $status -eq 0 ]; then
-    results+=("PASS  $name ($((SECONDS - start)) s)")
+    results+=("PASS  $name ($((SECONDS - start)) s$disk)")
   else
-    results+=("FAIL  $name ($((SECONDS - start)) s)")
+    results+=("FAIL  $name ($((SECONDS - start)) s$disk)")
     failed=$((failed + 1))
     failed_logs+=("$name|$log")
   fi
+}
+
+prune() {  # prune DIR...: with POLYLIMIT_PRUNE_BUILDS=1, empties each build tree but its logs
+  [ "${POLYLIMIT_PRUNE_BUILDS:-0}" = 1 ] || return 0
+  local dir
+  for dir; do
+    [ -d "$dir" ] && find "$dir" -mindepth 1 -maxdepth 1 ! -name Testing ! -name artifacts ! -name logs -exec rm -rf {} +
+  done
+  return 0
 }
 
 # The checkout as it was: running the tests must not change it (reports go
@@ -101,6 +124,7 @@ if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ]; then
         ctest --test-dir "$dir" --output-on-failure -j "$POLYLIMIT_JOBS" -E 'installed_c_example|durable_tests'
   }
   run_suite "C/C++ under ASan+UBSan (ctest)" asan
+  prune "$root/build/asan"
   # ThreadSanitizer over the core's tests; any report fails the suite. Left
   # out: the installed-library, packaging and shell tests (nothing to race),
   # and the tests that assert timings a 5-15x slower TSan build misses on 2
@@ -118,17 +142,21 @@ if [ "${POLYLIMIT_SKIP_SANITIZERS:-0}" != 1 ]; then
         -E 'installed|project_names|exported|vocabulary|cli_|googletest|server_condition_tests|cluster_tests|durable_tests'
   }
   run_suite "C/C++ under ThreadSanitizer (ctest)" tsan
+  prune "$root/build/tsan"
 fi
 
 # libFuzzer targets (tests/fuzz), 30 s each under ASan+UBSan; a crash leaves
 # its reproducer in build/fuzz/artifacts/ (docs/testing.md).
 if [ "${POLYLIMIT_SKIP_FUZZ:-0}" != 1 ]; then
   run_suite "fuzz (libFuzzer, ASan+UBSan)" "$root/tools/fuzz.sh" "${POLYLIMIT_FUZZ_SECONDS:-30}"
+  prune "$root/build/fuzz"
 fi
 
 for lang in python go java node rust readme cross; do
   if [ -x "$root/tests/$lang/run.sh" ]; then
     run_suite "$lang" "$root/tests/$lang/run.sh"
+    # The demo builds its Rust workers in build/rust-target (release).
+    if [ "$lang" = rust ]; then prune "$root/build/rust-target-asan" "$root/build/rust-fresh-target"; fi
     # The cross-language suite runs the jar the Java suite built and tested.
     if [ "$lang" = java ] && [[ ${results[-1]} == PASS* ]] && [ -f "$root/build/java-mvn/polylimit-1.0.0.jar" ]; then
       export POLYLIMIT_JAVA_JAR="$root/build/java-mvn/polylimit-1.0.0.jar"

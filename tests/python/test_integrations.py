@@ -86,8 +86,13 @@ _LOGDIR = []
 
 def _logdir():
     if not _LOGDIR:
+        import atexit
+        import shutil
         import tempfile
         _LOGDIR.append(tempfile.mkdtemp(prefix="polylimit-py-http-"))
+        # The servers' logs are read into failure messages at stop(); the
+        # directory goes when the test process exits.
+        atexit.register(shutil.rmtree, _LOGDIR[0], True)
     return _LOGDIR[0]
 
 

@@ -21,9 +21,18 @@ import (
 
 var (
 	exampleOnce sync.Once
+	exampleDir  string
 	exampleBin  string
 	exampleErr  error
 )
+
+// removeExample deletes the example's build directory (TestMain, after the
+// tests): a test run leaves nothing in the temporary directory.
+func removeExample() {
+	if exampleDir != "" {
+		os.RemoveAll(exampleDir)
+	}
+}
 
 func buildExample(t *testing.T) string {
 	t.Helper()
@@ -33,6 +42,7 @@ func buildExample(t *testing.T) string {
 			exampleErr = err
 			return
 		}
+		exampleDir = dir
 		exampleBin = filepath.Join(dir, "go-http")
 		cmd := exec.Command("go", "build", "-o", exampleBin, ".")
 		cmd.Dir = filepath.Join("..", "..", "..", "examples", "go-http")

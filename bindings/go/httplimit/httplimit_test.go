@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	shared = srv
 	code := m.Run()
 	srv.Stop()
+	removeExample()
 	os.Exit(code)
 }
 
