@@ -513,9 +513,13 @@ bool Connection::leftover() const {
   return reader_.pending() || (tls_ && tls_->has_pending());
 }
 
-bool Connection::stale() const {
+bool Connection::unusable() const {
   if (broken_ || fd_ < 0) return true;
-  if (tls_ && tls_->has_pending()) return true;  // received while idle, invisible to poll()
+  return tls_ && tls_->has_pending();  // received while idle, invisible to poll()
+}
+
+bool Connection::stale() const {
+  if (unusable()) return true;
   pollfd p{fd_, POLLIN, 0};
   int n = ::poll(&p, 1, 0);
   return n != 0;  // readable (EOF, an error, unsolicited bytes) or poll failed

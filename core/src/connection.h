@@ -91,6 +91,9 @@ class Connection final : public Link {
   // were idle (poll with no wait), or a reply left bytes nobody asked for:
   // the connection must not be reused.
   bool stale() const;
+  // stale() without the poll(): broken, closed, or TLS bytes received while
+  // idle (which poll() would not see).
+  bool unusable() const;
 
   std::chrono::steady_clock::time_point last_used() const { return last_used_; }
 

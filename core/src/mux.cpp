@@ -297,10 +297,17 @@ void Mux::hand_off_locked() {
 bool Mux::flush_locked(std::unique_lock<std::mutex>& lock) {
   if (inflight_.empty()) {
     // Idle until now: bytes or EOF that arrived meanwhile belong to nobody;
-    // the connection is not used again (nothing of ours was sent).
-    lock.unlock();
-    const bool stale = conn_->stale();
-    lock.lock();
+    // the connection is not used again (nothing of ours was sent). The poll()
+    // that looks is left out when the connection carried a reply or a write
+    // less than kProbeAfter ago (see there).
+    bool stale;
+    if (Clock::now() - Clock::time_point(Clock::duration(last_active_.load(std::memory_order_relaxed))) < kProbeAfter) {
+      stale = conn_->unusable();
+    } else {
+      lock.unlock();
+      stale = conn_->stale();
+      lock.lock();
+    }
     if (broken_) return false;
     if (stale) {
       fail_all_locked(std::make_exception_ptr(

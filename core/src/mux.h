@@ -158,6 +158,16 @@ class Mux : public std::enable_shared_from_this<Mux> {
   // Most calls queued or in flight on one connection; past it run() and
   // submit() throw kPoolExhausted ("queue full").
   static constexpr size_t kMaxPending = 4096;
+  // Before a write on a connection with nothing in flight, a poll() looks for
+  // a close (or bytes) that came while it was idle, so that the calls are
+  // sent again elsewhere, outcome known, instead of failing with an unknown
+  // one. It is left out when the connection was used less than this long
+  // ago: the poll() cannot see a close made less than one network delay
+  // before the write anyway (it is still on its way; 50 to 250 us within a
+  // data centre), and the closes it is for (idle timeouts, kills and restarts
+  // during a lull) find a connection idle for longer. A caller checking in a
+  // loop saves a system call per call.
+  static constexpr std::chrono::microseconds kProbeAfter{100};
 
   // Make it with std::make_shared (the I/O thread holds a weak reference).
   explicit Mux(std::unique_ptr<Connection> conn);

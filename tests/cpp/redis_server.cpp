@@ -335,7 +335,7 @@ std::string RedisServer::command(const std::vector<std::string>& argv) const {
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
   if (!c || c->err) {
     if (c) redisFree(c);
-    throw std::runtime_error("cannot connect to the test server");
+    throw std::runtime_error("cannot connect to the test server on port " + std::to_string(port_));
   }
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
@@ -345,8 +345,11 @@ std::string RedisServer::command(const std::vector<std::string>& argv) const {
   }
   auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
   if (!r) {
+    // Which command, on which server, and why (a closed connection, a timeout).
+    std::string what = "test command " + (argv.empty() ? std::string() : argv[0]) + " on port " +
+                       std::to_string(port_) + " failed: " + (c->errstr[0] ? c->errstr : "no reply");
     redisFree(c);
-    throw std::runtime_error("test command failed");
+    throw std::runtime_error(what);
   }
   std::string out = to_text(r);
   freeReplyObject(r);

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "48a9695ea82f42fba13ea4e83bd0a0905f80684264ba6e157bf2584e01272edb"
+const sourcesDigest = "911d6f1d3ea546b0413275dbbc1f7c5ca4d1738b61e9141e75803bda0885db4b"
