@@ -88,6 +88,11 @@ unzip -l "$jar"
 native_entry=META-INF/native/linux-x86_64/libpolylimit_jni.so
 if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
   unzip -l "$jar" "$native_entry" >/dev/null || { echo "the jar has no $native_entry" >&2; exit 1; }
+  # Linked -z nodelete (bindings/swig/CMakeLists.txt): unloading it with its
+  # class loader must not unmap code a library thread still runs.
+  unzip -p "$jar" "$native_entry" >"$mvn_build/native-check.so"
+  readelf -d "$mvn_build/native-check.so" | grep -q 'Flags:.*NODELETE' ||
+    { echo "the jar's $native_entry is not linked -z nodelete" >&2; exit 1; }
 fi
 manifest=$(unzip -p "$jar" META-INF/MANIFEST.MF)
 if grep -qi '^Main-Class:' <<<"$manifest"; then
