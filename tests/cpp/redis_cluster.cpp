@@ -205,18 +205,25 @@ void RedisCluster::wait_ready(std::chrono::milliseconds timeout) const {
 }
 
 size_t RedisCluster::master_of_slot(int slot) const {
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (!alive_[i]) continue;
-    for (const NodeLine& n : cluster_nodes(nodes_[i]->port(), password_)) {
-      if (!n.master || n.failed) continue;
-      for (auto& s : n.slots)
-        if (slot >= s.first && slot <= s.second)
-          for (size_t k = 0; k < nodes_.size(); ++k)
-            if (nodes_[k]->port() == n.port) return k;
+  // While a failover completes, the node asked may for a moment know the old
+  // master as a replica before it hears the new one claim the slot: ask
+  // again for up to 5 s before saying that no master serves it.
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!alive_[i]) continue;
+      for (const NodeLine& n : cluster_nodes(nodes_[i]->port(), password_)) {
+        if (!n.master || n.failed) continue;
+        for (auto& s : n.slots)
+          if (slot >= s.first && slot <= s.second)
+            for (size_t k = 0; k < nodes_.size(); ++k)
+              if (nodes_[k]->port() == n.port) return k;
+      }
+      break;
     }
-    break;
+    if (Clock::now() > deadline) throw std::runtime_error("no master serves slot " + std::to_string(slot));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  throw std::runtime_error("no master serves slot " + std::to_string(slot));
 }
 
 size_t RedisCluster::master_of_key(const std::string& key) const { return master_of_slot(polylimit::key_slot(key)); }
