@@ -110,8 +110,11 @@ grep -qF "$runtime_pkg (= $version)" <<<"$(field "$tools_deb" Depends)" || fail 
 
 # lintian: Debian's package checker; any error or warning fails.
 echo "--- lintian"
-lintian_out=$(lintian --fail-on error,warning --tag-display-limit 0 "$runtime_deb" "$dev_deb" "$tools_deb" 2>&1) ||
-  { echo "$lintian_out"; fail "lintian reports errors or warnings"; }
+# Its own temporary folder: lintian leaves cache files (mldbm-*) behind.
+lintian_tmp=$(mktemp -d)
+lintian_out=$(TMPDIR=$lintian_tmp lintian --fail-on error,warning --tag-display-limit 0 "$runtime_deb" "$dev_deb" "$tools_deb" 2>&1) ||
+  { rm -rf "$lintian_tmp"; echo "$lintian_out"; fail "lintian reports errors or warnings"; }
+rm -rf "$lintian_tmp"
 [ -z "$lintian_out" ] || echo "$lintian_out"
 echo "lintian: no error, no warning on the three packages"
 
