@@ -96,7 +96,7 @@ Mux::~Mux() {
 
 Mux::Clock::duration Mux::idle_for() const {
   if (load() != 0) return Clock::duration::zero();
-  return Clock::now() - Clock::time_point(Clock::duration(last_active_.load(std::memory_order_relaxed)));
+  return since_active();
 }
 
 void Mux::publish_load_locked() {
@@ -301,7 +301,7 @@ bool Mux::flush_locked(std::unique_lock<std::mutex>& lock) {
     // that looks is left out when the connection carried a reply or a write
     // less than kProbeAfter ago (see there).
     bool stale;
-    if (Clock::now() - Clock::time_point(Clock::duration(last_active_.load(std::memory_order_relaxed))) < kProbeAfter) {
+    if (since_active() < kProbeAfter) {
       stale = conn_->unusable();
     } else {
       lock.unlock();

@@ -269,6 +269,10 @@ class Mux : public std::enable_shared_from_this<Mux> {
   size_t holding_ = 0;            // calls with `holds` queued or in flight
   std::atomic<size_t> load_{0};   // load(), written under mu_
   std::atomic<Clock::rep> last_active_;  // written under mu_
+  // How long ago the last write or reply was (last_active_).
+  Clock::duration since_active() const {
+    return Clock::now() - Clock::time_point(Clock::duration(last_active_.load(std::memory_order_relaxed)));
+  }
   std::string out_;               // the leader's write buffer
   std::vector<ReplyPtr> batch_;   // the leader's replies of one read
   std::vector<CallPtr> wake_;     // the leader's calls to wake after dispatch

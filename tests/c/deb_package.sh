@@ -108,17 +108,8 @@ grep -q triggers <<<"$control" || fail "libpolylimit1 has no triggers file (ldco
 grep -q '<.*@.*>' <<<"$(field "$runtime_deb" Maintainer)" || fail "Maintainer is not 'Name <address>'"
 grep -qF "$runtime_pkg (= $version)" <<<"$(field "$tools_deb" Depends)" || fail "polylimit-tools does not depend on $runtime_pkg (= $version)"
 
-# lintian: Debian's package checker; any error or warning fails.
-echo "--- lintian"
-# Its own temporary folder: lintian leaves cache files (mldbm-*) behind.
-lintian_tmp=$(mktemp -d)
-lintian_out=$(TMPDIR=$lintian_tmp lintian --fail-on error,warning --tag-display-limit 0 "$runtime_deb" "$dev_deb" "$tools_deb" 2>&1) ||
-  { rm -rf "$lintian_tmp"; echo "$lintian_out"; fail "lintian reports errors or warnings"; }
-rm -rf "$lintian_tmp"
-[ -z "$lintian_out" ] || echo "$lintian_out"
-echo "lintian: no error, no warning on the three packages"
-
-# 3. Install, build the example against the system installation, run it, remove.
+# The scratch folder of the steps below (the trap removes it, and purges
+# the packages once they are installed).
 work=$(mktemp -d /tmp/polylimit-deb-XXXXXX)
 installed=0
 cleanup() {
@@ -131,6 +122,17 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+
+# lintian: Debian's package checker; any error or warning fails. Its
+# temporary files go in the scratch folder: it leaves cache files (mldbm-*).
+echo "--- lintian"
+mkdir "$work/lintian"
+lintian_out=$(TMPDIR=$work/lintian lintian --fail-on error,warning --tag-display-limit 0 "$runtime_deb" "$dev_deb" "$tools_deb" 2>&1) ||
+  { echo "$lintian_out"; fail "lintian reports errors or warnings"; }
+[ -z "$lintian_out" ] || echo "$lintian_out"
+echo "lintian: no error, no warning on the three packages"
+
+# 3. Install, build the example against the system installation, run it, remove.
 cp "$runtime_deb" "$dev_deb" "$work/"
 chmod 755 "$work"; chmod 644 "$work"/*.deb   # readable by apt's _apt user
 installed=1

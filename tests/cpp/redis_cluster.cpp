@@ -204,26 +204,30 @@ void RedisCluster::wait_ready(std::chrono::milliseconds timeout) const {
   }
 }
 
+size_t RedisCluster::find_master_of_slot(int slot) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!alive_[i]) continue;
+    for (const NodeLine& n : cluster_nodes(nodes_[i]->port(), password_)) {
+      if (!n.master || n.failed) continue;
+      for (auto& s : n.slots)
+        if (slot >= s.first && slot <= s.second)
+          for (size_t k = 0; k < nodes_.size(); ++k)
+            if (nodes_[k]->port() == n.port) return k;
+    }
+    break;
+  }
+  return nodes_.size();
+}
+
 size_t RedisCluster::master_of_slot(int slot) const {
   // While a failover completes, the node asked may for a moment know the old
   // master as a replica before it hears the new one claim the slot: ask
   // again for up to 5 s before saying that no master serves it.
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  for (;;) {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (!alive_[i]) continue;
-      for (const NodeLine& n : cluster_nodes(nodes_[i]->port(), password_)) {
-        if (!n.master || n.failed) continue;
-        for (auto& s : n.slots)
-          if (slot >= s.first && slot <= s.second)
-            for (size_t k = 0; k < nodes_.size(); ++k)
-              if (nodes_[k]->port() == n.port) return k;
-      }
-      break;
-    }
-    if (Clock::now() > deadline) throw std::runtime_error("no master serves slot " + std::to_string(slot));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  size_t master = nodes_.size();
+  if (!pltest::wait_until([&] { return (master = find_master_of_slot(slot)) < nodes_.size(); },
+                          std::chrono::seconds(5)))
+    throw std::runtime_error("no master serves slot " + std::to_string(slot));
+  return master;
 }
 
 size_t RedisCluster::master_of_key(const std::string& key) const { return master_of_slot(polylimit::key_slot(key)); }

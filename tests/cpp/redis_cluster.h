@@ -58,6 +58,9 @@ class RedisCluster {
  private:
   void start(std::vector<std::string> args);
   bool ready(std::string& why) const;
+  // master_of_slot's one look: the master by the first live node's view, or
+  // nodes_.size() when that view has none.
+  size_t find_master_of_slot(int slot) const;
   std::string password_;
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   std::vector<bool> alive_;

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "911d6f1d3ea546b0413275dbbc1f7c5ca4d1738b61e9141e75803bda0885db4b"
+const sourcesDigest = "69896c208a131445db145e32538686f9c0cc161feb2aa07a66b6f2a951751e37"
