@@ -44,6 +44,7 @@ for component in "${want[@]}"; do
       need_pkg file file
       need_pkg lintian lintian     # tests/c/deb_package.sh: the packages must be lintian clean
       need_pkg help2man help2man   # the polylimit(1) man page, made from --help
+      need_pkg gdb gdb             # tests/cpp/test_main.cpp: a hung test program prints its stacks
       # tools/fuzz.sh: clang with libFuzzer and the sanitizer runtimes, which
       # Debian 12 ships in libclang-rt-14-dev (only recommended by clang-14).
       need_pkg clang clang

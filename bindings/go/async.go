@@ -199,7 +199,7 @@ func (a *asyncState) stop() {
 type completionQueue struct {
 	q       *C.polylimit_queue
 	closing atomic.Bool
-	done    chan struct{} // closed when the poller has freed the queue
+	done    chan struct{} // closed when the poller has ended
 
 	mu      sync.Mutex
 	next    uint64
@@ -236,7 +236,7 @@ func (cq *completionQueue) remove(t uint64) bool {
 }
 
 // poll is the poller goroutine: it hands completions to their waiters until
-// the client is closed and nothing is in flight, then frees the queue.
+// the client is closed and nothing is in flight. stop frees the queue.
 func (cq *completionQueue) poll() {
 	defer close(cq.done)
 	// C memory: pollBlocking lends it across a blocking call.
@@ -251,7 +251,6 @@ func (cq *completionQueue) poll() {
 		w.res, w.err = Result{}, errClientClosed()
 		w.ready <- struct{}{}
 	}
-	C.polylimit_queue_free(cq.q)
 }
 
 // finished reports whether the poller may stop: the client is closed and no
@@ -357,10 +356,13 @@ func (cq *completionQueue) dispatch(cs []C.polylimit_completion, ready []*waiter
 	return ready
 }
 
+// stop ends the poller and frees the queue. The poller may see closing and
+// end before the wake below (a completion woke it), so only stop frees.
 func (cq *completionQueue) stop() {
 	cq.closing.Store(true)
 	C.polylimit_queue_wake(cq.q)
 	<-cq.done
+	C.polylimit_queue_free(cq.q)
 }
 
 // doQueued submits a check and waits for its completion or for ctx.
