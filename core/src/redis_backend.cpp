@@ -660,6 +660,13 @@ bool RedisBackend::coalescable(const Request& rq) const {
   return true;
 }
 
+RedisBackend::~RedisBackend() {
+  try {
+    transport_->close();
+  } catch (...) {  // nothing may leave a destructor; the calls have completed
+  }
+}
+
 Decision RedisBackend::evaluate(const Request& rq) {
   if (!coalescable(rq)) return evaluate_one(rq);
   Encoded e = encode(rq);  // checks the request first

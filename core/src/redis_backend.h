@@ -28,12 +28,22 @@ class RedisBackend : public Backend {
   // together as one call (coalescer.h), checks of one limit on different
   // keys as keys calls (check_many, lanes); off, every check is its own call.
   explicit RedisBackend(std::unique_ptr<Transport> transport, bool coalesce = true);
+  // Closes the transport first: the calls still in flight complete (with
+  // kClosed) through the coalescer and the lanes, which must still exist.
+  ~RedisBackend() override;
 
-  // Calls of one lane (see Lane below) in flight at once.
-  static constexpr int kLaneCalls = 4;
+  // Calls of one lane (see Lane below) in flight at once. A check that
+  // waits in a lane waits for a reply of its limit to be read, and an event
+  // loop reads only between its turns: with 4, 64 checks in flight on
+  // distinct keys ran 0.60x (asyncio) and 0.82-0.92x (Node) of the checks/s
+  // of one call per check, the server idle with the replies unread; with
+  // 64, 1.0-1.04x. Past 64 calls of one limit in flight the server has a
+  // full pipeline of them, and waiting checks cost it no idle time.
+  static constexpr int kLaneCalls = 64;
   // Idle lanes kept for their limit's next check (past it, a lane that goes
-  // idle is dropped).
-  static constexpr size_t kIdleLanes = 64;
+  // idle is dropped). A service has a few limits; limits at explicit
+  // instants make a lane each.
+  static constexpr size_t kIdleLanes = 32;
 
   using Backend::evaluate;
   using Backend::reset;
