@@ -158,6 +158,10 @@ func main() {
 	// per key (before keys calls), every check of a hot key a call of its own.
 	uncoalesced := openClient(polylimit.WithoutCoalescing())
 	defer uncoalesced.Close()
+	// Every check queued without coalescing: what lanes cost or gain there.
+	queuedUncoalesced := openClient(polylimit.WithBlockingChecks(0), polylimit.WithWaitStrategy(polylimit.WaitQueued),
+		polylimit.WithoutCoalescing())
+	defer queuedUncoalesced.Close()
 
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: *redisPool})
 	defer rdb.Close()
@@ -190,6 +194,8 @@ func main() {
 	add("polylimit, batched past 2", "GCRA", false, batchedPast, "gcra-batched-past", polylimit.GCRA)
 	add("polylimit, without coalescing", "GCRA", false, uncoalesced, "gcra-uncoalesced", polylimit.GCRA)
 	add("polylimit, without coalescing", "sliding log", false, uncoalesced, "sl-uncoalesced", polylimit.SlidingLog)
+	add("polylimit, all queued, without coalescing", "GCRA", false, queuedUncoalesced, "gcra-queued-uncoalesced",
+		polylimit.GCRA)
 	var contenders []contender
 	for _, c := range all {
 		if *only == "" || c.name == "redis_rate v10" {

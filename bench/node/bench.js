@@ -4,16 +4,17 @@
 // ioredis), against one redis-server started here (tests/fixture/redisfix).
 // A program that prints a table, not a test.
 //
-//   node bench/node/bench.js [--seconds 1] [--runs 3] [--cli build/release/tools/polylimit]
+//   node bench/node/bench.js [--seconds 1] [--runs 3] [--keys 2000] [--cli build/release/tools/polylimit]
 //
 // Each cell: `concurrency` loops, each awaiting one check after another, for
-// `seconds`; allow path: a limit nobody reaches over 10,000 keys; deny path:
-// one key whose limit is used up. Cells run interleaved (every cell once per
-// round, `runs` rounds); the table shows the median checks/s with min..max,
-// the client CPU per check (process.cpuUsage), the Redis main thread's CPU
-// per check (INFO cpu, read before and after), and each library's ratio to
-// rate-limiter-flexible in the same cell. Last, the event loop's delay
-// (perf_hooks.monitorEventLoopDelay) while 64 polylimit checks are in flight.
+// `seconds`, on three paths (makeCases). Cells run interleaved (every cell
+// once per round, `runs` rounds); the table shows the median checks/s with
+// min..max, the client CPU per check (process.cpuUsage), the Redis main
+// thread's CPU per check (INFO cpu, read before and after), the share of the
+// machine's CPU those kept busy, and each library's ratio to
+// rate-limiter-flexible in the same cell. The peers' versions are printed.
+// Last, the event loop's delay (perf_hooks.monitorEventLoopDelay) while 64
+// polylimit checks are in flight.
 // With --cli, each round also runs the C CLI's `bench --threads 64` (fixed
 // window and GCRA; 64 threads on the allow path, then 64 on the deny path)
 // against the same server, and its rows show its ratio to
@@ -49,40 +50,75 @@ function runCli(url, algorithm) {
 }
 const seconds = arg('seconds', 1);
 const runs = arg('runs', 3);
-const KEYS = 10000;
+const KEYS = arg('keys', 2000);
 const BIG = 1000000;  // per minute: never reached in a run
+const CORES = require('node:os').availableParallelism();
 
-// One check of a library: resolves whether admitted or denied.
+// The installed version of a package (its package.json; some export none).
+function versionOf(name) {
+  for (const dir of require.resolve.paths(name) || []) {
+    try {
+      return JSON.parse(require('node:fs').readFileSync(path.join(dir, name, 'package.json'), 'utf8')).version;
+    } catch {}
+  }
+  return '?';
+}
+
+// Every library's checks on three paths: `allow` over KEYS keys under a limit
+// nobody reaches; `deny` over KEYS keys whose 1/hour limit is used up (each
+// check a script call that denies); `hot`: one used-up key (polylimit
+// coalesces the checks waiting on it). Each case returns functions of a
+// running number that resolve whether admitted or denied.
 async function makeCases(url, ioredis) {
-  const client = new polylimit.Client(url);
+  const clients = [new polylimit.Client(url), new polylimit.Client(url, { coalesce: false })];
   const cases = [];
   const keyOf = (i) => `user:${i % KEYS}`;
-  for (const algorithm of ['fixed_window', 'gcra', 'sliding_log']) {
-    const allow = client.limiter(`${BIG}/minute`, { algorithm, prefix: `bench-allow-${algorithm}` });
-    const deny = client.limiter('1/minute', { algorithm, prefix: `bench-deny-${algorithm}` });
+  const useUp = (check) => Promise.all(Array.from({ length: KEYS }, (_, i) => check(i)));
+  const variants = [
+    ['fixed_window', clients[0], ''],
+    ['gcra', clients[0], ''],
+    ['sliding_log', clients[0], ''],
+    ['fixed_window', clients[1], ', no coalescing'],
+    ['gcra', clients[1], ', no coalescing'],
+  ];
+  for (const [algorithm, client, note] of variants) {
+    const prefix = `bench-${algorithm}${note ? '-off' : ''}`;
+    const allow = client.limiter(`${BIG}/minute`, { algorithm, prefix: `${prefix}-allow` });
+    const deny = client.limiter('1/hour', { algorithm, prefix: `${prefix}-deny` });
+    await useUp((i) => deny.check(keyOf(i)));
     await deny.check('hot');
-    cases.push({ lib: 'polylimit', variant: algorithm, allow: (i) => allow.check(keyOf(i)), deny: () => deny.check('hot') });
+    cases.push({
+      lib: 'polylimit',
+      variant: algorithm + note,
+      allow: (i) => allow.check(keyOf(i)),
+      deny: (i) => deny.check(keyOf(i)),
+      hot: () => deny.check('hot'),
+    });
   }
   const rlfAllow = new RateLimiterRedis({ storeClient: ioredis, points: BIG, duration: 60, keyPrefix: 'bench-rlf-allow' });
-  const rlfDeny = new RateLimiterRedis({ storeClient: ioredis, points: 1, duration: 60, keyPrefix: 'bench-rlf-deny' });
-  await rlfDeny.consume('hot');
+  const rlfDeny = new RateLimiterRedis({ storeClient: ioredis, points: 1, duration: 3600, keyPrefix: 'bench-rlf-deny' });
   const swallow = (p) => p.catch(() => undefined);  // a denial rejects with RateLimiterRes
+  await useUp((i) => swallow(rlfDeny.consume(keyOf(i))));
+  await swallow(rlfDeny.consume('hot'));
   cases.push({
     lib: 'rate-limiter-flexible',
     variant: 'fixed window',
     allow: (i) => rlfAllow.consume(keyOf(i)),
-    deny: () => swallow(rlfDeny.consume('hot')),
+    deny: (i) => swallow(rlfDeny.consume(keyOf(i))),
+    hot: () => swallow(rlfDeny.consume('hot')),
   });
   const store = new RedisStore({ sendCommand: (...args) => ioredis.call(...args), prefix: 'bench-erl:' });
-  store.init({ windowMs: 60000 });
+  await store.init({ windowMs: 3600000 });
+  await useUp((i) => store.increment(`deny:${keyOf(i)}`));
   cases.push({
     lib: 'express-rate-limit+redis',
     variant: 'fixed window',
     // The store counts; the middleware compares with its limit: a deny costs the same round trip.
     allow: (i) => store.increment(keyOf(i)),
-    deny: () => store.increment('hot'),
+    deny: (i) => store.increment(`deny:${keyOf(i)}`),
+    hot: () => store.increment('hot'),
   });
-  return { client, cases };
+  return { clients, cases };
 }
 
 // The Redis main thread's CPU time so far (INFO cpu: user + system), in µs.
@@ -119,13 +155,13 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 async function main() {
   const server = await startRedis();
   const ioredis = new Redis(server.url);
-  const { client, cases } = await makeCases(server.url, ioredis);
+  const { clients, cases } = await makeCases(server.url, ioredis);
   const cells = [];
   for (const c of cases)
-    for (const path of ['allow', 'deny']) for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
+    for (const path of ['allow', 'deny', 'hot']) for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
   const cliCells = cli ? ['fixed_window', 'gcra'].map((variant) => ({ variant, allow: [], deny: [] })) : [];
   for (let r = 0; r < runs; r++) {
-    for (const cell of cells) cell.results.push(await measure(ioredis, cell.path === 'allow' ? cell.allow : cell.deny, cell.concurrency));
+    for (const cell of cells) cell.results.push(await measure(ioredis, cell[cell.path], cell.concurrency));
     for (const c of cliCells) {
       const got = runCli(server.url, c.variant);
       c.allow.push(got.allow);
@@ -133,11 +169,17 @@ async function main() {
     }
   }
 
-  const rows = [['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'Redis CPU us/check', 'vs rlf']];
+  // CPU used: the share of the machine's cores that the checks/s kept busy,
+  // rate x (client + Redis CPU per check) / cores; checks/s at 100 % would
+  // be cores / (client + Redis CPU per check). A latency-bound path shows as
+  // a low share: CPU left idle.
+  const rows = [['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'Redis CPU us/check',
+    'CPU used', 'vs rlf']];
   for (const cell of cells) {
     const rates = cell.results.map((x) => x.rate);
     const peer = cells.find((c) => c.lib === 'rate-limiter-flexible' && c.path === cell.path && c.concurrency === cell.concurrency);
     const ratio = median(rates) / median(peer.results.map((x) => x.rate));
+    const used = median(cell.results.map((x) => (x.rate * (x.cpuUs + x.serverUs)) / 1e6 / CORES));
     rows.push([
       cell.lib,
       cell.variant,
@@ -146,6 +188,7 @@ async function main() {
       `${Math.round(median(rates))} (${Math.round(Math.min(...rates))}..${Math.round(Math.max(...rates))})`,
       median(cell.results.map((x) => x.cpuUs)).toFixed(1),
       median(cell.results.map((x) => x.serverUs)).toFixed(1),
+      `${Math.round(used * 100)} %`,
       `${ratio.toFixed(2)}x`,
     ]);
   }
@@ -154,13 +197,16 @@ async function main() {
       const peer = cells.find((x) => x.lib === 'rate-limiter-flexible' && x.path === p && x.concurrency === 64);
       const ratio = median(c[p]) / median(peer.results.map((x) => x.rate));
       rows.push(['polylimit CLI (C)', c.variant, p, '64 threads',
-        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`, '-', '-',
+        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`, '-', '-', '-',
         `${ratio.toFixed(2)}x`]);
     }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   console.log(
-    `polylimit ${polylimit.version} (Node ${process.versions.node}); medians of ${runs} interleaved runs of ${seconds} s; ` +
-      `allow: ${KEYS} keys under ${BIG}/minute; deny: one key over 1/minute`,
+    `polylimit ${polylimit.version}, rate-limiter-flexible ${versionOf('rate-limiter-flexible')} and ` +
+      `rate-limit-redis ${versionOf('rate-limit-redis')} over ioredis ${versionOf('ioredis')} ` +
+      `(express-rate-limit ${versionOf('express-rate-limit')}); Node ${process.versions.node}, ${CORES} cores; ` +
+      `medians of ${runs} interleaved runs of ${seconds} s; allow: ${KEYS} keys under ${BIG}/minute; ` +
+      `deny: ${KEYS} keys over 1/hour; hot: one key over 1/hour`,
   );
   for (const [i, r] of rows.entries()) {
     console.log('| ' + r.map((c, j) => c.padEnd(widths[j])).join(' | ') + ' |');
@@ -195,7 +241,7 @@ async function main() {
     const f = (xs) => `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}..${Math.max(...xs).toFixed(2)})`;
     console.log(`  ${name.padEnd(38)} p50 ${f(delays[i].p50)}  p99 ${f(delays[i].p99)}  max ${f(delays[i].max)}`);
   }
-  client.close();
+  for (const c of clients) c.close();
   ioredis.disconnect();
   await server.stop();
 }

@@ -12,7 +12,8 @@ moving-window strategy), one script call per check, on two paths:
   libraries make the round trip).
 
 Configurations: asyncio with 1 and 64 tasks on one loop (polylimit
-``acheck``, completed on the loop; ``limits.aio`` over coredis, its default,
+``acheck``, completed on the loop, with and without coalescing (the
+default's cost or gain on distinct keys); ``limits.aio`` over coredis, its default,
 and over redis.asyncio), and 8 threads sharing one client (polylimit
 ``check`` vs ``limits`` over redis-py). Every configuration is measured
 --runs times, repetitions interleaved (each repetition runs every
@@ -86,17 +87,20 @@ def redis_command(port, line):
 # an async function for the asyncio modes, a plain one for threads. Async
 # factories are coroutines, run on the loop that measures.
 
-async def pl_async(url, path):
-    import polylimit
+def _pl_async(coalesce):
+    async def factory(url, path):
+        import polylimit
 
-    limit, window, _ = PATHS[path]
-    client = polylimit.Client(url)
-    acheck = client.limiter(limit=limit, window=window, prefix="b" + path).acheck
+        limit, window, _ = PATHS[path]
+        client = polylimit.Client(url, coalesce=coalesce)
+        acheck = client.limiter(limit=limit, window=window, prefix="b" + path).acheck
 
-    async def check(key):
-        return (await acheck(key)).allowed
+        async def check(key):
+            return (await acheck(key)).allowed
 
-    return check, client.close
+        return check, client.close
+
+    return factory
 
 
 def _limits_aio(implementation):
@@ -146,8 +150,9 @@ def limits_sync(url, path):
 
 # mode -> [(library label, factory)]; the first is polylimit, the ratio's numerator.
 MODES = {
-    "asyncio": [("polylimit acheck", pl_async), ("limits.aio coredis", _limits_aio("coredis")),
-                ("limits.aio redispy", _limits_aio("redispy"))],
+    # Without coalescing: what the default costs or gains on distinct keys.
+    "asyncio": [("polylimit acheck", _pl_async(True)), ("pl, no coalescing", _pl_async(False)),
+                ("limits.aio coredis", _limits_aio("coredis")), ("limits.aio redispy", _limits_aio("redispy"))],
     "threads": [("polylimit check", pl_sync), ("limits redis-py", limits_sync)],
 }
 
