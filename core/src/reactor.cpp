@@ -2,6 +2,7 @@
 // waiting thread reads itself (see polylimit/reactor.h).
 #include "polylimit/reactor.h"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -69,6 +70,9 @@ void Reactor::forget(int fd) {
 
 void Reactor::drive(int timeout_ms) {
   std::shared_ptr<Reactor> self = shared_from_this();
+  drives_.fetch_add(1, std::memory_order_relaxed);
+  if (driver_.load(std::memory_order_relaxed) != std::this_thread::get_id())
+    driver_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   if (timeout_ms == 0) {
     // A look at a set of one socket: a read of it costs what the epoll_wait
     // that would name it does, and saves that call whenever bytes are in
@@ -128,6 +132,28 @@ std::shared_ptr<Reactor> Reactor::current() { return t_current != nullptr ? *t_c
 
 bool Reactor::driving(const Reactor* reactor) {
   return t_driving && t_current != nullptr && t_current->get() == reactor;
+}
+
+bool Reactor::replies_unread_here() {
+  if (t_current == nullptr || t_driving || *t_current == nullptr) return false;
+  Reactor& r = **t_current;
+  if (r.driver_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return false;
+  const uint64_t drives = r.drives_.load(std::memory_order_relaxed);
+  if (r.unread_at_.load(std::memory_order_relaxed) == drives) return true;  // still unread: nobody drove since
+  pollfd fds[8];
+  nfds_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.mu_);
+    for (const auto& armed : r.armed_) {
+      if (n == 8) break;
+      fds[n++] = pollfd{armed.first, POLLIN, 0};
+    }
+  }
+  // A socket closed meanwhile (its number maybe reused) only misleads this
+  // look, which decides whether checks wait, not what they decide.
+  if (n == 0 || ::poll(fds, n, 0) <= 0) return false;
+  r.unread_at_.store(drives, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace polylimit

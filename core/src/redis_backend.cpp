@@ -902,11 +902,27 @@ const std::string* RedisBackend::enter_lane(const scripts::Script& script, const
     name.append(call.args[i]);
   }
   Lanes& lanes = lanes_.get();
-  std::lock_guard<std::mutex> lock(lanes.mu);
+  std::unique_lock<std::mutex> lock(lanes.mu);
   auto it = lanes.map.find(name);
   if (it == lanes.map.end()) it = lanes.map.emplace(name, Lane{}).first;
+  if (it->second.inflight < kLaneCalls) {
+    ++it->second.inflight;
+    return &it->first;
+  }
+  // Every call of the lane is in flight. A check waits for one of them
+  // only while their replies are on their way: once they are in but unread
+  // (this thread's event loop reads them after its turn, which is now
+  // submitting checks), waiting would leave the server idle until then, so
+  // the check goes at once, with the checks that wait (one keys call), on a
+  // slot beyond the bound. (A loop that reads promptly, or several threads,
+  // find the replies on their way and batch.)
+  lock.unlock();
+  const bool unread = Reactor::replies_unread_here();
+  lock.lock();
+  it = lanes.map.find(name);  // (it may have gone idle and been dropped meanwhile)
+  if (it == lanes.map.end()) it = lanes.map.emplace(name, Lane{}).first;
   Lane& l = it->second;
-  if (l.inflight < kLaneCalls) {
+  if (l.inflight < kLaneCalls || (unread && l.next.checks.empty())) {
     ++l.inflight;
     return &it->first;
   }
@@ -922,7 +938,26 @@ const std::string* RedisBackend::enter_lane(const scripts::Script& script, const
     l.next.now_us = rq.now_us;
   }
   l.next.checks.push_back(make_check());
+  if (!unread) return nullptr;
+  ++l.inflight;  // the waiting checks' slot; `lane` stays while it is held
+  std::shared_ptr<LaneCall> go = take_waiting(l, false);
+  const std::string* lane = &it->first;
+  lock.unlock();
+  if (!send_lane_call(*lane, go)) lane_done(*lane);  // nothing went: the slot goes to others, or is freed
   return nullptr;
+}
+
+std::shared_ptr<RedisBackend::LaneCall> RedisBackend::take_waiting(Lane& l, bool all) {
+  auto call = std::make_shared<LaneCall>();
+  call->single = l.next.single;
+  call->tail = l.next.tail;
+  call->limits = l.next.limits;
+  call->now_us = l.next.now_us;
+  std::vector<LaneCheck>& waiting = l.next.checks;
+  const size_t n = all ? waiting.size() : std::min(waiting.size(), kMaxKeysPerCall);
+  call->checks.assign(std::make_move_iterator(waiting.begin()), std::make_move_iterator(waiting.begin() + n));
+  waiting.erase(waiting.begin(), waiting.begin() + n);
+  return call;
 }
 
 void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed) {
@@ -942,80 +977,78 @@ void RedisBackend::lane_done(const std::string& lane, std::exception_ptr failed)
         if (--l.inflight == 0 && lanes.map.size() > kIdleLanes) lanes.map.erase(it);
         return;
       }
-      call = std::make_shared<LaneCall>();
-      call->single = l.next.single;
-      call->tail = l.next.tail;
-      call->limits = l.next.limits;
-      call->now_us = l.next.now_us;
-      std::vector<LaneCheck>& waiting = l.next.checks;
-      const size_t n = unsent ? waiting.size() : std::min(waiting.size(), kMaxKeysPerCall);
-      call->checks.assign(std::make_move_iterator(waiting.begin()), std::make_move_iterator(waiting.begin() + n));
-      waiting.erase(waiting.begin(), waiting.begin() + n);
+      call = take_waiting(l, unsent != nullptr);
     }
     if (unsent) {  // the server did not answer a call of the lane: nobody waits for two calls
       for (LaneCheck& c : call->checks) c.done(Outcome{Decision{}, own_copy(unsent)});
       continue;
     }
-    // A check past its deadline is left out: never sent, its timeout has a
-    // known outcome.
-    const Latch::Clock::time_point now = Latch::Clock::now();
-    std::vector<LaneCheck> go;
-    for (LaneCheck& c : call->checks) {
-      if (now < c.deadline) {
-        go.push_back(std::move(c));
-        continue;
-      }
-      Outcome o;
-      o.error = std::make_exception_ptr(
-          Error(ErrorCode::kTimeout, "check timed out waiting for a call of its limit; it was not sent"));
-      c.done(std::move(o));
-    }
-    call->checks = std::move(go);
-    if (call->checks.empty()) continue;  // the slot is still this lane's
-
-    const scripts::Script& script = *keys_script_for(*call->single);
-    auto costs = std::make_shared<std::string>();
-    ScriptCall sc;
-    for (const LaneCheck& c : call->checks) {
-      if (!costs->empty()) *costs += ',';
-      *costs += std::to_string(c.cost);
-      sc.keys.push_back(c.key);
-    }
-    sc.args.push_back("keys");
-    sc.args.push_back(*costs);
-    sc.args.insert(sc.args.end(), call->tail.begin(), call->tail.end());
-    round_trips_.fetch_add(1, std::memory_order_relaxed);
-    script_calls_.fetch_add(1, std::memory_order_relaxed);
-    try {
-      std::vector<std::shared_ptr<Reactor>> pollers;  // every check's poller may read the reply (send_next)
-      for (const LaneCheck& c : call->checks)
-        if (c.reactor && std::find(pollers.begin(), pollers.end(), c.reactor) == pollers.end())
-          pollers.push_back(c.reactor);
-      Reactor::AlsoScope also(pollers);
-      // `lane` is the lanes' own key, kept while this call holds its slot.
-      auto complete = [this, lane = &lane, call](ReplyPtr reply, std::exception_ptr error) {
-        finish_lane(*lane, call, std::move(reply), error);
-      };
-      if (transport_->run_script_async(script, sc, complete)) return;
-      // No non-blocking path (Sentinel): the call on a library thread; `sc`
-      // views `call` and `costs`, which it keeps.
-      transport_->run_in_background([this, lane = &lane, call, costs, sc, &script] {
-        ReplyPtr reply;
-        std::exception_ptr error;
-        try {
-          reply = transport_->run_script(script, sc.keys, sc.args);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        finish_lane(*lane, call, std::move(reply), error);
-      });
-      return;
-    } catch (...) {
-      // Nothing was queued: these checks fail now, the next ones try again.
-      const std::exception_ptr error = std::current_exception();
-      for (LaneCheck& c : call->checks) c.done(Outcome{Decision{}, own_copy(error)});
-    }
+    if (send_lane_call(lane, call)) return;
+    // Nothing went out: the slot is still this lane's.
   }
+}
+
+bool RedisBackend::send_lane_call(const std::string& lane, const std::shared_ptr<LaneCall>& call) {
+  // A check past its deadline is left out: never sent, its timeout has a
+  // known outcome.
+  const Latch::Clock::time_point now = Latch::Clock::now();
+  std::vector<LaneCheck> go;
+  for (LaneCheck& c : call->checks) {
+    if (now < c.deadline) {
+      go.push_back(std::move(c));
+      continue;
+    }
+    Outcome o;
+    o.error = std::make_exception_ptr(
+        Error(ErrorCode::kTimeout, "check timed out waiting for a call of its limit; it was not sent"));
+    c.done(std::move(o));
+  }
+  call->checks = std::move(go);
+  if (call->checks.empty()) return false;
+
+  const scripts::Script& script = *keys_script_for(*call->single);
+  auto costs = std::make_shared<std::string>();
+  ScriptCall sc;
+  for (const LaneCheck& c : call->checks) {
+    if (!costs->empty()) *costs += ',';
+    *costs += std::to_string(c.cost);
+    sc.keys.push_back(c.key);
+  }
+  sc.args.push_back("keys");
+  sc.args.push_back(*costs);
+  sc.args.insert(sc.args.end(), call->tail.begin(), call->tail.end());
+  round_trips_.fetch_add(1, std::memory_order_relaxed);
+  script_calls_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    std::vector<std::shared_ptr<Reactor>> pollers;  // every check's poller may read the reply (send_next)
+    for (const LaneCheck& c : call->checks)
+      if (c.reactor && std::find(pollers.begin(), pollers.end(), c.reactor) == pollers.end())
+        pollers.push_back(c.reactor);
+    Reactor::AlsoScope also(pollers);
+    // `lane` is the lanes' own key, kept while this call holds its slot.
+    auto complete = [this, lane = &lane, call](ReplyPtr reply, std::exception_ptr error) {
+      finish_lane(*lane, call, std::move(reply), error);
+    };
+    if (transport_->run_script_async(script, sc, complete)) return true;
+    // No non-blocking path (Sentinel): the call on a library thread; `sc`
+    // views `call` and `costs`, which it keeps.
+    transport_->run_in_background([this, lane = &lane, call, costs, sc, &script] {
+      ReplyPtr reply;
+      std::exception_ptr error;
+      try {
+        reply = transport_->run_script(script, sc.keys, sc.args);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      finish_lane(*lane, call, std::move(reply), error);
+    });
+    return true;
+  } catch (...) {
+    // Nothing was queued: these checks fail now, the next ones try again.
+    const std::exception_ptr error = std::current_exception();
+    for (LaneCheck& c : call->checks) c.done(Outcome{Decision{}, own_copy(error)});
+  }
+  return false;
 }
 
 void RedisBackend::finish_lane(const std::string& lane, const std::shared_ptr<LaneCall>& call, ReplyPtr reply,

@@ -32,18 +32,13 @@ class RedisBackend : public Backend {
   // kClosed) through the coalescer and the lanes, which must still exist.
   ~RedisBackend() override;
 
-  // Calls of one lane (see Lane below) in flight at once. A check that
-  // waits in a lane waits for a reply of its limit to be read, and an event
-  // loop reads only between its turns: with 4, 64 checks in flight on
-  // distinct keys ran 0.60x (asyncio) and 0.82-0.92x (Node) of the checks/s
-  // of one call per check, the server idle with the replies unread; with
-  // 64, 1.0-1.04x. Past 64 calls of one limit in flight the server has a
-  // full pipeline of them, and waiting checks cost it no idle time.
-  static constexpr int kLaneCalls = 64;
+  // Calls of one lane (see Lane below) in flight at once while their
+  // replies are on their way; a check that finds them all going waits,
+  // unless their replies are in already (enter_lane).
+  static constexpr int kLaneCalls = 4;
   // Idle lanes kept for their limit's next check (past it, a lane that goes
-  // idle is dropped). A service has a few limits; limits at explicit
-  // instants make a lane each.
-  static constexpr size_t kIdleLanes = 32;
+  // idle is dropped).
+  static constexpr size_t kIdleLanes = 64;
 
   using Backend::evaluate;
   using Backend::reset;
@@ -157,6 +152,14 @@ class RedisBackend : public Backend {
   // (`failed`: kTimeout, kUnavailable), the waiting checks fail at once,
   // unsent (as send_next's).
   void lane_done(const std::string& lane, std::exception_ptr failed = nullptr);
+  // Moves the checks waiting in `l` (at most kMaxKeysPerCall, or `all`)
+  // into a keys call of the lane's shape. Under the lanes' lock.
+  std::shared_ptr<LaneCall> take_waiting(Lane& l, bool all);
+  // Sends `call` on a slot of `lane` that the caller holds: true when it
+  // went out (the slot is the call's until it completes), false when none
+  // of its checks was left to send (each past its deadline, or failed
+  // because the call could not be queued): the slot is still the caller's.
+  bool send_lane_call(const std::string& lane, const std::shared_ptr<LaneCall>& call);
   void finish_lane(const std::string& lane, const std::shared_ptr<LaneCall>& call, ReplyPtr reply,
                    std::exception_ptr error);
   // A check of a keys call that must go again on its own, as its own call

@@ -6,6 +6,7 @@
 // specs and punitive blocks; through the non-blocking path, the blocking
 // path and check_many; and failures fail every coalesced check alike.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -26,6 +27,7 @@
 #include "polylimit.h"
 #include "polylimit/client.h"
 #include "polylimit/limiter.h"
+#include "polylimit/reactor.h"
 #include "redis_backend.h"
 #include "redis_server.h"
 
@@ -457,6 +459,73 @@ TEST(Coalesce, ManyKeysShareKeysCalls) {
   EXPECT_EQ(st.script_calls - before, lane + (n - lane + 127) / 128) << "keys calls";
 }
 
+// Lanes and an event loop's turn: a check that finds every call of its
+// lane in flight waits for one of them only while their replies are on
+// their way. When they are in but unread (the loop that reads them is busy
+// submitting), the check goes at once, on a call of its own, so the server
+// is not left idle until the loop comes back; with the server stopped it
+// waits, and goes in a keys call once a reply is read; so does it when
+// another thread drove the set last (one of several threads may read the
+// replies at once). Decisions as memory's.
+TEST(Coalesce, LaneChecksWaitOnlyForRepliesOnTheirWay) {
+  pltest::RedisServer own;
+  const Spec spec = specs()[8];  // GCRA, 40
+  auto client = warm_patient_client(own, spec, "co-unread:warm");
+  MemoryBackend memory([] { return kT0; });
+  std::shared_ptr<Reactor> reactor = Reactor::make();
+  Reactor::Scope scope(reactor);  // checks submitted here are read by drive() below, as a loop's
+  std::vector<Request> requests;
+  std::vector<std::future<Outcome>> futures;
+  auto submit = [&](const std::string& key) {
+    requests.push_back(make_request(spec, "co-unread:" + key, 1 + requests.size() % 3, kT0));
+    auto more = submit_all(*client, {requests.back()});
+    futures.push_back(std::move(more[0]));
+  };
+  auto calls = [&] { return client->stats().script_calls; };
+  auto read_all = [&] {
+    for (std::future<Outcome>& f : futures)
+      while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) reactor->drive(10);
+  };
+  const size_t lane = static_cast<size_t>(RedisBackend::kLaneCalls);
+  reactor->drive(0);  // this thread reads the set, as a loop's thread does
+
+  uint64_t before = calls();
+  for (size_t j = 0; j < lane; ++j) submit("a" + std::to_string(j));
+  ASSERT_EQ(calls() - before, lane);
+  // Their replies arrive; nobody reads them (the set is readable then).
+  pollfd in{reactor->fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&in, 1, 10000), 1) << "no reply arrived";
+  submit("a-late");
+  EXPECT_EQ(calls() - before, lane + 1) << "a check waited behind replies that were in";
+  submit("a-later");
+  EXPECT_EQ(calls() - before, lane + 2);
+  read_all();
+
+  before = calls();
+  own.pause();
+  for (size_t j = 0; j < lane; ++j) submit("b" + std::to_string(j));
+  submit("b-late");
+  EXPECT_EQ(calls() - before, lane) << "a check went while the lane's replies were on their way";
+  own.resume();
+  read_all();
+  EXPECT_EQ(calls() - before, lane + 1) << "the waiting check went in a keys call";
+
+  std::thread([&] { reactor->drive(0); }).join();  // another thread drove the set last
+  before = calls();
+  for (size_t j = 0; j < lane; ++j) submit("c" + std::to_string(j));
+  ASSERT_EQ(::poll(&in, 1, 10000), 1) << "no reply arrived";
+  submit("c-late");
+  EXPECT_EQ(calls() - before, lane) << "a check went while another thread may read the replies";
+  read_all();
+  EXPECT_EQ(calls() - before, lane + 1);
+
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Outcome out = futures[i].get();
+    ASSERT_FALSE(out.error) << i;
+    EXPECT_EQ(text(out.decision), text(memory.evaluate(requests[i]))) << i;
+  }
+}
+
 // Lanes at many instants (an explicit time is part of a lane's limit): more
 // lanes than are kept idle, each with checks waiting, twice over (the second
 // round finds some lanes kept from the first, with their keys calls' shape).
@@ -467,8 +536,7 @@ TEST(Coalesce, LanesAtManyInstantsDecideAsMemory) {
   const Spec spec = specs()[8];  // GCRA, 40
   auto client = warm_patient_client(own, spec, "co-instants:warm");
   MemoryBackend memory([] { return kT0; });
-  // (All on one connection while the server is paused: within its 4,096.)
-  const size_t instants = RedisBackend::kIdleLanes + 16;
+  const size_t instants = RedisBackend::kIdleLanes + 36;
   const size_t per_lane = RedisBackend::kLaneCalls + 3;
   for (int round = 0; round < 2; ++round) {
     const uint64_t before = client->stats().script_calls;

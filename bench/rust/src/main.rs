@@ -389,6 +389,12 @@ fn checks(n: usize, tasks: usize) -> usize {
 
 async fn against_redis(url: &str, rounds: usize, n: usize, filter: Option<&str>) {
     let client = polylimit::Client::open(url).expect("polylimit");
+    // The same without coalescing: what the default costs or gains on
+    // distinct keys (one key per task).
+    let uncoalesced = polylimit::Client::builder()
+        .coalesce(false)
+        .open(url)
+        .expect("polylimit");
     let conn = redis::Client::open(url)
         .expect("redis url")
         .get_multiplexed_async_connection()
@@ -400,23 +406,29 @@ async fn against_redis(url: &str, rounds: usize, n: usize, filter: Option<&str>)
         (64, Mode::Allow),
         (64, Mode::Deny),
     ];
-    // [cell] -> (polylimit samples, redis crate samples), rounds interleaved.
+    // [cell] -> (polylimit samples, redis crate samples), rounds interleaved;
+    // off[cell]: polylimit without coalescing, in the same rounds.
     let mut results: Vec<(Vec<Sample>, Vec<Sample>)> = vec![(Vec::new(), Vec::new()); cells.len()];
+    let mut off: Vec<Vec<Sample>> = vec![Vec::new(); cells.len()];
     for round in 0..rounds {
         for (i, &(tasks, mode)) in cells.iter().enumerate() {
             let tag = format!("{round}-{i}");
             let n = checks(n, tasks);
-            // Alternate which one goes first, so neither always runs on a warmer server.
-            for side in [round % 2, 1 - round % 2] {
-                let name = format!("{tasks} {} {}", mode.name(), ["polylimit", "redis"][side]);
+            // Rotate which one goes first, so none always runs on a warmer server.
+            for side in [round % 3, (round + 1) % 3, (round + 2) % 3] {
+                let name = format!(
+                    "{tasks} {} {}",
+                    mode.name(),
+                    ["polylimit", "redis", "polylimit-uncoalesced"][side]
+                );
                 if filter.is_some_and(|f| !name.contains(f)) {
                     continue;
                 }
                 let s0 = server_cpu_us(&conn).await;
-                let mut sample = if side == 0 {
-                    polylimit_cell(&client, &tag, mode, tasks, n).await
-                } else {
-                    redis_cell(&conn, &tag, mode, tasks, n).await
+                let mut sample = match side {
+                    0 => polylimit_cell(&client, &tag, mode, tasks, n).await,
+                    1 => redis_cell(&conn, &tag, mode, tasks, n).await,
+                    _ => polylimit_cell(&uncoalesced, &format!("{tag}-off"), mode, tasks, n).await,
                 };
                 let s1 = server_cpu_us(&conn).await;
                 let checks = (n / tasks * tasks) as f64;
@@ -428,10 +440,10 @@ async fn against_redis(url: &str, rounds: usize, n: usize, filter: Option<&str>)
                         sample.rate, sample.cpu_us, sample.server_us
                     );
                 }
-                if side == 0 {
-                    results[i].0.push(sample);
-                } else {
-                    results[i].1.push(sample);
+                match side {
+                    0 => results[i].0.push(sample),
+                    1 => results[i].1.push(sample),
+                    _ => off[i].push(sample),
                 }
             }
         }
@@ -466,6 +478,26 @@ async fn against_redis(url: &str, rounds: usize, n: usize, filter: Option<&str>)
              | {ps:.1} [{pslo:.1}..{pshi:.1}] ({pe:.1}) | {rs:.1} [{rslo:.1}..{rshi:.1}] ({re:.1}) |",
             mode.name(),
             pm / rm
+        );
+    }
+    println!();
+    println!("Coalescing on (the default) against off, same rounds: checks/s, median [min..max] of the per-round ratios");
+    println!("| tasks | keys | polylimit check_async | without coalescing | on / off |");
+    println!("|---:|---|---:|---:|---:|");
+    for (i, &(tasks, mode)) in cells.iter().enumerate() {
+        let (pm, plo, phi) = median_min_max(results[i].0.iter().map(|s| s.rate).collect());
+        let (om, olo, ohi) = median_min_max(off[i].iter().map(|s| s.rate).collect());
+        let (r, rlo, rhi) = median_min_max(
+            results[i]
+                .0
+                .iter()
+                .zip(&off[i])
+                .map(|(a, b)| a.rate / b.rate)
+                .collect(),
+        );
+        println!(
+            "| {tasks} | {} | {pm:.0} [{plo:.0}..{phi:.0}] | {om:.0} [{olo:.0}..{ohi:.0}] | {r:.2}x [{rlo:.2}..{rhi:.2}] |",
+            mode.name()
         );
     }
 }

@@ -15,8 +15,11 @@
 // the oldest call's deadline passes with nobody reading.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -83,11 +86,24 @@ class Reactor : public std::enable_shared_from_this<Reactor> {
   // Whether this thread is inside `reactor`'s drive(): what it completes is
   // taken by this thread right after, so nobody else need be woken.
   static bool driving(const Reactor* reactor);
+  // Whether bytes wait unread on a socket armed in the reactor current on
+  // this thread, which is the thread that drives it (not inside drive()):
+  // replies are in that only this thread reads, when its event loop comes
+  // back to the set after the turn it is busy with. False without a
+  // reactor, or when another thread drove it last (a pool of threads: one
+  // of the others may read them now). One poll() of those sockets (the
+  // first 8), none when one found bytes since the last drive().
+  static bool replies_unread_here();
 
  private:
   Reactor() = default;
 
   int ep_ = -1;
+  // drive() calls begun, and that count when replies_unread_here() last
+  // found bytes: bytes found stay unread until the next drive().
+  std::atomic<uint64_t> drives_{0};
+  std::atomic<uint64_t> unread_at_{~uint64_t{0}};
+  std::atomic<std::thread::id> driver_{};  // the thread of the last drive()
   std::mutex mu_;
   std::unordered_map<int, std::weak_ptr<Mux>> armed_;  // socket -> its connection
 };
