@@ -1,4 +1,5 @@
-// backend.cpp - what every backend shares: folding per-limit results.
+// backend.cpp - what every backend shares: folding per-limit results, and the
+// non-blocking calls of a backend that never blocks.
 #include "polylimit/backend.h"
 
 #include <algorithm>
@@ -44,6 +45,26 @@ Decision Backend::evaluate(Op op, const LimitParams& params, const std::string& 
   r.cost = cost;
   r.now_us = now_us;
   return evaluate(r);
+}
+
+void Backend::reset_async(const std::vector<std::string>& keys, std::function<void(std::exception_ptr)> done) {
+  std::exception_ptr error;
+  try {
+    reset(keys);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done(error);
+}
+
+void Backend::evaluate_async(const Request& request, std::function<void(Outcome)> done) {
+  Outcome o;
+  try {
+    o.decision = evaluate(request);
+  } catch (...) {
+    o.error = std::current_exception();
+  }
+  done(std::move(o));
 }
 
 }  // namespace polylimit

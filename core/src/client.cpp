@@ -1,8 +1,12 @@
-// client.cpp - Client::open picks the backend for a URL.
+// client.cpp - Client::open picks the backend for a URL; the client's timer
+// (Client::run_at).
 #include "polylimit/client.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <map>
+#include <thread>
 
 #include "clock.h"
 #include "cluster_transport.h"
@@ -101,6 +105,111 @@ Stats Client::stats() const {
   s.evicting_nodes = static_cast<uint64_t>(backend_->evicting_nodes());
   s.connect_attempts = static_cast<uint64_t>(backend_->connect_attempts());
   return s;
+}
+
+// ------------------------------------------------------------ timer
+
+// One thread waiting for the earliest job's time (Client::run_at). As with
+// BackgroundRunner (transport.cpp), the thread touches only the shared state, so a job that
+// drops the last reference to the client (and so to this timer) is safe.
+class Timer {
+ public:
+  using TimePoint = MonotonicClock::time_point;
+
+  explicit Timer(std::shared_ptr<const MonotonicClock> clock) { state_->clock = std::move(clock); }
+
+  // False once closed: then the caller runs the job itself.
+  bool schedule(TimePoint when, std::function<void()> job) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->closed) return false;
+    state_->jobs.emplace(when, std::move(job));
+    if (!thread_.joinable()) {
+      std::shared_ptr<State> state = state_;
+      thread_ = std::thread([state] { work(*state); });
+    }
+    state_->cv.notify_one();
+    return true;
+  }
+
+  // Runs every pending job now, on this thread; later schedule() refuses.
+  void close() {
+    std::multimap<TimePoint, std::function<void()>> jobs;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->closed = true;
+      jobs.swap(state_->jobs);
+      state_->cv.notify_all();
+    }
+    for (auto& job : jobs) job.second();
+  }
+
+  ~Timer() {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->closed = true;
+      state_->cv.notify_all();
+    }
+    if (!thread_.joinable()) return;
+    if (thread_.get_id() == std::this_thread::get_id())
+      thread_.detach();
+    else
+      thread_.join();
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::multimap<TimePoint, std::function<void()>> jobs;
+    std::shared_ptr<const MonotonicClock> clock;
+    bool closed = false;
+  };
+
+  static void work(State& s) {
+    std::unique_lock<std::mutex> lock(s.mu);
+    while (!s.closed) {
+      if (s.jobs.empty()) {
+        s.cv.wait(lock);
+        continue;
+      }
+      const TimePoint now = s.clock->now();
+      auto first = s.jobs.begin();
+      if (first->first > now) {  // on the real clock: see Client::run_at
+        s.cv.wait_for(lock, first->first - now);
+        continue;
+      }
+      std::function<void()> job = std::move(first->second);
+      s.jobs.erase(first);
+      lock.unlock();
+      job();
+      job = nullptr;  // may release the timer's owner: only `s` is touched below
+      lock.lock();
+    }
+  }
+
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  std::thread thread_;
+};
+
+void Client::run_at(std::chrono::steady_clock::time_point when, std::function<void()> job) {
+  std::shared_ptr<Timer> timer;
+  {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    if (!closed()) {
+      if (!timer_) timer_ = std::make_shared<Timer>(clock_);
+      timer = timer_;
+    }
+  }
+  if (!timer || !timer->schedule(when, job)) job();
+}
+
+void Client::fire_timer() {
+  std::shared_ptr<Timer> timer;
+  {
+    std::lock_guard<std::mutex> lock(timer_mu_);
+    timer = timer_;
+  }
+  if (timer) timer->close();
 }
 
 }  // namespace polylimit

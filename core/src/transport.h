@@ -111,7 +111,7 @@ class Transport {
   void run_blocking_job(std::function<void()> job);
 
  protected:
-  // One script call on the non-blocking path (async.cpp), for every
+  // One script call on the non-blocking path (transport.cpp), for every
   // transport: each attempt goes to `pool`; ScriptCache::Attempts says when
   // another goes (NOSCRIPT, a connection closed before anything was written).
   struct AsyncCall {

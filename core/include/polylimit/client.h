@@ -17,7 +17,7 @@
 namespace polylimit {
 
 class MonotonicClock;  // core/src/clock.h
-class Timer;           // core/src/async.cpp
+class Timer;           // core/src/client.cpp
 
 // Pool and transport knobs; defaults and bounds come from the vocabulary.
 struct PoolOptions {
