@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "polylimit/client.h"
+#include "polylimit/connection_options.h"
 #include "polylimit/errors.h"
 #include "polylimit/url.h"
 

@@ -20,7 +20,7 @@
 #include "connection.h"
 #include "mux.h"
 #include "per_process.h"
-#include "polylimit/client.h"
+#include "polylimit/connection_options.h"
 #include "polylimit/url.h"
 
 namespace polylimit {

@@ -19,7 +19,7 @@
 #include <mutex>
 #include <string>
 
-#include "polylimit/client.h"
+#include "polylimit/connection_options.h"
 #include "polylimit/errors.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
