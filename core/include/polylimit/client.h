@@ -17,8 +17,8 @@
 
 namespace polylimit {
 
-class MonotonicClock;  // core/src/clock.h
-class Timer;           // core/src/client.cpp
+class MonotonicClock;  // core/src/util/clock.h
+class Timer;           // core/src/limiter/client.cpp
 
 struct ClientOptions {
   PoolOptions pool;
@@ -38,7 +38,7 @@ struct ClientOptions {
   // Internal, for the core's tests (no binding or C ABI sets it): the
   // monotonic clock of this client's time-based decisions (circuit breaker,
   // deny cache, reconnect backoff, Limiter::acquire waits), e.g. a
-  // ManualClock (core/src/clock.h). Null: the real steady clock. Socket
+  // ManualClock (core/src/util/clock.h). Null: the real steady clock. Socket
   // deadlines always use the real clock.
   std::shared_ptr<const MonotonicClock> clock;
 };
