@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/redis_backend.h"
 #include "legacy_scripts.h"
 #include "polylimit/url.h"
-#include "redis_backend.h"
 #include "redis_server.h"
 
 using namespace polylimit;

@@ -85,6 +85,7 @@ if [ $failed -ne 0 ]; then
 fi
 
 run_suite "versions (tools/check-versions.sh)" "$root/tools/check-versions.sh"
+run_suite "core layers (tools/check-layers.py)" "$root/tools/check-layers.py"
 run_suite "C ABI (abidiff against capi/abi)" "$root/tools/abi-check.sh" "$POLYLIMIT_BUILD_DIR/capi/libpolylimit.so.1"
 # Three ctest passes: Release (here), ASan+UBSan and TSan (below). The slow
 # failover tests, which spend seconds waiting for Redis to promote a replica

@@ -8,10 +8,10 @@
 #include <random>
 #include <thread>
 
-#include "memory_backend.h"
-#include "redis_server.h"
+#include "backend/memory_backend.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
 
 using namespace polylimit;
 

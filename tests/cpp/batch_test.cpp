@@ -9,11 +9,11 @@
 #include <tuple>
 #include <vector>
 
-#include "memory_backend.h"
-#include "redis_server.h"
+#include "backend/memory_backend.h"
 #include "polylimit.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
 
 using namespace polylimit;
 

@@ -6,12 +6,12 @@
 #include <cstring>
 #include <future>
 
-#include "clock.h"
 #include "hammer.h"
-#include "redis_server.h"
 #include "polylimit.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
+#include "util/clock.h"
 
 using namespace polylimit;
 using namespace std::chrono;

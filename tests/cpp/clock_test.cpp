@@ -9,10 +9,10 @@
 #include <set>
 #include <thread>
 
-#include "breaker.h"
-#include "clock.h"
-#include "deny_cache.h"
-#include "pool.h"
+#include "limiter/breaker.h"
+#include "limiter/deny_cache.h"
+#include "net/pool.h"
+#include "util/clock.h"
 
 using namespace polylimit;
 using namespace std::chrono;

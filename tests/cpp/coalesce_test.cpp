@@ -1,5 +1,5 @@
 // coalesce_test.cpp - checks of one key that wait behind a call of it go out
-// as one script call (core/src/coalescer.h, core/scripts/common/prelude.lua),
+// as one script call (core/src/backend/coalescer.h, core/scripts/common/prelude.lua),
 // and decide exactly as separate calls one after another would: against
 // memory:// and against a client that does not coalesce, on real
 // redis-server processes, for all four algorithms, mixed costs, multi-limit
@@ -22,13 +22,13 @@
 #include <tuple>
 #include <vector>
 
-#include "coalescer.h"
-#include "memory_backend.h"
+#include "backend/coalescer.h"
+#include "backend/memory_backend.h"
+#include "backend/redis_backend.h"
 #include "polylimit.h"
 #include "polylimit/client.h"
 #include "polylimit/limiter.h"
 #include "polylimit/reactor.h"
-#include "redis_backend.h"
 #include "redis_server.h"
 
 using namespace polylimit;

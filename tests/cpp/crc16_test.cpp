@@ -1,7 +1,7 @@
 // Cluster slot computation against values Redis itself reports.
 #include <gtest/gtest.h>
 
-#include "crc16.h"
+#include "transport/crc16.h"
 
 using polylimit::key_slot;
 

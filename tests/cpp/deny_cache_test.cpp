@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
-#include "clock.h"
-#include "redis_server.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
+#include "util/clock.h"
 
 using namespace polylimit;
 using namespace std::chrono;

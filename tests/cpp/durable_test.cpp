@@ -23,15 +23,15 @@
 #include <thread>
 #include <vector>
 
+#include "backend/redis_backend.h"
 #include "hammer.h"
 #include "polylimit.h"
 #include "polylimit/client.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
-#include "redis_backend.h"
 #include "redis_cluster.h"
 #include "redis_server.h"
-#include "sentinel_transport.h"
+#include "transport/sentinel_transport.h"
 
 using polylimit::Client;
 using polylimit::ClientOptions;

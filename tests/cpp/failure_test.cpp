@@ -4,11 +4,11 @@
 
 #include <chrono>
 
-#include "clock.h"
 #include "error_code.h"
-#include "redis_server.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
+#include "util/clock.h"
 
 using namespace polylimit;
 using pltest::code_of;

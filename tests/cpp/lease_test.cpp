@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "clock.h"
-#include "redis_server.h"
 #include "polylimit.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
+#include "util/clock.h"
 
 using namespace polylimit;
 using namespace std::chrono_literals;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "scripts_generated.h"
-#include "transport.h"
+#include "transport/transport.h"
 
 namespace pltest {
 

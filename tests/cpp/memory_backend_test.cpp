@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "memory_backend.h"
+#include "backend/memory_backend.h"
 #include "polylimit/limiter.h"
 
 using namespace polylimit;

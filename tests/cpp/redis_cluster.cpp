@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "crc16.h"
+#include "transport/crc16.h"
 
 namespace pltest {
 namespace {

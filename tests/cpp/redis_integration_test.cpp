@@ -10,13 +10,13 @@
 #include <chrono>
 #include <thread>
 
-#include "memory_backend.h"
-#include "redis_backend.h"
-#include "redis_errors.h"
+#include "backend/memory_backend.h"
+#include "backend/redis_backend.h"
 #include "error_code.h"
-#include "redis_server.h"
+#include "net/redis_errors.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
 
 using namespace polylimit;
 using pltest::code_of;

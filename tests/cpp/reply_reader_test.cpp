@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "net/reply_reader.h"
 #include "polylimit/errors.h"
-#include "reply_reader.h"
 
 using polylimit::Error;
 using polylimit::ErrorCode;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "connection.h"
+#include "net/connection.h"
 
 using polylimit::Argv;
 using polylimit::Connection;

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
-#include "pool.h"
+#include "net/pool.h"
 #include "redis_server.h"
-#include "script_cache.h"
-#include "transport.h"
+#include "transport/script_cache.h"
+#include "transport/transport.h"
 
 using namespace polylimit;
 

@@ -23,10 +23,10 @@
 #include <random>
 #include <sstream>
 
+#include "backend/memory_backend.h"
+#include "backend/redis_backend.h"
 #include "legacy_scripts.h"
-#include "memory_backend.h"
 #include "polylimit/url.h"
-#include "redis_backend.h"
 #include "redis_server.h"
 #include "scripts_generated.h"
 

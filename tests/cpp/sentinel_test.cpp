@@ -11,14 +11,14 @@
 #include <memory>
 #include <thread>
 
+#include "backend/redis_backend.h"
 #include "fault_proxy.h"
 #include "hammer.h"
-#include "redis_backend.h"
-#include "redis_cluster.h"
 #include "polylimit/client.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
-#include "sentinel_transport.h"
+#include "redis_cluster.h"
+#include "transport/sentinel_transport.h"
 
 using polylimit::Client;
 using polylimit::ClientOptions;

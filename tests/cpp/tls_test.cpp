@@ -23,14 +23,14 @@
 #include <vector>
 
 #include "error_code.h"
+#include "net/connection.h"
+#include "net/tls.h"
 #include "polylimit.h"
-#include "redis_cluster.h"
-#include "redis_server.h"
 #include "polylimit/client.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
-#include "connection.h"
-#include "tls.h"
+#include "redis_cluster.h"
+#include "redis_server.h"
 
 using namespace polylimit;
 using pltest::code_of;

@@ -9,12 +9,12 @@
 #include <chrono>
 #include <set>
 
-#include "clock.h"
 #include "error_code.h"
 #include "fault_proxy.h"
+#include "polylimit/limiter.h"
 #include "redis_server.h"
 #include "short_timeouts.h"
-#include "polylimit/limiter.h"
+#include "util/clock.h"
 
 using namespace polylimit;
 using namespace std::chrono;

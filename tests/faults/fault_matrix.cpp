@@ -29,12 +29,12 @@
 #include <sstream>
 #include <thread>
 
-#include "crc16.h"
 #include "faults_common.h"
 #include "polylimit/client.h"
 #include "polylimit/limiter.h"
 #include "redis_cluster.h"
 #include "redis_server.h"
+#include "transport/crc16.h"
 
 using namespace polylimit;
 using namespace std::chrono_literals;

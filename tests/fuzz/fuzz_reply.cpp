@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "connection.h"
+#include "backend/redis_backend.h"
 #include "fuzz_common.h"
+#include "net/connection.h"
 #include "polylimit/errors.h"
-#include "redis_backend.h"
 
 using polylimit::Error;
 using polylimit::ErrorCode;

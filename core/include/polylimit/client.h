@@ -11,38 +11,14 @@
 #include <vector>
 
 #include "polylimit/backend.h"
+#include "polylimit/connection_options.h"
 #include "polylimit/metrics.h"
 #include "polylimit/url.h"
 
 namespace polylimit {
 
-class MonotonicClock;  // core/src/clock.h
-class Timer;           // core/src/async.cpp
-
-// Pool and transport knobs; defaults and bounds come from the vocabulary.
-struct PoolOptions {
-  int size = bounds::kPoolSize.def;                              // most connections open at once
-  int connect_timeout_ms = bounds::kConnectTimeoutMs.def;        // TCP / unix connect
-  int command_timeout_ms = bounds::kCommandTimeoutMs.def;        // send and reply of one command
-  int acquire_timeout_ms = bounds::kAcquireTimeoutMs.def;        // wait for a free connection when all are busy
-  int keepalive_s = bounds::kKeepaliveS.def;                     // TCP keepalive interval; 0: keepalive off
-  int idle_check_ms = bounds::kIdleCheckMs.def;                  // PING a connection idle longer than this before reuse
-};
-
-// TLS for rediss:// (and TLS Cluster / Sentinel URLs). Empty strings: unset.
-struct TlsOptions {
-  std::string ca_file;      // PEM bundle of trusted CAs; empty (and no ca_dir): the system's
-  std::string ca_dir;       // directory of hashed CA certificates
-  std::string cert_file;    // client certificate (PEM), for servers that require one
-  std::string key_file;     // its private key (PEM)
-  std::string server_name;  // SNI and the name the certificate must match; empty: the URL's host
-  bool insecure = false;    // no certificate or host name verification (tests only)
-
-  bool any_set() const {
-    return !ca_file.empty() || !ca_dir.empty() || !cert_file.empty() || !key_file.empty() || !server_name.empty() ||
-           insecure;
-  }
-};
+class MonotonicClock;  // core/src/util/clock.h
+class Timer;           // core/src/limiter/client.cpp
 
 struct ClientOptions {
   PoolOptions pool;
@@ -62,7 +38,7 @@ struct ClientOptions {
   // Internal, for the core's tests (no binding or C ABI sets it): the
   // monotonic clock of this client's time-based decisions (circuit breaker,
   // deny cache, reconnect backoff, Limiter::acquire waits), e.g. a
-  // ManualClock (core/src/clock.h). Null: the real steady clock. Socket
+  // ManualClock (core/src/util/clock.h). Null: the real steady clock. Socket
   // deadlines always use the real clock.
   std::shared_ptr<const MonotonicClock> clock;
 };

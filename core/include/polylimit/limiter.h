@@ -201,7 +201,7 @@ class Limiter {
                            std::function<void(Outcome)> done);
   // decide_async() for a caller whose state, one allocation, holds what the
   // completion needs: `state->self`, `state->request()`, and
-  // `state->done(Outcome)`, which gets the outcome (async.cpp).
+  // `state->done(Outcome)`, which gets the outcome (limiter.cpp).
   template <typename State>
   static void decide_in(const std::shared_ptr<State>& state);
 
@@ -218,7 +218,7 @@ class Limiter {
   };
   Batch plan_many(const std::vector<std::string_view>& keys, int64_t cost);
   std::vector<Outcome> finish_many(Batch& batch, std::vector<Outcome> decided);
-  friend struct AsyncSteps;  // async.cpp: the multi-step non-blocking calls
+  friend struct AsyncSteps;  // limiter.cpp: the multi-step non-blocking calls
   Decision degrade(const Request& request, const Error& error);
 
   Durability durable_;  // from the durable_* options; off unless asked for

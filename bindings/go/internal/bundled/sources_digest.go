@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "69896c208a131445db145e32538686f9c0cc161feb2aa07a66b6f2a951751e37"
+const sourcesDigest = "8412a39519848f3ace60cda8739547ce004758328478aaa3d3a918a338a18484"

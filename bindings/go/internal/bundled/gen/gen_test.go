@@ -109,7 +109,11 @@ func TestDigestSeesASourceChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	src := filepath.Join(root, "core/src/a.cpp")
+	// In a layer folder: the digest walks core/src's subfolders too.
+	src := filepath.Join(root, "core/src/net/a.cpp")
+	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(src, []byte("int a = 1;\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

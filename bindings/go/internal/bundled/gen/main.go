@@ -84,7 +84,8 @@ func librarySources(root string) ([]string, error) {
 }
 
 // wrapperName is the file in the package directory that includes src, e.g.
-// core/src/async.cpp -> core_async.cpp.
+// core/src/net/mux.cpp -> core_mux.cpp (no two layers of core/src share a
+// file name).
 func wrapperName(src string) string {
 	return strings.SplitN(src, "/", 2)[0] + "_" + filepath.Base(src)
 }

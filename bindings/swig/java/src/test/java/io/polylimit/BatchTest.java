@@ -115,7 +115,7 @@ class BatchTest extends ServerTestBase {
     void aKeyThatFailsInRedisFailsAlone() throws Exception {
         // A GCRA state key that holds a list makes the script fail inside Redis
         // (WRONGTYPE) for that key alone. The storage key layout is the core's:
-        // prefix:gcra:{fnv1a64(key)}:key (core/src/limiter.cpp).
+        // prefix:gcra:{fnv1a64(key)}:key (core/src/limiter/limiter.cpp).
         String prefix = "java-batch-" + UUID.randomUUID().toString().substring(0, 8);
         try (Limiter limiter = client.limiterBuilder(2, Duration.ofMinutes(1)).algorithm(Limiter.Algorithm.GCRA)
                 .prefix(prefix).build()) {
@@ -141,7 +141,7 @@ class BatchTest extends ServerTestBase {
         }
     }
 
-    /** The hash of the core's storage key (core/src/limiter.cpp). */
+    /** The hash of the core's storage key (core/src/limiter/limiter.cpp). */
     private static long fnv1a64(String key) {
         long h = 0xcbf29ce484222325L;
         for (byte b : key.getBytes(StandardCharsets.UTF_8)) {
