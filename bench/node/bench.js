@@ -38,8 +38,23 @@ const cli = cliIndex > 0 ? process.argv[cliIndex + 1] : null;
 
 // The CLI's own bench: checks/s of its allow and deny paths.
 function runCli(url, algorithm) {
-  const out = execFileSync(cli, ['--url', url, '--algorithm', algorithm, '--prefix', `bench-cli-${algorithm}`,
-    '--threads', '64', '--seconds', String(2 * seconds), 'bench'], { encoding: 'utf8' });
+  const out = execFileSync(
+    cli,
+    [
+      '--url',
+      url,
+      '--algorithm',
+      algorithm,
+      '--prefix',
+      `bench-cli-${algorithm}`,
+      '--threads',
+      '64',
+      '--seconds',
+      String(2 * seconds),
+      'bench',
+    ],
+    { encoding: 'utf8' },
+  );
   const rate = (p) => {
     const m = out.match(new RegExp(`^${p} .* = ([0-9.]+) checks/s`, 'm'));
     if (!m) throw new Error(`no ${p} rate in the CLI's output:\n${out}`);
@@ -50,7 +65,7 @@ function runCli(url, algorithm) {
 const seconds = arg('seconds', 1);
 const runs = arg('runs', 3);
 const KEYS = 10000;
-const BIG = 1000000;  // per minute: never reached in a run
+const BIG = 1000000; // per minute: never reached in a run
 
 // One check of a library: resolves whether admitted or denied.
 async function makeCases(url, ioredis) {
@@ -61,12 +76,22 @@ async function makeCases(url, ioredis) {
     const allow = client.limiter(`${BIG}/minute`, { algorithm, prefix: `bench-allow-${algorithm}` });
     const deny = client.limiter('1/minute', { algorithm, prefix: `bench-deny-${algorithm}` });
     await deny.check('hot');
-    cases.push({ lib: 'polylimit', variant: algorithm, allow: (i) => allow.check(keyOf(i)), deny: () => deny.check('hot') });
+    cases.push({
+      lib: 'polylimit',
+      variant: algorithm,
+      allow: (i) => allow.check(keyOf(i)),
+      deny: () => deny.check('hot'),
+    });
   }
-  const rlfAllow = new RateLimiterRedis({ storeClient: ioredis, points: BIG, duration: 60, keyPrefix: 'bench-rlf-allow' });
+  const rlfAllow = new RateLimiterRedis({
+    storeClient: ioredis,
+    points: BIG,
+    duration: 60,
+    keyPrefix: 'bench-rlf-allow',
+  });
   const rlfDeny = new RateLimiterRedis({ storeClient: ioredis, points: 1, duration: 60, keyPrefix: 'bench-rlf-deny' });
   await rlfDeny.consume('hot');
-  const swallow = (p) => p.catch(() => undefined);  // a denial rejects with RateLimiterRes
+  const swallow = (p) => p.catch(() => undefined); // a denial rejects with RateLimiterRes
   cases.push({
     lib: 'rate-limiter-flexible',
     variant: 'fixed window',
@@ -122,10 +147,12 @@ async function main() {
   const { client, cases } = await makeCases(server.url, ioredis);
   const cells = [];
   for (const c of cases)
-    for (const path of ['allow', 'deny']) for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
+    for (const path of ['allow', 'deny'])
+      for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
   const cliCells = cli ? ['fixed_window', 'gcra'].map((variant) => ({ variant, allow: [], deny: [] })) : [];
   for (let r = 0; r < runs; r++) {
-    for (const cell of cells) cell.results.push(await measure(ioredis, cell.path === 'allow' ? cell.allow : cell.deny, cell.concurrency));
+    for (const cell of cells)
+      cell.results.push(await measure(ioredis, cell.path === 'allow' ? cell.allow : cell.deny, cell.concurrency));
     for (const c of cliCells) {
       const got = runCli(server.url, c.variant);
       c.allow.push(got.allow);
@@ -133,10 +160,14 @@ async function main() {
     }
   }
 
-  const rows = [['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'Redis CPU us/check', 'vs rlf']];
+  const rows = [
+    ['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'Redis CPU us/check', 'vs rlf'],
+  ];
   for (const cell of cells) {
     const rates = cell.results.map((x) => x.rate);
-    const peer = cells.find((c) => c.lib === 'rate-limiter-flexible' && c.path === cell.path && c.concurrency === cell.concurrency);
+    const peer = cells.find(
+      (c) => c.lib === 'rate-limiter-flexible' && c.path === cell.path && c.concurrency === cell.concurrency,
+    );
     const ratio = median(rates) / median(peer.results.map((x) => x.rate));
     rows.push([
       cell.lib,
@@ -153,9 +184,16 @@ async function main() {
     for (const p of ['allow', 'deny']) {
       const peer = cells.find((x) => x.lib === 'rate-limiter-flexible' && x.path === p && x.concurrency === 64);
       const ratio = median(c[p]) / median(peer.results.map((x) => x.rate));
-      rows.push(['polylimit CLI (C)', c.variant, p, '64 threads',
-        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`, '-', '-',
-        `${ratio.toFixed(2)}x`]);
+      rows.push([
+        'polylimit CLI (C)',
+        c.variant,
+        p,
+        '64 threads',
+        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`,
+        '-',
+        '-',
+        `${ratio.toFixed(2)}x`,
+      ]);
     }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   console.log(
@@ -163,8 +201,8 @@ async function main() {
       `allow: ${KEYS} keys under ${BIG}/minute; deny: one key over 1/minute`,
   );
   for (const [i, r] of rows.entries()) {
-    console.log('| ' + r.map((c, j) => c.padEnd(widths[j])).join(' | ') + ' |');
-    if (i === 0) console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|');
+    console.log(`| ${r.map((c, j) => c.padEnd(widths[j])).join(' | ')} |`);
+    if (i === 0) console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   }
 
   // The event loop while 64 polylimit checks are in flight: completions come
@@ -190,7 +228,9 @@ async function main() {
       delays[i].p99.push(h.percentile(99) / 1e6 - 1);
       delays[i].max.push(h.max / 1e6 - 1);
     }
-  console.log(`event loop lateness (ms past a 1 ms timer; medians of ${runs} interleaved runs of ${seconds} s, min..max):`);
+  console.log(
+    `event loop lateness (ms past a 1 ms timer; medians of ${runs} interleaved runs of ${seconds} s, min..max):`,
+  );
   for (const [i, [name]] of loops.entries()) {
     const f = (xs) => `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}..${Math.max(...xs).toFixed(2)})`;
     console.log(`  ${name.padEnd(38)} p50 ${f(delays[i].p50)}  p99 ${f(delays[i].p99)}  max ${f(delays[i].max)}`);
