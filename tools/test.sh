@@ -43,7 +43,8 @@ run_suite() {  # run_suite NAME COMMAND...
   echo
   echo "=== $name ==="
   local start=$SECONDS
-  local log="$logs/$(echo "$name" | tr -c 'A-Za-z0-9\n' '_').log"
+  local log
+  log="$logs/$(echo "$name" | tr -c 'A-Za-z0-9\n' '_').log"
   # Not a pipe: the suite runs in this shell (the build suite exports paths).
   local status=0
   "$@" > >(tee "$log") 2>&1 || status=$?
