@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite: C/C++ (ctest), the same under AddressSanitizer +
 # UndefinedBehaviorSanitizer and under ThreadSanitizer, the libFuzzer targets
-# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh.
+# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh, then the
+# formatters and linters (tools/lint.sh).
 # Every suite starts its own redis-server processes on free loopback ports.
 #
 # Environment handed to the language suites:
@@ -164,6 +165,11 @@ for lang in python go java node rust readme cross; do
     fi
   fi
 done
+
+# Formatters and linters of every language (tools/lint.sh); after the language
+# suites, whose Go build cache and Rust target directory it reuses.
+run_suite "lint (tools/lint.sh)" "$root/tools/lint.sh"
+run_suite "lint fails on planted faults (tests/lint/planted.sh)" "$root/tests/lint/planted.sh"
 
 clean_checkout() {
   if [ "$(tree_state)" != "$tree_before" ]; then
