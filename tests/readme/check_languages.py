@@ -5,8 +5,8 @@ The languages are C/C++ (the C ABI, capi/) and one per folder of bindings/
 (bindings/swig is Java). A folder of bindings/ that this script cannot name
 fails the check: add it to BINDING_LANGUAGE.
 
-What counts as a list of languages, in README.md, docs/**/*.md and the
-bindings' README files:
+What counts as a list of languages, in README.md, CONTRIBUTING.md,
+docs/**/*.md and the bindings' README files:
   - a sentence (or a line of a diagram, a fenced block without a language)
     that names three languages or more;
   - a Markdown table with three rows or more whose first cell names a
@@ -185,7 +185,7 @@ def check_file(path, rel, wanted):
 
 
 def doc_files(root):
-    rels = ["README.md"]
+    rels = [name for name in ("README.md", "CONTRIBUTING.md") if os.path.exists(os.path.join(root, name))]
     for base in ("docs", "bindings"):
         for dirpath, dirnames, filenames in os.walk(os.path.join(root, base)):
             dirnames[:] = sorted(d for d in dirnames if d not in ("node_modules", "target", "native", "vendor"))
