@@ -210,11 +210,15 @@ check shellcheck "the shellcheck findings above" shellcheck_checks
 rust_projects=(bindings/rust bench/rust examples/rust-axum tools/demo/rust-worker)
 rust_fmt() {
   need cargo "rustup: the stable toolchain with rustfmt and clippy" || return 1
-  local dir rc=0
+  local dir rc=0 all
   for dir in "${rust_projects[@]}"; do
     [ -f "$dir/Cargo.toml" ] || continue
-    [ $fix = 0 ] || (cd "$dir" && cargo fmt --all)
-    (cd "$dir" && cargo fmt --all --check) || { echo "(in $dir)"; rc=1; }
+    # --all: the workspace's crates. The other projects only their own code
+    # (--all would format the binding again, a path dependency of theirs).
+    all=()
+    [ "$dir" != bindings/rust ] || all=(--all)
+    [ $fix = 0 ] || (cd "$dir" && cargo fmt "${all[@]}")
+    (cd "$dir" && cargo fmt "${all[@]}" --check) || { echo "(in $dir)"; rc=1; }
   done
   return $rc
 }
