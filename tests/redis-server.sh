@@ -21,6 +21,7 @@ case "${1:-}" in
     # wait for it to close.
     python3 "$fix" standalone -- "$@" <"$dir/in" >"$dir/out" 2>"$dir/err" &
     echo $! >"$dir/launcher.pid"
+    # shellcheck disable=SC2217  # holds the FIFO open; sleep reads nothing
     sleep infinity >"$dir/in" </dev/null 2>/dev/null &
     echo $! >"$dir/holder.pid"
     # Wait (with a deadline) for the launcher's one-line description.

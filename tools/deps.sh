@@ -3,11 +3,11 @@
 # Debian 12 machine. As root it installs what is missing (apt-get; Go modules
 # and Python packages are fetched by their own tools later); otherwise it
 # names what is missing and fails.
-#   tools/deps.sh [core] [python] [go] [java] [node]    (no argument: everything)
+#   tools/deps.sh [core] [python] [go] [java] [node] [lint]    (no argument: everything)
 set -euo pipefail
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(core python go java node)
+[ ${#want[@]} -eq 0 ] && want=(core python go java node lint)
 
 missing_pkgs=()
 need_pkg() {  # need_pkg DEBIAN_PACKAGE [COMMAND]: missing if the command (or the package) is absent
@@ -72,6 +72,19 @@ for component in "${want[@]}"; do
       need_pkg npm npm
       # Its headers: in libnode-dev on Debian 12, in nodejs itself later.
       [ -f /usr/include/node/node_api.h ] || missing_pkgs+=(libnode-dev)
+      ;;
+    lint)
+      # tools/lint.sh: Debian 12's clang-format (14) and ShellCheck (0.9); ruff
+      # (pip, into build/venv-lint) and Biome (npm ci in tools/lint) it
+      # installs itself; gofmt and go vet come with Go, rustfmt and clippy
+      # with the Rust toolchain.
+      need_pkg clang-format clang-format
+      need_pkg shellcheck shellcheck
+      need_pkg python3 python3
+      python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing_pkgs+=(python3-venv)
+      need_pkg golang-go go
+      need_pkg nodejs node
+      need_pkg npm npm
       ;;
     *)
       echo "deps.sh: unknown component '$component'" >&2

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by tools/test.sh and tools/demo.sh: builds the library (Release),
 # installs it under build/prefix and exports the paths every language needs.
 #   POLYLIMIT_SOURCE_DIR  the checkout          POLYLIMIT_BUILD_DIR  the CMake build

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite: C/C++ (ctest), the same under AddressSanitizer +
 # UndefinedBehaviorSanitizer and under ThreadSanitizer, the libFuzzer targets
-# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh.
+# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh, then the
+# formatters and linters (tools/lint.sh).
 # Every suite starts its own redis-server processes on free loopback ports.
 #
 # Environment handed to the language suites:
@@ -43,7 +44,8 @@ run_suite() {  # run_suite NAME COMMAND...
   echo
   echo "=== $name ==="
   local start=$SECONDS
-  local log="$logs/$(echo "$name" | tr -c 'A-Za-z0-9\n' '_').log"
+  local log
+  log="$logs/$(echo "$name" | tr -c 'A-Za-z0-9\n' '_').log"
   # Not a pipe: the suite runs in this shell (the build suite exports paths).
   local status=0
   "$@" > >(tee "$log") 2>&1 || status=$?
@@ -164,6 +166,11 @@ for lang in python go java node rust readme cross; do
     fi
   fi
 done
+
+# Formatters and linters of every language (tools/lint.sh); after the language
+# suites, whose Go build cache and Rust target directory it reuses.
+run_suite "lint (tools/lint.sh)" "$root/tools/lint.sh"
+run_suite "lint fails on planted faults (tests/lint/planted.sh)" "$root/tests/lint/planted.sh"
 
 clean_checkout() {
   if [ "$(tree_state)" != "$tree_before" ]; then

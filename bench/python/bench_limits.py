@@ -33,6 +33,7 @@ WINDOW_S = 60
 
 # -- redis-server ---------------------------------------------------------------
 
+
 def start_redis():
     exe = shutil.which("redis-server")
     if exe is None:
@@ -42,9 +43,27 @@ def start_redis():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
-         "--protected-mode", "no", "--logfile", os.path.join(directory, "redis.log")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            exe,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            directory,
+            "--protected-mode",
+            "no",
+            "--logfile",
+            os.path.join(directory, "redis.log"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -66,6 +85,7 @@ def flushall(port):
 
 # -- the contenders ---------------------------------------------------------------
 # Each factory returns check(key) -> bool, safe to call from many threads.
+
 
 def make_polylimit(url, threads):
     import polylimit
@@ -111,21 +131,44 @@ def ceiling(port, clients, seconds):
     # The library embeds the prelude followed by the script (core/cmake/embed_scripts.cmake).
     with open(parts[0]) as f, open(parts[1]) as g:
         body = f.read() + "\n" + g.read()
-    sha = subprocess.run(["redis-cli", "-p", str(port), "SCRIPT", "LOAD", body], check=True, capture_output=True,
-                         text=True).stdout.strip()
+    sha = subprocess.run(
+        ["redis-cli", "-p", str(port), "SCRIPT", "LOAD", body], check=True, capture_output=True, text=True
+    ).stdout.strip()
     n = int(max(clients, 1) * 15000 * seconds)
     window_us = WINDOW_S * 1_000_000
     out = subprocess.run(
-        [exe, "-p", str(port), "-c", str(clients), "-n", str(n), "-r", str(KEYS), "-q",
-         # The script's arguments (core/scripts/common/prelude.lua): op, cost, now_us ('' for
-         # TIME), then per limit: limit, window_us (no block: no block_us).
-         "evalsha", sha, "1", "bench:__rand_int__", "check", "1", "", str(LIMIT), str(window_us)],
-        capture_output=True, text=True).stdout
+        [
+            exe,
+            "-p",
+            str(port),
+            "-c",
+            str(clients),
+            "-n",
+            str(n),
+            "-r",
+            str(KEYS),
+            "-q",
+            # The script's arguments (core/scripts/common/prelude.lua): op, cost, now_us ('' for
+            # TIME), then per limit: limit, window_us (no block: no block_us).
+            "evalsha",
+            sha,
+            "1",
+            "bench:__rand_int__",
+            "check",
+            "1",
+            "",
+            str(LIMIT),
+            str(window_us),
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout
     m = re.search(r"([0-9.]+) requests per second, p50=([0-9.]+) msec", out)
     return (float(m.group(1)), float(m.group(2)) * 1000) if m else None
 
 
 # -- measurement --------------------------------------------------------------------
+
 
 def run(check, threads, seconds):
     """Calls check() on rotating keys from `threads` threads for `seconds`.
@@ -196,8 +239,10 @@ def main():
                     close()
                     per_run.append((rate, percentile(lat, 50), percentile(lat, 99)))
                 results[(name, threads)] = tuple(statistics.median(r[i] for r in per_run) for i in range(3))
-                print("  measured %-8s threads=%d: %.0f checks/s" % (name, threads, results[(name, threads)][0]),
-                      file=sys.stderr)
+                print(
+                    "  measured %-8s threads=%d: %.0f checks/s" % (name, threads, results[(name, threads)][0]),
+                    file=sys.stderr,
+                )
         if not args.no_ceiling and shutil.which("redis-cli"):
             for threads in (1, args.threads):
                 flushall(port)
@@ -211,9 +256,17 @@ def main():
     import polylimit
 
     print()
-    print("polylimit %s vs limits %s (moving window, Redis storage); Python %s; %d cores; medians of %d runs of %.1f s"
-          % (polylimit.__version__, limits.__version__, sys.version.split()[0], os.cpu_count() or 0, args.runs,
-             args.seconds))
+    print(
+        "polylimit %s vs limits %s (moving window, Redis storage); Python %s; %d cores; medians of %d runs of %.1f s"
+        % (
+            polylimit.__version__,
+            limits.__version__,
+            sys.version.split()[0],
+            os.cpu_count() or 0,
+            args.runs,
+            args.seconds,
+        )
+    )
     print("workload: %d per %d s over %d keys (admit path)" % (LIMIT, WINDOW_S, KEYS))
     print()
     header = "| %-9s | %7s | %11s | %8s | %8s |" % ("library", "threads", "checks/s", "p50 us", "p99 us")

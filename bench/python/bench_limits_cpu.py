@@ -109,17 +109,26 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--calls", type=int, default=4000)
     ap.add_argument("--prefix", default="limits")
-    ap.add_argument("--batch", type=int, default=1,
-                    help="timed calls per round trip: 1, each hit() on its own; N, the library's script "
-                         "calls sent N per pipeline, as bench_script_cpu sends its own")
+    ap.add_argument(
+        "--batch",
+        type=int,
+        default=1,
+        help="timed calls per round trip: 1, each hit() on its own; N, the library's script "
+        "calls sent N per pipeline, as bench_script_cpu sends its own",
+    )
     args = ap.parse_args()
     url = f"redis://127.0.0.1:{args.port}"
     client = redis.Redis.from_url(url)
     st = storage.RedisStorage(url)
     # Each strategy's hit() runs one of these; a stand-in answer that admits.
-    scripts = [Batching(name, getattr(st, name), stand_in)
-               for name, stand_in in (("lua_acquire_moving_window", 1), ("lua_acquire_sliding_window", 1),
-                                      ("lua_incr_expire", 0))]
+    scripts = [
+        Batching(name, getattr(st, name), stand_in)
+        for name, stand_in in (
+            ("lua_acquire_moving_window", 1),
+            ("lua_acquire_sliding_window", 1),
+            ("lua_incr_expire", 0),
+        )
+    ]
     for s in scripts:
         setattr(st, s.name, s)
     # The version is in the name: the figures are that release's scripts'.
@@ -133,8 +142,17 @@ def main():
         for admit in (True, False):
             for units in (10, 100, 1000):
                 scenario = f"{algorithm} {'admit' if admit else 'deny'} {units}"
-                us = measure(client, limiter, scripts, scenario.replace(" ", "-"), units, admit, args.calls,
-                             args.prefix, max(1, args.batch))
+                us = measure(
+                    client,
+                    limiter,
+                    scripts,
+                    scenario.replace(" ", "-"),
+                    units,
+                    admit,
+                    args.calls,
+                    args.prefix,
+                    max(1, args.batch),
+                )
                 print(f"{peer}\t{scenario}\t{us:.3f}\t{args.calls}", flush=True)
     return 0
 

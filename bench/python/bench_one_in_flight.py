@@ -80,6 +80,7 @@ def rows(url, port, calls, loops):
 
     out = [("check", None, lambda: timed(calls, check)), ("PING, blocking socket", None, lambda: timed(calls, ping))]
     for name, loop in loops:
+
         async def acheck():
             for i in range(calls):
                 await limiter.acheck(keys[i % 1000])
@@ -108,6 +109,7 @@ def main():
     loops = [("asyncio", asyncio.new_event_loop())]
     try:
         import uvloop
+
         loops.append(("uvloop", uvloop.new_event_loop()))
     except ImportError:
         print("(uvloop not installed: asyncio rows only)")
@@ -127,16 +129,26 @@ def main():
         proc.wait()
 
     median = {name: statistics.median(r[0] for r in v) for name, v in got.items()}
-    print("One call in flight, %d calls a measurement, medians of %d interleaved runs (Python %s)"
-          % (args.calls, args.runs, sys.version.split()[0]))
+    print(
+        "One call in flight, %d calls a measurement, medians of %d interleaved runs (Python %s)"
+        % (args.calls, args.runs, sys.version.split()[0])
+    )
     print("| row | calls/s (min..max) | CPU us/call | vs its blocking row |")
     print("|---|---:|---:|---:|")
     for name, base, _ in table:
         v = got[name]
         ratio = "%.2fx" % (median[name] / median[base]) if base else "-"
-        print("| %s | %.0f (%.0f..%.0f) | %.1f | %s |" % (name, median[name], min(r[0] for r in v),
-                                                          max(r[0] for r in v), statistics.median(r[1] for r in v),
-                                                          ratio))
+        print(
+            "| %s | %.0f (%.0f..%.0f) | %.1f | %s |"
+            % (
+                name,
+                median[name],
+                min(r[0] for r in v),
+                max(r[0] for r in v),
+                statistics.median(r[1] for r in v),
+                ratio,
+            )
+        )
 
 
 if __name__ == "__main__":

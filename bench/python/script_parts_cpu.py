@@ -41,11 +41,15 @@ PARTS = [
     ("+ TIME", "redis.call('TIME') return 1", [], []),
     ("+ GET", "redis.call('GET', KEYS[1]) return 1", ["parts:s"], []),
     ("+ HMGET of 2 fields", "redis.call('HMGET', KEYS[1], 'w', 'n') return 1", ["parts:h"], []),
-    ("+ HSET of 2 fields", "redis.call('HSET', KEYS[1], 'w', '1700000000000000', 'n', '5') return 1",
-     ["parts:h"], []),
+    ("+ HSET of 2 fields", "redis.call('HSET', KEYS[1], 'w', '1700000000000000', 'n', '5') return 1", ["parts:h"], []),
     ("+ PEXPIRE", "redis.call('PEXPIRE', KEYS[1], '3600000') return 1", ["parts:h"], []),
-    ("+ 6 local functions", "local function a() end local function b() end local function c() end "
-     "local function d() end local function e() end local function f() end return 1", [], []),
+    (
+        "+ 6 local functions",
+        "local function a() end local function b() end local function c() end "
+        "local function d() end local function e() end local function f() end return 1",
+        [],
+        [],
+    ),
     ("+ 8 tables", "local a, b, c, d, e, f, g, h = {}, {}, {}, {}, {}, {}, {}, {} return 1", [], []),
     ("reply: a 5-number table", "return {1, 100, 99, 0, 3600000}", [], []),
     ("reply: 5 numbers in one string", "return string.format('%d %d %d %d %d', 1, 100, 99, 0, 3600000)", [], []),
@@ -120,8 +124,10 @@ def batches(r, reps, decisions):
             times[i][0].append(st["usec"] / done)
             times[i][1].append(cpu / done)
     base = statistics.median(times[0][1])
-    print(f"\nGCRA decisions, admitting, 64 keys; {reps} interleaved repetitions of {decisions} decisions; "
-          "us per decision, median (min..max)\n")
+    print(
+        f"\nGCRA decisions, admitting, 64 keys; {reps} interleaved repetitions of {decisions} decisions; "
+        "us per decision, median (min..max)\n"
+    )
     print(f"| {'calls':28} | {'in EVALSHA':>20} | {'Redis main thread':>20} | {'vs one a call':>13} |")
     print(f"|{'-' * 30}|{'-' * 22}|{'-' * 22}|{'-' * 15}|")
     for (name, _, _), (script, whole) in zip(rows, times):
@@ -158,8 +164,10 @@ def main():
                 raise SystemExit(f"Redis counted {st['calls']} calls, sent {a.calls}")
             times[i].append(st["usec"] / st["calls"])
     base = statistics.median(times[0])
-    print(f"redis-server {r.info('server')['redis_version']}; {a.reps} interleaved repetitions of {a.calls} calls; "
-          "us per call (cmdstat_evalsha), median (min..max)\n")
+    print(
+        f"redis-server {r.info('server')['redis_version']}; {a.reps} interleaved repetitions of {a.calls} calls; "
+        "us per call (cmdstat_evalsha), median (min..max)\n"
+    )
     print(f"| {'script':32} | {'us per call':>20} | {'vs empty':>8} |")
     print(f"|{'-' * 34}|{'-' * 22}|{'-' * 10}|")
     for (name, _, _, _), t in zip(PARTS, times):

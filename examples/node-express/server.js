@@ -14,8 +14,8 @@ const express = require('express');
 const polylimit = require('polylimit');
 const { rateLimit } = require('polylimit/express');
 
-const prefix = process.env.PREFIX || 'example-web';  // the Redis key prefix: copies that share it share the limits
-const client = new polylimit.Client(undefined, { name: 'node-express' });  // POLYLIMIT_URL
+const prefix = process.env.PREFIX || 'example-web'; // the Redis key prefix: copies that share it share the limits
+const client = new polylimit.Client(undefined, { name: 'node-express' }); // POLYLIMIT_URL
 const perIp = client.limiter(process.env.LIMIT || '10/minute', { prefix: prefix });
 const login = client.limiter(process.env.LOGIN_LIMIT || '3/minute', { prefix: `${prefix}-login` });
 
@@ -28,9 +28,9 @@ app.use(
   }),
 );
 app.get('/', (req, res) => res.send(`hello; ${req.polylimit.remaining} left\n`));
-app.post('/login', (req, res) => res.send('logged in\n'));
-app.get('/healthz', (req, res) => res.send('ok\n'));
-app.get('/metrics', (req, res) => res.type('text/plain').send(client.metrics()));
+app.post('/login', (_req, res) => res.send('logged in\n'));
+app.get('/healthz', (_req, res) => res.send('ok\n'));
+app.get('/metrics', (_req, res) => res.type('text/plain').send(client.metrics()));
 
 const server = app.listen(Number(process.env.PORT || 3000), '127.0.0.1', () => {
   console.log(`listening on ${server.address().port}`);

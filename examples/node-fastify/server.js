@@ -9,8 +9,8 @@
 const fastify = require('fastify');
 const polylimit = require('polylimit');
 
-const prefix = process.env.PREFIX || 'example-web';  // the Redis key prefix: copies that share it share the limits
-const client = new polylimit.Client(undefined, { name: 'node-fastify' });  // POLYLIMIT_URL
+const prefix = process.env.PREFIX || 'example-web'; // the Redis key prefix: copies that share it share the limits
+const client = new polylimit.Client(undefined, { name: 'node-fastify' }); // POLYLIMIT_URL
 const app = fastify();
 app.register(require('polylimit/fastify'), {
   limiter: client.limiter(process.env.LIMIT || '10/minute', { prefix: prefix }),

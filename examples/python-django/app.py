@@ -62,5 +62,9 @@ if __name__ == "__main__":
 
     import waitress
 
-    waitress.serve(application, host="127.0.0.1", port=int(sys.argv[1]) if len(sys.argv) > 1 else 8000,
-                   clear_untrusted_proxy_headers=False)
+    waitress.serve(
+        application,
+        host="127.0.0.1",
+        port=int(sys.argv[1]) if len(sys.argv) > 1 else 8000,
+        clear_untrusted_proxy_headers=False,
+    )

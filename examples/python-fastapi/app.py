@@ -12,10 +12,9 @@ Run: POLYLIMIT_URL=redis://127.0.0.1:6379 uvicorn app:app --port 8000
 
 import os
 
+import polylimit
 from fastapi import Depends, FastAPI
 from fastapi.responses import PlainTextResponse
-
-import polylimit
 from polylimit.contrib.asgi import RateLimitMiddleware
 from polylimit.contrib.fastapi import RateLimit
 from polylimit.contrib.http import Limit, Policy, api_key

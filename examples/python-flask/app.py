@@ -11,11 +11,10 @@ Run: POLYLIMIT_URL=redis://127.0.0.1:6379 flask --app app run --port 8000
 
 import os
 
-from flask import Flask, Response
-
 import polylimit
+from flask import Flask, Response
 from polylimit.contrib.flask import FlaskRateLimit
-from polylimit.contrib.http import Limit, Policy, first_of, client_ip, user
+from polylimit.contrib.http import Limit, Policy, client_ip, first_of, user
 
 prefix = os.environ.get("EXAMPLE_PREFIX", "example")
 trusted = [p for p in os.environ.get("EXAMPLE_TRUSTED_PROXIES", "").split(",") if p]

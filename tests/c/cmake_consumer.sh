@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the installed-library tests: a CMake consumer project of
 # capi/examples/basic.c in its own folder, C only.
 #   cmake_consumer DIR TARGET [PREFIX]
@@ -8,6 +9,7 @@
 cmake_consumer() {
   local dir=$1 target=$2 prefix=${3:-}
   mkdir -p "$dir"
+  # shellcheck disable=SC2154  # $src: set by the script that sources this one
   cp "$src/capi/examples/basic.c" "$dir/"
   cat > "$dir/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.18)

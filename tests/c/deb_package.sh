@@ -117,6 +117,7 @@ cleanup() {
   if [ "$installed" = 1 ]; then
     apt-get remove -y --purge "$tools_pkg" "$dev_pkg" "$runtime_pkg" >/dev/null || rc=1
   fi
+  # shellcheck disable=SC2153  # set with the PID by tests/redis-server.sh start
   [ -n "${POLYLIMIT_TEST_REDIS_PID:-}" ] && "$src/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
   rm -rf "$work"
   exit "$rc"
@@ -148,11 +149,13 @@ cp "$src/capi/examples/basic.c" "$work/"
 flags=$(pkg-config --cflags --libs polylimit)
 echo "system pkg-config --cflags --libs polylimit: $flags"
 echo "system pkg-config --static --libs polylimit: $(pkg-config --static --libs polylimit)"
+# shellcheck disable=SC2086  # pkg-config's flags: words on purpose
 (cd "$work" && cc basic.c $flags -o basic)
 deps=$(ldd "$work/basic")
 grep -E 'libpolylimit\.so\.1 => (/usr)?/lib/' <<<"$deps" || fail "basic does not load the installed libpolylimit.so.1"
 "$work/basic" "$POLYLIMIT_TEST_REDIS_URL"
 # Static, from the system package: polylimit-static.pc names the archive.
+# shellcheck disable=SC2046  # pkg-config's flags: words on purpose
 (cd "$work" && cc basic.c $(pkg-config --cflags --libs polylimit-static) -o basic-static)
 deps=$(ldd "$work/basic-static")
 if grep -q libpolylimit <<<"$deps"; then fail "basic-static loads libpolylimit.so"; fi
@@ -188,5 +191,5 @@ for pkg in "$runtime_pkg" "$dev_pkg" "$tools_pkg"; do
 done
 left=$(while IFS= read -r p; do if [ -n "$p" ] && { [ -e "$p" ] || [ -L "$p" ]; }; then echo "$p"; fi; done <<<"$owned" |
   LC_ALL=C comm -23 - <(echo "$before"))
-[ -z "$left" ] || fail "left behind after the purge: $(echo $left)"
+[ -z "$left" ] || fail "left behind after the purge: $(tr '\n' ' ' <<<"$left")"
 echo "Debian packages: built, inspected, lintian clean, installed, example built (pkg-config and CMake) and run, CLI run, purged without a trace"

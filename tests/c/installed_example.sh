@@ -14,6 +14,7 @@ libdir=$(ls -d "$prefix"/lib*/pkgconfig | head -n1 | xargs dirname)
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 flags=$(pkg-config --cflags --libs polylimit)
 echo "pkg-config --cflags --libs polylimit: $flags"
+# shellcheck disable=SC2086  # pkg-config's flags: words on purpose
 cc -std=c99 -Wall -Wextra -Werror "$src/capi/examples/basic.c" $flags -o "$work/basic"
 LD_LIBRARY_PATH="$libdir" "$work/basic" "$POLYLIMIT_TEST_REDIS_URL"
 

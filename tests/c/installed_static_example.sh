@@ -11,6 +11,7 @@
 #   4. CMake, project(consumer C) with polylimit::polylimit_static.
 # None of the programs may depend on libpolylimit.so.
 #   tests/c/installed_static_example.sh BUILD_DIR SOURCE_DIR
+# shellcheck disable=SC2086  # $flags: pkg-config's flags, split into words on purpose
 set -euo pipefail
 build=$1 src=$2
 prefix=$(mktemp -d /tmp/polylimit-prefix-XXXXXX)

@@ -13,7 +13,7 @@ PYTHON=${PYTHON:-python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 unset POLYLIMIT_URL  # every case sets it explicitly when it wants it
 TMP=$(mktemp -d /tmp/polylimit-cli-test-XXXXXX)
-REDIS_PID= REDIS_DIR=
+REDIS_PID='' REDIS_DIR=''
 cleanup() {
   [ -n "$REDIS_PID" ] && bash "$HERE/../redis-server.sh" stop "$REDIS_PID" "$REDIS_DIR"
   rm -rf "$TMP"

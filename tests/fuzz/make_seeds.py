@@ -6,6 +6,7 @@ seeds are call sequences laid out as fuzz_capi.cpp reads them through
 libFuzzer's FuzzedDataProvider (strings from the front, numbers from the
 back); a seed that no longer matches the harness is still a valid input.
 """
+
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,8 +39,15 @@ write("fuzz_url", "structured1", b"\x01\x00\\x" + b"p%41ss\\x" + b"\x00\\x" + b"
 
 # fuzz_rate_spec: byte 0 = algorithm (0 sliding log, 1 sliding counter, 2 fixed window, 3 GCRA).
 SPECS = [
-    (0, "100/minute"), (0, "10/s"), (1, "5 per 2 seconds"), (0, "10/s; 1000/hour"), (3, "10/s burst 20"),
-    (2, "200 per day, 50 per hour"), (0, "10/hour|100/day"), (0, "2000 per year"), (0, "1 per 3 months"),
+    (0, "100/minute"),
+    (0, "10/s"),
+    (1, "5 per 2 seconds"),
+    (0, "10/s; 1000/hour"),
+    (3, "10/s burst 20"),
+    (2, "200 per day, 50 per hour"),
+    (0, "10/hour|100/day"),
+    (0, "2000 per year"),
+    (0, "1 per 3 months"),
     (0, "7/500ms"),
 ]
 for i, (alg, spec) in enumerate(SPECS):
@@ -50,7 +58,7 @@ REPLIES = [
     (0x00, 0, b"*5\r\n:1\r\n:10\r\n:9\r\n:0\r\n:1000\r\n"),  # one limit of 10: allowed
     (0x00, 1, b"*5\r\n:0\r\n:10\r\n:0\r\n:250\r\n:1000\r\n"),  # denied, byte by byte
     (0x01, 0, b"*9\r\n:1\r\n:10\r\n:3\r\n:0\r\n:1000\r\n:1\r\n:0\r\n:0\r\n:2000\r\n"),  # two limits
-    (0x8c, 3, b"*5\r\n:1\r\n:20\r\n:19\r\n:0\r\n:50\r\n"),  # GCRA with a burst of 20
+    (0x8C, 3, b"*5\r\n:1\r\n:20\r\n:19\r\n:0\r\n:50\r\n"),  # GCRA with a burst of 20
     (0x00, 0, b"-NOSCRIPT No matching script. Please use EVAL.\r\n"),
     (0x00, 0, b"-ERR Error running script (call to f_0123): user_script:1: oops\r\n"),
     (0x00, 7, b"+OK\r\n$5\r\nhello\r\n$-1\r\n*-1\r\n*2\r\n*1\r\n:1\r\n$0\r\n\r\n"),

@@ -162,7 +162,7 @@ for bin in "$tmp/polylimit-static.test" "$tmp/polylimit-demo-worker"; do
 done
 # An empty LD_LIBRARY_PATH: nothing of the prefix is on the loader's path.
 rc=0
-(cd "$root/bindings/go" && LD_LIBRARY_PATH= "$tmp/polylimit-static.test" -test.count=1 -test.v) >"$log" 2>&1 || rc=$?
+(cd "$root/bindings/go" && LD_LIBRARY_PATH='' "$tmp/polylimit-static.test" -test.count=1 -test.v) >"$log" 2>&1 || rc=$?
 p=$(grep -c -- '^\s*--- PASS' "$log" || true)
 f=$(grep -c -- '^\s*--- FAIL' "$log" || true)
 echo "static test binary (LD_LIBRARY_PATH empty): $p passed, $f failed"
@@ -173,7 +173,7 @@ fi
 passed=$((passed + p))
 failed=$((failed + f))
 eval "$("$root/tests/redis-server.sh" start)"
-out=$(LD_LIBRARY_PATH= "$tmp/polylimit-demo-worker" "$POLYLIMIT_TEST_REDIS_URL" go-static 5 60000 8 go-static) || out="exit status $?"
+out=$(LD_LIBRARY_PATH='' "$tmp/polylimit-demo-worker" "$POLYLIMIT_TEST_REDIS_URL" go-static 5 60000 8 go-static) || out="exit status $?"
 sys_out=$("$tmp/polylimit-demo-worker-system" "$POLYLIMIT_TEST_REDIS_URL" go-system 5 60000 8 go-system) || sys_out="exit status $?"
 "$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
 echo "static demo worker (LD_LIBRARY_PATH empty): $out"

@@ -129,6 +129,7 @@ consumer=$(mktemp -d /tmp/polylimit-java-consumer-XXXXXX)
 example_pid=
 cleanup() {
   [ -n "$example_pid" ] && kill "$example_pid" 2>/dev/null
+  # shellcheck disable=SC2153  # set with the PID by tests/redis-server.sh start
   [ -n "${POLYLIMIT_TEST_REDIS_PID:-}" ] && "$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
   rm -rf "$consumer"
 }
@@ -146,7 +147,7 @@ if unzip -l "$jar" "$native_entry" >/dev/null 2>&1; then
   fi
   exported=$(nm -D --defined-only "$consumer/unpacked/$native_entry" | awk '{ print $3 }' | grep -v '^Java_' || true)
   if [ -n "$exported" ]; then
-    echo "the JNI library exports more than its Java_* entry points:" $exported >&2
+    echo "the JNI library exports more than its Java_* entry points:" "$exported" >&2
     exit 1
   fi
 fi

@@ -20,7 +20,7 @@ const { rateLimit, PolylimitStore } = require(path.join(packageDir, 'lib', 'expr
 const { startRedis, uniquePrefix } = require('./redis');
 
 let server;
-let modules;  // NODE_PATH for the examples: polylimit as an installed package, express, fastify
+let modules; // NODE_PATH for the examples: polylimit as an installed package, express, fastify
 before(async () => {
   server = await startRedis();
   modules = fs.mkdtempSync(path.join(os.tmpdir(), 'polylimit-node-'));
@@ -91,8 +91,20 @@ test('two Express servers (examples/node-express) share one limit exactly', asyn
         return r;
       }),
     );
-    assert.equal(count(got.map((r) => r.status), 200), 20);
-    assert.equal(count(got.map((r) => r.status), 429), 30);
+    assert.equal(
+      count(
+        got.map((r) => r.status),
+        200,
+      ),
+      20,
+    );
+    assert.equal(
+      count(
+        got.map((r) => r.status),
+        429,
+      ),
+      30,
+    );
     const denied = got.find((r) => r.status === 429);
     assert.equal(denied.headers.get('ratelimit-limit'), '20');
     assert.equal(denied.headers.get('ratelimit-remaining'), '0');
@@ -101,7 +113,10 @@ test('two Express servers (examples/node-express) share one limit exactly', asyn
     const admitted = got.find((r) => r.status === 200);
     assert.equal(admitted.headers.get('retry-after'), null);
     // /login has its own count; /healthz and /metrics are exempt.
-    assert.deepEqual(await statuses([`${a.base}/login`, `${b.base}/login`, `${a.base}/login`, `${b.base}/login`], { method: 'POST' }), [200, 200, 200, 429]);
+    assert.deepEqual(
+      await statuses([`${a.base}/login`, `${b.base}/login`, `${a.base}/login`, `${b.base}/login`], { method: 'POST' }),
+      [200, 200, 200, 429],
+    );
     const health = await fetch(`${a.base}/healthz`);
     assert.equal(health.status, 200);
     assert.equal(health.headers.get('ratelimit-limit'), null);
@@ -133,10 +148,10 @@ test('X-Forwarded-For counts only from trusted proxies', async () => {
   const prefix = uniquePrefix('xff');
   const trusting = express();
   trusting.use(rateLimit(client.limiter('2/minute', { prefix }), { trustedProxies: ['127.0.0.1', '10.0.0.0/8'] }));
-  trusting.get('/', (req, res) => res.send('ok'));
+  trusting.get('/', (_req, res) => res.send('ok'));
   const ignoring = express();
-  ignoring.use(rateLimit(client.limiter('2/minute', { prefix: prefix + '-ignoring' })));
-  ignoring.get('/', (req, res) => res.send('ok'));
+  ignoring.use(rateLimit(client.limiter('2/minute', { prefix: `${prefix}-ignoring` })));
+  ignoring.get('/', (_req, res) => res.send('ok'));
   const t = await listen(trusting);
   const i = await listen(ignoring);
   try {
@@ -162,7 +177,7 @@ test('Redis unreachable: 503 with the default policy, admitted with failurePolic
   const app = express();
   app.use('/strict', rateLimit(client.limiter('5/s')));
   app.use('/open', rateLimit(client.limiter('5/s', { failurePolicy: 'open' })));
-  app.get(['/strict', '/open'], (req, res) => res.send(req.polylimit && req.polylimit.degraded ? 'degraded' : 'ok'));
+  app.get(['/strict', '/open'], (req, res) => res.send(req.polylimit?.degraded ? 'degraded' : 'ok'));
   const s = await listen(app);
   try {
     const strict = await fetch(`${s.base}/strict`);
@@ -192,7 +207,7 @@ test('express-rate-limit with a PolylimitStore: one line, one shared limit', asy
         store: new PolylimitStore(client.limiter('5/minute', { prefix })),
       }),
     );
-    app.get('/', (req, res) => res.send('ok'));
+    app.get('/', (_req, res) => res.send('ok'));
     return app;
   });
   const servers = await Promise.all(apps.map(listen));

@@ -56,7 +56,7 @@ test('peek, refund, reset and acquire', async () => {
     const acquired = await limiter.acquire('k', 2, 1000);
     assert.equal(acquired.allowed, true);
     assert.equal(acquired.granted, 2);
-    const waited = await limiter.acquire('k', 1, 50);  // would wait most of a minute
+    const waited = await limiter.acquire('k', 1, 50); // would wait most of a minute
     assert.equal(waited.allowed, false);
     assert.equal(await limiter.reset('k'), undefined);
     assert.equal((await limiter.peek('k')).remaining, 3);
@@ -70,7 +70,10 @@ test('checkMany, checkAtMost and checkLimit', async () => {
   try {
     const limiter = client.limiter('2/minute', { prefix: uniquePrefix('batch') });
     const results = await limiter.checkMany(['a', 'b', 'a', 'a', Buffer.from('b'), ''], 1);
-    assert.deepEqual(results.slice(0, 5).map((d) => d.allowed), [true, true, true, false, true]);
+    assert.deepEqual(
+      results.slice(0, 5).map((d) => d.allowed),
+      [true, true, true, false, true],
+    );
     assert.ok(results[5] instanceof polylimit.InvalidArgumentError);
     assert.match(results[5].message, /key is empty/);
     assert.deepEqual(await limiter.checkMany([]), []);
@@ -81,7 +84,7 @@ test('checkMany, checkAtMost and checkLimit', async () => {
     assert.equal(most.allowed, true);
     assert.equal(most.granted, 2);
     assert.equal((await limiter.checkAtMost('c', 5)).granted, 0);
-    const perCall = await limiter.checkLimit('c', 1, 3, 60000);  // a third unit under a limit of 3
+    const perCall = await limiter.checkLimit('c', 1, 3, 60000); // a third unit under a limit of 3
     assert.equal(perCall.allowed, true);
     assert.equal(perCall.limit, 3);
     assert.throws(() => limiter.checkLimit('c', 1, 0, 60000), polylimit.InvalidArgumentError);
@@ -126,12 +129,17 @@ test('lease: one round trip takes a block, close gives back the rest', async () 
     assert.equal(stats.leased_units, 60);
     assert.equal(stats.round_trips - trips, 5);
     assert.equal((await plain.peek('k')).remaining, 40);
-    await client.close();  // the 9 units left go back
+    await client.close(); // the 9 units left go back
     assert.equal((await plain.peek('k')).remaining, 49);
-    assert.throws(() => watch.limiter('10/s', { lease: { units: 11 } }),
-      (e) => e instanceof polylimit.InvalidArgumentError && /lease_units = 11 exceeds limit = 10/.test(e.message));
-    assert.throws(() => watch.limiter('10/s', { lease: { units: 1, ms: 0 } }),
-      (e) => e instanceof polylimit.InvalidArgumentError && /lease\.ms: lease_ms = 0 is out of range 1\./.test(e.message));
+    assert.throws(
+      () => watch.limiter('10/s', { lease: { units: 11 } }),
+      (e) => e instanceof polylimit.InvalidArgumentError && /lease_units = 11 exceeds limit = 10/.test(e.message),
+    );
+    assert.throws(
+      () => watch.limiter('10/s', { lease: { units: 1, ms: 0 } }),
+      (e) =>
+        e instanceof polylimit.InvalidArgumentError && /lease\.ms: lease_ms = 0 is out of range 1\./.test(e.message),
+    );
   } finally {
     client.close();
     watch.close();
@@ -161,7 +169,7 @@ test('metrics: counters and the Prometheus text', async () => {
   assert.throws(() => a.stats(), polylimit.ClosedError);
 });
 
-test('prom-client: the clients\' counters in a Registry', async () => {
+test("prom-client: the clients' counters in a Registry", async () => {
   const promClient = require('../../bindings/node/node_modules/prom-client');
   const { registerPolylimit } = require('../../bindings/node/lib/prom-client');
   const a = new polylimit.Client(server.url, { name: 'web' });
@@ -171,7 +179,7 @@ test('prom-client: the clients\' counters in a Registry', async () => {
     await limiter.check('k');
     await limiter.check('k');
     const registry = new promClient.Registry();
-    new promClient.Counter({ name: 'app_requests_total', help: 'The app\'s own.', registers: [registry] }).inc();
+    new promClient.Counter({ name: 'app_requests_total', help: "The app's own.", registers: [registry] }).inc();
     registerPolylimit(registry, a, b);
     const text = await registry.metrics();
     assert.match(text, /^app_requests_total 1$/m);
@@ -190,8 +198,10 @@ test('prom-client: the clients\' counters in a Registry', async () => {
     const open = await registry.metrics();
     assert.match(open, /^polylimit_checks_total\{client="web"\} 3$/m);
     assert.doesNotMatch(open, /_total_total/);
-    assert.throws(() => registerPolylimit(new promClient.Registry(), a, new polylimit.Client('memory://')),
-      polylimit.InvalidArgumentError);  // two clients need distinct names
+    assert.throws(
+      () => registerPolylimit(new promClient.Registry(), a, new polylimit.Client('memory://')),
+      polylimit.InvalidArgumentError,
+    ); // two clients need distinct names
     a.close();
     registry.setContentType(promClient.Registry.PROMETHEUS_CONTENT_TYPE);
     await assert.rejects(registry.metrics(), polylimit.ClosedError);
@@ -210,14 +220,17 @@ test('bad input throws before any I/O', async () => {
     assert.throws(() => limiter.check('k', NaN), TypeError);
     assert.throws(() => limiter.check('k', 1.5), TypeError);
     assert.throws(() => limiter.check('k', '1'), TypeError);
-    assert.throws(() => limiter.check('k', -1), (e) => {
-      assert.ok(e instanceof polylimit.PolylimitError);
-      assert.ok(e instanceof polylimit.InvalidArgumentError);
-      assert.equal(e.code, 'EINVALID');
-      assert.equal(e.retryable, false);
-      assert.match(e.message, /cost = -1/);
-      return true;
-    });
+    assert.throws(
+      () => limiter.check('k', -1),
+      (e) => {
+        assert.ok(e instanceof polylimit.PolylimitError);
+        assert.ok(e instanceof polylimit.InvalidArgumentError);
+        assert.equal(e.code, 'EINVALID');
+        assert.equal(e.retryable, false);
+        assert.match(e.message, /cost = -1/);
+        return true;
+      },
+    );
     assert.throws(() => limiter.check('k', 11), polylimit.InvalidArgumentError);
     assert.throws(() => limiter.check(''), /key is empty/);
     assert.throws(() => limiter.check(Buffer.alloc(1024 * 1024 + 1, 'a')), /at most 1048576/);
@@ -234,14 +247,32 @@ test('bad input throws before any I/O', async () => {
 test('an explicit 0 where 0 would read as the default is refused', () => {
   const refused = (make, pattern) =>
     assert.throws(make, (e) => e instanceof polylimit.InvalidArgumentError && pattern.test(e.message));
-  refused(() => new polylimit.Client('memory://', { poolSize: 0 }), /^poolSize: pool_size = 0 is out of range 1\.\.4096$/);
-  refused(() => new polylimit.Client('memory://', { commandTimeoutMs: 0 }), /commandTimeoutMs: command_timeout_ms = 0 is out of range 1\./);
-  refused(() => new polylimit.Client('memory://', { connectTimeoutMs: 0 }), /connectTimeoutMs: connect_timeout_ms = 0 is out of range 1\./);
-  refused(() => new polylimit.Client('memory://', { acquireTimeoutMs: 0 }), /acquireTimeoutMs: acquire_timeout_ms = 0 cannot be given/);
+  refused(
+    () => new polylimit.Client('memory://', { poolSize: 0 }),
+    /^poolSize: pool_size = 0 is out of range 1\.\.4096$/,
+  );
+  refused(
+    () => new polylimit.Client('memory://', { commandTimeoutMs: 0 }),
+    /commandTimeoutMs: command_timeout_ms = 0 is out of range 1\./,
+  );
+  refused(
+    () => new polylimit.Client('memory://', { connectTimeoutMs: 0 }),
+    /connectTimeoutMs: connect_timeout_ms = 0 is out of range 1\./,
+  );
+  refused(
+    () => new polylimit.Client('memory://', { acquireTimeoutMs: 0 }),
+    /acquireTimeoutMs: acquire_timeout_ms = 0 cannot be given/,
+  );
   const client = new polylimit.Client('memory://', { poolSize: 1, acquireTimeoutMs: 5 });
   try {
-    refused(() => client.limiter('10/s', { breaker: { failures: 3, cooldownMs: 0 } }), /breaker_cooldown_ms = 0 is out of range 1\./);
-    refused(() => client.limiter('10/s', { durable: { replicas: 1, timeoutMs: 0 } }), /durable_timeout_ms = 0 is out of range 1\./);
+    refused(
+      () => client.limiter('10/s', { breaker: { failures: 3, cooldownMs: 0 } }),
+      /breaker_cooldown_ms = 0 is out of range 1\./,
+    );
+    refused(
+      () => client.limiter('10/s', { durable: { replicas: 1, timeoutMs: 0 } }),
+      /durable_timeout_ms = 0 is out of range 1\./,
+    );
     // Left out, each is the library's default; other values go to the library.
     client.limiter('10/s', { breaker: { failures: 3 }, durable: {} });
     refused(() => new polylimit.Client('memory://', { poolSize: -1 }), /pool_size = -1/);
@@ -254,7 +285,10 @@ test('no URL: POLYLIMIT_URL, else an error naming memory://', () => {
   const saved = process.env.POLYLIMIT_URL;
   try {
     delete process.env.POLYLIMIT_URL;
-    assert.throws(() => new polylimit.Client(), (e) => e instanceof polylimit.InvalidArgumentError && /memory:\/\//.test(e.message));
+    assert.throws(
+      () => new polylimit.Client(),
+      (e) => e instanceof polylimit.InvalidArgumentError && /memory:\/\//.test(e.message),
+    );
     process.env.POLYLIMIT_URL = 'memory://';
     const client = new polylimit.Client();
     client.close();
@@ -265,11 +299,14 @@ test('no URL: POLYLIMIT_URL, else an error naming memory://', () => {
 });
 
 test('secrets never reach messages', async () => {
-  assert.throws(() => new polylimit.Client('redis://user:hunter2@127.0.0.1:notaport'), (e) => {
-    assert.ok(e instanceof polylimit.InvalidArgumentError);
-    assert.doesNotMatch(e.message, /hunter2/);
-    return true;
-  });
+  assert.throws(
+    () => new polylimit.Client('redis://user:hunter2@127.0.0.1:notaport'),
+    (e) => {
+      assert.ok(e instanceof polylimit.InvalidArgumentError);
+      assert.doesNotMatch(e.message, /hunter2/);
+      return true;
+    },
+  );
   // Nothing listens on port 1: the connect fails, retryably, without the password.
   const client = new polylimit.Client('redis://user:hunter2@127.0.0.1:1', { connectTimeoutMs: 200 });
   try {
@@ -287,7 +324,7 @@ test('secrets never reach messages', async () => {
 test('close() settles every promise in flight, and later calls throw', async () => {
   const client = new polylimit.Client(server.url, { commandTimeoutMs: 5000 });
   const limiter = client.limiter('100/minute', { prefix: uniquePrefix('close') });
-  await limiter.check('warm');  // connected
+  await limiter.check('warm'); // connected
   server.pause();
   let settled;
   try {
@@ -308,7 +345,7 @@ test('close() settles every promise in flight, and later calls throw', async () 
   }
   assert.throws(() => limiter.check('k'), polylimit.ClosedError);
   assert.throws(() => client.limiter('1/s'), polylimit.ClosedError);
-  client.close();  // idempotent
+  client.close(); // idempotent
 });
 
 // Closing gives the leases' unused units back: a round trip that must not
@@ -334,7 +371,7 @@ test('close() with leases and a stopped server: the event loop keeps turning', a
       await sleep(300);
       assert.ok(ticks >= 20, `the event loop turned ${ticks} times in 300 ms while the close waited`);
       const state = await Promise.race([closed.then(() => 'closed'), sleep(0).then(() => 'waiting')]);
-      assert.equal(state, 'waiting');  // for the server: the units go back when it answers
+      assert.equal(state, 'waiting'); // for the server: the units go back when it answers
       server.resume();
       assert.equal(await closed, undefined);
     } finally {
@@ -345,7 +382,7 @@ test('close() with leases and a stopped server: the event loop keeps turning', a
     const plain = watch.limiter('100/minute', { prefix });
     assert.equal((await plain.peek('a')).remaining, 99);
     assert.equal((await plain.peek('b')).remaining, 99);
-    assert.equal(await client.close(), undefined);  // again: resolves at once
+    assert.equal(await client.close(), undefined); // again: resolves at once
   } finally {
     await watch.close();
   }
@@ -379,13 +416,13 @@ test('a collected limiter with leases gives them back without holding the event 
       }
       collecting = Date.now() - started;
       await sleep(100);
-      assert.equal(client.stats().refunded_units, 0);  // the server is stopped: not yet
+      assert.equal(client.stats().refunded_units, 0); // the server is stopped: not yet
     } finally {
       server.resume();
     }
     assert.ok(collecting < 1000, `collecting the limiter held the event loop for ${collecting} ms`);
     for (let i = 0; i < 100 && client.stats().refunded_units === 0; i++) await sleep(20);
-    assert.equal(client.stats().refunded_units, 9);  // the limiter was collected and its 9 units went back
+    assert.equal(client.stats().refunded_units, 9); // the limiter was collected and its 9 units went back
     const plain = client.limiter('100/minute', { prefix });
     assert.equal((await plain.peek('a')).remaining, 99);
   } finally {
@@ -412,11 +449,14 @@ test('process.exit() with calls in flight neither hangs nor crashes', () => {
     limiter.acquire('k', 1, 60000).catch(() => {});
     process.exit(7);
   `;
-  assert.throws(() => execFileSync(process.execPath, ['-e', script], { timeout: 10000, stdio: 'pipe' }), (e) => {
-    assert.equal(e.signal, null, 'killed by a signal');
-    assert.equal(e.status, 7);
-    return true;
-  });
+  assert.throws(
+    () => execFileSync(process.execPath, ['-e', script], { timeout: 10000, stdio: 'pipe' }),
+    (e) => {
+      assert.equal(e.signal, null, 'killed by a signal');
+      assert.equal(e.status, 7);
+      return true;
+    },
+  );
 });
 
 test('a worker terminated with calls in flight', async () => {
@@ -429,7 +469,10 @@ test('a worker terminated with calls in flight', async () => {
     parentPort.postMessage('submitted');
   `;
   const module = path.join(__dirname, '..', '..', 'bindings', 'node');
-  const w = new Worker(source, { eval: true, workerData: { module, url: server.url, prefix: uniquePrefix('terminate') } });
+  const w = new Worker(source, {
+    eval: true,
+    workerData: { module, url: server.url, prefix: uniquePrefix('terminate') },
+  });
   await new Promise((resolve, reject) => {
     w.once('message', resolve);
     w.once('error', reject);
@@ -504,7 +547,10 @@ test('a worker terminated while its client closes and a leased limiter is freed'
   `;
   const module = path.join(__dirname, '..', '..', 'bindings', 'node');
   for (let round = 0; round < 3; round++) {
-    const w = new Worker(source, { eval: true, workerData: { module, url: server.url, prefix: uniquePrefix('worker-close') } });
+    const w = new Worker(source, {
+      eval: true,
+      workerData: { module, url: server.url, prefix: uniquePrefix('worker-close') },
+    });
     const errors = [];
     w.on('error', (e) => errors.push(e));
     await new Promise((resolve, reject) => {
@@ -539,5 +585,8 @@ test('worker_threads: a client per worker, exact totals', async () => {
         }),
     ),
   );
-  assert.equal(counts.reduce((a, b) => a + b, 0), 300);
+  assert.equal(
+    counts.reduce((a, b) => a + b, 0),
+    300,
+  );
 });

@@ -20,14 +20,48 @@ before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polylimit-node-tls-'));
   const openssl = (...args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
   const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  openssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '30', '-subj', '/CN=polylimit-node-test-ca');
+  openssl(
+    'req',
+    '-x509',
+    ...key,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=polylimit-node-test-ca',
+  );
   openssl('req', ...key, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
   fs.writeFileSync(path.join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial',
-    '-out', 'server.crt', '-days', '30', '-extfile', 'server.ext');
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '30',
+    '-extfile',
+    'server.ext',
+  );
   // redisfix picks the TLS port (and picks again if the server cannot bind it).
-  server = await startRedis(['standalone', '--tls-cert-file', path.join(dir, 'server.crt'),
-    '--tls-key-file', path.join(dir, 'server.key'), '--tls-ca-cert-file', path.join(dir, 'ca.crt')]);
+  server = await startRedis([
+    'standalone',
+    '--tls-cert-file',
+    path.join(dir, 'server.crt'),
+    '--tls-key-file',
+    path.join(dir, 'server.key'),
+    '--tls-ca-cert-file',
+    path.join(dir, 'ca.crt'),
+  ]);
   tlsPort = server.desc.nodes[0].tls_port;
 });
 
@@ -62,7 +96,9 @@ test('rediss:// without the CA: the certificate is refused', async () => {
 
 test('TLS options on a URL without TLS are refused', () => {
   const plain = `redis://127.0.0.1:${server.desc.nodes[0].port}`;
-  assert.throws(() => new polylimit.Client(plain, { tls: { caFile: path.join(dir, 'ca.crt') } }),
-    polylimit.InvalidArgumentError);
+  assert.throws(
+    () => new polylimit.Client(plain, { tls: { caFile: path.join(dir, 'ca.crt') } }),
+    polylimit.InvalidArgumentError,
+  );
   assert.throws(() => new polylimit.Client(plain, { tls: { caFile: 7 } }), TypeError);
 });

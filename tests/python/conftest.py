@@ -88,7 +88,8 @@ def _read_reply(f):
 
 # The launcher: $POLYLIMIT_REDISFIX, else the one of this source tree.
 REDISFIX = os.environ.get("POLYLIMIT_REDISFIX") or os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), os.pardir, "fixture", "redisfix")
+    os.path.dirname(os.path.abspath(__file__)), os.pardir, "fixture", "redisfix"
+)
 
 
 class RedisServer:
@@ -132,8 +133,9 @@ def start_redis(*extra):
         pytest.skip("redis-server is not installed")
     # stdin stays open: the launcher stops the server at "stop" or when this
     # process dies and the pipe closes.
-    proc = subprocess.Popen([sys.executable, REDISFIX, "standalone", "--", *extra], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, REDISFIX, "standalone", "--", *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     line = proc.stdout.readline()
     desc = json.loads(line) if line.strip() else {"error": "no output (status %s)" % proc.wait()}
     if "error" in desc:

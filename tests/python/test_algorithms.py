@@ -2,10 +2,8 @@
 decisions on memory:// and Redis, check_at determinism, GCRA bursts and
 multi-limit specs."""
 
-
-import pytest
-
 import polylimit
+import pytest
 
 # A time aligned to 60 s (fixed windows start at multiples of the window).
 T0 = 1_699_999_980.0
@@ -19,6 +17,7 @@ def _run_sequence(lim, key):
 
 
 # -- algorithms -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("algorithm", polylimit.ALGORITHMS)
 def test_every_algorithm_allows_then_denies(url, key, algorithm):

@@ -4,13 +4,12 @@ import datetime
 import os
 import time
 
-import pytest
-
 import polylimit
+import pytest
 from polylimit import _core
 
-
 # -- package ------------------------------------------------------------------
+
 
 def test_version_is_the_headers():
     header = os.path.join(os.path.dirname(__file__), "..", "..", "capi", "include", "polylimit.h")
@@ -40,9 +39,19 @@ def test_error_hierarchy():
     assert issubclass(polylimit.InvalidArgument, ValueError)
     assert issubclass(polylimit.Unavailable, ConnectionError)
     assert issubclass(polylimit.Timeout, TimeoutError)
-    for cls in (polylimit.InvalidArgument, polylimit.Unavailable, polylimit.Timeout, polylimit.AuthError,
-                polylimit.PermissionDenied, polylimit.ScriptError, polylimit.PoolExhausted, polylimit.NoMemory,
-                polylimit.ServerError, polylimit.ClosedError, polylimit.RateLimited):
+    for cls in (
+        polylimit.InvalidArgument,
+        polylimit.Unavailable,
+        polylimit.Timeout,
+        polylimit.AuthError,
+        polylimit.PermissionDenied,
+        polylimit.ScriptError,
+        polylimit.PoolExhausted,
+        polylimit.NoMemory,
+        polylimit.ServerError,
+        polylimit.ClosedError,
+        polylimit.RateLimited,
+    ):
         assert issubclass(cls, polylimit.Error)
     assert polylimit.InvalidArgument.code == "POLYLIMIT_EINVALID"
     assert polylimit.Timeout.code == "POLYLIMIT_ETIMEOUT" and polylimit.Timeout.retryable
@@ -50,6 +59,7 @@ def test_error_hierarchy():
 
 
 # -- checks ---------------------------------------------------------------------
+
 
 def test_check_admits_up_to_the_limit(url, key):
     with polylimit.Client(url) as client:
@@ -179,6 +189,7 @@ def test_limiter_description():
 
 # -- client lifetime ----------------------------------------------------------
 
+
 def test_close_is_idempotent_and_closes_limiters(key):
     client = polylimit.Client("memory://")
     lim = client.limiter("5/s")
@@ -209,15 +220,22 @@ def test_repr_hides_the_password():
 
 
 def test_options_are_accepted(redis_server, key):
-    with polylimit.Client(redis_server.url, pool_size=2, connect_timeout=0.5, command_timeout=0.25,
-                         acquire_timeout=datetime.timedelta(seconds=1), keepalive=False,
-                         idle_check=0.0001) as client:
+    with polylimit.Client(
+        redis_server.url,
+        pool_size=2,
+        connect_timeout=0.5,
+        command_timeout=0.25,
+        acquire_timeout=datetime.timedelta(seconds=1),
+        keepalive=False,
+        idle_check=0.0001,
+    ) as client:
         assert client.limiter("1/s").check(key)
     with polylimit.Client(redis_server.url, keepalive=30) as client:
         assert client.limiter("1/s").check(key + "x")
 
 
 # -- helpers ----------------------------------------------------------------------
+
 
 def test_hit_context_manager(key):
     with polylimit.Client("memory://") as client:
@@ -271,6 +289,7 @@ def test_limit_decorator(key):
 
 # -- bad arguments ----------------------------------------------------------------
 
+
 @pytest.fixture
 def lim():
     with polylimit.Client("memory://") as client:
@@ -309,16 +328,19 @@ def test_lone_surrogate_key(lim):
         lim.check("\udc80")
 
 
-@pytest.mark.parametrize("cost,exc,message", [
-    (0, polylimit.InvalidArgument, "cost = 0 must be at least 1"),
-    (-1, polylimit.InvalidArgument, "cost = -1 must be at least 1"),
-    (11, polylimit.InvalidArgument, "cost = 11 exceeds limit = 10"),
-    (2**70, polylimit.InvalidArgument, "cost = 1180591620717411303424 is out of range"),
-    (1.0, TypeError, "cost must be an int, not float"),
-    ("1", TypeError, "cost must be an int, not str"),
-    (True, TypeError, "cost must be an int, not bool"),
-    (None, TypeError, "cost must be an int, not NoneType"),
-])
+@pytest.mark.parametrize(
+    "cost,exc,message",
+    [
+        (0, polylimit.InvalidArgument, "cost = 0 must be at least 1"),
+        (-1, polylimit.InvalidArgument, "cost = -1 must be at least 1"),
+        (11, polylimit.InvalidArgument, "cost = 11 exceeds limit = 10"),
+        (2**70, polylimit.InvalidArgument, "cost = 1180591620717411303424 is out of range"),
+        (1.0, TypeError, "cost must be an int, not float"),
+        ("1", TypeError, "cost must be an int, not str"),
+        (True, TypeError, "cost must be an int, not bool"),
+        (None, TypeError, "cost must be an int, not NoneType"),
+    ],
+)
 def test_bad_cost(lim, cost, exc, message):
     with pytest.raises(exc, match=message):
         lim.check("k", cost)
@@ -335,23 +357,42 @@ def test_errors_carry_code_and_status(lim):
     assert isinstance(info.value, ValueError)
 
 
-@pytest.mark.parametrize("now,exc,message", [
-    (-1.0, polylimit.InvalidArgument, "now_us = -1000000 is out of range"),
-    (0, polylimit.InvalidArgument, "now_us = 0 is out of range"),
-    (2**60, polylimit.InvalidArgument, "is out of range"),
-    (float("nan"), polylimit.InvalidArgument, "not finite"),
-    ("now", TypeError, "now must be float seconds, int microseconds"),
-    (datetime.datetime(2024, 1, 1), polylimit.InvalidArgument, "naive datetime"),
-])
+@pytest.mark.parametrize(
+    "now,exc,message",
+    [
+        (-1.0, polylimit.InvalidArgument, "now_us = -1000000 is out of range"),
+        (0, polylimit.InvalidArgument, "now_us = 0 is out of range"),
+        (2**60, polylimit.InvalidArgument, "is out of range"),
+        (float("nan"), polylimit.InvalidArgument, "not finite"),
+        ("now", TypeError, "now must be float seconds, int microseconds"),
+        (datetime.datetime(2024, 1, 1), polylimit.InvalidArgument, "naive datetime"),
+    ],
+)
 def test_bad_check_at_time(lim, now, exc, message):
     with pytest.raises(exc, match=message):
         lim.check_at("k", 1, now)
 
 
-@pytest.mark.parametrize("spec", [
-    "", "10", "10/", "/s", "ten/s", "10/fortnight", "10 per", "-1/s", "10/0s", "10/0.0001s",
-    "10/1.5ms", "10//s", "1e3/s", "10/s extra", "10 pers",
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "",
+        "10",
+        "10/",
+        "/s",
+        "ten/s",
+        "10/fortnight",
+        "10 per",
+        "-1/s",
+        "10/0s",
+        "10/0.0001s",
+        "10/1.5ms",
+        "10//s",
+        "1e3/s",
+        "10/s extra",
+        "10 pers",
+    ],
+)
 def test_bad_spec(spec):
     with polylimit.Client("memory://") as client:
         with pytest.raises(polylimit.InvalidArgument, match="rate spec") as info:
@@ -359,18 +400,21 @@ def test_bad_spec(spec):
     assert info.value.code == "POLYLIMIT_EINVALID"
 
 
-@pytest.mark.parametrize("spec,message", [
-    # The messages are the core's (capi polylimit_limiter_new_spec), quoting the bad part.
-    ("", "rate spec is empty (expected e.g. '100/minute' or '10/s; 1000/hour')"),
-    ("10", "rate spec '10': expected '/' or 'per' after the count"),
-    ("ten/s", "rate spec 'ten/s': expected count (a whole number) at 'ten/s'"),
-    ("10/fortnight", "rate spec '10/fortnight': unknown time unit 'fortnight' (use ms, s, m, h, d, month or year)"),
-    ("10/s extra", "rate spec '10/s extra': unexpected 'extra' after the period"),
-    ("2000000/s", "rate spec '2000000/s': count 2000000 is larger than 1000000"),
-    ("3 / 1.5 s", "rate spec '3 / 1.5 s': expected a time unit (ms, s, m, h, d, month, year) at '.5 s'"),
-    ("10/s; 5/hour; x", "rate spec ' x': expected count (a whole number) at 'x'"),
-    ("10/s burst 20", "rate spec '10/s burst 20': burst = 20 is only for the gcra algorithm"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        # The messages are the core's (capi polylimit_limiter_new_spec), quoting the bad part.
+        ("", "rate spec is empty (expected e.g. '100/minute' or '10/s; 1000/hour')"),
+        ("10", "rate spec '10': expected '/' or 'per' after the count"),
+        ("ten/s", "rate spec 'ten/s': expected count (a whole number) at 'ten/s'"),
+        ("10/fortnight", "rate spec '10/fortnight': unknown time unit 'fortnight' (use ms, s, m, h, d, month or year)"),
+        ("10/s extra", "rate spec '10/s extra': unexpected 'extra' after the period"),
+        ("2000000/s", "rate spec '2000000/s': count 2000000 is larger than 1000000"),
+        ("3 / 1.5 s", "rate spec '3 / 1.5 s': expected a time unit (ms, s, m, h, d, month, year) at '.5 s'"),
+        ("10/s; 5/hour; x", "rate spec ' x': expected count (a whole number) at 'x'"),
+        ("10/s burst 20", "rate spec '10/s burst 20': burst = 20 is only for the gcra algorithm"),
+    ],
+)
 def test_bad_spec_messages_come_from_the_core(spec, message):
     with polylimit.Client("memory://") as client:
         with pytest.raises(polylimit.InvalidArgument) as info:
@@ -384,72 +428,120 @@ def test_spec_of_wrong_type():
             client.limiter(100)
 
 
-@pytest.mark.parametrize("kwargs,exc,message", [
-    # Ranges are the core's, named as the C API names them (deny_cache_size,
-    # block_ms ...); the binding only converts types (seconds to ms, rounded up).
-    ({}, polylimit.InvalidArgument, "a rate is needed"),
-    ({"limit": 10}, polylimit.InvalidArgument, "a rate is needed"),
-    ({"spec": "1/s", "limit": 1}, polylimit.InvalidArgument, "not both"),
-    ({"limit": 0, "window": 1}, polylimit.InvalidArgument, r"^limit = 0 is out of range 1\.\.1000000$"),
-    ({"limit": 1000001, "window": 1}, polylimit.InvalidArgument, r"^limit = 1000001 is out of range 1\.\.1000000$"),
-    ({"limit": 2**64, "window": 1}, polylimit.InvalidArgument,
-     r"^limit = 18446744073709551616 is out of range 1\.\.1000000$"),
-    ({"limit": 1.5, "window": 1}, TypeError, "limit must be an int, not float"),
-    ({"limit": True, "window": 1}, TypeError, "limit must be an int, not bool"),
-    ({"limit": 1, "window": 0}, polylimit.InvalidArgument, r"^window_ms = 0 is out of range 1\.\.31622400000$"),
-    ({"limit": 1, "window": -1.0}, polylimit.InvalidArgument, r"^window_ms = -1000 is out of range 1\.\."),
-    ({"limit": 1, "window": 0.0001}, polylimit.InvalidArgument, "not a whole number of milliseconds"),
-    ({"limit": 1, "window": 1e12}, polylimit.InvalidArgument,
-     r"^window_ms = 1000000000000000 is out of range 1\.\.31622400000$"),
-    ({"limit": 1, "window": float("inf")}, polylimit.InvalidArgument, "window = inf is not a finite number"),
-    ({"limit": 1, "window": "60"}, TypeError, "window must be a number of seconds, not str"),
-    ({"spec": "1/s", "algorithm": "token"}, polylimit.InvalidArgument,
-     "algorithm 'token' is unknown; available: fixed_window, gcra, sliding_counter, sliding_log"),
-    ({"spec": "1/s", "on_failure": "ignore"}, polylimit.InvalidArgument, "on_failure 'ignore' is unknown"),
-    ({"spec": "1/s", "on_failure": None}, TypeError, "on_failure must be a str"),
-    ({"spec": "1/s", "burst": 5, "algorithm": "gcra"}, polylimit.InvalidArgument, "burst goes in the spec"),
-    ({"limit": 1, "window": 1, "burst": 5}, polylimit.InvalidArgument, "burst = 5 is only for the gcra algorithm"),
-    ({"limit": 1, "window": 1, "burst": -1, "algorithm": "gcra"}, polylimit.InvalidArgument,
-     r"^burst = -1 is out of range 0\.\.1000000$"),
-    ({"limit": 1, "window": 1, "burst": 2.0, "algorithm": "gcra"}, TypeError, "burst must be an int"),
-    ({"spec": "1/s", "deny_cache": -1}, polylimit.InvalidArgument,
-     r"^deny_cache_size = -1 is out of range 0\.\.10000000$"),
-    ({"spec": "1/s", "deny_cache": 2**40}, polylimit.InvalidArgument,  # too big for the C int: same words
-     r"^deny_cache_size = 1099511627776 is out of range 0\.\.10000000$"),
-    ({"spec": "1/s", "deny_cache": 1.0}, TypeError, "deny_cache must be an int"),
-    ({"spec": "1/s", "breaker_failures": -1}, polylimit.InvalidArgument,
-     r"^breaker_failures = -1 is out of range 0\.\.1000000$"),
-    ({"spec": "1/s", "breaker_cooldown": 0}, polylimit.InvalidArgument,
-     r"^breaker_cooldown_ms = 0 is out of range 1\.\.3600000$"),
-    ({"spec": "1/s", "breaker_cooldown": 3601}, polylimit.InvalidArgument,
-     r"^breaker_cooldown_ms = 3601000 is out of range 1\.\.3600000$"),
-    ({"spec": "1/s", "block": -1}, polylimit.InvalidArgument, r"^block_ms = -1000 is out of range 0\.\.31622400000$"),
-    ({"spec": "1/s", "block": -0.0001}, polylimit.InvalidArgument, r"^block_ms = -1 is out of range"),  # away from 0
-    ({"spec": "1/s", "block": 1e12}, polylimit.InvalidArgument,
-     r"^block_ms = 1000000000000000 is out of range 0\.\.31622400000$"),
-    ({"spec": "1/s", "block": "1"}, TypeError, "block must be a number of seconds"),
-    ({"spec": "1/s", "shadow": 1}, TypeError, "shadow must be a bool"),
-    ({"spec": "1/s", "algorithm": 0}, TypeError, "algorithm must be a str"),
-    ({"spec": "1/s", "clock": "local"}, polylimit.InvalidArgument, "clock 'local' is unknown; use 'server' or 'client'"),
-    ({"spec": "1/s", "prefix": ""}, polylimit.InvalidArgument, "prefix is empty"),
-    ({"spec": "1/s", "prefix": "a{b}"}, polylimit.InvalidArgument, "must not contain"),
-    ({"spec": "1/s", "prefix": "x" * 257}, polylimit.InvalidArgument, "prefix is longer than 256 bytes"),
-    ({"spec": "1/s", "prefix": "a\0b"}, polylimit.InvalidArgument, "prefix contains a NUL"),
-    ({"spec": "1/s", "prefix": b"pl"}, TypeError, "prefix must be a str"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,message",
+    [
+        # Ranges are the core's, named as the C API names them (deny_cache_size,
+        # block_ms ...); the binding only converts types (seconds to ms, rounded up).
+        ({}, polylimit.InvalidArgument, "a rate is needed"),
+        ({"limit": 10}, polylimit.InvalidArgument, "a rate is needed"),
+        ({"spec": "1/s", "limit": 1}, polylimit.InvalidArgument, "not both"),
+        ({"limit": 0, "window": 1}, polylimit.InvalidArgument, r"^limit = 0 is out of range 1\.\.1000000$"),
+        ({"limit": 1000001, "window": 1}, polylimit.InvalidArgument, r"^limit = 1000001 is out of range 1\.\.1000000$"),
+        (
+            {"limit": 2**64, "window": 1},
+            polylimit.InvalidArgument,
+            r"^limit = 18446744073709551616 is out of range 1\.\.1000000$",
+        ),
+        ({"limit": 1.5, "window": 1}, TypeError, "limit must be an int, not float"),
+        ({"limit": True, "window": 1}, TypeError, "limit must be an int, not bool"),
+        ({"limit": 1, "window": 0}, polylimit.InvalidArgument, r"^window_ms = 0 is out of range 1\.\.31622400000$"),
+        ({"limit": 1, "window": -1.0}, polylimit.InvalidArgument, r"^window_ms = -1000 is out of range 1\.\."),
+        ({"limit": 1, "window": 0.0001}, polylimit.InvalidArgument, "not a whole number of milliseconds"),
+        (
+            {"limit": 1, "window": 1e12},
+            polylimit.InvalidArgument,
+            r"^window_ms = 1000000000000000 is out of range 1\.\.31622400000$",
+        ),
+        ({"limit": 1, "window": float("inf")}, polylimit.InvalidArgument, "window = inf is not a finite number"),
+        ({"limit": 1, "window": "60"}, TypeError, "window must be a number of seconds, not str"),
+        (
+            {"spec": "1/s", "algorithm": "token"},
+            polylimit.InvalidArgument,
+            "algorithm 'token' is unknown; available: fixed_window, gcra, sliding_counter, sliding_log",
+        ),
+        ({"spec": "1/s", "on_failure": "ignore"}, polylimit.InvalidArgument, "on_failure 'ignore' is unknown"),
+        ({"spec": "1/s", "on_failure": None}, TypeError, "on_failure must be a str"),
+        ({"spec": "1/s", "burst": 5, "algorithm": "gcra"}, polylimit.InvalidArgument, "burst goes in the spec"),
+        ({"limit": 1, "window": 1, "burst": 5}, polylimit.InvalidArgument, "burst = 5 is only for the gcra algorithm"),
+        (
+            {"limit": 1, "window": 1, "burst": -1, "algorithm": "gcra"},
+            polylimit.InvalidArgument,
+            r"^burst = -1 is out of range 0\.\.1000000$",
+        ),
+        ({"limit": 1, "window": 1, "burst": 2.0, "algorithm": "gcra"}, TypeError, "burst must be an int"),
+        (
+            {"spec": "1/s", "deny_cache": -1},
+            polylimit.InvalidArgument,
+            r"^deny_cache_size = -1 is out of range 0\.\.10000000$",
+        ),
+        (
+            {"spec": "1/s", "deny_cache": 2**40},
+            polylimit.InvalidArgument,  # too big for the C int: same words
+            r"^deny_cache_size = 1099511627776 is out of range 0\.\.10000000$",
+        ),
+        ({"spec": "1/s", "deny_cache": 1.0}, TypeError, "deny_cache must be an int"),
+        (
+            {"spec": "1/s", "breaker_failures": -1},
+            polylimit.InvalidArgument,
+            r"^breaker_failures = -1 is out of range 0\.\.1000000$",
+        ),
+        (
+            {"spec": "1/s", "breaker_cooldown": 0},
+            polylimit.InvalidArgument,
+            r"^breaker_cooldown_ms = 0 is out of range 1\.\.3600000$",
+        ),
+        (
+            {"spec": "1/s", "breaker_cooldown": 3601},
+            polylimit.InvalidArgument,
+            r"^breaker_cooldown_ms = 3601000 is out of range 1\.\.3600000$",
+        ),
+        (
+            {"spec": "1/s", "block": -1},
+            polylimit.InvalidArgument,
+            r"^block_ms = -1000 is out of range 0\.\.31622400000$",
+        ),
+        (
+            {"spec": "1/s", "block": -0.0001},
+            polylimit.InvalidArgument,
+            r"^block_ms = -1 is out of range",
+        ),  # away from 0
+        (
+            {"spec": "1/s", "block": 1e12},
+            polylimit.InvalidArgument,
+            r"^block_ms = 1000000000000000 is out of range 0\.\.31622400000$",
+        ),
+        ({"spec": "1/s", "block": "1"}, TypeError, "block must be a number of seconds"),
+        ({"spec": "1/s", "shadow": 1}, TypeError, "shadow must be a bool"),
+        ({"spec": "1/s", "algorithm": 0}, TypeError, "algorithm must be a str"),
+        (
+            {"spec": "1/s", "clock": "local"},
+            polylimit.InvalidArgument,
+            "clock 'local' is unknown; use 'server' or 'client'",
+        ),
+        ({"spec": "1/s", "prefix": ""}, polylimit.InvalidArgument, "prefix is empty"),
+        ({"spec": "1/s", "prefix": "a{b}"}, polylimit.InvalidArgument, "must not contain"),
+        ({"spec": "1/s", "prefix": "x" * 257}, polylimit.InvalidArgument, "prefix is longer than 256 bytes"),
+        ({"spec": "1/s", "prefix": "a\0b"}, polylimit.InvalidArgument, "prefix contains a NUL"),
+        ({"spec": "1/s", "prefix": b"pl"}, TypeError, "prefix must be a str"),
+    ],
+)
 def test_bad_limiter_arguments(kwargs, exc, message):
     with polylimit.Client("memory://") as client:
         with pytest.raises(exc, match=message):
             client.limiter(**kwargs)
 
 
-@pytest.mark.parametrize("url,message", [
-    ("", "url"),
-    ("bogus://x", 'unknown scheme "bogus"'),
-    ("redis://127.0.0.1:99999", "out of range"),
-    ("redis://127.0.0.1:6379/notadb", "not a number"),
-    ("memory://\0", "NUL"),
-])
+@pytest.mark.parametrize(
+    "url,message",
+    [
+        ("", "url"),
+        ("bogus://x", 'unknown scheme "bogus"'),
+        ("redis://127.0.0.1:99999", "out of range"),
+        ("redis://127.0.0.1:6379/notadb", "not a number"),
+        ("memory://\0", "NUL"),
+    ],
+)
 def test_bad_url(url, message):
     with pytest.raises(polylimit.InvalidArgument, match=message) as info:
         polylimit.Client(url)
@@ -461,25 +553,35 @@ def test_url_of_wrong_type():
         polylimit.Client(b"memory://")
 
 
-@pytest.mark.parametrize("kwargs,exc,message", [
-    # The core's ranges and words; 0 cannot reach the core (the C struct reads
-    # it as "default"), so the binding refuses it, in the same words.
-    ({"pool_size": 0}, polylimit.InvalidArgument, r"^pool_size = 0 is out of range 1\.\.4096$"),
-    ({"pool_size": -3}, polylimit.InvalidArgument, r"^pool_size = -3 is out of range 1\.\.4096$"),
-    ({"pool_size": 2**40}, polylimit.InvalidArgument, r"^pool_size = 1099511627776 is out of range 1\.\.4096$"),
-    ({"pool_size": 2.0}, TypeError, "pool_size must be an int"),
-    ({"connect_timeout": 0}, polylimit.InvalidArgument, r"^connect_timeout_ms = 0 is out of range 1\.\.3600000$"),
-    ({"command_timeout": -1}, polylimit.InvalidArgument, r"^command_timeout_ms = -1000 is out of range 1\.\.3600000$"),
-    ({"acquire_timeout": float("inf")}, polylimit.InvalidArgument, "acquire_timeout = inf is not a finite number"),
-    ({"acquire_timeout": 0}, polylimit.InvalidArgument, "acquire_timeout = 0 cannot be given"),
-    ({"command_timeout": 1e10}, polylimit.InvalidArgument,
-     r"^command_timeout_ms = 10000000000000 is out of range 1\.\.3600000$"),
-    ({"connect_timeout": "1"}, TypeError, "connect_timeout must be a number of seconds, not str"),
-    ({"idle_check": -0.5}, polylimit.InvalidArgument, r"^idle_check_ms = -500 is out of range 0\.\.86400000$"),
-    ({"keepalive": -1}, polylimit.InvalidArgument, r"^keepalive_s = -1 is out of range 0\.\.86400$"),
-    ({"keepalive": 86401}, polylimit.InvalidArgument, r"^keepalive_s = 86401 is out of range 0\.\.86400$"),
-    ({"keepalive": 1.5}, TypeError, "keepalive must be an int"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,message",
+    [
+        # The core's ranges and words; 0 cannot reach the core (the C struct reads
+        # it as "default"), so the binding refuses it, in the same words.
+        ({"pool_size": 0}, polylimit.InvalidArgument, r"^pool_size = 0 is out of range 1\.\.4096$"),
+        ({"pool_size": -3}, polylimit.InvalidArgument, r"^pool_size = -3 is out of range 1\.\.4096$"),
+        ({"pool_size": 2**40}, polylimit.InvalidArgument, r"^pool_size = 1099511627776 is out of range 1\.\.4096$"),
+        ({"pool_size": 2.0}, TypeError, "pool_size must be an int"),
+        ({"connect_timeout": 0}, polylimit.InvalidArgument, r"^connect_timeout_ms = 0 is out of range 1\.\.3600000$"),
+        (
+            {"command_timeout": -1},
+            polylimit.InvalidArgument,
+            r"^command_timeout_ms = -1000 is out of range 1\.\.3600000$",
+        ),
+        ({"acquire_timeout": float("inf")}, polylimit.InvalidArgument, "acquire_timeout = inf is not a finite number"),
+        ({"acquire_timeout": 0}, polylimit.InvalidArgument, "acquire_timeout = 0 cannot be given"),
+        (
+            {"command_timeout": 1e10},
+            polylimit.InvalidArgument,
+            r"^command_timeout_ms = 10000000000000 is out of range 1\.\.3600000$",
+        ),
+        ({"connect_timeout": "1"}, TypeError, "connect_timeout must be a number of seconds, not str"),
+        ({"idle_check": -0.5}, polylimit.InvalidArgument, r"^idle_check_ms = -500 is out of range 0\.\.86400000$"),
+        ({"keepalive": -1}, polylimit.InvalidArgument, r"^keepalive_s = -1 is out of range 0\.\.86400$"),
+        ({"keepalive": 86401}, polylimit.InvalidArgument, r"^keepalive_s = 86401 is out of range 0\.\.86400$"),
+        ({"keepalive": 1.5}, TypeError, "keepalive must be an int"),
+    ],
+)
 def test_bad_client_options(kwargs, exc, message):
     with pytest.raises(exc, match=message):
         polylimit.Client("memory://", **kwargs)
@@ -492,8 +594,10 @@ def test_unknown_option_is_a_type_error():
 
 # -- failures from the server ----------------------------------------------------
 
+
 def test_unavailable_when_nothing_listens(key):
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound but not listening: connection refused
@@ -559,18 +663,21 @@ def test_decision_value_semantics(key):
         assert isinstance(a, polylimit.Decision)
 
 
-@pytest.mark.parametrize("spec,limit,window_ms", [
-    ("100/minute", 100, 60_000),
-    ("10/s", 10, 1000),
-    ("5 per 2 seconds", 5, 2000),
-    ("1 per second", 1, 1000),
-    ("7/250ms", 7, 250),
-    ("2/H", 2, 3_600_000),
-    ("9 PER 2 Hours", 9, 7_200_000),
-    ("4/mins", 4, 60_000),
-    ("1/day", 1, 86_400_000),
-    ("  12/d  ", 12, 86_400_000),
-])
+@pytest.mark.parametrize(
+    "spec,limit,window_ms",
+    [
+        ("100/minute", 100, 60_000),
+        ("10/s", 10, 1000),
+        ("5 per 2 seconds", 5, 2000),
+        ("1 per second", 1, 1000),
+        ("7/250ms", 7, 250),
+        ("2/H", 2, 3_600_000),
+        ("9 PER 2 Hours", 9, 7_200_000),
+        ("4/mins", 4, 60_000),
+        ("1/day", 1, 86_400_000),
+        ("  12/d  ", 12, 86_400_000),
+    ],
+)
 def test_rate_specs(spec, limit, window_ms):
     # The core parses the spec; a sliding log's first check at a fixed time
     # shows the limit and (reset_after) the window.

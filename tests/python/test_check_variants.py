@@ -6,15 +6,15 @@ import gc
 import threading
 import time
 
-import pytest
-
 import polylimit
+import pytest
 
 # A time aligned to 60 s (fixed windows start at multiples of the window).
 T0 = 1_699_999_980.0
 
 
 # -- shadow, block ------------------------------------------------------------------
+
 
 def test_shadow_mode_admits_and_flags(url, key):
     with polylimit.Client(url) as client:
@@ -39,6 +39,7 @@ def test_block_keeps_a_denied_key_denied(url, key):
 
 
 # -- partial grants, acquire, refund, per-call limits -------------------------------
+
 
 def test_check_at_most_grants_what_fits(url, key):
     with polylimit.Client(url) as client:
@@ -135,6 +136,7 @@ def test_bad_arguments_of_the_new_calls():
 
 # -- asyncio -------------------------------------------------------------------------
 
+
 def test_async_variants_of_the_new_calls(url, key):
     async def main():
         with polylimit.Client(url) as client:
@@ -167,6 +169,7 @@ def test_async_variants_of_the_new_calls(url, key):
 
 
 # -- leases ---------------------------------------------------------------------------
+
 
 def test_lease_takes_a_block_and_gives_back_unused_units(url, key):
     with polylimit.Client(url) as client:

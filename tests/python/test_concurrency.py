@@ -3,9 +3,8 @@
 import os
 import threading
 
-import pytest
-
 import polylimit
+import pytest
 
 PROCESSES = 8
 THREADS = 8

@@ -6,17 +6,16 @@ collector."""
 import asyncio
 import socket
 
-import pytest
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
-
 import polylimit
+import pytest
 from polylimit.contrib import http
 from polylimit.contrib.asgi import RateLimitMiddleware
 from polylimit.contrib.prometheus import PolylimitCollector
-
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 # -- Client: no silent default, name, tls_* ------------------------------------
+
 
 def test_client_without_url_reads_polylimit_url(monkeypatch, redis_server, key):
     monkeypatch.delenv("POLYLIMIT_URL", raising=False)
@@ -49,9 +48,14 @@ def test_tls_options_are_passed_to_the_core(tmp_path):
     ca.write_text("not a certificate")
     # Until the core speaks TLS (and for a non-TLS URL afterwards) it refuses
     # TLS options on a redis:// URL: proof that they reach it.
-    for options in ({"tls_ca_file": str(ca)}, {"tls_ca_file": ca}, {"tls_server_name": "redis.example"},
-                    {"tls_insecure": True}, {"tls_cert_file": str(ca), "tls_key_file": str(ca)},
-                    {"tls_ca_dir": str(tmp_path)}):
+    for options in (
+        {"tls_ca_file": str(ca)},
+        {"tls_ca_file": ca},
+        {"tls_server_name": "redis.example"},
+        {"tls_insecure": True},
+        {"tls_cert_file": str(ca), "tls_key_file": str(ca)},
+        {"tls_ca_dir": str(tmp_path)},
+    ):
         with pytest.raises(polylimit.InvalidArgument, match="tls"):
             polylimit.Client("redis://127.0.0.1:1", **options)
     with pytest.raises(TypeError):
@@ -60,13 +64,13 @@ def test_tls_options_are_passed_to_the_core(tmp_path):
 
 # -- headers: the core's, exactly ---------------------------------------------
 
+
 def test_headers_of_a_decision(url, key, prefix):
     with polylimit.Client(url) as client:
         lim = client.limiter(limit=3, window=60, prefix=prefix)
         d = lim.check(key)
         h = lim.headers(d)
-        assert list(h) == ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy",
-                           "RateLimit"]
+        assert list(h) == ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "RateLimit"]
         assert h["RateLimit-Limit"] == "3" and h["RateLimit-Remaining"] == "2"
         assert h["RateLimit-Reset"] in ("59", "60")
         assert h["RateLimit-Policy"] == '"default";q=3;w=60'
@@ -97,6 +101,7 @@ def test_limits_package_rate_specs(url, key, prefix):
 
 
 # -- Prometheus ---------------------------------------------------------------
+
 
 def _families(text):
     return {f.name: f for f in text_string_to_metric_families(text)}
@@ -143,10 +148,12 @@ def test_prometheus_client_collector_scrape(redis_server, key, prefix):
     registry = CollectorRegistry()
     registry.register(PolylimitCollector(a, b))
     fams = _families(generate_latest(registry).decode())
-    assert {s.labels["client"]: s.value for s in fams["polylimit_checks"].samples
-            if s.name == "polylimit_checks_total"} == {"redis": 3.0, "local": 1.0}
-    assert {s.labels["client"]: s.value for s in fams["polylimit_denied"].samples
-            if s.name == "polylimit_denied_total"} == {"redis": 1.0, "local": 0.0}
+    assert {
+        s.labels["client"]: s.value for s in fams["polylimit_checks"].samples if s.name == "polylimit_checks_total"
+    } == {"redis": 3.0, "local": 1.0}
+    assert {
+        s.labels["client"]: s.value for s in fams["polylimit_denied"].samples if s.name == "polylimit_denied_total"
+    } == {"redis": 1.0, "local": 0.0}
     assert fams["polylimit_evicting_nodes"].type == "gauge"
     hist = fams["polylimit_check_latency_seconds"]
     counts = {s.labels["client"]: s.value for s in hist.samples if s.name.endswith("_count")}
@@ -156,35 +163,46 @@ def test_prometheus_client_collector_scrape(redis_server, key, prefix):
     # The same families and values as the core's own page.
     own = _families(polylimit.prometheus_text(a, b))
     for name in ("polylimit_checks", "polylimit_admitted", "polylimit_denied", "polylimit_round_trips"):
-        assert sorted((s.labels["client"], s.value) for s in own[name].samples) == \
-            sorted((s.labels["client"], s.value) for s in fams[name].samples if s.name.endswith("_total"))
+        assert sorted((s.labels["client"], s.value) for s in own[name].samples) == sorted(
+            (s.labels["client"], s.value) for s in fams[name].samples if s.name.endswith("_total")
+        )
     a.close()
     b.close()
 
 
 # -- client addresses ---------------------------------------------------------
 
-@pytest.mark.parametrize("peer, xff, trusted, expected", [
-    ("10.0.0.1", "203.0.113.9", [], "10.0.0.1"),                        # no proxy trusted: header ignored
-    ("10.0.0.1", "203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),
-    ("192.0.2.1", "203.0.113.9", ["10.0.0.0/8"], "192.0.2.1"),          # the peer is not a trusted proxy
-    ("10.0.0.1", "1.2.3.4, 203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),  # the client wrote 1.2.3.4 itself
-    ("10.0.0.1", "203.0.113.9, 10.0.0.7", ["10.0.0.0/8"], "203.0.113.9"),  # two proxies
-    ("10.0.0.1", "10.0.0.8, 10.0.0.7", ["10.0.0.0/8"], "10.0.0.8"),      # all trusted: the first
-    ("10.0.0.1", "203.0.113.9, junk", ["10.0.0.0/8"], "10.0.0.1"),      # garbage stops the walk
-    ("10.0.0.1", "203.0.113.9:4711", ["10.0.0.1"], "203.0.113.9"),
-    ("::1", "2001:db8::5", ["::1"], "2001:db8::5"),
-    ("::ffff:10.0.0.1", "[2001:db8::5]:80", ["10.0.0.0/8"], "2001:db8::5"),
-    (None, "203.0.113.9", ["10.0.0.0/8"], "unknown"),
-])
+
+@pytest.mark.parametrize(
+    "peer, xff, trusted, expected",
+    [
+        ("10.0.0.1", "203.0.113.9", [], "10.0.0.1"),  # no proxy trusted: header ignored
+        ("10.0.0.1", "203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),
+        ("192.0.2.1", "203.0.113.9", ["10.0.0.0/8"], "192.0.2.1"),  # the peer is not a trusted proxy
+        ("10.0.0.1", "1.2.3.4, 203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),  # the client wrote 1.2.3.4 itself
+        ("10.0.0.1", "203.0.113.9, 10.0.0.7", ["10.0.0.0/8"], "203.0.113.9"),  # two proxies
+        ("10.0.0.1", "10.0.0.8, 10.0.0.7", ["10.0.0.0/8"], "10.0.0.8"),  # all trusted: the first
+        ("10.0.0.1", "203.0.113.9, junk", ["10.0.0.0/8"], "10.0.0.1"),  # garbage stops the walk
+        ("10.0.0.1", "203.0.113.9:4711", ["10.0.0.1"], "203.0.113.9"),
+        ("::1", "2001:db8::5", ["::1"], "2001:db8::5"),
+        ("::ffff:10.0.0.1", "[2001:db8::5]:80", ["10.0.0.0/8"], "2001:db8::5"),
+        (None, "203.0.113.9", ["10.0.0.0/8"], "unknown"),
+    ],
+)
 def test_resolve_client_ip(peer, xff, trusted, expected):
     assert http.resolve_client_ip(peer, xff, http.parse_networks(trusted)) == expected
 
 
 def test_key_functions():
-    view = http.RequestView("get", "/items/7", "10.0.0.1",
-                            {"x-api-key": "secret", "x-forwarded-for": "203.0.113.9"},
-                            route="/items/{id}", user=lambda: "42", trusted=http.parse_networks(["10.0.0.1"]))
+    view = http.RequestView(
+        "get",
+        "/items/7",
+        "10.0.0.1",
+        {"x-api-key": "secret", "x-forwarded-for": "203.0.113.9"},
+        route="/items/{id}",
+        user=lambda: "42",
+        trusted=http.parse_networks(["10.0.0.1"]),
+    )
     assert http.client_ip()(view) == "ip:203.0.113.9"
     assert http.user()(view) == "user:42"
     k = http.api_key()(view)
@@ -200,11 +218,12 @@ def test_key_functions():
 def test_policy_rules():
     client = polylimit.Client("memory://")
     default, login = client.limiter("10/minute", prefix="d"), client.limiter("3/minute", prefix="l")
-    p = http.Policy(default, routes={"/login": http.Limit(login, methods=["POST"]), "/open/*": None},
-                    exempt=["/health"])
+    p = http.Policy(
+        default, routes={"/login": http.Limit(login, methods=["POST"]), "/open/*": None}, exempt=["/health"]
+    )
     assert p.rule_for("GET", "/x").limiter is default
     assert p.rule_for("POST", "/login").limiter is login
-    assert p.rule_for("GET", "/login") is None   # the route's rule is for POST only
+    assert p.rule_for("GET", "/login") is None  # the route's rule is for POST only
     assert p.rule_for("GET", "/open/a/b") is None
     assert p.rule_for("GET", "/health") is None
     with pytest.raises(ValueError):
@@ -215,11 +234,17 @@ def test_policy_rules():
 
 
 def test_policy_from_config_gives_each_rule_its_own_counts():
-    policy, client = http.policy_from_config({
-        "URL": "memory://", "CLIENT": {"name": "cfg"}, "PREFIX": "t",
-        "DEFAULT": "2/minute", "ROUTES": {"/a": {"rate": "2/minute", "key": "ip+route"}, "/b": None},
-        "EXEMPT": ["/health"], "TRUSTED_PROXIES": ["10.0.0.1"],
-    })
+    policy, client = http.policy_from_config(
+        {
+            "URL": "memory://",
+            "CLIENT": {"name": "cfg"},
+            "PREFIX": "t",
+            "DEFAULT": "2/minute",
+            "ROUTES": {"/a": {"rate": "2/minute", "key": "ip+route"}, "/b": None},
+            "EXEMPT": ["/health"],
+            "TRUSTED_PROXIES": ["10.0.0.1"],
+        }
+    )
     assert client.name == "cfg"
     view = http.RequestView("GET", "/x", "192.0.2.1", {})
     assert [policy.check(view).status for _ in range(3)] == [None, None, 429]
@@ -234,6 +259,7 @@ def test_policy_from_config_gives_each_rule_its_own_counts():
 
 
 # -- failure behaviour (Redis does not answer) ---------------------------------
+
 
 def _dead_url():
     with socket.socket() as s:
@@ -303,6 +329,7 @@ def test_asgi_middleware_passes_other_scopes_and_exempt_paths():
 
 # -- count_when (response-based counting) and rate specs on routes ---------------
 
+
 def test_settle_refunds_only_admitted_requests_whose_status_does_not_count():
     client = polylimit.Client("memory://")
     lim = client.limiter("2/minute", prefix="settle")
@@ -314,8 +341,8 @@ def test_settle_refunds_only_admitted_requests_whose_status_does_not_count():
         assert policy.settle(outcome, 200)
     outcomes = [policy.check(view) for _ in range(3)]
     assert [o.status for o in outcomes] == [None, None, 429]
-    assert not policy.settle(outcomes[0], 401)   # counts: kept
-    assert not policy.settle(outcomes[2], 200)   # denied: nothing was taken, nothing to give back
+    assert not policy.settle(outcomes[0], 401)  # counts: kept
+    assert not policy.settle(outcomes[2], 200)  # denied: nothing was taken, nothing to give back
     assert lim.peek("ip:192.0.2.1").remaining == 0
     # Without count_when every response counts.
     plain = http.Policy(client.limiter("2/minute", prefix="settle-plain"))
@@ -333,19 +360,26 @@ def test_asgi_middleware_counts_by_status_and_a_crash_as_500():
         await send({"type": "http.response.start", "status": status_of[scope["path"]], "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    mw = RateLimitMiddleware(app, http.Policy(http.Limit(client.limiter("2/minute", prefix="asgi-cw"),
-                                                         count_when=http.count_failures)))
+    mw = RateLimitMiddleware(
+        app, http.Policy(http.Limit(client.limiter("2/minute", prefix="asgi-cw"), count_when=http.count_failures))
+    )
     assert [asyncio.run(_asgi_get(mw, "/ok"))[0] for _ in range(4)] == [200] * 4
     with pytest.raises(RuntimeError):
-        asyncio.run(_asgi_get(mw, "/crash"))   # counted (as a 500)
+        asyncio.run(_asgi_get(mw, "/crash"))  # counted (as a 500)
     assert [asyncio.run(_asgi_get(mw, "/fail"))[0] for _ in range(2)] == [403, 429]
     client.close()
 
 
 def test_count_when_from_config():
-    policy, client = http.policy_from_config({
-        "URL": "memory://", "ROUTES": {"/login": {"rate": "1/minute", "count_when": "failures"},
-                                       "/x": {"rate": "1/minute", "count_when": lambda s: s == 418}}})
+    policy, client = http.policy_from_config(
+        {
+            "URL": "memory://",
+            "ROUTES": {
+                "/login": {"rate": "1/minute", "count_when": "failures"},
+                "/x": {"rate": "1/minute", "count_when": lambda s: s == 418},
+            },
+        }
+    )
     assert policy.rule_for("GET", "/login").count_when is http.count_failures
     assert policy.rule_for("GET", "/x").count_when(418)
     with pytest.raises(ValueError, match="count_when 'errors' is unknown"):
@@ -360,8 +394,8 @@ def test_rate_limiters_make_one_limiter_per_route_and_prefix():
     made = http.RateLimiters(client, base="app")
     a = made.get("5/minute", made.prefix_for("views.login", "5/minute"))
     assert a.prefix == "app:view:views.login:5/minute"
-    assert made.get("5/minute", made.prefix_for("views.login", "5/minute")) is a        # cached
-    assert made.get("5/minute", made.prefix_for("views.other", "5/minute")) is not a   # another route
+    assert made.get("5/minute", made.prefix_for("views.login", "5/minute")) is a  # cached
+    assert made.get("5/minute", made.prefix_for("views.other", "5/minute")) is not a  # another route
     # Two limits on one route: their stored keys must differ (they do not carry the rate).
     assert made.prefix_for("views.login", "100/hour") != a.prefix
     long_name = made.prefix_for("views.Handler.<locals>.a_view_with_a_long_name", "5 per minute")
@@ -372,10 +406,9 @@ def test_rate_limiters_make_one_limiter_per_route_and_prefix():
 
 
 def test_fastapi_rate_spec_options():
+    from polylimit.contrib.fastapi import RateLimit
     from starlette.requests import Request
     from starlette.responses import Response
-
-    from polylimit.contrib.fastapi import RateLimit
 
     client = polylimit.Client("memory://")
     with pytest.raises(TypeError, match="needs client="):
@@ -392,15 +425,22 @@ def test_fastapi_rate_spec_options():
         pass
 
     def scope(endpoint, extra=None):
-        s = {"type": "http", "method": "GET", "path": "/", "headers": [], "client": ("192.0.2.1", 1),
-             "query_string": b"", "endpoint": endpoint}
+        s = {
+            "type": "http",
+            "method": "GET",
+            "path": "/",
+            "headers": [],
+            "client": ("192.0.2.1", 1),
+            "query_string": b"",
+            "endpoint": endpoint,
+        }
         s.update(extra or {})
         return s
 
     dep = RateLimit("1/minute", client=client)
     run = asyncio.run
     assert run(dep(Request(scope(endpoint_a)), Response())).allowed
-    assert run(dep(Request(scope(endpoint_b)), Response())).allowed   # its own limiter
+    assert run(dep(Request(scope(endpoint_b)), Response())).allowed  # its own limiter
     with pytest.raises(Exception) as denied:
         run(dep(Request(scope(endpoint_a)), Response()))
     assert denied.value.status_code == 429
@@ -418,7 +458,6 @@ def test_fastapi_rate_spec_options():
 
 def test_flask_rate_spec_before_and_after_init_app():
     import flask
-
     from polylimit.contrib.flask import FlaskRateLimit
 
     client = polylimit.Client("memory://")
@@ -426,13 +465,13 @@ def test_flask_rate_spec_before_and_after_init_app():
     app = flask.Flask("t")
 
     @app.get("/early")
-    @rl.limit("1/minute")   # before init_app: made on its first request
+    @rl.limit("1/minute")  # before init_app: made on its first request
     def early():
         return "ok"
 
     rl.init_app(app)
     with pytest.raises(polylimit.InvalidArgument):
-        rl.limit("1 per fortnight")(lambda: "x")   # the client is known: made (and checked) at once
+        rl.limit("1 per fortnight")(lambda: "x")  # the client is known: made (and checked) at once
 
     @app.get("/late")
     @rl.limit("1/minute")

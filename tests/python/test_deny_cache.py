@@ -2,8 +2,8 @@
 
 import polylimit
 
-
 # -- deny cache -------------------------------------------------------------------
+
 
 def test_deny_cache_answers_locally(redis_server, key):
     with polylimit.Client(redis_server.url) as client:

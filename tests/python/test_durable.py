@@ -5,9 +5,8 @@ admitted check is "not durable": NotDurable, or the on_failure policy's answer
 
 import time
 
-import pytest
-
 import polylimit
+import pytest
 from polylimit import _vocabulary
 
 
@@ -32,8 +31,7 @@ def test_not_durable_without_a_replica(redis_server, prefix):
 @pytest.mark.parametrize("on_failure, allowed", [("open", True), ("closed", False), ("local", True)])
 def test_failure_policy_answers_not_durable(redis_server, prefix, on_failure, allowed):
     with polylimit.Client(redis_server.url) as client:
-        lim = client.limiter("5/minute", prefix=prefix, on_failure=on_failure, durable_replicas=1,
-                             durable_timeout=0.05)
+        lim = client.limiter("5/minute", prefix=prefix, on_failure=on_failure, durable_replicas=1, durable_timeout=0.05)
         d = lim.check("k")
         assert d.degraded
         assert bool(d) is allowed

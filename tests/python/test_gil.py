@@ -9,9 +9,8 @@ import signal
 import threading
 import time
 
-import pytest
-
 import polylimit
+import pytest
 from conftest import pending_requests, wait_until
 
 

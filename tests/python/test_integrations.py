@@ -30,8 +30,19 @@ def _command(kind, port):
     if kind in ("fastapi", "asgi"):
         # --no-proxy-headers: uvicorn would otherwise rewrite the client
         # address from X-Forwarded-For itself (it trusts 127.0.0.1).
-        return [sys.executable, "-m", "uvicorn", "app:app", "--host", host, "--port", str(port), "--no-proxy-headers",
-                "--log-level", "warning"]
+        return [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app:app",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--no-proxy-headers",
+            "--log-level",
+            "warning",
+        ]
     if kind == "flask":
         return [sys.executable, "-m", "flask", "--app", "app", "run", "--host", host, "--port", str(port)]
     if kind == "django":
@@ -47,12 +58,23 @@ class Server:
         self.kind = kind
         self.port = _free_port()
         self.base = "http://127.0.0.1:%d" % self.port
-        env = dict(os.environ, POLYLIMIT_URL=redis_url, EXAMPLE_PREFIX=prefix, EXAMPLE_TRUSTED_PROXIES=trusted,
-                   PYTHONUNBUFFERED="1")
+        env = dict(
+            os.environ,
+            POLYLIMIT_URL=redis_url,
+            EXAMPLE_PREFIX=prefix,
+            EXAMPLE_TRUSTED_PROXIES=trusted,
+            PYTHONUNBUFFERED="1",
+        )
         self.log = open(os.path.join(_logdir(), "%s-%d.log" % (kind, self.port)), "w+")
         cwd = app_dir or os.path.join(EXAMPLES, "python-" + kind)
-        self.proc = subprocess.Popen(_command(kind, self.port), cwd=cwd,
-                                     env=env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            _command(kind, self.port),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
 
     def wait(self):
         deadline = time.monotonic() + 30
@@ -89,6 +111,7 @@ def _logdir():
         import atexit
         import shutil
         import tempfile
+
         _LOGDIR.append(tempfile.mkdtemp(prefix="polylimit-py-http-"))
         # The servers' logs are read into failure messages at stop(); the
         # directory goes when the test process exits.
@@ -98,8 +121,12 @@ def _logdir():
 
 def request(url, method="GET", headers=None, data=None):
     """(status, headers (case-insensitive, an email.message.Message), body)."""
-    req = urllib.request.Request(url, method=method, headers=headers or {},
-                                 data=data if data is not None else (b"" if method == "POST" else None))
+    req = urllib.request.Request(
+        url,
+        method=method,
+        headers=headers or {},
+        data=data if data is not None else (b"" if method == "POST" else None),
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.headers, r.read()
@@ -251,11 +278,11 @@ def test_fastapi_dependency_per_api_key(redis_server, servers):
 def test_flask_user_key(servers):
     app_server = servers("flask")
     import base64
+
     ip = fresh_ip()
 
     def basic(name):
-        return {"Authorization": "Basic " + base64.b64encode(name.encode() + b":pw").decode(),
-                "X-Forwarded-For": ip}
+        return {"Authorization": "Basic " + base64.b64encode(name.encode() + b":pw").decode(), "X-Forwarded-For": ip}
 
     alice, bob = "alice" + uuid.uuid4().hex[:6], "bob" + uuid.uuid4().hex[:6]
     for i in range(4):
@@ -269,8 +296,9 @@ def test_flask_user_key(servers):
     assert status == 200 and h["RateLimit-Remaining"] == "3"
 
 
-@pytest.mark.parametrize("kinds", [("fastapi", "fastapi"), ("flask", "django")], ids=["fastapi+fastapi",
-                                                                                    "flask+django"])
+@pytest.mark.parametrize(
+    "kinds", [("fastapi", "fastapi"), ("flask", "django")], ids=["fastapi+fastapi", "flask+django"]
+)
 def test_two_servers_share_one_limit_exactly(redis_server, kinds):
     """Two server processes, one Redis: exactly 10 requests are admitted in
     all. Neither trusts a proxy, so X-Forwarded-For is ignored: every request
@@ -298,6 +326,7 @@ def test_two_servers_share_one_limit_exactly(redis_server, kinds):
 def test_metrics_route_of_the_fastapi_example(servers):
     app_server = servers("fastapi")
     from prometheus_client.parser import text_string_to_metric_families
+
     status, h, body = request(app_server.base + "/metrics")
     assert status == 200 and "RateLimit-Limit" not in h
     families = {f.name: f for f in text_string_to_metric_families(body.decode())}

@@ -2,12 +2,11 @@
 
 import math
 
+import polylimit
 import pytest
 
-import polylimit
-
-
 # -- metrics -----------------------------------------------------------------------
+
 
 def test_stats_and_prometheus(redis_server, key):
     with polylimit.Client(redis_server.url) as client:

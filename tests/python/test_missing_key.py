@@ -8,7 +8,6 @@ import os
 import uuid
 
 import pytest
-
 from test_integrations import RATE_HEADERS, Server, request
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "missing_key_apps")
@@ -21,8 +20,9 @@ def apps(redis_server):
 
     def get(kind):
         if kind not in running:
-            running[kind] = Server(kind, redis_server.url, "mk" + uuid.uuid4().hex[:8],
-                                   app_dir=os.path.join(APPS, kind + "_app"))
+            running[kind] = Server(
+                kind, redis_server.url, "mk" + uuid.uuid4().hex[:8], app_dir=os.path.join(APPS, kind + "_app")
+            )
             running[kind].wait()
         return running[kind]
 
@@ -85,8 +85,13 @@ def test_every_entry_point_defaults_to_reject():
     for fn in (Limit.__init__, RateLimit.__init__, FlaskRateLimit.limit):
         assert inspect.signature(fn).parameters["on_missing_key"].default == "reject", fn
     client = polylimit.Client("memory://")
-    policy, _ = policy_from_config({"DEFAULT": {"rate": "1/minute", "key": "api_key"},
-                                    "ROUTES": {"/t": {"rate": "1/minute", "key": lambda r: None}}}, client)
+    policy, _ = policy_from_config(
+        {
+            "DEFAULT": {"rate": "1/minute", "key": "api_key"},
+            "ROUTES": {"/t": {"rate": "1/minute", "key": lambda r: None}},
+        },
+        client,
+    )
     keyless = RequestView("GET", "/", "127.0.0.1", {})
     assert policy.check(keyless).status == 401
     assert policy.check(RequestView("GET", "/t", "127.0.0.1", {})).status == 400

@@ -7,9 +7,8 @@ import socket
 import threading
 import time
 
-import pytest
-
 import polylimit
+import pytest
 
 
 @pytest.fixture
@@ -63,8 +62,9 @@ def test_paused_server_batch_marks_every_key(paused_server, key):
     # before anything of the call is sent (a known outcome).
     server, pause = paused_server
     keys = [key + ":" + str(i) for i in range(3)]
-    with polylimit.Client(server.url, pool_size=1, command_timeout=0.3) as a, \
-            polylimit.Client(server.url, pool_size=1, command_timeout=0.3) as b:
+    with polylimit.Client(server.url, pool_size=1, command_timeout=0.3) as a, polylimit.Client(
+        server.url, pool_size=1, command_timeout=0.3
+    ) as b:
         lim_a, lim_b = a.limiter("5/s"), b.limiter("5/s")
         assert all(lim_a.check_many(keys)) and all(lim_b.check_many(keys))
         pause()
@@ -132,10 +132,15 @@ def test_client_kill_storm_consumes_only_through_unknown_outcomes(private_redis,
     with polylimit.Client(private_redis.url) as reader:
         peek = reader.limiter(limit=limit, window=3600, prefix=prefix)
         stored = sum(limit - peek.peek(k).remaining for k in keys)
-    print("CLIENT KILL storm: %d kills; %d admitted, %d stored; errors: %d with an unknown outcome, %d known"
-          % (kills, counts["admitted"], stored, counts["unknown"], counts["known"]))
+    print(
+        "CLIENT KILL storm: %d kills; %d admitted, %d stored; errors: %d with an unknown outcome, %d known"
+        % (kills, counts["admitted"], stored, counts["unknown"], counts["known"])
+    )
     assert counts["denied"] == 0
     assert counts["unknown"] > 0, ("no kill hit a call in flight", kills, counts)
     assert stored >= counts["admitted"], ("an admitted unit is missing", stored, counts)
-    assert stored - counts["admitted"] <= counts["unknown"], ("an error with a known outcome consumed units",
-                                                              stored, counts)
+    assert stored - counts["admitted"] <= counts["unknown"], (
+        "an error with a known outcome consumed units",
+        stored,
+        counts,
+    )

@@ -1,16 +1,14 @@
 """The wheel: self-contained, installable into a clean virtualenv; and the demo worker."""
 
 import email.parser
-import glob
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
 
-import pytest
-
 import polylimit
+import pytest
 from polylimit import _core
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -26,8 +24,9 @@ def test_extension_needs_no_hiredis_and_exports_only_its_init():
     needed = _needed(_core.__file__)
     assert not [n for n in needed if "hiredis" in n or "polylimit" in n], needed
     if shutil.which("nm"):
-        out = subprocess.run(["nm", "-D", "--defined-only", _core.__file__], check=True,
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["nm", "-D", "--defined-only", _core.__file__], check=True, capture_output=True, text=True
+        ).stdout
         exported = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
         assert exported == ["PyInit__core"], exported
 
@@ -39,8 +38,11 @@ def test_wheel_installs_into_a_clean_venv(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
-    subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], check=True,
-                   env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    subprocess.run(
+        [py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel],
+        check=True,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
     script = (
         "import polylimit, polylimit._core as c, sys\n"
         "assert sys.prefix != sys.base_prefix\n"
@@ -138,8 +140,15 @@ def test_wheel_metadata_is_ready_to_publish():
 
 def test_demo_worker(redis_server, key):
     worker = os.path.join(ROOT, "tools", "demo", "worker.py")
-    procs = [subprocess.Popen([sys.executable, worker, redis_server.url, key, "50", "60000", "40", "w%d" % i],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, worker, redis_server.url, key, "50", "60000", "40", "w%d" % i],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(3)
+    ]
     admitted = 0
     for i, p in enumerate(procs):
         out, err = p.communicate(60)

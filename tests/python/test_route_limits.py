@@ -11,7 +11,6 @@ import os
 import uuid
 
 import pytest
-
 from test_integrations import RATE_HEADERS, Server, request
 
 APPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "route_apps")
@@ -23,8 +22,9 @@ def apps(redis_server):
 
     def get(kind):
         if kind not in running:
-            running[kind] = Server(kind, redis_server.url, "rl" + uuid.uuid4().hex[:8],
-                                   app_dir=os.path.join(APPS, kind + "_app"))
+            running[kind] = Server(
+                kind, redis_server.url, "rl" + uuid.uuid4().hex[:8], app_dir=os.path.join(APPS, kind + "_app")
+            )
             running[kind].wait()
         return running[kind]
 

@@ -1,9 +1,8 @@
 """Redis-side conditions seen from Python: out of memory is NoMemory for
 every algorithm, nothing is written, and a failure policy does not hide it."""
 
-import pytest
-
 import polylimit
+import pytest
 
 ALGORITHMS = ["sliding_log", "sliding_counter", "fixed_window", "gcra"]
 
@@ -16,8 +15,9 @@ def test_out_of_memory_is_distinct_and_consumes_nothing(private_redis):
     private_redis.command("CONFIG", "SET", "maxmemory", "1mb")
     with polylimit.Client(private_redis.url) as client:
         for algorithm in ALGORITHMS:
-            limiter = client.limiter("5/minute; 50/hour", algorithm=algorithm, on_failure="open",
-                                     prefix="oom-" + algorithm)
+            limiter = client.limiter(
+                "5/minute; 50/hour", algorithm=algorithm, on_failure="open", prefix="oom-" + algorithm
+            )
             with pytest.raises(polylimit.NoMemory) as raised:
                 limiter.check("k")
             assert raised.value.code == "POLYLIMIT_ENOMEM", algorithm

@@ -12,15 +12,15 @@ import re
 import subprocess
 import sys
 
-import pytest
-
 import polylimit
+import pytest
 from polylimit import _core, _errors, _vocabulary
 
 ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 # -- (d) the generated table and the exception classes agree -----------------------
+
 
 def test_every_status_has_its_class():
     assert _vocabulary.STATUSES, "empty status table"
@@ -45,8 +45,11 @@ def test_every_status_has_its_class():
 
 def test_every_error_class_is_in_the_table():
     names = {row[4] for row in _vocabulary.STATUSES.values()}
-    classes = {name for name, obj in vars(_errors).items()
-               if isinstance(obj, type) and issubclass(obj, polylimit.Error) and obj is not polylimit.RateLimited}
+    classes = {
+        name
+        for name, obj in vars(_errors).items()
+        if isinstance(obj, type) and issubclass(obj, polylimit.Error) and obj is not polylimit.RateLimited
+    }
     assert classes == names
     assert polylimit.Error.status == -1 and polylimit.Error.code == "POLYLIMIT_ERROR"
     assert polylimit.RateLimited.code is None  # a denial, not a status
@@ -65,6 +68,7 @@ def test_the_installed_table_is_generated_from_the_checkout(tmp_path):
 
 def test_literal_types_list_exactly_the_names_of_the_table():
     import typing
+
     assert set(typing.get_args(polylimit.AlgorithmName)) == set(_vocabulary.ALGORITHMS)
     assert set(typing.get_args(polylimit.ClockName)) == set(_vocabulary.CLOCKS)
     assert set(typing.get_args(polylimit.FailurePolicyName)) == set(_vocabulary.FAILURE_POLICIES)
@@ -99,12 +103,16 @@ def test_no_status_number_or_bound_is_written_in_the_package():
 
 # -- (a) one bound, one message, in every language ----------------------------------
 
+
 # These are the strings the Go and Java suites assert too: the core writes them.
-@pytest.mark.parametrize("kwargs,message", [
-    ({"pool_size": 5000}, "pool_size = 5000 is out of range 1..4096"),
-    ({"command_timeout": 3601}, "command_timeout_ms = 3601000 is out of range 1..3600000"),
-    ({"keepalive": 86401}, "keepalive_s = 86401 is out of range 0..86400"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"pool_size": 5000}, "pool_size = 5000 is out of range 1..4096"),
+        ({"command_timeout": 3601}, "command_timeout_ms = 3601000 is out of range 1..3600000"),
+        ({"keepalive": 86401}, "keepalive_s = 86401 is out of range 0..86400"),
+    ],
+)
 def test_client_option_bound_message(kwargs, message):
     with pytest.raises(polylimit.InvalidArgument) as info:
         polylimit.Client("memory://", **kwargs)
@@ -112,13 +120,16 @@ def test_client_option_bound_message(kwargs, message):
     assert info.value.code == "POLYLIMIT_EINVALID" and info.value.status == polylimit.InvalidArgument.status
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"deny_cache": 10000001}, "deny_cache_size = 10000001 is out of range 0..10000000"),
-    ({"deny_cache": -1}, "deny_cache_size = -1 is out of range 0..10000000"),
-    ({"block": 31622401}, "block_ms = 31622401000 is out of range 0..31622400000"),
-    ({"breaker_cooldown": 3601}, "breaker_cooldown_ms = 3601000 is out of range 1..3600000"),
-    ({"breaker_failures": 1000001}, "breaker_failures = 1000001 is out of range 0..1000000"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"deny_cache": 10000001}, "deny_cache_size = 10000001 is out of range 0..10000000"),
+        ({"deny_cache": -1}, "deny_cache_size = -1 is out of range 0..10000000"),
+        ({"block": 31622401}, "block_ms = 31622401000 is out of range 0..31622400000"),
+        ({"breaker_cooldown": 3601}, "breaker_cooldown_ms = 3601000 is out of range 1..3600000"),
+        ({"breaker_failures": 1000001}, "breaker_failures = 1000001 is out of range 0..1000000"),
+    ],
+)
 def test_limiter_option_bound_message(kwargs, message):
     with polylimit.Client("memory://") as client:
         with pytest.raises(polylimit.InvalidArgument) as info:
@@ -155,11 +166,14 @@ def test_messages_use_the_tables_bounds():
         assert "#define POLYLIMIT_MAX_%s %dLL" % (name.upper(), hi) in header, name
 
 
-@pytest.mark.parametrize("block,retry_after_ms", [
-    (0.3, 300),  # the decimal the float prints as: not 301 from its binary value
-    (datetime.timedelta(microseconds=300500), 301),  # rounded up
-    (0.2999, 300),
-])
+@pytest.mark.parametrize(
+    "block,retry_after_ms",
+    [
+        (0.3, 300),  # the decimal the float prints as: not 301 from its binary value
+        (datetime.timedelta(microseconds=300500), 301),  # rounded up
+        (0.2999, 300),
+    ],
+)
 def test_durations_round_up_to_whole_milliseconds(block, retry_after_ms):
     with polylimit.Client("memory://") as client:
         lim = client.limiter("1/100ms", block=block, clock="client")
@@ -170,6 +184,7 @@ def test_durations_round_up_to_whole_milliseconds(block, retry_after_ms):
 
 # -- (b) closing the client closes its limiters --------------------------------------
 
+
 def test_closing_the_client_closes_its_limiters(url, key):
     client = polylimit.Client(url)
     lims = [client.limiter("5/s"), client.limiter("10/s; 100/h", algorithm="gcra")]
@@ -177,15 +192,24 @@ def test_closing_the_client_closes_its_limiters(url, key):
         assert lim.check(key)
     client.close()
     for lim in lims:
-        for call in (lambda: lim.check(key), lambda: lim.peek(key), lambda: lim.reset(key),
-                     lambda: lim.check_at_most(key, 2), lambda: lim.refund(key, 1),
-                     lambda: lim.acquire(key, timeout=1), lambda: lim.check_limit(key, 1, 5, 1),
-                     lambda: lim.check_many([key])):
+        for call in (
+            lambda: lim.check(key),
+            lambda: lim.peek(key),
+            lambda: lim.reset(key),
+            lambda: lim.check_at_most(key, 2),
+            lambda: lim.refund(key, 1),
+            lambda: lim.acquire(key, timeout=1),
+            lambda: lim.check_limit(key, 1, 5, 1),
+            lambda: lim.check_many([key]),
+        ):
             with pytest.raises(polylimit.ClosedError) as info:
                 call()
             e = info.value
-            assert str(e) == "the client is closed" and e.code == "POLYLIMIT_ECLOSED" and e.status == \
-                polylimit.ClosedError.status
+            assert (
+                str(e) == "the client is closed"
+                and e.code == "POLYLIMIT_ECLOSED"
+                and e.status == polylimit.ClosedError.status
+            )
             assert isinstance(e, polylimit.Error) and not e.retryable
         out = lim.check_many([key, key + ":b"], return_exceptions=True)
         assert all(isinstance(x, polylimit.ClosedError) for x in out) and [x.index for x in out] == [0, 1]
@@ -229,6 +253,7 @@ def test_async_calls_after_close_raise_closed(url, key):
 
 
 # -- (c) check_many: each key its own error ------------------------------------------
+
 
 def test_check_many_reports_the_failing_keys_own_error(url, key):
     with polylimit.Client(url) as client:

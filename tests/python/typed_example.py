@@ -4,20 +4,28 @@ that users see must be the precise ones."""
 
 from typing import Dict, List, Optional, Union
 
+import polylimit
 from fastapi import Depends, FastAPI
 from flask import Flask
-from prometheus_client import CollectorRegistry
-from typing_extensions import assert_type
-
-import polylimit
 from polylimit import Decision, Error
 from polylimit.contrib.asgi import CountWhenMiddleware, RateLimitMiddleware
 from polylimit.contrib.fastapi import RateLimit
 from polylimit.contrib.flask import FlaskRateLimit
-from polylimit.contrib.http import (CountWhen, Limit, Outcome, Policy, api_key, client_ip, count_failures, first_of,
-                                    user)
-from polylimit.contrib.http import RequestView
+from polylimit.contrib.http import (
+    CountWhen,
+    Limit,
+    Outcome,
+    Policy,
+    RequestView,
+    api_key,
+    client_ip,
+    count_failures,
+    first_of,
+    user,
+)
 from polylimit.contrib.prometheus import PolylimitCollector
+from prometheus_client import CollectorRegistry
+from typing_extensions import assert_type
 
 
 def checks(lim: polylimit.Limiter, keys: List[str], flag: bool) -> int:
@@ -51,8 +59,9 @@ def setup() -> None:
     page: str = polylimit.prometheus_text(client, other)
     assert page
     per_ip = client.limiter("100/minute", prefix="typed")
-    policy = Policy(Limit(per_ip, first_of(api_key(), user(), client_ip())), exempt=["/health"],
-                    trusted_proxies=["10.0.0.0/8"])
+    policy = Policy(
+        Limit(per_ip, first_of(api_key(), user(), client_ip())), exempt=["/health"], trusted_proxies=["10.0.0.0/8"]
+    )
     api = FastAPI()
     api.add_middleware(RateLimitMiddleware, policy=policy)
 
@@ -71,8 +80,14 @@ def setup() -> None:
     # Rate specs on routes and response-based counting.
     api.add_middleware(CountWhenMiddleware)
 
-    @api.post("/login", dependencies=[Depends(RateLimit("5/minute", client=client, count_when=count_failures,
-                                                        algorithm="gcra", on_failure="local"))])
+    @api.post(
+        "/login",
+        dependencies=[
+            Depends(
+                RateLimit("5/minute", client=client, count_when=count_failures, algorithm="gcra", on_failure="local")
+            )
+        ],
+    )
     def api_login() -> Dict[str, str]:
         return {}
 
@@ -83,7 +98,7 @@ def setup() -> None:
     def login() -> str:
         return "ok"
 
-    teapot: CountWhen = lambda status: status == 418
+    teapot: CountWhen = lambda status: status == 418  # noqa: E731 (a lambda must fit the alias)
     outcome = policy.check(policy_view())
     assert_type(outcome, Outcome)
     refunded: bool = policy.settle(outcome, 200)

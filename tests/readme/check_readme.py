@@ -43,12 +43,13 @@ Usage: check_readme.py [--readme README.md] [--redis-url URL] [--python PY]
 Prints PASS/FAIL per check and a closing line "N passed, N failed"; exits 1 on
 any failure.
 """
+
 import argparse
 import os
 import re
 import shlex
-import socket
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -62,10 +63,10 @@ TIMEOUT = 600
 
 class Block:
     def __init__(self, line, info, text, marker):
-        self.line = line          # 1-based line of the opening fence
+        self.line = line  # 1-based line of the opening fence
         self.info = info.strip().split()[0] if info.strip() else ""
         self.text = text
-        self.marker = marker      # the marker's body, or None
+        self.marker = marker  # the marker's body, or None
 
     def name(self):
         return "README.md:%d (```%s)" % (self.line, self.info)
@@ -89,8 +90,9 @@ def parse_blocks(path):
             raise SystemExit("README.md:%d: unclosed fence" % (start + 1))
         prev = lines[start - 1] if start > 0 else ""
         mm = MARKER.match(prev)
-        blocks.append(Block(start + 1, m.group("info"), "\n".join(lines[start + 1:j]) + "\n",
-                            mm.group("body") if mm else None))
+        blocks.append(
+            Block(start + 1, m.group("info"), "\n".join(lines[start + 1 : j]) + "\n", mm.group("body") if mm else None)
+        )
         i = j + 1
     return blocks
 
@@ -148,13 +150,19 @@ def check_links(readme):
         linked = {m.group("target").partition("#")[0].rstrip("/") for m in LINK.finditer(line)}
         for span in CODE_SPAN.findall(LINK.sub("", line)):
             word = span.split()[0] if span.split() else ""
-            if "/" in word and not word.startswith(("/", "-")) and "://" not in word and \
-                    os.path.exists(os.path.join(base, word)) and word.rstrip("/") not in linked:
+            if (
+                "/" in word
+                and not word.startswith(("/", "-"))
+                and "://" not in word
+                and os.path.exists(os.path.join(base, word))
+                and word.rstrip("/") not in linked
+            ):
                 errors.append("line %d: `%s` is a path: make it a relative link" % (n, span))
     return errors
 
 
 # --- comment removal and line normalisation for fragment matching ----------
+
 
 def strip_c_comments(text):
     """Removes /* */ and // comments from C, C++, Go or Java source, leaving
@@ -166,7 +174,7 @@ def strip_c_comments(text):
             j = i + 1
             while j < n and text[j] != c and text[j] != "\n":
                 j += 2 if text[j] == "\\" and c != "`" else 1
-            out.append(text[i:j + 1])
+            out.append(text[i : j + 1])
             i = j + 1
         elif text.startswith("/*", i):
             j = text.find("*/", i + 2)
@@ -199,8 +207,17 @@ def code_lines(text, lang):
     return result
 
 
-LANG_OF_EXT = {".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".go": "go", ".java": "java", ".js": "js",
-               ".py": "python", ".sh": "sh"}
+LANG_OF_EXT = {
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".go": "go",
+    ".java": "java",
+    ".js": "js",
+    ".py": "python",
+    ".sh": "sh",
+}
 
 
 def check_fragment(block, rel):
@@ -221,6 +238,7 @@ def check_fragment(block, rel):
 
 
 # --- coverage of commands that are not run ---------------------------------
+
 
 def commands_of(text):
     """(program, first option or subcommand) of every command in a shell block."""
@@ -261,9 +279,11 @@ def check_coverage(block, files):
 
 # --- running ----------------------------------------------------------------
 
+
 def run(cmd, cwd=None, env=None):
-    p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=TIMEOUT)
+    p = subprocess.run(
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT
+    )
     return p.returncode, p.stdout
 
 
@@ -282,9 +302,11 @@ def run_go(code, work, args):
     open(os.path.join(mod, "go.mod"), "w").write(
         "module readmetest\n\ngo 1.19\n\n"
         "require github.com/polylimit/polylimit v0.0.0\n\n"
-        "replace github.com/polylimit/polylimit => %s\n" % ROOT)
-    env = dict(os.environ, GOTOOLCHAIN="local", CGO_ENABLED="1",
-               GOFLAGS=(os.environ.get("GOFLAGS", "") + " -mod=mod").strip())
+        "replace github.com/polylimit/polylimit => %s\n" % ROOT
+    )
+    env = dict(
+        os.environ, GOTOOLCHAIN="local", CGO_ENABLED="1", GOFLAGS=(os.environ.get("GOFLAGS", "") + " -mod=mod").strip()
+    )
     rc, out = run(["gofmt", "-l", "-d", "main.go"], cwd=mod, env=env)
     if rc != 0 or out.strip():
         return rc or 1, "gofmt -d (the block is not gofmt-formatted):\n" + out
@@ -304,13 +326,16 @@ def run_rust(code, work, args):
     binding = os.path.join(ROOT, "bindings", "rust")
     open(os.path.join(proj, "Cargo.toml"), "w").write(
         '[package]\nname = "readmetest"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n'
-        '[dependencies]\npolylimit = { path = "%s", features = ["system"] }\n' % os.path.join(binding, "polylimit"))
+        '[dependencies]\npolylimit = { path = "%s", features = ["system"] }\n' % os.path.join(binding, "polylimit")
+    )
     # The binding's lock file, where its suite wrote one: the same dependency
     # versions as that suite.
     if os.path.exists(os.path.join(binding, "Cargo.lock")):
         shutil.copy(os.path.join(binding, "Cargo.lock"), os.path.join(proj, "Cargo.lock"))
-    rc, out = run(["rustfmt", "--check", "--edition", "2021",
-                   "--config-path", os.path.join(binding, "rustfmt.toml"), main], cwd=proj)
+    rc, out = run(
+        ["rustfmt", "--check", "--edition", "2021", "--config-path", os.path.join(binding, "rustfmt.toml"), main],
+        cwd=proj,
+    )
     if rc != 0:
         return rc, "rustfmt --check (the block is not rustfmt-formatted):\n" + out
     env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(ROOT, "build", "rust-readme-target"))
@@ -339,7 +364,8 @@ def run_node(code, work, args):
     if not shutil.which("node"):
         return 1, "node: not found"
     addon = os.environ.get("POLYLIMIT_NODE_ADDON") or os.path.join(
-        ROOT, "build", "node", "bindings", "node", "Release", "polylimit.node")
+        ROOT, "build", "node", "bindings", "node", "Release", "polylimit.node"
+    )
     if not os.path.isfile(addon):
         return 1, "no addon %s; tests/node/run.sh builds it" % addon
     # require('polylimit') finds the package as an installed one would be.
@@ -356,8 +382,16 @@ def run_sh(code, work, args):
     return run(["bash", src], cwd=ROOT)
 
 
-RUNNERS = {"python": run_python, "py": run_python, "go": run_go, "rust": run_rust, "java": run_java, "js": run_node,
-           "sh": run_sh, "bash": run_sh}
+RUNNERS = {
+    "python": run_python,
+    "py": run_python,
+    "go": run_go,
+    "rust": run_rust,
+    "java": run_java,
+    "js": run_node,
+    "sh": run_sh,
+    "bash": run_sh,
+}
 
 
 def compile_and_run_c(rel, args, work):
@@ -366,12 +400,13 @@ def compile_and_run_c(rel, args, work):
     if rc != 0:
         return "pkg-config --cflags --libs polylimit failed (PKG_CONFIG_PATH?): " + flags
     exe = os.path.join(work, "app")
-    rc, out = run(["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", os.path.join(ROOT, rel)]
-                  + flags.split() + ["-o", exe])
+    rc, out = run(
+        ["cc", "-std=c99", "-Wall", "-Wextra", "-Werror", os.path.join(ROOT, rel)] + flags.split() + ["-o", exe]
+    )
     if rc != 0:
         return "cc %s $(pkg-config --cflags --libs polylimit):\n%s" % (rel, out)
     rc, out = run([exe, args.redis_url])
-    sys.stdout.write("".join("    | " + l + "\n" for l in out.splitlines()))
+    sys.stdout.write("".join("    | " + line + "\n" for line in out.splitlines()))
     if rc != 0:
         return "%s %s exited %d" % (rel, args.redis_url, rc)
     return None
@@ -450,7 +485,7 @@ def main():
                     rc, out = 1, "timed out after %d s" % TIMEOUT
                 except OSError as e:
                     rc, out = 1, str(e)
-                sys.stdout.write("".join("    | " + l + "\n" for l in out.splitlines()))
+                sys.stdout.write("".join("    | " + line + "\n" for line in out.splitlines()))
                 expect = m_run.group("expect")
                 if rc != 0:
                     report(False, what, "exit status %d" % rc)
@@ -476,8 +511,11 @@ def main():
             elif m_sh:
                 files = [f.strip() for f in m_sh.group("files").split(",") if f.strip()]
                 err = check_coverage(b, files)
-                report(err is None, "%s shell, not run (%s); commands covered by %s"
-                       % (what, m_sh.group("why"), ", ".join(files)), err)
+                report(
+                    err is None,
+                    "%s shell, not run (%s); commands covered by %s" % (what, m_sh.group("why"), ", ".join(files)),
+                    err,
+                )
             else:
                 report(False, what, "unknown marker: %s" % body)
     finally:

@@ -14,11 +14,18 @@
 #     feature system; output in build/rust-readme-target).
 # Starts its own redis-server (tests/redis-server.sh); the blocks' URL
 # redis://127.0.0.1:6379 is replaced by its URL.
+# First, needing nothing built: every list or table of languages in the docs
+# names every language that has a binding (tests/readme/check_languages.py),
+# and that check fails when one is left out (test_check_languages.py).
 set -euo pipefail
 root=${POLYLIMIT_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$root"
 
 die() { echo "tests/readme/run.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
+
+languages_rc=0
+python3 "$root/tests/readme/check_languages.py" || languages_rc=1
+python3 -m unittest "$root/tests/readme/test_check_languages.py" || languages_rc=1
 [ -n "${POLYLIMIT_PREFIX:-}" ] || die "POLYLIMIT_PREFIX is not set: run it from tools/test.sh (or set POLYLIMIT_PREFIX, PKG_CONFIG_PATH, LD_LIBRARY_PATH to an installed build)"
 pkg-config --exists polylimit || die "pkg-config cannot find polylimit (PKG_CONFIG_PATH=${PKG_CONFIG_PATH:-})"
 command -v redis-server >/dev/null || die "redis-server: not found"
@@ -53,5 +60,8 @@ echo "readme: jar $jar"
 eval "$("$root/tests/redis-server.sh" start)"
 trap '"$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"' EXIT
 
+readme_rc=0
 python3 "$root/tests/readme/check_readme.py" --readme "$root/README.md" \
-  --redis-url "$POLYLIMIT_TEST_REDIS_URL" --python "$python" --jar "$jar"
+  --redis-url "$POLYLIMIT_TEST_REDIS_URL" --python "$python" --jar "$jar" || readme_rc=$?
+[ $languages_rc -eq 0 ] || echo "tests/readme/run.sh: the languages check failed (above)" >&2
+[ $readme_rc -eq 0 ] && [ $languages_rc -eq 0 ]

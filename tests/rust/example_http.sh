@@ -45,7 +45,7 @@ done
 get() {
   local code
   code=$(curl -s -X "$2" -D "$tmp/head" -o /dev/null -w '%{http_code}' "${urls[$1]}$3")
-  tr 'A-Z' 'a-z' <"$tmp/head" | tr -d '\r' >"$tmp/head.lc"
+  tr '[:upper:]' '[:lower:]' <"$tmp/head" | tr -d '\r' >"$tmp/head.lc"
   mv "$tmp/head.lc" "$tmp/head"
   echo "$code"
 }

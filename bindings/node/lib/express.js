@@ -18,7 +18,7 @@ function rateLimit(limiter, options = {}) {
   const decide = makeDecider(limiter, options);
   return function polylimitMiddleware(req, res, next) {
     const path = (req.originalUrl || req.url || '/').split('?')[0];
-    decide(req, path, req.socket && req.socket.remoteAddress, req.headers['x-forwarded-for']).then(
+    decide(req, path, req.socket?.remoteAddress, req.headers['x-forwarded-for']).then(
       (r) => {
         for (const [name, value] of Object.entries(r.headers)) res.setHeader(name, value);
         if (r.action === 'next') {
@@ -30,7 +30,7 @@ function rateLimit(limiter, options = {}) {
         res.setHeader('Content-Type', 'text/plain; charset=utf-8');
         res.end(body);
       },
-      next,  // a bug (the key function threw): Express's error handling
+      next, // a bug (the key function threw): Express's error handling
     );
   };
 }
@@ -43,7 +43,7 @@ class PolylimitStore {
   constructor(limiter) {
     if (!(limiter instanceof Limiter)) throw new TypeError('PolylimitStore needs a polylimit Limiter');
     this.limiter = limiter;
-    this.localKeys = false;  // shared through Redis
+    this.localKeys = false; // shared through Redis
   }
 
   init() {}

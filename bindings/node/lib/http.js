@@ -26,10 +26,10 @@ function apiKey(header = 'x-api-key') {
   if (typeof header !== 'string' || header === '') throw new TypeError('apiKey(header): a header name');
   const name = header.toLowerCase();
   return credential((req) => {
-    const value = req.headers && req.headers[name];
+    const value = req.headers?.[name];
     const v = Array.isArray(value) ? value[0] : value;
     if (typeof v !== 'string' || v === '') return null;
-    return 'apikey:' + crypto.createHash('sha256').update(v).digest('hex');
+    return `apikey:${crypto.createHash('sha256').update(v).digest('hex')}`;
   });
 }
 
@@ -96,7 +96,8 @@ function matches(pattern, path) {
 // goes through unlimited, only when asked for by name), trustedProxies,
 // routes ({ '/login': limiter }), exempt (['/healthz', '/static/']), cost.
 function makeDecider(limiter, options = {}) {
-  if (limiter !== null && !(limiter instanceof Limiter)) throw new TypeError('limiter must be a polylimit Limiter or null');
+  if (limiter !== null && !(limiter instanceof Limiter))
+    throw new TypeError('limiter must be a polylimit Limiter or null');
   const list = trustList(options.trustedProxies || []);
   const routes = Object.entries(options.routes || {});
   for (const [route, l] of routes)

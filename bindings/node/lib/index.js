@@ -25,7 +25,8 @@ function loadAddon() {
     }
   }
   throw new Error(
-    'polylimit: cannot load the native addon. Tried:\n  ' + tried.join('\n  ') +
+    'polylimit: cannot load the native addon. Tried:\n  ' +
+      tried.join('\n  ') +
       '\nBuild it with CMake (-DPOLYLIMIT_BUILD_NODE=ON) and set POLYLIMIT_NODE_ADDON to polylimit.node.',
   );
 }
@@ -52,7 +53,7 @@ class PolylimitError extends Error {
 
 const byValue = new Map(vocabulary.statuses.map((s) => [s.value, s]));
 const invalidStatus = vocabulary.statuses.find((s) => s.code === 'EINVALID').value;
-const errorClasses = new Map();  // status value -> subclass
+const errorClasses = new Map(); // status value -> subclass
 const errors = { PolylimitError };
 for (const s of vocabulary.statuses) {
   if (s.value === 0) continue;
@@ -104,15 +105,21 @@ function optionalSetting(name, coreName, value) {
   const n = optionalInteger(name, value);
   if (value === undefined || n !== 0) return n;
   const { min, max } = vocabulary.bounds[coreName];
-  const why = min > 0 ? `${coreName} = 0 is out of range ${min}..${max}`
-    : `${coreName} = 0 cannot be given: the C ABI reads 0 as the library's default; leave ${name} out for the default`;
+  const why =
+    min > 0
+      ? `${coreName} = 0 is out of range ${min}..${max}`
+      : `${coreName} = 0 cannot be given: the C ABI reads 0 as the library's default; leave ${name} out for the default`;
   throw new errors.InvalidArgumentError(`${name}: ${why}`, invalidStatus);
 }
 
 function enumValue(name, table, value, fallback) {
   if (value === undefined) return fallback;
-  if (typeof value === 'string' && Object.prototype.hasOwnProperty.call(table, value)) return table[value];
-  throw new TypeError(`${name} must be one of ${Object.keys(table).map((k) => `'${k}'`).join(', ')}, not ${describe(value)}`);
+  if (typeof value === 'string' && Object.hasOwn(table, value)) return table[value];
+  throw new TypeError(
+    `${name} must be one of ${Object.keys(table)
+      .map((k) => `'${k}'`)
+      .join(', ')}, not ${describe(value)}`,
+  );
 }
 
 function describe(value) {
@@ -212,7 +219,8 @@ class Client {
       native_options.tls = {};
       for (const field of ['caFile', 'caDir', 'certFile', 'keyFile', 'serverName']) {
         if (tls[field] === undefined) continue;
-        if (typeof tls[field] !== 'string') throw new TypeError(`tls.${field} must be a string, not ${describe(tls[field])}`);
+        if (typeof tls[field] !== 'string')
+          throw new TypeError(`tls.${field} must be a string, not ${describe(tls[field])}`);
         native_options.tls[field] = tls[field];
       }
       if (tls.insecure !== undefined && typeof tls.insecure !== 'boolean')
@@ -271,8 +279,10 @@ class Client {
 class Limiter {
   constructor(client, spec, options) {
     if (!(client instanceof Client)) throw new TypeError('client must be a polylimit Client');
-    if (typeof spec !== 'string') throw new TypeError(`spec must be a string such as '100/minute', not ${describe(spec)}`);
-    if (options === null || typeof options !== 'object') throw new TypeError(`options must be an object, not ${describe(options)}`);
+    if (typeof spec !== 'string')
+      throw new TypeError(`spec must be a string such as '100/minute', not ${describe(spec)}`);
+    if (options === null || typeof options !== 'object')
+      throw new TypeError(`options must be an object, not ${describe(options)}`);
     if (options.prefix !== undefined && typeof options.prefix !== 'string')
       throw new TypeError(`prefix must be a string, not ${describe(options.prefix)}`);
     const breaker = options.breaker || {};

@@ -16,7 +16,7 @@
 
 const { Client, prometheus } = require('./index');
 
-function unescape(text) {
+function unescapeLabel(text) {
   return text.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
 }
 
@@ -24,7 +24,7 @@ function parseLabels(text) {
   const labels = {};
   const re = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
   let m;
-  while ((m = re.exec(text)) !== null) labels[m[1]] = unescape(m[2]);
+  while ((m = re.exec(text)) !== null) labels[m[1]] = unescapeLabel(m[2]);
   return labels;
 }
 
@@ -38,7 +38,7 @@ function parse(text) {
   for (const line of text.split('\n')) {
     let m;
     if ((m = /^# HELP (\S+) (.*)$/.exec(line))) {
-      family(m[1]).help = unescape(m[2]);
+      family(m[1]).help = unescapeLabel(m[2]);
     } else if ((m = /^# TYPE (\S+) (\S+)$/.exec(line))) {
       family(m[1]).type = m[2];
     } else if ((m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line))) {
@@ -69,7 +69,8 @@ function registerPolylimit(registry, ...clients) {
     return current;
   };
   const metrics = [];
-  for (const [name, learned] of scrape()) {  // learns the names; a bad setup fails here
+  for (const [name, learned] of scrape()) {
+    // learns the names; a bad setup fails here
     const metric = {
       name,
       help: learned.help,

@@ -16,7 +16,9 @@ this process, without a server (ask for it: ``Client()`` without a URL reads
 by the core, the same way in every language.
 """
 
-
+from . import _core, _vocabulary
+from ._client import Client, Hit, Limiter, Rate, Stats, prometheus_text, redact_url
+from ._core import Decision
 from ._errors import (
     AuthError,
     ClosedError,
@@ -32,9 +34,6 @@ from ._errors import (
     Timeout,
     Unavailable,
 )
-from . import _core, _vocabulary
-from ._core import Decision
-from ._client import Client, Hit, Limiter, Rate, Stats, prometheus_text, redact_url
 from ._vocabulary import AlgorithmName, ClockName, FailurePolicyName
 
 __version__: str = _core.VERSION_STRING
@@ -78,7 +77,24 @@ __all__ = [
 ]
 
 # Tracebacks name the public module, not the private one that defines them.
-for _cls in (AuthError, ClosedError, Error, InvalidArgument, NoMemory, NotDurable, PermissionDenied, PoolExhausted,
-             RateLimited, ScriptError, ServerError, Timeout, Unavailable, Client, Hit, Limiter, Rate):
+for _cls in (
+    AuthError,
+    ClosedError,
+    Error,
+    InvalidArgument,
+    NoMemory,
+    NotDurable,
+    PermissionDenied,
+    PoolExhausted,
+    RateLimited,
+    ScriptError,
+    ServerError,
+    Timeout,
+    Unavailable,
+    Client,
+    Hit,
+    Limiter,
+    Rate,
+):
     _cls.__module__ = __name__
 del _cls

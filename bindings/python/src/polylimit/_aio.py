@@ -141,8 +141,14 @@ async def call(loop: asyncio.AbstractEventLoop, lq: _LoopQueue, submit: Any, *ar
         raise
 
 
-async def check_many(loop: asyncio.AbstractEventLoop, lq: _LoopQueue, core: "_core.Limiter", keys: Any, cost: Any,
-                     return_exceptions: bool) -> List[Any]:
+async def check_many(
+    loop: asyncio.AbstractEventLoop,
+    lq: _LoopQueue,
+    core: "_core.Limiter",
+    keys: Any,
+    cost: Any,
+    return_exceptions: bool,
+) -> List[Any]:
     """check_many's results and errors, from one submit per key: the checks
     are in flight together (the core pipelines them on its connections)."""
     keys = list(keys)  # (a str or bytes never gets here: Limiter.acheck_many)

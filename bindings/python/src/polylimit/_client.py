@@ -10,13 +10,27 @@ import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from typing import (Any, Callable, Dict, Iterable, List, Literal, NamedTuple, Optional, Tuple, TypedDict, TypeVar,
-                    Union, cast, overload)
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Literal,
+    NamedTuple,
+    Optional,
+    Tuple,
+    TypedDict,
+    TypeVar,
+    Union,
+    cast,
+    overload,
+)
 
 from . import _aio, _core, _vocabulary
-from ._vocabulary import AlgorithmName, ClockName, FailurePolicyName
 from ._core import Decision
 from ._errors import Error, InvalidArgument, RateLimited
+from ._vocabulary import AlgorithmName, ClockName, FailurePolicyName
 
 Key = Union[str, bytes]
 Seconds = Union[float, int, datetime.timedelta]
@@ -119,8 +133,10 @@ def _client_option(name: str, core_name: str, value: Any, ms: bool = True) -> in
     lo, hi = _vocabulary.BOUNDS[core_name]
     if not lo <= 0 <= hi:
         raise _out_of_range(core_name, 0)
-    raise InvalidArgument("%s = 0 cannot be given: the C ABI reads 0 as the default (%d ms); use None for the default "
-                          "or at least 0.001 s" % (name, _vocabulary.DEFAULTS[core_name]))
+    raise InvalidArgument(
+        "%s = 0 cannot be given: the C ABI reads 0 as the default (%d ms); use None for the default "
+        "or at least 0.001 s" % (name, _vocabulary.DEFAULTS[core_name])
+    )
 
 
 def _check_int(name: str, value: Any) -> int:
@@ -222,9 +238,14 @@ class Client:
     ) -> None:
         if url is not None and not isinstance(url, str):
             raise TypeError("url must be a str or None, not %s" % type(url).__name__)
-        for option, value in (("name", name), ("tls_ca_file", tls_ca_file), ("tls_ca_dir", tls_ca_dir),
-                              ("tls_cert_file", tls_cert_file), ("tls_key_file", tls_key_file),
-                              ("tls_server_name", tls_server_name)):
+        for option, value in (
+            ("name", name),
+            ("tls_ca_file", tls_ca_file),
+            ("tls_ca_dir", tls_ca_dir),
+            ("tls_cert_file", tls_cert_file),
+            ("tls_key_file", tls_key_file),
+            ("tls_server_name", tls_server_name),
+        ):
             if value is not None and not isinstance(value, (str, os.PathLike)):
                 raise TypeError("%s must be a str or None, not %s" % (option, type(value).__name__))
         if not isinstance(tls_insecure, bool):
@@ -372,12 +393,21 @@ class Client:
                 raise InvalidArgument("a rate is needed: limiter('100/minute') or limiter(limit=100, window=60)")
             limit_n, window_ms = _check_int("limit", limit), _window_ms(window)
             burst_n = 0 if burst is None else _check_int("burst", burst)  # 0: the limit
-        alg = _choice("algorithm", algorithm, _vocabulary.ALGORITHMS,
-                      "available: " + ", ".join(sorted(_vocabulary.ALGORITHMS)))
-        clk = _choice("clock", clock, _vocabulary.CLOCKS,
-                      "use " + " or ".join(repr(c) for c in sorted(_vocabulary.CLOCKS, reverse=True)))
-        policy = _choice("on_failure", on_failure, _vocabulary.FAILURE_POLICIES,
-                         "use " + ", ".join(repr(p) for p in sorted(_vocabulary.FAILURE_POLICIES)))
+        alg = _choice(
+            "algorithm", algorithm, _vocabulary.ALGORITHMS, "available: " + ", ".join(sorted(_vocabulary.ALGORITHMS))
+        )
+        clk = _choice(
+            "clock",
+            clock,
+            _vocabulary.CLOCKS,
+            "use " + " or ".join(repr(c) for c in sorted(_vocabulary.CLOCKS, reverse=True)),
+        )
+        policy = _choice(
+            "on_failure",
+            on_failure,
+            _vocabulary.FAILURE_POLICIES,
+            "use " + ", ".join(repr(p) for p in sorted(_vocabulary.FAILURE_POLICIES)),
+        )
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str, not %s" % type(prefix).__name__)
         if not isinstance(shadow, bool):
@@ -457,8 +487,11 @@ class Client:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return "<polylimit.Client %r%s%s>" % (redact_url(self._url), "" if self._name is None else " name=%r" % self._name,
-                                             " closed" if self.closed else "")
+        return "<polylimit.Client %r%s%s>" % (
+            redact_url(self._url),
+            "" if self._name is None else " name=%r" % self._name,
+            " closed" if self.closed else "",
+        )
 
     def _async_executor(self) -> ThreadPoolExecutor:
         # One thread per pooled connection: more would only queue on the pool.
@@ -548,8 +581,15 @@ class Limiter:
     with no thread; the others run the same call in the client's thread pool.
     """
 
-    def __init__(self, client: Client, core: "_core.Limiter", algorithm: AlgorithmName, clock: ClockName,
-                 on_failure: FailurePolicyName = "error", shadow: bool = False) -> None:
+    def __init__(
+        self,
+        client: Client,
+        core: "_core.Limiter",
+        algorithm: AlgorithmName,
+        clock: ClockName,
+        on_failure: FailurePolicyName = "error",
+        shadow: bool = False,
+    ) -> None:
         self._client = client
         self._core = core
         self._algorithm = algorithm
@@ -605,7 +645,11 @@ class Limiter:
         else:
             rate = "%d per %gs" % (self._core.limit, self._core.window_ms / 1000.0)
         return "<polylimit.Limiter %s %s prefix=%r%s>" % (
-            rate, self._algorithm, self.prefix, " closed" if self._client.closed else "")
+            rate,
+            self._algorithm,
+            self.prefix,
+            " closed" if self._client.closed else "",
+        )
 
     # -- blocking calls -----------------------------------------------------
     def check(self, key: Key, cost: int = 1) -> Decision:
@@ -631,19 +675,21 @@ class Limiter:
         self._core.reset(key)
 
     @overload
-    def check_many(self, keys: Iterable[Key], cost: int = ..., *,
-                   return_exceptions: Literal[False] = ...) -> List[Decision]: ...
+    def check_many(
+        self, keys: Iterable[Key], cost: int = ..., *, return_exceptions: Literal[False] = ...
+    ) -> List[Decision]: ...
 
     @overload
-    def check_many(self, keys: Iterable[Key], cost: int = ..., *,
-                   return_exceptions: Literal[True]) -> List[Union[Decision, Error]]: ...
+    def check_many(
+        self, keys: Iterable[Key], cost: int = ..., *, return_exceptions: Literal[True]
+    ) -> List[Union[Decision, Error]]: ...
 
     @overload
-    def check_many(self, keys: Iterable[Key], cost: int = ..., *,
-                   return_exceptions: bool) -> List[Union[Decision, Error]]: ...
+    def check_many(
+        self, keys: Iterable[Key], cost: int = ..., *, return_exceptions: bool
+    ) -> List[Union[Decision, Error]]: ...
 
-    def check_many(self, keys: Iterable[Key], cost: int = 1, *,
-                   return_exceptions: bool = False) -> List[Any]:
+    def check_many(self, keys: Iterable[Key], cost: int = 1, *, return_exceptions: bool = False) -> List[Any]:
         """check(key, cost) for every key, in order, in one pipelined round
         trip to Redis (one GIL release). Each key is decided on its own (all
         or nothing per key, not across keys).
@@ -746,19 +792,21 @@ class Limiter:
         await self._queued(self._core.reset, self._core.submit_reset, key)
 
     @overload
-    async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,
-                          return_exceptions: Literal[False] = ...) -> List[Decision]: ...
+    async def acheck_many(
+        self, keys: Iterable[Key], cost: int = ..., *, return_exceptions: Literal[False] = ...
+    ) -> List[Decision]: ...
 
     @overload
-    async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,
-                          return_exceptions: Literal[True]) -> List[Union[Decision, Error]]: ...
+    async def acheck_many(
+        self, keys: Iterable[Key], cost: int = ..., *, return_exceptions: Literal[True]
+    ) -> List[Union[Decision, Error]]: ...
 
     @overload
-    async def acheck_many(self, keys: Iterable[Key], cost: int = ..., *,
-                          return_exceptions: bool) -> List[Union[Decision, Error]]: ...
+    async def acheck_many(
+        self, keys: Iterable[Key], cost: int = ..., *, return_exceptions: bool
+    ) -> List[Union[Decision, Error]]: ...
 
-    async def acheck_many(self, keys: Iterable[Key], cost: int = 1, *,
-                          return_exceptions: bool = False) -> List[Any]:
+    async def acheck_many(self, keys: Iterable[Key], cost: int = 1, *, return_exceptions: bool = False) -> List[Any]:
         """check_many for asyncio: every key submitted to the core at once
         (pipelined on its connections), completed on the event loop; the
         same results and errors as check_many."""
@@ -775,8 +823,9 @@ class Limiter:
         return await self._queued(self._core.check_at_most, self._core.submit_check_at_most, key, max_cost)
 
     async def acheck_limit(self, key: Key, cost: int, limit: int, window: Seconds) -> Decision:
-        return await self._queued(self._core.check_limit, self._core.submit_check_limit, key, cost, limit,
-                                  _window_ms(window))
+        return await self._queued(
+            self._core.check_limit, self._core.submit_check_limit, key, cost, limit, _window_ms(window)
+        )
 
     async def arefund(self, key: Key, units: int) -> Decision:
         return await self._queued(self._core.refund, self._core.submit_refund, key, units)
@@ -823,6 +872,7 @@ class Limiter:
                 return key(*args, **kwargs)
 
             if inspect.iscoroutinefunction(fn):
+
                 @functools.wraps(fn)
                 async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
                     decision = await self.acheck(key_for(args, kwargs), cost)

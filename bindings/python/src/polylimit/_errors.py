@@ -4,8 +4,9 @@ Every error raised by the library is a :class:`Error`. ``.code`` is the C
 ABI's status name (``"POLYLIMIT_ETIMEOUT"`` ...), ``.status`` its number,
 ``.sys_errno`` the errno of the failing system call (0 when none),
 ``.outcome_unknown`` whether the call failed after its command was sent, so
-that it may have consumed units (docs/error-model.md), ``.retryable`` whether a later retry may succeed and ``.outage`` whether the
-server did not answer (the failure policy applies). Subclasses also derive
+that it may have consumed units (docs/error-model.md), ``.retryable``
+whether a later retry may succeed and ``.outage`` whether the server did not
+answer (the failure policy applies). Subclasses also derive
 from the matching built-in exception, so ``except TimeoutError`` or
 ``except ValueError`` catch what they should.
 

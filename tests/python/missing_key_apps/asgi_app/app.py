@@ -19,12 +19,15 @@ async def endpoint(scope, receive, send):
     await send({"type": "http.response.body", "body": b"ok\n"})
 
 
-app = RateLimitMiddleware(endpoint, Policy(
-    None,
-    routes={
-        "/credential": Limit(lim["credential"], api_key("X-API-Key")),
-        "/tenant": Limit(lim["tenant"], tenant),
-        "/skip": Limit(lim["skip"], api_key("X-API-Key"), on_missing_key="skip"),
-    },
-    exempt=["/health"],
-))
+app = RateLimitMiddleware(
+    endpoint,
+    Policy(
+        None,
+        routes={
+            "/credential": Limit(lim["credential"], api_key("X-API-Key")),
+            "/tenant": Limit(lim["tenant"], tenant),
+            "/skip": Limit(lim["skip"], api_key("X-API-Key"), on_missing_key="skip"),
+        },
+        exempt=["/health"],
+    ),
+)

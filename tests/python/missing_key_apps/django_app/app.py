@@ -6,11 +6,10 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import django  # noqa: E402
+from common import PREFIX, RATE, tenant  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.http import HttpRequest, HttpResponse  # noqa: E402
 from django.urls import path  # noqa: E402
-
-from common import PREFIX, RATE, tenant  # noqa: E402
 
 settings.configure(
     DEBUG=False,

@@ -15,13 +15,17 @@ client = polylimit.Client(name="asgi")
 
 async def endpoint(scope, receive, send):
     ok = scope["path"] != "/login" or login_ok(scope.get("query_string", b"").decode())
-    await send({"type": "http.response.start", "status": 200 if ok else 401,
-                "headers": [(b"content-type", b"text/plain")]})
+    await send(
+        {"type": "http.response.start", "status": 200 if ok else 401, "headers": [(b"content-type", b"text/plain")]}
+    )
     await send({"type": "http.response.body", "body": b"ok\n" if ok else b"wrong password\n"})
 
 
-app = RateLimitMiddleware(endpoint, Policy(
-    None,
-    routes={"/login": Limit(client.limiter(RATE, prefix=PREFIX + ":login"), user_key, count_when=count_failures)},
-    exempt=["/health"],
-))
+app = RateLimitMiddleware(
+    endpoint,
+    Policy(
+        None,
+        routes={"/login": Limit(client.limiter(RATE, prefix=PREFIX + ":login"), user_key, count_when=count_failures)},
+        exempt=["/health"],
+    ),
+)

@@ -5,10 +5,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from flask import Flask, request  # noqa: E402
-
 import polylimit  # noqa: E402
 from common import PREFIX, RATE, login_ok, user_key  # noqa: E402
+from flask import Flask, request  # noqa: E402
 from polylimit.contrib.flask import FlaskRateLimit  # noqa: E402
 from polylimit.contrib.http import Policy, api_key, count_failures  # noqa: E402
 

@@ -69,8 +69,16 @@ def request_view(scope: Scope, trusted: Tuple[IPNetwork, ...] = ()) -> RequestVi
     client = scope.get("client")
     peer = client[0] if client else None
     route = getattr(scope.get("route"), "path", None)  # set only once routing ran (dependencies)
-    return RequestView(scope.get("method", "GET"), scope.get("path", "/"), peer, headers, native=scope,
-                       route=route, user=lambda: _scope_user(scope), trusted=trusted)
+    return RequestView(
+        scope.get("method", "GET"),
+        scope.get("path", "/"),
+        peer,
+        headers,
+        native=scope,
+        route=route,
+        user=lambda: _scope_user(scope),
+        trusted=trusted,
+    )
 
 
 def _encode(headers: List[Tuple[str, str]]) -> List[Tuple[bytes, bytes]]:
@@ -116,8 +124,14 @@ class RateLimitMiddleware:
         await _run_and_settle(self.app, scope, receive, send, [(self.policy, outcome)], _encode(outcome.headers))
 
 
-async def _run_and_settle(app: ASGIApp, scope: Scope, receive: Receive, send: Send,
-                          pending: List[Tuple[Policy, Outcome]], extra: List[Tuple[bytes, bytes]]) -> None:
+async def _run_and_settle(
+    app: ASGIApp,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    pending: List[Tuple[Policy, Outcome]],
+    extra: List[Tuple[bytes, bytes]],
+) -> None:
     """Runs the app, adding ``extra`` headers to its response, then settles
     each outcome with the response's status."""
     status = 500  # the app raised (or never answered) before a response started

@@ -65,7 +65,8 @@ class RateLimitMiddleware:
             config = getattr(settings, "POLYLIMIT", None)
             if config is None:
                 raise importlib.import_module("django.core.exceptions").ImproperlyConfigured(
-                    "polylimit.contrib.django.RateLimitMiddleware needs settings.POLYLIMIT")
+                    "polylimit.contrib.django.RateLimitMiddleware needs settings.POLYLIMIT"
+                )
             policy, self.client = policy_from_config(config)
         self.policy = policy
 
@@ -81,8 +82,15 @@ class RateLimitMiddleware:
         headers: Dict[str, str] = {}
         for name, value in request.headers.items():
             headers[name.lower()] = value
-        return RequestView(request.method or "GET", request.path, request.META.get("REMOTE_ADDR"), headers,
-                           native=request, user=lambda: _user(request), trusted=self.policy.trusted)
+        return RequestView(
+            request.method or "GET",
+            request.path,
+            request.META.get("REMOTE_ADDR"),
+            headers,
+            native=request,
+            user=lambda: _user(request),
+            trusted=self.policy.trusted,
+        )
 
     def __call__(self, request: Any) -> Any:
         view = self._view(request)
@@ -92,8 +100,9 @@ class RateLimitMiddleware:
         outcome: Outcome = self.policy.check(view, rule)
         request.polylimit = outcome.decision
         if outcome.status is not None:
-            response = self._http.HttpResponse(outcome.body, status=outcome.status,
-                                               content_type="text/plain; charset=utf-8")
+            response = self._http.HttpResponse(
+                outcome.body, status=outcome.status, content_type="text/plain; charset=utf-8"
+            )
         else:
             response = self.get_response(request)
             # A rule with "count_when": the units back when the status does not count.

@@ -77,13 +77,23 @@ class RateLimit:
     ``on_failure`` are its options; a given ``prefix`` is shared by every
     route). The spec is checked here, when the route is declared."""
 
-    def __init__(self, limiter: Union[Limiter, str], key: Optional[KeyFunc] = None, *, cost: int = 1,
-                 methods: Optional[Iterable[str]] = None, trusted_proxies: Iterable[str] = (),
-                 send_headers: bool = True, on_error: str = "unavailable",
-                 on_missing_key: str = "reject", count_when: Optional[CountWhen] = None,
-                 client: Optional[Client] = None, prefix: Optional[str] = None,
-                 algorithm: Optional[AlgorithmName] = None,
-                 on_failure: Optional[FailurePolicyName] = None) -> None:
+    def __init__(
+        self,
+        limiter: Union[Limiter, str],
+        key: Optional[KeyFunc] = None,
+        *,
+        cost: int = 1,
+        methods: Optional[Iterable[str]] = None,
+        trusted_proxies: Iterable[str] = (),
+        send_headers: bool = True,
+        on_error: str = "unavailable",
+        on_missing_key: str = "reject",
+        count_when: Optional[CountWhen] = None,
+        client: Optional[Client] = None,
+        prefix: Optional[str] = None,
+        algorithm: Optional[AlgorithmName] = None,
+        on_failure: Optional[FailurePolicyName] = None,
+    ) -> None:
         self._spec: Optional[str] = None
         self._limiters: Optional[RateLimiters] = None
         self._per_route: Dict[str, Limit] = {}
@@ -94,16 +104,17 @@ class RateLimit:
             self._options = (algorithm, on_failure)
             # Made now so that a bad spec fails when the route is declared;
             # used as is when prefix= is given (one budget for every route).
-            limiter = self._limiters.get(limiter, prefix or self._limiters.prefix_for("-", limiter),
-                                         algorithm, on_failure)
+            limiter = self._limiters.get(
+                limiter, prefix or self._limiters.prefix_for("-", limiter), algorithm, on_failure
+            )
             if prefix is not None:
                 self._spec = None
         elif client is not None or prefix is not None or algorithm is not None or on_failure is not None:
             raise TypeError("client, prefix, algorithm and on_failure go with a rate spec, not a Limiter")
-        self.limit = Limit(limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key,
-                           count_when=count_when)
-        self.policy = Policy(self.limit, trusted_proxies=trusted_proxies, send_headers=send_headers,
-                             on_error=on_error)
+        self.limit = Limit(
+            limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key, count_when=count_when
+        )
+        self.policy = Policy(self.limit, trusted_proxies=trusted_proxies, send_headers=send_headers, on_error=on_error)
 
     def _limit_for(self, request: Request) -> Limit:
         """This route's limit: with a rate spec and no prefix, a limiter per
@@ -119,8 +130,14 @@ class RateLimit:
             algorithm, on_failure = self._options
             lim = self._limiters.get(self._spec, self._limiters.prefix_for(name, self._spec), algorithm, on_failure)
             base = self.limit
-            found = Limit(lim, base.key, cost=base.cost, methods=base.methods, on_missing_key=base.on_missing_key,
-                          count_when=base.count_when)
+            found = Limit(
+                lim,
+                base.key,
+                cost=base.cost,
+                methods=base.methods,
+                on_missing_key=base.on_missing_key,
+                count_when=base.count_when,
+            )
             self._per_route[name] = found
         return found
 
@@ -130,8 +147,10 @@ class RateLimit:
         rule = limit if limit.methods is None or view.method in limit.methods else None
         pending = request.scope.get(PENDING)
         if rule is not None and rule.count_when is not None and pending is None:
-            raise RuntimeError("RateLimit(count_when=...) needs polylimit.contrib.asgi.CountWhenMiddleware: "
-                               "app.add_middleware(CountWhenMiddleware)")
+            raise RuntimeError(
+                "RateLimit(count_when=...) needs polylimit.contrib.asgi.CountWhenMiddleware: "
+                "app.add_middleware(CountWhenMiddleware)"
+            )
         outcome = await self.policy.acheck(view, rule)
         if pending is not None and outcome.limit is not None and outcome.limit.count_when is not None:
             pending.append((self.policy, outcome))

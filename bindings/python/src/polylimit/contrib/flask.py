@@ -54,8 +54,18 @@ import flask
 
 from .._client import Client, Limiter
 from .._vocabulary import AlgorithmName, FailurePolicyName
-from .http import (CountWhen, KeyFunc, Limit, Outcome, Policy, RateLimiters, RequestView, _check_on_missing_key,
-                   policy_from_config, view_name)
+from .http import (
+    CountWhen,
+    KeyFunc,
+    Limit,
+    Outcome,
+    Policy,
+    RateLimiters,
+    RequestView,
+    _check_on_missing_key,
+    policy_from_config,
+    view_name,
+)
 
 __all__ = ["FlaskRateLimit"]
 
@@ -77,8 +87,16 @@ class _SpecRule:
 
     __slots__ = ("spec", "prefix", "view", "algorithm", "on_failure", "key", "options")
 
-    def __init__(self, spec: str, prefix: Optional[str], view: str, algorithm: Optional[AlgorithmName],
-                 on_failure: Optional[FailurePolicyName], key: Optional[KeyFunc], options: Dict[str, Any]) -> None:
+    def __init__(
+        self,
+        spec: str,
+        prefix: Optional[str],
+        view: str,
+        algorithm: Optional[AlgorithmName],
+        on_failure: Optional[FailurePolicyName],
+        key: Optional[KeyFunc],
+        options: Dict[str, Any],
+    ) -> None:
         self.spec, self.prefix, self.view, self.algorithm, self.on_failure = spec, prefix, view, algorithm, on_failure
         self.key, self.options = key, options
 
@@ -89,8 +107,9 @@ class FlaskRateLimit:
     ``app.config["POLYLIMIT"]``'s rules (which then has no ``URL`` or
     ``CLIENT``); without it, the one made from that config."""
 
-    def __init__(self, app: Optional[flask.Flask] = None, policy: Optional[Policy] = None, *,
-                 client: Optional[Client] = None) -> None:
+    def __init__(
+        self, app: Optional[flask.Flask] = None, policy: Optional[Policy] = None, *, client: Optional[Client] = None
+    ) -> None:
         self.policy = policy
         # Given, or made from app.config["POLYLIMIT"] (closed with the app's process).
         self.client: Optional[Client] = client
@@ -116,18 +135,25 @@ class FlaskRateLimit:
         app.after_request(self._after)
 
     # -- decorators -------------------------------------------------------------
-    def limit(self, limiter: Union[Limiter, str], key: Optional[KeyFunc] = None, *, cost: int = 1,
-              methods: Optional[Iterable[str]] = None, on_missing_key: str = "reject",
-              count_when: Optional[CountWhen] = None, prefix: Optional[str] = None,
-              algorithm: Optional[AlgorithmName] = None,
-              on_failure: Optional[FailurePolicyName] = None) -> Callable[[F], F]:
+    def limit(
+        self,
+        limiter: Union[Limiter, str],
+        key: Optional[KeyFunc] = None,
+        *,
+        cost: int = 1,
+        methods: Optional[Iterable[str]] = None,
+        on_missing_key: str = "reject",
+        count_when: Optional[CountWhen] = None,
+        prefix: Optional[str] = None,
+        algorithm: Optional[AlgorithmName] = None,
+        on_failure: Optional[FailurePolicyName] = None,
+    ) -> Callable[[F], F]:
         """This view's own limit, instead of the policy's rule for its path
         (``on_missing_key``, ``count_when``: see
         :class:`polylimit.contrib.http.Limit`). ``limiter`` may be a rate
         spec (``"5/minute"``): a limiter for this view alone, unless views
         share a ``prefix``; ``algorithm`` and ``on_failure`` are its options."""
-        options: Dict[str, Any] = dict(cost=cost, methods=methods, on_missing_key=on_missing_key,
-                                       count_when=count_when)
+        options: Dict[str, Any] = dict(cost=cost, methods=methods, on_missing_key=on_missing_key, count_when=count_when)
         if not isinstance(limiter, str):
             if prefix is not None or algorithm is not None or on_failure is not None:
                 raise TypeError("prefix, algorithm and on_failure go with a rate spec, not a Limiter")
@@ -136,6 +162,7 @@ class FlaskRateLimit:
             def decorate(fn: F) -> F:
                 setattr(fn, _ATTR, rule)
                 return fn
+
             return decorate
         spec = limiter
         _check_on_missing_key(on_missing_key)
@@ -146,6 +173,7 @@ class FlaskRateLimit:
             if self._limiters.client is not None:
                 self._resolve(pending)  # now: a bad spec fails where the view is declared
             return fn
+
         return decorate_spec
 
     def _resolve(self, pending: _SpecRule) -> Limit:
@@ -173,8 +201,16 @@ class FlaskRateLimit:
             name = name.lower()
             headers[name] = headers[name] + ", " + value if name in headers else value
         route = req.url_rule.rule if req.url_rule is not None else None
-        return RequestView(req.method, req.path, req.remote_addr, headers, native=req, route=route,
-                           user=_flask_user, trusted=policy.trusted)
+        return RequestView(
+            req.method,
+            req.path,
+            req.remote_addr,
+            headers,
+            native=req,
+            route=route,
+            user=_flask_user,
+            trusted=policy.trusted,
+        )
 
     def _before(self) -> Optional[flask.Response]:
         policy = self.policy
@@ -197,8 +233,7 @@ class FlaskRateLimit:
         if outcome.limit is not None and outcome.limit.count_when is not None:
             flask.g._polylimit_outcome = outcome
         if outcome.status is not None:
-            return flask.Response(outcome.body, status=outcome.status, headers=outcome.headers,
-                                  mimetype="text/plain")
+            return flask.Response(outcome.body, status=outcome.status, headers=outcome.headers, mimetype="text/plain")
         flask.g._polylimit_headers = outcome.headers
         return None
 

@@ -50,8 +50,7 @@ import importlib
 import ipaddress
 import logging
 import threading
-from typing import (Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
-                    Union)
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .._client import Client, Limiter
 from .._core import Decision
@@ -163,10 +162,17 @@ class RequestView:
 
     __slots__ = ("method", "path", "route", "peer", "headers", "native", "_user", "_trusted", "_client_ip")
 
-    def __init__(self, method: str, path: str, peer: Optional[str], headers: Mapping[str, str],
-                 native: Any = None, route: Optional[str] = None,
-                 user: Optional[Callable[[], Optional[str]]] = None,
-                 trusted: Sequence[IPNetwork] = ()) -> None:
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        peer: Optional[str],
+        headers: Mapping[str, str],
+        native: Any = None,
+        route: Optional[str] = None,
+        user: Optional[Callable[[], Optional[str]]] = None,
+        trusted: Sequence[IPNetwork] = (),
+    ) -> None:
         self.method = method.upper()
         self.path = path
         self.route = route
@@ -216,8 +222,10 @@ def is_credential(key: KeyFunc) -> bool:
 def client_ip() -> KeyFunc:
     """``"ip:<address>"``: the client's IP (X-Forwarded-For only from the
     policy's trusted proxies). The default key."""
+
     def key(request: RequestView) -> Optional[Key]:
         return "ip:" + request.client_ip
+
     return key
 
 
@@ -227,9 +235,11 @@ def user(get: Optional[Callable[[Any], Optional[Any]]] = None) -> KeyFunc:
     :func:`first_of` to fall back to the IP.
     ``get`` takes the framework's request and returns the id (or None);
     without it, the integration's notion of the user is used."""
+
     def key(request: RequestView) -> Optional[Key]:
         uid = get(request.native) if get is not None else request.user
         return None if uid is None or uid == "" else "user:%s" % (uid,)
+
     return credential(key)
 
 
@@ -245,14 +255,17 @@ def api_key(header: str = "X-API-Key") -> KeyFunc:
         if not value:
             return None
         return "apikey:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+
     return credential(key)
 
 
 def route() -> KeyFunc:
     """``"route:<METHOD> <route>"``: one budget per route for all clients
     together (the route template when the framework has it, else the path)."""
+
     def key(request: RequestView) -> Optional[Key]:
         return "route:%s %s" % (request.method, request.route or request.path)
+
     return key
 
 
@@ -260,6 +273,7 @@ def compose(*keys: KeyFunc) -> KeyFunc:
     """Several keys joined: ``compose(user(), route())`` is one budget per
     user and route. None when any part is None; a credential when any part
     is one."""
+
     def key(request: RequestView) -> Optional[Key]:
         parts: List[str] = []
         for k in keys:
@@ -268,6 +282,7 @@ def compose(*keys: KeyFunc) -> KeyFunc:
                 return None
             parts.append(part.decode("utf-8", "surrogateescape") if isinstance(part, bytes) else part)
         return "|".join(parts)
+
     return credential(key) if any(is_credential(k) for k in keys) else key
 
 
@@ -275,12 +290,14 @@ def first_of(*keys: KeyFunc) -> KeyFunc:
     """The first key that is not None: ``first_of(api_key(), user(),
     client_ip())``. A credential when any part is one (giving it would have
     given a key)."""
+
     def key(request: RequestView) -> Optional[Key]:
         for k in keys:
             part = k(request)
             if part is not None:
                 return part
         return None
+
     return credential(key) if any(is_credential(k) for k in keys) else key
 
 
@@ -313,9 +330,16 @@ class Limit:
 
     __slots__ = ("limiter", "key", "cost", "methods", "on_missing_key", "count_when")
 
-    def __init__(self, limiter: Limiter, key: Optional[KeyFunc] = None, *, cost: int = 1,
-                 methods: Optional[Iterable[str]] = None, on_missing_key: str = "reject",
-                 count_when: Optional[CountWhen] = None) -> None:
+    def __init__(
+        self,
+        limiter: Limiter,
+        key: Optional[KeyFunc] = None,
+        *,
+        cost: int = 1,
+        methods: Optional[Iterable[str]] = None,
+        on_missing_key: str = "reject",
+        count_when: Optional[CountWhen] = None,
+    ) -> None:
         if not isinstance(limiter, Limiter):
             raise TypeError("limiter must be a polylimit.Limiter, not %s" % type(limiter).__name__)
         self.limiter = limiter
@@ -324,8 +348,7 @@ class Limit:
         self.methods = None if methods is None else frozenset(m.upper() for m in methods)
         self.on_missing_key = _check_on_missing_key(on_missing_key)
         if count_when is not None and not callable(count_when):
-            raise TypeError("count_when must be a function of the response status, not %s"
-                            % type(count_when).__name__)
+            raise TypeError("count_when must be a function of the response status, not %s" % type(count_when).__name__)
         self.count_when = count_when
 
     def __repr__(self) -> str:
@@ -382,9 +405,16 @@ class Policy:
     ``on_missing_key`` says (see :class:`Limit`): 400/401 by default.
     """
 
-    def __init__(self, default: RuleLike = None, *, routes: Optional[Mapping[str, RuleLike]] = None,
-                 exempt: Iterable[str] = (), trusted_proxies: Iterable[str] = (), send_headers: bool = True,
-                 on_error: str = "unavailable") -> None:
+    def __init__(
+        self,
+        default: RuleLike = None,
+        *,
+        routes: Optional[Mapping[str, RuleLike]] = None,
+        exempt: Iterable[str] = (),
+        trusted_proxies: Iterable[str] = (),
+        send_headers: bool = True,
+        on_error: str = "unavailable",
+    ) -> None:
         if on_error not in ON_ERROR:
             raise ValueError("on_error %r is unknown; use %s" % (on_error, " or ".join(repr(o) for o in ON_ERROR)))
         self.default = _as_limit(default)
@@ -428,8 +458,13 @@ class Policy:
         return Outcome(429, list(decision.headers().items()), TOO_MANY_REQUESTS, decision, None, rule, key)
 
     def _failed(self, rule: Limit, error: Error) -> Outcome:
-        log.warning("polylimit: the check for %r failed (%s: %s); on_error=%r", rule.limiter,
-                    getattr(error, "code", None), error, self.on_error)
+        log.warning(
+            "polylimit: the check for %r failed (%s: %s); on_error=%r",
+            rule.limiter,
+            getattr(error, "code", None),
+            error,
+            self.on_error,
+        )
         if self.on_error == "allow":
             return Outcome(None, [], "", None, error)
         return Outcome(503, [], UNAVAILABLE, None, error)
@@ -507,6 +542,7 @@ class Policy:
 
 # -- limiters from a rate spec on a route (the decorators) ----------------------
 
+
 def _short(pattern: str) -> str:
     """A route pattern as a prefix part: itself when short and plain, else a digest."""
     if len(pattern) <= 32 and all(c.isalnum() or c in "/_-.*" for c in pattern):
@@ -542,8 +578,13 @@ class RateLimiters:
     def prefix_for(self, route_name: str, spec: str) -> str:
         return "%s:view:%s:%s" % (self.base, _short(route_name), _short(spec))
 
-    def get(self, spec: str, prefix: str, algorithm: Optional[AlgorithmName] = None,
-            on_failure: Optional[FailurePolicyName] = None) -> Limiter:
+    def get(
+        self,
+        spec: str,
+        prefix: str,
+        algorithm: Optional[AlgorithmName] = None,
+        on_failure: Optional[FailurePolicyName] = None,
+    ) -> Limiter:
         """The limiter for ``spec`` under ``prefix`` (made now if new)."""
         if self.client is None:
             raise RuntimeError("a limit given as a rate spec (%r) needs a polylimit.Client: pass client=..." % spec)
@@ -551,8 +592,9 @@ class RateLimiters:
         with self._lock:
             found = self._made.get(ident)
             if found is None:
-                found = self.client.limiter(spec, algorithm=algorithm or "sliding_log", prefix=prefix,
-                                            on_failure=on_failure or "error")
+                found = self.client.limiter(
+                    spec, algorithm=algorithm or "sliding_log", prefix=prefix, on_failure=on_failure or "error"
+                )
                 self._made[ident] = found
             return found
 
@@ -589,8 +631,17 @@ def _key_from_config(value: Any) -> KeyFunc:
     return found  # type: ignore[no-any-return]
 
 
-_LIMITER_OPTIONS = ("algorithm", "prefix", "clock", "deny_cache", "on_failure", "breaker_failures",
-                    "breaker_cooldown", "shadow", "block")
+_LIMITER_OPTIONS = (
+    "algorithm",
+    "prefix",
+    "clock",
+    "deny_cache",
+    "on_failure",
+    "breaker_failures",
+    "breaker_cooldown",
+    "shadow",
+    "block",
+)
 
 
 def _limit_from_config(client: Client, value: Any, default_prefix: str, where: str) -> Optional[Limit]:
@@ -607,16 +658,21 @@ def _limit_from_config(client: Client, value: Any, default_prefix: str, where: s
     if unknown:
         raise ValueError("%s: unknown option(s) %s" % (where, ", ".join(sorted(unknown))))
     if "rate" not in value:
-        raise ValueError("%s: a limit needs a \"rate\" (e.g. \"100/minute\")" % where)
+        raise ValueError('%s: a limit needs a "rate" (e.g. "100/minute")' % where)
     options = {k: value[k] for k in _LIMITER_OPTIONS if k in value}
     # Each rule counts on its own: limiters with one prefix would share the
     # keys' state (the stored key does not carry the rate).
     options.setdefault("prefix", default_prefix)
     limiter = client.limiter(value["rate"], **options)
     key = _key_from_config(value["key"]) if "key" in value else None
-    return Limit(limiter, key, cost=value.get("cost", 1), methods=value.get("methods"),
-                 on_missing_key=value.get("on_missing_key", "reject"),
-                 count_when=_count_when_from_config(value.get("count_when"), where))
+    return Limit(
+        limiter,
+        key,
+        cost=value.get("cost", 1),
+        methods=value.get("methods"),
+        on_missing_key=value.get("on_missing_key", "reject"),
+        count_when=_count_when_from_config(value.get("count_when"), where),
+    )
 
 
 def _count_when_from_config(value: Any, where: str) -> Optional[CountWhen]:
@@ -631,7 +687,7 @@ def _count_when_from_config(value: Any, where: str) -> Optional[CountWhen]:
         found = getattr(importlib.import_module(module), attr)
         if callable(found):
             return found  # type: ignore[no-any-return]
-    raise ValueError("%s: count_when %r is unknown; use \"failures\", a dotted path or a callable" % (where, value))
+    raise ValueError('%s: count_when %r is unknown; use "failures", a dotted path or a callable' % (where, value))
 
 
 def policy_from_config(config: Mapping[str, Any], client: Optional[Client] = None) -> Tuple[Policy, Client]:
@@ -660,17 +716,23 @@ def policy_from_config(config: Mapping[str, Any], client: Optional[Client] = Non
     known = {"URL", "CLIENT", "PREFIX", "DEFAULT", "ROUTES", "EXEMPT", "TRUSTED_PROXIES", "HEADERS", "ON_ERROR"}
     unknown = set(config) - known
     if unknown:
-        raise ValueError("POLYLIMIT: unknown setting(s) %s; known: %s" % (", ".join(sorted(unknown)),
-                                                                          ", ".join(sorted(known))))
+        raise ValueError(
+            "POLYLIMIT: unknown setting(s) %s; known: %s" % (", ".join(sorted(unknown)), ", ".join(sorted(known)))
+        )
     if client is None:
         client = Client(config.get("URL"), **dict(config.get("CLIENT") or {}))
     prefix = config.get("PREFIX", "pl")
     default = _limit_from_config(client, config.get("DEFAULT"), prefix + ":default", "DEFAULT")
-    routes = {pattern: _limit_from_config(client, rule, "%s:route:%s" % (prefix, _short(pattern)),
-                                          "ROUTES[%r]" % pattern)
-              for pattern, rule in (config.get("ROUTES") or {}).items()}
-    policy = Policy(default, routes=routes, exempt=config.get("EXEMPT", ()),
-                    trusted_proxies=config.get("TRUSTED_PROXIES", ()), send_headers=config.get("HEADERS", True),
-                    on_error=config.get("ON_ERROR", "unavailable"))
+    routes = {
+        pattern: _limit_from_config(client, rule, "%s:route:%s" % (prefix, _short(pattern)), "ROUTES[%r]" % pattern)
+        for pattern, rule in (config.get("ROUTES") or {}).items()
+    }
+    policy = Policy(
+        default,
+        routes=routes,
+        exempt=config.get("EXEMPT", ()),
+        trusted_proxies=config.get("TRUSTED_PROXIES", ()),
+        send_headers=config.get("HEADERS", True),
+        on_error=config.get("ON_ERROR", "unavailable"),
+    )
     return policy, client
-

@@ -36,10 +36,18 @@ _FAMILIES: List[Tuple[str, str, str, str]] = [
     ("cache_hits", "polylimit_cache_hits", "Checks answered by the local deny cache.", "counter"),
     ("degraded", "polylimit_degraded", "Checks answered by the failure policy.", "counter"),
     ("near_limit", "polylimit_near_limit", "Admitted checks with less than 10% of the limit remaining.", "counter"),
-    ("connect_attempts", "polylimit_connect_attempts",
-     "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.", "counter"),
-    ("evicting_nodes", "polylimit_evicting_nodes",
-     "Redis nodes whose maxmemory policy can evict limiter keys (over-admission risk).", "gauge"),
+    (
+        "connect_attempts",
+        "polylimit_connect_attempts",
+        "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.",
+        "counter",
+    ),
+    (
+        "evicting_nodes",
+        "polylimit_evicting_nodes",
+        "Redis nodes whose maxmemory policy can evict limiter keys (over-admission risk).",
+        "gauge",
+    ),
 ]
 
 
@@ -71,8 +79,7 @@ class PolylimitCollector(Collector):
             for label, stats in samples:
                 family.add_metric([label], float(stats[field]))
             yield family
-        histogram = HistogramMetricFamily("polylimit_check_latency_seconds", "Latency of a check.",
-                                          labels=["client"])
+        histogram = HistogramMetricFamily("polylimit_check_latency_seconds", "Latency of a check.", labels=["client"])
         for label, stats in samples:
             buckets = []
             cumulative = 0

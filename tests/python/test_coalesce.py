@@ -4,9 +4,8 @@ coalesce=False every check is its own round trip."""
 
 import threading
 
-import pytest
-
 import polylimit
+import pytest
 
 THREADS = 24
 LIMIT = 300

@@ -3,12 +3,11 @@ raised or returned in place."""
 
 import threading
 
+import polylimit
 import pytest
 
-import polylimit
-
-
 # -- batches ---------------------------------------------------------------------
+
 
 def test_check_many_is_one_round_trip(redis_server, key):
     with polylimit.Client(redis_server.url) as client:

@@ -6,12 +6,11 @@ import signal
 import threading
 import time
 
+import polylimit
 import pytest
 
-import polylimit
-
-
 # -- failure policies --------------------------------------------------------------
+
 
 @pytest.fixture
 def frozen_server(private_redis):
