@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "redis_server.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
 
 using namespace polylimit;
 

@@ -65,7 +65,8 @@ ServerCounters read_counters(const pltest::RedisServer& server) {
   ServerCounters c;
   const std::string info = server.command({"INFO", "commandstats"});
   const auto at = info.find("cmdstat_evalsha:");
-  if (at != std::string::npos) std::sscanf(info.c_str() + at, "cmdstat_evalsha:calls=%lld,usec=%lld", &c.calls, &c.usec);
+  if (at != std::string::npos)
+    std::sscanf(info.c_str() + at, "cmdstat_evalsha:calls=%lld,usec=%lld", &c.calls, &c.usec);
   c.cpu_s = server.cpu_seconds();
   return c;
 }
@@ -122,7 +123,7 @@ std::pair<long long, double> run_threads(const std::string& url, const Cell& c, 
 // The threads start before `start` and count from their first check: the
 // few checks before it are part of the count and of the time alike.
 Sample run_cell(const pltest::RedisServer& server, const Cell& c, Algorithm alg, double seconds,
-               const std::string& tag) {
+                const std::string& tag) {
   if (c.lease) seconds = std::min(seconds, 0.15);
   const ServerCounters before = read_counters(server);
   double rate = 0;
@@ -227,10 +228,12 @@ int main(int argc, char** argv) {
 
   std::printf("bench_hotkey: %s, %d runs of %.1f s per cell, interleaved; medians (spread min-max)\n\n",
               alg_name.c_str(), runs, seconds);
-  std::printf("| path  | procs x threads | keys     | coalescing | checks/s (spread)          | on/off | EVALSHA per check | "
-              "script us per check | Redis CPU us per check |\n");
-  std::printf("|-------|-----------------|----------|------------|----------------------------|-------:|------------------:|"
-              "--------------------:|-----------------------:|\n");
+  std::printf(
+      "| path  | procs x threads | keys     | coalescing | checks/s (spread)          | on/off | EVALSHA per check | "
+      "script us per check | Redis CPU us per check |\n");
+  std::printf(
+      "|-------|-----------------|----------|------------|----------------------------|-------:|------------------:|"
+      "--------------------:|-----------------------:|\n");
   std::map<std::string, double> off_rate;
   for (size_t i = 0; i < cells.size(); ++i) {
     const Cell& c = cells[i];
@@ -243,7 +246,9 @@ int main(int argc, char** argv) {
     }
     char shape[32];
     std::snprintf(shape, sizeof shape, "%d x %d", c.procs, c.threads);
-    const std::string keys = c.hot ? "one" : c.procs * c.threads == 1 ? "own" : std::to_string(c.procs * c.threads) + " keys";
+    const std::string keys = c.hot                      ? "one"
+                             : c.procs * c.threads == 1 ? "own"
+                                                        : std::to_string(c.procs * c.threads) + " keys";
     const std::string id = std::string(c.deny ? "d" : "a") + shape + keys;
     std::string ratio = "";
     if (!c.coalesce) {
@@ -254,9 +259,12 @@ int main(int argc, char** argv) {
       ratio = b;
     }
     std::printf("| %-5s | %-15s | %-8s | %-10s | %9.0f (%-14s) | %6s | %17.3f | %19.2f | %22.2f |\n",
-                c.deny ? "deny" : "admit", shape, keys.c_str(), c.lease ? "on + lease" : c.coalesce ? "on" : "off",
-                median(rate),
-                spread(rate, "%.0f-%.0f").c_str(), ratio.c_str(), median(calls), median(script), median(cpu));
+                c.deny ? "deny" : "admit", shape, keys.c_str(),
+                c.lease      ? "on + lease"
+                : c.coalesce ? "on"
+                             : "off",
+                median(rate), spread(rate, "%.0f-%.0f").c_str(), ratio.c_str(), median(calls), median(script),
+                median(cpu));
   }
   return 0;
 }

@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "redis_server.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
 
 using namespace polylimit;
 
@@ -25,8 +25,8 @@ struct Row {
   Algorithm alg;
   bool deny;
   bool lease;
-  std::vector<double> rates;  // checks/s, one per repetition
-  std::vector<double> trips;  // Redis round trips per 1000 checks
+  std::vector<double> rates;     // checks/s, one per repetition
+  std::vector<double> trips;     // Redis round trips per 1000 checks
   std::vector<double> admitted;  // share of checks admitted, %
 };
 
@@ -94,8 +94,10 @@ int main(int argc, char** argv) {
               kThreads, reps, seconds);
   std::printf("allow: limit %lld per 1 s, lease_units %lld, lease_ms 100; deny: a spent key (limit 1 per hour)\n\n",
               static_cast<long long>(bounds::kLimit.max), static_cast<long long>(lease_units));
-  std::printf("| algorithm       | path  | leases | checks/s median (min..max)       | admitted %% | round trips / 1000 checks |\n");
-  std::printf("|-----------------|-------|--------|----------------------------------|-----------:|--------------------------:|\n");
+  std::printf(
+      "| algorithm       | path  | leases | checks/s median (min..max)       | admitted %% | round trips / 1000 checks |\n");
+  std::printf(
+      "|-----------------|-------|--------|----------------------------------|-----------:|--------------------------:|\n");
   for (const Row& r : rows)
     std::printf("| %-15s | %-5s | %-6s | %-32s | %10s | %25s |\n", algorithm_name(r.alg), r.deny ? "deny" : "allow",
                 r.lease ? "on" : "off", summary(r.rates, "%.0f (%.0f..%.0f)").c_str(),

@@ -70,7 +70,14 @@ std::string storage_key(const std::string& id) {
 // The command the library sends for check(key, 1) with one limit, server clock.
 Argv check_argv(const std::string& key, int64_t limit) {
   const int64_t window_us = kWindowMs * 1000;
-  return {"EVALSHA", polylimit::scripts::k_sliding_log.sha1, "1", key, "check", "1", "", std::to_string(limit),
+  return {"EVALSHA",
+          polylimit::scripts::k_sliding_log.sha1,
+          "1",
+          key,
+          "check",
+          "1",
+          "",
+          std::to_string(limit),
           std::to_string(window_us)};
 }
 
@@ -206,8 +213,8 @@ int main(int argc, char** argv) {
   polylimit_completion done[64];
   auto submit = [&](bool a, long long n) {
     const std::string key = a ? allow_id(n) : kDenyId;
-    if (polylimit_limiter_submit_check(a ? allow : deny, key.data(), key.size(), 1, queue,
-                                       static_cast<uint64_t>(n), &err) != POLYLIMIT_OK)
+    if (polylimit_limiter_submit_check(a ? allow : deny, key.data(), key.size(), 1, queue, static_cast<uint64_t>(n),
+                                       &err) != POLYLIMIT_OK)
       throw std::runtime_error(err.message);
   };
   auto reap = [&](bool a, size_t max) {

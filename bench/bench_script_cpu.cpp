@@ -44,9 +44,9 @@ constexpr size_t kBatch = 100;    // requests per pipeline
 struct Scenario {
   std::string name;
   Algorithm algorithm;
-  int64_t units;     // what each key holds when the timed calls start
-  bool admit;        // the timed calls are admitted (else denied)
-  bool two_limits;   // a second, looser limit (10x units per day) next to the first
+  int64_t units;    // what each key holds when the timed calls start
+  bool admit;       // the timed calls are admitted (else denied)
+  bool two_limits;  // a second, looser limit (10x units per day) next to the first
 };
 
 // The limits of a scenario. Admit: room for `units` more, so each key takes
@@ -188,8 +188,8 @@ int main(int argc, char** argv) {
   for (Algorithm a : {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow, Algorithm::kGcra}) {
     for (bool admit : {true, false}) {
       for (int64_t units : {10, 100, 1000})
-        scenarios.push_back({std::string(algorithm_name(a)) + (admit ? " admit " : " deny ") + std::to_string(units),
-                             a, units, admit, false});
+        scenarios.push_back({std::string(algorithm_name(a)) + (admit ? " admit " : " deny ") + std::to_string(units), a,
+                             units, admit, false});
       scenarios.push_back(
           {std::string(algorithm_name(a)) + (admit ? " admit " : " deny ") + "100, 2 limits", a, 100, admit, true});
     }
@@ -240,9 +240,10 @@ int main(int argc, char** argv) {
         run_peer(peers[p], server.port(), "peer" + std::to_string(r) + "." + std::to_string(p), us_peer, peer_name);
     server.command({"FLUSHALL"});
   }
-  std::printf("\nRedis CPU per decision: INFO commandstats cmdstat_evalsha usec / calls, us,\n"
-              "median (min..max) of %d interleaved repetitions; window 1 h (second limit: 10x per day)\n\n",
-              reps);
+  std::printf(
+      "\nRedis CPU per decision: INFO commandstats cmdstat_evalsha usec / calls, us,\n"
+      "median (min..max) of %d interleaved repetitions; window 1 h (second limit: 10x per day)\n\n",
+      reps);
   std::printf("| %-36s | %-20s | %-20s | %-7s |\n", "scenario (units held)", "OLD us/decision", "NEW us/decision",
               "NEW/OLD");
   std::printf("|%s|%s|%s|%s:|\n", std::string(38, '-').c_str(), std::string(22, '-').c_str(),
@@ -252,8 +253,10 @@ int main(int argc, char** argv) {
                 cell(us_new[s.name]).c_str(), median(us_new[s.name]) / median(us_old[s.name]));
   }
   if (!us_peer.empty()) {
-    std::printf("\nAgainst the peers, same server, same run (the peer's EVALSHA usec / calls, its calls %zu in\n"
-                "flight as ours; median (min..max)):\n\n", kBatch);
+    std::printf(
+        "\nAgainst the peers, same server, same run (the peer's EVALSHA usec / calls, its calls %zu in\n"
+        "flight as ours; median (min..max)):\n\n",
+        kBatch);
     std::printf("| %-26s | %-36s | %-20s | %-20s | %-8s | %-8s |\n", "scenario (units held)", "peer",
                 "peer us/decision", "NEW us/decision", "NEW/peer", "OLD/peer");
     std::printf("|%s|%s|%s|%s|%s:|%s:|\n", std::string(28, '-').c_str(), std::string(38, '-').c_str(),

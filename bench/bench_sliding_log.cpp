@@ -90,7 +90,7 @@ struct Layout {
   const char* storage;  // what it stores
   const char* source;
   const char* sha1;
-  bool needs_token;     // OLD: members are token..':'..j, unique per call
+  bool needs_token;  // OLD: members are token..':'..j, unique per call
 };
 
 const Layout kOld = {"OLD", "ZSET", legacy::kSlidingLogZsetSource, legacy::kSlidingLogZsetSha1, true};
@@ -141,10 +141,27 @@ std::string key_for(const Layout& layout, const std::string& id) {
 // server's clock, no block: the ARGV the library sends.
 Argv check_argv(const Layout& layout, const std::string& key, int64_t cost, int64_t limit, int64_t window_us) {
   if (!layout.needs_token)  // the library's layout: only what the script reads
-    return {"EVALSHA", layout.sha1, "1", key, "check", std::to_string(cost), "", std::to_string(limit),
+    return {"EVALSHA",
+            layout.sha1,
+            "1",
+            key,
+            "check",
+            std::to_string(cost),
+            "",
+            std::to_string(limit),
             std::to_string(window_us)};
-  return {"EVALSHA", layout.sha1, "1", key, "check", std::to_string(cost), "", g_tokens.next(), "0",
-          std::to_string(limit), std::to_string(window_us), std::to_string(limit),
+  return {"EVALSHA",
+          layout.sha1,
+          "1",
+          key,
+          "check",
+          std::to_string(cost),
+          "",
+          g_tokens.next(),
+          "0",
+          std::to_string(limit),
+          std::to_string(window_us),
+          std::to_string(limit),
           std::to_string((window_us + limit - 1) / limit)};
 }
 
@@ -163,7 +180,8 @@ int64_t run_checks(Conn& c, const Layout& layout, const std::string& key, int64_
     for (Reply& r : c.pipeline(calls)) {
       if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->type == REDIS_REPLY_INTEGER)
         admitted += r->element[0]->integer;
-      else if (r->type == REDIS_REPLY_STRING && r->len >= 2 && (r->str[0] == '0' || r->str[0] == '1') && r->str[1] == ' ')
+      else if (r->type == REDIS_REPLY_STRING && r->len >= 2 && (r->str[0] == '0' || r->str[0] == '1') &&
+               r->str[1] == ' ')
         admitted += r->str[0] - '0';
       else
         throw std::runtime_error(std::string(layout.name) + " script: " +
@@ -189,10 +207,12 @@ void memory_table(Conn& c, pltest::RedisServer& server) {
   std::printf("    Redis MEMORY USAGE <key> SAMPLES 0, bytes, and bytes per entry (usage / limit)\n");
   std::printf("    keys: OLD %s, NEW %s\n\n", key_for(kOld, "user-<limit>").c_str(),
               key_for(kNew, "user-<limit>").c_str());
-  std::printf("| limit | OLD ZSET bytes | OLD B/entry | OLD encoding | NEW ring bytes | NEW B/entry | NEW STRLEN | "
-              "NEW target    | met | NEW, 1 check of cost=limit  |\n");
-  std::printf("|------:|---------------:|------------:|--------------|---------------:|------------:|-----------:|"
-              "---------------|-----|----------------------------:|\n");
+  std::printf(
+      "| limit | OLD ZSET bytes | OLD B/entry | OLD encoding | NEW ring bytes | NEW B/entry | NEW STRLEN | "
+      "NEW target    | met | NEW, 1 check of cost=limit  |\n");
+  std::printf(
+      "|------:|---------------:|------------:|--------------|---------------:|------------:|-----------:|"
+      "---------------|-----|----------------------------:|\n");
   bool all_met = true;
   for (int64_t limit : {10, 100, 128, 1000, 10000}) {
     const std::string id = "user-" + std::to_string(limit);
@@ -237,10 +257,11 @@ void memory_table(Conn& c, pltest::RedisServer& server) {
     const double target = limit <= 128 ? 24 : 60;
     const bool met = per_new <= target;
     all_met = all_met && met;
-    std::printf("| %5lld | %14lld | %11.1f | %-12s | %14lld | %11.1f | %10lld | <= %2.0f B/entry | %-3s "
-                "| %9lld B (%5.1f B/entry) |\n",
-                static_cast<long long>(limit), bytes[0], per_old, encoding[0].c_str(), bytes[1], per_new, strlen_new,
-                target, met ? "yes" : "NO", one_call, static_cast<double>(one_call) / limit);
+    std::printf(
+        "| %5lld | %14lld | %11.1f | %-12s | %14lld | %11.1f | %10lld | <= %2.0f B/entry | %-3s "
+        "| %9lld B (%5.1f B/entry) |\n",
+        static_cast<long long>(limit), bytes[0], per_old, encoding[0].c_str(), bytes[1], per_new, strlen_new, target,
+        met ? "yes" : "NO", one_call, static_cast<double>(one_call) / limit);
   }
   std::printf("\nNEW memory targets (<= 24 B/entry up to 128 entries, <= 60 B above): %s\n\n",
               all_met ? "all met" : "NOT all met");
@@ -372,19 +393,20 @@ void time_table(Conn& c, int reps) {
       }
     }
   }
-  std::printf("| scenario                | limit   | state before (units) | calls x cost | OLD ZSET us/call        | "
-              "NEW ring us/call     | OLD / NEW |\n");
-  std::printf("|-------------------------|--------:|---------------------:|-------------:|------------------------:|"
-              "---------------------:|----------:|\n");
+  std::printf(
+      "| scenario                | limit   | state before (units) | calls x cost | OLD ZSET us/call        | "
+      "NEW ring us/call     | OLD / NEW |\n");
+  std::printf(
+      "|-------------------------|--------:|---------------------:|-------------:|------------------------:|"
+      "---------------------:|----------:|\n");
   for (size_t si = 0; si < kNumScenarios; ++si) {
     const Scenario& s = kScenarios[si];
     char calls_cost[32];
     std::snprintf(calls_cost, sizeof calls_cost, "%lld x %lld", static_cast<long long>(s.calls),
                   static_cast<long long>(s.cost));
     std::printf("| %-23s | %7lld | %20lld | %12s | %23s | %20s | %8.2fx |\n", s.name, static_cast<long long>(s.limit),
-                static_cast<long long>(s.prefill_calls * s.prefill_cost), calls_cost,
-                spread(us[0][si], "%.1f").c_str(), spread(us[1][si], "%.1f").c_str(),
-                median(us[0][si]) / median(us[1][si]));
+                static_cast<long long>(s.prefill_calls * s.prefill_cost), calls_cost, spread(us[0][si], "%.1f").c_str(),
+                spread(us[1][si], "%.1f").c_str(), median(us[0][si]) / median(us[1][si]));
   }
   std::printf("\nEVALSHA calls as Redis counted them over all repetitions (the divisor), and the Redis commands\n");
   std::printf("each script ran per EVALSHA (redis.call, from the other cmdstat_ lines, last repetition):\n\n");
@@ -404,8 +426,9 @@ void time_table(Conn& c, int reps) {
 
   // cost 1000 / cost 1, per layout: of the medians, and per repetition (the
   // two measurements of one repetition ran back to back) as min..max.
-  std::printf("\n| ratio cost 1000 / cost 1 | OLD ZSET                 | NEW ring               | NEW target |"
-              " met |\n");
+  std::printf(
+      "\n| ratio cost 1000 / cost 1 | OLD ZSET                 | NEW ring               | NEW target |"
+      " met |\n");
   std::printf("|--------------------------|-------------------------:|-----------------------:|------------|-----|\n");
   bool all_met = true;
   // Each pair: the kScenarios index of its cost-1 row; the cost-1000 row follows it.
@@ -446,7 +469,8 @@ int main(int argc, char** argv) {
   std::printf("redis-server %s\n", version.c_str());
   std::printf("OLD: ZSET, script SHA1 %s (bench/legacy/sliding_log_zset.lua: commit 0b2b4d8's prelude + script)\n",
               kOld.sha1);
-  std::printf("NEW: ring, script SHA1 %s (core/scripts/single/sliding_log.lua, as the library embeds it)\n\n", kNew.sha1);
+  std::printf("NEW: ring, script SHA1 %s (core/scripts/single/sliding_log.lua, as the library embeds it)\n\n",
+              kNew.sha1);
   memory_table(c, server);
   time_table(c, reps);
   return 0;

@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "redis_server.h"
 #include "polylimit/limiter.h"
+#include "redis_server.h"
 
 using namespace polylimit;
 using Clock = std::chrono::steady_clock;
@@ -54,7 +54,8 @@ struct Certs {
         cert + " -days 2 -extfile " + dir + "/ext");
   }
   ~Certs() {
-    if (std::system(("rm -rf '" + dir + "'").c_str()) != 0) { /* best effort */ }
+    if (std::system(("rm -rf '" + dir + "'").c_str()) != 0) { /* best effort */
+    }
   }
 };
 
@@ -63,8 +64,8 @@ struct Certs {
 double measure(const std::shared_ptr<Client>& client, int threads, bool deny, double seconds, int run_id) {
   LimiterOptions o;
   o.prefix = "bench" + std::to_string(run_id);
-  o.limit = deny ? LimitParams{Algorithm::kSlidingLog, 1, 3600 * 1000}
-                 : LimitParams{Algorithm::kSlidingLog, 1000000, 1000};
+  o.limit =
+      deny ? LimitParams{Algorithm::kSlidingLog, 1, 3600 * 1000} : LimitParams{Algorithm::kSlidingLog, 1000000, 1000};
   Limiter l(client, o);
   if (deny)
     for (int t = 0; t < threads; ++t) l.check("deny:" + std::to_string(t));
@@ -136,9 +137,10 @@ int main(int argc, char** argv) {
   auto tls = Client::open("rediss://127.0.0.1:" + std::to_string(tls_port), tls_options);
 
   std::printf("bench_tls: checks/s through one client, TLS (rediss://, TLS 1.3, verified) vs plain TCP, same server\n");
-  std::printf("default client options (pool_size %d; acquire_timeout_ms %d), sliding log, %d interleaved rounds of "
-              "%.1f s per cell\n\n",
-              plain_options.pool.size, plain_options.pool.acquire_timeout_ms, rounds, seconds);
+  std::printf(
+      "default client options (pool_size %d; acquire_timeout_ms %d), sliding log, %d interleaved rounds of "
+      "%.1f s per cell\n\n",
+      plain_options.pool.size, plain_options.pool.acquire_timeout_ms, rounds, seconds);
   struct Cell {
     int threads;
     bool deny;
@@ -146,8 +148,8 @@ int main(int argc, char** argv) {
     // CPU microseconds per check, server and client, of each run.
     std::vector<double> server_us[2], client_us[2];
   };
-  std::vector<Cell> cells = {{1, false, {}, {}, {}, {}}, {1, true, {}, {}, {}, {}},
-                             {64, false, {}, {}, {}, {}}, {64, true, {}, {}, {}, {}}};
+  std::vector<Cell> cells = {
+      {1, false, {}, {}, {}, {}}, {1, true, {}, {}, {}, {}}, {64, false, {}, {}, {}, {}}, {64, true, {}, {}, {}, {}}};
   int run_id = 0;
   for (int r = 0; r < rounds; ++r)
     for (Cell& c : cells) {
@@ -169,10 +171,12 @@ int main(int argc, char** argv) {
       server.command({"FLUSHALL"});
     }
 
-  std::printf("| threads | path  | plain checks/s (median) | TLS checks/s (median) | TLS/plain | TLS/plain per round "
-              "| server us/check plain, TLS | client us/check plain, TLS |\n");
-  std::printf("|--------:|-------|------------------------:|----------------------:|----------:|---------------------"
-              "|---------------------------:|---------------------------:|\n");
+  std::printf(
+      "| threads | path  | plain checks/s (median) | TLS checks/s (median) | TLS/plain | TLS/plain per round "
+      "| server us/check plain, TLS | client us/check plain, TLS |\n");
+  std::printf(
+      "|--------:|-------|------------------------:|----------------------:|----------:|---------------------"
+      "|---------------------------:|---------------------------:|\n");
   for (const Cell& c : cells) {
     std::string per_round;
     std::vector<double> ratios;
@@ -186,11 +190,12 @@ int main(int argc, char** argv) {
                 c.deny ? "deny" : "allow", median(c.plain), median(c.tls), median(ratios), per_round.c_str(),
                 median(c.server_us[0]), median(c.server_us[1]), median(c.client_us[0]), median(c.client_us[1]));
   }
-  std::printf("\nTLS/plain is the median of the per-round ratios; CPU per check, the median over rounds of the CPU "
-              "the server (INFO cpu) and this process (getrusage, the measuring thread included) used per check. "
-              "Connects made: plain %llu, TLS %llu "
-              "(no reconnects while measuring).\n",
-              static_cast<unsigned long long>(plain->stats().connect_attempts),
-              static_cast<unsigned long long>(tls->stats().connect_attempts));
+  std::printf(
+      "\nTLS/plain is the median of the per-round ratios; CPU per check, the median over rounds of the CPU "
+      "the server (INFO cpu) and this process (getrusage, the measuring thread included) used per check. "
+      "Connects made: plain %llu, TLS %llu "
+      "(no reconnects while measuring).\n",
+      static_cast<unsigned long long>(plain->stats().connect_attempts),
+      static_cast<unsigned long long>(tls->stats().connect_attempts));
   return 0;
 }

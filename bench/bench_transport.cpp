@@ -69,7 +69,14 @@ std::string storage_key(const std::string& id) {
 // The ARGV the library sends for check(key, 1) with one limit, server clock.
 Argv check_argv(const std::string& key, int64_t limit) {
   const int64_t window_us = kWindowMs * 1000;
-  return {"EVALSHA", polylimit::scripts::k_sliding_log.sha1, "1", key, "check", "1", "", std::to_string(limit),
+  return {"EVALSHA",
+          polylimit::scripts::k_sliding_log.sha1,
+          "1",
+          key,
+          "check",
+          "1",
+          "",
+          std::to_string(limit),
           std::to_string(window_us)};
 }
 
@@ -186,7 +193,8 @@ int main(int argc, char** argv) {
   co.pool_size = argc > 4 ? std::atoi(argv[4]) : 0;
   pltest::RedisServer server;
   Conn control(server.port());
-  if (control.text({"SCRIPT", "LOAD", polylimit::scripts::k_sliding_log.source}) != polylimit::scripts::k_sliding_log.sha1)
+  if (control.text({"SCRIPT", "LOAD", polylimit::scripts::k_sliding_log.source}) !=
+      polylimit::scripts::k_sliding_log.sha1)
     throw std::runtime_error("script SHA1 mismatch");
 
   polylimit_client* client = nullptr;
@@ -223,23 +231,26 @@ int main(int argc, char** argv) {
   auto pipelined = [&](int batches, int depth) {
     return [&, batches, depth](const Path& p, double s) {
       Conn c(server.port());
-      return run_threads(1, s, [&](int) {
-        long long n = 0, ok = 0;
-        auto queue = [&] {
-          for (int j = 0; j < depth; ++j) c.append(argv_for(p, n + j));
-          n += depth;
-        };
-        auto read = [&] {
-          for (int j = 0; j < depth; ++j) ok += c.read_admitted();
-        };
-        for (int b = 1; b < batches; ++b) queue();
-        while (!stop.load(std::memory_order_relaxed)) {
-          queue();
-          read();
-        }
-        for (int b = 1; b < batches; ++b) read();
-        return std::make_pair(n, ok);
-      }, stop);
+      return run_threads(
+          1, s,
+          [&](int) {
+            long long n = 0, ok = 0;
+            auto queue = [&] {
+              for (int j = 0; j < depth; ++j) c.append(argv_for(p, n + j));
+              n += depth;
+            };
+            auto read = [&] {
+              for (int j = 0; j < depth; ++j) ok += c.read_admitted();
+            };
+            for (int b = 1; b < batches; ++b) queue();
+            while (!stop.load(std::memory_order_relaxed)) {
+              queue();
+              read();
+            }
+            for (int b = 1; b < batches; ++b) read();
+            return std::make_pair(n, ok);
+          },
+          stop);
     };
   };
   modes.push_back({"hiredis sync", 1, pipelined(1, 1)});
@@ -267,19 +278,22 @@ int main(int argc, char** argv) {
                            std::this_thread::sleep_for(std::chrono::milliseconds(50));
                          }
                        });
-                       Sample smp = run_threads(threads, s, [&](int t) {
-                         long long n = 0, ok = 0;
-                         polylimit_decision d;
-                         std::string dkey = deny_id(t);
-                         while (!stop.load(std::memory_order_relaxed)) {
-                           std::string key = p.allow ? allow_id(t, static_cast<int>(n)) : dkey;
-                           if (polylimit_limiter_check(lim, key.data(), key.size(), 1, &d, nullptr) != POLYLIMIT_OK)
-                             throw std::runtime_error("check failed");
-                           ok += d.allowed;
-                           ++n;
-                         }
-                         return std::make_pair(n, ok);
-                       }, stop);
+                       Sample smp = run_threads(
+                           threads, s,
+                           [&](int t) {
+                             long long n = 0, ok = 0;
+                             polylimit_decision d;
+                             std::string dkey = deny_id(t);
+                             while (!stop.load(std::memory_order_relaxed)) {
+                               std::string key = p.allow ? allow_id(t, static_cast<int>(n)) : dkey;
+                               if (polylimit_limiter_check(lim, key.data(), key.size(), 1, &d, nullptr) != POLYLIMIT_OK)
+                                 throw std::runtime_error("check failed");
+                               ok += d.allowed;
+                               ++n;
+                             }
+                             return std::make_pair(n, ok);
+                           },
+                           stop);
                        watcher.join();
                        smp.connections = peak.load();
                        polylimit_limiter_free(lim);

@@ -48,8 +48,9 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--src", default=os.path.join(root, "core", "src"), help="the layer folders (core/src)")
-    parser.add_argument("--include", default=os.path.join(root, "core", "include"),
-                        help="the public headers' root (core/include)")
+    parser.add_argument(
+        "--include", default=os.path.join(root, "core", "include"), help="the public headers' root (core/include)"
+    )
     args = parser.parse_args()
     src, include = args.src, args.include
     rank = {layer: i for i, layer in enumerate(LAYERS)}
@@ -99,16 +100,19 @@ def main():
                 target = layer_of(name)
                 where = "%s:%d" % (shown(path), number)
                 if target is None:
-                    problems.append('%s: "%s" is neither a file of a layer folder (named from core/src, '
-                                    'e.g. "net/mux.h"), a public header nor a generated one' % (where, name))
+                    problems.append(
+                        '%s: "%s" is neither a file of a layer folder (named from core/src, '
+                        'e.g. "net/mux.h"), a public header nor a generated one' % (where, name)
+                    )
                 elif rank[target] > rank[layer]:
-                    problems.append('%s: %s includes %s ("%s"): a layer includes only its own and lower ones'
-                                    % (where, layer, target, name))
+                    problems.append(
+                        '%s: %s includes %s ("%s"): a layer includes only its own and lower ones'
+                        % (where, layer, target, name)
+                    )
 
     for p in problems:
         print(p)
-    print("layers %s: %d files, %d includes, %d problems"
-          % (" < ".join(LAYERS), len(files), includes, len(problems)))
+    print("layers %s: %d files, %d includes, %d problems" % (" < ".join(LAYERS), len(files), includes, len(problems)))
     return 1 if problems else 0
 
 

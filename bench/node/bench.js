@@ -39,8 +39,23 @@ const cli = cliIndex > 0 ? process.argv[cliIndex + 1] : null;
 
 // The CLI's own bench: checks/s of its allow and deny paths.
 function runCli(url, algorithm) {
-  const out = execFileSync(cli, ['--url', url, '--algorithm', algorithm, '--prefix', `bench-cli-${algorithm}`,
-    '--threads', '64', '--seconds', String(2 * seconds), 'bench'], { encoding: 'utf8' });
+  const out = execFileSync(
+    cli,
+    [
+      '--url',
+      url,
+      '--algorithm',
+      algorithm,
+      '--prefix',
+      `bench-cli-${algorithm}`,
+      '--threads',
+      '64',
+      '--seconds',
+      String(2 * seconds),
+      'bench',
+    ],
+    { encoding: 'utf8' },
+  );
   const rate = (p) => {
     const m = out.match(new RegExp(`^${p} .* = ([0-9.]+) checks/s`, 'm'));
     if (!m) throw new Error(`no ${p} rate in the CLI's output:\n${out}`);
@@ -51,7 +66,7 @@ function runCli(url, algorithm) {
 const seconds = arg('seconds', 1);
 const runs = arg('runs', 3);
 const KEYS = arg('keys', 2000);
-const BIG = 1000000;  // per minute: never reached in a run
+const BIG = 1000000; // per minute: never reached in a run
 const CORES = require('node:os').availableParallelism();
 
 // The installed version of a package (its package.json; some export none).
@@ -95,9 +110,19 @@ async function makeCases(url, ioredis) {
       hot: () => deny.check('hot'),
     });
   }
-  const rlfAllow = new RateLimiterRedis({ storeClient: ioredis, points: BIG, duration: 60, keyPrefix: 'bench-rlf-allow' });
-  const rlfDeny = new RateLimiterRedis({ storeClient: ioredis, points: 1, duration: 3600, keyPrefix: 'bench-rlf-deny' });
-  const swallow = (p) => p.catch(() => undefined);  // a denial rejects with RateLimiterRes
+  const rlfAllow = new RateLimiterRedis({
+    storeClient: ioredis,
+    points: BIG,
+    duration: 60,
+    keyPrefix: 'bench-rlf-allow',
+  });
+  const rlfDeny = new RateLimiterRedis({
+    storeClient: ioredis,
+    points: 1,
+    duration: 3600,
+    keyPrefix: 'bench-rlf-deny',
+  });
+  const swallow = (p) => p.catch(() => undefined); // a denial rejects with RateLimiterRes
   await useUp((i) => swallow(rlfDeny.consume(keyOf(i))));
   await swallow(rlfDeny.consume('hot'));
   cases.push({
@@ -158,7 +183,8 @@ async function main() {
   const { clients, cases } = await makeCases(server.url, ioredis);
   const cells = [];
   for (const c of cases)
-    for (const path of ['allow', 'deny', 'hot']) for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
+    for (const path of ['allow', 'deny', 'hot'])
+      for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
   const cliCells = cli ? ['fixed_window', 'gcra'].map((variant) => ({ variant, allow: [], deny: [] })) : [];
   for (let r = 0; r < runs; r++) {
     for (const cell of cells) cell.results.push(await measure(ioredis, cell[cell.path], cell.concurrency));
@@ -173,11 +199,24 @@ async function main() {
   // rate x (client + Redis CPU per check) / cores; checks/s at 100 % would
   // be cores / (client + Redis CPU per check). A latency-bound path shows as
   // a low share: CPU left idle.
-  const rows = [['library', 'variant', 'path', 'in flight', 'checks/s (min..max)', 'CPU us/check', 'Redis CPU us/check',
-    'CPU used', 'vs rlf']];
+  const rows = [
+    [
+      'library',
+      'variant',
+      'path',
+      'in flight',
+      'checks/s (min..max)',
+      'CPU us/check',
+      'Redis CPU us/check',
+      'CPU used',
+      'vs rlf',
+    ],
+  ];
   for (const cell of cells) {
     const rates = cell.results.map((x) => x.rate);
-    const peer = cells.find((c) => c.lib === 'rate-limiter-flexible' && c.path === cell.path && c.concurrency === cell.concurrency);
+    const peer = cells.find(
+      (c) => c.lib === 'rate-limiter-flexible' && c.path === cell.path && c.concurrency === cell.concurrency,
+    );
     const ratio = median(rates) / median(peer.results.map((x) => x.rate));
     const used = median(cell.results.map((x) => (x.rate * (x.cpuUs + x.serverUs)) / 1e6 / CORES));
     rows.push([
@@ -196,9 +235,17 @@ async function main() {
     for (const p of ['allow', 'deny']) {
       const peer = cells.find((x) => x.lib === 'rate-limiter-flexible' && x.path === p && x.concurrency === 64);
       const ratio = median(c[p]) / median(peer.results.map((x) => x.rate));
-      rows.push(['polylimit CLI (C)', c.variant, p, '64 threads',
-        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`, '-', '-', '-',
-        `${ratio.toFixed(2)}x`]);
+      rows.push([
+        'polylimit CLI (C)',
+        c.variant,
+        p,
+        '64 threads',
+        `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`,
+        '-',
+        '-',
+        '-',
+        `${ratio.toFixed(2)}x`,
+      ]);
     }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   console.log(
@@ -236,7 +283,9 @@ async function main() {
       delays[i].p99.push(h.percentile(99) / 1e6 - 1);
       delays[i].max.push(h.max / 1e6 - 1);
     }
-  console.log(`event loop lateness (ms past a 1 ms timer; medians of ${runs} interleaved runs of ${seconds} s, min..max):`);
+  console.log(
+    `event loop lateness (ms past a 1 ms timer; medians of ${runs} interleaved runs of ${seconds} s, min..max):`,
+  );
   for (const [i, [name]] of loops.entries()) {
     const f = (xs) => `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}..${Math.max(...xs).toFixed(2)})`;
     console.log(`  ${name.padEnd(38)} p50 ${f(delays[i].p50)}  p99 ${f(delays[i].p99)}  max ${f(delays[i].max)}`);

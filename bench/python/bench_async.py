@@ -51,6 +51,7 @@ PATHS = {
 
 # -- redis-server ---------------------------------------------------------------
 
+
 def start_redis():
     exe = shutil.which("redis-server")
     if exe is None:
@@ -60,9 +61,27 @@ def start_redis():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
-         "--protected-mode", "no", "--logfile", os.path.join(directory, "redis.log")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            exe,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            directory,
+            "--protected-mode",
+            "no",
+            "--logfile",
+            os.path.join(directory, "redis.log"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
@@ -86,6 +105,7 @@ def redis_command(port, line):
 # A factory takes (url, path) and returns (check, close): check(key) -> bool,
 # an async function for the asyncio modes, a plain one for threads. Async
 # factories are coroutines, run on the loop that measures.
+
 
 def _pl_async(coalesce):
     async def factory(url, path):
@@ -151,8 +171,12 @@ def limits_sync(url, path):
 # mode -> [(library label, factory)]; the first is polylimit, the ratio's numerator.
 MODES = {
     # Without coalescing: what the default costs or gains on distinct keys.
-    "asyncio": [("polylimit acheck", _pl_async(True)), ("pl, no coalescing", _pl_async(False)),
-                ("limits.aio coredis", _limits_aio("coredis")), ("limits.aio redispy", _limits_aio("redispy"))],
+    "asyncio": [
+        ("polylimit acheck", _pl_async(True)),
+        ("pl, no coalescing", _pl_async(False)),
+        ("limits.aio coredis", _limits_aio("coredis")),
+        ("limits.aio redispy", _limits_aio("redispy")),
+    ],
     "threads": [("polylimit check", pl_sync), ("limits redis-py", limits_sync)],
 }
 
@@ -162,6 +186,7 @@ def keys_for(path):
 
 
 # -- measurement ----------------------------------------------------------------
+
 
 async def measure_async(factory, url, path, tasks, seconds):
     """Returns (calls/s, fraction admitted, calls that raised)."""
@@ -256,9 +281,9 @@ def main():
     configs += [(path, "threads", args.threads) for path in PATHS]
     proc, port, directory = start_redis()
     url = "redis://127.0.0.1:%d" % port
-    rates = {}      # (path, mode, n, library) -> [calls/s per run]
-    admitted = {}   # the same -> [fraction admitted per run]
-    errors = {}     # the same -> calls that raised, all runs
+    rates = {}  # (path, mode, n, library) -> [calls/s per run]
+    admitted = {}  # the same -> [fraction admitted per run]
+    errors = {}  # the same -> calls that raised, all runs
     load = [os.getloadavg()[0]]
     try:
         for run in range(args.runs):
@@ -273,8 +298,11 @@ def main():
                     rates.setdefault((path, mode, n, library), []).append(rate)
                     admitted.setdefault((path, mode, n, library), []).append(ok)
                     errors[(path, mode, n, library)] = errors.get((path, mode, n, library), 0) + failed
-                    print("  run %d %-5s %-7s %2d %-20s %9.0f calls/s  admitted %.3f  errors %d"
-                          % (run + 1, path, mode, n, library, rate, ok, failed), file=sys.stderr)
+                    print(
+                        "  run %d %-5s %-7s %2d %-20s %9.0f calls/s  admitted %.3f  errors %d"
+                        % (run + 1, path, mode, n, library, rate, ok, failed),
+                        file=sys.stderr,
+                    )
             load.append(os.getloadavg()[0])
         server = redis_command(port, "INFO server")
     finally:
@@ -285,18 +313,33 @@ def main():
     import limits
     import polylimit
 
-    redis_version = next((line.split(":", 1)[1].strip() for line in server.splitlines()
-                          if line.startswith("redis_version:")), "?")
+    redis_version = next(
+        (line.split(":", 1)[1].strip() for line in server.splitlines() if line.startswith("redis_version:")), "?"
+    )
     print()
-    print("polylimit %s (sliding log) vs limits %s (moving window); Python %s; redis-server %s; %d cores"
-          % (polylimit.__version__, limits.__version__, sys.version.split()[0], redis_version, os.cpu_count() or 0))
-    print("%d interleaved runs of %.1f s per row; 1-min load average %s"
-          % (args.runs, args.seconds, " -> ".join("%.1f" % x for x in load)))
-    print("allow: %d per %d s over %d keys; deny: %d per %d s over %d keys filled first"
-          % (PATHS["allow"] + PATHS["deny"]))
+    print(
+        "polylimit %s (sliding log) vs limits %s (moving window); Python %s; redis-server %s; %d cores"
+        % (polylimit.__version__, limits.__version__, sys.version.split()[0], redis_version, os.cpu_count() or 0)
+    )
+    print(
+        "%d interleaved runs of %.1f s per row; 1-min load average %s"
+        % (args.runs, args.seconds, " -> ".join("%.1f" % x for x in load))
+    )
+    print(
+        "allow: %d per %d s over %d keys; deny: %d per %d s over %d keys filled first"
+        % (PATHS["allow"] + PATHS["deny"])
+    )
     print()
     header = "| %-5s | %-7s | %5s | %-20s | %26s | %9s | %6s | %20s |" % (
-        "path", "mode", "n", "library", "calls/s median (min..max)", "admitted", "errors", "pl/this (min..max)")
+        "path",
+        "mode",
+        "n",
+        "library",
+        "calls/s median (min..max)",
+        "admitted",
+        "errors",
+        "pl/this (min..max)",
+    )
     print(header)
     print("|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|")
     for path, mode, n in configs:
@@ -307,14 +350,27 @@ def main():
             med = statistics.median(r)
             cell = "%.0f (%.0f..%.0f)" % (med, min(r), max(r))
             per_run = [a / b for a, b in zip(ours_runs, r)]  # the same repetition
-            ratio = "" if library == MODES[mode][0][0] else "%.2fx (%.1f..%.1f)" % (ours / med, min(per_run),
-                                                                                  max(per_run))
-            print("| %-5s | %-7s | %5d | %-20s | %26s | %9.3f | %6d | %20s |" % (
-                path, mode, n, library, cell, statistics.median(admitted[(path, mode, n, library)]),
-                errors[(path, mode, n, library)], ratio))
+            ratio = (
+                "" if library == MODES[mode][0][0] else "%.2fx (%.1f..%.1f)" % (ours / med, min(per_run), max(per_run))
+            )
+            print(
+                "| %-5s | %-7s | %5d | %-20s | %26s | %9.3f | %6d | %20s |"
+                % (
+                    path,
+                    mode,
+                    n,
+                    library,
+                    cell,
+                    statistics.median(admitted[(path, mode, n, library)]),
+                    errors[(path, mode, n, library)],
+                    ratio,
+                )
+            )
     print()
-    print("pl/this: polylimit's median calls/s over this row's median, same run (in brackets: the range of the "
-          "ratios within each repetition); errors: calls that raised (all runs; counted in calls/s)")
+    print(
+        "pl/this: polylimit's median calls/s over this row's median, same run (in brackets: the range of the "
+        "ratios within each repetition); errors: calls that raised (all runs; counted in calls/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ int main(int argc, char **argv) {
     int admitted = 0, denied = 0, i;
 
     if (polylimit_version_number() < POLYLIMIT_VERSION_NUMBER) {
-        fprintf(stderr, "libpolylimit %s is older than the header %s\n", polylimit_version_string(), POLYLIMIT_VERSION_STRING);
+        fprintf(stderr, "libpolylimit %s is older than the header %s\n", polylimit_version_string(),
+                POLYLIMIT_VERSION_STRING);
         return 1;
     }
     if (polylimit_client_open(url, NULL, &client, &err) != POLYLIMIT_OK) {
@@ -46,7 +47,10 @@ int main(int argc, char **argv) {
         }
         printf("request %d: %s remaining=%lld retry_after_ms=%lld\n", i + 1, d.allowed ? "allowed" : "denied ",
                (long long)d.remaining, (long long)d.retry_after_ms);
-        if (d.allowed) admitted++; else denied++;
+        if (d.allowed)
+            admitted++;
+        else
+            denied++;
     }
     polylimit_limiter_free(limiter);
     polylimit_client_close(client);

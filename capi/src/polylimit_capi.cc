@@ -11,10 +11,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
-#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -141,8 +141,8 @@ template <typename Options>
 Options widen(const Options* in, size_t (*size_of)(unsigned int), const char* version_macro, unsigned int current) {
   size_t size = size_of(in->version);
   if (size == 0)
-    polylimit::throw_invalid("options->version = " + std::to_string(in->version) + " is not a known " +
-                            version_macro + " (1.." + std::to_string(current) + ")");
+    polylimit::throw_invalid("options->version = " + std::to_string(in->version) + " is not a known " + version_macro +
+                             " (1.." + std::to_string(current) + ")");
   Options o;
   std::memset(&o, 0, sizeof o);
   std::memcpy(&o, in, size);
@@ -282,7 +282,8 @@ int polylimit_limiter_options_init(polylimit_limiter_options* opts, unsigned int
   return POLYLIMIT_OK;
 }
 
-int polylimit_client_open(const char* url, const polylimit_client_options* options, polylimit_client** out, polylimit_error* err) {
+int polylimit_client_open(const char* url, const polylimit_client_options* options, polylimit_client** out,
+                          polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   *out = nullptr;
   return guarded(err, [&] {
@@ -319,7 +320,8 @@ void polylimit_client_close(polylimit_client* client) {
   delete client;
 }
 
-int polylimit_limiter_new(polylimit_client* client, const polylimit_limiter_options* options, polylimit_limiter** out, polylimit_error* err) {
+int polylimit_limiter_new(polylimit_client* client, const polylimit_limiter_options* options, polylimit_limiter** out,
+                          polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   *out = nullptr;
   if (client == nullptr) return null_argument(err, "client");
@@ -339,8 +341,8 @@ int polylimit_limiter_new(polylimit_client* client, const polylimit_limiter_opti
   });
 }
 
-int polylimit_limiter_new_spec(polylimit_client* client, const char* spec, const polylimit_limiter_options* options, polylimit_limiter** out,
-                        polylimit_error* err) {
+int polylimit_limiter_new_spec(polylimit_client* client, const char* spec, const polylimit_limiter_options* options,
+                               polylimit_limiter** out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   *out = nullptr;
   if (client == nullptr) return null_argument(err, "client");
@@ -360,7 +362,8 @@ int polylimit_limiter_new_spec(polylimit_client* client, const char* spec, const
 
 void polylimit_limiter_free(polylimit_limiter* limiter) { delete limiter; }
 
-int polylimit_limiter_check(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, polylimit_decision* out, polylimit_error* err) {
+int polylimit_limiter_check(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
+                            polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -368,8 +371,8 @@ int polylimit_limiter_check(polylimit_limiter* limiter, const void* key, size_t 
   return guarded(err, [&] { fill(out, limiter->rep->check(key_view(key, key_len), cost)); });
 }
 
-int polylimit_limiter_check_at(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t now_us,
-                polylimit_decision* out, polylimit_error* err) {
+int polylimit_limiter_check_at(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
+                               int64_t now_us, polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -377,7 +380,8 @@ int polylimit_limiter_check_at(polylimit_limiter* limiter, const void* key, size
   return guarded(err, [&] { fill(out, limiter->rep->check_at(key_view(key, key_len), cost, now_us)); });
 }
 
-int polylimit_limiter_peek(polylimit_limiter* limiter, const void* key, size_t key_len, polylimit_decision* out, polylimit_error* err) {
+int polylimit_limiter_peek(polylimit_limiter* limiter, const void* key, size_t key_len, polylimit_decision* out,
+                           polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -385,9 +389,9 @@ int polylimit_limiter_peek(polylimit_limiter* limiter, const void* key, size_t k
   return guarded(err, [&] { fill(out, limiter->rep->peek(key_view(key, key_len))); });
 }
 
-int polylimit_limiter_check_many(polylimit_limiter* limiter, const void* const* keys, const size_t* key_lens,
-                                 size_t n, int64_t cost, polylimit_decision* out, int* statuses,
-                                 polylimit_error* key_errors, polylimit_error* err) {
+int polylimit_limiter_check_many(polylimit_limiter* limiter, const void* const* keys, const size_t* key_lens, size_t n,
+                                 int64_t cost, polylimit_decision* out, int* statuses, polylimit_error* key_errors,
+                                 polylimit_error* err) {
   // Bad array arguments: every key gets the same status (when it can be told).
   auto reject = [&](int code, const std::string& message, bool unknown = false) {
     if (statuses != nullptr)
@@ -430,8 +434,8 @@ int polylimit_limiter_check_many(polylimit_limiter* limiter, const void* const* 
   return report_many(outcomes, null_keys, out, statuses, key_errors, err);
 }
 
-int polylimit_limiter_check_at_most(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t max_cost, polylimit_decision* out,
-                     polylimit_error* err) {
+int polylimit_limiter_check_at_most(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t max_cost,
+                                    polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -439,8 +443,8 @@ int polylimit_limiter_check_at_most(polylimit_limiter* limiter, const void* key,
   return guarded(err, [&] { fill(out, limiter->rep->check_at_most(key_view(key, key_len), max_cost)); });
 }
 
-int polylimit_limiter_acquire(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t timeout_ms,
-               polylimit_decision* out, polylimit_error* err) {
+int polylimit_limiter_acquire(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
+                              int64_t timeout_ms, polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -450,8 +454,8 @@ int polylimit_limiter_acquire(polylimit_limiter* limiter, const void* key, size_
   });
 }
 
-int polylimit_limiter_check_limit(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost, int64_t limit,
-                   int64_t window_ms, polylimit_decision* out, polylimit_error* err) {
+int polylimit_limiter_check_limit(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
+                                  int64_t limit, int64_t window_ms, polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -465,8 +469,8 @@ int polylimit_limiter_check_limit(polylimit_limiter* limiter, const void* key, s
   });
 }
 
-int polylimit_limiter_refund(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t units, polylimit_decision* out,
-              polylimit_error* err) {
+int polylimit_limiter_refund(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t units,
+                             polylimit_decision* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
   std::memset(out, 0, sizeof *out);
   if (limiter == nullptr) return null_argument(err, "limiter");
@@ -486,8 +490,10 @@ int polylimit_client_stats(polylimit_client* client, polylimit_stats* out, polyl
   // Version 1 structs end before the counters version 2 appended.
   const unsigned int version = out->version;
   if (version != 1 && version != POLYLIMIT_STATS_VERSION)
-    return fail(err, POLYLIMIT_EINVALID, ("out->version = " + std::to_string(version) +
-                                   " is not a known POLYLIMIT_STATS_VERSION (1.." + std::to_string(POLYLIMIT_STATS_VERSION) + ")").c_str());
+    return fail(err, POLYLIMIT_EINVALID,
+                ("out->version = " + std::to_string(version) + " is not a known POLYLIMIT_STATS_VERSION (1.." +
+                 std::to_string(POLYLIMIT_STATS_VERSION) + ")")
+                    .c_str());
   return guarded(err, [&] {
     static_assert(POLYLIMIT_STATS_LATENCY_BUCKETS == polylimit::kLatencyBuckets, "bucket count");
     polylimit::Stats s = client->rep->stats();
@@ -510,9 +516,8 @@ int polylimit_client_stats_prometheus(polylimit_client* client, char** out, size
   *out = nullptr;
   if (len != nullptr) *len = 0;
   if (client == nullptr) return null_argument(err, "client");
-  return guarded(err, [&] {
-    hand_over(polylimit::to_prometheus(client->rep->stats(), client->rep->name()), out, len);
-  });
+  return guarded(err,
+                 [&] { hand_over(polylimit::to_prometheus(client->rep->stats(), client->rep->name()), out, len); });
 }
 
 int polylimit_clients_stats_prometheus(polylimit_client* const* clients, size_t n, char** out, size_t* len,
@@ -523,7 +528,8 @@ int polylimit_clients_stats_prometheus(polylimit_client* const* clients, size_t 
   if (clients == nullptr) return null_argument(err, "clients");
   return guarded(err, [&] {
     if (n < 1 || n > static_cast<size_t>(POLYLIMIT_MAX_BATCH))
-      polylimit::throw_invalid("n = " + std::to_string(n) + " is out of range 1.." + std::to_string(POLYLIMIT_MAX_BATCH));
+      polylimit::throw_invalid("n = " + std::to_string(n) + " is out of range 1.." +
+                               std::to_string(POLYLIMIT_MAX_BATCH));
     std::vector<std::pair<std::string, polylimit::Stats>> all;
     all.reserve(n);
     for (size_t i = 0; i < n; ++i) {
@@ -579,9 +585,9 @@ struct QueueState {
   std::vector<polylimit_completion> items;
   size_t head = 0;
   bool empty() const { return head == items.size(); }
-  int fd = -1;         // eventfd: 1 while items wait (or after a wake); in the reactor's set
+  int fd = -1;            // eventfd: 1 while items wait (or after a wake); in the reactor's set
   bool signaled = false;  // fd was written since the last reset
-  bool freed = false;  // the caller's handle is gone: drop completions
+  bool freed = false;     // the caller's handle is gone: drop completions
   bool woken = false;
   std::atomic<size_t> outstanding{0};
   // The epoll set the caller watches (polylimit_queue_fd): fd plus the
@@ -712,9 +718,7 @@ void polylimit_queue_free(polylimit_queue* queue) {
   delete queue;
 }
 
-int polylimit_queue_fd(const polylimit_queue* queue) {
-  return queue == nullptr ? -1 : queue->state->reactor->fd();
-}
+int polylimit_queue_fd(const polylimit_queue* queue) { return queue == nullptr ? -1 : queue->state->reactor->fd(); }
 
 size_t polylimit_queue_poll(polylimit_queue* queue, polylimit_completion* out, size_t max, int timeout_ms) {
   if (queue == nullptr || out == nullptr || max == 0) return 0;
@@ -789,8 +793,8 @@ int polylimit_limiter_submit_check(polylimit_limiter* limiter, const void* key, 
   });
 }
 
-int polylimit_limiter_submit_peek(polylimit_limiter* limiter, const void* key, size_t key_len,
-                                  polylimit_queue* queue, uint64_t token, polylimit_error* err) {
+int polylimit_limiter_submit_peek(polylimit_limiter* limiter, const void* key, size_t key_len, polylimit_queue* queue,
+                                  uint64_t token, polylimit_error* err) {
   if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::Limiter::peek_async(limiter->rep, key_view(key, key_len), decision_done(state, token));
@@ -816,8 +820,7 @@ int polylimit_limiter_submit_check_limit(polylimit_limiter* limiter, const void*
     p.algorithm = limiter->rep->limits()[0].algorithm;
     p.limit = limit;
     p.window_ms = window_ms;
-    polylimit::Limiter::check_with_async(limiter->rep, key_view(key, key_len), cost, {p},
-                                         decision_done(state, token));
+    polylimit::Limiter::check_with_async(limiter->rep, key_view(key, key_len), cost, {p}, decision_done(state, token));
   });
 }
 
@@ -829,8 +832,8 @@ int polylimit_limiter_submit_refund(polylimit_limiter* limiter, const void* key,
   });
 }
 
-int polylimit_limiter_submit_reset(polylimit_limiter* limiter, const void* key, size_t key_len,
-                                   polylimit_queue* queue, uint64_t token, polylimit_error* err) {
+int polylimit_limiter_submit_reset(polylimit_limiter* limiter, const void* key, size_t key_len, polylimit_queue* queue,
+                                   uint64_t token, polylimit_error* err) {
   if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
     polylimit::Limiter::reset_async(limiter->rep, key_view(key, key_len), [state, token](std::exception_ptr error) {
@@ -840,12 +843,11 @@ int polylimit_limiter_submit_reset(polylimit_limiter* limiter, const void* key, 
 }
 
 int polylimit_limiter_submit_acquire(polylimit_limiter* limiter, const void* key, size_t key_len, int64_t cost,
-                                     int64_t timeout_ms, polylimit_queue* queue, uint64_t token,
-                                     polylimit_error* err) {
+                                     int64_t timeout_ms, polylimit_queue* queue, uint64_t token, polylimit_error* err) {
   if (int rc = submit_arguments(limiter, key, key_len, queue, err)) return rc;
   return submit(queue, err, [&](std::shared_ptr<QueueState> state) {
-    polylimit::Limiter::acquire_async(limiter->rep, key_view(key, key_len), cost,
-                                      std::chrono::milliseconds(timeout_ms), decision_done(state, token));
+    polylimit::Limiter::acquire_async(limiter->rep, key_view(key, key_len), cost, std::chrono::milliseconds(timeout_ms),
+                                      decision_done(state, token));
   });
 }
 

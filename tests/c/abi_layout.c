@@ -45,17 +45,17 @@ PIN(polylimit_limiter_options, limit, 8);
 PIN(polylimit_limiter_options, window_ms, 16);
 PIN(polylimit_limiter_options, prefix, 24);
 PIN(polylimit_limiter_options, clock, 32);
-PIN(polylimit_limiter_options, burst, 40);  /* version 2 starts here */
+PIN(polylimit_limiter_options, burst, 40); /* version 2 starts here */
 PIN(polylimit_limiter_options, deny_cache_size, 48);
 PIN(polylimit_limiter_options, failure_policy, 52);
 PIN(polylimit_limiter_options, breaker_failures, 56);
 PIN(polylimit_limiter_options, breaker_cooldown_ms, 60);
 PIN(polylimit_limiter_options, shadow, 64);
 PIN(polylimit_limiter_options, block_ms, 72);
-PIN(polylimit_limiter_options, durable_replicas, 80);  /* version 3 starts here */
+PIN(polylimit_limiter_options, durable_replicas, 80); /* version 3 starts here */
 PIN(polylimit_limiter_options, durable_timeout_ms, 84);
 PIN(polylimit_limiter_options, durable_aof, 88);
-PIN(polylimit_limiter_options, lease_units, 96);  /* version 4 starts here */
+PIN(polylimit_limiter_options, lease_units, 96); /* version 4 starts here */
 PIN(polylimit_limiter_options, lease_ms, 104);
 
 SIZE(polylimit_decision, 72);

@@ -85,8 +85,8 @@ std::string name_of(const ::testing::TestParamInfo<Algorithm>& info) { return al
 }  // namespace
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, EveryAlgorithm,
-                         ::testing::Values(Algorithm::kSlidingLog, Algorithm::kSlidingCounter,
-                                           Algorithm::kFixedWindow, Algorithm::kGcra),
+                         ::testing::Values(Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow,
+                                           Algorithm::kGcra),
                          name_of);
 
 // A hand-written sequence with window edges (t = 999999, 1000000 us) and
@@ -95,11 +95,10 @@ TEST_P(EveryAlgorithm, ScriptedSequenceSameOnRedisAndMemory) {
   auto mem = Client::open("memory://");
   Pair p({{GetParam(), 4, 1000}}, mem);
   const std::vector<std::tuple<int64_t, const char*, int64_t>> steps = {
-      {0, "a", 1},       {0, "a", 2},       {100000, "a", 1},  {100000, "b", 4},  {200000, "a", 1},
-      {300000, "a", 2},  {500000, "b", 1},  {999999, "a", 1},  {1000000, "a", 1}, {1000000, "a", 2},
-      {1000000, "a", 4}, {1100000, "a", 3}, {1100001, "a", 1}, {1250000, "b", 3}, {1500000, "a", 2},
-      {1999999, "a", 1}, {2000000, "a", 4}, {2000000, "a", 1}, {2300000, "a", 1}, {2999999, "b", 4},
-      {3000000, "b", 4}, {5000000, "a", 4}, {5000000, "a", 1}, {6000001, "a", 3}};
+      {0, "a", 1},       {0, "a", 2},       {100000, "a", 1},  {100000, "b", 4},  {200000, "a", 1},  {300000, "a", 2},
+      {500000, "b", 1},  {999999, "a", 1},  {1000000, "a", 1}, {1000000, "a", 2}, {1000000, "a", 4}, {1100000, "a", 3},
+      {1100001, "a", 1}, {1250000, "b", 3}, {1500000, "a", 2}, {1999999, "a", 1}, {2000000, "a", 4}, {2000000, "a", 1},
+      {2300000, "a", 1}, {2999999, "b", 4}, {3000000, "b", 4}, {5000000, "a", 4}, {5000000, "a", 1}, {6000001, "a", 3}};
   for (size_t i = 0; i < steps.size(); ++i) {
     auto [offset, key, cost] = steps[i];
     Decision a = p.redis.check_at(key, cost, kT0 + offset);
@@ -152,8 +151,8 @@ TEST_P(EveryAlgorithm, RandomSequencesSameOnRedisAndMemory) {
 TEST_P(EveryAlgorithm, ExactUnderThreads) {
   for (const char* url : {"redis", "memory"}) {
     LimitParams lp{GetParam(), 200, 3600 * 1000};
-    std::shared_ptr<Client> c = std::string(url) == "redis" ? Client::open(server().url(), ClientOptions{{16}})
-                                                            : Client::open("memory://");
+    std::shared_ptr<Client> c =
+        std::string(url) == "redis" ? Client::open(server().url(), ClientOptions{{16}}) : Client::open("memory://");
     Limiter l(c, options({lp}));
     std::atomic<int> admitted{0};
     std::vector<std::thread> threads;
@@ -189,8 +188,7 @@ TEST_P(EveryAlgorithm, ServerClockAllowThenDeny) {
 // Several limits: a denial by one consumes nothing from the others.
 TEST_P(EveryAlgorithm, MultiLimitDenialConsumesNothing) {
   for (const char* url : {"redis", "memory"}) {
-    std::shared_ptr<Client> c =
-        std::string(url) == "redis" ? Client::open(server().url()) : Client::open("memory://");
+    std::shared_ptr<Client> c = std::string(url) == "redis" ? Client::open(server().url()) : Client::open("memory://");
     // 2 per second AND 5 per minute
     Limiter l(c, options({{GetParam(), 2, 1000}, {GetParam(), 5, 60000}}));
     int64_t t = kT0;
@@ -278,7 +276,7 @@ TEST(FixedWindow, BurstAtEdgeIsTheDocumentedWeakness) {
   EXPECT_TRUE(l.check_at("k", 5, kT0 + 999999).allowed);
   Decision d = l.check_at("k", 1, kT0 + 999999);
   EXPECT_FALSE(d.allowed);
-  EXPECT_EQ(d.retry_after_ms, 1);  // 1 us to the edge, rounded up
+  EXPECT_EQ(d.retry_after_ms, 1);                          // 1 us to the edge, rounded up
   EXPECT_TRUE(l.check_at("k", 5, kT0 + 1000000).allowed);  // a new window
 }
 
@@ -338,8 +336,7 @@ TEST(Limits, BadParamsAreRejected) {
 
 TEST_P(EveryAlgorithm, RefundGivesUnitsBack) {
   for (const char* url : {"redis", "memory"}) {
-    std::shared_ptr<Client> c =
-        std::string(url) == "redis" ? Client::open(server().url()) : Client::open("memory://");
+    std::shared_ptr<Client> c = std::string(url) == "redis" ? Client::open(server().url()) : Client::open("memory://");
     Limiter l(c, options({{GetParam(), 5, 60000}}));
     ASSERT_TRUE(l.check("k", 5).allowed);
     ASSERT_FALSE(l.check("k").allowed);
@@ -355,8 +352,7 @@ TEST_P(EveryAlgorithm, RefundGivesUnitsBack) {
 
 TEST_P(EveryAlgorithm, PunitiveBlock) {
   for (const char* url : {"redis", "memory"}) {
-    std::shared_ptr<Client> c =
-        std::string(url) == "redis" ? Client::open(server().url()) : Client::open("memory://");
+    std::shared_ptr<Client> c = std::string(url) == "redis" ? Client::open(server().url()) : Client::open("memory://");
     LimiterOptions o = options({{GetParam(), 2, 1000}}, /*block_ms=*/10000);
     Limiter l(c, o);
     ASSERT_TRUE(l.check_at("k", 2, kT0).allowed);
@@ -405,6 +401,6 @@ TEST_P(EveryAlgorithm, ConcurrentScheduleMatchesSequentialReplay) {
     if (GetParam() == Algorithm::kSlidingLog) EXPECT_LE(in_window, 20);
     if (GetParam() == Algorithm::kSlidingCounter) EXPECT_LT(in_window, 40);  // < 2 x limit
     if (GetParam() == Algorithm::kFixedWindow) EXPECT_LE(in_window, 40);     // 2 x limit across an edge
-    if (GetParam() == Algorithm::kGcra) EXPECT_LE(in_window, 20 + 20);  // burst + rate over the window
+    if (GetParam() == Algorithm::kGcra) EXPECT_LE(in_window, 20 + 20);       // burst + rate over the window
   }
 }

@@ -178,8 +178,7 @@ std::vector<Op> sequence(const char* key) {
        }},
       {"reset",
        [=](polylimit_limiter* l, polylimit_decision* d, polylimit_error* e) {
-         return polylimit_limiter_reset(l, k, n, e) == POLYLIMIT_OK ? polylimit_limiter_peek(l, k, n, d, e)
-                                                                    : e->code;
+         return polylimit_limiter_reset(l, k, n, e) == POLYLIMIT_OK ? polylimit_limiter_peek(l, k, n, d, e) : e->code;
        },
        [=](polylimit_limiter* l, polylimit_queue* q, uint64_t t, polylimit_error* e) {
          return polylimit_limiter_submit_reset(l, k, n, q, t, e);
@@ -493,7 +492,9 @@ TEST(AsyncOps, ManyInFlightStayExact) {
     return sum;
   };
   // acquire with no wait: one try each, exactly the limit admitted.
-  auto got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_acquire(h.limiter, "acq", 3, 1, 0, h.queue, t, err); });
+  auto got = run([&](uint64_t t, polylimit_error* err) {
+    return polylimit_limiter_submit_acquire(h.limiter, "acq", 3, 1, 0, h.queue, t, err);
+  });
   EXPECT_EQ(granted(got), 300);
   // check_limit: the per-call limit, exactly.
   got = run([&](uint64_t t, polylimit_error* err) {
@@ -502,7 +503,9 @@ TEST(AsyncOps, ManyInFlightStayExact) {
   EXPECT_EQ(granted(got), 250);
   // check_at_most: never more than the limit, and what was granted is what
   // the key holds.
-  got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_check_at_most(h.limiter, "most", 4, 3, h.queue, t, err); });
+  got = run([&](uint64_t t, polylimit_error* err) {
+    return polylimit_limiter_submit_check_at_most(h.limiter, "most", 4, 3, h.queue, t, err);
+  });
   const int64_t most = granted(got);
   EXPECT_LE(most, 300);
   EXPECT_GT(most, 0);
@@ -510,11 +513,15 @@ TEST(AsyncOps, ManyInFlightStayExact) {
   ASSERT_EQ(polylimit_limiter_peek(h.limiter, "most", 4, &d, &e), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 300 - most);
   // refund: 1000 refunds of one give back the 300 units of "acq", no more.
-  got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_refund(h.limiter, "acq", 3, 1, h.queue, t, err); });
+  got = run([&](uint64_t t, polylimit_error* err) {
+    return polylimit_limiter_submit_refund(h.limiter, "acq", 3, 1, h.queue, t, err);
+  });
   ASSERT_EQ(polylimit_limiter_peek(h.limiter, "acq", 3, &d, &e), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 300);
   // peek: consumes nothing.
-  got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_peek(h.limiter, "lim", 3, h.queue, t, err); });
+  got = run([&](uint64_t t, polylimit_error* err) {
+    return polylimit_limiter_submit_peek(h.limiter, "lim", 3, h.queue, t, err);
+  });
   for (const auto& c : got) EXPECT_EQ(c.decision.remaining, 50);
   // check_many: 1000 batches of the same 4 keys, 300 admitted per key.
   const void* keys[4] = {"m0", "m1", "m2", "m3"};
@@ -532,7 +539,9 @@ TEST(AsyncOps, ManyInFlightStayExact) {
   }
   for (int k = 0; k < 4; ++k) EXPECT_EQ(per_key[k], 300) << "key m" << k;
   // reset: every reset completes, and the key is full again.
-  got = run([&](uint64_t t, polylimit_error* err) { return polylimit_limiter_submit_reset(h.limiter, "lim", 3, h.queue, t, err); });
+  got = run([&](uint64_t t, polylimit_error* err) {
+    return polylimit_limiter_submit_reset(h.limiter, "lim", 3, h.queue, t, err);
+  });
   ASSERT_EQ(polylimit_limiter_peek(h.limiter, "lim", 3, &d, &e), POLYLIMIT_OK);
   EXPECT_EQ(d.remaining, 300);
   EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
@@ -558,7 +567,7 @@ TEST(AsyncOps, AcquireWaitsOnTheLibraryTimer) {
   EXPECT_EQ(c.decision.allowed, 0);
   EXPECT_GT(c.decision.retry_after_ms, 100);
   EXPECT_EQ(::poll(&p, 1, 0), 0);  // the long one is waiting
-  polylimit_limiter_free(l);      // and outlives its limiter handle
+  polylimit_limiter_free(l);       // and outlives its limiter handle
   c = one(h.queue, 1);
   EXPECT_EQ(c.status, POLYLIMIT_OK) << c.error.message;
   EXPECT_EQ(c.decision.allowed, 1);

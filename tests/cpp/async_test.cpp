@@ -131,8 +131,7 @@ TEST(Async, LoneCallsAndBlockingCallsShareOneConnection) {
   int allowed = 0;
   std::set<uint64_t> tokens;
   for (uint64_t round = 0; round < 40; ++round) {
-    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, round, &err), POLYLIMIT_OK)
-        << err.message;
+    ASSERT_EQ(polylimit_limiter_submit_check(h.limiter, "k", 1, 1, h.queue, round, &err), POLYLIMIT_OK) << err.message;
     std::vector<polylimit_completion> got = collect(h.queue, 1, 5s);
     ASSERT_EQ(got.size(), 1u) << "round " << round;
     EXPECT_EQ(got[0].status, POLYLIMIT_OK) << got[0].error.message;
@@ -478,8 +477,7 @@ TEST(Async, ScriptFlushAndFailurePolicy) {
   // Twice: the first meets the dropped connection, the second a refused
   // reconnect on the submitting thread; both get the policy.
   for (uint64_t t = 10; t < 12; ++t) {
-    ASSERT_EQ(polylimit_limiter_submit_check(open_limiter, "k", 1, 1, h.queue, t, &err), POLYLIMIT_OK)
-        << err.message;
+    ASSERT_EQ(polylimit_limiter_submit_check(open_limiter, "k", 1, 1, h.queue, t, &err), POLYLIMIT_OK) << err.message;
     std::vector<polylimit_completion> c = collect(h.queue, 1, 3s);
     ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0].status, POLYLIMIT_OK) << c[0].error.message;
@@ -571,8 +569,7 @@ TEST(Async, AnEdgeTriggeredLoopIsWokenForEveryReplyBesideBlockingCallers) {
   EXPECT_EQ(received, static_cast<long>(token));
   EXPECT_GT(blocking.load(), 0);
   EXPECT_EQ(polylimit_queue_outstanding(h.queue), 0u);
-  std::printf("    %ld replies over %ld wake-ups, %ld blocking checks beside them\n", received, waits,
-              blocking.load());
+  std::printf("    %ld replies over %ld wake-ups, %ld blocking checks beside them\n", received, waits, blocking.load());
 }
 
 // A poller that takes fewer completions than arrive never empties the

@@ -104,8 +104,8 @@ TEST_P(KeysCalls, DecideAsSingleCallsAndMemory) {
       const Decision want = memory.evaluate(keys_request(limits, tag + ":" + keys[j], costs[j], now));
       const Decision alone = single->backend().evaluate(keys_request(limits, tag + ":off:" + keys[j], costs[j], now));
       ASSERT_EQ(fields(alone), fields(want)) << spec.name << " batch " << batch << " check " << j;
-      ASSERT_EQ(fields(got[j].decision), fields(want)) << spec.name << " batch " << batch << " check " << j
-                                                       << " key " << keys[j] << " cost " << costs[j];
+      ASSERT_EQ(fields(got[j].decision), fields(want))
+          << spec.name << " batch " << batch << " check " << j << " key " << keys[j] << " cost " << costs[j];
       ++compared;
       denied += want.allowed ? 0 : 1;
     }
@@ -132,7 +132,8 @@ TEST(Batch, KeyOfAnotherTypeFailsAloneInAKeysCall) {
     for (const char* side : {":on:", ":off:"}) server().command({"RPUSH", tag + side + "bad", "x"});
     // 300 checks (three keys calls), each key repeated across them.
     std::vector<std::string> keys;
-    for (size_t j = 0; j < 300; ++j) keys.push_back(std::vector<std::string>{"a", "b", "bad", "c"}[(j * 7 + j / 3) % 4]);
+    for (size_t j = 0; j < 300; ++j)
+      keys.push_back(std::vector<std::string>{"a", "b", "bad", "c"}[(j * 7 + j / 3) % 4]);
     std::vector<Request> on;
     for (const std::string& k : keys) on.push_back(keys_request(limits, tag + ":on:" + k, 1, kT0));
     const std::vector<Outcome> got = keyed->backend().evaluate_many(on);
@@ -258,9 +259,9 @@ TEST(Batch, CApi) {
   // All good: POLYLIMIT_OK.
   const char* k2[] = {"p", "q"};
   size_t l2[] = {1, 1};
-  EXPECT_EQ(polylimit_limiter_check_many(l, reinterpret_cast<const void* const*>(k2), l2, 2, 1, out, statuses, nullptr,
-                                         &err),
-            POLYLIMIT_OK);
+  EXPECT_EQ(
+      polylimit_limiter_check_many(l, reinterpret_cast<const void* const*>(k2), l2, 2, 1, out, statuses, nullptr, &err),
+      POLYLIMIT_OK);
   // An empty key among good ones: only that key fails, with its own message.
   const char* k3[] = {"r", "", "s"};
   size_t l3[] = {1, 0, 1};
@@ -289,7 +290,8 @@ TEST(Batch, CApi) {
   EXPECT_EQ(statuses[0], POLYLIMIT_EINVALID);
   EXPECT_EQ(polylimit_limiter_check_many(l, kk, l2, SIZE_MAX, 1, out, statuses, nullptr, &err), POLYLIMIT_EINVALID);
   EXPECT_STREQ(err.message, "batch = 18446744073709551615 is out of range 0..100000");
-  EXPECT_EQ(polylimit_limiter_check_many(l, nullptr, nullptr, 0, 1, nullptr, nullptr, nullptr, &err), POLYLIMIT_OK);  // nothing to do
+  EXPECT_EQ(polylimit_limiter_check_many(l, nullptr, nullptr, 0, 1, nullptr, nullptr, nullptr, &err),
+            POLYLIMIT_OK);  // nothing to do
   polylimit_limiter_free(l);
   polylimit_client_close(client);
 }

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "redis_server.h"
 #include "polylimit.h"
+#include "redis_server.h"
 
 namespace {
 
@@ -20,16 +20,15 @@ polylimit_limiter_options limiter_opts(int64_t limit, int64_t window_ms) {
   return o;
 }
 
-#define EXPECT_ERR(call, status, fragment)                                         \
-  do {                                                                             \
-    polylimit_error err_;                                                                 \
-    std::memset(&err_, 0x7f, sizeof err_);                                         \
-    polylimit_error* err = &err_;                                                         \
-    int rc_ = (call);                                                              \
-    EXPECT_EQ(rc_, status) << #call << ": " << err_.message;                       \
-    EXPECT_EQ(err_.code, rc_);                                                     \
-    EXPECT_NE(std::string(err_.message).find(fragment), std::string::npos)         \
-        << #call << " -> " << err_.message;                                        \
+#define EXPECT_ERR(call, status, fragment)                                                                     \
+  do {                                                                                                         \
+    polylimit_error err_;                                                                                      \
+    std::memset(&err_, 0x7f, sizeof err_);                                                                     \
+    polylimit_error* err = &err_;                                                                              \
+    int rc_ = (call);                                                                                          \
+    EXPECT_EQ(rc_, status) << #call << ": " << err_.message;                                                   \
+    EXPECT_EQ(err_.code, rc_);                                                                                 \
+    EXPECT_NE(std::string(err_.message).find(fragment), std::string::npos) << #call << " -> " << err_.message; \
   } while (0)
 
 struct Handles {
@@ -139,7 +138,8 @@ TEST(CApi, ClientOptionsVersion2) {
   EXPECT_EQ(v1.version, 1u);
   EXPECT_EQ(v1.idle_check_ms, 0);
   unsigned char tail[sizeof v1 - offsetof(polylimit_client_options, name)];
-  std::memcpy(tail, reinterpret_cast<const unsigned char*>(&v1) + offsetof(polylimit_client_options, name), sizeof tail);
+  std::memcpy(tail, reinterpret_cast<const unsigned char*>(&v1) + offsetof(polylimit_client_options, name),
+              sizeof tail);
   for (unsigned char b : tail) EXPECT_EQ(b, 0x5a);  // only version 1's fields were written
 }
 
@@ -229,7 +229,8 @@ TEST(CApi, RoundTripOnRedis) {
   EXPECT_EQ(d.allowed, 1);
   EXPECT_EQ(d.remaining, 1);
   ASSERT_EQ(polylimit_limiter_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK);
-  ASSERT_EQ(polylimit_limiter_check(h.limiter, key.data(), key.size(), 1, &d, &err), POLYLIMIT_OK);  // denied is not an error
+  ASSERT_EQ(polylimit_limiter_check(h.limiter, key.data(), key.size(), 1, &d, &err),
+            POLYLIMIT_OK);  // denied is not an error
   EXPECT_EQ(d.allowed, 0);
   EXPECT_EQ(err.code, POLYLIMIT_OK);
   EXPECT_GT(d.retry_after_ms, 0);
@@ -347,7 +348,9 @@ TEST(CApi, LimiterOptionsVersion1StillAccepted) {
   polylimit_limiter* l = nullptr;
   polylimit_error err;
   std::memset(old.canary, 0x7F, sizeof old.canary);  // garbage where `burst` would be: ignored
-  ASSERT_EQ(polylimit_limiter_new(client, reinterpret_cast<polylimit_limiter_options*>(&old.v1), &l, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_limiter_new(client, reinterpret_cast<polylimit_limiter_options*>(&old.v1), &l, &err),
+            POLYLIMIT_OK)
+      << err.message;
   polylimit_decision d;
   EXPECT_EQ(polylimit_limiter_check(l, "k", 1, 2, &d, nullptr), POLYLIMIT_OK);
   EXPECT_EQ(d.allowed, 1);
@@ -366,7 +369,8 @@ TEST(CApi, EveryAlgorithmAndBurst) {
     std::string u = std::string(url) == "redis" ? server.url() : url;
     polylimit_client* client = nullptr;
     ASSERT_EQ(polylimit_client_open(u.c_str(), nullptr, &client, nullptr), POLYLIMIT_OK);
-    for (int alg : {POLYLIMIT_ALG_SLIDING_LOG, POLYLIMIT_ALG_SLIDING_COUNTER, POLYLIMIT_ALG_FIXED_WINDOW, POLYLIMIT_ALG_GCRA}) {
+    for (int alg :
+         {POLYLIMIT_ALG_SLIDING_LOG, POLYLIMIT_ALG_SLIDING_COUNTER, POLYLIMIT_ALG_FIXED_WINDOW, POLYLIMIT_ALG_GCRA}) {
       polylimit_limiter_options o = limiter_opts(3, 60000);
       o.algorithm = alg;
       if (alg == POLYLIMIT_ALG_GCRA) o.burst = 2;

@@ -34,8 +34,8 @@ LimiterOptions opts(const std::string& prefix, std::vector<LimitParams> limits) 
 }  // namespace
 
 TEST(AtMost, GrantsWhatFits) {
-  for (Algorithm alg : {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow,
-                        Algorithm::kGcra}) {
+  for (Algorithm alg :
+       {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow, Algorithm::kGcra}) {
     SCOPED_TRACE(algorithm_name(alg));
     Limiter l(Client::open(server().url()), opts(std::string("most-") + algorithm_name(alg), {{alg, 10, 60000}}));
     Decision d = l.check_at_most("k", 4);
@@ -100,9 +100,8 @@ TEST(Acquire, WaitsOnTheClientClock) {
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(clock->now() - start, milliseconds(retry_ms));
   // Several waits in a row within one timeout: two more units, 50 ms apart.
-  auto twice = std::async(std::launch::async, [&] {
-    return l.acquire("k", 1, 200ms).allowed && l.acquire("k", 1, 200ms).allowed;
-  });
+  auto twice = std::async(std::launch::async,
+                          [&] { return l.acquire("k", 1, 200ms).allowed && l.acquire("k", 1, 200ms).allowed; });
   for (size_t i = 2; i <= 3; ++i) {
     ASSERT_TRUE(clock->await_sleeps(i, 10s));
     clock->advance(milliseconds(retry_ms));

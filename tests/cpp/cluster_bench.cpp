@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "redis_cluster.h"
 #include "polylimit/client.h"
 #include "polylimit/limiter.h"
+#include "redis_cluster.h"
 
 namespace {
 

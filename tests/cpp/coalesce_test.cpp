@@ -9,14 +9,14 @@
 #include <poll.h>
 
 #include <algorithm>
-#include <cstddef>
-#include <cstring>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstring>
 #include <future>
 #include <map>
-#include <set>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -72,7 +72,8 @@ std::vector<Spec> specs() {
       {"sliding_log", {LimitParams{Algorithm::kSlidingLog, 40, 20000}}},
       {"sliding_log_big", {LimitParams{Algorithm::kSlidingLog, 400, 60000}}},
       {"sliding_log_grows", {LimitParams{Algorithm::kSlidingLog, 30, 20000}}, 0, true},
-      {"sliding_log_multi", {LimitParams{Algorithm::kSlidingLog, 30, 20000}, LimitParams{Algorithm::kSlidingLog, 50, 60000}}},
+      {"sliding_log_multi",
+       {LimitParams{Algorithm::kSlidingLog, 30, 20000}, LimitParams{Algorithm::kSlidingLog, 50, 60000}}},
       {"fixed_window", {LimitParams{Algorithm::kFixedWindow, 40, 20000}}},
       {"fixed_window_block", {LimitParams{Algorithm::kFixedWindow, 25, 20000}}, 30000000},
       {"sliding_counter", {LimitParams{Algorithm::kSlidingCounter, 40, 20000}}},
@@ -414,7 +415,7 @@ TEST(Coalesce, PausedServerTimesOutEveryCheck) {
   server().resume();
   EXPECT_EQ(decisions.load(), 0);
   EXPECT_EQ(errors.load(), 16);
-  EXPECT_GE(unknown.load(), 1);  // the call that was sent
+  EXPECT_GE(unknown.load(), 1);   // the call that was sent
   EXPECT_LT(unknown.load(), 16);  // the others were not
   EXPECT_LT(took, std::chrono::milliseconds(3 * 300 + 500)) << "a check waited for more than one call";
 }
@@ -648,7 +649,7 @@ TEST(Coalesce, KeyOfAnotherTypeInALaneFailsAlone) {
 // the call before them, unsent: none waits for two calls.
 TEST(Coalesce, PausedServerFailsTheLaneOnce) {
   auto client = redis_client(true, 300);
-  const Spec spec = specs()[4];  // fixed window
+  const Spec spec = specs()[4];                                                  // fixed window
   client->backend().evaluate(make_request(spec, "co-lane-pause:warm", 1, kT0));  // connected, script loaded
   server().pause();
   const size_t n = 64;
@@ -669,8 +670,8 @@ TEST(Coalesce, PausedServerFailsTheLaneOnce) {
   }
   const auto took = std::chrono::steady_clock::now() - start;
   server().resume();
-  EXPECT_GE(unknown, 1);                          // the calls that were sent
-  EXPECT_LE(unknown, RedisBackend::kLaneCalls);   // the waiting ones were not
+  EXPECT_GE(unknown, 1);                         // the calls that were sent
+  EXPECT_LE(unknown, RedisBackend::kLaneCalls);  // the waiting ones were not
   EXPECT_LT(took, std::chrono::milliseconds(300 + 500)) << "a check waited for more than one call";
 }
 
@@ -764,8 +765,8 @@ TEST(Coalesce, CheckManyInOppositeOrdersDoesNotStall) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
-      std::vector<std::string_view> keys = t % 2 ? std::vector<std::string_view>{"a", "b", "a"}
-                                                 : std::vector<std::string_view>{"b", "a", "b"};
+      std::vector<std::string_view> keys =
+          t % 2 ? std::vector<std::string_view>{"a", "b", "a"} : std::vector<std::string_view>{"b", "a", "b"};
       for (int i = 0; i < 100; ++i)
         for (const Outcome& o : limiter.check_many(keys)) {
           if (o.error)

@@ -185,5 +185,5 @@ TEST(DenyCache, LruIsBounded) {
   }
   EXPECT_FALSE(l.check("a").cached);  // "a" was evicted by "c"
   EXPECT_TRUE(l.check("c").cached);
-  EXPECT_TRUE(l.check("a").cached);   // re-cached just now
+  EXPECT_TRUE(l.check("a").cached);  // re-cached just now
 }

@@ -11,9 +11,9 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <cstddef>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -149,7 +149,10 @@ TEST_F(NoReplica, OtherChecksDoNotQueueBehindAWait) {
   });
   // The WAIT is on the server when CLIENT LIST shows it.
   ASSERT_TRUE(pltest::wait_until(
-      [&] { return server().command({"CLIENT", "LIST"}).find("cmd=wait") != std::string::npos; }, 5s));
+      [&] {
+        return server().command({"CLIENT", "LIST"}).find("cmd=wait") != std::string::npos;
+      },
+      5s));
   for (int i = 0; i < 20; ++i) EXPECT_TRUE(plain.check("k" + std::to_string(i)).allowed);
   EXPECT_FALSE(waited.load()) << "the checks made during the WAIT completed only after it";
   holder.join();
@@ -188,13 +191,11 @@ TEST_F(NoReplica, EachFailurePolicyAnswersTheNotDurableOutcome) {
     for (int i = 0; i < 2; ++i) {
       EXPECT_TRUE(ds[i].degraded) << c.prefix;
       switch (c.policy) {
-        case FailurePolicy::kOpen:  // admits: the guarantee is given up for availability
+        case FailurePolicy::kOpen:   // admits: the guarantee is given up for availability
         case FailurePolicy::kLocal:  // the in-process limiter (limit 2) admits
           EXPECT_TRUE(ds[i].allowed) << c.prefix;
           break;
-        default:
-          EXPECT_FALSE(ds[i].allowed);
-          EXPECT_EQ(ds[i].retry_after_ms, 1000);  // no breaker: 1 s
+        default: EXPECT_FALSE(ds[i].allowed); EXPECT_EQ(ds[i].retry_after_ms, 1000);  // no breaker: 1 s
       }
     }
     // Their units stay consumed on the master, whatever the policy said: the
@@ -568,9 +569,7 @@ TEST_P(SentinelUnderLoad, AdmittedVersusLimit) {
   const long at_event = load.admitted.load();
   auto t0 = Clock::now();  // the promotion is timed from the failover or the kill
   switch (p.event) {
-    case Event::kSentinelFailover:
-      s.sentinel_failover();
-      break;
+    case Event::kSentinelFailover: s.sentinel_failover(); break;
     case Event::kKillMaster: s.kill_master(); break;
     case Event::kKillMasterLaggingReplica:
       // The replication link breaks (the replica, stopped, cannot come back):
@@ -584,8 +583,8 @@ TEST_P(SentinelUnderLoad, AdmittedVersusLimit) {
         // acknowledgement that cannot come).
         constexpr long long kLagUnits = 100;
         const long long at_cut = old_server.integer(pltest::ring_units(skey));
-        EXPECT_TRUE(pltest::wait_until(
-            [&] { return old_server.integer(pltest::ring_units(skey)) >= at_cut + kLagUnits; }, 20s))
+        EXPECT_TRUE(
+            pltest::wait_until([&] { return old_server.integer(pltest::ring_units(skey)) >= at_cut + kLagUnits; }, 20s))
             << "the master stored " << old_server.integer(pltest::ring_units(skey)) - at_cut
             << " units after the replica was cut off, not " << kLagUnits;
       }
@@ -639,11 +638,12 @@ TEST_P(SentinelUnderLoad, AdmittedVersusLimit) {
   ASSERT_TRUE(pltest::wait_until([&] { return load.denied.load() >= denied_full + 300; }, 30s));
   load.stop();
   const long admitted = load.admitted.load();
-  std::printf("sentinel, %s, failover-safe mode %s: promoted after %.0f ms; admitted %ld (%ld before the event) for "
-              "a limit of %lld: over-admission %lld; not durable %ld, degraded %ld, other errors %ld (first: %s)\n",
-              event_name(p.event), p.durable ? "ON (1 replica, 100 ms)" : "off", promoted_ms, admitted, at_event,
-              static_cast<long long>(kLimit), static_cast<long long>(std::max<int64_t>(0, admitted - kLimit)),
-              load.not_durable.load(), load.degraded.load(), load.errors.load(), load.first_error().c_str());
+  std::printf(
+      "sentinel, %s, failover-safe mode %s: promoted after %.0f ms; admitted %ld (%ld before the event) for "
+      "a limit of %lld: over-admission %lld; not durable %ld, degraded %ld, other errors %ld (first: %s)\n",
+      event_name(p.event), p.durable ? "ON (1 replica, 100 ms)" : "off", promoted_ms, admitted, at_event,
+      static_cast<long long>(kLimit), static_cast<long long>(std::max<int64_t>(0, admitted - kLimit)),
+      load.not_durable.load(), load.degraded.load(), load.errors.load(), load.first_error().c_str());
   if (load.not_durable.load()) std::printf("  first not durable: %s\n", load.first_not_durable().c_str());
   EXPECT_LT(at_event, kLimit) << "the limit was reached before the event: nothing was tested";
   if (p.durable) {
@@ -723,8 +723,8 @@ TEST(DurableCost, LatencyAndThroughputTable) {
       for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
       const double n = static_cast<double>(all.size());
       const double p50 = percentile(all, 0.50), p99 = percentile(all, 0.99);
-      const std::string label = std::string(replicas ? "on (WAIT 1 replica), " : "off, ") +
-                                std::to_string(threads_n) + (threads_n == 1 ? " thread" : " threads");
+      const std::string label = std::string(replicas ? "on (WAIT 1 replica), " : "off, ") + std::to_string(threads_n) +
+                                (threads_n == 1 ? " thread" : " threads");
       std::printf("%-40s %9.3f %9.3f %11.0f %7ld\n", label.c_str(), p50, p99, n / secs, errors.load());
       EXPECT_EQ(errors.load(), 0) << label;
       EXPECT_GT(all.size(), 100u);

@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "redis_server.h"
 #include "polylimit.h"
+#include "redis_server.h"
 
 namespace {
 

@@ -20,7 +20,8 @@ namespace {
 constexpr int kTimeoutMs = 150;
 
 // `clock`: of the breaker and the reconnect backoff (null: the real one).
-std::shared_ptr<Client> client_for(const pltest::RedisServer& s, std::shared_ptr<const MonotonicClock> clock = nullptr) {
+std::shared_ptr<Client> client_for(const pltest::RedisServer& s,
+                                   std::shared_ptr<const MonotonicClock> clock = nullptr) {
   ClientOptions co;
   co.pool.command_timeout_ms = kTimeoutMs;
   co.pool.connect_timeout_ms = kTimeoutMs;
@@ -38,9 +39,7 @@ Limiter make(std::shared_ptr<Client> c, FailurePolicy policy, int breaker = 0, i
   return Limiter(std::move(c), o);
 }
 
-int64_t ms_since(steady_clock::time_point t) {
-  return duration_cast<milliseconds>(steady_clock::now() - t).count();
-}
+int64_t ms_since(steady_clock::time_point t) { return duration_cast<milliseconds>(steady_clock::now() - t).count(); }
 
 }  // namespace
 

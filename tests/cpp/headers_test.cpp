@@ -50,11 +50,15 @@ TEST(Headers, AllowedThenDenied) {
   for (int i = 0; i < 4; ++i) d = m.check_at(kT0 + i * 1000000);  // 4 units, 1 s apart
   ASSERT_TRUE(d.allowed);
   ASSERT_EQ(d.remaining, 6);
-  EXPECT_EQ(m.headers(d), "RateLimit-Limit: 10\n"
-                          "RateLimit-Remaining: 6\n"
-                          "RateLimit-Reset: " + secs_up(d.reset_after_ms) + "\n"
-                          "RateLimit-Policy: \"default\";q=10;w=60\n"
-                          "RateLimit: \"default\";r=6;t=" + secs_up(d.reset_after_ms) + "\n");
+  EXPECT_EQ(m.headers(d),
+            "RateLimit-Limit: 10\n"
+            "RateLimit-Remaining: 6\n"
+            "RateLimit-Reset: " +
+                secs_up(d.reset_after_ms) +
+                "\n"
+                "RateLimit-Policy: \"default\";q=10;w=60\n"
+                "RateLimit: \"default\";r=6;t=" +
+                secs_up(d.reset_after_ms) + "\n");
   // Full capacity again once the newest unit (taken at +3 s) is a minute old.
   EXPECT_EQ(d.reset_after_ms, 60000);
 
@@ -76,7 +80,7 @@ TEST(Headers, RetryAfterIsAtLeastOneSecond) {
   ASSERT_FALSE(d.allowed);
   ASSERT_EQ(d.retry_after_ms, 50);
   std::string h = m.headers(d);
-  EXPECT_EQ(h.rfind("Retry-After: 1\n", 0), 0u) << h;  // never "0": that means "now"
+  EXPECT_EQ(h.rfind("Retry-After: 1\n", 0), 0u) << h;                                    // never "0": that means "now"
   EXPECT_NE(h.find("RateLimit-Policy: \"default\";q=1;w=1\n"), std::string::npos) << h;  // w rounds up
 }
 

@@ -394,8 +394,10 @@ std::vector<int64_t> hammer(const std::string& prefix, Algorithm alg, int64_t li
         while (!stop.load()) {
           if (in_flight == 0) {
             Decision d = limiters[h]->check("hot");
-            if (d.allowed) mine.push_back(steady_us());
-            else std::this_thread::sleep_for(200us);
+            if (d.allowed)
+              mine.push_back(steady_us());
+            else
+              std::this_thread::sleep_for(200us);
             continue;
           }
           std::vector<std::promise<Decision>> p(static_cast<size_t>(in_flight));
@@ -458,8 +460,8 @@ TEST(Lease, ConcurrentAdmissionsStayWithinTheBound) {
                          : alg == Algorithm::kGcra     ? 2 * kLimit + kHolders * kLease
                                                        : 2 * (kLimit + kHolders * kLease);
     const Expect b{over, kLimit - kHolders * kLease};
-    auto t = hammer(std::string("lc-") + algorithm_name(alg), alg, kLimit, kWindowMs, kLease, kLeaseMs, kHolders,
-                    4, 2600ms);
+    auto t =
+        hammer(std::string("lc-") + algorithm_name(alg), alg, kLimit, kWindowMs, kLease, kLeaseMs, kHolders, 4, 2600ms);
     ASSERT_FALSE(t.empty());
     const int64_t most = max_in_window(t, kWindowMs * 1000 - kSlackUs);
     EXPECT_LE(most, b.over);
@@ -487,8 +489,9 @@ TEST(Lease, ConcurrentAsyncAdmissionsStayWithinTheBound) {
   int64_t first = 0;
   for (int64_t x : t) first += x < t.front() + kWindowMs * 1000 ? 1 : 0;
   EXPECT_GE(first, kLimit - kHolders * kLease);
-  std::printf("  async: %zu admitted (%llu units leased), most in a window %lld (bound %lld), first window %lld (at least %lld)\n",
-              t.size(), static_cast<unsigned long long>(leased), static_cast<long long>(most),
-              static_cast<long long>(kLimit + kHolders * kLease),
-              static_cast<long long>(first), static_cast<long long>(kLimit - kHolders * kLease));
+  std::printf(
+      "  async: %zu admitted (%llu units leased), most in a window %lld (bound %lld), first window %lld (at least %lld)\n",
+      t.size(), static_cast<unsigned long long>(leased), static_cast<long long>(most),
+      static_cast<long long>(kLimit + kHolders * kLease), static_cast<long long>(first),
+      static_cast<long long>(kLimit - kHolders * kLease));
 }

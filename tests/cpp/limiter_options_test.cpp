@@ -77,7 +77,8 @@ TEST(StorageKey, NamesAreStable) {
   Limiter l(Client::open("memory://"), opts(10, 1000));
   EXPECT_EQ(l.storage_key("user-1"), "pl:sliding_log.ring:{f84ba2aa754a4bd4}:user-1");
   EXPECT_EQ(l.storage_key("a"), "pl:sliding_log.ring:{af63dc4c8601ec8c}:a");
-  EXPECT_EQ(l.storage_key(std::string_view("\0x", 2)), std::string("pl:sliding_log.ring:{08325007b4eb10c5}:") + std::string("\0x", 2));
+  EXPECT_EQ(l.storage_key(std::string_view("\0x", 2)),
+            std::string("pl:sliding_log.ring:{08325007b4eb10c5}:") + std::string("\0x", 2));
 }
 
 TEST(StorageKey, MultiLimitKeysShareOneHashTag) {

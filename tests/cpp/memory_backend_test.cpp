@@ -59,23 +59,23 @@ TEST(MemoryBackend, ExactWindowEdge) {
   Decision d = l.check("k");
   EXPECT_FALSE(d.allowed);
   EXPECT_EQ(d.retry_after_ms, 1);  // 1 us, rounded up to a millisecond
-  clock.advance_us(1);  // exactly window after: the entry has left
+  clock.advance_us(1);             // exactly window after: the entry has left
   EXPECT_TRUE(l.check("k").allowed);
 }
 
 TEST(MemoryBackend, SlidingNotFixed) {
   FakeClock clock;
   Limiter l = make(clock, 2, 1000);
-  ASSERT_TRUE(l.check("k").allowed);   // t=0
+  ASSERT_TRUE(l.check("k").allowed);  // t=0
   clock.advance_ms(600);
-  ASSERT_TRUE(l.check("k").allowed);   // t=600
+  ASSERT_TRUE(l.check("k").allowed);  // t=600
   clock.advance_ms(300);
-  Decision d = l.check("k");           // t=900: both still inside
+  Decision d = l.check("k");  // t=900: both still inside
   EXPECT_FALSE(d.allowed);
-  EXPECT_EQ(d.retry_after_ms, 100);    // the t=0 entry leaves at 1000
-  EXPECT_EQ(d.reset_after_ms, 700);    // the t=600 entry leaves at 1600
+  EXPECT_EQ(d.retry_after_ms, 100);  // the t=0 entry leaves at 1000
+  EXPECT_EQ(d.reset_after_ms, 700);  // the t=600 entry leaves at 1600
   clock.advance_ms(100);
-  d = l.check("k");                    // t=1000
+  d = l.check("k");  // t=1000
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.remaining, 0);
 }
@@ -83,14 +83,14 @@ TEST(MemoryBackend, SlidingNotFixed) {
 TEST(MemoryBackend, CostIsAllOrNothing) {
   FakeClock clock;
   Limiter l = make(clock, 10, 1000);
-  ASSERT_TRUE(l.check("k", 4).allowed);   // t=0: 4
+  ASSERT_TRUE(l.check("k", 4).allowed);  // t=0: 4
   clock.advance_ms(100);
-  ASSERT_TRUE(l.check("k", 4).allowed);   // t=100: 8
+  ASSERT_TRUE(l.check("k", 4).allowed);  // t=100: 8
   clock.advance_ms(100);
-  Decision d = l.check("k", 3);           // 8 + 3 > 10
+  Decision d = l.check("k", 3);  // 8 + 3 > 10
   EXPECT_FALSE(d.allowed);
-  EXPECT_EQ(d.remaining, 2);              // nothing consumed
-  EXPECT_EQ(d.retry_after_ms, 800);       // the 4 units from t=0 must leave
+  EXPECT_EQ(d.remaining, 2);         // nothing consumed
+  EXPECT_EQ(d.retry_after_ms, 800);  // the 4 units from t=0 must leave
   d = l.check("k", 2);
   EXPECT_TRUE(d.allowed);
   EXPECT_EQ(d.remaining, 0);

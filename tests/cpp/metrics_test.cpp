@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "redis_server.h"
 #include "polylimit.h"
+#include "redis_server.h"
 
 TEST(Metrics, CountsEverything) {
   pltest::RedisServer server;
@@ -18,7 +18,8 @@ TEST(Metrics, CountsEverything) {
   polylimit_limiter* l = nullptr;
   ASSERT_EQ(polylimit_limiter_new_spec(client, "20/minute", &o, &l, nullptr), POLYLIMIT_OK);
   polylimit_decision d;
-  for (int i = 0; i < 25; ++i) ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);  // 20 admitted, 5 denied
+  for (int i = 0; i < 25; ++i)
+    ASSERT_EQ(polylimit_limiter_check(l, "k", 1, 1, &d, nullptr), POLYLIMIT_OK);  // 20 admitted, 5 denied
   server.command({"SCRIPT", "FLUSH"});
   ASSERT_EQ(polylimit_limiter_check(l, "other", 5, 1, &d, nullptr), POLYLIMIT_OK);  // NOSCRIPT, reload
   const char* keys[] = {"b1", "b2"};
@@ -38,10 +39,10 @@ TEST(Metrics, CountsEverything) {
   EXPECT_EQ(s.admitted, 23u);
   EXPECT_EQ(s.denied, 5u);
   EXPECT_EQ(s.errors, 1u);
-  EXPECT_EQ(s.cache_hits, 4u);  // the first denial went to Redis, the other four did not
+  EXPECT_EQ(s.cache_hits, 4u);                    // the first denial went to Redis, the other four did not
   EXPECT_EQ(s.round_trips, 20u + 1 + 1 + 1 + 1);  // 20 admitted + 1 denied, 'other', the batch, the failed one
-  EXPECT_EQ(s.noscript_reloads, 3u);  // a fresh server, after SCRIPT FLUSH, the batch's keys call
-  EXPECT_EQ(s.near_limit, 2u);  // the admissions that left 1 and 0 of 20
+  EXPECT_EQ(s.noscript_reloads, 3u);              // a fresh server, after SCRIPT FLUSH, the batch's keys call
+  EXPECT_EQ(s.near_limit, 2u);                    // the admissions that left 1 and 0 of 20
   EXPECT_EQ(s.degraded, 0u);
   EXPECT_EQ(s.latency_count, 29u);
   uint64_t in_buckets = 0;
@@ -72,7 +73,8 @@ TEST(Metrics, CountsEverything) {
   EXPECT_NE(std::strstr(err.message, "client is NULL"), nullptr);
   EXPECT_EQ(polylimit_client_stats_prometheus(client, nullptr, &len, &err), POLYLIMIT_EINVALID);
   EXPECT_NE(std::strstr(err.message, "out is NULL"), nullptr);
-  ASSERT_EQ(polylimit_client_stats_prometheus(client, &text, nullptr, nullptr), POLYLIMIT_OK);  // len and err may be NULL
+  ASSERT_EQ(polylimit_client_stats_prometheus(client, &text, nullptr, nullptr),
+            POLYLIMIT_OK);  // len and err may be NULL
   polylimit_free(text);
   polylimit_limiter_free(l);
   polylimit_client_close(client);

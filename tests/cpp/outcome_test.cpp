@@ -36,8 +36,6 @@ pltest::RedisServer& server() {
   return s;
 }
 
-
-
 // The Error a call throws; a call that does not throw fails the test.
 Error error_of(const std::function<void()>& f) {
   try {
@@ -244,8 +242,7 @@ TEST(Outcome, ClientKillStormConsumesOnlyThroughUnknownOutcomes) {
   std::printf(
       "CLIENT KILL storm: %ld kills, %ld calls; %ld units admitted, %lld stored; errors: %ld with an unknown "
       "outcome, %ld with a known outcome; %lld of the unknown ones consumed\n",
-      kills.load(), calls.load(), admitted.load(), stored, unknown.load(), known.load(),
-      stored - admitted.load());
+      kills.load(), calls.load(), admitted.load(), stored, unknown.load(), known.load(), stored - admitted.load());
   EXPECT_EQ(denied.load(), 0);
   EXPECT_GT(unknown.load(), 0) << "no kill hit a call in flight";
   EXPECT_GE(stored - admitted.load(), 0) << "an admitted unit is missing";

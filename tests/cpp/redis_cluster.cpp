@@ -98,8 +98,8 @@ RedisCluster::RedisCluster(int masters, int replicas, const TlsFiles& tls) {
   // The launcher picks the TLS ports with the others, and picks again when a
   // node cannot bind one: a port chosen here could be taken by the time the
   // node binds it, with no second choice.
-  start({"cluster", "--masters", std::to_string(masters), "--replicas", std::to_string(replicas),
-         "--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca});
+  start({"cluster", "--masters", std::to_string(masters), "--replicas", std::to_string(replicas), "--tls-cert-file",
+         tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca});
 }
 
 void RedisCluster::start(std::vector<std::string> args) {
@@ -118,7 +118,8 @@ RedisCluster::~RedisCluster() = default;
 std::string RedisCluster::url() const {
   std::string out = "redis+cluster://";
   if (!password_.empty()) out += ":" + password_ + "@";
-  for (size_t i = 0; i < nodes_.size(); ++i) out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->port());
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    out += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->port());
   return out;
 }
 
@@ -273,24 +274,31 @@ SentinelOptions sentinel_options(std::string name, std::string data_password, st
 
 RedisSentinels::RedisSentinels(std::string name, std::string data_password, std::string sentinel_password,
                                bool for_failover)
-    : RedisSentinels(sentinel_options(std::move(name), std::move(data_password), std::move(sentinel_password),
-                                      for_failover)) {}
+    : RedisSentinels(
+          sentinel_options(std::move(name), std::move(data_password), std::move(sentinel_password), for_failover)) {}
 
 RedisSentinels::RedisSentinels(const SentinelOptions& o)
-    : name_(o.name), data_password_(o.data_password), sentinel_password_(o.sentinel_password),
+    : name_(o.name),
+      data_password_(o.data_password),
+      sentinel_password_(o.sentinel_password),
       tls_(!o.tls_cert_file.empty()) {
   // tests/fixture/redisfix starts the master, the replicas (and waits until
   // they are in sync) and the sentinels, and waits until every sentinel names
   // the master and, unless --no-discovery, has heard from the master and the
   // replicas and knows its peers.
-  std::vector<std::string> args = {"sentinel", "--name", name_, "--replicas", std::to_string(o.replicas),
-                                   "--sentinels", std::to_string(o.sentinels)};
+  std::vector<std::string> args = {"sentinel",
+                                   "--name",
+                                   name_,
+                                   "--replicas",
+                                   std::to_string(o.replicas),
+                                   "--sentinels",
+                                   std::to_string(o.sentinels)};
   if (!data_password_.empty()) args.insert(args.end(), {"--password", data_password_});
   if (!sentinel_password_.empty()) args.insert(args.end(), {"--sentinel-password", sentinel_password_});
   if (!o.for_failover) args.push_back("--no-discovery");
   if (tls_)
-    args.insert(args.end(), {"--tls-cert-file", o.tls_cert_file, "--tls-key-file", o.tls_key_file,
-                             "--tls-ca-cert-file", o.tls_ca_cert_file});
+    args.insert(args.end(), {"--tls-cert-file", o.tls_cert_file, "--tls-key-file", o.tls_key_file, "--tls-ca-cert-file",
+                             o.tls_ca_cert_file});
   launcher_ = std::make_shared<Launcher>(args);
   const Json& d = launcher_->description();
   for (size_t i = 0; i < d["nodes"].items.size(); ++i) {
@@ -332,13 +340,13 @@ void RedisSentinels::wait_promoted(std::chrono::milliseconds timeout) {
   for (;;) {
     bool all = true;
     for (int port : sentinel_ports_) {
-      std::vector<std::string> addr = split(command_at(port, {"SENTINEL", "get-master-addr-by-name", name_}, sentinel_password_), '\n');
+      std::vector<std::string> addr =
+          split(command_at(port, {"SENTINEL", "get-master-addr-by-name", name_}, sentinel_password_), '\n');
       if (addr.size() != 2 || std::atoi(addr[1].c_str()) != announced) all = false;
     }
     std::vector<std::string> role = split(command_at(new_port, {"ROLE"}, data_password_), '\n');
     if (all && !role.empty() && role.front() == "master") break;
-    if (Clock::now() > deadline)
-      throw std::runtime_error("no promotion away from port " + std::to_string(old_port));
+    if (Clock::now() > deadline) throw std::runtime_error("no promotion away from port " + std::to_string(old_port));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   master_ = 1 - master_;

@@ -85,8 +85,9 @@ TEST(Redis, AllowThenDenyWithServerClock) {
 TEST(Redis, SameDecisionsAsMemoryBackend) {
   Limiter redis = make(server().url(), 4, 1000);
   Limiter memory = make("memory://", 4, 1000);
-  const std::vector<std::pair<int64_t, int64_t>> steps = {  // (offset us, cost)
-      {0, 1}, {0, 2}, {100000, 1}, {200000, 1}, {300000, 2}, {999999, 1}, {1000000, 1},
+  const std::vector<std::pair<int64_t, int64_t>> steps = {
+      // (offset us, cost)
+      {0, 1},       {0, 2},       {100000, 1},  {200000, 1},  {300000, 2},  {999999, 1},  {1000000, 1},
       {1000000, 2}, {1100000, 3}, {1100001, 1}, {1999999, 1}, {2000000, 4}, {2300000, 1}, {5000000, 4}};
   for (size_t i = 0; i < steps.size(); ++i) {
     auto [offset, cost] = steps[i];
@@ -130,7 +131,11 @@ TEST(Redis, KeyExpiresAfterWindow) {
   EXPECT_GT(pttl, 0);
   EXPECT_LE(pttl, 300);
   // Redis expires the key in real time: wait for it (PTTL <= 300 ms above).
-  EXPECT_TRUE(pltest::wait_until([&] { return server().integer({"EXISTS", l.storage_key("k")}) == 0; }, 2s))
+  EXPECT_TRUE(pltest::wait_until(
+      [&] {
+        return server().integer({"EXISTS", l.storage_key("k")}) == 0;
+      },
+      2s))
       << "the key outlived its PTTL";
   EXPECT_EQ(l.peek("k").remaining, 5);
 }
@@ -182,7 +187,7 @@ TEST(Redis, RecoversFromClientKill) {
     // Gone on the server's side: only the connection asking is left.
     ASSERT_TRUE(pltest::wait_until([] { return pltest::normal_clients(server()) == 1; }, 2s));
     std::this_thread::sleep_for(1ms);  // idle for longer than kProbeAfter, whatever the waiting took
-    Decision d = l.check("k");  // the pooled connection is stale; a new one is made
+    Decision d = l.check("k");         // the pooled connection is stale; a new one is made
     EXPECT_TRUE(d.allowed) << "round " << round;
     EXPECT_EQ(d.remaining, 99 - round) << "round " << round;
   }
@@ -271,8 +276,8 @@ TEST(Redis, AuthenticationMessagesSayWhatToDo) {
   // error before authentication (the reply this message was first reported
   // with): the same advice.
   LimiterOptions three;
-  three.limits = {{Algorithm::kSlidingLog, 5, 1000}, {Algorithm::kSlidingLog, 50, 60000},
-                  {Algorithm::kSlidingLog, 500, 3600000}};
+  three.limits = {
+      {Algorithm::kSlidingLog, 5, 1000}, {Algorithm::kSlidingLog, 50, 60000}, {Algorithm::kSlidingLog, 500, 3600000}};
   three.prefix = "auth";
   EXPECT_EQ(code_of([&] { Limiter(Client::open("redis://" + base), three).check("k"); }, &msg), ErrorCode::kAuth)
       << msg;
@@ -301,9 +306,9 @@ TEST(Redis, AuthenticationMessagesSayWhatToDo) {
   EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
 
   // A password for a server that has none.
-  EXPECT_EQ(code_of([&] { make("redis://:hunter2@127.0.0.1:" + std::to_string(server().port()), 5, 1000).check("k"); },
-                    &msg),
-            ErrorCode::kAuth);
+  EXPECT_EQ(
+      code_of([&] { make("redis://:hunter2@127.0.0.1:" + std::to_string(server().port()), 5, 1000).check("k"); }, &msg),
+      ErrorCode::kAuth);
   EXPECT_NE(msg.find("the server has no password configured: remove the password from the URL"), std::string::npos)
       << msg;
   EXPECT_EQ(msg.find("hunter2"), std::string::npos) << msg;
@@ -313,8 +318,8 @@ TEST(Redis, SelectsDatabase) {
   Limiter l = make(server().url() + "/5", 5, 60000);
   ASSERT_TRUE(l.check("k").allowed);
   EXPECT_EQ(server().integer({"EXISTS", l.storage_key("k")}), 0);  // not in db 0
-  EXPECT_EQ(server().integer({"EVAL", "redis.call('SELECT', 5) return redis.call('EXISTS', KEYS[1])", "1",
-                              l.storage_key("k")}),
+  EXPECT_EQ(server().integer(
+                {"EVAL", "redis.call('SELECT', 5) return redis.call('EXISTS', KEYS[1])", "1", l.storage_key("k")}),
             1);
 }
 

@@ -2,9 +2,9 @@
 #include "redis_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -120,7 +120,10 @@ struct JsonParser {
         if (s[i++] != ':') fail();
         v.fields[k] = value();
         ws();
-        if (s[i] == ',') { ++i; continue; }
+        if (s[i] == ',') {
+          ++i;
+          continue;
+        }
         if (s[i++] != '}') fail();
         return v;
       }
@@ -133,7 +136,10 @@ struct JsonParser {
       for (;;) {
         v.items.push_back(value());
         ws();
-        if (s[i] == ',') { ++i; continue; }
+        if (s[i] == ',') {
+          ++i;
+          continue;
+        }
         if (s[i++] != ']') fail();
         return v;
       }
@@ -143,9 +149,21 @@ struct JsonParser {
       v.text = str();
       return v;
     }
-    if (s.compare(i, 4, "true") == 0) { i += 4; v.kind = Json::kBool; v.boolean = true; return v; }
-    if (s.compare(i, 5, "false") == 0) { i += 5; v.kind = Json::kBool; return v; }
-    if (s.compare(i, 4, "null") == 0) { i += 4; return v; }
+    if (s.compare(i, 4, "true") == 0) {
+      i += 4;
+      v.kind = Json::kBool;
+      v.boolean = true;
+      return v;
+    }
+    if (s.compare(i, 5, "false") == 0) {
+      i += 5;
+      v.kind = Json::kBool;
+      return v;
+    }
+    if (s.compare(i, 4, "null") == 0) {
+      i += 4;
+      return v;
+    }
     size_t used = 0;
     v.kind = Json::kNumber;
     v.number = std::stod(s.substr(i), &used);
@@ -270,10 +288,10 @@ RedisServer::RedisServer(std::vector<std::string> extra_args)
     : RedisServer(std::make_shared<Launcher>(standalone_args({}, extra_args)), 0) {}
 
 RedisServer::RedisServer(std::vector<std::string> extra_args, const TlsFiles& tls)
-    : RedisServer(std::make_shared<Launcher>(standalone_args(
-                      {"--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca},
-                      extra_args)),
-                  0) {}
+    : RedisServer(
+          std::make_shared<Launcher>(standalone_args(
+              {"--tls-cert-file", tls.cert, "--tls-key-file", tls.key, "--tls-ca-cert-file", tls.ca}, extra_args)),
+          0) {}
 
 RedisServer::RedisServer(std::shared_ptr<Launcher> launcher, size_t index)
     : launcher_(std::move(launcher)), index_(index) {
@@ -381,8 +399,6 @@ int normal_clients(const RedisServer& server) {
   return n;
 }
 
-long long RedisServer::integer(const std::vector<std::string>& argv) const {
-  return std::stoll(command(argv));
-}
+long long RedisServer::integer(const std::vector<std::string>& argv) const { return std::stoll(command(argv)); }
 
 }  // namespace pltest

@@ -19,25 +19,18 @@ namespace {
 // B"..." (bulk), I<n>, N (nil), [a,b,...].
 std::string show(const redisReply* r) {
   switch (r->type) {
-    case REDIS_REPLY_STATUS:
-      return "S\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_ERROR:
-      return "E\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_STRING:
-      EXPECT_EQ(r->str[r->len], '\0');
-      return "B\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_INTEGER:
-      return "I" + std::to_string(r->integer);
-    case REDIS_REPLY_NIL:
-      return "N";
+    case REDIS_REPLY_STATUS: return "S\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_ERROR: return "E\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_STRING: EXPECT_EQ(r->str[r->len], '\0'); return "B\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_INTEGER: return "I" + std::to_string(r->integer);
+    case REDIS_REPLY_NIL: return "N";
     case REDIS_REPLY_ARRAY: {
       std::string out = "[";
       for (size_t i = 0; i < r->elements; ++i) out += (i ? "," : "") + show(r->element[i]);
       if (r->elements == 0) EXPECT_EQ(r->element, nullptr);
       return out + "]";
     }
-    default:
-      return "?";
+    default: return "?";
   }
 }
 
@@ -71,21 +64,34 @@ std::string refusal(const std::string& bytes) {
 
 TEST(ReplyReader, EveryType) {
   const std::string binary("a\r\n\0b", 5);
-  const std::string bytes = "+OK\r\n-ERR no such key\r\n:42\r\n:-9223372036854775808\r\n:9223372036854775807\r\n"
-                            "$3\r\nabc\r\n$0\r\n\r\n$5\r\n" + binary + "\r\n$-1\r\n*-1\r\n*0\r\n"
-                            "*3\r\n:1\r\n*2\r\n$1\r\nx\r\n*0\r\n+\r\n";
-  const std::vector<std::string> expected = {
-      "S\"OK\"", "E\"ERR no such key\"", "I42", "I-9223372036854775808", "I9223372036854775807",
-      "B\"abc\"", "B\"\"", "B\"" + binary + "\"", "N", "N", "[]", "[I1,[B\"x\",[]],S\"\"]"};
+  const std::string bytes =
+      "+OK\r\n-ERR no such key\r\n:42\r\n:-9223372036854775808\r\n:9223372036854775807\r\n"
+      "$3\r\nabc\r\n$0\r\n\r\n$5\r\n" +
+      binary +
+      "\r\n$-1\r\n*-1\r\n*0\r\n"
+      "*3\r\n:1\r\n*2\r\n$1\r\nx\r\n*0\r\n+\r\n";
+  const std::vector<std::string> expected = {"S\"OK\"",
+                                             "E\"ERR no such key\"",
+                                             "I42",
+                                             "I-9223372036854775808",
+                                             "I9223372036854775807",
+                                             "B\"abc\"",
+                                             "B\"\"",
+                                             "B\"" + binary + "\"",
+                                             "N",
+                                             "N",
+                                             "[]",
+                                             "[I1,[B\"x\",[]],S\"\"]"};
   EXPECT_EQ(read_all(bytes, bytes.size()), expected);
 }
 
 // Whatever the reads' boundaries, the same replies come out, each only once
 // its last byte is in.
 TEST(ReplyReader, AnySplitGivesTheSameReplies) {
-  const std::string bytes = "*5\r\n:1\r\n:10\r\n:9\r\n:0\r\n:60000\r\n$-1\r\n-MOVED 1 h:1\r\n"
-                            "*2\r\n*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
-                            "$4\r\n\r\n\r\n\r\n";
+  const std::string bytes =
+      "*5\r\n:1\r\n:10\r\n:9\r\n:0\r\n:60000\r\n$-1\r\n-MOVED 1 h:1\r\n"
+      "*2\r\n*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
+      "$4\r\n\r\n\r\n\r\n";
   const std::vector<std::string> whole = read_all(bytes, bytes.size());
   ASSERT_EQ(whole.size(), 4u);
   for (size_t chunk = 1; chunk < bytes.size(); ++chunk) EXPECT_EQ(read_all(bytes, chunk), whole) << chunk;

@@ -12,10 +12,9 @@ using namespace polylimit;
 
 TEST(ScriptCache, EmbeddedSha1MatchesScriptLoad) {
   pltest::RedisServer server;
-  for (const scripts::Script* s :
-       {&scripts::k_sliding_log, &scripts::k_sliding_counter, &scripts::k_fixed_window, &scripts::k_gcra,
-        &scripts::k_sliding_log_single, &scripts::k_sliding_counter_single, &scripts::k_fixed_window_single,
-        &scripts::k_gcra_single}) {
+  for (const scripts::Script* s : {&scripts::k_sliding_log, &scripts::k_sliding_counter, &scripts::k_fixed_window,
+                                   &scripts::k_gcra, &scripts::k_sliding_log_single, &scripts::k_sliding_counter_single,
+                                   &scripts::k_fixed_window_single, &scripts::k_gcra_single}) {
     std::string sha = server.command({"SCRIPT", "LOAD", s->source});
     EXPECT_EQ(sha, s->sha1) << s->name;
     EXPECT_EQ(sha.size(), 40u);

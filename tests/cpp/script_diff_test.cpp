@@ -15,13 +15,13 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <chrono>
 #include <atomic>
-#include <thread>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "backend/memory_backend.h"
 #include "backend/redis_backend.h"
@@ -174,7 +174,7 @@ Spec random_spec(std::mt19937_64& rng, Algorithm alg) {
 struct Seen {
   int admitted = 0, denied = 0, blocked = 0, refunds_that_gave_back = 0, multi_limit_denials = 0;
   int single_admitted = 0, single_denied = 0;  // decided by a single-check script
-  int frozen_ring_errors = 0;                   // streams the frozen script failed
+  int frozen_ring_errors = 0;                  // streams the frozen script failed
 };
 
 // Runs `streams` random streams of `steps` calls of one algorithm through
@@ -196,8 +196,8 @@ int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen
     // Some streams change their limits half-way on the same keys, as a
     // redeployed limiter does (the sliding log then re-reads its ring).
     const bool relimit = rng() % 5 == 0;
-    const std::string tag = "{" + std::string(algorithm_name(alg)) + "-" + std::to_string(seed_value) + "-" +
-                            std::to_string(s) + "}";
+    const std::string tag =
+        "{" + std::string(algorithm_name(alg)) + "-" + std::to_string(seed_value) + "-" + std::to_string(s) + "}";
     auto request = [&](const std::string& prefix) {
       Request rq;
       rq.limits = &spec.limits;
@@ -440,15 +440,16 @@ TEST_P(ScriptDiffStreams, LibraryScriptsDecideAsFrozenOnesAndMemory) {
   // The frozen script's bugs need a sliding log whose limit grows: a few
   // streams at most.
   EXPECT_LE(seen.frozen_ring_errors, GetParam() == Algorithm::kSlidingLog ? 3 : 0);
-  std::printf("%s: %d admitted, %d denied (%d blocked, %d multi-limit), %d refunds gave units back; "
-              "single-check script: %d admitted, %d denied\n",
-              algorithm_name(GetParam()), seen.admitted, seen.denied, seen.blocked, seen.multi_limit_denials,
-              seen.refunds_that_gave_back, seen.single_admitted, seen.single_denied);
+  std::printf(
+      "%s: %d admitted, %d denied (%d blocked, %d multi-limit), %d refunds gave units back; "
+      "single-check script: %d admitted, %d denied\n",
+      algorithm_name(GetParam()), seen.admitted, seen.denied, seen.blocked, seen.multi_limit_denials,
+      seen.refunds_that_gave_back, seen.single_admitted, seen.single_denied);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, ScriptDiffStreams,
-                         ::testing::Values(Algorithm::kSlidingLog, Algorithm::kSlidingCounter,
-                                           Algorithm::kFixedWindow, Algorithm::kGcra),
+                         ::testing::Values(Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow,
+                                           Algorithm::kGcra),
                          [](const ::testing::TestParamInfo<Algorithm>& i) {
                            return std::string(algorithm_name(i.param));
                          });
@@ -499,8 +500,8 @@ TEST(ScriptExpiry, SlidingLogAdmissionsSetTheWindowsExpiry) {
       EXPECT_GT(pttl, kHourMs / 2) << key << ", limit " << limit;
       EXPECT_LE(pttl, kHourMs) << key << ", limit " << limit;
     };
-    admit("small", 10, false);   // fresh ring of 10 slots
-    admit("small", 10, true);    // the whole ring in hand
+    admit("small", 10, false);  // fresh ring of 10 slots
+    admit("small", 10, true);   // the whole ring in hand
     admit("large", 1000, false);
     admit("large", 1000, true);  // slot and header SETRANGEs
     admit("small", 20, true);    // the 10-slot ring re-read for 20
@@ -525,9 +526,9 @@ TEST(ScriptExpiry, SingleCheckScriptsSetTheGeneralScriptsExpiry) {
       general.keys = {"ttl:{" + tag + "}:general"};
       general.block_us = 1000000;
       general.block_key = general.keys[0] + ":block";
-      const int64_t t0 = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+      const int64_t t0 =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
       for (int i = 0; i < 3; ++i) {
         // The two TTLs are set and read at slightly different moments: they
         // may differ by the time all four calls took (a loaded machine can
@@ -603,8 +604,8 @@ TEST(SlidingLogRing, APartlyWrittenRingReReadForALargerLimitStaysReadable) {
   RedisBackend general(std::make_unique<GeneralScripts>(standalone()), false);
   for (RedisBackend* backend : {&single, &general}) {
     for (int64_t large : {200, 1000}) {  // read whole, read in blocks
-      const std::string key = std::string("ring:{partly-") + (backend == &single ? "single-" : "general-") +
-                              std::to_string(large) + "}";
+      const std::string key =
+          std::string("ring:{partly-") + (backend == &single ? "single-" : "general-") + std::to_string(large) + "}";
       const std::vector<LimitParams> before = {{Algorithm::kSlidingLog, 129, 60000, 0}};
       const std::vector<LimitParams> after = {{Algorithm::kSlidingLog, large, 60000, 0}};
       Request rq;
@@ -654,8 +655,8 @@ TEST(SlidingLogRing, NewRingsHoldTheFrozenScriptsBytes) {
       if (backend == &legacy)
         want = after_each;
       else
-        EXPECT_TRUE(after_each == want) << which << " " << tag << ": " << after_each.size() << " bytes, the frozen scripts "
-                                        << want.size();
+        EXPECT_TRUE(after_each == want) << which << " " << tag << ": " << after_each.size()
+                                        << " bytes, the frozen scripts " << want.size();
     }
   }
 }
@@ -702,8 +703,8 @@ TEST_P(RollingUpgrade, OldAndNewClientsOnOneKeyAdmitExactlyTheLimit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RollingUpgrade,
-                         ::testing::Values(Algorithm::kSlidingLog, Algorithm::kSlidingCounter,
-                                           Algorithm::kFixedWindow, Algorithm::kGcra),
+                         ::testing::Values(Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow,
+                                           Algorithm::kGcra),
                          [](const ::testing::TestParamInfo<Algorithm>& i) {
                            return std::string(algorithm_name(i.param));
                          });

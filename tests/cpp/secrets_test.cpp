@@ -69,9 +69,9 @@ std::string prometheus(polylimit_client* client) {
 }
 
 struct Outcome {
-  int open_status = POLYLIMIT_OK;  // polylimit_client_open
+  int open_status = POLYLIMIT_OK;   // polylimit_client_open
   int check_status = POLYLIMIT_OK;  // the first check, when it opened
-  std::string message;             // the failing call's message
+  std::string message;              // the failing call's message
 };
 
 // Opens `url`, and when it opens, makes one check and one batch of two keys;
@@ -149,28 +149,49 @@ TEST(Secrets, UrlsThatDoNotParse) {
   const std::string m = marker();
   const std::vector<std::string> urls = {
       // redis:// and rediss://: each part wrong
-      "redis://user:" + m + "@h:99999", "redis://user:" + m + "@h:notaport", "redis://:" + m + "@h:1:2",
-      "redis://" + m + "@h:0", "redis://user:" + m + "@h:6379/notadb", "redis://user:" + m + "@h:6379?x=1",
-      "redis://user:" + m + "@:6379", "redis://user:" + m + "@h\x01st:1", "redis://user:" + m + "@[::1:1",
-      "rediss://user:" + m + "@h:99999", "rediss://:" + m + "@h:1/x",
+      "redis://user:" + m + "@h:99999",
+      "redis://user:" + m + "@h:notaport",
+      "redis://:" + m + "@h:1:2",
+      "redis://" + m + "@h:0",
+      "redis://user:" + m + "@h:6379/notadb",
+      "redis://user:" + m + "@h:6379?x=1",
+      "redis://user:" + m + "@:6379",
+      "redis://user:" + m + "@h\x01st:1",
+      "redis://user:" + m + "@[::1:1",
+      "rediss://user:" + m + "@h:99999",
+      "rediss://:" + m + "@h:1/x",
       // percent-encoded, badly encoded and unencoded separators
-      "redis://user:" + m + "%zz@h:1", "redis://user:" + m + "%2Fx@h:99999", "redis://user:" + m + "/x@h:1",
-      "redis://user:" + m + "?x@h:1", "redis://user:" + m + "#x@h:99999", "redis://user:" + m + "@x@h:99999",
+      "redis://user:" + m + "%zz@h:1",
+      "redis://user:" + m + "%2Fx@h:99999",
+      "redis://user:" + m + "/x@h:1",
+      "redis://user:" + m + "?x@h:1",
+      "redis://user:" + m + "#x@h:99999",
+      "redis://user:" + m + "@x@h:99999",
       "redis://user:" + m + "?a=b@h:1",
       // cluster
-      "redis+cluster://user:" + m + "@h:1,h:99999", "redis+cluster://user:" + m + "@h:1/3",
-      "redis+cluster://u:" + m + "@h:1?x=1", "rediss+cluster://:" + m + "@h:1,,h:2",
+      "redis+cluster://user:" + m + "@h:1,h:99999",
+      "redis+cluster://user:" + m + "@h:1/3",
+      "redis+cluster://u:" + m + "@h:1?x=1",
+      "rediss+cluster://:" + m + "@h:1,,h:2",
       // sentinel
-      "redis+sentinel://user:" + m + "@h:26379", "redis+sentinel://h:26379/m?sentinel_password=" + m + "&bogus=1",
+      "redis+sentinel://user:" + m + "@h:26379",
+      "redis+sentinel://h:26379/m?sentinel_password=" + m + "&bogus=1",
       "redis+sentinel://h:26379/m?sentinel_user=u&sentinel_password=" + m + "&x",
-      "redis+sentinel://u:" + m + "@h:0/m", "rediss+sentinel://:" + m + "@h/m/notadb",
+      "redis+sentinel://u:" + m + "@h:0/m",
+      "rediss+sentinel://:" + m + "@h/m/notadb",
       "redis+sentinel://h/m?sentinel_password=" + m + "&x=1&sentinel_user=u%zz",
       "redis+sentinel://h/m?Sentinel_Password=" + m,
       // unix
-      "unix://user:" + m + "@/tmp/x.sock", "unix:///tmp/x.sock?db=x&password=" + m, "unix:///tmp/" + m + "@x.sock",
+      "unix://user:" + m + "@/tmp/x.sock",
+      "unix:///tmp/x.sock?db=x&password=" + m,
+      "unix:///tmp/" + m + "@x.sock",
       // no or a bad scheme
-      "bogus://user:" + m + "@h:1", "user:" + m + "@h://x", "redis:/user:" + m + "@h", "redis//user:" + m + "@h",
-      "://user:" + m + "@h", "memory://u:" + m + "@",
+      "bogus://user:" + m + "@h:1",
+      "user:" + m + "@h://x",
+      "redis:/user:" + m + "@h",
+      "redis//user:" + m + "@h",
+      "://user:" + m + "@h",
+      "memory://u:" + m + "@",
       // long enough for the 256-byte message to be cut inside the password
       "redis://user:" + m + std::string(300, 'x') + m + "@h:99999",
   };

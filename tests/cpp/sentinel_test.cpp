@@ -104,8 +104,7 @@ void through_failover(RedisSentinels& s, const char* what, const char* prefix, c
   cause();
   s.wait_promoted();
   int64_t promoted = pltest::steady_ns();
-  if (demote)
-    EXPECT_EQ(old_server.command({"REPLICAOF", "127.0.0.1", std::to_string(new_server.port())}), "OK");
+  if (demote) EXPECT_EQ(old_server.command({"REPLICAOF", "127.0.0.1", std::to_string(new_server.port())}), "OK");
   ASSERT_TRUE(Hammer::wait_for([&] { return transport.master_address() == new_master; }, 10s));
   int64_t moved = pltest::steady_ns();
   long at_move = h.admitted.load();
@@ -118,14 +117,14 @@ void through_failover(RedisSentinels& s, const char* what, const char* prefix, c
   h.stop();
   const long jobs = transport.background_jobs() - jobs_before;
   long long logged = new_server.integer(pltest::ring_units(l.storage_key("k")));
-  std::printf("sentinel, %s: promoted after %.0f ms, client on the new master %.0f ms after the promotion; "
-              "%ld errors (first: %s); last error %.0f ms after the event; admitted %ld (%ld before the event, %ld "
-              "when the client moved), new master's log holds %lld, limit %lld; %ld resolutions, %ld READONLY "
-              "replies; %s: %ld of %ld calls on library threads\n",
-              what, ms_since(t0, promoted), ms_since(promoted, moved), h.errors.load(), h.first_error_text().c_str(),
-              recovered, h.admitted.load(), at_event, at_move, logged, static_cast<long long>(kLimit),
-              transport.resolutions(), transport.readonly_replies(), async ? "check_async" : "check", jobs,
-              h.attempts.load());
+  std::printf(
+      "sentinel, %s: promoted after %.0f ms, client on the new master %.0f ms after the promotion; "
+      "%ld errors (first: %s); last error %.0f ms after the event; admitted %ld (%ld before the event, %ld "
+      "when the client moved), new master's log holds %lld, limit %lld; %ld resolutions, %ld READONLY "
+      "replies; %s: %ld of %ld calls on library threads\n",
+      what, ms_since(t0, promoted), ms_since(promoted, moved), h.errors.load(), h.first_error_text().c_str(), recovered,
+      h.admitted.load(), at_event, at_move, logged, static_cast<long long>(kLimit), transport.resolutions(),
+      transport.readonly_replies(), async ? "check_async" : "check", jobs, h.attempts.load());
   // A call takes a library thread only when it fails, meets a READONLY
   // master, or is among the first few (the first resolution).
   if (async)
@@ -153,7 +152,8 @@ TEST(Sentinel, DemotedMasterAnswersReadonlyAndClientMoves) {
   // SENTINEL FAILOVER promotes the replica; the old master keeps accepting
   // writes until it is demoted, and what it took meanwhile is lost when it
   // resyncs: that window is what the client's re-resolution bounds.
-  through_failover(s, "SENTINEL FAILOVER", "demote", [&] { s.sentinel_failover(); }, true);
+  through_failover(
+      s, "SENTINEL FAILOVER", "demote", [&] { s.sentinel_failover(); }, true);
 }
 
 // The same through the non-blocking path. A call that meets the demoted
@@ -161,7 +161,8 @@ TEST(Sentinel, DemotedMasterAnswersReadonlyAndClientMoves) {
 // library thread; the follower usually moves the client before any does.
 TEST(Sentinel, DemotedMasterAnswersReadonlyAndAsyncChecksMove) {
   RedisSentinels s;
-  through_failover(s, "SENTINEL FAILOVER", "demote-async", [&] { s.sentinel_failover(); }, true, true);
+  through_failover(
+      s, "SENTINEL FAILOVER", "demote-async", [&] { s.sentinel_failover(); }, true, true);
 }
 
 // Leases across SENTINEL FAILOVER, in failover-safe mode. The old master
@@ -194,13 +195,14 @@ TEST(Sentinel, FailoverWithDurableLeases) {
   h.stop();
   const long long logged = new_server.integer(pltest::ring_units(l.storage_key("k")));
   const polylimit::Stats st = client->stats();
-  std::printf("sentinel, SENTINEL FAILOVER, durable leases of %lld: promoted after %.0f ms; admitted %ld (%ld at "
-              "promotion), %ld errors (%s); new master's log holds %lld, limit %lld; leased %llu, refunded %llu, "
-              "stranded %llu units\n",
-              static_cast<long long>(kLease), ms_since(t0, promoted), h.admitted.load(), at_promotion,
-              h.errors.load(), h.first_error_text().c_str(), logged, static_cast<long long>(kLimit),
-              static_cast<unsigned long long>(st.leased_units), static_cast<unsigned long long>(st.refunded_units),
-              static_cast<unsigned long long>(st.stranded_units));
+  std::printf(
+      "sentinel, SENTINEL FAILOVER, durable leases of %lld: promoted after %.0f ms; admitted %ld (%ld at "
+      "promotion), %ld errors (%s); new master's log holds %lld, limit %lld; leased %llu, refunded %llu, "
+      "stranded %llu units\n",
+      static_cast<long long>(kLease), ms_since(t0, promoted), h.admitted.load(), at_promotion, h.errors.load(),
+      h.first_error_text().c_str(), logged, static_cast<long long>(kLimit),
+      static_cast<unsigned long long>(st.leased_units), static_cast<unsigned long long>(st.refunded_units),
+      static_cast<unsigned long long>(st.stranded_units));
   EXPECT_LT(at_promotion, kLimit) << "the limit was reached before the promotion: nothing was tested";
   EXPECT_GT(h.admitted.load(), at_promotion + 1000) << "leases did not resume on the new master";
   EXPECT_LE(h.admitted.load(), kLimit + kLease);
@@ -209,14 +211,16 @@ TEST(Sentinel, FailoverWithDurableLeases) {
 
 TEST(Sentinel, KilledMasterIsReplacedByPromotedReplica) {
   RedisSentinels s;
-  through_failover(s, "SIGKILL of the master", "kill", [&] { s.kill_master(); }, false);
+  through_failover(
+      s, "SIGKILL of the master", "kill", [&] { s.kill_master(); }, false);
 }
 
 // The same through the non-blocking path: a failed send re-resolves on a
 // library thread before its error completes the call.
 TEST(Sentinel, KilledMasterIsReplacedUnderAsyncChecks) {
   RedisSentinels s;
-  through_failover(s, "SIGKILL of the master", "kill-async", [&] { s.kill_master(); }, false, true);
+  through_failover(
+      s, "SIGKILL of the master", "kill-async", [&] { s.kill_master(); }, false, true);
 }
 
 // Tests that leave the deployment as they found it (no kill, no failover)
@@ -265,7 +269,8 @@ TEST_F(SharedSentinels, DataAndSentinelPasswords) {
   Limiter ok(open(url("secured")), limit(5, "passwords"));
   EXPECT_TRUE(ok.check("k").allowed);
 
-  for (auto [data_pw, sentinel_pw] : {std::pair<const char*, const char*>{"data%26pw", "wrong"}, {"wrong", "sen%40pw"}}) {
+  for (auto [data_pw, sentinel_pw] :
+       {std::pair<const char*, const char*>{"data%26pw", "wrong"}, {"wrong", "sen%40pw"}}) {
     Limiter bad(open(url("secured", data_pw, sentinel_pw)), limit(5, "passwords"));
     try {
       bad.check("k");
@@ -362,9 +367,9 @@ TEST(SentinelFollower, HungFirstSentinelNeverStallsCallers) {
   RedisSentinels s("hungfirst", "", "", false);
   pltest::FaultProxy hung(s.sentinel_port(0));
   hung.set(pltest::FaultProxy::Mode::kBlackhole);
-  const std::string url = "redis+sentinel://127.0.0.1:" + std::to_string(hung.port()) + ",127.0.0.1:" +
-                          std::to_string(s.sentinel_port(1)) + ",127.0.0.1:" + std::to_string(s.sentinel_port(2)) +
-                          "/hungfirst";
+  const std::string url = "redis+sentinel://127.0.0.1:" + std::to_string(hung.port()) +
+                          ",127.0.0.1:" + std::to_string(s.sentinel_port(1)) +
+                          ",127.0.0.1:" + std::to_string(s.sentinel_port(2)) + "/hungfirst";
   constexpr int kTimeoutMs = 300;
   ClientOptions o;
   o.pool.size = 16;
@@ -404,9 +409,10 @@ TEST(SentinelFollower, HungFirstSentinelNeverStallsCallers) {
   for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
   double p50 = percentile(all, 0.50), p99 = percentile(all, 0.99), max = percentile(all, 1.0);
   long resolutions = transport.resolutions() - resolutions_before;
-  std::printf("sentinel, first sentinel hung: first call %.1f ms; %zu checks from %d threads over 6 s: p50 %.3f ms, "
-              "p99 %.3f ms, max %.3f ms (command timeout %d ms); %ld errors; %ld background resolutions\n",
-              first_ms, all.size(), kThreads, p50, p99, max, kTimeoutMs, errors.load(), resolutions);
+  std::printf(
+      "sentinel, first sentinel hung: first call %.1f ms; %zu checks from %d threads over 6 s: p50 %.3f ms, "
+      "p99 %.3f ms, max %.3f ms (command timeout %d ms); %ld errors; %ld background resolutions\n",
+      first_ms, all.size(), kThreads, p50, p99, max, kTimeoutMs, errors.load(), resolutions);
   EXPECT_EQ(errors.load(), 0);
   EXPECT_GT(all.size(), 1000u);
   EXPECT_LE(p99, 20.0);
@@ -465,12 +471,12 @@ TEST(SentinelFollower, FailoverFollowedWithinMilliseconds) {
   h.stop();
   for (auto& a : announcers) a->stop();
   const double gap_ms = (last_write_us.load() - announced_us.load()) / 1000.0;
-  std::printf("sentinel, SENTINEL FAILOVER under load: the client's last write to the old master came %.1f ms after "
-              "the first +switch-master (%ld switch messages acted upon, %ld resolutions); admitted %ld for a limit "
-              "of %lld: over-admission %lld (no failover-safe mode); %ld errors (first: %s)\n",
-              gap_ms, transport.switch_messages(), transport.resolutions(), h.admitted.load(),
-              static_cast<long long>(kLimit), static_cast<long long>(h.admitted.load() - kLimit), h.errors.load(),
-              h.first_error_text().c_str());
+  std::printf(
+      "sentinel, SENTINEL FAILOVER under load: the client's last write to the old master came %.1f ms after "
+      "the first +switch-master (%ld switch messages acted upon, %ld resolutions); admitted %ld for a limit "
+      "of %lld: over-admission %lld (no failover-safe mode); %ld errors (first: %s)\n",
+      gap_ms, transport.switch_messages(), transport.resolutions(), h.admitted.load(), static_cast<long long>(kLimit),
+      static_cast<long long>(h.admitted.load() - kLimit), h.errors.load(), h.first_error_text().c_str());
   EXPECT_LT(at_move, kLimit) << "the limit was reached before the move: nothing was tested";
   EXPECT_GT(last_write_us.load(), 0);
   EXPECT_LE(gap_ms, 50.0);
@@ -522,16 +528,20 @@ TEST(SentinelRestart, MasterWithoutPersistenceRestartedBeforeFailover) {
   // The replica followed the empty master (a full resync): its copy of the
   // old log is gone too.
   const std::string new_log = master.command({"GET", skey});
-  const bool replica_emptied = Hammer::wait_for([&] { return replica.command({"GET", skey}) == new_log; }, 10s) &&
+  const bool replica_emptied = Hammer::wait_for(
+                                   [&] {
+                                     return replica.command({"GET", skey}) == new_log;
+                                   },
+                                   10s) &&
                                new_log != old_log;
-  std::printf("sentinel, SIGKILL + restart of a master without persistence (%.0f ms down): %ld admitted before "
-              "the kill, %ld after the restart, limit %lld: over-admission %ld (a whole limit); %ld errors (first: "
-              "%s), last error %.0f ms after the kill; the master's log holds %lld, the replica %s; master still "
-              "%s\n",
-              ms_since(t0, restarted), admitted_before, admitted_after, static_cast<long long>(kLimit),
-              h.admitted.load() - kLimit, h.errors.load() - errors_before, h.first_error_text().c_str(), recovered,
-              stored, replica_emptied ? "resynced from it (old log gone)" : "kept the old log",
-              transport.master_address().c_str());
+  std::printf(
+      "sentinel, SIGKILL + restart of a master without persistence (%.0f ms down): %ld admitted before "
+      "the kill, %ld after the restart, limit %lld: over-admission %ld (a whole limit); %ld errors (first: "
+      "%s), last error %.0f ms after the kill; the master's log holds %lld, the replica %s; master still "
+      "%s\n",
+      ms_since(t0, restarted), admitted_before, admitted_after, static_cast<long long>(kLimit),
+      h.admitted.load() - kLimit, h.errors.load() - errors_before, h.first_error_text().c_str(), recovered, stored,
+      replica_emptied ? "resynced from it (old log gone)" : "kept the old log", transport.master_address().c_str());
   EXPECT_EQ(transport.master_address(), master_address) << "a failover happened: the restart case was not tested";
   EXPECT_EQ(admitted_before, kLimit);
   EXPECT_EQ(admitted_after, kLimit);  // the whole limit again

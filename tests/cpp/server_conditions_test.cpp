@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "error_code.h"
-#include "redis_server.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
 #include "polylimit/metrics.h"
+#include "redis_server.h"
 
 using namespace polylimit;
 using pltest::code_of;

@@ -23,8 +23,7 @@ inline std::shared_ptr<polylimit::Client> client_for(const std::string& url, int
   return polylimit::Client::open(url, co);
 }
 
-inline polylimit::Limiter limiter(std::shared_ptr<polylimit::Client> c, const std::string& prefix,
-                                  int64_t limit = 10) {
+inline polylimit::Limiter limiter(std::shared_ptr<polylimit::Client> c, const std::string& prefix, int64_t limit = 10) {
   polylimit::LimiterOptions o;
   o.prefix = prefix;
   o.limit = {polylimit::Algorithm::kSlidingLog, limit, 600000};

@@ -34,9 +34,7 @@ void set_name(const std::string& name) {
 }
 
 class Tracker : public testing::EmptyTestEventListener {
-  void OnTestStart(const testing::TestInfo& t) override {
-    set_name(std::string(t.test_suite_name()) + "." + t.name());
-  }
+  void OnTestStart(const testing::TestInfo& t) override { set_name(std::string(t.test_suite_name()) + "." + t.name()); }
   void OnTestEnd(const testing::TestInfo& t) override {
     set_name(std::string("(after ") + t.test_suite_name() + "." + t.name() + ")");
   }

@@ -101,7 +101,8 @@ class CertsCleanup : public ::testing::Environment {
  public:
   void TearDown() override {
     std::string cmd = "rm -rf '" + certs().dir + "'";
-    if (std::system(cmd.c_str()) != 0) { /* best effort */ }
+    if (std::system(cmd.c_str()) != 0) { /* best effort */
+    }
   }
 };
 const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new CertsCleanup);
@@ -110,8 +111,7 @@ const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new CertsCleanu
 // commands) and a TLS port serving `cert`.
 struct TlsServer {
   explicit TlsServer(const std::string& cert, const std::string& cert_key, bool auth_clients = false,
-                     std::vector<std::string> more = {})
-  {
+                     std::vector<std::string> more = {}) {
     std::vector<std::string> args = {"--tls-auth-clients", auth_clients ? "yes" : "no"};
     args.insert(args.end(), more.begin(), more.end());
     server = std::make_unique<pltest::RedisServer>(args, pltest::TlsFiles{cert, cert_key, certs().ca});
@@ -217,9 +217,10 @@ TEST(Tls, ChecksAreExactOverRediss) {
   ClientOptions plain;
   plain.pool.connect_timeout_ms = plain.pool.command_timeout_ms = 500;
   std::string message;
-  EXPECT_NE(code_of([&] { limiter(Client::open("redis://127.0.0.1:" + std::to_string(s.tls_port), plain), 5).check("k"); },
-                    &message),
-            ErrorCode::kInternal);
+  EXPECT_NE(
+      code_of([&] { limiter(Client::open("redis://127.0.0.1:" + std::to_string(s.tls_port), plain), 5).check("k"); },
+              &message),
+      ErrorCode::kInternal);
 }
 
 TEST(Tls, CApiOpensRedissWithCaFile) {
@@ -453,7 +454,8 @@ TEST(Tls, PlainPortOrSilentPortFailsWithinTheDeadline) {
   code = check_error("rediss://127.0.0.1:" + std::to_string(hole.port), o, &message);
   int64_t took = ms_since(t0);
   EXPECT_EQ(code, ErrorCode::kTimeout) << message;
-  EXPECT_TRUE(contains(message, "TLS handshake with 127.0.0.1:" + std::to_string(hole.port) + ": timed out after 300 ms"))
+  EXPECT_TRUE(
+      contains(message, "TLS handshake with 127.0.0.1:" + std::to_string(hole.port) + ": timed out after 300 ms"))
       << message;
   EXPECT_GE(took, 280);
   EXPECT_LT(took, 300 + 1000);  // the deadline, not a multiple of it (the margin is for loaded machines)

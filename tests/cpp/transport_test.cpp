@@ -32,8 +32,6 @@ pltest::RedisServer& server() {
   return s;
 }
 
-
-
 int64_t ms_since(steady_clock::time_point t0) { return duration_cast<milliseconds>(steady_clock::now() - t0).count(); }
 
 // As client_for, with the reconnect backoff on `clock`.
@@ -166,7 +164,7 @@ TEST(Transport, ADeadPortIsNotHammered) {
               static_cast<unsigned long long>(attempts()), static_cast<long long>(slowest_us));
   EXPECT_EQ(attempts(), 11u);  // one connect per backoff period, not one per call
   EXPECT_GT(calls, 500);
-  EXPECT_LT(slowest_us, 50000);  // failing fast: no call waits for a connect timeout
+  EXPECT_LT(slowest_us, 50000);        // failing fast: no call waits for a connect timeout
   EXPECT_GE(capped_waits.size(), 2u);  // jittered: the three capped waits are not all alike
 }
 

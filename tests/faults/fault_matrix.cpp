@@ -185,8 +185,7 @@ class Scenario {
   // (open) or as a denial (closed), all marked degraded; a non-outage code
   // is never hidden by a policy. `msg_part`, when given, must appear in the
   // error message (names the fault, e.g. "LOADING"). Returns the call.
-  Call during(Limiter& l, const std::string& key, const std::set<ErrorCode>& codes,
-              const std::string& msg_part = "") {
+  Call during(Limiter& l, const std::string& key, const std::set<ErrorCode>& codes, const std::string& msg_part = "") {
     FailurePolicy policy = l.options().failure_policy;
     Call c = faults::check(l, key);
     std::string tag = policy_name(policy);
@@ -200,7 +199,8 @@ class Scenario {
       expect(!c.ok && codes.count(c.code), tag + ": expected an error, got " + c.outcome());
       if (!c.ok && !msg_part.empty()) last_messages_ += c.message + "\n";
     } else if (policy == FailurePolicy::kOpen) {
-      expect(c.ok && c.decision.allowed && c.decision.degraded, "open: expected a degraded admission, got " + c.outcome());
+      expect(c.ok && c.decision.allowed && c.decision.degraded,
+             "open: expected a degraded admission, got " + c.outcome());
     } else if (policy == FailurePolicy::kClosed) {
       expect(c.ok && !c.decision.allowed && c.decision.degraded,
              "closed: expected a degraded denial, got " + c.outcome());
@@ -228,7 +228,8 @@ class Scenario {
         return;
       }
       if (Clock::now() - fault_over > timeout) {
-        expect(false, "no recovery within " + std::to_string(timeout.count()) + " ms: " + c.outcome() + " " + c.message);
+        expect(false,
+               "no recovery within " + std::to_string(timeout.count()) + " ms: " + c.outcome() + " " + c.message);
         return;
       }
       std::this_thread::sleep_for(5ms);  // pacing between probes, not synchronisation
@@ -259,7 +260,8 @@ class Scenario {
       long long s = stored(i);
       long lim = static_cast<long>(limits[i].limit);
       long over = std::max(0L, admitted - lim) + std::max(0L, admitted - static_cast<long>(s));
-      std::printf("    limit %zu: admitted %ld, stored %lld, limit %ld, over-admitted %ld\n", i, admitted, s, lim, over);
+      std::printf("    limit %zu: admitted %ld, stored %lld, limit %ld, over-admitted %ld\n", i, admitted, s, lim,
+                  over);
       expect(s >= 0 && s <= lim, "stored units " + std::to_string(s) + " exceed the limit " + std::to_string(lim));
       expect(over == 0, "over-admitted by " + std::to_string(over));
       if (s > admitted && i == 0) note(std::to_string(s - admitted) + " unit(s) consumed by calls that got an error");
@@ -397,8 +399,8 @@ void standalone_client_kill_storm() {
         std::lock_guard<std::mutex> g(mu);
         outcomes[std::string(policy_name(l.options().failure_policy)) + ": " + call.outcome()]++;
         if (call.ok && call.decision.allowed && !call.decision.degraded) real_admits[&l]++;
-        if (!call.ok && l.options().failure_policy == FailurePolicy::kError &&
-            call.code != ErrorCode::kUnavailable && call.code != ErrorCode::kPoolExhausted)
+        if (!call.ok && l.options().failure_policy == FailurePolicy::kError && call.code != ErrorCode::kUnavailable &&
+            call.code != ErrorCode::kPoolExhausted)
           slow.push_back(call);  // an unexpected code
         if (call.ok && l.options().failure_policy == FailurePolicy::kOpen && !call.decision.allowed &&
             call.decision.degraded)
@@ -437,8 +439,7 @@ void standalone_client_kill_storm() {
 
 void standalone_script_flush_batches() {
   Scenario s("standalone", "`SCRIPT FLUSH` during batches (`check_many`)",
-             "2 threads, batches of 8 keys; `SCRIPT FLUSH` every 5 ms for 1.5 s",
-             "OK: NOSCRIPT reloaded, no error");
+             "2 threads, batches of 8 keys; `SCRIPT FLUSH` every 5 ms for 1.5 s", "OK: NOSCRIPT reloaded, no error");
   pltest::RedisServer server;
   auto c = open_client(server.url(), 2);
   Limiter l(c, limiter_options("flush", FailurePolicy::kError, {{Algorithm::kSlidingLog, 40, kHour}}));
@@ -641,8 +642,8 @@ void cluster_tryagain(pltest::RedisCluster& cluster) {
   if (whole.ok && whole.decision.allowed) s.admitted(t.error, key, 1);
   // Split: limit 0's key moved, limit 1's not.
   auto migrate = [&](const std::string& k) {
-    return cluster.command(src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0", "5000",
-                                 "KEYS", k});
+    return cluster.command(
+        src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0", "5000", "KEYS", k});
   };
   s.expect(migrate(skeys[0]) == "OK", "MIGRATE of the first key failed");
   for (int i = 0; i < 2; ++i) s.during(t.error, key, {ErrorCode::kUnavailable}, "TRYAGAIN");
@@ -682,13 +683,15 @@ void cluster_script_flush(pltest::RedisCluster& cluster) {
   auto record = [&](const std::string& key, const std::string& kind, const Call& call) {
     std::lock_guard<std::mutex> g(mu);
     s.row().max_ms = std::max(s.row().max_ms, call.ms);
-    if (outcomes[kind + ": " + call.outcome()]++ == 0 && !call.ok) std::printf("    first error: %s\n", call.message.c_str());
+    if (outcomes[kind + ": " + call.outcome()]++ == 0 && !call.ok)
+      std::printf("    first error: %s\n", call.message.c_str());
     if (call.ok && call.decision.allowed) admits[key]++;
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t)
     threads.emplace_back([&, t] {
-      for (size_t i = t; !stop.load(); ++i) record(keys[i % keys.size()], "check", faults::check(l, keys[i % keys.size()]));
+      for (size_t i = t; !stop.load(); ++i)
+        record(keys[i % keys.size()], "check", faults::check(l, keys[i % keys.size()]));
     });
   threads.emplace_back([&] {
     while (!stop.load()) {
@@ -756,8 +759,8 @@ void cluster_down(pltest::RedisCluster& cluster) {
       if (cluster.master_of_slot(key_slot(l.storage_key(k))) == node) return k;
     }
   };
-  std::string k = key_on(t.error, live, "live"), ko = key_on(t.open, live, "live"),
-              kc = key_on(t.closed, live, "live"), dead = key_on(t.error, victim, "dead");
+  std::string k = key_on(t.error, live, "live"), ko = key_on(t.open, live, "live"), kc = key_on(t.closed, live, "live"),
+              dead = key_on(t.error, victim, "dead");
   for (int i = 0; i < 2; ++i) s.admitted(t.error, k, faults::check(t.error, k).decision.allowed ? 1 : 0);
   faults::check(t.error, dead);
   const int live_port = cluster.node(live).port();
@@ -765,7 +768,10 @@ void cluster_down(pltest::RedisCluster& cluster) {
   Clock::time_point killed = Clock::now();
   cluster.node(victim).stop();  // reaps it
   bool down = faults::wait_until(
-      [&] { return pltest::info_field(raw(live_port, {"CLUSTER", "INFO"}), "cluster_state") == "fail"; }, 20s);
+      [&] {
+        return pltest::info_field(raw(live_port, {"CLUSTER", "INFO"}), "cluster_state") == "fail";
+      },
+      20s);
   s.expect(down, "the cluster never reported cluster_state:fail");
   s.note("cluster_state:fail " + fmt(faults::ms_since(killed)) + " ms after the kill");
   for (int i = 0; i < 2; ++i) s.during(t.error, k, {ErrorCode::kUnavailable}, "CLUSTERDOWN");
@@ -776,7 +782,10 @@ void cluster_down(pltest::RedisCluster& cluster) {
   cluster.node(victim).start();
   Clock::time_point restarted = Clock::now();
   s.expect(faults::wait_until(
-               [&] { return pltest::info_field(raw(live_port, {"CLUSTER", "INFO"}), "cluster_state") == "ok"; }, 20s),
+               [&] {
+                 return pltest::info_field(raw(live_port, {"CLUSTER", "INFO"}), "cluster_state") == "ok";
+               },
+               20s),
            "the cluster never came back");
   Clock::time_point cluster_ok = Clock::now();
   s.note("cluster_state:ok " + fmt(faults::ms_between(restarted, cluster_ok)) + " ms after the restart");
@@ -878,8 +887,8 @@ void write_markdown(const std::string& path, double total_s) {
      << "through a limiter with each failure policy (`error`, `open`, `closed`; docs/limiter.md). For every\n"
      << "row the suite asserts:\n\n"
      << "- every call returned within its deadline plus " << fmt(kMarginMs) << " ms of scheduling margin. The\n"
-     << "  client uses `connect_timeout_ms = " << kConnectTimeoutMs << "` and `command_timeout_ms = "
-     << kCommandTimeoutMs << "`; a call that may\n"
+     << "  client uses `connect_timeout_ms = " << kConnectTimeoutMs
+     << "` and `command_timeout_ms = " << kCommandTimeoutMs << "`; a call that may\n"
      << "  have to connect first is held to both (" << fmt(kDeadlineMs) << " ms), one on an open connection to the "
      << "command timeout;\n"
      << "- the documented status (docs/error-model.md) with policy `error`; a degraded admission with `open`\n"
@@ -905,9 +914,9 @@ void write_markdown(const std::string& path, double total_s) {
     md << "| " << n << " | " << r.deployment << " | **" << cell(r.scenario) << "**: " << cell(r.injected) << " | "
        << cell(r.expected) << " | " << joined(r.seen) << " | " << fmt(r.max_ms) << " (" << fmt(r.deadline_ms) << "+"
        << fmt(kMarginMs) << ") | " << (r.recovery_ms < 0 ? std::string("n/a") : fmt(r.recovery_ms)) << " | "
-       << (r.state_checked ? std::to_string(r.admitted) + " / " + std::to_string(r.stored) + " / " +
-                                 std::to_string(r.limit)
-                           : std::string("n/a"))
+       << (r.state_checked
+               ? std::to_string(r.admitted) + " / " + std::to_string(r.stored) + " / " + std::to_string(r.limit)
+               : std::string("n/a"))
        << " | " << r.over << " | " << result << details << " |\n";
   }
   md << "\nWhole matrix: " << fmt(total_s, 1) << " s. The soak (tests/faults/soak.cpp) repeats kills, restarts,\n"

@@ -10,8 +10,7 @@
 
 namespace faults {
 
-bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds poll) {
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout, std::chrono::milliseconds poll) {
   auto deadline = Clock::now() + timeout;
   for (;;) {
     if (done()) return true;

@@ -181,11 +181,11 @@ int main(int argc, char** argv) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> workers;
   for (int i = 0; i < threads; ++i) workers.emplace_back(work, lp, std::ref(seen), std::ref(stop), 17u + i);
-  if (slimiter)
-    workers.emplace_back(work, std::vector<Limiter*>{slimiter.get()}, std::ref(sseen), std::ref(stop), 99u);
+  if (slimiter) workers.emplace_back(work, std::vector<Limiter*>{slimiter.get()}, std::ref(sseen), std::ref(stop), 99u);
 
   // Warm up, then the baseline (workers running, connections open).
-  std::this_thread::sleep_for(std::chrono::seconds(warm_s));  // a load phase of fixed length, not a wait for a condition
+  std::this_thread::sleep_for(
+      std::chrono::seconds(warm_s));  // a load phase of fixed length, not a wait for a condition
   expect(seen.errors.load() == 0 && sseen.errors.load() == 0, "no error while warming up");
   const Usage before = Usage::now();
   const Stats s0 = client->stats();
@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
     switch (step % 4) {
       case 0:
         ::kill(pltest::server_pid(server), SIGKILL);
-        server.stop();  // reaps it
+        server.stop();                       // reaps it
         std::this_thread::sleep_for(200ms);  // the length of the outage
         server.start();
         break;
@@ -322,10 +322,8 @@ int main(int argc, char** argv) {
   for (auto& [code, n] : seen.by_code)
     std::printf("  %-32s %12ld  (first: %s)\n", code.c_str(), n, seen.first_message[code].c_str());
   if (sclient) {
-    std::printf("%-34s %12llu %12ld\n", "sentinel client: checks", (unsigned long long)ss1.checks,
-                sseen.checks.load());
-    std::printf("%-34s %12llu %12ld\n", "sentinel client: errors", (unsigned long long)ss1.errors,
-                sseen.errors.load());
+    std::printf("%-34s %12llu %12ld\n", "sentinel client: checks", (unsigned long long)ss1.checks, sseen.checks.load());
+    std::printf("%-34s %12llu %12ld\n", "sentinel client: errors", (unsigned long long)ss1.errors, sseen.errors.load());
     for (auto& [code, n] : sseen.by_code)
       std::printf("  %-32s %12ld  (first: %s)\n", code.c_str(), n, sseen.first_message[code].c_str());
   }
@@ -339,12 +337,10 @@ int main(int argc, char** argv) {
   // reconnections here), far past it.
   const int fd_bound = 3 * 4;
   expect(after.fds <= before.fds + fd_bound, "open fds back within " + std::to_string(fd_bound) +
-                                                 " (a pool's connections) of the start (" +
-                                                 std::to_string(before.fds) + " -> " + std::to_string(after.fds) +
-                                                 ")");
-  expect(after.threads <= before.threads + 1, "threads back within 1 of the start (" +
-                                                  std::to_string(before.threads) + " -> " +
-                                                  std::to_string(after.threads) + ")");
+                                                 " (a pool's connections) of the start (" + std::to_string(before.fds) +
+                                                 " -> " + std::to_string(after.fds) + ")");
+  expect(after.threads <= before.threads + 1, "threads back within 1 of the start (" + std::to_string(before.threads) +
+                                                  " -> " + std::to_string(after.threads) + ")");
   expect(after.rss_kib <= before.rss_kib + rss_bound, "RSS back within " + mib(rss_bound) + " of the start (" +
                                                           mib(before.rss_kib) + " -> " + mib(after.rss_kib) + ")");
   expect(works, "the client still works (a fresh key of every limiter is admitted)");
@@ -352,12 +348,12 @@ int main(int argc, char** argv) {
   expect(seen_errors > 0 && s1.errors - s0.errors > 0, "faults caused errors (workers and stats agree they happened)");
   // Totals since the client was made (every call on it was counted here;
   // deltas over a window would race with calls in flight).
-  expect(static_cast<long>(s1.errors) == seen.errors.load(),
-         "stats errors == errors the workers saw (" + std::to_string(s1.errors) + " / " +
-             std::to_string(seen.errors.load()) + ")");
-  expect(static_cast<long>(s1.checks) == seen.checks.load(),
-         "stats checks == checks the workers made (" + std::to_string(s1.checks) + " / " +
-             std::to_string(seen.checks.load()) + ")");
+  expect(static_cast<long>(s1.errors) == seen.errors.load(), "stats errors == errors the workers saw (" +
+                                                                 std::to_string(s1.errors) + " / " +
+                                                                 std::to_string(seen.errors.load()) + ")");
+  expect(static_cast<long>(s1.checks) == seen.checks.load(), "stats checks == checks the workers made (" +
+                                                                 std::to_string(s1.checks) + " / " +
+                                                                 std::to_string(seen.checks.load()) + ")");
   if (sclient)
     expect(static_cast<long>(ss1.checks) == sseen.checks.load() && static_cast<long>(ss1.errors) == sseen.errors.load(),
            "sentinel client: stats checks and errors == what its worker saw");
@@ -366,7 +362,8 @@ int main(int argc, char** argv) {
   expect(s1.noscript_reloads > s0.noscript_reloads, "SCRIPT FLUSH was met by NOSCRIPT reloads");
   expect(quiet_errors == 0 && q1.errors == q0.errors && sq1.errors == sq0.errors, "0 errors in the quiet phase");
   expect(quiet_checks > 0, "checks ran in the quiet phase");
-  if (sentinels) expect(failovers.load() > 0 || fault_s < 30, "at least one Sentinel failover (when the soak is long enough)");
+  if (sentinels)
+    expect(failovers.load() > 0 || fault_s < 30, "at least one Sentinel failover (when the soak is long enough)");
   std::printf("soak: %s\n", failures ? "FAILED" : "passed");
   if (!append_to.empty()) {
     std::ofstream md(append_to, std::ios::app);
@@ -392,8 +389,8 @@ int main(int argc, char** argv) {
        << "| noscript_reloads | " << s1.noscript_reloads << " | |\n"
        << "| errors in the quiet phase | " << (q1.errors - q0.errors) << " | " << quiet_errors << " |\n";
     if (sclient)
-      md << "| Sentinel client: checks / errors | " << ss1.checks << " / " << ss1.errors << " | "
-         << sseen.checks.load() << " / " << sseen.errors.load() << " |\n";
+      md << "| Sentinel client: checks / errors | " << ss1.checks << " / " << ss1.errors << " | " << sseen.checks.load()
+         << " / " << sseen.errors.load() << " |\n";
     md << "\n";
     for (auto& [ok, what] : g_checks) md << "- " << (ok ? "pass" : "**FAIL**") << ": " << what << "\n";
     md << "\nSoak result: " << (failures ? "**FAILED**" : "passed") << ".\n";

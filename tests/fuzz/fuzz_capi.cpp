@@ -27,8 +27,8 @@ constexpr int kMaxCalls = 48;
 
 void check_status(int status, const polylimit_error& err, const char* call) {
   if (status == POLYLIMIT_OK) {
-    FUZZ_CHECK(err.code == POLYLIMIT_OK && err.message[0] == '\0', "%s: OK with code %d, message '%s'", call,
-               err.code, err.message);
+    FUZZ_CHECK(err.code == POLYLIMIT_OK && err.message[0] == '\0', "%s: OK with code %d, message '%s'", call, err.code,
+               err.message);
     return;
   }
   FUZZ_CHECK(status < 0, "%s: status %d", call, status);
@@ -55,8 +55,14 @@ int64_t amount(FuzzedDataProvider& in) {
   switch (in.ConsumeIntegralInRange<int>(0, 7)) {
     case 0: return in.ConsumeIntegral<int64_t>();
     case 1: {
-      static const int64_t kEdges[] = {0, -1, 1000000, 1000001, 31622400000, 31622400001,
-                                       std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
+      static const int64_t kEdges[] = {0,
+                                       -1,
+                                       1000000,
+                                       1000001,
+                                       31622400000,
+                                       31622400001,
+                                       std::numeric_limits<int64_t>::max(),
+                                       std::numeric_limits<int64_t>::min()};
       return kEdges[in.ConsumeIntegralInRange<size_t>(0, 7)];
     }
     default: return in.ConsumeIntegralInRange<int64_t>(0, 20);
@@ -125,9 +131,9 @@ struct Session {
     if (from_spec) spec = in.ConsumeRandomLengthString(64);
     polylimit_limiter* l = nullptr;
     polylimit_error err;
-    const int status = from_spec ? polylimit_limiter_new_spec(client, spec.c_str(), in.ConsumeBool() ? &o : nullptr,
-                                                              &l, &err)
-                                 : polylimit_limiter_new(client, &o, &l, &err);
+    const int status = from_spec
+                           ? polylimit_limiter_new_spec(client, spec.c_str(), in.ConsumeBool() ? &o : nullptr, &l, &err)
+                           : polylimit_limiter_new(client, &o, &l, &err);
     check_status(status, err, from_spec ? "limiter_new_spec" : "limiter_new");
     FUZZ_CHECK((status == POLYLIMIT_OK) == (l != nullptr), "limiter_new: status %d, limiter %p", status,
                static_cast<void*>(l));
@@ -152,7 +158,10 @@ struct Session {
     int status = 0;
     const char* call = "";
     switch (which) {
-      case 0: call = "check"; status = polylimit_limiter_check(l, k.data(), k.size(), amount(in), &d, &err); break;
+      case 0:
+        call = "check";
+        status = polylimit_limiter_check(l, k.data(), k.size(), amount(in), &d, &err);
+        break;
       case 1: {
         call = "check_at";
         const int64_t cost = amount(in);
@@ -160,8 +169,14 @@ struct Session {
         status = polylimit_limiter_check_at(l, k.data(), k.size(), cost, now, &d, &err);
         break;
       }
-      case 2: call = "peek"; status = polylimit_limiter_peek(l, k.data(), k.size(), &d, &err); break;
-      case 3: call = "refund"; status = polylimit_limiter_refund(l, k.data(), k.size(), amount(in), &d, &err); break;
+      case 2:
+        call = "peek";
+        status = polylimit_limiter_peek(l, k.data(), k.size(), &d, &err);
+        break;
+      case 3:
+        call = "refund";
+        status = polylimit_limiter_refund(l, k.data(), k.size(), amount(in), &d, &err);
+        break;
       case 4:
         call = "check_at_most";
         status = polylimit_limiter_check_at_most(l, k.data(), k.size(), amount(in), &d, &err);
@@ -202,9 +217,9 @@ struct Session {
     std::vector<polylimit_error> key_errors(n + 1);
     const bool with_key_errors = in.ConsumeBool();
     polylimit_error err;
-    const int status = polylimit_limiter_check_many(l, ptrs.data(), lens.data(), n, amount(in), out.data(),
-                                                    statuses.data(), with_key_errors ? key_errors.data() : nullptr,
-                                                    &err);
+    const int status =
+        polylimit_limiter_check_many(l, ptrs.data(), lens.data(), n, amount(in), out.data(), statuses.data(),
+                                     with_key_errors ? key_errors.data() : nullptr, &err);
     check_status(status, err, "check_many");
     bool any_failed = false;
     for (size_t i = 0; i < n; ++i) {

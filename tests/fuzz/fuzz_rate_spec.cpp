@@ -18,8 +18,8 @@ using polylimit::ErrorCode;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0 || size > 4096) return 0;
-  static const Algorithm kAlgorithms[] = {Algorithm::kSlidingLog, Algorithm::kSlidingCounter,
-                                          Algorithm::kFixedWindow, Algorithm::kGcra};
+  static const Algorithm kAlgorithms[] = {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow,
+                                          Algorithm::kGcra};
   const Algorithm algorithm = kAlgorithms[data[0] % 4];
   const std::string spec(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
@@ -32,8 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  static_cast<long long>(lp.limit));
       FUZZ_CHECK(lp.window_ms >= 1 && lp.window_ms <= polylimit::kMaxWindowMs, "spec '%s': window %lld ms",
                  spec.c_str(), static_cast<long long>(lp.window_ms));
-      FUZZ_CHECK(lp.burst == 0 || algorithm == Algorithm::kGcra, "spec '%s': burst on a non-GCRA limit",
-                 spec.c_str());
+      FUZZ_CHECK(lp.burst == 0 || algorithm == Algorithm::kGcra, "spec '%s': burst on a non-GCRA limit", spec.c_str());
       FUZZ_CHECK(lp.capacity() >= 1 && lp.interval_us() >= 1, "spec '%s': capacity or interval < 1", spec.c_str());
       try {
         polylimit::validate(lp);

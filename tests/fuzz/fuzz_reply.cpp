@@ -32,9 +32,9 @@ using polylimit::ReplyReader;
 namespace {
 
 std::vector<LimitParams> limits_for(uint8_t selector) {
-  static const polylimit::Algorithm kAlgorithms[] = {
-      polylimit::Algorithm::kSlidingLog, polylimit::Algorithm::kSlidingCounter, polylimit::Algorithm::kFixedWindow,
-      polylimit::Algorithm::kGcra};
+  static const polylimit::Algorithm kAlgorithms[] = {polylimit::Algorithm::kSlidingLog,
+                                                     polylimit::Algorithm::kSlidingCounter,
+                                                     polylimit::Algorithm::kFixedWindow, polylimit::Algorithm::kGcra};
   static const int64_t kLimits[] = {10, 1, 5, 1000000};
   std::vector<LimitParams> out(1 + selector % 3);
   for (size_t i = 0; i < out.size(); ++i) {
@@ -59,8 +59,7 @@ void check_caps(const redisReply* r, size_t depth) {
     case REDIS_REPLY_ERROR:
       FUZZ_CHECK(r->len <= static_cast<size_t>(ReplyReader::kMaxBulk), "string of %zu bytes got through", r->len);
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -82,8 +81,7 @@ void check_same(const redisReply* ours, const redisReply* theirs) {
     case REDIS_REPLY_INTEGER:
       FUZZ_CHECK(ours->integer == theirs->integer, "integer %lld, hiredis %lld", ours->integer, theirs->integer);
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

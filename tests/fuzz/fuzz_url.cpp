@@ -47,8 +47,7 @@ void check_endpoint(const std::string& url, const Endpoint& ep) {
       }
       if (ep.kind == Endpoint::Kind::kSentinel) FUZZ_CHECK(!ep.master_name.empty(), "url %s", url.c_str());
       break;
-    case Endpoint::Kind::kMemory:
-      break;
+    case Endpoint::Kind::kMemory: break;
   }
   for (char c : ep.host) {
     const auto u = static_cast<unsigned char>(c);
@@ -83,8 +82,8 @@ std::string part(FuzzedDataProvider& in, size_t max, const char* banned) {
 }
 
 void structured(FuzzedDataProvider& in) {
-  static const char* const kSchemes[] = {"redis", "redis+cluster", "redis+sentinel", "rediss", "unix",
-                                         "memory", "REDIS", "redis+sentinel", "rediss+cluster", ""};
+  static const char* const kSchemes[] = {"redis",  "redis+cluster", "redis+sentinel", "rediss",         "unix",
+                                         "memory", "REDIS",         "redis+sentinel", "rediss+cluster", ""};
   const std::string scheme = kSchemes[in.ConsumeIntegralInRange<size_t>(0, 9)];
   const bool with_user = in.ConsumeBool();
   // Userinfo may hold anything but the authority's terminators.
@@ -108,11 +107,10 @@ void structured(FuzzedDataProvider& in) {
     if (secret.empty()) continue;
     FUZZ_CHECK(!contains(message, secret), "url %s: the error message quotes a password:\n  %s", url.c_str(),
                message.c_str());
-    FUZZ_CHECK(!contains(redacted, secret), "url %s: redact_url kept a password: %s", url.c_str(),
-               redacted.c_str());
+    FUZZ_CHECK(!contains(redacted, secret), "url %s: redact_url kept a password: %s", url.c_str(), redacted.c_str());
   }
-  FUZZ_CHECK(!contains(message, kMarker), "url %s: the error message quotes part of the password:\n  %s",
-             url.c_str(), message.c_str());
+  FUZZ_CHECK(!contains(message, kMarker), "url %s: the error message quotes part of the password:\n  %s", url.c_str(),
+             message.c_str());
   FUZZ_CHECK(!contains(redacted, kMarker), "url %s: redact_url kept part of the password: %s", url.c_str(),
              redacted.c_str());
   if (with_sentinel_password) {

@@ -149,10 +149,14 @@ size_t utf8_len(const std::string& s, size_t i) {
   size_t n;
   uint32_t cp;
   if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2, cp = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3, cp = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((b(i + k) & 0xC0) != 0x80) return 0;
@@ -270,10 +274,9 @@ void print_decision(const char* command, const std::string& key, const polylimit
     return;
   }
   std::printf("key=%s allowed=%d limit=%lld remaining=%lld retry_after_ms=%lld reset_after_ms=%lld%s%s%s\n",
-              text_key(key).c_str(), d.allowed, static_cast<long long>(d.limit),
-              static_cast<long long>(d.remaining), static_cast<long long>(d.retry_after_ms),
-              static_cast<long long>(d.reset_after_ms), d.cached ? " cached" : "", d.degraded ? " degraded" : "",
-              d.shadowed ? " shadowed" : "");
+              text_key(key).c_str(), d.allowed, static_cast<long long>(d.limit), static_cast<long long>(d.remaining),
+              static_cast<long long>(d.retry_after_ms), static_cast<long long>(d.reset_after_ms),
+              d.cached ? " cached" : "", d.degraded ? " degraded" : "", d.shadowed ? " shadowed" : "");
 }
 
 // ---- arguments ------------------------------------------------------------
@@ -315,7 +318,20 @@ double seconds(const char* v) {
   return s;
 }
 
-enum Opt { kUrl = 256, kSpec, kAlgorithm, kPrefix, kCost, kThreads, kSeconds, kDenyCache, kTimeoutMs, kJson, kPoolSize, kNoCoalescing };
+enum Opt {
+  kUrl = 256,
+  kSpec,
+  kAlgorithm,
+  kPrefix,
+  kCost,
+  kThreads,
+  kSeconds,
+  kDenyCache,
+  kTimeoutMs,
+  kJson,
+  kPoolSize,
+  kNoCoalescing
+};
 
 Args parse(int argc, char** argv) {
   static const option kOptions[] = {
@@ -357,9 +373,7 @@ Args parse(int argc, char** argv) {
         else
           a.rest.push_back(optarg);
         break;
-      case 'h':
-        std::fputs(kUsage, stdout);
-        std::exit(0);
+      case 'h': std::fputs(kUsage, stdout); std::exit(0);
       case 'V': {
         const char* v = polylimit_version_string();
         if (std::strcmp(v, POLYLIMIT_VERSION_STRING) == 0)
@@ -378,9 +392,7 @@ Args parse(int argc, char** argv) {
       case kPrefix: a.prefix = optarg; break;
       case kCost: a.cost = integer(name, optarg, 1, 1000000); break;
       case kThreads: a.threads = static_cast<int>(integer(name, optarg, 1, 1024)); break;
-      case kNoCoalescing:
-        a.no_coalescing = true;
-        break;
+      case kNoCoalescing: a.no_coalescing = true; break;
       case kPoolSize:
         a.pool_size = static_cast<int>(integer(name, optarg, POLYLIMIT_MIN_POOL_SIZE, POLYLIMIT_MAX_POOL_SIZE));
         break;
@@ -453,7 +465,7 @@ class Histogram {
  private:
   static int index(uint64_t v) {
     if (v < kSub) return static_cast<int>(v);  // exact
-    int e = 63 - __builtin_clzll(v) - 6;        // v >> e is in [64, 127]
+    int e = 63 - __builtin_clzll(v) - 6;       // v >> e is in [64, 127]
     return e * kSub + static_cast<int>(v >> e);
   }
   static uint64_t upper(int i) {
@@ -470,8 +482,8 @@ struct PathResult {
   const char* path;
   double elapsed_s = 0;
   uint64_t checks = 0, admitted = 0, denied = 0, errors = 0;
-  uint64_t drains = 0;   // deny path: the key refilled and was drained again
-  double drain_s = 0;    // the time those drains took, summed over threads
+  uint64_t drains = 0;  // deny path: the key refilled and was drained again
+  double drain_s = 0;   // the time those drains took, summed over threads
   Histogram latency;
   std::string first_error;
 
@@ -523,8 +535,7 @@ PathResult run_path(const Args& a, polylimit_limiter* l, const char* path, const
       auto failed = [&](int code) {
         ++mine.errors;
         std::lock_guard<std::mutex> lock(error_mutex);
-        if (r.first_error.empty())
-          r.first_error = std::string(e.message) + " (" + polylimit_status_name(code) + ")";
+        if (r.first_error.empty()) r.first_error = std::string(e.message) + " (" + polylimit_status_name(code) + ")";
         stop = true;
       };
       ready.fetch_add(1);
@@ -634,8 +645,8 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
       if (r.drains > 0)
         std::printf("%-5s  the key refilled %llu times: drained again in %.3f s (all threads), left out of checks/s\n",
                     r.path, static_cast<unsigned long long>(r.drains), r.drain_s);
-      std::printf("%-5s  latency us  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", r.path, us(0.50),
-                  us(0.90), us(0.99), us(0.999), static_cast<double>(r.latency.max()) / 1000.0);
+      std::printf("%-5s  latency us  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n", r.path, us(0.50), us(0.90),
+                  us(0.99), us(0.999), static_cast<double>(r.latency.max()) / 1000.0);
     }
     if (r.errors) {
       std::fprintf(stderr, "polylimit: bench: %s path: %s\n", r.path, scrub(r.first_error, true).c_str());
@@ -661,8 +672,9 @@ int main(int argc, char** argv) {
     usage_error(a.command + " takes exactly one KEY, got " + std::to_string(a.rest.size()) +
                 " (to pass a KEY that starts with '-', put '--' before it)");
   if (a.command == "stats" && a.rest.empty())
-    usage_error("stats takes one or more KEYs: it reads their state from the server (the client counters of a "
-                "one-shot polylimit process count only its own calls)");
+    usage_error(
+        "stats takes one or more KEYs: it reads their state from the server (the client counters of a "
+        "one-shot polylimit process count only its own calls)");
   if (is_bench && !a.rest.empty()) usage_error("bench takes no arguments, got '" + a.rest[0] + "'");
   if (a.spec.empty()) a.spec = is_bench ? "1000/minute" : "10/s";
   const int algorithm = algorithm_of(a.algorithm);

@@ -124,7 +124,7 @@ class PoolJob {
   }
 
  protected:
-  virtual void Execute() = 0;              // on the thread pool
+  virtual void Execute() = 0;         // on the thread pool
   virtual void Complete(napi_env) {}  // on the loop, after Execute
 
  private:
@@ -336,9 +336,8 @@ class Client : public Napi::ObjectWrap<Client> {
           const Batch& b = *call.batch;
           Napi::Array results = Napi::Array::New(env, b.out.size());
           for (size_t k = 0; k < b.out.size(); ++k)
-            results.Set(static_cast<uint32_t>(k), b.statuses[k] == POLYLIMIT_OK
-                                                      ? decision_value(env, b.out[k], owner)
-                                                      : error_value(env, b.errors[k]));
+            results.Set(static_cast<uint32_t>(k), b.statuses[k] == POLYLIMIT_OK ? decision_value(env, b.out[k], owner)
+                                                                                : error_value(env, b.errors[k]));
           call.deferred.Resolve(results);
         } else if (c.status == POLYLIMIT_OK) {
           call.deferred.Resolve(decision_value(env, c.decision, owner));
@@ -458,12 +457,13 @@ class Client : public Napi::ObjectWrap<Client> {
 class Limiter : public Napi::ObjectWrap<Limiter> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NativeLimiter",
-                       {InstanceMethod("check", &Limiter::Check), InstanceMethod("peek", &Limiter::Peek),
-                        InstanceMethod("refund", &Limiter::Refund), InstanceMethod("reset", &Limiter::Reset),
-                        InstanceMethod("acquire", &Limiter::Acquire), InstanceMethod("checkAtMost", &Limiter::CheckAtMost),
-                        InstanceMethod("checkLimit", &Limiter::CheckLimit), InstanceMethod("checkMany", &Limiter::CheckMany),
-                        InstanceMethod("headers", &Limiter::Headers)});
+    return DefineClass(
+        env, "NativeLimiter",
+        {InstanceMethod("check", &Limiter::Check), InstanceMethod("peek", &Limiter::Peek),
+         InstanceMethod("refund", &Limiter::Refund), InstanceMethod("reset", &Limiter::Reset),
+         InstanceMethod("acquire", &Limiter::Acquire), InstanceMethod("checkAtMost", &Limiter::CheckAtMost),
+         InstanceMethod("checkLimit", &Limiter::CheckLimit), InstanceMethod("checkMany", &Limiter::CheckMany),
+         InstanceMethod("headers", &Limiter::Headers)});
   }
 
   // new NativeLimiter(client: NativeClient, spec: string, options: {...})
@@ -473,8 +473,10 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
     client_ref_ = Napi::Persistent(info[0].As<Napi::Object>());  // the client outlives its limiters
     closing_ = client_->closing();
     // The JS Limiter that owns this one (it holds us): weak, but strong while calls are pending.
-    if (info[3].IsObject()) owner_ = Napi::Weak(info[3].As<Napi::Object>());
-    else owner_ = Napi::Weak(info.This().As<Napi::Object>());
+    if (info[3].IsObject())
+      owner_ = Napi::Weak(info[3].As<Napi::Object>());
+    else
+      owner_ = Napi::Weak(info.This().As<Napi::Object>());
     std::string spec = info[1].As<Napi::String>().Utf8Value();
     polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
     std::string prefix;
@@ -580,8 +582,7 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
     Key key(info[0]);
     const int64_t cost = to_int64(info[1]), limit = to_int64(info[2]), window_ms = to_int64(info[3]);
     return client_->Start(info.Env(), &owner_, [&](polylimit_queue* q, uint64_t token, polylimit_error* err) {
-      return polylimit_limiter_submit_check_limit(limiter_, key.data, key.size, cost, limit, window_ms, q, token,
-                                                  err);
+      return polylimit_limiter_submit_check_limit(limiter_, key.data, key.size, cost, limit, window_ms, q, token, err);
     });
   }
 
@@ -666,13 +667,13 @@ class Addon : public Napi::Addon<Addon> {
 Napi::Value decision_value(Napi::Env env, const polylimit_decision& d, Napi::Value owner) {
   Napi::FunctionReference& factory = env.GetInstanceData<Addon>()->decision_factory;
   if (!factory.IsEmpty()) {
-    return factory.Call({owner, Napi::Boolean::New(env, d.allowed != 0),
-                         Napi::Number::New(env, static_cast<double>(d.limit)),
-                         Napi::Number::New(env, static_cast<double>(d.remaining)),
-                         Napi::Number::New(env, static_cast<double>(d.retry_after_ms)),
-                         Napi::Number::New(env, static_cast<double>(d.reset_after_ms)),
-                         Napi::Number::New(env, static_cast<double>(d.granted)), Napi::Boolean::New(env, d.degraded != 0),
-                         Napi::Boolean::New(env, d.cached != 0), Napi::Boolean::New(env, d.shadowed != 0)});
+    return factory.Call(
+        {owner, Napi::Boolean::New(env, d.allowed != 0), Napi::Number::New(env, static_cast<double>(d.limit)),
+         Napi::Number::New(env, static_cast<double>(d.remaining)),
+         Napi::Number::New(env, static_cast<double>(d.retry_after_ms)),
+         Napi::Number::New(env, static_cast<double>(d.reset_after_ms)),
+         Napi::Number::New(env, static_cast<double>(d.granted)), Napi::Boolean::New(env, d.degraded != 0),
+         Napi::Boolean::New(env, d.cached != 0), Napi::Boolean::New(env, d.shadowed != 0)});
   }
   Napi::Object o = Napi::Object::New(env);
   o.Set("allowed", Napi::Boolean::New(env, d.allowed != 0));

@@ -197,7 +197,8 @@ py::dict limiter_headers_dict(const polylimit_limiter* limiter, const polylimit_
     size_t end = text.find('\n', pos);
     if (end == std::string::npos) end = text.size();
     size_t colon = text.find(": ", pos);
-    if (colon == std::string::npos || colon > end) raise_status(POLYLIMIT_ERROR, "malformed header line from the core", 0);
+    if (colon == std::string::npos || colon > end)
+      raise_status(POLYLIMIT_ERROR, "malformed header line from the core", 0);
     out[py::str(text.substr(pos, colon - pos))] = py::str(text.substr(colon + 2, end - colon - 2));
     pos = end + 1;
   }
@@ -322,8 +323,8 @@ std::string clients_stats_prometheus(py::handle clients) {
   char* text = nullptr;
   size_t len = 0;
   polylimit_error err;
-  int st = polylimit_clients_stats_prometheus(handles.empty() ? &none : handles.data(), handles.size(), &text,
-                                              &len, &err);
+  int st =
+      polylimit_clients_stats_prometheus(handles.empty() ? &none : handles.data(), handles.size(), &text, &len, &err);
   if (st != POLYLIMIT_OK) raise_error(st, err);
   std::unique_ptr<char, void (*)(void*)> owned(text, polylimit_free);
   return std::string(text, len);
@@ -786,9 +787,12 @@ PYBIND11_MODULE(_core, m) {
 
   m.attr("VERSION_STRING") = POLYLIMIT_VERSION_STRING;  // compiled-in header version
   m.attr("VERSION_NUMBER") = POLYLIMIT_VERSION_NUMBER;
-  m.def("version_string", [] { return std::string(polylimit_version_string()); }, "Run-time library version string.");
-  m.def("version_number", [] { return polylimit_version_number(); }, "Run-time library version number.");
-  m.def("status_name", [](int code) { return std::string(polylimit_status_name(code)); }, py::arg("code"));
+  m.def(
+      "version_string", [] { return std::string(polylimit_version_string()); }, "Run-time library version string.");
+  m.def(
+      "version_number", [] { return polylimit_version_number(); }, "Run-time library version number.");
+  m.def(
+      "status_name", [](int code) { return std::string(polylimit_status_name(code)); }, py::arg("code"));
   // The core's redaction (polylimit_redact_url): every repr and message of
   // the package that shows a URL goes through it.
   m.def(
@@ -817,33 +821,41 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("allowed", [](const Decision& s) { return s.d.allowed != 0; })
       .def_property_readonly("limit", [](const Decision& s) { return s.d.limit; })
       .def_property_readonly("remaining", [](const Decision& s) { return s.d.remaining; })
-      .def_property_readonly("retry_after", [](const Decision& s) { return s.d.retry_after_ms / 1000.0; },
-                             "Seconds until this cost would be admitted; 0.0 when allowed.")
-      .def_property_readonly("reset_after", [](const Decision& s) { return s.d.reset_after_ms / 1000.0; },
-                             "Seconds until the key is back to full capacity.")
+      .def_property_readonly(
+          "retry_after", [](const Decision& s) { return s.d.retry_after_ms / 1000.0; },
+          "Seconds until this cost would be admitted; 0.0 when allowed.")
+      .def_property_readonly(
+          "reset_after", [](const Decision& s) { return s.d.reset_after_ms / 1000.0; },
+          "Seconds until the key is back to full capacity.")
       .def_property_readonly("retry_after_ms", [](const Decision& s) { return s.d.retry_after_ms; })
       .def_property_readonly("reset_after_ms", [](const Decision& s) { return s.d.reset_after_ms; })
-      .def_property_readonly("cached", [](const Decision& s) { return s.d.cached != 0; },
-                             "Denied by the local deny cache, without a round trip.")
-      .def_property_readonly("degraded", [](const Decision& s) { return s.d.degraded != 0; },
-                             "Answered by the failure policy (Redis did not answer).")
-      .def_property_readonly("shadowed", [](const Decision& s) { return s.d.shadowed != 0; },
-                             "Would have been denied; admitted because the limiter is in shadow mode.")
-      .def_property_readonly("granted", [](const Decision& s) { return s.d.granted; },
-                             "Units admitted: the cost or 0; check_at_most: how many.")
-      .def("headers",
-           [](const Decision& s) {
-             if (!s.limiter) raise_invalid("this decision has no limiter");  // not made by a check
-             return limiter_headers_dict(s.limiter.get(), s.d);
-           },
-           "The HTTP rate-limit headers for this decision, as the limiter that made it formats them "
-           "(polylimit_limiter_headers): {name: value}, in order.")
+      .def_property_readonly(
+          "cached", [](const Decision& s) { return s.d.cached != 0; },
+          "Denied by the local deny cache, without a round trip.")
+      .def_property_readonly(
+          "degraded", [](const Decision& s) { return s.d.degraded != 0; },
+          "Answered by the failure policy (Redis did not answer).")
+      .def_property_readonly(
+          "shadowed", [](const Decision& s) { return s.d.shadowed != 0; },
+          "Would have been denied; admitted because the limiter is in shadow mode.")
+      .def_property_readonly(
+          "granted", [](const Decision& s) { return s.d.granted; },
+          "Units admitted: the cost or 0; check_at_most: how many.")
+      .def(
+          "headers",
+          [](const Decision& s) {
+            if (!s.limiter) raise_invalid("this decision has no limiter");  // not made by a check
+            return limiter_headers_dict(s.limiter.get(), s.d);
+          },
+          "The HTTP rate-limit headers for this decision, as the limiter that made it formats them "
+          "(polylimit_limiter_headers): {name: value}, in order.")
       .def("__bool__", [](const Decision& s) { return s.d.allowed != 0; })
       .def("__repr__", &decision_repr)
-      .def("__eq__", [](const Decision& a, py::handle b) -> py::object {
-        if (!py::isinstance<Decision>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-        return py::bool_(decision_equal(a, b.cast<const Decision&>()));
-      })
+      .def("__eq__",
+           [](const Decision& a, py::handle b) -> py::object {
+             if (!py::isinstance<Decision>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             return py::bool_(decision_equal(a, b.cast<const Decision&>()));
+           })
       .attr("__hash__") = py::none();
 
   py::class_<Client>(m, "Client")
@@ -879,8 +891,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("disable_keepalive") = false, py::arg("idle_check_ms") = 0, py::arg("name") = py::none(),
            py::arg("tls_ca_file") = py::none(), py::arg("tls_ca_dir") = py::none(),
            py::arg("tls_cert_file") = py::none(), py::arg("tls_key_file") = py::none(),
-           py::arg("tls_server_name") = py::none(), py::arg("tls_insecure") = false,
-           py::arg("coalesce") = true)
+           py::arg("tls_server_name") = py::none(), py::arg("tls_insecure") = false, py::arg("coalesce") = true)
       .def("close", &Client::close)
       .def("stats", &Client::stats)
       .def("stats_prometheus", &Client::stats_prometheus)
@@ -901,9 +912,9 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<Limiter>(m, "Limiter")
       // Options as the C struct has them (polylimit_limiter_options_init's defaults).
-      .def(py::init<Client&, py::object, py::handle, py::handle, py::handle, py::handle, const std::string&,
-                    py::handle, py::handle, py::handle, py::handle, py::handle, bool, py::handle, py::handle,
-                    py::handle, bool, py::handle, py::handle>(),
+      .def(py::init<Client&, py::object, py::handle, py::handle, py::handle, py::handle, const std::string&, py::handle,
+                    py::handle, py::handle, py::handle, py::handle, bool, py::handle, py::handle, py::handle, bool,
+                    py::handle, py::handle>(),
            py::arg("client"), py::kw_only(), py::arg("spec") = py::none(), py::arg("limit") = 0,
            py::arg("window_ms") = 0, py::arg("burst") = 0,
            py::arg("algorithm") = static_cast<int>(POLYLIMIT_ALG_SLIDING_LOG), py::arg("prefix") = "pl",
@@ -924,8 +935,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("window_ms"))
       .def("refund", &Limiter::refund, py::arg("key"), py::arg("units"))
       .def("headers", &Limiter::headers, py::arg("decision"))
-      .def("submit_check", &Limiter::submit_check, py::arg("key"), py::arg("cost"), py::arg("queue"),
-           py::arg("token"))
+      .def("submit_check", &Limiter::submit_check, py::arg("key"), py::arg("cost"), py::arg("queue"), py::arg("token"))
       .def("submit_peek", &Limiter::submit_peek, py::arg("key"), py::arg("queue"), py::arg("token"))
       .def("submit_reset", &Limiter::submit_reset, py::arg("key"), py::arg("queue"), py::arg("token"))
       .def("submit_check_at_most", &Limiter::submit_check_at_most, py::arg("key"), py::arg("max_cost"),

@@ -45,9 +45,9 @@ constexpr int64_t kServerTime = -1;
 // only once its write is acknowledged (WAIT, or WAITAOF with `aof`, sent with
 // the script in one round trip). Off when replicas == 0 and !aof.
 struct Durability {
-  int replicas = 0;     // replicas that must acknowledge the write
-  bool aof = false;     // also fsynced to the master's AOF (WAITAOF 1 replicas)
-  int timeout_ms = 0;   // how long the server waits for them (WAIT's timeout; >= 1)
+  int replicas = 0;    // replicas that must acknowledge the write
+  bool aof = false;    // also fsynced to the master's AOF (WAITAOF 1 replicas)
+  int timeout_ms = 0;  // how long the server waits for them (WAIT's timeout; >= 1)
   bool on() const { return replicas > 0 || aof; }
 };
 

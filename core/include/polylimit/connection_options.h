@@ -12,12 +12,12 @@ namespace polylimit {
 
 // Pool and transport knobs; defaults and bounds come from the vocabulary.
 struct PoolOptions {
-  int size = bounds::kPoolSize.def;                              // most connections open at once
-  int connect_timeout_ms = bounds::kConnectTimeoutMs.def;        // TCP / unix connect
-  int command_timeout_ms = bounds::kCommandTimeoutMs.def;        // send and reply of one command
-  int acquire_timeout_ms = bounds::kAcquireTimeoutMs.def;        // wait for a free connection when all are busy
-  int keepalive_s = bounds::kKeepaliveS.def;                     // TCP keepalive interval; 0: keepalive off
-  int idle_check_ms = bounds::kIdleCheckMs.def;                  // PING a connection idle longer than this before reuse
+  int size = bounds::kPoolSize.def;                        // most connections open at once
+  int connect_timeout_ms = bounds::kConnectTimeoutMs.def;  // TCP / unix connect
+  int command_timeout_ms = bounds::kCommandTimeoutMs.def;  // send and reply of one command
+  int acquire_timeout_ms = bounds::kAcquireTimeoutMs.def;  // wait for a free connection when all are busy
+  int keepalive_s = bounds::kKeepaliveS.def;               // TCP keepalive interval; 0: keepalive off
+  int idle_check_ms = bounds::kIdleCheckMs.def;            // PING a connection idle longer than this before reuse
 };
 
 // TLS for rediss:// (and TLS Cluster / Sentinel URLs). Empty strings: unset.

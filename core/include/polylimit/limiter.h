@@ -11,24 +11,24 @@
 
 #include "polylimit/backend.h"
 #include "polylimit/client.h"
-#include "polylimit/headers.h"
 #include "polylimit/decision.h"
 #include "polylimit/errors.h"
+#include "polylimit/headers.h"
 
 namespace polylimit {
 
 // Bounds that keep every number exact in C++ and in Lua (doubles, < 2^53),
 // from the generated vocabulary (bounds::k*).
-constexpr int64_t kMaxLimit = bounds::kLimit.max;         // units per window
-constexpr int64_t kMaxWindowMs = bounds::kWindowMs.max;   // 366 days
-constexpr int64_t kMaxTimestampUs = bounds::kNowUs.max;   // 2^52, ~year 2112
+constexpr int64_t kMaxLimit = bounds::kLimit.max;        // units per window
+constexpr int64_t kMaxWindowMs = bounds::kWindowMs.max;  // 366 days
+constexpr int64_t kMaxTimestampUs = bounds::kNowUs.max;  // 2^52, ~year 2112
 constexpr size_t kMaxPrefixLength = bounds::kPrefixLen.max;
-constexpr size_t kMaxKeyLength = bounds::kKeyLen.max;     // bytes of an identifier
+constexpr size_t kMaxKeyLength = bounds::kKeyLen.max;  // bytes of an identifier
 // Identifiers up to this length are stored verbatim in the Redis key name;
 // longer ones under their SHA-256 (64 hex digits).
 constexpr size_t kMaxVerbatimKeyLength = 128;
 constexpr size_t kMaxLimitsPerLimiter = bounds::kLimits.max;
-constexpr size_t kMaxBatch = bounds::kBatch.max;          // keys in one check_many
+constexpr size_t kMaxBatch = bounds::kBatch.max;  // keys in one check_many
 
 // ClockSource and FailurePolicy are generated (polylimit/vocabulary.h).
 
@@ -153,8 +153,7 @@ class Limiter {
   // arguments and a closed client throw here instead; `self` lives until
   // `done` has run. The key is copied: it need not outlive the call.
   static void peek_async(const std::shared_ptr<Limiter>& self, std::string_view key, CheckDone done);
-  static void refund_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t units,
-                           CheckDone done);
+  static void refund_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t units, CheckDone done);
   static void check_with_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t cost,
                                std::vector<LimitParams> limits, CheckDone done);
   // A peek, then a check of what was free (retried up to four times on a

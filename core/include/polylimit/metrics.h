@@ -19,7 +19,7 @@ constexpr std::array<uint64_t, kLatencyBuckets - 1> kLatencyBoundsUs = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000};
 
 struct Stats {
-  uint64_t checks = 0;            // check / check_at / each key of check_many that reached a decision or error
+  uint64_t checks = 0;  // check / check_at / each key of check_many that reached a decision or error
   uint64_t admitted = 0;
   uint64_t denied = 0;
   uint64_t errors = 0;            // checks that ended in an error (after argument validation)
@@ -32,8 +32,8 @@ struct Stats {
   uint64_t near_limit = 0;        // admitted with remaining below 10% of the limit
   uint64_t latency_count = 0;
   uint64_t latency_sum_us = 0;
-  uint64_t script_calls = 0;      // script calls sent to Redis; a coalesced call counts once
-  uint64_t coalesced = 0;         // checks decided in a coalesced call (with others of their key)
+  uint64_t script_calls = 0;  // script calls sent to Redis; a coalesced call counts once
+  uint64_t coalesced = 0;     // checks decided in a coalesced call (with others of their key)
   // Leases (LimiterOptions::lease_units; docs/limiter.md, "Leases").
   uint64_t leased_units = 0;    // units taken from Redis by leases
   uint64_t refunded_units = 0;  // unused leased units given back

@@ -30,12 +30,12 @@ struct HostPort {
 struct Endpoint {
   enum class Kind { kTcp, kUnix, kMemory, kCluster, kSentinel };
   Kind kind = Kind::kMemory;
-  std::string host;      // kTcp; IPv6 literals without brackets
-  int port = 6379;       // kTcp
-  std::string path;      // kUnix
-  std::string user;      // ACL user; empty: password-only AUTH
-  std::string password;  // empty: no AUTH
-  int db = 0;            // SELECT after connect when non-zero
+  std::string host;               // kTcp; IPv6 literals without brackets
+  int port = 6379;                // kTcp
+  std::string path;               // kUnix
+  std::string user;               // ACL user; empty: password-only AUTH
+  std::string password;           // empty: no AUTH
+  int db = 0;                     // SELECT after connect when non-zero
   std::vector<HostPort> seeds;    // kCluster: seed nodes; kSentinel: sentinels
   std::string master_name;        // kSentinel
   std::string sentinel_user;      // kSentinel: ACL user for the sentinels

@@ -81,14 +81,14 @@ bool sliding_log(Ctx& x) {
     if (need > 0) {
       allowed = false;
       if (st)
-      for (const auto& e : st->entries) {
-        if (e.first <= edge) continue;
-        need -= e.second;
-        if (need <= 0) {
-          retry[i] = e.first + window - x.now;
-          break;
+        for (const auto& e : st->entries) {
+          if (e.first <= edge) continue;
+          need -= e.second;
+          if (need <= 0) {
+            retry[i] = e.first + window - x.now;
+            break;
+          }
         }
-      }
     }
   }
   if (check && allowed && !x.blocked) {
@@ -223,8 +223,8 @@ bool sliding_counter(Ctx& x) {
       st.expires_at = x.expiry(start[i] + 2 * window - x.now, window);
     }
     const int64_t elapsed = std::max<int64_t>(0, x.now - start[i]);
-    const int64_t weighted = static_cast<int64_t>(std::ceil(
-        static_cast<double>(prev[i]) * static_cast<double>(window - elapsed) / static_cast<double>(window)));
+    const int64_t weighted = static_cast<int64_t>(
+        std::ceil(static_cast<double>(prev[i]) * static_cast<double>(window - elapsed) / static_cast<double>(window)));
     LimitResult r;
     r.limit = x.limit(i).limit;
     r.remaining = std::max<int64_t>(0, r.limit - cur[i] - weighted);
@@ -382,7 +382,8 @@ Decision MemoryBackend::evaluate(const Request& rq) {
     blocked_until = now + rq.block_us;
     State& b = shard.states[rq.block_key];
     b.tat = blocked_until;
-    b.expires_at = server_now + std::max<int64_t>(1, us_to_ms(rq.block_us + (rq.now_us != kServerTime ? rq.block_us : 0))) * 1000;
+    b.expires_at =
+        server_now + std::max<int64_t>(1, us_to_ms(rq.block_us + (rq.now_us != kServerTime ? rq.block_us : 0))) * 1000;
   }
   if (blocked_until > 0)
     for (LimitResult& res : x.results) res.retry_after_ms = std::max(res.retry_after_ms, us_to_ms(blocked_until - now));

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <unordered_set>
 
@@ -96,8 +96,7 @@ std::vector<int64_t> numbers_of(const redisReply* r, const char* script) {
 // Every number of a reply is range-checked before it becomes a Decision: a
 // reply out of range (another script under our SHA, a corrupted reply) is a
 // protocol error, never a decision.
-int64_t checked(const std::vector<int64_t>& r, size_t i, const char* script, const char* what, int64_t lo,
-                int64_t hi) {
+int64_t checked(const std::vector<int64_t>& r, size_t i, const char* script, const char* what, int64_t lo, int64_t hi) {
   const int64_t v = r[i];
   if (v < lo || v > hi)
     throw Error(ErrorCode::kServer, std::string("script ") + script + ": " + what + " = " + std::to_string(v) +
@@ -116,14 +115,17 @@ Decision decode_answer(const std::vector<int64_t>& r, size_t base, const scripts
 // reply came from a script that ran, so a reply that cannot be decoded has an
 // unknown outcome.
 Decision decode(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
-  if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
-  return mark_outcome_unknown_if([] { return true; }, [&] {
-    thread_local std::vector<int64_t> numbers;  // one check's: no list allocated per reply
-    numbers_into(numbers, r, script.name);
-    if (numbers.size() != 1 + 4 * limits.size())
-      throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
-    return decode_answer(numbers, 0, script, limits);
-  });
+  if (r->type == REDIS_REPLY_ERROR)
+    throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
+  return mark_outcome_unknown_if(
+      [] { return true; },
+      [&] {
+        thread_local std::vector<int64_t> numbers;  // one check's: no list allocated per reply
+        numbers_into(numbers, r, script.name);
+        if (numbers.size() != 1 + 4 * limits.size())
+          throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape");
+        return decode_answer(numbers, 0, script, limits);
+      });
 }
 
 // The reply of a coalesced call: `count` replies of one check, concatenated
@@ -131,20 +133,23 @@ Decision decode(const redisReply* r, const scripts::Script& script, const std::v
 // check alike; a number out of range fails its own check.
 std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scripts::Script& script,
                                   const std::vector<LimitParams>& limits) {
-  if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
+  if (r->type == REDIS_REPLY_ERROR)
+    throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
   const size_t each = 1 + 4 * limits.size();
-  const std::vector<int64_t> numbers = mark_outcome_unknown_if([] { return true; }, [&] {
-    std::vector<int64_t> n = numbers_of(r, script.name);
-    if (n.size() != count * each)
-      throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape for " +
-                                          std::to_string(count) + " coalesced checks");
-    return n;
-  });
+  const std::vector<int64_t> numbers = mark_outcome_unknown_if(
+      [] { return true; },
+      [&] {
+        std::vector<int64_t> n = numbers_of(r, script.name);
+        if (n.size() != count * each)
+          throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape for " +
+                                              std::to_string(count) + " coalesced checks");
+        return n;
+      });
   std::vector<Outcome> out(count);
   for (size_t j = 0; j < count; ++j) {
     try {
-      out[j].decision =
-          mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(numbers, j * each, script, limits); });
+      out[j].decision = mark_outcome_unknown_if([] { return true; },
+                                                [&] { return decode_answer(numbers, j * each, script, limits); });
     } catch (...) {
       out[j].error = std::current_exception();
     }
@@ -169,13 +174,15 @@ KeysReply split_keys_reply(const redisReply* r, size_t count, const scripts::Scr
   try {
     if (r->type == REDIS_REPLY_ERROR)
       throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
-    numbers = mark_outcome_unknown_if([] { return true; }, [&] {
-      std::vector<int64_t> got = numbers_of(r, script.name);
-      if (got.size() != count * each)
-        throw Error(ErrorCode::kServer, std::string("script ") + script.name + ": unexpected reply shape for " +
-                                            std::to_string(count) + " keys");
-      return got;
-    });
+    numbers = mark_outcome_unknown_if([] { return true; },
+                                      [&] {
+                                        std::vector<int64_t> got = numbers_of(r, script.name);
+                                        if (got.size() != count * each)
+                                          throw Error(ErrorCode::kServer, std::string("script ") + script.name +
+                                                                              ": unexpected reply shape for " +
+                                                                              std::to_string(count) + " keys");
+                                        return got;
+                                      });
   } catch (...) {
     k.out.assign(count, Outcome{Decision{}, std::current_exception()});
     return k;
@@ -187,8 +194,8 @@ KeysReply split_keys_reply(const redisReply* r, size_t count, const scripts::Scr
       continue;
     }
     try {
-      k.out[j].decision =
-          mark_outcome_unknown_if([] { return true; }, [&] { return decode_answer(numbers, j * each, script, limits); });
+      k.out[j].decision = mark_outcome_unknown_if([] { return true; },
+                                                  [&] { return decode_answer(numbers, j * each, script, limits); });
     } catch (...) {
       k.out[j].error = std::current_exception();
     }
@@ -558,7 +565,7 @@ void RedisBackend::evaluate_one_async(const Request& rq, std::function<void(Outc
     ScriptDone decode_then(DecodeThen{&script, rq.limits, std::move(done)});
     if (transport_->run_script_async(script, e.call, std::move(decode_then))) return;
     done = std::move(decode_then.target<DecodeThen>()->done);  // not queued: still ours
-    round_trips_.fetch_sub(1, std::memory_order_relaxed);  // counted again by evaluate_one()
+    round_trips_.fetch_sub(1, std::memory_order_relaxed);      // counted again by evaluate_one()
     script_calls_.fetch_sub(1, std::memory_order_relaxed);
   }
   // No non-blocking path here (Cluster, Sentinel; WAIT after a durable
@@ -574,7 +581,6 @@ void RedisBackend::evaluate_one_async(const Request& rq, std::function<void(Outc
     done(std::move(o));
   });
 }
-
 
 // ---- coalescing (coalescer.h) ----
 
@@ -730,7 +736,7 @@ void RedisBackend::evaluate_async(const Request& rq, std::function<void(Outcome)
       evaluate_one_async(
           rq,
           [this, lane, key, done = std::move(done)](Outcome o) {
-            lane_done(*lane, o.error);  // the checks waiting in the lane go out before this caller runs
+            lane_done(*lane, o.error);                 // the checks waiting in the lane go out before this caller runs
             if (o.error) o.error = own_copy(o.error);  // not the call's: a caller's thread may free it
             send_next(*key, o.error);
             done(std::move(o));
@@ -868,8 +874,8 @@ void RedisBackend::send_next(const std::string& key, std::exception_ptr failed) 
   }
 }
 
-void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Coalescer::Batch>& batch,
-                                ReplyPtr reply, std::exception_ptr error) {
+void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Coalescer::Batch>& batch, ReplyPtr reply,
+                                std::exception_ptr error) {
   std::vector<Outcome> out;
   if (!error) {
     try {
@@ -885,7 +891,6 @@ void RedisBackend::finish_batch(const std::string& key, const std::shared_ptr<Co
   send_next(key, error);  // the checks queued meanwhile go out before these callers run
   for (size_t j = 0; j < out.size(); ++j) deliver(batch->waiters[j], std::move(out[j]));
 }
-
 
 bool RedisBackend::has_lanes(const scripts::Script& script) const {
   return coalesce_ && keys_script_for(script) != nullptr && transport_->one_node();

@@ -78,17 +78,14 @@ class RedisBackend : public Backend {
   static constexpr size_t kMaxKeysPerCall = 128;
   static bool same_instant_and_limits(const std::vector<Encoded>& encoded);
   // One pipeline of `calls` of `script`, for requests[group[j]]: out[group[j]].
-  void send_group(const scripts::Script& script, const std::vector<Request>& requests,
-                  const std::vector<size_t>& group, const std::vector<ScriptCall>& calls,
-                  const Durability& durability, std::vector<Outcome>& out);
+  void send_group(const scripts::Script& script, const std::vector<Request>& requests, const std::vector<size_t>& group,
+                  const std::vector<ScriptCall>& calls, const Durability& durability, std::vector<Outcome>& out);
   // Checks of one limit and instant, on any keys, decided in keys calls of
   // `single`'s algorithm; out[group[j]] as send_group gives.
   void evaluate_keys(const scripts::Script& single, const std::vector<Request>& requests,
-                     const std::vector<size_t>& group, const std::vector<Encoded>& encoded,
-                     std::vector<Outcome>& out);
+                     const std::vector<size_t>& group, const std::vector<Encoded>& encoded, std::vector<Outcome>& out);
   // `encoded`: the request's encode(), when the caller has it already.
-  void evaluate_one_async(const Request& request, std::function<void(Outcome)> done,
-                          const Encoded* encoded = nullptr);
+  void evaluate_one_async(const Request& request, std::function<void(Outcome)> done, const Encoded* encoded = nullptr);
   bool coalescable(const Request& request) const;
   // Sends the checks queued behind the call of `key` that just completed,
   // as one call; when none wait, the key has no call in flight any more.

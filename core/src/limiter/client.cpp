@@ -24,8 +24,7 @@ std::unique_ptr<Transport> make_transport(const Endpoint& ep, const PoolOptions&
                                           std::shared_ptr<const TlsContext> tls,
                                           const std::shared_ptr<const MonotonicClock>& clock) {
   if (ep.kind == Endpoint::Kind::kCluster) return std::make_unique<ClusterTransport>(ep, pool, std::move(tls), clock);
-  if (ep.kind == Endpoint::Kind::kSentinel)
-    return std::make_unique<SentinelTransport>(ep, pool, std::move(tls), clock);
+  if (ep.kind == Endpoint::Kind::kSentinel) return std::make_unique<SentinelTransport>(ep, pool, std::move(tls), clock);
   return std::make_unique<StandaloneTransport>(ep, pool, std::move(tls), clock);
 }
 
@@ -55,7 +54,8 @@ std::shared_ptr<Client> Client::open(const std::string& url, const ClientOptions
   validate_client_name(options.name);
   // TLS options on a URL without TLS would be silently ignored: refuse them.
   if (!ep.tls && options.tls.any_set())
-    throw_invalid("tls options are set but the URL does not use TLS (rediss://, rediss+cluster://, rediss+sentinel://)");
+    throw_invalid(
+        "tls options are set but the URL does not use TLS (rediss://, rediss+cluster://, rediss+sentinel://)");
   // One TLS context per client, shared by all its connections; its files are
   // read now, so that a bad path fails here (EINVALID naming the option).
   std::shared_ptr<const TlsContext> tls;

@@ -39,8 +39,7 @@ uint64_t DenyCache::epoch() {
   return epoch_;
 }
 
-void DenyCache::record(std::string_view key, int64_t cost, const Decision& d, TimePoint started,
-                       uint64_t epoch) {
+void DenyCache::record(std::string_view key, int64_t cost, const Decision& d, TimePoint started, uint64_t epoch) {
   if (d.allowed) return;  // an admission says nothing about later denials
   // Redis computed retry_after at a moment after `started` and rounded it up
   // to a millisecond: one millisecond less from `started` is never too late.

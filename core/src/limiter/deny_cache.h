@@ -47,7 +47,7 @@ class DenyCache {
   };
   std::mutex mu_;
   size_t capacity_;
-  uint64_t epoch_ = 0;  // erase() count
+  uint64_t epoch_ = 0;    // erase() count
   std::list<Entry> lru_;  // most recent first
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
 };

@@ -14,8 +14,8 @@ int64_t ceil_seconds(int64_t ms) { return ms <= 0 ? 0 : ms / 1000 + (ms % 1000 !
 // e.g. "100-per-60s" or "10-per-500ms", unique within one limiter's spec.
 std::string policy_name(const LimitParams& p, size_t count) {
   if (count == 1) return "default";
-  std::string window = p.window_ms % 1000 == 0 ? std::to_string(p.window_ms / 1000) + "s"
-                                               : std::to_string(p.window_ms) + "ms";
+  std::string window =
+      p.window_ms % 1000 == 0 ? std::to_string(p.window_ms / 1000) + "s" : std::to_string(p.window_ms) + "ms";
   return std::to_string(p.limit) + "-per-" + window;
 }
 
@@ -26,10 +26,16 @@ std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<Limi
   // is the decision's limit.
   const LimitParams* decider = nullptr;
   for (const auto& p : limits)
-    if (p.capacity() == d.limit) { decider = &p; break; }
+    if (p.capacity() == d.limit) {
+      decider = &p;
+      break;
+    }
   if (decider == nullptr)
     for (const auto& p : limits)
-      if (p.limit == d.limit) { decider = &p; break; }
+      if (p.limit == d.limit) {
+        decider = &p;
+        break;
+      }
 
   // The decision's reset is for the whole key (every limit full again); the
   // headers speak of the deciding limit, which is full again at most one of

@@ -35,10 +35,10 @@ struct Lease {
 
   // Under mu (one renewal, refund or drop at a time):
   std::mutex mu;
-  std::vector<std::string> keys;     // storage keys
-  int64_t refundable_until_ns = 0;   // past it the units have come back to Redis by themselves
-  Decision denial;                   // the last renewal's denial, shared with its waiters
-  int64_t denied_cost = 0;           // 0: no denial to share
+  std::vector<std::string> keys;    // storage keys
+  int64_t refundable_until_ns = 0;  // past it the units have come back to Redis by themselves
+  Decision denial;                  // the last renewal's denial, shared with its waiters
+  int64_t denied_cost = 0;          // 0: no denial to share
   int64_t denied_until_ns = 0;
 
   static constexpr uint64_t kUnitsMask = 0xffffffffull;

@@ -62,8 +62,8 @@ const char* storage_segment(Algorithm algorithm) noexcept {
 void check_batch_size(size_t n) {
   const Bound& b = bounds::kBatch;
   if (n > static_cast<size_t>(b.max))  // the message of check_bound, for an unsigned n
-    throw_invalid(std::string(b.name) + " = " + std::to_string(n) + " is out of range " + std::to_string(b.min) +
-                  ".." + std::to_string(b.max));
+    throw_invalid(std::string(b.name) + " = " + std::to_string(n) + " is out of range " + std::to_string(b.min) + ".." +
+                  std::to_string(b.max));
 }
 
 void validate(const LimitParams& p) {
@@ -467,7 +467,6 @@ Outcome Limiter::settle(const Request& rq, Outcome o) {
   return o;
 }
 
-
 std::vector<Outcome> Limiter::decide_many(const std::vector<Request>& requests) {
   if (requests.empty()) return {};
   if (breaker_ && !breaker_->allow()) {
@@ -574,8 +573,7 @@ void Limiter::decide_async(const std::shared_ptr<Limiter>& self, std::shared_ptr
   decide_in(std::make_shared<State>(State{self, std::move(rq), std::move(done)}));
 }
 
-void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t cost,
-                          CheckDone done) {
+void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t cost, CheckDone done) {
   self->client_->ensure_open();
   self->validate_key(key);
   self->validate_cost(cost);
@@ -585,9 +583,10 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
     const auto t0 = std::chrono::steady_clock::now();
     const int64_t now_ns = self->leases_->now_ns();
     if (auto d = self->leases_->with(key, [&](Lease& l) { return l.try_take(cost, now_ns); })) {
-      self->client_->metrics().decision(*d, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                                                       std::chrono::steady_clock::now() - t0)
-                                                                       .count()));
+      self->client_->metrics().decision(
+          *d,
+          static_cast<uint64_t>(
+              std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count()));
       return done(*d, nullptr);
     }
     if (cost <= self->options_.lease_units) {
@@ -638,8 +637,8 @@ void Limiter::check_async(const std::shared_ptr<Limiter>& self, std::string_view
     }
   };
   decide_in(std::make_shared<State>(State{self, self->request(Op::kCheck, key, cost, self->now()),
-                                          self->deny_cache_ ? std::string(key) : std::string(), epoch, started,
-                                          report, std::move(done)}));
+                                          self->deny_cache_ ? std::string(key) : std::string(), epoch, started, report,
+                                          std::move(done)}));
 }
 
 void Limiter::peek_async(const std::shared_ptr<Limiter>& self, std::string_view key, CheckDone done) {
@@ -649,8 +648,7 @@ void Limiter::peek_async(const std::shared_ptr<Limiter>& self, std::string_view 
   decide_async(self, rq, [done](Outcome o) { done(o.decision, o.error); });
 }
 
-void Limiter::refund_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t units,
-                           CheckDone done) {
+void Limiter::refund_async(const std::shared_ptr<Limiter>& self, std::string_view key, int64_t units, CheckDone done) {
   self->client_->ensure_open();
   self->validate_key(key);
   check_bound(bounds::kUnits, units);
@@ -731,8 +729,7 @@ struct AsyncSteps {
       if (p.decision.degraded) return s->done(s->self->finish(p.decision), nullptr);
       const int64_t free_units = p.decision.allowed ? std::min(s->want, p.decision.remaining) : 0;
       // Nothing fits: report what a check of one unit answers (and count it).
-      if (free_units < 1)
-        return guarded(s->done, [&] { Limiter::check_async(s->self, s->key, 1, s->done); });
+      if (free_units < 1) return guarded(s->done, [&] { Limiter::check_async(s->self, s->key, 1, s->done); });
       guarded(s->done, [&] {
         Limiter::check_async(s->self, s->key, free_units, [s](const Decision& d, std::exception_ptr error) {
           if (error || d.allowed || d.shadowed || ++s->attempt >= 4) return s->done(d, error);
@@ -748,9 +745,7 @@ struct AsyncSteps {
       Client& client = *s->self->client_;
       const auto wake = client.clock()->now() + std::chrono::milliseconds(std::max<int64_t>(1, d.retry_after_ms));
       if (wake > s->deadline) return s->done(d, nullptr);
-      guarded(s->done, [&] {
-        client.run_at(wake, [s] { guarded(s->done, [&] { acquire(s); }); });
-      });
+      guarded(s->done, [&] { client.run_at(wake, [s] { guarded(s->done, [&] { acquire(s); }); }); });
     });
   }
 

@@ -69,14 +69,16 @@ const Family kFamilies[] = {
     {"errors_total", "counter", "Checks that returned an error.", &Stats::errors},
     {"round_trips_total", "counter", "Round trips to Redis.", &Stats::round_trips},
     {"noscript_reloads_total", "counter", "Script reloads after NOSCRIPT.", &Stats::noscript_reloads},
-    {"script_calls_total", "counter", "Script calls sent to Redis (a coalesced call counts once).", &Stats::script_calls},
+    {"script_calls_total", "counter", "Script calls sent to Redis (a coalesced call counts once).",
+     &Stats::script_calls},
     {"coalesced_total", "counter", "Checks decided in one script call with other checks of their key.",
      &Stats::coalesced},
     {"cache_hits_total", "counter", "Checks answered by the local deny cache.", &Stats::cache_hits},
     {"degraded_total", "counter", "Checks answered by the failure policy.", &Stats::degraded},
     {"near_limit_total", "counter", "Admitted checks with less than 10% of the limit remaining.", &Stats::near_limit},
     {"connect_attempts_total", "counter",
-     "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.", &Stats::connect_attempts},
+     "Connects tried to Redis data nodes (made or failed); bounded by the reconnect backoff.",
+     &Stats::connect_attempts},
     {"leased_units_total", "counter", "Units taken from Redis by leases.", &Stats::leased_units},
     {"refunded_units_total", "counter", "Unused leased units given back to Redis.", &Stats::refunded_units},
     {"stranded_units_total", "counter",
@@ -120,11 +122,13 @@ std::string to_prometheus(const std::vector<std::pair<std::string, Stats>>& clie
   }
   std::string out;
   for (const Family& f : kFamilies) {
-    out += std::string("# HELP polylimit_") + f.name + " " + f.help + "\n# TYPE polylimit_" + f.name + " " + f.type + "\n";
+    out +=
+        std::string("# HELP polylimit_") + f.name + " " + f.help + "\n# TYPE polylimit_" + f.name + " " + f.type + "\n";
     for (const auto& [name, s] : clients)
       out += std::string("polylimit_") + f.name + labels(name) + " " + std::to_string(s.*f.field) + "\n";
   }
-  out += "# HELP polylimit_check_latency_seconds Latency of a check.\n# TYPE polylimit_check_latency_seconds histogram\n";
+  out +=
+      "# HELP polylimit_check_latency_seconds Latency of a check.\n# TYPE polylimit_check_latency_seconds histogram\n";
   char buf[64];
   for (const auto& [name, s] : clients) {
     const std::string open = name.empty() ? "{" : open_labels(name) + ",";
@@ -135,7 +139,8 @@ std::string to_prometheus(const std::vector<std::pair<std::string, Stats>>& clie
         std::snprintf(buf, sizeof buf, "%g", static_cast<double>(kLatencyBoundsUs[i]) / 1e6);
       else
         std::snprintf(buf, sizeof buf, "+Inf");
-      out += "polylimit_check_latency_seconds_bucket" + open + "le=\"" + buf + "\"} " + std::to_string(cumulative) + "\n";
+      out +=
+          "polylimit_check_latency_seconds_bucket" + open + "le=\"" + buf + "\"} " + std::to_string(cumulative) + "\n";
     }
     std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(s.latency_sum_us) / 1e6);
     out += "polylimit_check_latency_seconds_sum" + labels(name) + " " + buf + "\n";

@@ -109,8 +109,8 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options, const Tls
     sockaddr_un sa{};
     sa.sun_family = AF_UNIX;
     if (ep.path.size() >= sizeof sa.sun_path)
-      throw Error(ErrorCode::kInvalidArgument, what + ": the socket path is longer than " +
-                                                   std::to_string(sizeof sa.sun_path - 1) + " bytes");
+      throw Error(ErrorCode::kInvalidArgument,
+                  what + ": the socket path is longer than " + std::to_string(sizeof sa.sun_path - 1) + " bytes");
     std::memcpy(sa.sun_path, ep.path.c_str(), ep.path.size() + 1);
     fd_ = connect_to(reinterpret_cast<sockaddr*>(&sa), sizeof sa, AF_UNIX, deadline);
     last_errno = errno;
@@ -194,8 +194,9 @@ void Connection::handshake(Deadline deadline, int budget_ms) {
     // the connection closes). Say what most likely went wrong.
     if (received_ || (e.code() != ErrorCode::kTimeout && e.code() != ErrorCode::kUnavailable)) throw;
     throw Error(e.code(),
-                std::string(e.what()) + " (no TLS answer: if the server does not speak TLS, use redis:// instead of "
-                                        "rediss://)",
+                std::string(e.what()) +
+                    " (no TLS answer: if the server does not speak TLS, use redis:// instead of "
+                    "rediss://)",
                 e.sys_errno());
   }
 }
@@ -509,9 +510,7 @@ ReplyPtr Connection::receive(std::chrono::milliseconds wait) {
   }
 }
 
-bool Connection::leftover() const {
-  return reader_.pending() || (tls_ && tls_->has_pending());
-}
+bool Connection::leftover() const { return reader_.pending() || (tls_ && tls_->has_pending()); }
 
 bool Connection::unusable() const {
   if (broken_ || fd_ < 0) return true;

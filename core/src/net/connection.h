@@ -131,7 +131,6 @@ class Connection final : public Link {
   // later use (shutdown(2); the descriptor stays open until destruction).
   void shut_down() noexcept;
 
-
  private:
   void append(std::string& out, const Argv& argv) { encode(out, argv); }
   void send_all(const std::string& data, Deadline deadline);

@@ -55,8 +55,8 @@ bool wait_signal(std::atomic<uint32_t>& signal, Mux::Clock::time_point deadline)
   until.tv_sec = static_cast<time_t>(since_epoch / 1000000000);
   until.tv_nsec = static_cast<long>(since_epoch % 1000000000);
   while (signal.load(std::memory_order_acquire) == Mux::kWaiting) {
-    const long r = ::syscall(SYS_futex, futex_word(signal), FUTEX_WAIT_BITSET_PRIVATE, Mux::kWaiting, &until,
-                             nullptr, FUTEX_BITSET_MATCH_ANY);
+    const long r = ::syscall(SYS_futex, futex_word(signal), FUTEX_WAIT_BITSET_PRIVATE, Mux::kWaiting, &until, nullptr,
+                             FUTEX_BITSET_MATCH_ANY);
     if (r != 0 && errno == ETIMEDOUT) return signal.load(std::memory_order_acquire) != Mux::kWaiting;
   }
   return true;
@@ -103,8 +103,7 @@ void Mux::publish_load_locked() {
   load_.store(unsent_.size() + inflight_.size() + (holding_ > 0 ? kMaxPending : 0), std::memory_order_relaxed);
 }
 
-void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock,
-                         std::chrono::milliseconds room_wait) {
+void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock, std::chrono::milliseconds room_wait) {
   auto full = [this] { return unsent_.size() + inflight_.size() >= kMaxPending; };
   if (lock != nullptr && full() && room_wait.count() > 0) {
     ++room_waiters_;
@@ -116,11 +115,11 @@ void Mux::enqueue_locked(const CallPtr& call, std::unique_lock<std::mutex>* lock
     throw Error(ErrorCode::kUnavailable, "the connection to " + conn_->where() + " is closed");
   }
   if (full())
-    throw Error(ErrorCode::kPoolExhausted, "queue full: " + std::to_string(kMaxPending) +
-                                               " calls already wait on the connection to " + conn_->where() +
-                                               (room_wait.count() > 0 ? " (waited acquire_timeout_ms=" +
-                                                                            std::to_string(room_wait.count()) + ")"
-                                                                      : std::string()));
+    throw Error(ErrorCode::kPoolExhausted,
+                "queue full: " + std::to_string(kMaxPending) + " calls already wait on the connection to " +
+                    conn_->where() +
+                    (room_wait.count() > 0 ? " (waited acquire_timeout_ms=" + std::to_string(room_wait.count()) + ")"
+                                           : std::string()));
   unsent_.push_back(call);
   if (call->holds) ++holding_;
   publish_load_locked();
@@ -421,7 +420,7 @@ void Mux::lead(std::unique_lock<std::mutex>& lock, Call* self, bool once) {
       if (self != nullptr && now >= self->deadline) {
         if (self->sent) {
           self->abandoned = true;  // an older call is still in time; ours is read and dropped later
-        } else {  // still queued behind the calls in flight: it never runs
+        } else {                   // still queued behind the calls in flight: it never runs
           auto it = std::find_if(unsent_.begin(), unsent_.end(), [&](const CallPtr& c) { return c.get() == self; });
           if (it != unsent_.end()) {
             CallPtr mine = std::move(*it);
@@ -668,9 +667,8 @@ bool Mux::io_step() {
     const Clock::time_point due = unguarded_deadline_locked();
     io_wait_until_ = std::min(Clock::now() + bound, due);
     if (due != Clock::time_point::max()) io_wait_until_ = std::min(io_wait_until_, Clock::now() + tick);
-    io_cv_.wait_until(lock, io_wait_until_, [this] {
-      return io_lead_ || io_stop_ || unguarded_deadline_locked() < io_wait_until_;
-    });
+    io_cv_.wait_until(lock, io_wait_until_,
+                      [this] { return io_lead_ || io_stop_ || unguarded_deadline_locked() < io_wait_until_; });
     io_wait_until_ = Clock::time_point::max();
     const Clock::time_point now = Clock::now();
     const bool left_unwritten = !unsent_.empty() && now >= left_since_ + tick;

@@ -116,17 +116,17 @@ class Mux : public std::enable_shared_from_this<Mux> {
   };
 
   struct Call {
-    std::string bytes;                // the encoded commands (reused between calls)
-    size_t expect = 0;                // replies to read
+    std::string bytes;  // the encoded commands (reused between calls)
+    size_t expect = 0;  // replies to read
     Replies replies;
-    std::exception_ptr error;         // set when the call failed
+    std::exception_ptr error;  // set when the call failed
     Clock::time_point deadline{};
-    bool sent = false;                // some of its bytes may have reached the server
-    bool done = false;                // replies or error are final
-    bool abandoned = false;           // its caller gave up; the replies are dropped
-    bool lead = false;                // handed the connection: drive it
-    bool may_resend = false;          // failed unwritten, in time: a fresh connection may serve it
-    bool holds = false;               // holds the connection until the server answers (WAIT)
+    bool sent = false;        // some of its bytes may have reached the server
+    bool done = false;        // replies or error are final
+    bool abandoned = false;   // its caller gave up; the replies are dropped
+    bool lead = false;        // handed the connection: drive it
+    bool may_resend = false;  // failed unwritten, in time: a fresh connection may serve it
+    bool holds = false;       // holds the connection until the server answers (WAIT)
     // What a synchronous caller sleeps on: kWaiting, then kDone or kLead,
     // stored (release) after the fields above; the futex word of its wait.
     std::atomic<uint32_t> signal{0};
@@ -259,37 +259,37 @@ class Mux : public std::enable_shared_from_this<Mux> {
   int wake_fd_ = -1;  // eventfd the leader polls with the socket
 
   mutable std::mutex mu_;
-  std::deque<CallPtr> unsent_;    // queued, not yet written
-  std::deque<CallPtr> inflight_;  // written, replies not all read
-  std::vector<CallPtr> callbacks_;  // async calls done, on_done not yet run
-  bool leader_ = false;           // somebody drives the connection
-  bool parked_ = false;           // the leader waits in poll (kick wake_fd_)
-  std::atomic<bool> broken_{false};  // written under mu_
-  size_t async_outstanding_ = 0;  // submit()ted calls not yet done
-  size_t holding_ = 0;            // calls with `holds` queued or in flight
-  std::atomic<size_t> load_{0};   // load(), written under mu_
+  std::deque<CallPtr> unsent_;           // queued, not yet written
+  std::deque<CallPtr> inflight_;         // written, replies not all read
+  std::vector<CallPtr> callbacks_;       // async calls done, on_done not yet run
+  bool leader_ = false;                  // somebody drives the connection
+  bool parked_ = false;                  // the leader waits in poll (kick wake_fd_)
+  std::atomic<bool> broken_{false};      // written under mu_
+  size_t async_outstanding_ = 0;         // submit()ted calls not yet done
+  size_t holding_ = 0;                   // calls with `holds` queued or in flight
+  std::atomic<size_t> load_{0};          // load(), written under mu_
   std::atomic<Clock::rep> last_active_;  // written under mu_
   // How long ago the last write or reply was (last_active_).
   Clock::duration since_active() const {
     return Clock::now() - Clock::time_point(Clock::duration(last_active_.load(std::memory_order_relaxed)));
   }
-  std::string out_;               // the leader's write buffer
-  std::vector<ReplyPtr> batch_;   // the leader's replies of one read
-  std::vector<CallPtr> wake_;     // the leader's calls to wake after dispatch
+  std::string out_;                  // the leader's write buffer
+  std::vector<ReplyPtr> batch_;      // the leader's replies of one read
+  std::vector<CallPtr> wake_;        // the leader's calls to wake after dispatch
   std::condition_variable room_cv_;  // callers waiting for a full queue to drain
   int room_waiters_ = 0;
 
   std::thread io_;
   std::condition_variable io_cv_;
-  bool io_lead_ = false;          // the I/O thread was handed the connection
+  bool io_lead_ = false;  // the I/O thread was handed the connection
   bool io_stop_ = false;
   // The I/O thread waits in poll() on the socket and io_wake_fd_ (not on
   // io_cv_) until io_armed_until_; a hand-off to it then needs no wake-up
   // unless the call's deadline comes first.
   bool io_armed_ = false;
-  bool io_rearm_ = false;         // arm at the next wait (it led calls, or an armed wait timed out)
+  bool io_rearm_ = false;  // arm at the next wait (it led calls, or an armed wait timed out)
   Clock::time_point io_armed_until_{};
-  int io_wake_fd_ = -1;           // eventfd: ends an armed wait early
+  int io_wake_fd_ = -1;  // eventfd: ends an armed wait early
   // The reactors of the submit()ted calls not yet done, with their counts.
   std::vector<std::pair<std::shared_ptr<Reactor>, size_t>> reactors_;
   // The reactors whose sets hold the socket (edge-triggered: each announces

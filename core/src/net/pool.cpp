@@ -19,9 +19,7 @@ namespace {
 
 // A command the server answers only when something else happens (WAIT and
 // WAITAOF wait for replicas): the connection carries nothing else meanwhile.
-bool holds_connection(const Argv& argv) {
-  return !argv.empty() && (argv[0] == "WAIT" || argv[0] == "WAITAOF");
-}
+bool holds_connection(const Argv& argv) { return !argv.empty() && (argv[0] == "WAIT" || argv[0] == "WAITAOF"); }
 
 }  // namespace
 
@@ -177,7 +175,8 @@ std::chrono::microseconds ConnectionPool::backoff(int failures) {
   const int64_t base_us = std::min<int64_t>(int64_t{10000} << std::min(failures - 1, 7), 1000000);
   static thread_local uint64_t seed = reinterpret_cast<uintptr_t>(&seed) ^ static_cast<uint64_t>(::getpid());
   seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-  return std::chrono::microseconds(base_us / 2 + static_cast<int64_t>((seed >> 33) % static_cast<uint64_t>(base_us / 2 + 1)));
+  return std::chrono::microseconds(base_us / 2 +
+                                   static_cast<int64_t>((seed >> 33) % static_cast<uint64_t>(base_us / 2 + 1)));
 }
 
 // I/O errors propagate: the connection is new, nothing was sent for a caller.
@@ -222,8 +221,8 @@ PooledConnection ConnectionPool::acquire(bool grow) {
       if (!best || load < best_load) best = m, best_load = load;
       if (load < kFill) break;
     }
-    const bool may_open = static_cast<int>(s->muxes.size()) + s->connecting < options_.size &&
-                          (grow || s->muxes.empty());
+    const bool may_open =
+        static_cast<int>(s->muxes.size()) + s->connecting < options_.size && (grow || s->muxes.empty());
     if (best && (best_load < kFill || !may_open)) {
       lock.unlock();
       // (The non-blocking path skips the idle PING: a connection found closed

@@ -6,9 +6,7 @@
 namespace polylimit {
 namespace {
 
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.compare(0, std::strlen(prefix), prefix) == 0;
-}
+bool starts_with(const std::string& s, const char* prefix) { return s.compare(0, std::strlen(prefix), prefix) == 0; }
 
 }  // namespace
 
@@ -29,7 +27,8 @@ void throw_reply_error(const std::string& reply, const std::string& what) {
   else if (reply.find("without any password configured") != std::string::npos ||
            reply.find("no password is set") != std::string::npos)
     auth_hint = "the server has no password configured: remove the password from the URL (or set one on the server)";
-  if (auth_hint != nullptr) throw Error(ErrorCode::kAuth, what + ": " + auth_hint + " (the server said: " + reply + ")");
+  if (auth_hint != nullptr)
+    throw Error(ErrorCode::kAuth, what + ": " + auth_hint + " (the server said: " + reply + ")");
   // An ACL denial: of the command itself (NOPERM), or of a command or key
   // that a script used (Redis reports those as ERR ... script: ...).
   if (starts_with(reply, "NOPERM") || reply.find("The user executing the script can't") != std::string::npos ||

@@ -91,8 +91,7 @@ int64_t ReplyReader::length(size_t from, size_t to, char type) const {
   if (n > kMaxDigits) refuse("a length of more than " + std::to_string(kMaxDigits) + " digits");
   for (size_t i = from; i < to; ++i) {
     const char c = buf_[i];
-    if (!is_digit(c) && !(c == '-' && i == from))
-      refuse(std::string("a length with the byte ") + hex_byte(c));
+    if (!is_digit(c) && !(c == '-' && i == from)) refuse(std::string("a length with the byte ") + hex_byte(c));
   }
   if (!whole) return 0;
   if (n == 0 || (n == 1 && buf_[from] == '-')) refuse(std::string("empty length after '") + type + "'");

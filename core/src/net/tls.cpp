@@ -107,13 +107,12 @@ TlsContext::TlsContext(const TlsOptions& o) : server_name_(o.server_name), verif
     }
     if (!o.cert_file.empty()) {
       if (SSL_CTX_use_certificate_chain_file(ctx_, o.cert_file.c_str()) != 1)
-        invalid("tls_cert_file \"" + o.cert_file + "\": not a usable PEM certificate (" +
-                openssl_reason("?") + ")");
+        invalid("tls_cert_file \"" + o.cert_file + "\": not a usable PEM certificate (" + openssl_reason("?") + ")");
       if (SSL_CTX_use_PrivateKey_file(ctx_, o.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
         const std::string why = openssl_reason("?");
         if (why.find("mismatch") != std::string::npos)
-          invalid("tls_key_file \"" + o.key_file + "\" does not match tls_cert_file \"" + o.cert_file + "\" (" +
-                  why + ")");
+          invalid("tls_key_file \"" + o.key_file + "\" does not match tls_cert_file \"" + o.cert_file + "\" (" + why +
+                  ")");
         invalid("tls_key_file \"" + o.key_file + "\": not a usable PEM private key (" + why + ")");
       }
       if (SSL_CTX_check_private_key(ctx_) != 1)
@@ -212,8 +211,7 @@ void TlsSession::fail(const char* op, int ssl_error, const std::string& where) {
     long vr = SSL_get_verify_result(ssl_);
     ERR_clear_error();
     // Not retryable: the server's certificate does not prove who it is.
-    throw Error(ErrorCode::kAuth, head + "certificate verify failed (" +
-                                      X509_verify_cert_error_string(vr) + ")");
+    throw Error(ErrorCode::kAuth, head + "certificate verify failed (" + X509_verify_cert_error_string(vr) + ")");
   }
   switch (reason) {
     case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
@@ -225,15 +223,13 @@ void TlsSession::fail(const char* op, int ssl_error, const std::string& where) {
     case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
     case SSL_R_TLSV1_ALERT_ACCESS_DENIED: {
       std::string why = openssl_reason("?");
-      throw Error(ErrorCode::kAuth, head + "the server refused the client certificate (" + why +
-                                        "; see tls_cert_file and tls_key_file)");
+      throw Error(ErrorCode::kAuth,
+                  head + "the server refused the client certificate (" + why + "; see tls_cert_file and tls_key_file)");
     }
-    default:
-      break;
+    default: break;
   }
   std::string why = openssl_reason(ssl_error == SSL_ERROR_SYSCALL ? "I/O error" : "TLS error");
-  if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG)
-    why += "; is it a TLS port?";
+  if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG) why += "; is it a TLS port?";
   throw Error(ErrorCode::kUnavailable, head + why);
 }
 

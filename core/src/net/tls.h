@@ -43,7 +43,7 @@ class TlsContext {
   // Session resumption: the last session a server (by `key`, its host:port)
   // gave us, offered on the next connection to it, so reconnects (a pool
   // growing, a restart, a failover back) skip the full handshake. Thread-safe.
-  SSL_SESSION* take_session(const std::string& key) const;  // a new reference, or null
+  SSL_SESSION* take_session(const std::string& key) const;                // a new reference, or null
   void keep_session(const std::string& key, SSL_SESSION* session) const;  // takes the reference
   // The name to send as SNI and to verify; empty: the host being connected to.
   const std::string& server_name() const { return server_name_; }
@@ -103,8 +103,8 @@ class TlsSession {
   SSL* ssl_ = nullptr;
   const TlsContext* context_ = nullptr;
   std::string session_key_;
-  BIO* in_ = nullptr;   // server -> us (owned by ssl_)
-  BIO* out_ = nullptr;  // us -> server (owned by ssl_)
+  BIO* in_ = nullptr;    // server -> us (owned by ssl_)
+  BIO* out_ = nullptr;   // us -> server (owned by ssl_)
   std::string out_buf_;  // taken from out_, partly sent
   size_t out_sent_ = 0;
 };

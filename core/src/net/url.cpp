@@ -13,9 +13,7 @@
 namespace polylimit {
 namespace {
 
-bool scheme_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
-}
+bool scheme_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.'; }
 
 // Where the text after the scheme starts: after "://" when what precedes it
 // is a well-formed scheme, else 0 (then the whole string may hold a userinfo:
@@ -64,9 +62,7 @@ bool public_parameter(const std::string& name) {
   return n == "sentinel_user" || n == "db";
 }
 
-bool known_parameter(const std::string& name) {
-  return public_parameter(name) || lower(name) == "sentinel_password";
-}
+bool known_parameter(const std::string& name) { return public_parameter(name) || lower(name) == "sentinel_password"; }
 
 // Where the secrets are in a URL: [begin, end) ranges, in order. When in
 // doubt, more is secret:
@@ -198,8 +194,7 @@ int parse_number(const std::string& url, const std::string& s, int lo, int hi, c
     v = v * 10 + (c - '0');
   }
   if (v < lo || v > hi)
-    bad_url(url, std::string(what) + " " + s + " is out of range " + std::to_string(lo) + ".." +
-                     std::to_string(hi));
+    bad_url(url, std::string(what) + " " + s + " is out of range " + std::to_string(lo) + ".." + std::to_string(hi));
   return static_cast<int>(v);
 }
 
@@ -272,8 +267,9 @@ UrlParts split_url(const std::string& url, size_t start) {
     u.has_userinfo = true;
     // Not quoted: this is the password, or the host and the password mixed.
     if (u.userinfo.find_first_of("/?") != std::string::npos)
-      bad_url(url, "a '/' or '?' before the '@' of the credentials (percent-encode '/', '?' and '@' in user names "
-                   "and passwords: %2F, %3F, %40)");
+      bad_url(url,
+              "a '/' or '?' before the '@' of the credentials (percent-encode '/', '?' and '@' in user names "
+              "and passwords: %2F, %3F, %40)");
     s = url.substr(at + 1);
   }
   size_t q = s.find('?');
@@ -421,10 +417,8 @@ std::string Endpoint::describe() const {
     }
     case Kind::kTcp:
       return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-    case Kind::kUnix:
-      return path;
-    case Kind::kMemory:
-      return "memory";
+    case Kind::kUnix: return path;
+    case Kind::kMemory: return "memory";
   }
   return "?";
 }
@@ -444,7 +438,7 @@ Endpoint parse_url(const std::string& url) {
     scheme.erase(5, 1);
   }
   if (tls) {
-    Endpoint ep = scheme == "redis" ? parse_tcp(url, start)
+    Endpoint ep = scheme == "redis"           ? parse_tcp(url, start)
                   : scheme == "redis+cluster" ? parse_cluster(url, start)
                                               : parse_sentinel(url, start);
     ep.tls = true;

@@ -3,8 +3,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include <algorithm>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cstring>
 #include <optional>
@@ -96,9 +96,9 @@ int ClusterTransport::slot_of(const Argv& keys) const {
   int slot = key_slot(keys[0]);
   for (size_t i = 1; i < keys.size(); ++i)
     if (key_slot(keys[i]) != slot)
-      throw Error(ErrorCode::kInvalidArgument,
-                  "the keys of one script call map to different cluster slots (" + std::to_string(slot) + " and " +
-                      std::to_string(key_slot(keys[i])) + "); all keys of a call must share a hash tag");
+      throw Error(ErrorCode::kInvalidArgument, "the keys of one script call map to different cluster slots (" +
+                                                   std::to_string(slot) + " and " + std::to_string(key_slot(keys[i])) +
+                                                   "); all keys of a call must share a hash tag");
   return slot;
 }
 
@@ -215,8 +215,7 @@ void ClusterTransport::load_map(const HostPort* first) {
   // than refusing) does not delay every refresh.
   if (candidates.size() > 1 && !endpoint_.seeds.empty()) {
     long turn = refreshes_.load(std::memory_order_relaxed);
-    std::rotate(candidates.begin(), candidates.begin() + turn % static_cast<long>(candidates.size()),
-                candidates.end());
+    std::rotate(candidates.begin(), candidates.begin() + turn % static_cast<long>(candidates.size()), candidates.end());
   }
   // The node a MOVED named claims the slot: its map is the newest for it.
   if (first) {
@@ -353,8 +352,9 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
       // Nothing was sent: safe to try again once the map is fresh.
       if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
       if (++connect_failures > kMaxConnectRetries)
-        throw Error(e.code(), std::string(e.what()) + " (slot " + std::to_string(slot) + ", after " +
-                                  std::to_string(kMaxConnectRetries) + " retries)",
+        throw Error(e.code(),
+                    std::string(e.what()) + " (slot " + std::to_string(slot) + ", after " +
+                        std::to_string(kMaxConnectRetries) + " retries)",
                     e.sys_errno());
       std::this_thread::sleep_for(std::chrono::milliseconds(20 * connect_failures));
       refresh(true);
@@ -373,9 +373,9 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
     if (parse_redirect(r.get(), host_of(here->address), rd)) {
       redirects_.fetch_add(1, std::memory_order_relaxed);
       if (++redirects > kMaxRedirects || (redirects >= 2 && !pause_before_redirect(redirects, deadline)))
-        throw Error(ErrorCode::kUnavailable, "redis+cluster://: still redirected after " + std::to_string(redirects - 1) +
-                                                 " redirections for slot " + std::to_string(slot) + " (last: " +
-                                                 std::string(r->str, r->len) + ")");
+        throw Error(ErrorCode::kUnavailable, "redis+cluster://: still redirected after " +
+                                                 std::to_string(redirects - 1) + " redirections for slot " +
+                                                 std::to_string(slot) + " (last: " + std::string(r->str, r->len) + ")");
       NodePtr target = pools_.get(rd.address);
       if (rd.moved) {
         {
@@ -397,8 +397,8 @@ ReplyPtr ClusterTransport::execute(int slot, const RunFn& run) {
   }
 }
 
-ReplyPtr ClusterTransport::run_script_on(Link& conn, const scripts::Script& script, const ScriptCall& call,
-                                         bool asking, const Durability& durable, Ack* ack) {
+ReplyPtr ClusterTransport::run_script_on(Link& conn, const scripts::Script& script, const ScriptCall& call, bool asking,
+                                         const Durability& durable, Ack* ack) {
   static const Argv kAsking{"ASKING"};
   return std::move(run_scripts_on(conn, scripts_, script, {call}, durable, ack, asking ? kAsking : Argv{}).front());
 }
@@ -419,9 +419,8 @@ ReplyPtr ClusterTransport::run_command(std::string_view key, const Argv& argv) {
   });
 }
 
-std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& script,
-                                                    const std::vector<ScriptCall>& calls, const Durability& durable,
-                                                    std::vector<Ack>* acks) {
+std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& script, const std::vector<ScriptCall>& calls,
+                                                    const Durability& durable, std::vector<Ack>* acks) {
   if (calls.empty()) return {};
   if (acks) acks->assign(calls.size(), Ack{});
   std::vector<int> slots;
@@ -445,53 +444,54 @@ std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& scrip
   // failure (another node, a redirected call) leaves those calls consumed,
   // so its error has an unknown outcome for every call.
   bool some_ran = false;
-  return mark_outcome_unknown_if([&some_ran] { return some_ran; }, [&] {
-    for (auto& [node, which] : groups) {
-      std::optional<PooledConnection> conn;
-      try {
-        conn.emplace(node->pool.acquire());
-      } catch (const Error& e) {
-        if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
-        alone.insert(alone.end(), which.begin(), which.end());
-        continue;
-      }
-      std::vector<ScriptCall> batch;
-      batch.reserve(which.size());
-      for (size_t i : which) batch.push_back(calls[i]);
-      std::vector<ReplyPtr> got;
-      Ack ack;  // one WAIT per master, after its pipeline
-      try {
-        got = run_scripts_on(**conn, scripts_, script, batch, durable, &ack);
-      } catch (const Error&) {
-        request_refresh();
-        throw;
-      }
-      for (size_t k = 0; k < which.size(); ++k) {
-        const redisReply* r = got[k].get();
-        if (reply_starts_with(r, "MOVED ") || reply_starts_with(r, "ASK ") || reply_starts_with(r, "TRYAGAIN"))
-          alone.push_back(which[k]);
-        else {
-          replies[which[k]] = std::move(got[k]);
-          if (acks) (*acks)[which[k]] = ack;
+  return mark_outcome_unknown_if(
+      [&some_ran] { return some_ran; },
+      [&] {
+        for (auto& [node, which] : groups) {
+          std::optional<PooledConnection> conn;
+          try {
+            conn.emplace(node->pool.acquire());
+          } catch (const Error& e) {
+            if (e.code() != ErrorCode::kUnavailable && e.code() != ErrorCode::kTimeout) throw;
+            alone.insert(alone.end(), which.begin(), which.end());
+            continue;
+          }
+          std::vector<ScriptCall> batch;
+          batch.reserve(which.size());
+          for (size_t i : which) batch.push_back(calls[i]);
+          std::vector<ReplyPtr> got;
+          Ack ack;  // one WAIT per master, after its pipeline
+          try {
+            got = run_scripts_on(**conn, scripts_, script, batch, durable, &ack);
+          } catch (const Error&) {
+            request_refresh();
+            throw;
+          }
+          for (size_t k = 0; k < which.size(); ++k) {
+            const redisReply* r = got[k].get();
+            if (reply_starts_with(r, "MOVED ") || reply_starts_with(r, "ASK ") || reply_starts_with(r, "TRYAGAIN"))
+              alone.push_back(which[k]);
+            else {
+              replies[which[k]] = std::move(got[k]);
+              if (acks) (*acks)[which[k]] = ack;
+              some_ran = true;
+            }
+          }
+        }
+        for (size_t i : alone) {
+          // Through the redirections, with its own WAIT on whichever node ran it.
+          replies[i] = execute(slot_of(calls[i].keys), [&](Link& c, bool asking) {
+            return run_script_on(c, script, calls[i], asking, durable, acks ? &(*acks)[i] : nullptr);
+          });
           some_ran = true;
         }
-      }
-    }
-    for (size_t i : alone) {
-      // Through the redirections, with its own WAIT on whichever node ran it.
-      replies[i] = execute(slot_of(calls[i].keys), [&](Link& c, bool asking) {
-        return run_script_on(c, script, calls[i], asking, durable, acks ? &(*acks)[i] : nullptr);
+        return std::move(replies);
       });
-      some_ran = true;
-    }
-    return std::move(replies);
-  });
 }
 
-bool ClusterTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
-                                        ScriptDone&& done) {
+bool ClusterTransport::run_script_async(const scripts::Script& script, const ScriptCall& call, ScriptDone&& done) {
   if (!loaded_.load(std::memory_order_acquire)) return false;  // a caller waits for the first map
-  ensure_map();  // loaded: at most asks for the periodic refresh
+  ensure_map();                                                // loaded: at most asks for the periodic refresh
   NodePtr node = node_for_slot(slot_of(call.keys));
   // Unserved slot, unreachable node: the blocking path refreshes the map and retries.
   return node && submit_async_on(std::move(node), scripts_, script, call, options_.command_timeout_ms, std::move(done));

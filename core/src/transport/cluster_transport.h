@@ -136,9 +136,9 @@ class ClusterTransport : public Transport {
   Locks& locks() { return locks_.get(); }
   PerProcess<Locks> locks_;
 
-  NodePools pools_;                            // the masters of the map, by host:port
-  std::vector<NodePtr> slots_;                 // kClusterSlots entries; null: unserved
-  std::vector<HostPort> known_;                // every node of the last map, masters first
+  NodePools pools_;              // the masters of the map, by host:port
+  std::vector<NodePtr> slots_;   // kClusterSlots entries; null: unserved
+  std::vector<HostPort> known_;  // every node of the last map, masters first
 
   std::atomic<bool> loaded_{false};
   std::atomic<int64_t> last_refresh_ns_{0};  // steady clock, last attempt

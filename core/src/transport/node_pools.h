@@ -67,7 +67,7 @@ class NodePools {
   const PoolOptions options_;
   const std::shared_ptr<const TlsContext> tls_;
   const std::shared_ptr<const MonotonicClock> clock_;
-  PerProcess<std::shared_mutex> mu_;  // guards nodes_
+  PerProcess<std::shared_mutex> mu_;      // guards nodes_
   std::map<std::string, NodePtr> nodes_;  // by HostPort::describe()
   std::atomic<bool> closed_{false};
 };

@@ -65,8 +65,7 @@ bool ScriptCache::Attempts::retry_noscript() {
     case Step::kLoadThenEvalsha:
       step_ = Step::kEval;  // flushed again between the load and the retry
       return true;
-    case Step::kEval:
-      break;  // EVAL cannot answer NOSCRIPT: whatever it said is final
+    case Step::kEval: break;  // EVAL cannot answer NOSCRIPT: whatever it said is final
   }
   return false;
 }
@@ -78,8 +77,8 @@ bool ScriptCache::Attempts::resend_unsent(bool sent) {
 }
 
 std::vector<ReplyPtr> ScriptCache::run_all(Link& conn, const scripts::Script& script,
-                                           const std::vector<ScriptCall>& calls, const Argv& before,
-                                           const Argv& after, ReplyPtr* after_reply) {
+                                           const std::vector<ScriptCall>& calls, const Argv& before, const Argv& after,
+                                           ReplyPtr* after_reply) {
   Attempts attempts(*this, script, /*can_load=*/true);
   std::vector<ReplyPtr> replies(calls.size());
   std::vector<size_t> pending(calls.size());
@@ -92,35 +91,37 @@ std::vector<ReplyPtr> ScriptCache::run_all(Link& conn, const scripts::Script& sc
   // NOSCRIPT replies (those calls did not run), so for a single call its
   // failure leaves the outcome known.
   bool some_ran = false;
-  return mark_outcome_unknown_if([&some_ran] { return some_ran; }, [&] {
-    for (;;) {
-      attempts.prepare(conn);
-      std::vector<std::string> numkeys(pending.size());
-      std::vector<Argv> commands;
-      commands.reserve(pending.size() * stride + 1);
-      for (size_t k = 0; k < pending.size(); ++k) {
-        if (!before.empty()) commands.push_back(before);
-        commands.push_back(attempts.command(calls[pending[k]].keys, calls[pending[k]].args, numkeys[k]));
-      }
-      if (!after.empty()) commands.push_back(after);
-      std::vector<ReplyPtr> got = send_with_outcome(conn, [&] { return conn.pipeline(commands); });
-      if (!after.empty()) {
-        if (after_reply) *after_reply = std::move(got.back());
-        got.pop_back();
-      }
-      std::vector<size_t> again;
-      for (size_t k = 0; k < pending.size(); ++k) {
-        ReplyPtr& r = got[k * stride + stride - 1];
-        if (is_noscript(r.get()))
-          again.push_back(pending[k]);
-        else
-          some_ran = true;
-        replies[pending[k]] = std::move(r);
-      }
-      if (again.empty() || !attempts.retry_noscript()) return std::move(replies);
-      pending.swap(again);
-    }
-  });
+  return mark_outcome_unknown_if(
+      [&some_ran] { return some_ran; },
+      [&] {
+        for (;;) {
+          attempts.prepare(conn);
+          std::vector<std::string> numkeys(pending.size());
+          std::vector<Argv> commands;
+          commands.reserve(pending.size() * stride + 1);
+          for (size_t k = 0; k < pending.size(); ++k) {
+            if (!before.empty()) commands.push_back(before);
+            commands.push_back(attempts.command(calls[pending[k]].keys, calls[pending[k]].args, numkeys[k]));
+          }
+          if (!after.empty()) commands.push_back(after);
+          std::vector<ReplyPtr> got = send_with_outcome(conn, [&] { return conn.pipeline(commands); });
+          if (!after.empty()) {
+            if (after_reply) *after_reply = std::move(got.back());
+            got.pop_back();
+          }
+          std::vector<size_t> again;
+          for (size_t k = 0; k < pending.size(); ++k) {
+            ReplyPtr& r = got[k * stride + stride - 1];
+            if (is_noscript(r.get()))
+              again.push_back(pending[k]);
+            else
+              some_ran = true;
+            replies[pending[k]] = std::move(r);
+          }
+          if (again.empty() || !attempts.retry_noscript()) return std::move(replies);
+          pending.swap(again);
+        }
+      });
 }
 
 ReplyPtr ScriptCache::run(Link& conn, const scripts::Script& script, const Argv& keys, const Argv& args) {

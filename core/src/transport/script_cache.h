@@ -72,12 +72,10 @@ class ScriptCache {
   ReplyPtr run(Link& conn, const scripts::Script& script, const Argv& keys, const Argv& args);
 
   // Builds the EVALSHA command for a script, for pipelines.
-  static Argv evalsha(const scripts::Script& script, const Argv& keys, const Argv& args,
-                      std::string& numkeys_storage);
+  static Argv evalsha(const scripts::Script& script, const Argv& keys, const Argv& args, std::string& numkeys_storage);
 
   // The same call as EVAL with the script's source (cannot answer NOSCRIPT).
-  static Argv eval(const scripts::Script& script, const Argv& keys, const Argv& args,
-                   std::string& numkeys_storage);
+  static Argv eval(const scripts::Script& script, const Argv& keys, const Argv& args, std::string& numkeys_storage);
 
   // True when the reply is a NOSCRIPT error.
   static bool is_noscript(const redisReply* reply);

@@ -144,17 +144,17 @@ void SentinelTransport::launch_probe(size_t i, const std::shared_ptr<Query>& q) 
   auto done = std::make_shared<std::atomic<bool>>(false);
   // The probe uses nothing of `this`: it may outlive the resolution that
   // started it (it is joined by a later launch or by stop_threads()).
-  std::thread t([sep = sentinel_endpoint(i), options = options_, tls = tls_, name = endpoint_.master_name, q, i,
-                 busy, done] {
-    Answer a = ask(sep, options, tls.get(), name, i);
-    busy->store(false);
-    {
-      std::lock_guard<std::mutex> guard(q->mu);
-      q->answers.push_back(std::move(a));
-    }
-    q->cv.notify_all();
-    done->store(true);
-  });
+  std::thread t(
+      [sep = sentinel_endpoint(i), options = options_, tls = tls_, name = endpoint_.master_name, q, i, busy, done] {
+        Answer a = ask(sep, options, tls.get(), name, i);
+        busy->store(false);
+        {
+          std::lock_guard<std::mutex> guard(q->mu);
+          q->answers.push_back(std::move(a));
+        }
+        q->cv.notify_all();
+        done->store(true);
+      });
   l.probes.push_back(Probe{std::move(t), done});
 }
 
@@ -254,8 +254,10 @@ SentinelTransport::MasterPtr SentinelTransport::resolve(const MasterPtr& previou
   if (tls_refused > 0 && tls_refused + refused == static_cast<int>(n))
     throw Error(ErrorCode::kAuth, "rediss+sentinel://: TLS with the sentinels failed: " + failures);
   if (refused > 0 && refused == static_cast<int>(n))
-    throw Error(ErrorCode::kAuth, "redis+sentinel://: every sentinel refused the credentials (sentinel_user / "
-                                  "sentinel_password): " + failures);
+    throw Error(ErrorCode::kAuth,
+                "redis+sentinel://: every sentinel refused the credentials (sentinel_user / "
+                "sentinel_password): " +
+                    failures);
   if (answered > 0 && unknown == answered)
     throw Error(ErrorCode::kInvalidArgument,
                 "redis+sentinel://: no sentinel knows a master named \"" + name +
@@ -284,9 +286,10 @@ std::unique_ptr<Connection> SentinelTransport::subscribe(size_t i) {
   const std::string where = "SUBSCRIBE on sentinel " + endpoint_.seeds[i].describe();
   auto conn = std::make_unique<Connection>(sentinel_endpoint(i), options_, tls_.get());
   // One channel per SUBSCRIBE: one confirmation per command.
-  std::vector<ReplyPtr> rs =
-      conn->pipeline({{"SUBSCRIBE", "+switch-master"}, {"SUBSCRIBE", "-failover-abort-no-good-slave"},
-                      {"SUBSCRIBE", "+sdown"}, {"SUBSCRIBE", "-sdown"}});
+  std::vector<ReplyPtr> rs = conn->pipeline({{"SUBSCRIBE", "+switch-master"},
+                                             {"SUBSCRIBE", "-failover-abort-no-good-slave"},
+                                             {"SUBSCRIBE", "+sdown"},
+                                             {"SUBSCRIBE", "-sdown"}});
   for (const ReplyPtr& r : rs) {
     if (r->type == REDIS_REPLY_ERROR) throw Error(ErrorCode::kUnavailable, where + ": " + text_of(r.get()));
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || text_of(r->element[0]) != "subscribe")
@@ -370,8 +373,8 @@ void SentinelTransport::subscribe_loop(size_t i) {
     } catch (const Error&) {
       failures_[i].fetch_add(1);
       ++failures;
-      int64_t wait = std::min<int64_t>(kSubscribeBackoffMax.count(),
-                                       kSubscribeBackoffMin.count() << std::min(failures - 1, 10));
+      int64_t wait =
+          std::min<int64_t>(kSubscribeBackoffMax.count(), kSubscribeBackoffMin.count() << std::min(failures - 1, 10));
       seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
       stopping(std::chrono::milliseconds(wait / 2 + static_cast<int64_t>((seed >> 33) % (wait / 2 + 1))));
       continue;
@@ -429,8 +432,7 @@ SentinelTransport::MasterPtr SentinelTransport::re_resolve() {
 }
 
 template <class R>
-R SentinelTransport::execute(const std::function<R(Link&)>& run,
-                             const std::function<bool(const R&)>& readonly) {
+R SentinelTransport::execute(const std::function<R(Link&)>& run, const std::function<bool(const R&)>& readonly) {
   MasterPtr m = current();
   for (bool retried = false;; retried = true) {
     MasterPtr here = m;  // outlives the lease below
@@ -483,8 +485,7 @@ std::vector<ReplyPtr> SentinelTransport::run_scripts(const scripts::Script& scri
   return replies;
 }
 
-bool SentinelTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
-                                         ScriptDone&& done) {
+bool SentinelTransport::run_script_async(const scripts::Script& script, const ScriptCall& call, ScriptDone&& done) {
   MasterPtr m = master();
   if (!m) return false;  // a caller waits for the first resolution
   ensure_follower();     // as current() does

@@ -107,6 +107,7 @@ class SentinelTransport : public Transport {
     ErrorCode code = ErrorCode::kUnavailable;
     bool tls_failure = false;
   };
+
  private:
   struct Query;  // the answers of one resolution, shared with its probes
   struct Probe {

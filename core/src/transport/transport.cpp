@@ -158,7 +158,6 @@ void Transport::run_blocking_job(std::function<void()> job) {
   blocking_jobs_->run(std::move(job));
 }
 
-
 // ------------------------------------------------------------ script calls
 
 Transport::AsyncCall::AsyncCall(Transport& transport, ScriptCache& cache, const scripts::Script& script,
@@ -189,22 +188,25 @@ void Transport::submit_async(const std::shared_ptr<AsyncCall>& c) {
   // (grow = false); a resend may open a fresh one.
   PooledConnection conn = c->pool->acquire(/*grow=*/c->attempts.resent());
   std::string numkeys;
-  conn.submit(c->attempts.command(c->keys, c->args, numkeys), [c](Mux::Call& call) {
-    Transport* const self = &c->transport;
-    try {
-      // Once more on a fresh connection when nothing was written (the
-      // connection had been closed while idle; see Mux::Call::may_resend)
-      // and time is left, or after NOSCRIPT.
-      if (call.error ? call.may_resend && c->attempts.resend_unsent(call.sent)
-                     : ScriptCache::is_noscript(call.replies.front().get()) && c->attempts.retry_noscript())
-        return self->submit_async(c);
-      if (self->divert_async(c, call)) return;
-    } catch (...) {
-      return c->done(nullptr, std::current_exception());
-    }
-    if (call.error) return c->done(nullptr, call.error);
-    c->done(std::move(call.replies.front()), nullptr);
-  }, c->deadline);
+  conn.submit(
+      c->attempts.command(c->keys, c->args, numkeys),
+      [c](Mux::Call& call) {
+        Transport* const self = &c->transport;
+        try {
+          // Once more on a fresh connection when nothing was written (the
+          // connection had been closed while idle; see Mux::Call::may_resend)
+          // and time is left, or after NOSCRIPT.
+          if (call.error ? call.may_resend && c->attempts.resend_unsent(call.sent)
+                         : ScriptCache::is_noscript(call.replies.front().get()) && c->attempts.retry_noscript())
+            return self->submit_async(c);
+          if (self->divert_async(c, call)) return;
+        } catch (...) {
+          return c->done(nullptr, std::current_exception());
+        }
+        if (call.error) return c->done(nullptr, call.error);
+        c->done(std::move(call.replies.front()), nullptr);
+      },
+      c->deadline);
 }
 
 bool Transport::submit_async_on(std::shared_ptr<Node> node, ScriptCache& cache, const scripts::Script& script,
@@ -238,9 +240,9 @@ void Transport::finish_in_background(const std::shared_ptr<AsyncCall>& c, std::f
 
 // ------------------------------------------------------------ standalone
 
-bool StandaloneTransport::run_script_async(const scripts::Script& script, const ScriptCall& call,
-                                           ScriptDone&& done) {
-  auto c = std::make_shared<AsyncCall>(*this, scripts_, script, call, pool_.options().command_timeout_ms, std::move(done));
+bool StandaloneTransport::run_script_async(const scripts::Script& script, const ScriptCall& call, ScriptDone&& done) {
+  auto c =
+      std::make_shared<AsyncCall>(*this, scripts_, script, call, pool_.options().command_timeout_ms, std::move(done));
   c->pool = &pool_;
   submit_async(c);
   return true;
@@ -249,8 +251,8 @@ bool StandaloneTransport::run_script_async(const scripts::Script& script, const 
 bool StandaloneTransport::run_command_async(std::string_view key, const Argv& argv, const ScriptDone& done) {
   (void)key;  // one server
   auto words = std::make_shared<const std::vector<std::string>>(argv.begin(), argv.end());
-  send_command_async(words, Mux::Clock::now() + std::chrono::milliseconds(pool_.options().command_timeout_ms),
-                     false, done);
+  send_command_async(words, Mux::Clock::now() + std::chrono::milliseconds(pool_.options().command_timeout_ms), false,
+                     done);
   return true;
 }
 
@@ -259,17 +261,20 @@ void StandaloneTransport::send_command_async(std::shared_ptr<const std::vector<s
   // As submit_async: no connect while a connection is open, except to resend.
   PooledConnection conn = pool_.acquire(/*grow=*/resent);
   Argv argv(words->begin(), words->end());
-  conn.submit(argv, [this, words, deadline, resent, done](Mux::Call& call) {
-    if (call.error && call.may_resend && !resent && Mux::Clock::now() < deadline) {
-      try {
-        return send_command_async(words, deadline, true, done);
-      } catch (...) {
-        return done(nullptr, std::current_exception());
-      }
-    }
-    if (call.error) return done(nullptr, call.error);
-    done(std::move(call.replies.front()), nullptr);
-  }, deadline);
+  conn.submit(
+      argv,
+      [this, words, deadline, resent, done](Mux::Call& call) {
+        if (call.error && call.may_resend && !resent && Mux::Clock::now() < deadline) {
+          try {
+            return send_command_async(words, deadline, true, done);
+          } catch (...) {
+            return done(nullptr, std::current_exception());
+          }
+        }
+        if (call.error) return done(nullptr, call.error);
+        done(std::move(call.replies.front()), nullptr);
+      },
+      deadline);
 }
 
 }  // namespace polylimit

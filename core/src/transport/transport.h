@@ -123,10 +123,10 @@ class Transport {
     // arguments are copied into one buffer, which these views point into.
     std::string storage;
     Argv keys, args;
-    ScriptCache::Attempts attempts;       // no SCRIPT LOAD: a callback must not wait for one
-    Mux::Clock::time_point deadline;      // of every attempt: one per call
+    ScriptCache::Attempts attempts;   // no SCRIPT LOAD: a callback must not wait for one
+    Mux::Clock::time_point deadline;  // of every attempt: one per call
     ScriptDone done;
-    std::shared_ptr<Node> node;           // Cluster, Sentinel: the node of `pool`, held while the call lasts
+    std::shared_ptr<Node> node;  // Cluster, Sentinel: the node of `pool`, held while the call lasts
     ConnectionPool* pool = nullptr;
   };
   // Sends the next attempt of `call`. Only the first may throw to the

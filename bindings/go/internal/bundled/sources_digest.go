@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "8412a39519848f3ace60cda8739547ce004758328478aaa3d3a918a338a18484"
+const sourcesDigest = "a158cbc274aecd78e9b400c350af8b7910428b6197e411273d8b73b8d6bbbb1d"
