@@ -20,6 +20,7 @@
 #include <thread>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -169,6 +170,23 @@ Spec random_spec(std::mt19937_64& rng, Algorithm alg) {
   return s;
 }
 
+// With $POLYLIMIT_DECISIONS_TRANSCRIPT set, every library script reply of
+// the streams is written to that file, one line per step ("where: reply"):
+// the replies depend only on the seed (give one: --gtest_random_seed or
+// GTEST_RANDOM_SEED; 0 takes the clock's) and the explicit times, so the
+// files of two servers must be byte-identical (tests/servers/run.sh compares
+// another server's with Debian's Redis 7.0). Null when not asked for.
+FILE* transcript() {
+  static FILE* f = [] {
+    const char* path = std::getenv("POLYLIMIT_DECISIONS_TRANSCRIPT");
+    if (path == nullptr || *path == '\0') return static_cast<FILE*>(nullptr);
+    FILE* out = std::fopen(path, "w");
+    if (out == nullptr) throw std::runtime_error(std::string("cannot write ") + path);
+    return out;
+  }();
+  return f;
+}
+
 // What the streams exercised, so that a test whose streams never reach a
 // path cannot pass unnoticed.
 struct Seen {
@@ -289,6 +307,10 @@ int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen
       }
       Decision nd = new_backend.evaluate(new_rq);
       Decision md = memory.evaluate(mem_rq);
+      if (FILE* out = transcript()) {
+        std::fprintf(out, "%s %s: %s\n", algorithm_name(alg), where.c_str(), new_tap.last.c_str());
+        std::fflush(out);
+      }
       // The frozen script's other face of that head bug: a ring it pruned
       // after a change of limits may stay readable, with a head that does
       // not follow its entries, and then counts entries that left the
