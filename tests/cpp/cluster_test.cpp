@@ -455,10 +455,25 @@ TEST(Cluster, SlotPingPongDuringAHandoverCostsNoError) {
     const auto start = std::chrono::steady_clock::now();
     const int64_t t0 = pltest::steady_ns();
     EXPECT_EQ(cluster.command(src, {"CLUSTER", "SETSLOT", sl, "NODE", dst_id}), "OK");
-    // The two owners point at each other until the destination is told.
+    // The two owners point at each other until the destination is told: on
+    // Redis 7.0 and 7.2 for the whole window. Valkey 8 ends the ping-pong by
+    // itself: the destination, still IMPORTING, takes the slot as soon as the
+    // source's cluster bus message names it the owner (0 to 140 ms later in
+    // the runs measured), and serves the key. The window is watched: how long the
+    // destination pointed back.
     EXPECT_EQ(cluster.command(src, {"GET", skey}), moved_to(dst));
-    EXPECT_EQ(cluster.command(dst, {"GET", skey}), moved_to(src));
-    std::this_thread::sleep_until(start + window);
+    double pointed_back_ms = -1;  // -1: for the whole window
+    while (std::chrono::steady_clock::now() < start + window) {
+      if (pointed_back_ms < 0 && cluster.command(dst, {"GET", skey}) != moved_to(src))
+        pointed_back_ms = ms_since(t0, pltest::steady_ns());
+      std::this_thread::sleep_for(2ms);
+    }
+    if (pointed_back_ms >= 0) {
+      // STRLEN answered (no MOVED, no TRYAGAIN): the destination owns the key.
+      EXPECT_GT(cluster.node(dst).integer({"STRLEN", skey}), 0) << "the destination does not serve the key";
+      std::printf("the destination took slot %d itself %.0f ms after the source handed it over\n", slot,
+                  pointed_back_ms);
+    }
     EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", sl, "NODE", dst_id}), "OK");
     const double pingpong_ms = ms_since(t0, pltest::steady_ns());
     for (size_t m : cluster.masters())
@@ -473,8 +488,12 @@ TEST(Cluster, SlotPingPongDuringAHandoverCostsNoError) {
                 "%.1f ms\n",
                 slot, cluster.node(src).port(), cluster.node(dst).port(), pingpong_ms,
                 static_cast<long long>(window.count()), followed, h.slowest_ns.load() / 1e6);
-    // More than one redirection per caller: the ping-pong was met.
-    EXPECT_GT(followed, 8);
+    // More than one redirection per caller: the ping-pong was met. Ended by
+    // the destination (Valkey 8): every caller was sent on by the source.
+    if (pointed_back_ms < 0)
+      EXPECT_GT(followed, 8);
+    else
+      EXPECT_GT(followed, 0);
   };
   // A long window (well past the 16 redirections a call used to follow), then
   // a short one, as a handover tool that is slow or quick between its steps.
