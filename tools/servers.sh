@@ -48,8 +48,8 @@ canonical() {  # canonical NAME: NAME as SHA256SUMS lists it ("valkey" -> valkey
   all=$(names)
   if grep -qxF -- "$1" <<<"$all"; then echo "$1"; return 0; fi
   matches=$(grep -- "^$1-[0-9]" <<<"$all" || true)
-  [ -n "$matches" ] || die "no $1 in $sources/SHA256SUMS (known: $(echo $all))"
-  [ "$(wc -l <<<"$matches")" -eq 1 ] || die "$1 is ambiguous: $(echo $matches)"
+  [ -n "$matches" ] || die "no $1 in $sources/SHA256SUMS (known: $(tr '\n' ' ' <<<"$all"))"
+  [ "$(wc -l <<<"$matches")" -eq 1 ] || die "$1 is ambiguous: $(tr '\n' ' ' <<<"$matches")"
   echo "$matches"
 }
 
@@ -117,7 +117,7 @@ build_one() {  # build_one NAME
   done
   [ $found -ge 2 ] || die "$name: the build made no server and CLI"
   local server
-  server=$(ls "$scratch/out/bin/"*-server | head -n1)
+  server=$(find "$scratch/out/bin" -name '*-server' | head -n1)
   # "Redis server v=7.2.6 ..." / "Server v=8.0.1 ...", "valkey-server v=8.0.1"
   "$server" --version | sed -n 's/.* v=\([0-9][0-9.]*\) .*/\1/p' >"$scratch/out/bin/version"
   [ -s "$scratch/out/bin/version" ] || die "$name: cannot read the version of $server"
@@ -140,7 +140,9 @@ case "${1:-}" in
   build)
     shift
     [ $# -gt 0 ] || die "usage: $0 build NAME...|all"
+    need_sources
     if [ "$1" = all ]; then mapfile -t wanted < <(names); else wanted=("$@"); fi
+    [ ${#wanted[@]} -gt 0 ] || die "$sources/SHA256SUMS lists no tarball"
     for n in "${wanted[@]}"; do build_one "$n"; done
     ;;
   path)
@@ -151,6 +153,7 @@ case "${1:-}" in
     echo "$dir"
     ;;
   list)
+    need_sources
     for n in $(names); do
       dir=$(bindir_of "$n")
       if built "$dir"; then echo "$n built $dir"; else echo "$n not-built"; fi
