@@ -43,6 +43,7 @@ if [ ! -f "$sources/SHA256SUMS" ]; then
 fi
 
 if [ -z "${POLYLIMIT_BUILD_DIR:-}" ] || [ ! -f "$POLYLIMIT_BUILD_DIR/CMakeCache.txt" ]; then
+  # shellcheck source=tools/env.sh
   source "$root/tools/env.sh"
   polylimit_build_release >/dev/null
 fi
@@ -67,7 +68,7 @@ echo "servers ready in $build_s s"
 # (GTEST_FILTER holds them all: a pattern only matches in its own program).
 programs='^(script_diff_tests|exactness_tests|coalesce_tests|durable_tests|cluster_tests|sentinel_tests|tls_tests|server_condition_tests)$'
 filter=(
-  'ScriptDiff.*' '*ScriptDiffStreams.*' 'ScriptExpiry.*' 'SlidingLogRing.*' '*RollingUpgrade.*'
+  'ScriptDiff.*' '*ScriptDiffStreams.*' 'ScriptKeys.*' 'ScriptExpiry.*' 'SlidingLogRing.*' '*RollingUpgrade.*'
   'Exactness.*'
   '*CoalesceStreams.*' 'Coalesce.*'
   # Durable: WAIT with no replica, WAITAOF, a replica, a Cluster; one
