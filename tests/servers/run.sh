@@ -105,6 +105,19 @@ run_tests() {
     echo "$label: a test case was skipped on this server" >&2
     status=1
   fi
+  # Each program ran cases (a filter that matches none would pass silently).
+  local n prog programs_seen=0
+  while read -r n prog; do
+    programs_seen=$((programs_seen + 1))
+    if ! grep -qE "^$n: \[ +OK +\]" "$out/$label.log"; then
+      echo "$label: $prog ran no test case" >&2
+      status=1
+    fi
+  done < <(sed -n 's|^\([0-9]*\): Test command: .*/\([A-Za-z0-9_]*\)$|\1 \2|p' "$out/$label.log")
+  if [ "$programs_seen" -eq 0 ]; then
+    echo "$label: no test program ran" >&2
+    status=1
+  fi
   return $status
 }
 
