@@ -3,7 +3,9 @@
 # directory, for shell scripts (the demo, the C, CLI and README checks):
 #   eval "$(tests/redis-server.sh start [REDIS-SERVER-ARGS...])"
 #       # sets POLYLIMIT_TEST_REDIS_URL, POLYLIMIT_TEST_REDIS_PORT,
-#       # POLYLIMIT_TEST_REDIS_PID (the server's) and POLYLIMIT_TEST_REDIS_DIR
+#       # POLYLIMIT_TEST_REDIS_PID (the server's), POLYLIMIT_TEST_REDIS_DIR and
+#       # POLYLIMIT_TEST_REDIS_SERVER (what runs, e.g. valkey-server-8.0.1;
+#       # $POLYLIMIT_SERVER chooses it: tests/fixture/redisfix)
 #   tests/redis-server.sh stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"
 # A thin wrapper of tests/fixture/redisfix, the launcher every suite shares:
 # the launcher reads its commands from a FIFO in DIR, which a background
@@ -38,7 +40,8 @@ if "error" in d:
     sys.exit(d["error"])
 n = d["nodes"][0]
 print("export POLYLIMIT_TEST_REDIS_URL=%s POLYLIMIT_TEST_REDIS_PORT=%d POLYLIMIT_TEST_REDIS_PID=%d POLYLIMIT_TEST_REDIS_DIR=%s"
-      % (d["url"], n["port"], n["pid"], sys.argv[2]))
+      " POLYLIMIT_TEST_REDIS_SERVER=%s-server-%s"
+      % (d["url"], n["port"], n["pid"], sys.argv[2], d["server"]["name"], d["server"]["version"]))
 ' "${line:-{\}}" "$dir" 2>&1); then
       echo "redis-server did not start: ${vars:-no description} $(cat "$dir/err" 2>/dev/null)" >&2
       kill "$(cat "$dir/holder.pid")" 2>/dev/null || true

@@ -3,15 +3,32 @@
 # processes written in several languages against ONE shared key with one limit.
 # Each worker prints how many of its attempts were admitted; the total must
 # equal the limit, whatever the mix of languages.
-#   tools/demo.sh [LIMIT] [ATTEMPTS_PER_WORKER]
+#   tools/demo.sh [--server NAME] [LIMIT] [ATTEMPTS_PER_WORKER]
+# --server: the server to run on instead of the redis-server on PATH: a build
+# of tools/servers.sh (valkey, redis, valkey-8.0.1, redis-7.2.6; built into
+# its cache first when missing) or "system" (tests/fixture/redisfix,
+# POLYLIMIT_SERVER).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+server=${POLYLIMIT_SERVER:-system}
+if [ "${1:-}" = --server ]; then
+  server=${2:?--server needs a name: valkey, redis, valkey-8.0.1, redis-7.2.6 or system}
+  shift 2
+elif [[ ${1:-} == --server=* ]]; then
+  server=${1#--server=}
+  shift
+fi
 limit=${1:-1000}
 attempts=${2:-400}
 window_ms=60000
 
 "$root/tools/deps.sh" core
+if [ "$server" != system ]; then
+  "$root/tools/deps.sh" servers
+  "$root/tools/servers.sh" build "$server" >/dev/null
+fi
+export POLYLIMIT_SERVER=$server
 source "$root/tools/env.sh"
 echo "building polylimit ..."
 polylimit_build_release >/dev/null
@@ -92,7 +109,7 @@ eval "$("$root/tests/redis-server.sh" start)"
 trap '"$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT_TEST_REDIS_DIR"' EXIT
 key="shared-client-$$"
 echo
-echo "redis-server on $POLYLIMIT_TEST_REDIS_URL; key \"$key\"; limit $limit per ${window_ms} ms;" \
+echo "$POLYLIMIT_TEST_REDIS_SERVER on $POLYLIMIT_TEST_REDIS_URL; key \"$key\"; limit $limit per ${window_ms} ms;" \
   "${#workers[@]} workers x $attempts attempts"
 [ ${#skipped[@]} -gt 0 ] && echo "(skipped workers, toolchain or binding missing: ${skipped[*]})"
 

@@ -3,11 +3,11 @@
 # Debian 12 machine. As root it installs what is missing (apt-get; Go modules
 # and Python packages are fetched by their own tools later); otherwise it
 # names what is missing and fails.
-#   tools/deps.sh [core] [python] [go] [java] [node] [lint]    (no argument: everything)
+#   tools/deps.sh [core] [servers] [python] [go] [java] [node] [lint]    (no argument: everything)
 set -euo pipefail
 
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(core python go java node lint)
+[ ${#want[@]} -eq 0 ] && want=(core servers python go java node lint)
 
 missing_pkgs=()
 need_pkg() {  # need_pkg DEBIAN_PACKAGE [COMMAND]: missing if the command (or the package) is absent
@@ -49,6 +49,16 @@ for component in "${want[@]}"; do
       # Debian 12 ships in libclang-rt-14-dev (only recommended by clang-14).
       need_pkg clang clang
       need_pkg libclang-rt-14-dev
+      ;;
+    servers)
+      # tools/servers.sh: Valkey and Redis from their release tarballs (the
+      # compatibility pass), with their own deps/ and the system's OpenSSL
+      # (BUILD_TLS=yes finds it with pkg-config). flock: the cache's lock.
+      need_pkg make make
+      need_pkg gcc gcc
+      need_pkg pkg-config pkg-config
+      need_pkg libssl-dev
+      need_pkg util-linux flock
       ;;
     python)
       need_pkg python3 python3

@@ -11,7 +11,8 @@
 #   POLYLIMIT_PREFIX      that build installed (include/, lib/, lib/pkgconfig/)
 #   PKG_CONFIG_PATH, LD_LIBRARY_PATH, CMAKE_PREFIX_PATH point into POLYLIMIT_PREFIX
 # Set POLYLIMIT_SKIP_SANITIZERS=1 to skip the sanitizer passes (ASan+UBSan,
-# TSan) and POLYLIMIT_SKIP_FUZZ=1 to skip the fuzz suite (both are on in CI).
+# TSan), POLYLIMIT_SKIP_FUZZ=1 to skip the fuzz suite and
+# POLYLIMIT_SKIP_SERVERS=1 to skip the compatibility pass (all are on in CI).
 # The failover tests run in the Release pass only (see below);
 # POLYLIMIT_FAILOVERS_EVERYWHERE=1 runs them in the sanitizer passes too.
 # POLYLIMIT_PRUNE_BUILDS=1 (set by .ci/run) deletes the large build trees that
@@ -172,6 +173,25 @@ done
 run_suite "lint (tools/lint.sh)" "$root/tools/lint.sh"
 run_suite "lint fails on planted faults (tests/lint/planted.sh)" "$root/tests/lint/planted.sh"
 
+# The compatibility pass: Valkey 8.0.1 and Redis 7.2.6, built from the
+# release tarballs in ../shared/servers (POLYLIMIT_SERVER_SOURCES) into a
+# cache outside the checkout (tools/servers.sh), run the tests that depend
+# most on the server, their decisions are compared byte for byte with Debian's
+# redis-server's, and the demo runs on Valkey (tests/servers/run.sh). Last of
+# the suites, so that the demo reuses the workers the language suites built.
+# Without the tarballs: a failure in CI, skipped (and said so) elsewhere.
+if [ "${POLYLIMIT_SKIP_SERVERS:-0}" != 1 ]; then
+  server_sources=${POLYLIMIT_SERVER_SOURCES:-$root/../shared/servers}
+  if [ -f "$server_sources/SHA256SUMS" ] || [ "${CI:-}" = true ]; then
+    run_suite "compatibility: other servers (tests/servers/run.sh)" "$root/tests/servers/run.sh"
+  else
+    echo
+    echo "=== compatibility: other servers (tests/servers/run.sh) ==="
+    echo "skipped: no server sources at $server_sources (set POLYLIMIT_SERVER_SOURCES)"
+    results+=("SKIP  compatibility: other servers (no server sources at $server_sources)")
+  fi
+fi
+
 clean_checkout() {
   if [ "$(tree_state)" != "$tree_before" ]; then
     echo "the test suites changed the checkout (generated files belong under build/):"
@@ -185,8 +205,10 @@ run_suite "checkout left clean" clean_checkout
 echo
 echo "=== summary ==="
 printf '%s\n' "${results[@]}"
-passed=$(( ${#results[@]} - failed ))
-echo "suites: $passed passed, $failed failed"
+skipped=$(printf '%s\n' "${results[@]}" | grep -c '^SKIP' || true)
+passed=$(( ${#results[@]} - failed - skipped ))
+if [ "$skipped" -gt 0 ]; then skip_note=", $skipped skipped"; else skip_note=""; fi
+echo "suites: $passed passed, $failed failed$skip_note"
 for entry in "${failed_logs[@]}"; do
   echo
   echo "--- why '${entry%%|*}' failed (${entry#*|}, error lines, then its last 25 lines) ---"

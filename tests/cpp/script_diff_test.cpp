@@ -19,7 +19,10 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -169,6 +172,23 @@ Spec random_spec(std::mt19937_64& rng, Algorithm alg) {
   return s;
 }
 
+// With $POLYLIMIT_DECISIONS_TRANSCRIPT set, every library script reply of
+// the streams is written to that file, one line per step ("where: reply"):
+// the replies depend only on the seed (give one: --gtest_random_seed or
+// GTEST_RANDOM_SEED; 0 takes the clock's) and the explicit times, so the
+// files of two servers must be byte-identical (tests/servers/run.sh compares
+// another server's with Debian's Redis 7.0). Null when not asked for.
+FILE* transcript() {
+  static FILE* f = [] {
+    const char* path = std::getenv("POLYLIMIT_DECISIONS_TRANSCRIPT");
+    if (path == nullptr || *path == '\0') return static_cast<FILE*>(nullptr);
+    FILE* out = std::fopen(path, "w");
+    if (out == nullptr) throw std::runtime_error(std::string("cannot write ") + path);
+    return out;
+  }();
+  return f;
+}
+
 // What the streams exercised, so that a test whose streams never reach a
 // path cannot pass unnoticed.
 struct Seen {
@@ -181,7 +201,7 @@ struct Seen {
 // the frozen scripts, the library's scripts and memory://; returns the
 // number of streams that diverged (each reported once, at its first
 // divergence).
-int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen& seen) {
+int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen& seen, bool transcribe = true) {
   auto old_rec = std::make_unique<Recording>(std::make_unique<pltest::LegacyTransport>(standalone()));
   auto new_rec = std::make_unique<Recording>(standalone());
   Recording& old_tap = *old_rec;
@@ -289,6 +309,10 @@ int run_streams(Algorithm alg, int streams, int steps, uint32_t seed_value, Seen
       }
       Decision nd = new_backend.evaluate(new_rq);
       Decision md = memory.evaluate(mem_rq);
+      if (FILE* out = transcribe ? transcript() : nullptr) {
+        std::fprintf(out, "%s %s: %s\n", algorithm_name(alg), where.c_str(), new_tap.last.c_str());
+        std::fflush(out);
+      }
       // The frozen script's other face of that head bug: a ring it pruned
       // after a change of limits may stay readable, with a head that does
       // not follow its entries, and then counts entries that left the
@@ -708,3 +732,103 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RollingUpgrade,
                          [](const ::testing::TestParamInfo<Algorithm>& i) {
                            return std::string(algorithm_name(i.param));
                          });
+
+// Every key a script reads or writes is one of the KEYS it was given, as
+// servers that lock keys before running a script require (Dragonfly refuses
+// an undeclared key unless told otherwise): MONITOR records each EVALSHA with
+// its keys and, right after it, each command its script ran ("[0 lua]"),
+// while random streams of every algorithm (multi-limit specs, blocks, peeks,
+// refunds), coalesced checks and keys calls (check_many) run.
+namespace {
+
+// The quoted words of a MONITOR line, as MONITOR escapes them.
+std::vector<std::string> monitor_words(const std::string& line) {
+  std::vector<std::string> words;
+  for (size_t i = line.find('"'); i != std::string::npos && i < line.size(); i = line.find('"', i + 1)) {
+    std::string w;
+    size_t j = i + 1;
+    for (; j < line.size() && line[j] != '"'; ++j) {
+      if (line[j] == '\\' && j + 1 < line.size()) w += line[j++];
+      w += line[j];
+    }
+    words.push_back(w);
+    i = j;
+  }
+  return words;
+}
+
+}  // namespace
+
+TEST(ScriptKeys, ScriptsTouchOnlyTheirDeclaredKeys) {
+  redisContext* mon = redisConnect("127.0.0.1", server().port());
+  ASSERT_TRUE(mon != nullptr && mon->err == 0);
+  auto* ok = static_cast<redisReply*>(redisCommand(mon, "MONITOR"));
+  ASSERT_TRUE(ok != nullptr);
+  freeReplyObject(ok);
+
+  Seen seen;
+  for (Algorithm alg :
+       {Algorithm::kSlidingLog, Algorithm::kSlidingCounter, Algorithm::kFixedWindow, Algorithm::kGcra}) {
+    run_streams(alg, 6, 60, seed() + 7, seen, false);
+    // Keys calls: one limit on many keys in one script call, coalesced.
+    RedisBackend backend(standalone(), true);
+    const std::vector<LimitParams> limits = {{alg, 3, 60000, 0}};
+    std::vector<Request> batch;
+    for (int i = 0; i < 12; ++i) {
+      Request rq;
+      rq.limits = &limits;
+      rq.keys = {std::string("declared:{") + algorithm_name(alg) + "}:" + std::to_string(i % 5)};
+      rq.now_us = kT0 + i;
+      batch.push_back(rq);
+    }
+    for (const Outcome& o : backend.evaluate_many(batch)) EXPECT_FALSE(o.error);
+  }
+  // The last command: MONITOR shows it once everything before it.
+  const std::string marker = "declared-keys-end";
+  server().command({"ECHO", marker});
+
+  const std::set<std::string> keyed = {"GET", "SET", "DEL", "GETRANGE", "SETRANGE", "STRLEN", "PEXPIRE",
+                                       "HMGET", "HSET"};
+  std::set<std::string> declared;
+  std::map<std::string, int> ran;  // what the scripts ran, by command
+  int scripts = 0, undeclared = 0;
+  timeval tv{10, 0};
+  redisSetTimeout(mon, tv);
+  for (;;) {
+    void* r = nullptr;
+    ASSERT_EQ(redisGetReply(mon, &r), REDIS_OK) << "MONITOR ended before the marker";
+    const std::string line(static_cast<redisReply*>(r)->str, static_cast<redisReply*>(r)->len);
+    freeReplyObject(r);
+    if (line.find(marker) != std::string::npos) break;
+    const std::vector<std::string> w = monitor_words(line);
+    if (w.empty()) continue;
+    std::string cmd = w[0];
+    std::transform(cmd.begin(), cmd.end(), cmd.begin(), ::toupper);
+    if (line.find(" lua] ") == std::string::npos) {
+      declared.clear();
+      if ((cmd == "EVALSHA" || cmd == "EVAL") && w.size() >= 3) {
+        ++scripts;
+        const size_t n = std::stoul(w[2]);
+        for (size_t i = 0; i < n && 3 + i < w.size(); ++i) declared.insert(w[3 + i]);
+      }
+      continue;
+    }
+    ++ran[cmd];
+    if (cmd == "TIME") continue;
+    if (!keyed.count(cmd)) {
+      ADD_FAILURE() << "a script ran " << cmd << ", which this test does not know: " << line.substr(0, 200);
+      continue;
+    }
+    if (w.size() < 2 || !declared.count(w[1])) {
+      if (++undeclared <= 5) ADD_FAILURE() << "undeclared key: " << line.substr(0, 200);
+    }
+  }
+  redisFree(mon);
+  std::string summary;
+  for (const auto& [cmd, n] : ran) summary += " " + cmd + " x" + std::to_string(n);
+  std::printf("%d script calls ran:%s; %d undeclared keys\n", scripts, summary.c_str(), undeclared);
+  EXPECT_EQ(undeclared, 0);
+  EXPECT_GT(scripts, 1000);
+  for (const char* cmd : {"GET", "SET", "GETRANGE", "SETRANGE", "PEXPIRE", "HMGET", "HSET"})
+    EXPECT_GT(ran[cmd], 0) << cmd << " never ran: the streams missed a path";
+}

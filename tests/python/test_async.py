@@ -11,19 +11,20 @@ import socket
 import threading
 import time
 
+import pytest
+
 import polylimit
 import polylimit._aio
-import pytest
+
 from conftest import pending_requests
 
-# Keeps Redis busy for ARGV[1] ms (a script runs alone): the checks sent
-# meanwhile stay in flight at least that long, however fast the library is.
-_BUSY_SCRIPT = """
-local function now() local t = redis.call('TIME') return t[1] * 1000 + t[2] / 1000 end
-local stop = now() + tonumber(ARGV[1])
-while now() < stop do end
-return 1
-"""
+
+# How long Redis holds every client's commands (CLIENT PAUSE) while the
+# checks are sent: they stay in flight at least that long, however fast the
+# library is. (Not a script that spins until TIME has advanced: Redis 7.2
+# and Valkey 8 give a script one time, its start, so it would spin until the
+# server's busy threshold, 5 s, or forever.)
+_PAUSE_MS = 300
 
 
 def _thousand_checks(server, key):
@@ -45,16 +46,13 @@ def _thousand_checks(server, key):
             tick = asyncio.create_task(ticker())
             while not ticks:  # the ticker is running
                 await asyncio.sleep(0)
-            busy = threading.Thread(target=server.command, args=("EVAL", _BUSY_SCRIPT, 0, 300))
-            busy.start()
-            await asyncio.sleep(0.02)  # the busy script has started
+            assert server.command("CLIENT", "PAUSE", _PAUSE_MS) == "OK"
             started = time.perf_counter()
             tasks = [asyncio.ensure_future(lim.acheck(key)) for _ in range(1000)]
             decisions = await asyncio.gather(*tasks)
             finished = time.perf_counter()
             stop.set()
             await tick
-            busy.join()
             # The first loop iteration after the launch starts all 1000 tasks
             # (~20 ms of loop work whatever the library does); the bound is
             # on the loop while the calls are in flight, after that.
@@ -68,8 +66,8 @@ def _thousand_checks(server, key):
 
 def test_thousand_concurrent_acheck_keep_the_loop_responsive(redis_server, key):
     # A blocking acheck would run all 1000 checks inside one loop iteration:
-    # no tick at all while they are in flight (Redis is kept busy for 300 ms
-    # meanwhile, so they are in flight that long; test_acheck_on_a_frozen_server
+    # no tick at all while they are in flight (Redis holds them for 300 ms,
+    # CLIENT PAUSE, so they are in flight that long; test_acheck_on_a_frozen_server
     # proves the same with calls that each block for a long time). The 50 ms bound on the largest
     # gap is measured up to three times: a 2-core machine shared with other
     # jobs can deschedule the whole process for longer than that.
@@ -175,7 +173,6 @@ def test_acheck_on_a_frozen_server_does_not_block_the_loop(private_redis, key):
 
 # -- acheck / acheck_many on the loop (polylimit_limiter_submit_check) ---------------
 
-
 def _fields(d):
     """A decision without its times (two calls never see the same clock)."""
     return (d.allowed, d.limit, d.remaining, d.granted, d.cached, d.degraded, d.shadowed)
@@ -191,19 +188,15 @@ def _outcome(call):
         return TypeError, str(e)
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        dict(spec="3/m"),
-        dict(spec="3/m", algorithm="gcra"),
-        dict(spec="3/m", algorithm="sliding_counter"),
-        dict(spec="3/m; 5/h", algorithm="fixed_window"),
-        dict(spec="3/m", deny_cache=16),
-        dict(spec="3/m", shadow=True),
-        dict(spec="3/m", block=30),
-    ],
-    ids=lambda o: ",".join("%s=%s" % kv for kv in o.items()),
-)
+@pytest.mark.parametrize("options", [
+    dict(spec="3/m"),
+    dict(spec="3/m", algorithm="gcra"),
+    dict(spec="3/m", algorithm="sliding_counter"),
+    dict(spec="3/m; 5/h", algorithm="fixed_window"),
+    dict(spec="3/m", deny_cache=16),
+    dict(spec="3/m", shadow=True),
+    dict(spec="3/m", block=30),
+], ids=lambda o: ",".join("%s=%s" % kv for kv in o.items()))
 def test_acheck_answers_as_check(url, key, options):
     # The same calls on two keys, one through check, one through acheck: the
     # same decisions (allowed, remaining, cached, shadowed...), the same errors.
@@ -243,21 +236,10 @@ def test_other_async_calls_answer_as_blocking_without_threads(url, key):
     # the client's thread pool is never made.
     def steps(k):
         return [
-            ("peek", (k,)),
-            ("check_at_most", (k, 2)),
-            ("peek", (k,)),
-            ("check_at_most", (k, 5)),
-            ("check_at_most", (k, 5)),
-            ("refund", (k, 2)),
-            ("check_limit", (k, 2, 2, 60)),
-            ("check_limit", (k, 1, 2, 60)),
-            ("reset", (k,)),
-            ("peek", (k,)),
-            ("refund", (k, 0)),
-            ("check_at_most", (k, 0)),
-            ("peek", ("",)),
-            ("peek", (42,)),
-            ("check_limit", (k, 1, 0, 60)),
+            ("peek", (k,)), ("check_at_most", (k, 2)), ("peek", (k,)), ("check_at_most", (k, 5)),
+            ("check_at_most", (k, 5)), ("refund", (k, 2)), ("check_limit", (k, 2, 2, 60)),
+            ("check_limit", (k, 1, 2, 60)), ("reset", (k,)), ("peek", (k,)), ("refund", (k, 0)),
+            ("check_at_most", (k, 0)), ("peek", ("",)), ("peek", (42,)), ("check_limit", (k, 1, 0, 60)),
         ]
 
     def blocking(lim, name, args):
@@ -310,9 +292,8 @@ def test_acheck_many_answers_as_check_many(url, key):
             lim = client.limiter("2/m")
             sync = lim.check_many([k.replace(key, key + "s") for k in keys], return_exceptions=True)
             aio = await lim.acheck_many([k.replace(key, key + "a") for k in keys], return_exceptions=True)
-            assert [_fields(r) if isinstance(r, polylimit.Decision) else (type(r), str(r), r.index) for r in aio] == [
-                _fields(r) if isinstance(r, polylimit.Decision) else (type(r), str(r), r.index) for r in sync
-            ]
+            assert [_fields(r) if isinstance(r, polylimit.Decision) else (type(r), str(r), r.index) for r in aio] == \
+                [_fields(r) if isinstance(r, polylimit.Decision) else (type(r), str(r), r.index) for r in sync]
             assert aio[0].headers()["RateLimit-Limit"] == "2"
             # Raised: the first failed key's error, worded by position, with
             # .index and .results, as check_many raises it.
@@ -551,7 +532,6 @@ def test_fork_while_a_loop_has_a_queue(redis_server, key):
         runner = threading.Thread(target=loop.run_forever)
         runner.start()
         try:
-
             async def busy(n):
                 return sum([(await lim.acheck(key)).allowed for _ in range(n)])
 
