@@ -18,11 +18,11 @@
 #include "cluster_transport.h"
 #include "crc16.h"
 #include "hammer.h"
-#include "redis_backend.h"
-#include "redis_cluster.h"
 #include "polylimit/client.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
+#include "redis_backend.h"
+#include "redis_cluster.h"
 #include "scripts_generated.h"
 
 using polylimit::Client;
@@ -202,10 +202,11 @@ TEST_F(SharedCluster, KeysSpreadOverMastersAndHotKeysAreExact) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(errors.load(), 0);
   for (size_t k = 0; k < hot_keys.size(); ++k) EXPECT_EQ(admitted[k].load(), kLimit) << hot_keys[k];
-  EXPECT_EQ(client->backend().evaluate(polylimit::Op::kPeek, hot.options().limit, hot.storage_key(hot_keys[0]), 1,
-                                       polylimit::kServerTime)
-                .remaining,
-            0);
+  EXPECT_EQ(
+      client->backend()
+          .evaluate(polylimit::Op::kPeek, hot.options().limit, hot.storage_key(hot_keys[0]), 1, polylimit::kServerTime)
+          .remaining,
+      0);
 
   // A forked child carries on with the inherited client on connections of its
   // own (exit code: 0 when its decisions are right).
@@ -304,8 +305,8 @@ void reshard_under_load(bool async, const char* prefix) {
   ASSERT_TRUE(Hammer::wait_for([&] { return h.attempts.load() >= at_migrating + 16; }, 10s));
   std::string keys = cluster.command(src, {"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "1000"});
   ASSERT_EQ(keys, skey);
-  EXPECT_EQ(cluster.command(src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0",
-                                  "5000", "KEYS", skey}),
+  EXPECT_EQ(cluster.command(
+                src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0", "5000", "KEYS", skey}),
             "OK");
   long at_migrate = h.admitted.load();
   // ASK phase (the key is on dst, the slot still src's): wait until callers
@@ -320,11 +321,12 @@ void reshard_under_load(bool async, const char* prefix) {
   ASSERT_TRUE(Hammer::wait_for([&] { return h.denied.load() >= 1000; }, 30s));
   h.stop();
   const long jobs = transport.background_jobs() - jobs_before;
-  std::printf("resharding slot %d %d->%d (%s): admitted %ld before, %ld at MIGRATE, %ld at SETSLOT NODE, %ld total; "
-              "%ld denied, %ld errors, %ld redirections followed; %ld of %ld calls on library threads\n",
-              slot, cluster.node(src).port(), cluster.node(dst).port(), async ? "check_async" : "check", before,
-              at_migrate, at_assign, h.admitted.load(), h.denied.load(), h.errors.load(),
-              transport.redirects() - redirects_before, jobs, h.attempts.load());
+  std::printf(
+      "resharding slot %d %d->%d (%s): admitted %ld before, %ld at MIGRATE, %ld at SETSLOT NODE, %ld total; "
+      "%ld denied, %ld errors, %ld redirections followed; %ld of %ld calls on library threads\n",
+      slot, cluster.node(src).port(), cluster.node(dst).port(), async ? "check_async" : "check", before, at_migrate,
+      at_assign, h.admitted.load(), h.denied.load(), h.errors.load(), transport.redirects() - redirects_before, jobs,
+      h.attempts.load());
   if (async) {
     EXPECT_GT(jobs, 0) << "no redirected call was handed to the blocking path";
     EXPECT_LT(jobs, h.attempts.load() / 10) << "most calls should not need a library thread";
@@ -444,8 +446,8 @@ TEST(Cluster, SlotPingPongDuringAHandoverCostsNoError) {
     EXPECT_EQ(cluster.command(dst, {"CLUSTER", "SETSLOT", sl, "IMPORTING", src_id}), "OK");
     EXPECT_EQ(cluster.command(src, {"CLUSTER", "SETSLOT", sl, "MIGRATING", dst_id}), "OK");
     EXPECT_EQ(cluster.command(src, {"CLUSTER", "GETKEYSINSLOT", sl, "1000"}), skey);
-    EXPECT_EQ(cluster.command(src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0",
-                                    "5000", "KEYS", skey}),
+    EXPECT_EQ(cluster.command(src, {"MIGRATE", "127.0.0.1", std::to_string(cluster.node(dst).port()), "", "0", "5000",
+                                    "KEYS", skey}),
               "OK");
     const long at_migrate = transport.redirects();  // callers follow ASK now
     ASSERT_TRUE(Hammer::wait_for([&] { return transport.redirects() > at_migrate; }, 10s));
@@ -484,10 +486,11 @@ TEST(Cluster, SlotPingPongDuringAHandoverCostsNoError) {
     ASSERT_TRUE(Hammer::wait_for([&] { return h.each_finished_a_call_since(window_end); }, 10s))
         << "a caller is still in a call of the window";
     const long followed = transport.redirects() - redirects0;
-    std::printf("slot %d ping-pong %d<->%d for %.0f ms (asked %lld ms): %ld redirections followed; slowest call "
-                "%.1f ms\n",
-                slot, cluster.node(src).port(), cluster.node(dst).port(), pingpong_ms,
-                static_cast<long long>(window.count()), followed, h.slowest_ns.load() / 1e6);
+    std::printf(
+        "slot %d ping-pong %d<->%d for %.0f ms (asked %lld ms): %ld redirections followed; slowest call "
+        "%.1f ms\n",
+        slot, cluster.node(src).port(), cluster.node(dst).port(), pingpong_ms, static_cast<long long>(window.count()),
+        followed, h.slowest_ns.load() / 1e6);
     // More than one redirection per caller: the ping-pong was met. Ended by
     // the destination (Valkey 8): every caller was sent on by the source.
     if (pointed_back_ms < 0)
@@ -505,11 +508,12 @@ TEST(Cluster, SlotPingPongDuringAHandoverCostsNoError) {
   h.stop();
   slowest_ns = std::max(slowest_ns, h.slowest_ns.load());
   const long long stored = cluster.node(first_owner).integer(pltest::ring_units(skey));
-  std::printf("ping-pong: %ld admitted (%ld when the handovers ended), %ld denied, %ld errors (%s); log holds %lld, "
-              "limit %lld; slowest call %.1f ms; %ld redirections, %ld map refreshes (%ld in the background)\n",
-              h.admitted.load(), at_end, h.denied.load(), h.errors.load(), h.first_error_text().c_str(), stored,
-              static_cast<long long>(kLimit), slowest_ns / 1e6, transport.redirects(),
-              transport.refreshes(), transport.background_refreshes());
+  std::printf(
+      "ping-pong: %ld admitted (%ld when the handovers ended), %ld denied, %ld errors (%s); log holds %lld, "
+      "limit %lld; slowest call %.1f ms; %ld redirections, %ld map refreshes (%ld in the background)\n",
+      h.admitted.load(), at_end, h.denied.load(), h.errors.load(), h.first_error_text().c_str(), stored,
+      static_cast<long long>(kLimit), slowest_ns / 1e6, transport.redirects(), transport.refreshes(),
+      transport.background_refreshes());
   EXPECT_EQ(h.errors.load(), 0) << h.first_error_text();
   EXPECT_LT(at_end, kLimit) << "the limit was reached before the handovers: nothing was tested";
   EXPECT_EQ(h.admitted.load(), kLimit);
@@ -551,9 +555,10 @@ TEST(Cluster, FirstMovedRefreshesTheWholeMap) {
   EXPECT_TRUE(l.check(k2).allowed);
   EXPECT_EQ(transport.redirects(), redirects0 + 1) << "the second slot was redirected: the map was not refreshed";
   EXPECT_GE(transport.background_refreshes(), 1);
-  std::printf("first MOVED: the call took %.1f ms; the whole map was reloaded within %.0f ms of it (%ld loads, %ld "
-              "in the background)\n",
-              first_ms, refreshed_ms, transport.refreshes(), transport.background_refreshes());
+  std::printf(
+      "first MOVED: the call took %.1f ms; the whole map was reloaded within %.0f ms of it (%ld loads, %ld "
+      "in the background)\n",
+      first_ms, refreshed_ms, transport.refreshes(), transport.background_refreshes());
 }
 
 // A non-blocking call that meets a MOVED goes on in the blocking path on a
@@ -600,9 +605,10 @@ TEST(Cluster, ARedirectedAsyncCallKeepsItsDeadline) {
   caller.join();
   cluster.node(dst).resume();
   const double took_ms = ms_since(t0, done_ns.load());
-  std::printf("redirected after 600 ms to a node that does not answer: the call failed after %.0f ms "
-              "(command_timeout_ms 1000)\n",
-              took_ms);
+  std::printf(
+      "redirected after 600 ms to a node that does not answer: the call failed after %.0f ms "
+      "(command_timeout_ms 1000)\n",
+      took_ms);
   EXPECT_EQ(code, ErrorCode::kTimeout);
   EXPECT_EQ(transport.redirects(), redirects0 + 1);
   EXPECT_EQ(transport.background_jobs(), jobs0 + 1) << "the redirected call did not take the blocking path";
@@ -666,8 +672,7 @@ void failover_then_kill(bool async) {
       if (admitted < kLimit / 2) return;
       const int64_t left = kLimit - kReserve - admitted;
       const int64_t remaining_us = std::max<int64_t>(deadline_ns - pltest::steady_ns(), 0) / 1000;
-      const int64_t pause_us =
-          left > 0 ? std::clamp<int64_t>(kThreads * remaining_us / left, 1000, 1000000) : 1000000;
+      const int64_t pause_us = left > 0 ? std::clamp<int64_t>(kThreads * remaining_us / left, 1000, 1000000) : 1000000;
       longest_pause_us = std::max(longest_pause_us, pause_us);
       h.set_pause(std::chrono::microseconds(pause_us));
     };
@@ -696,13 +701,14 @@ void failover_then_kill(bool async) {
     double recovered = h.errors.load() ? std::max(0.0, ms_since(last_command, h.last_error_ns.load())) : 0.0;
     long long logged = cluster.node(replica).integer(pltest::ring_units(skey));
     const long jobs = transport.background_jobs() - jobs0, redirects = transport.redirects() - redirects0;
-    std::printf("CLUSTER FAILOVER (%s): promoted after %.0f ms; %ld errors (%s); client recovered %.0f ms after "
-                "the last command; admitted %ld (%ld at promotion), log holds %lld, limit %lld; longest pause before the promotion "
-                "%lld ms; %ld NOSCRIPT reloads so far; %ld redirections; %ld of %ld calls on library threads\n",
-                async ? "check_async" : "check", ms_since(t0, promoted), h.errors.load(),
-                h.first_error_text().c_str(), recovered, h.admitted.load(), at_promotion, logged,
-                static_cast<long long>(kLimit), static_cast<long long>(longest_pause_us / 1000),
-                transport.noscript_reloads(), redirects, jobs, h.attempts.load());
+    std::printf(
+        "CLUSTER FAILOVER (%s): promoted after %.0f ms; %ld errors (%s); client recovered %.0f ms after "
+        "the last command; admitted %ld (%ld at promotion), log holds %lld, limit %lld; longest pause before the promotion "
+        "%lld ms; %ld NOSCRIPT reloads so far; %ld redirections; %ld of %ld calls on library threads\n",
+        async ? "check_async" : "check", ms_since(t0, promoted), h.errors.load(), h.first_error_text().c_str(),
+        recovered, h.admitted.load(), at_promotion, logged, static_cast<long long>(kLimit),
+        static_cast<long long>(longest_pause_us / 1000), transport.noscript_reloads(), redirects, jobs,
+        h.attempts.load());
     expect_threads_only_for_trouble(jobs, h, redirects);
     // A manual failover loses no write: the log holds the limit, and every
     // call admitted it. A call that failed (timed out while an aborted
@@ -757,12 +763,13 @@ void failover_then_kill(bool async) {
     h.stop();
     long long logged = cluster.node(heir).integer(pltest::ring_units(skey));
     const long jobs = transport.background_jobs() - jobs0, redirects = transport.redirects() - redirects0;
-    std::printf("SIGKILL of master %d (%s): replica %d promoted after %.0f ms; %ld errors (first: %s); last error "
-                "%.0f ms after the kill; admitted %ld (%ld before the kill), log now holds %lld, limit %lld; %ld of "
-                "%ld calls on library threads\n",
-                cluster.node(victim).port(), async ? "check_async" : "check", cluster.node(heir).port(),
-                ms_since(t0, promoted), h.errors.load(), h.first_error_text().c_str(), recovered, h.admitted.load(),
-                at_kill, logged, static_cast<long long>(kLimit), jobs, h.attempts.load());
+    std::printf(
+        "SIGKILL of master %d (%s): replica %d promoted after %.0f ms; %ld errors (first: %s); last error "
+        "%.0f ms after the kill; admitted %ld (%ld before the kill), log now holds %lld, limit %lld; %ld of "
+        "%ld calls on library threads\n",
+        cluster.node(victim).port(), async ? "check_async" : "check", cluster.node(heir).port(), ms_since(t0, promoted),
+        h.errors.load(), h.first_error_text().c_str(), recovered, h.admitted.load(), at_kill, logged,
+        static_cast<long long>(kLimit), jobs, h.attempts.load());
     expect_threads_only_for_trouble(jobs, h, redirects);
     EXPECT_LT(recovered, 15000.0);
     EXPECT_EQ(logged, kLimit);  // the log never holds more than the limit
@@ -825,12 +832,13 @@ TEST(Cluster, ManualFailoverWithLeases) {
   h.stop();
   const long long logged = cluster.node(replica).integer(pltest::ring_units(skey));
   const polylimit::Stats s = client->stats();
-  std::printf("CLUSTER FAILOVER with leases of %lld: promoted after %.0f ms; admitted %ld (%ld at promotion), "
-              "%ld errors (%s); log holds %lld, limit %lld; leased %llu, refunded %llu, stranded %llu units\n",
-              static_cast<long long>(kLease), ms_since(t0, pltest::steady_ns()), h.admitted.load(), at_promotion,
-              h.errors.load(), h.first_error_text().c_str(), logged, static_cast<long long>(kLimit),
-              static_cast<unsigned long long>(s.leased_units), static_cast<unsigned long long>(s.refunded_units),
-              static_cast<unsigned long long>(s.stranded_units));
+  std::printf(
+      "CLUSTER FAILOVER with leases of %lld: promoted after %.0f ms; admitted %ld (%ld at promotion), "
+      "%ld errors (%s); log holds %lld, limit %lld; leased %llu, refunded %llu, stranded %llu units\n",
+      static_cast<long long>(kLease), ms_since(t0, pltest::steady_ns()), h.admitted.load(), at_promotion,
+      h.errors.load(), h.first_error_text().c_str(), logged, static_cast<long long>(kLimit),
+      static_cast<unsigned long long>(s.leased_units), static_cast<unsigned long long>(s.refunded_units),
+      static_cast<unsigned long long>(s.stranded_units));
   EXPECT_LT(at_promotion, kLimit) << "the limit was reached before the promotion: nothing was tested";
   EXPECT_LE(h.admitted.load(), kLimit + kLease);
   EXPECT_LE(logged, kLimit);
@@ -894,8 +902,8 @@ TEST(ClusterTopology, NotAClusterServer) {
 }
 
 TEST(ClusterTopology, MalformedUrls) {
-  for (const char* url : {"redis+cluster://", "redis+cluster://h:1,,h:2", "redis+cluster://h:99999",
-                          "redis+cluster://h:1/2"}) {
+  for (const char* url :
+       {"redis+cluster://", "redis+cluster://h:1,,h:2", "redis+cluster://h:99999", "redis+cluster://h:1/2"}) {
     try {
       open(url);
       ADD_FAILURE() << "accepted " << url;

@@ -787,8 +787,8 @@ TEST(ScriptKeys, ScriptsTouchOnlyTheirDeclaredKeys) {
   const std::string marker = "declared-keys-end";
   server().command({"ECHO", marker});
 
-  const std::set<std::string> keyed = {"GET", "SET", "DEL", "GETRANGE", "SETRANGE", "STRLEN", "PEXPIRE",
-                                       "HMGET", "HSET"};
+  const std::set<std::string> keyed = {"GET",    "SET",     "DEL",   "GETRANGE", "SETRANGE",
+                                       "STRLEN", "PEXPIRE", "HMGET", "HSET"};
   std::set<std::string> declared;
   std::map<std::string, int> ran;  // what the scripts ran, by command
   int scripts = 0, undeclared = 0;

@@ -11,13 +11,10 @@ import socket
 import threading
 import time
 
-import pytest
-
 import polylimit
 import polylimit._aio
-
+import pytest
 from conftest import pending_requests
-
 
 # How long Redis holds every client's commands (CLIENT PAUSE) while the
 # checks are sent: they stay in flight at least that long, however fast the
@@ -173,6 +170,7 @@ def test_acheck_on_a_frozen_server_does_not_block_the_loop(private_redis, key):
 
 # -- acheck / acheck_many on the loop (polylimit_limiter_submit_check) ---------------
 
+
 def _fields(d):
     """A decision without its times (two calls never see the same clock)."""
     return (d.allowed, d.limit, d.remaining, d.granted, d.cached, d.degraded, d.shadowed)
@@ -188,15 +186,19 @@ def _outcome(call):
         return TypeError, str(e)
 
 
-@pytest.mark.parametrize("options", [
-    dict(spec="3/m"),
-    dict(spec="3/m", algorithm="gcra"),
-    dict(spec="3/m", algorithm="sliding_counter"),
-    dict(spec="3/m; 5/h", algorithm="fixed_window"),
-    dict(spec="3/m", deny_cache=16),
-    dict(spec="3/m", shadow=True),
-    dict(spec="3/m", block=30),
-], ids=lambda o: ",".join("%s=%s" % kv for kv in o.items()))
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(spec="3/m"),
+        dict(spec="3/m", algorithm="gcra"),
+        dict(spec="3/m", algorithm="sliding_counter"),
+        dict(spec="3/m; 5/h", algorithm="fixed_window"),
+        dict(spec="3/m", deny_cache=16),
+        dict(spec="3/m", shadow=True),
+        dict(spec="3/m", block=30),
+    ],
+    ids=lambda o: ",".join("%s=%s" % kv for kv in o.items()),
+)
 def test_acheck_answers_as_check(url, key, options):
     # The same calls on two keys, one through check, one through acheck: the
     # same decisions (allowed, remaining, cached, shadowed...), the same errors.
@@ -236,10 +238,21 @@ def test_other_async_calls_answer_as_blocking_without_threads(url, key):
     # the client's thread pool is never made.
     def steps(k):
         return [
-            ("peek", (k,)), ("check_at_most", (k, 2)), ("peek", (k,)), ("check_at_most", (k, 5)),
-            ("check_at_most", (k, 5)), ("refund", (k, 2)), ("check_limit", (k, 2, 2, 60)),
-            ("check_limit", (k, 1, 2, 60)), ("reset", (k,)), ("peek", (k,)), ("refund", (k, 0)),
-            ("check_at_most", (k, 0)), ("peek", ("",)), ("peek", (42,)), ("check_limit", (k, 1, 0, 60)),
+            ("peek", (k,)),
+            ("check_at_most", (k, 2)),
+            ("peek", (k,)),
+            ("check_at_most", (k, 5)),
+            ("check_at_most", (k, 5)),
+            ("refund", (k, 2)),
+            ("check_limit", (k, 2, 2, 60)),
+            ("check_limit", (k, 1, 2, 60)),
+            ("reset", (k,)),
+            ("peek", (k,)),
+            ("refund", (k, 0)),
+            ("check_at_most", (k, 0)),
+            ("peek", ("",)),
+            ("peek", (42,)),
+            ("check_limit", (k, 1, 0, 60)),
         ]
 
     def blocking(lim, name, args):
@@ -292,8 +305,9 @@ def test_acheck_many_answers_as_check_many(url, key):
             lim = client.limiter("2/m")
             sync = lim.check_many([k.replace(key, key + "s") for k in keys], return_exceptions=True)
             aio = await lim.acheck_many([k.replace(key, key + "a") for k in keys], return_exceptions=True)
-            assert [_fields(r) if isinstance(r, polylimit.Decision) else (type(r), str(r), r.index) for r in aio] == \
-                [_fields(r) if isinstance(r, polylimit.Decision) else (type(r), str(r), r.index) for r in sync]
+            assert [_fields(r) if isinstance(r, polylimit.Decision) else (type(r), str(r), r.index) for r in aio] == [
+                _fields(r) if isinstance(r, polylimit.Decision) else (type(r), str(r), r.index) for r in sync
+            ]
             assert aio[0].headers()["RateLimit-Limit"] == "2"
             # Raised: the first failed key's error, worded by position, with
             # .index and .results, as check_many raises it.
@@ -532,6 +546,7 @@ def test_fork_while_a_loop_has_a_queue(redis_server, key):
         runner = threading.Thread(target=loop.run_forever)
         runner.start()
         try:
+
             async def busy(n):
                 return sum([(await lim.acheck(key)).allowed for _ in range(n)])
 
