@@ -15,15 +15,15 @@
 #include <mutex>
 #include <thread>
 
-#include "cluster_transport.h"
-#include "crc16.h"
+#include "backend/redis_backend.h"
 #include "hammer.h"
 #include "polylimit/client.h"
 #include "polylimit/errors.h"
 #include "polylimit/limiter.h"
-#include "redis_backend.h"
 #include "redis_cluster.h"
 #include "scripts_generated.h"
+#include "transport/cluster_transport.h"
+#include "transport/crc16.h"
 
 using polylimit::Client;
 using polylimit::ClientOptions;
