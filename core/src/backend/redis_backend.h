@@ -138,7 +138,7 @@ class RedisBackend : public Backend {
   // while the slot is held: pass it to lane_done), or queues the check
   // `make_check()` makes in it (null); throws kPoolExhausted when too many
   // wait. `rq` and its `call` give the lane's keys calls their shape. A
-  // template (defined and used in redis_backend.cpp only): a std::function
+  // template (defined and used in redis_lanes.cpp only): a std::function
   // of the caller's lambda would allocate for every check, waiting or not.
   template <typename MakeCheck>
   const std::string* enter_lane(const scripts::Script& script, const Request& rq, const ScriptCall& call,

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "a158cbc274aecd78e9b400c350af8b7910428b6197e411273d8b73b8d6bbbb1d"
+const sourcesDigest = "1f442fa9a36093db5a8948c70ac7d1849c6dc9257131a66552a4d7a2f2960e6c"
