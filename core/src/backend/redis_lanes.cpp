@@ -65,8 +65,13 @@ const std::string* RedisBackend::enter_lane(const scripts::Script& script, const
   }
   l.next.checks.push_back(make_check());
   if (!unread) return nullptr;
+  std::shared_ptr<LaneCall> go;
+  try {
+    go = take_waiting(l, false);  // moves nothing when it throws
+  } catch (...) {
+    return nullptr;  // queued: it goes when a call of the lane completes
+  }
   ++l.inflight;  // the waiting checks' slot; `lane` stays while it is held
-  std::shared_ptr<LaneCall> go = take_waiting(l, false);
   const std::string* lane = &it->first;
   lock.unlock();
   if (!send_lane_call(*lane, go)) lane_done(*lane);  // nothing went: the slot goes to others, or is freed

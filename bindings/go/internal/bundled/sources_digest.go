@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "1f442fa9a36093db5a8948c70ac7d1849c6dc9257131a66552a4d7a2f2960e6c"
+const sourcesDigest = "0d8c0a1dad5cfdcd368a2eb1997880b38eec38ce3d86205b2dbb5877e19696f1"
