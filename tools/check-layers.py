@@ -2,7 +2,7 @@
 """Checks the include direction of the core's layers (core/README.md).
 
 Each folder of core/src is a layer, lowest first: util, net, transport,
-backend, limiter. A file may include headers of its own layer and of the
+backend, limiter, http. A file may include headers of its own layer and of the
 layers below it, never above; every file of core/src lives in a layer
 folder. Internal headers are named by their path relative to core/src
 ("net/mux.h"). Public headers (core/include/polylimit/) belong to a layer
@@ -19,7 +19,7 @@ import re
 import sys
 
 # Lowest first.
-LAYERS = ["util", "net", "transport", "backend", "limiter"]
+LAYERS = ["util", "net", "transport", "backend", "limiter", "http"]
 
 # The lowest layer that may include each public header: what the header
 # describes. A new public header must be given one here.
@@ -36,6 +36,7 @@ PUBLIC = {
     "polylimit/rate_spec.h": "limiter",
     "polylimit/client.h": "limiter",
     "polylimit/limiter.h": "limiter",
+    "polylimit/http_policy.h": "http",
 }
 
 # Headers that the build generates (core/CMakeLists.txt), by layer.

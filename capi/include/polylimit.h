@@ -188,6 +188,22 @@ typedef enum polylimit_failure_policy {
 #define POLYLIMIT_MAX_LEASE_MS 31622400000LL
 #define POLYLIMIT_DEFAULT_LEASE_MS 100LL
 
+/** What a polylimit_http_step asks of the middleware (polylimit_http_step.action). */
+typedef enum polylimit_http_action {
+    POLYLIMIT_HTTP_PROCEED = 0,       /**< the request goes on, unchecked and with no headers */
+    POLYLIMIT_HTTP_CHECK = 1,         /**< check the step's key and cost on its rule's limiter, then answer */
+    POLYLIMIT_HTTP_RESPOND = 2,       /**< answer at once with the step's status (400, 401 or 403) */
+    POLYLIMIT_HTTP_NEED_APP_KEY = 3   /**< the rule keys by the application's key: describe the request again with it */
+} polylimit_http_action;
+/* The HTTP policy's answers: plain text, in POLYLIMIT_HTTP_CONTENT_TYPE. */
+#define POLYLIMIT_HTTP_CONTENT_TYPE "text/plain; charset=utf-8"
+#define POLYLIMIT_HTTP_BODY_TOO_MANY_REQUESTS "Too Many Requests\n" /* 429: the limit is used up (with Retry-After and the rate-limit headers) */
+#define POLYLIMIT_HTTP_BODY_UNAVAILABLE "Rate limiter unavailable\n" /* 503: the check failed and on_error is unavailable */
+#define POLYLIMIT_HTTP_BODY_NO_KEY "no rate-limit key in the request\n" /* 400: the rule's key is missing (on_missing_key reject) */
+#define POLYLIMIT_HTTP_BODY_NO_CREDENTIAL "no credential to rate-limit the request by\n" /* 401: the rule's key is a missing credential: api_key, user or tenant (on_missing_key reject) */
+#define POLYLIMIT_HTTP_BODY_BAD_COST "invalid request cost\n" /* 400: the cost header is not a whole number from 1 to the rule's max */
+#define POLYLIMIT_HTTP_BODY_FORBIDDEN "Forbidden\n" /* 403: the client is on the deny list */
+
 #define POLYLIMIT_STATS_LATENCY_BUCKETS 16
 
 /** One decision, filled by the check calls. */
@@ -803,7 +819,7 @@ POLYLIMIT_EXTERN(int) polylimit_clients_stats_prometheus(polylimit_client *const
  *                             (GCRA: q is the burst, what remaining counts from)
  *   RateLimit: "<name>";r=<remaining>;t=<reset s>              the deciding one
  * The last two are the IETF httpapi draft's structured fields as of
- * draft-ietf-httpapi-ratelimit-headers-09; the trio before them is the
+ * draft-ietf-httpapi-ratelimit-headers-12; the trio before them is the
  * earlier revisions' form, which most clients read today. A single-limit limiter's
  * policy is named "default"; a rate spec's limits "<limit>-per-<window>"
  * (e.g. "100-per-60s"). A decision of polylimit_limiter_check_limit has no
@@ -815,6 +831,132 @@ POLYLIMIT_EXTERN(int) polylimit_clients_stats_prometheus(polylimit_client *const
  */
 POLYLIMIT_EXTERN(int) polylimit_limiter_headers(const polylimit_limiter *limiter, const polylimit_decision *decision,
                                                 char **out, size_t *len, polylimit_error *err);
+
+/* ---- the HTTP request policy ------------------------------------------- */
+
+/*
+ * What every language's middleware asks for each request, decided here once
+ * (docs/integrations/contract.md). A policy is made from a JSON document (its
+ * rules, keys, proxies, lists) and the limiters its rules name by index; it is
+ * immutable and may be used from any number of threads. Per request:
+ *
+ *   polylimit_http_prepare    describe the request -> a step:
+ *     PROCEED      the request goes on unchecked, with no headers
+ *     RESPOND      answer at once (400, 401, 403): polylimit_http_answer(step, NULL)
+ *     CHECK        check step.key for step.cost on the limiter of rule step.rule
+ *                  (polylimit_http_policy_rule_limiter; blocking or submitted),
+ *                  then polylimit_http_answer(step, &decision), or with NULL
+ *                  when the check failed
+ *     NEED_APP_KEY the rule keys by the application's key: prepare again with
+ *                  request.app_key set
+ *   after the response: polylimit_http_refund_due (count_when) tells whether to
+ *   refund step.cost on the same limiter.
+ *
+ * polylimit_http_decide does prepare, check and answer in one blocking call,
+ * and polylimit_http_settle the refund.
+ */
+typedef struct polylimit_http_policy polylimit_http_policy;
+
+/** A string that may be absent: ptr NULL means absent, len 0 empty. */
+typedef struct polylimit_str {
+    const char *ptr;
+    size_t len;
+} polylimit_str;
+
+#define POLYLIMIT_HTTP_REQUEST_VERSION 1
+
+/** One request, described by the middleware; everything is borrowed for the call. */
+typedef struct polylimit_http_request {
+    unsigned int version;   /**< POLYLIMIT_HTTP_REQUEST_VERSION */
+    polylimit_str method;   /**< "GET", any case */
+    polylimit_str path;     /**< the path, without the query */
+    polylimit_str route;    /**< the framework's route template; absent: unknown */
+    polylimit_str peer;     /**< the socket's other end: "10.0.0.1:51234", "[::1]:80", ... */
+    const polylimit_str *headers; /**< values of the headers polylimit_http_policy_header_name
+                                       lists, in that order (repeated headers joined by ", ");
+                                       absent ones have ptr NULL */
+    size_t header_count;    /**< entries in headers; fewer than the policy's: the rest absent */
+    polylimit_str user;     /**< the authenticated user's id; absent: anonymous */
+    polylimit_str tenant;   /**< the tenant's id; absent: none */
+    polylimit_str app_key;  /**< the application's key, for rules keyed by "app" */
+    int64_t cost;           /**< > 0: this request's cost, instead of the rule's */
+} polylimit_http_request;
+
+#define POLYLIMIT_HTTP_KEY_MAX 1024
+
+/** What to do with a request (polylimit_http_prepare). */
+typedef struct polylimit_http_step {
+    int action;      /**< a polylimit_http_action */
+    int status;      /**< RESPOND: 400, 401 or 403 */
+    int rule;        /**< the rule that matched, or -1 */
+    int reserved_;   /**< zeroed */
+    int64_t cost;    /**< CHECK: the units to check */
+    size_t key_len;  /**< CHECK: the key's length */
+    char key[POLYLIMIT_HTTP_KEY_MAX]; /**< CHECK: the key (not NUL-terminated) */
+} polylimit_http_step;
+
+#define POLYLIMIT_HTTP_HEADERS_MAX 4096
+
+/** The response to give (polylimit_http_answer, polylimit_http_decide). */
+typedef struct polylimit_http_response {
+    int status;          /**< 0: the request goes on, with headers; else the status to answer */
+    int reserved_;       /**< zeroed */
+    const char *body;    /**< the body (static storage, NUL-terminated); "" when going on */
+    size_t body_len;
+    size_t headers_len;  /**< bytes of headers */
+    char headers[POLYLIMIT_HTTP_HEADERS_MAX]; /**< "Name: value\n" each, NUL-terminated:
+                                                 the rate-limit headers, and Content-Type with a body */
+} polylimit_http_response;
+
+/**
+ * Makes a policy from its JSON document.
+ * @param limiters  the limiters the rules name as "limiter": i (borrowed by
+ *                  the policy, which keeps them alive: free them when you like)
+ * @return POLYLIMIT_OK, or POLYLIMIT_EINVALID with a message naming the line
+ *         and the field ("policy line 7: rules[1] (\"login\").key: ...")
+ */
+POLYLIMIT_EXTERN(int) polylimit_http_policy_new(const char *document, size_t document_len,
+                                                polylimit_limiter *const *limiters, size_t n_limiters,
+                                                polylimit_http_policy **out, polylimit_error *err);
+POLYLIMIT_EXTERN(void) polylimit_http_policy_free(polylimit_http_policy *policy);
+
+/** How many request headers the policy reads, and the i-th one's lower-case name (NULL out of range). */
+POLYLIMIT_EXTERN(size_t) polylimit_http_policy_header_count(const polylimit_http_policy *policy);
+POLYLIMIT_EXTERN(const char *) polylimit_http_policy_header_name(const polylimit_http_policy *policy, size_t i);
+/** The rules: their count, names (NULL out of range) and limiter indexes (-1: the rule exempts). */
+POLYLIMIT_EXTERN(size_t) polylimit_http_policy_rule_count(const polylimit_http_policy *policy);
+POLYLIMIT_EXTERN(const char *) polylimit_http_policy_rule_name(const polylimit_http_policy *policy, size_t rule);
+POLYLIMIT_EXTERN(int) polylimit_http_policy_rule_limiter(const polylimit_http_policy *policy, size_t rule);
+
+/** Decides what to do with a request (no I/O). POLYLIMIT_EINVALID for a
+ * malformed request struct or a key over POLYLIMIT_HTTP_KEY_MAX bytes. */
+POLYLIMIT_EXTERN(int) polylimit_http_prepare(const polylimit_http_policy *policy, const polylimit_http_request *request,
+                                             polylimit_http_step *out, polylimit_error *err);
+/** The response for a step: RESPOND (decision NULL), or CHECK with the
+ * check's decision (NULL: the check failed: 503, or going on with no headers
+ * when the policy's on_error is "allow"). */
+POLYLIMIT_EXTERN(int) polylimit_http_answer(const polylimit_http_policy *policy, const polylimit_http_step *step,
+                                            const polylimit_decision *decision, polylimit_http_response *out,
+                                            polylimit_error *err);
+/** prepare, the check (blocking) and answer in one call. A failed check is an
+ * answer (503), not an error; `decision` (may be NULL) receives the check's
+ * decision, zeroed when there was none. NEED_APP_KEY comes back as a step. */
+POLYLIMIT_EXTERN(int) polylimit_http_decide(const polylimit_http_policy *policy, const polylimit_http_request *request,
+                                            polylimit_http_step *step, polylimit_decision *decision,
+                                            polylimit_http_response *response, polylimit_error *err);
+/** 1 when a request's units go back now that its response has `status`
+ * (the rule's count_when does not count it, and Redis took them: an admitted
+ * decision, neither shadowed nor degraded); else 0. */
+POLYLIMIT_EXTERN(int) polylimit_http_refund_due(const polylimit_http_policy *policy, const polylimit_http_step *step,
+                                                const polylimit_decision *decision, int status);
+/** polylimit_http_refund_due and, when due, the refund (blocking). `refunded`
+ * (may be NULL) receives 1 when it refunded. */
+POLYLIMIT_EXTERN(int) polylimit_http_settle(const polylimit_http_policy *policy, const polylimit_http_step *step,
+                                            const polylimit_decision *decision, int status, int *refunded,
+                                            polylimit_error *err);
+/** Requests decided per rule and outcome, Prometheus text; free with polylimit_free. */
+POLYLIMIT_EXTERN(int) polylimit_http_policy_metrics_prometheus(const polylimit_http_policy *policy, char **out,
+                                                               size_t *len, polylimit_error *err);
 
 /* ---- secrets ----------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -20,10 +21,13 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "polylimit/client.h"
 #include "polylimit/errors.h"
+#include "polylimit/headers.h"
+#include "polylimit/http_policy.h"
 #include "polylimit/limiter.h"
 #include "polylimit/rate_spec.h"
 #include "polylimit/reactor.h"
@@ -905,3 +909,231 @@ int polylimit_limiter_submit_check_many(polylimit_limiter* limiter, const void* 
   if (code != POLYLIMIT_OK) return reject(code, submit_err.message, submit_err.outcome_unknown != 0);
   return ok(err);
 }
+
+// ------------------------------------------------------------ the HTTP request policy
+
+struct polylimit_http_policy {
+  std::shared_ptr<const polylimit::http::Policy> rep;
+  std::vector<std::shared_ptr<polylimit::Limiter>> limiters;  // by the rules' "limiter" index
+};
+
+namespace {
+
+std::string_view str_view(const polylimit_str& s) {
+  return s.ptr == nullptr ? std::string_view() : std::string_view(s.ptr, s.len);
+}
+
+// The core's view of a request; `values` holds the header values.
+bool to_request(const polylimit_http_request* in, polylimit::http::Request& out, std::vector<std::string_view>& values,
+                polylimit_error* err) {
+  if (in->version != POLYLIMIT_HTTP_REQUEST_VERSION) {
+    fail(err, POLYLIMIT_EINVALID, "request.version: unknown; use POLYLIMIT_HTTP_REQUEST_VERSION");
+    return false;
+  }
+  if (in->headers == nullptr && in->header_count != 0) {
+    null_argument(err, "request.headers");
+    return false;
+  }
+  out.method = str_view(in->method);
+  out.path = str_view(in->path);
+  out.route = str_view(in->route);
+  out.peer = str_view(in->peer);
+  values.resize(in->header_count);
+  for (size_t i = 0; i < in->header_count; ++i) values[i] = str_view(in->headers[i]);
+  out.headers = values.data();
+  out.header_count = values.size();
+  out.user = str_view(in->user);
+  out.tenant = str_view(in->tenant);
+  out.app_key = str_view(in->app_key);
+  out.cost = in->cost;
+  return true;
+}
+
+void to_step(const polylimit::http::Step& s, polylimit_http_step* out) {
+  if (s.key.size() > POLYLIMIT_HTTP_KEY_MAX)
+    polylimit::throw_invalid("request.app_key: the key is longer than POLYLIMIT_HTTP_KEY_MAX (" +
+                             std::to_string(POLYLIMIT_HTTP_KEY_MAX) + ") bytes");
+  out->action = static_cast<int>(s.action);
+  out->status = s.status;
+  out->rule = s.rule;
+  out->cost = s.cost;
+  out->key_len = s.key.size();
+  std::memcpy(out->key, s.key.data(), s.key.size());
+}
+
+polylimit::http::Step from_step(const polylimit_http_step* in) {
+  polylimit::http::Step s;
+  s.action = static_cast<polylimit::http::Action>(in->action);
+  s.status = in->status;
+  s.rule = in->rule;
+  s.cost = in->cost;
+  s.key.assign(in->key, std::min<size_t>(in->key_len, POLYLIMIT_HTTP_KEY_MAX));
+  return s;
+}
+
+polylimit::Decision to_decision(const polylimit_decision& in) {
+  polylimit::Decision d;
+#define POLYLIMIT_TAKE(name) d.name = static_cast<decltype(d.name)>(in.name);
+  POLYLIMIT_DECISION_FIELDS(POLYLIMIT_TAKE)
+#undef POLYLIMIT_TAKE
+  return d;
+}
+
+void to_answer(const polylimit::http::Answer& a, polylimit_http_response* out) {
+  out->status = a.status;
+  out->body = a.body.empty() ? "" : a.body.data();
+  out->body_len = a.body.size();
+  std::string text = polylimit::format_headers(a.headers);
+  if (text.size() >= POLYLIMIT_HTTP_HEADERS_MAX)
+    throw Error(ErrorCode::kInternal, "the response headers outgrew POLYLIMIT_HTTP_HEADERS_MAX");
+  std::memcpy(out->headers, text.data(), text.size());
+  out->headers[text.size()] = '\0';
+  out->headers_len = text.size();
+}
+
+polylimit::http::Answer answer_of(const polylimit_http_policy* policy, const polylimit::http::Step& s,
+                                  const polylimit::Decision* d) {
+  if (s.action == polylimit::http::Action::kRespond) return policy->rep->respond(s);
+  if (s.action == polylimit::http::Action::kCheck) return policy->rep->answer(s, d);
+  return {};
+}
+
+}  // namespace
+
+extern "C" {
+
+int polylimit_http_policy_new(const char* document, size_t document_len, polylimit_limiter* const* limiters,
+                              size_t n_limiters, polylimit_http_policy** out, polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (document == nullptr) return null_argument(err, "document");
+  if (limiters == nullptr && n_limiters != 0) return null_argument(err, "limiters");
+  for (size_t i = 0; i < n_limiters; ++i)
+    if (limiters[i] == nullptr) return null_argument(err, ("limiters[" + std::to_string(i) + "]").c_str());
+  return guarded(err, [&] {
+    auto p = std::make_unique<polylimit_http_policy>();
+    std::vector<std::vector<polylimit::LimitParams>> limits;
+    for (size_t i = 0; i < n_limiters; ++i) {
+      p->limiters.push_back(limiters[i]->rep);
+      limits.push_back(limiters[i]->rep->limits());
+    }
+    p->rep = polylimit::http::Policy::parse(std::string_view(document, document_len), std::move(limits));
+    *out = p.release();
+  });
+}
+
+void polylimit_http_policy_free(polylimit_http_policy* policy) { delete policy; }
+
+size_t polylimit_http_policy_header_count(const polylimit_http_policy* policy) {
+  return policy == nullptr ? 0 : policy->rep->header_names().size();
+}
+
+const char* polylimit_http_policy_header_name(const polylimit_http_policy* policy, size_t i) {
+  if (policy == nullptr || i >= policy->rep->header_names().size()) return nullptr;
+  return policy->rep->header_names()[i].c_str();
+}
+
+size_t polylimit_http_policy_rule_count(const polylimit_http_policy* policy) {
+  return policy == nullptr ? 0 : policy->rep->rule_count();
+}
+
+const char* polylimit_http_policy_rule_name(const polylimit_http_policy* policy, size_t rule) {
+  if (policy == nullptr || rule >= policy->rep->rule_count()) return nullptr;
+  return policy->rep->rule_name(static_cast<int>(rule)).c_str();
+}
+
+int polylimit_http_policy_rule_limiter(const polylimit_http_policy* policy, size_t rule) {
+  if (policy == nullptr || rule >= policy->rep->rule_count()) return -1;
+  return policy->rep->rule_limiter(static_cast<int>(rule));
+}
+
+int polylimit_http_prepare(const polylimit_http_policy* policy, const polylimit_http_request* request,
+                           polylimit_http_step* out, polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, offsetof(polylimit_http_step, key));
+  out->rule = -1;
+  if (policy == nullptr) return null_argument(err, "policy");
+  if (request == nullptr) return null_argument(err, "request");
+  return guarded(err, [&] {
+    polylimit::http::Request r;
+    std::vector<std::string_view> values;
+    if (!to_request(request, r, values, err)) throw Error(ErrorCode::kInvalidArgument, err ? err->message : "request");
+    to_step(policy->rep->prepare(r), out);
+  });
+}
+
+int polylimit_http_answer(const polylimit_http_policy* policy, const polylimit_http_step* step,
+                          const polylimit_decision* decision, polylimit_http_response* out, polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  std::memset(out, 0, offsetof(polylimit_http_response, headers));
+  out->headers[0] = '\0';
+  out->body = "";
+  if (policy == nullptr) return null_argument(err, "policy");
+  if (step == nullptr) return null_argument(err, "step");
+  return guarded(err, [&] {
+    polylimit::Decision d;
+    if (decision != nullptr) d = to_decision(*decision);
+    to_answer(answer_of(policy, from_step(step), decision != nullptr ? &d : nullptr), out);
+  });
+}
+
+int polylimit_http_decide(const polylimit_http_policy* policy, const polylimit_http_request* request,
+                          polylimit_http_step* step, polylimit_decision* decision, polylimit_http_response* response,
+                          polylimit_error* err) {
+  if (step == nullptr) return null_argument(err, "step");
+  if (response == nullptr) return null_argument(err, "response");
+  if (decision != nullptr) std::memset(decision, 0, sizeof *decision);
+  std::memset(response, 0, offsetof(polylimit_http_response, headers));
+  response->headers[0] = '\0';
+  response->body = "";
+  int rc = polylimit_http_prepare(policy, request, step, err);
+  if (rc != POLYLIMIT_OK) return rc;
+  return guarded(err, [&] {
+    polylimit::http::Step s = from_step(step);
+    if (s.action != polylimit::http::Action::kCheck) {
+      to_answer(answer_of(policy, s, nullptr), response);
+      return;
+    }
+    auto& limiter = policy->limiters[static_cast<size_t>(policy->rep->rule_limiter(s.rule))];
+    polylimit::Decision d;
+    bool checked = true;
+    try {
+      d = limiter->check(s.key, s.cost);
+    } catch (const Error&) {
+      checked = false;  // the answer says it (503, or on_error "allow")
+    }
+    if (checked && decision != nullptr) fill(decision, d);
+    to_answer(policy->rep->answer(s, checked ? &d : nullptr), response);
+  });
+}
+
+int polylimit_http_refund_due(const polylimit_http_policy* policy, const polylimit_http_step* step,
+                              const polylimit_decision* decision, int status) {
+  if (policy == nullptr || step == nullptr || decision == nullptr) return 0;
+  return policy->rep->refund_due(from_step(step), to_decision(*decision), status) ? 1 : 0;
+}
+
+int polylimit_http_settle(const polylimit_http_policy* policy, const polylimit_http_step* step,
+                          const polylimit_decision* decision, int status, int* refunded, polylimit_error* err) {
+  if (refunded != nullptr) *refunded = 0;
+  if (policy == nullptr) return null_argument(err, "policy");
+  if (step == nullptr) return null_argument(err, "step");
+  if (decision == nullptr) return null_argument(err, "decision");
+  return guarded(err, [&] {
+    polylimit::http::Step s = from_step(step);
+    if (!policy->rep->refund_due(s, to_decision(*decision), status)) return;
+    policy->limiters[static_cast<size_t>(policy->rep->rule_limiter(s.rule))]->refund(s.key, s.cost);
+    if (refunded != nullptr) *refunded = 1;
+  });
+}
+
+int polylimit_http_policy_metrics_prometheus(const polylimit_http_policy* policy, char** out, size_t* len,
+                                             polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (len != nullptr) *len = 0;
+  if (policy == nullptr) return null_argument(err, "policy");
+  return guarded(err, [&] { hand_over(policy->rep->metrics_prometheus(), out, len); });
+}
+
+}  // extern "C"

@@ -74,6 +74,7 @@ def c_block(v):
         out.append("#define POLYLIMIT_MAX_%s %dLL" % (n, b["max"]))
         if "default" in b:
             out.append("#define POLYLIMIT_DEFAULT_%s %dLL" % (n, b["default"]))
+    out += c_http(v["http"])
     out += ["", "#define POLYLIMIT_STATS_LATENCY_BUCKETS %d" % v["latency_buckets"], ""]
     out += ["/** One decision, filled by the check calls. */", "typedef struct polylimit_decision {"]
     flags = [f for f in v["decision_fields"] if f["type"] == "flag"]
@@ -168,9 +169,40 @@ def cpp_header(v):
     for b in v["bounds"]:
         out.append('inline constexpr Bound k%s{"%s", %d, %d, %d};  // %s' % (
             camel(b["name"]), b["name"], b["min"], b["max"], b.get("default", 0), b["doc"]))
-    out += ["}  // namespace bounds", "", "inline constexpr int kLatencyBucketCount = %d;" % v["latency_buckets"], "",
-            "}  // namespace polylimit", ""]
+    out += ["}  // namespace bounds", "", "inline constexpr int kLatencyBucketCount = %d;" % v["latency_buckets"], ""]
+    out += cpp_http(v["http"])
+    out += ["}  // namespace polylimit", ""]
     return "\n".join(out)
+
+
+def c_string(s):
+    return json.dumps(s)  # a JSON string is a valid C string literal for this text
+
+
+def cpp_http(h):
+    out = ["// The HTTP request policy (docs/integrations/contract.md).", "namespace http {",
+           "inline constexpr const char* kContentType = %s;" % c_string(h["content_type"]),
+           "// The bodies of the policy's answers."]
+    for b in h["bodies"]:
+        out.append("inline constexpr const char* kBody%s = %s;  // %d: %s" % (
+            camel(b["name"]), c_string(b["body"]), b["status"], b["doc"]))
+    out.append("// What a request is counted as, per rule (metrics), in this order.")
+    out.append("inline constexpr const char* kOutcomeNames[] = {%s};" % ", ".join(
+        c_string(o["name"]) for o in h["outcomes"]))
+    out.append("inline constexpr int kOutcomeCount = %d;" % len(h["outcomes"]))
+    out += ["}  // namespace http", ""]
+    return out
+
+
+def c_http(h):
+    out = ["", "/** What a polylimit_http_step asks of the middleware (polylimit_http_step.action). */"]
+    out += c_enum("polylimit_http_action", h["actions"])
+    out.append("/* The HTTP policy's answers: plain text, in POLYLIMIT_HTTP_CONTENT_TYPE. */")
+    out.append("#define POLYLIMIT_HTTP_CONTENT_TYPE %s" % c_string(h["content_type"]))
+    for b in h["bodies"]:
+        out.append("#define POLYLIMIT_HTTP_BODY_%s %s /* %d: %s */" % (
+            upper(b["name"]), c_string(b["body"]), b["status"], b["doc"]))
+    return out
 
 
 # ---- driver ----------------------------------------------------------------

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "polylimit/backend.h"
@@ -28,6 +29,10 @@ struct Header {
 // four are what most clients read today. A decision whose limit is none of
 // `limits` (check_limit) gets no RateLimit-Policy and the name "default".
 std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits);
+// As above, with the policy named `name` (an HTTP policy's rule) instead of
+// "default": with several limits each is "<name>-<limit>-per-<window>".
+std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits,
+                                       std::string_view name);
 
 // "Name: value\n" per header, in the order above.
 std::string format_headers(const std::vector<Header>& headers);

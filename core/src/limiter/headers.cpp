@@ -12,16 +12,22 @@ int64_t ceil_seconds(int64_t ms) { return ms <= 0 ? 0 : ms / 1000 + (ms % 1000 !
 
 // A policy's name: "default" for a single limit, else "<limit>-per-<window>",
 // e.g. "100-per-60s" or "10-per-500ms", unique within one limiter's spec.
-std::string policy_name(const LimitParams& p, size_t count) {
-  if (count == 1) return "default";
+std::string policy_name(const LimitParams& p, size_t count, std::string_view base) {
+  if (count == 1) return std::string(base);
   std::string window =
       p.window_ms % 1000 == 0 ? std::to_string(p.window_ms / 1000) + "s" : std::to_string(p.window_ms) + "ms";
-  return std::to_string(p.limit) + "-per-" + window;
+  std::string name = std::to_string(p.limit) + "-per-" + window;
+  return base == "default" ? name : std::string(base) + "-" + name;
 }
 
 }  // namespace
 
 std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits) {
+  return rate_limit_headers(d, limits, "default");
+}
+
+std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits,
+                                       std::string_view base) {
   // The deciding limit: the first whose capacity (GCRA: the burst) or count
   // is the decision's limit.
   const LimitParams* decider = nullptr;
@@ -54,13 +60,13 @@ std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<Limi
   out.push_back({"RateLimit-Remaining", std::to_string(remaining)});
   out.push_back({"RateLimit-Reset", std::to_string(reset)});
 
-  std::string name = "default";
+  std::string name(base);
   if (decider != nullptr) {
-    name = policy_name(*decider, limits.size());
+    name = policy_name(*decider, limits.size(), base);
     std::string policy;
     for (const auto& p : limits) {
       if (!policy.empty()) policy += ", ";
-      policy += "\"" + policy_name(p, limits.size()) + "\";q=" + std::to_string(p.capacity()) +
+      policy += "\"" + policy_name(p, limits.size(), base) + "\";q=" + std::to_string(p.capacity()) +
                 ";w=" + std::to_string(std::max<int64_t>(1, ceil_seconds(p.window_ms)));
     }
     out.push_back({"RateLimit-Policy", policy});

@@ -107,4 +107,19 @@ inline constexpr Bound kLeaseMs{"lease_ms", 1, 31622400000, 100};  // leases: ho
 
 inline constexpr int kLatencyBucketCount = 16;
 
+// The HTTP request policy (docs/integrations/contract.md).
+namespace http {
+inline constexpr const char* kContentType = "text/plain; charset=utf-8";
+// The bodies of the policy's answers.
+inline constexpr const char* kBodyTooManyRequests = "Too Many Requests\n";  // 429: the limit is used up (with Retry-After and the rate-limit headers)
+inline constexpr const char* kBodyUnavailable = "Rate limiter unavailable\n";  // 503: the check failed and on_error is unavailable
+inline constexpr const char* kBodyNoKey = "no rate-limit key in the request\n";  // 400: the rule's key is missing (on_missing_key reject)
+inline constexpr const char* kBodyNoCredential = "no credential to rate-limit the request by\n";  // 401: the rule's key is a missing credential: api_key, user or tenant (on_missing_key reject)
+inline constexpr const char* kBodyBadCost = "invalid request cost\n";  // 400: the cost header is not a whole number from 1 to the rule's max
+inline constexpr const char* kBodyForbidden = "Forbidden\n";  // 403: the client is on the deny list
+// What a request is counted as, per rule (metrics), in this order.
+inline constexpr const char* kOutcomeNames[] = {"allowed", "denied", "missing_key", "invalid", "forbidden", "errors"};
+inline constexpr int kOutcomeCount = 6;
+}  // namespace http
+
 }  // namespace polylimit
