@@ -923,8 +923,19 @@ std::string_view str_view(const polylimit_str& s) {
   return s.ptr == nullptr ? std::string_view() : std::string_view(s.ptr, s.len);
 }
 
+// The header values of a request: on the stack for the usual few.
+struct HeaderValues {
+  std::string_view inline_[16];
+  std::vector<std::string_view> more;
+  std::string_view* resize(size_t n) {
+    if (n <= 16) return inline_;
+    more.resize(n);
+    return more.data();
+  }
+};
+
 // The core's view of a request; `values` holds the header values.
-bool to_request(const polylimit_http_request* in, polylimit::http::Request& out, std::vector<std::string_view>& values,
+bool to_request(const polylimit_http_request* in, polylimit::http::Request& out, HeaderValues& values,
                 polylimit_error* err) {
   if (in->version != POLYLIMIT_HTTP_REQUEST_VERSION) {
     fail(err, POLYLIMIT_EINVALID, "request.version: unknown; use POLYLIMIT_HTTP_REQUEST_VERSION");
@@ -938,10 +949,10 @@ bool to_request(const polylimit_http_request* in, polylimit::http::Request& out,
   out.path = str_view(in->path);
   out.route = str_view(in->route);
   out.peer = str_view(in->peer);
-  values.resize(in->header_count);
-  for (size_t i = 0; i < in->header_count; ++i) values[i] = str_view(in->headers[i]);
-  out.headers = values.data();
-  out.header_count = values.size();
+  std::string_view* v = values.resize(in->header_count);
+  for (size_t i = 0; i < in->header_count; ++i) v[i] = str_view(in->headers[i]);
+  out.headers = v;
+  out.header_count = in->header_count;
   out.user = str_view(in->user);
   out.tenant = str_view(in->tenant);
   out.app_key = str_view(in->app_key);
@@ -961,13 +972,14 @@ void to_step(const polylimit::http::Step& s, polylimit_http_step* out) {
   std::memcpy(out->key, s.key.data(), s.key.size());
 }
 
-polylimit::http::Step from_step(const polylimit_http_step* in) {
+// The core's Step; `with_key`: the key too (the answer needs none).
+polylimit::http::Step from_step(const polylimit_http_step* in, bool with_key = true) {
   polylimit::http::Step s;
   s.action = static_cast<polylimit::http::Action>(in->action);
   s.status = in->status;
   s.rule = in->rule;
   s.cost = in->cost;
-  s.key.assign(in->key, std::min<size_t>(in->key_len, POLYLIMIT_HTTP_KEY_MAX));
+  if (with_key) s.key.assign(in->key, std::min<size_t>(in->key_len, POLYLIMIT_HTTP_KEY_MAX));
   return s;
 }
 
@@ -983,12 +995,22 @@ void to_answer(const polylimit::http::Answer& a, polylimit_http_response* out) {
   out->status = a.status;
   out->body = a.body.empty() ? "" : a.body.data();
   out->body_len = a.body.size();
-  std::string text = polylimit::format_headers(a.headers);
-  if (text.size() >= POLYLIMIT_HTTP_HEADERS_MAX)
-    throw Error(ErrorCode::kInternal, "the response headers outgrew POLYLIMIT_HTTP_HEADERS_MAX");
-  std::memcpy(out->headers, text.data(), text.size());
-  out->headers[text.size()] = '\0';
-  out->headers_len = text.size();
+  // "Name: value\n" each, straight into the caller's buffer.
+  size_t n = 0;
+  auto put = [&](const char* p, size_t len) {
+    if (n + len >= POLYLIMIT_HTTP_HEADERS_MAX)
+      throw Error(ErrorCode::kInternal, "the response headers outgrew POLYLIMIT_HTTP_HEADERS_MAX");
+    std::memcpy(out->headers + n, p, len);
+    n += len;
+  };
+  for (const auto& h : a.headers) {
+    put(h.name.data(), h.name.size());
+    put(": ", 2);
+    put(h.value.data(), h.value.size());
+    put("\n", 1);
+  }
+  out->headers[n] = '\0';
+  out->headers_len = n;
 }
 
 polylimit::http::Answer answer_of(const polylimit_http_policy* policy, const polylimit::http::Step& s,
@@ -1056,7 +1078,7 @@ int polylimit_http_prepare(const polylimit_http_policy* policy, const polylimit_
   if (request == nullptr) return null_argument(err, "request");
   return guarded(err, [&] {
     polylimit::http::Request r;
-    std::vector<std::string_view> values;
+    HeaderValues values;
     if (!to_request(request, r, values, err)) throw Error(ErrorCode::kInvalidArgument, err ? err->message : "request");
     to_step(policy->rep->prepare(r), out);
   });
@@ -1073,7 +1095,7 @@ int polylimit_http_answer(const polylimit_http_policy* policy, const polylimit_h
   return guarded(err, [&] {
     polylimit::Decision d;
     if (decision != nullptr) d = to_decision(*decision);
-    to_answer(answer_of(policy, from_step(step), decision != nullptr ? &d : nullptr), out);
+    to_answer(answer_of(policy, from_step(step, false), decision != nullptr ? &d : nullptr), out);
   });
 }
 
@@ -1083,13 +1105,19 @@ int polylimit_http_decide(const polylimit_http_policy* policy, const polylimit_h
   if (step == nullptr) return null_argument(err, "step");
   if (response == nullptr) return null_argument(err, "response");
   if (decision != nullptr) std::memset(decision, 0, sizeof *decision);
+  std::memset(step, 0, offsetof(polylimit_http_step, key));
+  step->rule = -1;
   std::memset(response, 0, offsetof(polylimit_http_response, headers));
   response->headers[0] = '\0';
   response->body = "";
-  int rc = polylimit_http_prepare(policy, request, step, err);
-  if (rc != POLYLIMIT_OK) return rc;
+  if (policy == nullptr) return null_argument(err, "policy");
+  if (request == nullptr) return null_argument(err, "request");
   return guarded(err, [&] {
-    polylimit::http::Step s = from_step(step);
+    polylimit::http::Request r;
+    HeaderValues values;
+    if (!to_request(request, r, values, err)) throw Error(ErrorCode::kInvalidArgument, err ? err->message : "request");
+    polylimit::http::Step s = policy->rep->prepare(r);
+    to_step(s, step);
     if (s.action != polylimit::http::Action::kCheck) {
       to_answer(answer_of(policy, s, nullptr), response);
       return;
@@ -1110,7 +1138,7 @@ int polylimit_http_decide(const polylimit_http_policy* policy, const polylimit_h
 int polylimit_http_refund_due(const polylimit_http_policy* policy, const polylimit_http_step* step,
                               const polylimit_decision* decision, int status) {
   if (policy == nullptr || step == nullptr || decision == nullptr) return 0;
-  return policy->rep->refund_due(from_step(step), to_decision(*decision), status) ? 1 : 0;
+  return policy->rep->refund_due(from_step(step, false), to_decision(*decision), status) ? 1 : 0;
 }
 
 int polylimit_http_settle(const polylimit_http_policy* policy, const polylimit_http_step* step,

@@ -34,6 +34,21 @@ std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<Limi
 std::vector<Header> rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits,
                                        std::string_view name);
 
+// The parts of the headers that depend only on the limits and the name:
+// each limit's policy name and the RateLimit-Policy value. A caller that
+// answers many decisions of the same limits (the HTTP policy's rules) makes
+// them once.
+struct HeaderTemplate {
+  std::vector<std::string> names;  // per limit
+  std::string policy;              // RateLimit-Policy; empty with no limits
+  std::string base;                // the name of a decision no limit matches
+};
+HeaderTemplate header_template(const std::vector<LimitParams>& limits, std::string_view name);
+// rate_limit_headers(d, limits, name), appended to `out`, from the template
+// that header_template(limits, name) made.
+void append_rate_limit_headers(const Decision& d, const std::vector<LimitParams>& limits, const HeaderTemplate& t,
+                               std::vector<Header>& out);
+
 // "Name: value\n" per header, in the order above.
 std::string format_headers(const std::vector<Header>& headers);
 

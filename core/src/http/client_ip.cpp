@@ -84,7 +84,14 @@ IpAddress masked(const IpAddress& a, int prefix) {
   return m;
 }
 
-bool Network::contains(const IpAddress& a) const { return a.v6 == base.v6 && masked(a, prefix) == base; }
+bool Network::contains(const IpAddress& a) const {
+  if (a.v6 != base.v6) return false;
+  // Whole bytes, then the bits of the last partial byte (base has them cleared).
+  const size_t whole = static_cast<size_t>(prefix / 8);
+  if (std::memcmp(a.bytes.data(), base.bytes.data(), whole) != 0) return false;
+  const int rest = prefix % 8;
+  return rest == 0 || (a.bytes[whole] & static_cast<uint8_t>(0xFF << (8 - rest))) == base.bytes[whole];
+}
 
 Network parse_network(std::string_view text, const std::string& what) {
   std::string_view t = trim(text);
@@ -139,10 +146,17 @@ std::optional<IpAddress> resolve_client(std::string_view peer, std::string_view 
 }
 
 std::string format_address(const IpAddress& a) {
-  char buf[48];
   if (!a.v6) {
-    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", a.bytes[0], a.bytes[1], a.bytes[2], a.bytes[3]);
-    return buf;
+    std::string out;
+    out.reserve(15);
+    for (int i = 0; i < 4; ++i) {
+      if (i) out += '.';
+      unsigned b = a.bytes[static_cast<size_t>(i)];
+      if (b >= 100) out += static_cast<char>('0' + b / 100);
+      if (b >= 10) out += static_cast<char>('0' + b / 10 % 10);
+      out += static_cast<char>('0' + b % 10);
+    }
+    return out;
   }
   uint16_t g[8];
   for (int i = 0; i < 8; ++i) g[i] = static_cast<uint16_t>(a.bytes[2 * i] << 8 | a.bytes[2 * i + 1]);
@@ -168,8 +182,14 @@ std::string format_address(const IpAddress& a) {
       continue;
     }
     if (!out.empty() && out.back() != ':') out += ':';
-    std::snprintf(buf, sizeof buf, "%x", g[i]);
-    out += buf;
+    static const char kHex[] = "0123456789abcdef";
+    bool digits = false;
+    for (int shift = 12; shift >= 0; shift -= 4) {
+      int nibble = (g[i] >> shift) & 0xF;
+      if (nibble == 0 && !digits && shift > 0) continue;
+      digits = true;
+      out += kHex[nibble];
+    }
   }
   return out;
 }

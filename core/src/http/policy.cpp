@@ -90,6 +90,7 @@ struct Policy::Rule {
   std::vector<std::string> methods;  // upper case; empty: every method
   int limiter = -1;                  // -1: the rule exempts what it matches
   std::vector<LimitParams> limits;
+  HeaderTemplate headers;  // the rate-limit headers' parts named after the rule
   // The key: alternatives (the first that is present), each a composition.
   std::vector<std::vector<KeyPart>> key;
   bool key_is_credential = false;
@@ -338,6 +339,7 @@ class PolicyParser {
       r->limiter = static_cast<int>(limiter->integer());
       r->limits = limiters_[static_cast<size_t>(r->limiter)];
     }
+    r->headers = header_template(r->limits, r->name);
     const json::Value* key = v.find("key");
     if (key == nullptr) {
       r->key.push_back({KeyPart{Part::kIp, -1, {}}});
@@ -640,8 +642,11 @@ Answer Policy::answer(const Step& step, const Decision* d) const {
   }
   if (rule != nullptr) rule->outcomes[d->allowed ? kAllowed : kDenied].fetch_add(1, std::memory_order_relaxed);
   if (d->allowed && !settings_->send_headers) return a;
-  static const std::vector<LimitParams> kNone;
-  a.headers = rate_limit_headers(*d, rule != nullptr ? rule->limits : kNone, rule != nullptr ? rule->name : "default");
+  if (rule != nullptr) {
+    append_rate_limit_headers(*d, rule->limits, rule->headers, a.headers);
+  } else {
+    a.headers = rate_limit_headers(*d, {}, "default");
+  }
   if (!d->allowed) {
     a.status = 429;
     a.body = kBodyTooManyRequests;
