@@ -410,6 +410,203 @@ class Limiter {
   }
 }
 
+// ---- the HTTP request policy ---------------------------------------------------
+
+// What a step asks of the middleware (polylimit_http_action), by its code.
+const ACTIONS = ['proceed', 'check', 'respond', 'need_app_key'];
+
+function optionalText(name, value) {
+  if (value === undefined || value === null || typeof value === 'string') return value;
+  throw new TypeError(`${name} must be a string, not ${describe(value)}`);
+}
+
+// A header's value as the policy takes it: repeated headers (an array)
+// joined by ', ', in order; absent: undefined.
+function headerValue(value) {
+  if (value === undefined || value === null) return undefined;
+  return Array.isArray(value) ? value.join(', ') : String(value);
+}
+
+// The HTTP request policy (docs/integrations/contract.md): one JSON document
+// and the limiters its rules name by index. Per request: prepare() describes
+// the request and gives a step; a step of action 'check' is checked with
+// limiterOf(step).check(step.key, step.cost) (asynchronous, as always);
+// answer() gives the response; after it, refundDue() says whether the cost
+// goes back (count_when). prepare, answer and refundDue are synchronous and
+// do no I/O. Made by policyFromDocument(); shared by any number of requests.
+class HttpPolicy {
+  #native;
+  #limiters;
+  #rules;
+  #headerNames;
+  #refunds; // per rule: whether some status is refunded (count_when is not 'all')
+
+  constructor(document, limiters) {
+    if (typeof document !== 'string') {
+      if (document === null || typeof document !== 'object')
+        throw new TypeError(`document must be JSON text or an object, not ${describe(document)}`);
+      document = JSON.stringify(document);
+    }
+    if (!Array.isArray(limiters)) throw new TypeError(`limiters must be an array, not ${describe(limiters)}`);
+    limiters.forEach((l, i) => {
+      if (!(l instanceof Limiter))
+        throw new TypeError(`limiters[${i}] must be a polylimit Limiter, not ${describe(l)}`);
+    });
+    try {
+      this.#native = new native.NativePolicy(
+        document,
+        limiters.map((l) => l._native),
+      );
+    } catch (e) {
+      rethrow(e);
+    }
+    this.#limiters = limiters.slice();
+    this.#headerNames = Object.freeze(this.#native.headerNames());
+    this.#rules = Object.freeze(
+      this.#native
+        .rules()
+        .map((r) => Object.freeze({ name: r.name, limiter: r.limiter < 0 ? null : limiters[r.limiter] })),
+    );
+    // Which rules refund some response: the others need no look at it.
+    const admitted = { allowed: true, granted: 1 };
+    this.#refunds = this.#rules.map((r, i) => {
+      if (r.limiter === null) return false;
+      const probe = { code: 1, status: 0, ruleIndex: i, cost: 1, key: '' };
+      for (let status = 100; status < 600; status++) if (this.#native.refundDue(probe, admitted, status)) return true;
+      return false;
+    });
+  }
+
+  // The request headers the policy reads (lower case): prepare() needs only these.
+  get headerNames() {
+    return this.#headerNames;
+  }
+
+  // The limiters the document's rules name by index.
+  get limiters() {
+    return this.#limiters.slice();
+  }
+
+  // The rules, in order: { name, limiter } (limiter null: the rule exempts).
+  get rules() {
+    return this.#rules;
+  }
+
+  // Describes a request: { method, path, route?, peer?, headers?, user?,
+  // tenant?, appKey?, cost? } -> a step { action: 'proceed' | 'check' |
+  // 'respond' | 'need_app_key', rule (its name, or null), status (respond:
+  // 400, 401 or 403), key and cost (check) }. headers: an object (names in
+  // any case; an array value is a repeated header) or a function
+  // (lowerCaseName) -> value. appKey: for rules keyed by 'app', asked for
+  // with 'need_app_key' (prepare again with it; '' when there is none).
+  prepare(request) {
+    if (request === null || typeof request !== 'object')
+      throw new TypeError(`request must be an object, not ${describe(request)}`);
+    const names = this.#headerNames;
+    let values = [];
+    const h = request.headers;
+    if (typeof h === 'function') {
+      values = names.map((n) => headerValue(h(n)));
+    } else if (h !== undefined && h !== null) {
+      if (typeof h !== 'object') throw new TypeError(`request.headers must be an object, not ${describe(h)}`);
+      const lower = {};
+      for (const [k, v] of Object.entries(h)) {
+        const n = k.toLowerCase();
+        lower[n] = lower[n] === undefined ? v : [].concat(lower[n], v);
+      }
+      values = names.map((n) => headerValue(lower[n]));
+    }
+    for (const f of ['method', 'path', 'route', 'peer', 'user', 'tenant']) optionalText(`request.${f}`, request[f]);
+    if (request.appKey !== undefined && request.appKey !== null && !(request.appKey instanceof Uint8Array))
+      optionalText('request.appKey', request.appKey);
+    if (request.cost !== undefined && request.cost !== null) checkInteger('request.cost', request.cost);
+    return this._prepare(
+      request.method || 'GET',
+      request.path || '/',
+      request.route,
+      request.peer,
+      values,
+      request.user,
+      request.tenant,
+      request.appKey,
+      request.cost,
+    );
+  }
+
+  // prepare() for the middlewares: arguments checked by them, header values
+  // in headerNames' order.
+  _prepare(method, path, route, peer, values, user, tenant, appKey, cost) {
+    let step;
+    try {
+      step = this.#native.prepare(method, path, route, peer, values, user, tenant, appKey, cost);
+    } catch (e) {
+      rethrow(e);
+    }
+    step.action = ACTIONS[step.code];
+    step.rule = step.ruleIndex < 0 ? null : this.#rules[step.ruleIndex].name;
+    return step;
+  }
+
+  // The limiter to check a step of action 'check' on (null for other steps).
+  limiterOf(step) {
+    const rule = step.ruleIndex >= 0 ? this.#rules[step.ruleIndex] : undefined;
+    return rule ? rule.limiter : null;
+  }
+
+  // Whether some response to a request of this step can be refunded: false
+  // when its rule's count_when is 'all' (then refundDue() is always false).
+  mayRefund(step) {
+    return step.ruleIndex >= 0 && this.#refunds[step.ruleIndex] === true;
+  }
+
+  // The response to a step: for 'respond' (no decision), or for 'check'
+  // with the check's Decision, or null when the check failed. -> { status
+  // (0: the request goes on), body, headers: [[name, value], ...] in order
+  // (the rate-limit headers; Content-Type with a body) }.
+  answer(step, decision = null) {
+    let a;
+    try {
+      a = this.#native.answer(step, decision);
+    } catch (e) {
+      rethrow(e);
+    }
+    const headers = [];
+    for (const line of a.headers.split('\n')) {
+      const colon = line.indexOf(': ');
+      if (colon > 0) headers.push([line.slice(0, colon), line.slice(colon + 2)]);
+    }
+    return { status: a.status, body: a.body, headers };
+  }
+
+  // After the response: true when the step's cost goes back to its limiter
+  // (limiterOf(step).refund(step.key, step.cost)): the rule's count_when does
+  // not count `status`, and Redis took the units (an admitted decision,
+  // neither shadowed nor degraded).
+  refundDue(step, decision, status) {
+    if (decision === null || typeof decision !== 'object')
+      throw new TypeError(`decision must be a Decision, not ${describe(decision)}`);
+    checkInteger('status', status);
+    return this.#native.refundDue(step, decision, status);
+  }
+
+  // Requests decided per rule and outcome, in the Prometheus text format
+  // (polylimit_http_requests_total{rule,outcome}: never per key).
+  metrics() {
+    try {
+      return this.#native.metrics();
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+}
+
+// The policy of a JSON document (text, or an object that is serialized)
+// whose rules name `limiters` by index. An invalid document throws an
+// InvalidArgumentError naming the line and the field.
+function policyFromDocument(document, limiters) {
+  return new HttpPolicy(document, limiters);
+}
+
 // Several clients on one Prometheus page: each metric's HELP and TYPE once,
 // one sample per client; with more than one client each needs a distinct
 // `name` (ClientOptions). Concatenating client.metrics() texts is not valid
@@ -428,6 +625,8 @@ module.exports = {
   Client,
   Limiter,
   Decision,
+  HttpPolicy,
+  policyFromDocument,
   ...errors,
   algorithms: Object.keys(vocabulary.algorithms),
   failurePolicies: Object.keys(vocabulary.failurePolicies),

@@ -9,8 +9,10 @@
 #include <napi.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -513,6 +515,10 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   // is done on the thread pool. When the environment ends the client is
   // already closed (its cleanup hook runs first), so the free is quick and
   // done here.
+  polylimit_limiter* handle() const { return limiter_; }
+  const std::shared_ptr<Closing>& closing() const { return closing_; }
+  bool leases() const { return leases_; }
+
   ~Limiter() override {
     if (limiter_ == nullptr) return;
     if (closing_->ended) {
@@ -639,14 +645,269 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
   bool leases_ = false;  // freeing gives units back over the network
 };
 
+// A policy freed on the thread pool: it may hold the last reference to a
+// limiter with leases, whose free gives units back over the network. It
+// holds the closing locks of the limiters' clients, as a limiter's free does.
+class PolicyFreeJob : public PoolJob {
+ public:
+  PolicyFreeJob(std::vector<std::shared_ptr<Closing>> closings, polylimit_http_policy* policy)
+      : closings_(std::move(closings)), policy_(policy) {}
+
+ protected:
+  void Execute() override { FreeLocked(closings_, policy_); }
+
+ public:
+  static void FreeLocked(const std::vector<std::shared_ptr<Closing>>& closings, polylimit_http_policy* policy) {
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (const auto& c : closings) locks.emplace_back(c->mu);  // distinct, in address order
+    polylimit_http_policy_free(policy);
+  }
+
+ private:
+  std::vector<std::shared_ptr<Closing>> closings_;
+  polylimit_http_policy* policy_;
+};
+
+// The HTTP request policy (polylimit_http_*): made from a JSON document and
+// the limiters its rules name by index. Everything here is synchronous and
+// does no I/O (microseconds): the check a step asks for runs on the
+// limiter's own asynchronous path (Limiter.check), in lib/http.js.
+//
+// A step crosses to JS as { code (the action), status, ruleIndex, cost, key }
+// (lib/index.js adds the action's and the rule's names) and comes back as
+// those fields (answer, refundDue), from which the C step is rebuilt.
+class Policy : public Napi::ObjectWrap<Policy> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativePolicy",
+                       {InstanceMethod("headerNames", &Policy::HeaderNames), InstanceMethod("rules", &Policy::Rules),
+                        InstanceMethod("prepare", &Policy::Prepare), InstanceMethod("answer", &Policy::Answer),
+                        InstanceMethod("refundDue", &Policy::RefundDue), InstanceMethod("metrics", &Policy::Metrics)});
+  }
+
+  // new NativePolicy(document: string, limiters: NativeLimiter[])
+  explicit Policy(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Policy>(info) {
+    Napi::Env env = info.Env();
+    std::string document = info[0].As<Napi::String>().Utf8Value();
+    Napi::Array array = info[1].As<Napi::Array>();
+    std::vector<polylimit_limiter*> limiters;
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      Limiter* l = Limiter::Unwrap(array.Get(i).As<Napi::Object>());
+      limiters.push_back(l->handle());
+      leases_ = leases_ || l->leases();
+      if (std::find(closings_.begin(), closings_.end(), l->closing()) == closings_.end())
+        closings_.push_back(l->closing());
+    }
+    std::sort(closings_.begin(), closings_.end());
+    polylimit_error err;
+    if (polylimit_http_policy_new(document.data(), document.size(), limiters.data(), limiters.size(), &policy_, &err) !=
+        POLYLIMIT_OK)
+      throw library_error(env, err);
+  }
+
+  // The GC collected it: a policy that may hold the last reference to a
+  // limiter with leases is freed on the thread pool (see PolicyFreeJob).
+  ~Policy() override {
+    if (policy_ == nullptr) return;
+    bool ended = false;
+    for (const auto& c : closings_) ended = ended || c->ended;
+    if (ended) {  // the environment ends: the clients are closed already
+      PolicyFreeJob::FreeLocked(closings_, policy_);
+      return;
+    }
+    if (!leases_) {  // quick, unless a client is closing on the thread pool
+      std::vector<std::unique_lock<std::mutex>> locks;
+      for (const auto& c : closings_) {
+        locks.emplace_back(c->mu, std::try_to_lock);
+        if (!locks.back().owns_lock()) break;
+      }
+      if (locks.size() == closings_.size() && (locks.empty() || locks.back().owns_lock())) {
+        polylimit_http_policy_free(policy_);
+        return;
+      }
+    }
+    PoolJob::Run(Env(), new PolicyFreeJob(closings_, policy_));
+  }
+
+ private:
+  // The request headers the policy reads, lower case, in the order prepare() takes their values.
+  Napi::Value HeaderNames(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const size_t n = polylimit_http_policy_header_count(policy_);
+    Napi::Array out = Napi::Array::New(env, n);
+    for (size_t i = 0; i < n; ++i)
+      out.Set(static_cast<uint32_t>(i), Napi::String::New(env, polylimit_http_policy_header_name(policy_, i)));
+    return out;
+  }
+
+  // [{ name, limiter }] per rule (limiter: the index, or -1 when the rule exempts).
+  Napi::Value Rules(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const size_t n = polylimit_http_policy_rule_count(policy_);
+    Napi::Array out = Napi::Array::New(env, n);
+    for (size_t i = 0; i < n; ++i) {
+      Napi::Object r = Napi::Object::New(env);
+      r.Set("name", Napi::String::New(env, polylimit_http_policy_rule_name(policy_, i)));
+      r.Set("limiter", Napi::Number::New(env, polylimit_http_policy_rule_limiter(policy_, i)));
+      out.Set(static_cast<uint32_t>(i), r);
+    }
+    return out;
+  }
+
+  // A string, Buffer or Uint8Array; undefined or null: absent.
+  struct Text {
+    std::string text;
+    polylimit_str str{nullptr, 0};
+    bool bytes = false;
+    explicit Text(const Napi::Value& v) {
+      if (v.IsTypedArray()) {
+        Napi::TypedArray a = v.As<Napi::TypedArray>();
+        Napi::ArrayBuffer buffer = a.ArrayBuffer();
+        text.assign(static_cast<const char*>(buffer.Data()) + a.ByteOffset(), a.ByteLength());
+        bytes = true;
+      } else if (v.IsString()) {
+        text = v.As<Napi::String>().Utf8Value();
+      } else {
+        return;
+      }
+      str.ptr = text.data();
+      str.len = text.size();
+    }
+  };
+
+  // prepare(method, path, route, peer, headerValues[], user, tenant, appKey, cost) -> step
+  // The key comes back as a Buffer when the application's key was bytes.
+  Napi::Value Prepare(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Text method(info[0]), path(info[1]), route(info[2]), peer(info[3]), user(info[5]), tenant(info[6]),
+        app_key(info[7]);
+    std::vector<Text> values;
+    std::vector<polylimit_str> headers;
+    if (info[4].IsArray()) {
+      Napi::Array a = info[4].As<Napi::Array>();
+      const uint32_t n = a.Length();
+      values.reserve(n);
+      headers.reserve(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        values.emplace_back(a.Get(i));
+        headers.push_back(values.back().str);
+      }
+    }
+    polylimit_http_request req{};
+    req.version = POLYLIMIT_HTTP_REQUEST_VERSION;
+    req.method = method.str;
+    req.path = path.str;
+    req.route = route.str;
+    req.peer = peer.str;
+    req.headers = headers.data();
+    req.header_count = headers.size();
+    req.user = user.str;
+    req.tenant = tenant.str;
+    req.app_key = app_key.str;
+    req.cost = to_int64(info[8]);
+    polylimit_http_step step;
+    polylimit_error err;
+    if (polylimit_http_prepare(policy_, &req, &step, &err) != POLYLIMIT_OK) throw library_error(env, err);
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("code", Napi::Number::New(env, step.action));
+    out.Set("status", Napi::Number::New(env, step.status));
+    out.Set("ruleIndex", Napi::Number::New(env, step.rule));
+    out.Set("cost", Napi::Number::New(env, static_cast<double>(step.cost)));
+    if (step.action == POLYLIMIT_HTTP_CHECK) {
+      if (app_key.bytes)
+        out.Set("key", Napi::Buffer<char>::Copy(env, step.key, step.key_len));
+      else
+        out.Set("key", Napi::String::New(env, step.key, step.key_len));
+    } else {
+      out.Set("key", Napi::String::New(env, ""));
+    }
+    return out;
+  }
+
+  // The C step again, from the fields prepare() gave.
+  static polylimit_http_step step_of(const Napi::Value& v) {
+    polylimit_http_step step{};
+    if (!v.IsObject()) return step;
+    Napi::Object o = v.As<Napi::Object>();
+    step.action = to_int(o, "code");
+    step.status = to_int(o, "status");
+    step.rule = o.Get("ruleIndex").IsNumber() ? o.Get("ruleIndex").As<Napi::Number>().Int32Value() : -1;
+    step.cost = to_int64(o.Get("cost"));
+    Key key(o.Get("key"));
+    step.key_len = key.size < sizeof step.key ? key.size : sizeof step.key;
+    if (step.key_len > 0) memcpy(step.key, key.data, step.key_len);
+    return step;
+  }
+
+  // A Decision (or any object with its fields) as the C struct.
+  static polylimit_decision decision_of(const Napi::Object& o) {
+    polylimit_decision d{};
+    d.allowed = o.Get("allowed").ToBoolean() ? 1 : 0;
+    d.cached = o.Get("cached").ToBoolean() ? 1 : 0;
+    d.degraded = o.Get("degraded").ToBoolean() ? 1 : 0;
+    d.shadowed = o.Get("shadowed").ToBoolean() ? 1 : 0;
+    d.limit = to_int64(o.Get("limit"));
+    d.remaining = to_int64(o.Get("remaining"));
+    d.retry_after_ms = to_int64(o.Get("retryAfterMs"));
+    d.reset_after_ms = to_int64(o.Get("resetAfterMs"));
+    Napi::Value granted = o.Get("granted");
+    d.granted = granted.IsNumber() ? to_int64(granted) : d.allowed;
+    return d;
+  }
+
+  // answer(step, decision | null) -> { status, body, headers: "Name: value\n..." }
+  Napi::Value Answer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    polylimit_http_step step = step_of(info[0]);
+    polylimit_decision d{};
+    const bool has = info[1].IsObject();
+    if (has) d = decision_of(info[1].As<Napi::Object>());
+    polylimit_http_response response;
+    polylimit_error err;
+    if (polylimit_http_answer(policy_, &step, has ? &d : nullptr, &response, &err) != POLYLIMIT_OK)
+      throw library_error(env, err);
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("status", Napi::Number::New(env, response.status));
+    out.Set("body", Napi::String::New(env, response.body, response.body_len));
+    out.Set("headers", Napi::String::New(env, response.headers, response.headers_len));
+    return out;
+  }
+
+  // refundDue(step, decision, status) -> boolean
+  Napi::Value RefundDue(const Napi::CallbackInfo& info) {
+    polylimit_http_step step = step_of(info[0]);
+    polylimit_decision d{};
+    if (info[1].IsObject()) d = decision_of(info[1].As<Napi::Object>());
+    const int status = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
+    return Napi::Boolean::New(info.Env(), polylimit_http_refund_due(policy_, &step, &d, status) == 1);
+  }
+
+  // Requests decided per rule and outcome, Prometheus text.
+  Napi::Value Metrics(const Napi::CallbackInfo& info) {
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    if (polylimit_http_policy_metrics_prometheus(policy_, &text, &len, &err) != POLYLIMIT_OK)
+      throw library_error(info.Env(), err);
+    Napi::String s = Napi::String::New(info.Env(), text, len);
+    polylimit_free(text);
+    return s;
+  }
+
+  polylimit_http_policy* policy_ = nullptr;
+  std::vector<std::shared_ptr<Closing>> closings_;  // of the limiters' clients, in address order
+  bool leases_ = false;                             // a limiter gives units back when freed
+};
+
 // Context-aware: one instance per environment, nothing shared between them.
 class Addon : public Napi::Addon<Addon> {
  public:
   Addon(Napi::Env env, Napi::Object exports) {
-    DefineAddon(exports, {InstanceValue("NativeClient", Client::Define(env)),
-                          InstanceValue("NativeLimiter", Limiter::Define(env)),
-                          InstanceMethod("setFactories", &Addon::SetFactories),
-                          InstanceValue("version", Napi::String::New(env, polylimit_version_string()))});
+    DefineAddon(
+        exports,
+        {InstanceValue("NativeClient", Client::Define(env)), InstanceValue("NativeLimiter", Limiter::Define(env)),
+         InstanceValue("NativePolicy", Policy::Define(env)), InstanceMethod("setFactories", &Addon::SetFactories),
+         InstanceValue("version", Napi::String::New(env, polylimit_version_string()))});
   }
 
   // setFactories(decision, error):
