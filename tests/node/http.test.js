@@ -136,7 +136,7 @@ test('Fastify plugin (examples/node-fastify)', async () => {
     const r = await fetch(`${f.base}/`);
     assert.equal(r.status, 429);
     assert.equal(r.headers.get('ratelimit-limit'), '5');
-    assert.equal(await r.text(), 'Too Many Requests');
+    assert.equal(await r.text(), 'Too Many Requests\n');
     assert.deepEqual(await statuses([`${f.base}/healthz`, `${f.base}/healthz`]), [200, 200]);
   } finally {
     f.stop();
@@ -182,7 +182,7 @@ test('Redis unreachable: 503 with the default policy, admitted with failurePolic
   try {
     const strict = await fetch(`${s.base}/strict`);
     assert.equal(strict.status, 503);
-    assert.equal(await strict.text(), 'Service Unavailable');
+    assert.equal(await strict.text(), 'Rate limiter unavailable\n');
     const open = await fetch(`${s.base}/open`);
     assert.equal(open.status, 200);
     assert.equal(await open.text(), 'degraded');
@@ -263,13 +263,13 @@ test('a request without a key is refused by default in Express and Fastify', asy
     for (const name of ['byDefault', 'fastifyDefault']) {
       const r = await fetch(servers[name].base);
       assert.equal(r.status, 400, name);
-      assert.equal(await r.text(), 'no rate-limit key in the request', name);
+      assert.equal(await r.text(), 'no rate-limit key in the request\n', name);
       assert.equal(r.headers.get('ratelimit-limit'), null, `${name}: no rate-limit headers`);
     }
     for (const name of ['credential', 'marked', 'fastifyCredential']) {
       const r = await fetch(servers[name].base);
       assert.equal(r.status, 401, name);
-      assert.equal(await r.text(), 'no credential to rate-limit the request by', name);
+      assert.equal(await r.text(), 'no credential to rate-limit the request by\n', name);
     }
     // Keyless requests never reached a handler above; with skip they all do.
     assert.deepEqual(handled, []);

@@ -30,3 +30,19 @@ export const skipped = expressLimit(null, {
   key: credential((req: { headers: Record<string, string | undefined> }) => req.headers['x-user'] ?? null),
   onMissingKey: 'skip',
 });
+
+// A policy document and the key helpers, typed.
+import { policyFromDocument, type HttpPolicy } from '../../bindings/node';
+import { compose, firstOf, route, user } from '../../bindings/node/lib/express';
+import { registerPolylimit } from '../../bindings/node/lib/prom-client';
+const docClient = new Client('memory://');
+const policy: HttpPolicy = policyFromDocument({ rules: [{ name: 'all', limiter: 0 }] }, [docClient.limiter('5/s')]);
+const step = policy.prepare({ method: 'GET', path: '/', peer: '127.0.0.1', headers: { 'X-API-Key': 'k' } });
+export const answered: number = policy.answer(step, null).status;
+export const fromPolicy = expressLimit(policy, { user: (req: { user?: string }) => req.user });
+export const keyedBy = expressLimit(docClient.limiter('5/s'), {
+  key: firstOf(apiKey(), compose(user(), route()), 'ip'),
+  countWhen: [401, '5xx'],
+  rules: [{ name: 'account', routes: ['/users/:id'], limiter: null }],
+});
+export const registered = registerPolylimit({ registerMetric() {} }, docClient, fromPolicy.policy, keyedBy);

@@ -1,35 +1,74 @@
 'use strict';
 // polylimit/fastify: a Fastify plugin with the Express middleware's
-// behaviour (lib/express.js), as an onRequest hook of the whole app.
+// behaviour (lib/express.js), as onRequest and onResponse hooks of the
+// whole app.
 //
 //   app.register(require('polylimit/fastify'), { limiter, trustedProxies: ['127.0.0.1'] });
+//   app.register(require('polylimit/fastify'), { policy: policyFromDocument(doc, limiters) });
+// The route template is Fastify's (request.routeOptions.url, '/users/:id').
+const http = require('./http');
 
-const { makeDecider, refusal, apiKey, credential } = require('./http');
+const SETTLE = Symbol('polylimit.settle');
 
 function polylimitPlugin(fastify, options, done) {
-  const decide = makeDecider(options.limiter === undefined ? null : options.limiter, options);
+  const { policy: given, limiter, ...rest } = options;
+  let h;
+  try {
+    h = http.setup(given !== undefined ? given : limiter === undefined ? null : limiter, rest);
+  } catch (e) {
+    done(e);
+    return;
+  }
+  const { policy } = h;
   fastify.decorateRequest('polylimit', null);
   fastify.addHook('onRequest', async (request, reply) => {
-    const path = request.url.split('?')[0];
-    const r = await decide(request, path, request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
-    reply.headers(r.headers);
-    if (r.action === 'next') {
-      if (r.decision) request.polylimit = r.decision;
-      return;
+    const path = http.pathOf(request.raw.url || request.url);
+    const route = request.routeOptions?.url;
+    const d = await http.decide(
+      h,
+      request,
+      request.method,
+      path,
+      route,
+      request.raw.socket?.remoteAddress,
+      request.headers,
+    );
+    const a = d.answer;
+    if (a !== null) for (const [name, value] of a.headers) reply.header(name, value);
+    if (a !== null && a.status !== 0) {
+      reply.code(a.status);
+      return reply.send(a.body);
     }
-    const { status, body } = refusal(r);
-    reply.code(status).type('text/plain; charset=utf-8');
-    return reply.send(body);
+    if (d.decision !== null) {
+      request.polylimit = d.decision;
+      if (http.needsSettling(policy, d)) request[SETTLE] = d;
+    }
   });
+  fastify.addHook('onResponse', async (request, reply) => {
+    const d = request[SETTLE];
+    if (d !== undefined) http.settle(policy, d.step, d.decision, reply.statusCode);
+  });
+  fastify.decorate('polylimitPolicy', policy);
   done();
 }
 
-// Not encapsulated: the hook applies to every route of the app, as
+// Not encapsulated: the hooks apply to every route of the app, as
 // fastify-plugin would arrange (without depending on it).
 polylimitPlugin[Symbol.for('skip-override')] = true;
 polylimitPlugin[Symbol.for('fastify.display-name')] = 'polylimit';
 
 module.exports = polylimitPlugin;
 module.exports.default = polylimitPlugin;
-module.exports.apiKey = apiKey;
-module.exports.credential = credential;
+for (const name of [
+  'documentOf',
+  'ip',
+  'apiKey',
+  'header',
+  'user',
+  'tenant',
+  'route',
+  'compose',
+  'firstOf',
+  'credential',
+])
+  module.exports[name] = http[name];

@@ -1,147 +1,408 @@
 'use strict';
-// What the HTTP integrations (express.js, fastify.js) share: the key of a
-// request, which limiter applies to its path, and the answer to send. The
-// headers always come from the library (Decision.headers()).
+// What the HTTP integrations (express.js, fastify.js) share. Nothing here
+// decides anything: the per-request logic is the core's request policy
+// (docs/integrations/contract.md). This file
+//   - translates the options of rateLimit() / the Fastify plugin into a
+//     policy document and its limiters (documentOf), and
+//   - runs one request (decide): describe it, prepare (synchronous), the
+//     check on the rule's limiter (the limiter's own asynchronous path),
+//     answer (synchronous); after the response, settle: refundDue and, when
+//     due, the refund (count_when).
 
-const crypto = require('node:crypto');
-const net = require('node:net');
-const { Limiter, PolylimitError } = require('./index');
+const { Limiter, HttpPolicy, PolylimitError } = require('./index');
 
-// Key functions that name a credential (an API key, a user): a request
-// without one is refused with 401, not 400 (docs/integrations/README.md,
-// "Missing keys").
+// ---- key helpers: each names a key part of the contract --------------------
+
+// Key functions marked as credentials: a request without their key is
+// answered 401, not 400. They are the policy's `user` part (the function
+// gives the id).
 const CREDENTIAL = Symbol('polylimit.credential');
 
-// Marks a key function of your own as a credential.
+// The client's address ('ip'): the peer, or X-Forwarded-For from trusted proxies.
+function ip() {
+  return 'ip';
+}
+
+// The API key in a request header (default X-API-Key), as a credential:
+// keyed by its SHA-256 (the secret never reaches Redis), 401 when absent.
+function apiKey(header = 'X-API-Key') {
+  if (typeof header !== 'string' || header === '') throw new TypeError('apiKey(header): a header name');
+  return `api_key:${header}`;
+}
+
+// Any request header, keyed by its SHA-256; 400 when absent.
+function header(name) {
+  if (typeof name !== 'string' || name === '') throw new TypeError('header(name): a header name');
+  return `header:${name}`;
+}
+
+// The user's id (the `user` option, else req.user), a credential.
+function user() {
+  return 'user';
+}
+
+// The tenant's id (the `tenant` option), a credential.
+function tenant() {
+  return 'tenant';
+}
+
+// The route: one budget per route (method and template, else path) for all clients.
+function route() {
+  return 'route';
+}
+
+// Parts joined into one key: compose(user(), route()) is 'user+route'. A
+// key function among them is the 'app' part (or 'user' for a credential).
+function compose(...parts) {
+  if (parts.length === 0) throw new TypeError('compose() takes key parts');
+  for (const p of parts)
+    if (typeof p !== 'string' && typeof p !== 'function')
+      throw new TypeError('compose() takes key parts (strings such as "ip") or a key function');
+  return parts.every((p) => typeof p === 'string') ? parts.join('+') : { compose: parts };
+}
+
+// Alternatives: the first whose parts are all present is the key
+// (firstOf(apiKey(), ip()) is ['api_key:X-API-Key', 'ip'], as in a document).
+function firstOf(...keys) {
+  if (keys.length === 0) throw new TypeError('firstOf() takes keys');
+  return keys;
+}
+
+// Marks a key function of your own as a credential (401 without its key).
+// It stands for the policy's `user` part: its value keys as user:<value>.
 function credential(fn) {
+  if (typeof fn === 'string') return fn; // a key part: the core knows whether it is a credential
   if (typeof fn !== 'function') throw new TypeError('credential() takes a key function (req) => key');
   const marked = (req) => fn(req);
   marked[CREDENTIAL] = true;
   return marked;
 }
 
-// The API key in a request header, as a credential. The stored key is a
-// SHA-256 of the header's value, so keys never reach Redis in clear.
-function apiKey(header = 'x-api-key') {
-  if (typeof header !== 'string' || header === '') throw new TypeError('apiKey(header): a header name');
-  const name = header.toLowerCase();
-  return credential((req) => {
-    const value = req.headers?.[name];
-    const v = Array.isArray(value) ? value[0] : value;
-    if (typeof v !== 'string' || v === '') return null;
-    return `apikey:${crypto.createHash('sha256').update(v).digest('hex')}`;
+// ---- options -> a policy document --------------------------------------------
+
+const MISSING_KEY = ['reject', 'skip'];
+const ON_ERROR = ['unavailable', 'allow'];
+
+function fail(message) {
+  throw new TypeError(message);
+}
+
+// A path of the options as a glob of the document: '/static/' (a prefix)
+// is '/static/*'; '/login' is exact; a pattern with * or ? is a glob already.
+function glob(path) {
+  if (typeof path !== 'string' || path === '') fail(`a path must be a non-empty string, not ${String(path)}`);
+  if (/[*?]/.test(path)) return path;
+  return path.endsWith('/') ? `${path}*` : path;
+}
+
+// A rule name from a path: printable ASCII without space, '"' or '\', at most 64.
+function nameOf(path) {
+  const name = path.replace(/[^!-~]|["\\]/g, '_').slice(0, 64);
+  return name === '' ? 'route' : name;
+}
+
+// Builds the document while collecting the limiters and the functions
+// the key parts stand for.
+class Translation {
+  constructor() {
+    this.limiters = [];
+    this.appKey = null; // the key function of the 'app' part
+    this.userKey = null; // a credential key function: the 'user' part
+    this.names = new Set();
+  }
+
+  limiterIndex(limiter, where) {
+    if (limiter === null) return null;
+    if (!(limiter instanceof Limiter)) fail(`${where} must be a polylimit Limiter`);
+    let i = this.limiters.indexOf(limiter);
+    if (i < 0) i = this.limiters.push(limiter) - 1;
+    return i;
+  }
+
+  part(p, where) {
+    if (typeof p === 'string') return p;
+    if (typeof p !== 'function') fail(`${where}: a key is a key part ('ip', 'api_key:X-API-Key', ...) or a function`);
+    const slot = p[CREDENTIAL] === true ? 'userKey' : 'appKey';
+    if (this[slot] !== null && this[slot] !== p)
+      fail(`${where}: one ${slot === 'userKey' ? 'credential ' : ''}key function per middleware`);
+    this[slot] = p;
+    return slot === 'userKey' ? 'user' : 'app';
+  }
+
+  composition(k, where) {
+    if (k !== null && typeof k === 'object' && Array.isArray(k.compose))
+      return k.compose.map((p) => this.part(p, where)).join('+');
+    return this.part(k, where);
+  }
+
+  // A key of the options: a composition, or an array of alternatives.
+  key(k, where) {
+    if (k === undefined) return undefined;
+    if (Array.isArray(k)) {
+      if (k.length === 0) fail(`${where}: an empty list of alternatives`);
+      return k.map((a) => this.composition(a, where));
+    }
+    return this.composition(k, where);
+  }
+
+  uniqueName(name) {
+    let n = name;
+    for (let i = 2; this.names.has(n); i++) n = `${name.slice(0, 60)}-${i}`;
+    this.names.add(n);
+    return n;
+  }
+
+  // One rule; `base`: the middleware's options every rule inherits.
+  rule(r, base, where) {
+    if (r === null || typeof r !== 'object') fail(`${where} must be an object`);
+    const out = { name: this.uniqueName(r.name || nameOf((r.paths || r.routes || ['default'])[0])) };
+    if (r.paths !== undefined) out.paths = [].concat(r.paths).map(glob);
+    if (r.routes !== undefined) out.routes = [].concat(r.routes);
+    const methods = r.methods !== undefined ? r.methods : base.methods;
+    if (methods !== undefined) out.methods = [].concat(methods);
+    if (r.limiter === undefined) fail(`${where}.limiter: a polylimit Limiter, or null to exempt`);
+    out.limiter = this.limiterIndex(r.limiter, `${where}.limiter`);
+    if (out.limiter === null) return out;
+    const key = this.key(r.key !== undefined ? r.key : base.key, `${where}.key`);
+    if (key !== undefined) out.key = key;
+    const cost = r.cost !== undefined ? r.cost : base.cost;
+    if (typeof cost === 'function') fail(`${where}.cost: a cost function is given once, for the middleware`);
+    if (cost !== undefined) out.cost = cost;
+    const onMissingKey = r.onMissingKey !== undefined ? r.onMissingKey : base.onMissingKey;
+    if (onMissingKey !== undefined) {
+      if (!MISSING_KEY.includes(onMissingKey))
+        fail(`onMissingKey must be 'reject' or 'skip', not ${JSON.stringify(onMissingKey)}`);
+      out.on_missing_key = onMissingKey;
+    }
+    const countWhen = r.countWhen !== undefined ? r.countWhen : base.countWhen;
+    if (countWhen !== undefined) {
+      if (typeof countWhen === 'function')
+        fail(`${where}.countWhen: 'all', 'failures', 'successes' or a list of statuses, classes ('5xx') and ranges`);
+      out.count_when = countWhen;
+    }
+    return out;
+  }
+}
+
+function lists(l, where) {
+  if (l === undefined) return undefined;
+  if (l === null || typeof l !== 'object') fail(`${where}: { ips, apiKeys, users, tenants }`);
+  const out = {};
+  for (const [from, to] of [
+    ['ips', 'ips'],
+    ['apiKeys', 'api_keys'],
+    ['users', 'users'],
+    ['tenants', 'tenants'],
+  ])
+    if (l[from] !== undefined) out[to] = l[from];
+  return out;
+}
+
+// The options of rateLimit(limiter, options) / the Fastify plugin as a
+// policy document and its limiters:
+//   { document, limiters, appKey (the 'app' part's function), userKey (a
+//     credential function, the 'user' part's) }
+// `limiter`: the default rule's (null: only `routes` and `rules` limit).
+function documentOf(limiter, options = {}) {
+  if (options === null || typeof options !== 'object') fail('options must be an object');
+  if (limiter !== null && !(limiter instanceof Limiter)) fail('limiter must be a polylimit Limiter or null');
+  const t = new Translation();
+  const base = {
+    key: options.key,
+    cost: typeof options.cost === 'function' ? undefined : options.cost,
+    onMissingKey: options.onMissingKey,
+    countWhen: options.countWhen,
+    methods: options.methods,
+  };
+  if (base.onMissingKey !== undefined && !MISSING_KEY.includes(base.onMissingKey))
+    fail(`onMissingKey must be 'reject' or 'skip', not ${JSON.stringify(base.onMissingKey)}`);
+  const doc = {};
+  if (options.trustedProxies !== undefined) doc.trusted_proxies = options.trustedProxies;
+  if (options.ipv4Prefix !== undefined) doc.ipv4_prefix = options.ipv4Prefix;
+  if (options.ipv6Prefix !== undefined) doc.ipv6_prefix = options.ipv6Prefix;
+  if (options.apiKeyHeader !== undefined) doc.api_key_header = options.apiKeyHeader;
+  if (options.deny !== undefined) doc.deny = lists(options.deny, 'deny');
+  if (options.allow !== undefined) doc.allow = lists(options.allow, 'allow');
+  if (options.exempt !== undefined) doc.exempt = [].concat(options.exempt).map(glob);
+  if (options.sendHeaders !== undefined) doc.send_headers = options.sendHeaders;
+  if (options.onError !== undefined) {
+    if (!ON_ERROR.includes(options.onError))
+      fail(`onError must be 'unavailable' or 'allow', not ${JSON.stringify(options.onError)}`);
+    doc.on_error = options.onError;
+  }
+  const rules = [];
+  if (limiter !== null) t.limiterIndex(limiter, 'limiter'); // the default's is limiters[0]
+  // routes: { '/login': limiter } or { '/api/': { limiter, methods, key, cost, countWhen, onMissingKey, name } }
+  for (const [path, value] of Object.entries(options.routes || {})) {
+    const where = `routes['${path}']`;
+    const r = value instanceof Limiter || value === null ? { limiter: value } : value;
+    if (r === undefined || typeof r !== 'object') fail(`${where} must be a polylimit Limiter`);
+    if (!(r instanceof Limiter) && r.limiter !== null && !(r.limiter instanceof Limiter))
+      fail(`${where} must be a polylimit Limiter`);
+    rules.push(t.rule({ name: nameOf(path), ...r, paths: [path] }, base, where));
+  }
+  // rules: [{ name, paths, routes (templates), methods, limiter, key, cost, countWhen, onMissingKey }]
+  (options.rules || []).forEach((r, i) => {
+    rules.push(t.rule(r, base, `rules[${i}]`));
   });
+  if (limiter !== null) rules.push(t.rule({ name: 'default', limiter }, base, 'limiter'));
+  doc.rules = rules;
+  return { document: doc, limiters: t.limiters, appKey: t.appKey, userKey: t.userKey };
 }
 
-const MISSING_KEY = { reject: 'reject', skip: 'skip' };
+// ---- one request ----------------------------------------------------------------
 
-// Trusted proxies: addresses ('10.0.0.1', '::1') and subnets ('10.0.0.0/8').
-function trustList(entries) {
-  const list = new net.BlockList();
-  for (const entry of entries) {
-    if (typeof entry !== 'string') throw new TypeError(`trustedProxies: not a string: ${String(entry)}`);
-    const [address, bits] = entry.split('/');
-    const family = net.isIPv6(address) ? 'ipv6' : net.isIPv4(address) ? 'ipv4' : null;
-    if (family === null) throw new TypeError(`trustedProxies: '${entry}' is not an IP address or subnet`);
-    if (bits === undefined) {
-      list.addAddress(address, family);
-    } else {
-      const prefix = Number(bits);
-      if (!Number.isInteger(prefix) || prefix < 0 || prefix > (family === 'ipv4' ? 32 : 128))
-        throw new TypeError(`trustedProxies: '${entry}' has a bad prefix length`);
-      list.addSubnet(address, prefix, family);
+// The framework's notion of the user: req.user, an id or an object with an `id`.
+function defaultUser(req) {
+  const u = req.user;
+  if (typeof u === 'string') return u;
+  if (u !== null && typeof u === 'object' && (typeof u.id === 'string' || typeof u.id === 'number')) return u.id;
+  return undefined;
+}
+
+function none() {
+  return undefined;
+}
+
+function thenable(v) {
+  return v !== null && typeof v === 'object' && typeof v.then === 'function';
+}
+
+// An identity as the policy takes it: absent (undefined), a string, or bytes.
+function identity(v) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string' || v instanceof Uint8Array) return v;
+  return String(v);
+}
+
+// The policy and the application's hooks a middleware runs with:
+// rateLimit(policy, { user, tenant, appKey, cost }) or rateLimit(limiter, options).
+function setup(limiterOrPolicy, options = {}) {
+  if (options === null || typeof options !== 'object') fail('options must be an object');
+  let policy;
+  let appKey = options.appKey;
+  let userHook = options.user;
+  if (limiterOrPolicy instanceof HttpPolicy) {
+    for (const name of ['key', 'routes', 'rules', 'exempt', 'trustedProxies', 'countWhen', 'methods', 'allow', 'deny'])
+      if (options[name] !== undefined)
+        fail(`options.${name}: with a policy, the document says it (the options are user, tenant, appKey, cost)`);
+    if (options.cost !== undefined && typeof options.cost !== 'function')
+      fail('options.cost: with a policy, a function (req) => cost; the document gives constant costs');
+    policy = limiterOrPolicy;
+  } else {
+    const t = documentOf(limiterOrPolicy === undefined ? null : limiterOrPolicy, options);
+    if (t.userKey !== null && userHook !== undefined) fail('a credential key function and the user option: give one');
+    if (t.appKey !== null && appKey !== undefined) fail('a key function and the appKey option: give one');
+    if (t.userKey !== null) userHook = t.userKey;
+    if (t.appKey !== null) {
+      const fn = t.appKey;
+      appKey = (req) => fn(req);
     }
+    policy = new HttpPolicy(t.document, t.limiters);
   }
-  return list;
-}
-
-// ::ffff:1.2.3.4 (an IPv4 peer on a dual-stack socket) is 1.2.3.4.
-function plainAddress(address) {
-  if (typeof address !== 'string') return '';
-  return address.startsWith('::ffff:') && net.isIPv4(address.slice(7)) ? address.slice(7) : address;
-}
-
-function trusted(list, address) {
-  if (net.isIPv4(address)) return list.check(address, 'ipv4');
-  if (net.isIPv6(address)) return list.check(address, 'ipv6');
-  return false;
-}
-
-// The client's address: the peer, unless the peer is a trusted proxy; then
-// X-Forwarded-For read from the right, past every trusted proxy (the
-// left-most entries can be anything a client sent).
-function clientAddress(peer, forwardedFor, list) {
-  let address = plainAddress(peer);
-  if (!forwardedFor || !trusted(list, address)) return address;
-  const hops = String(forwardedFor)
-    .split(',')
-    .map((h) => plainAddress(h.trim()))
-    .filter((h) => h !== '');
-  for (let i = hops.length - 1; i >= 0; i--) {
-    address = hops[i];
-    if (!trusted(list, address)) break;
+  for (const name of ['user', 'tenant', 'appKey', 'cost']) {
+    const v = name === 'user' ? userHook : name === 'appKey' ? appKey : options[name];
+    if (v !== undefined && typeof v !== 'function') fail(`options.${name} must be a function (req) => value`);
   }
-  return address;
-}
-
-// A path matches a route or an exemption when equal to it, or under it when
-// it ends with '/'.
-function matches(pattern, path) {
-  return pattern.endsWith('/') ? path.startsWith(pattern) : path === pattern;
-}
-
-// Options: limiter (the default; null: only `routes` are limited), key
-// ('ip', or (req) => key, null when the request has none), onMissingKey
-// ('reject', the default: 400, or 401 for a credential; 'skip': the request
-// goes through unlimited, only when asked for by name), trustedProxies,
-// routes ({ '/login': limiter }), exempt (['/healthz', '/static/']), cost.
-function makeDecider(limiter, options = {}) {
-  if (limiter !== null && !(limiter instanceof Limiter))
-    throw new TypeError('limiter must be a polylimit Limiter or null');
-  const list = trustList(options.trustedProxies || []);
-  const routes = Object.entries(options.routes || {});
-  for (const [route, l] of routes)
-    if (!(l instanceof Limiter)) throw new TypeError(`routes['${route}'] must be a polylimit Limiter`);
-  const exempt = options.exempt || [];
-  const key = options.key === undefined || options.key === 'ip' ? null : options.key;
-  if (key !== null && typeof key !== 'function') throw new TypeError("key must be 'ip' or a function (req) => key");
-  const cost = options.cost === undefined ? 1 : options.cost;
-  const onMissingKey = options.onMissingKey === undefined ? MISSING_KEY.reject : options.onMissingKey;
-  if (!Object.hasOwn(MISSING_KEY, onMissingKey))
-    throw new TypeError(`onMissingKey must be 'reject' or 'skip', not ${JSON.stringify(onMissingKey)}`);
-  const isCredential = key !== null && key[CREDENTIAL] === true;
-
-  // decide(req, path, peer, forwardedFor) ->
-  //   { action: 'next' | 'deny' | 'fail' | 'reject', headers, decision, error, status, body }
-  return async function decide(req, path, peer, forwardedFor) {
-    if (exempt.some((p) => matches(p, path))) return { action: 'next', headers: {} };
-    const route = routes.find(([p]) => matches(p, path));
-    const chosen = route ? route[1] : limiter;
-    if (chosen === null) return { action: 'next', headers: {} };
-    const k = key ? await key(req) : clientAddress(peer, forwardedFor, list);
-    if (k === null || k === undefined || k === '') {
-      if (onMissingKey === MISSING_KEY.skip) return { action: 'next', headers: {} };
-      return isCredential
-        ? { action: 'reject', headers: {}, status: 401, body: 'no credential to rate-limit the request by' }
-        : { action: 'reject', headers: {}, status: 400, body: 'no rate-limit key in the request' };
-    }
-    try {
-      const decision = await chosen.check(k, cost);
-      return { action: decision.allowed ? 'next' : 'deny', headers: decision.headers(), decision };
-    } catch (error) {
-      // The limiter's failure policy already answered what it could; what
-      // reaches here (the default policy 'error') is the server's fault.
-      if (error instanceof PolylimitError) return { action: 'fail', headers: {}, error };
-      throw error;
-    }
+  return {
+    policy,
+    user: userHook || defaultUser,
+    tenant: options.tenant || none,
+    appKey: appKey || null,
+    cost: typeof options.cost === 'function' ? options.cost : null,
   };
 }
 
-// The answer to a request the decider did not let through.
-function refusal(r) {
-  if (r.action === 'reject') return { status: r.status, body: r.body };
-  if (r.action === 'deny') return { status: 429, body: 'Too Many Requests' };
-  return { status: 503, body: 'Service Unavailable' };
+const NO_VALUES = [];
+
+// One request: describe, prepare, check, answer. `headers`: the request's
+// headers by lower-case name (Node's req.headers). Resolves with
+//   { step, decision (the check's, or null), answer (null: go on with no
+//     headers; else { status (0: go on), body, headers: [[name, value]] }) }
+// and rejects only with the application's own errors (its hooks threw).
+async function decide(h, req, method, path, route, peer, headers) {
+  const { policy } = h;
+  const names = policy.headerNames;
+  let values = NO_VALUES;
+  if (names.length > 0) {
+    values = new Array(names.length);
+    for (let i = 0; i < names.length; i++) {
+      const v = headers[names[i]];
+      values[i] = v === undefined ? undefined : Array.isArray(v) ? v.join(', ') : String(v);
+    }
+  }
+  let user = h.user(req);
+  if (thenable(user)) user = await user;
+  let tenant = h.tenant(req);
+  if (thenable(tenant)) tenant = await tenant;
+  let cost;
+  if (h.cost !== null) {
+    cost = h.cost(req);
+    if (thenable(cost)) cost = await cost;
+    if (cost !== undefined && cost !== null && (!Number.isSafeInteger(cost) || cost < 1))
+      fail(`the cost function gave ${String(cost)}: a whole number of at least 1`);
+  }
+  user = identity(user);
+  tenant = identity(tenant);
+  if (route === '') route = undefined;
+  let step = policy._prepare(method, path, route, peer, values, user, tenant, undefined, cost);
+  if (step.action === 'need_app_key') {
+    if (h.appKey === null) fail(`rule "${step.rule}" keys by "app": give the middleware an appKey function`);
+    let k = h.appKey(req, step.rule);
+    if (thenable(k)) k = await k;
+    k = identity(k);
+    step = policy._prepare(method, path, route, peer, values, user, tenant, k === undefined ? '' : k, cost);
+  }
+  if (step.action === 'proceed') return { step, decision: null, answer: null };
+  if (step.action === 'respond') return { step, decision: null, answer: policy.answer(step) };
+  const limiter = policy.limiterOf(step);
+  let decision = null;
+  try {
+    decision = await limiter.check(step.key, step.cost);
+  } catch (error) {
+    // Redis could not decide and the limiter's failure policy did not
+    // answer: the policy's on_error says what the request gets.
+    if (!(error instanceof PolylimitError)) throw error;
+  }
+  return { step, decision, answer: policy.answer(step, decision) };
 }
 
-module.exports = { makeDecider, clientAddress, trustList, apiKey, credential, refusal };
+// After the response: the refund count_when asks for, if any. A refund that
+// fails leaves the units taken (the request counted): nothing to report to
+// a response that is gone.
+function settle(policy, step, decision, status) {
+  if (!policy.refundDue(step, decision, status)) return;
+  policy
+    .limiterOf(step)
+    .refund(step.key, step.cost)
+    .catch(() => {});
+}
+
+// Whether the request needs settling after its response.
+function needsSettling(policy, r) {
+  return r.decision !== null && policy.mayRefund(r.step);
+}
+
+// The path without the query.
+function pathOf(url) {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+module.exports = {
+  setup,
+  decide,
+  settle,
+  needsSettling,
+  pathOf,
+  documentOf,
+  ip,
+  apiKey,
+  header,
+  user,
+  tenant,
+  route,
+  compose,
+  firstOf,
+  credential,
+};

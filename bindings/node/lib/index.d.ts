@@ -101,6 +101,80 @@ export declare class Client {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** A request as the HTTP policy takes it (docs/integrations/contract.md). */
+export interface HttpRequest {
+  /** 'GET' if left out */
+  method?: string;
+  /** the path without the query; '/' if left out */
+  path?: string;
+  /** the framework's route template ('/users/:id'), when known */
+  route?: string;
+  /** the socket's peer address ('10.0.0.1', '[::1]:80') */
+  peer?: string;
+  /** the request's headers (names in any case; an array is a repeated header), or a lookup by lower-case name */
+  headers?: Record<string, string | string[] | undefined> | ((name: string) => string | string[] | undefined);
+  /** the authenticated user's id; absent: anonymous */
+  user?: string;
+  /** the tenant's id */
+  tenant?: string;
+  /** the application's key, for rules keyed by 'app' (asked for by a 'need_app_key' step); '' when none */
+  appKey?: Key;
+  /** this request's cost, instead of the rule's */
+  cost?: number;
+}
+
+/** What to do with a request. */
+export interface HttpStep {
+  readonly action: 'proceed' | 'check' | 'respond' | 'need_app_key';
+  /** the rule that matched, by name, or null */
+  readonly rule: string | null;
+  readonly ruleIndex: number;
+  /** respond: 400, 401 or 403 */
+  readonly status: number;
+  /** check: the key and the units to check */
+  readonly key: Key;
+  readonly cost: number;
+}
+
+/** The response to give: status 0 means the request goes on (with the headers). */
+export interface HttpAnswer {
+  status: number;
+  body: string;
+  /** the rate-limit headers in order, and Content-Type when there is a body */
+  headers: Array<[string, string]>;
+}
+
+/** The fields of a Decision the policy reads. */
+export type DecisionFields = Pick<Decision, 'allowed' | 'limit' | 'remaining' | 'retryAfterMs' | 'resetAfterMs'> &
+  Partial<Pick<Decision, 'granted' | 'degraded' | 'cached' | 'shadowed'>>;
+
+/** The HTTP request policy: a document and the limiters its rules name by index. */
+export declare class HttpPolicy {
+  /** the request headers the policy reads, lower case */
+  readonly headerNames: readonly string[];
+  readonly limiters: Limiter[];
+  readonly rules: ReadonlyArray<{ readonly name: string; readonly limiter: Limiter | null }>;
+  /** Synchronous, no I/O. */
+  prepare(request: HttpRequest): HttpStep;
+  /** The limiter a 'check' step is checked on: limiterOf(step).check(step.key, step.cost). */
+  limiterOf(step: HttpStep): Limiter | null;
+  /** false: the step's rule counts every response (refundDue is always false). */
+  mayRefund(step: HttpStep): boolean;
+  /** The response to a 'respond' step, or to a 'check' with its decision (null: the check failed). */
+  answer(step: HttpStep, decision?: DecisionFields | null): HttpAnswer;
+  /** After the response: whether to refund step.cost on limiterOf(step) (count_when). */
+  refundDue(step: HttpStep, decision: DecisionFields, status: number): boolean;
+  /** polylimit_http_requests_total{rule,outcome}, Prometheus text. */
+  metrics(): string;
+}
+
+/**
+ * The policy of a JSON document (text, or an object) whose rules name
+ * `limiters` by index. An invalid document throws an InvalidArgumentError
+ * naming the line and the field.
+ */
+export declare function policyFromDocument(document: string | object, limiters: Limiter[]): HttpPolicy;
+
 /** Several (named) clients on one Prometheus page. */
 export declare function prometheus(...clients: Client[]): string;
 

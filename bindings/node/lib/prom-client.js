@@ -1,20 +1,24 @@
-'use strict';
-// polylimit/prom-client: the counters of polylimit Clients in a prom-client
-// Registry, for apps that already serve prom-client's /metrics.
+// polylimit/prom-client: the counters of polylimit Clients, and of HTTP
+// policies, in a prom-client Registry, for apps that already serve
+// prom-client's /metrics.
 //
 //   const promClient = require('prom-client');
 //   const { registerPolylimit } = require('polylimit/prom-client');
 //   registerPolylimit(promClient.register, sessions, api);  // named clients
+//   registerPolylimit(promClient.register, client, middleware.policy);  // and a policy's
 //
 // The metrics are the library's own (client.metrics()): the same names,
 // help texts and types as every language's export - polylimit_checks_total,
 // ..., polylimit_evicting_nodes (a gauge), polylimit_check_latency_seconds
 // (a histogram) - labelled client="<name>" when the clients are named.
-// Several clients go into one call: each needs a distinct name. Every scrape
-// reads the counters anew; a closed client fails the scrape (ClosedError)
-// rather than dropping its series silently.
-
-const { Client, prometheus } = require('./index');
+// Several clients go into one call: each needs a distinct name. An HTTP
+// policy (an HttpPolicy, or a middleware with its `policy`) adds
+// polylimit_http_requests_total{rule,outcome} (policy.metrics()): one series
+// per rule and outcome, never per key; the rules of several policies in one
+// call need distinct names. Every scrape reads the counters anew; a closed
+// client fails the scrape (ClosedError) rather than dropping its series
+// silently.
+const { Client, HttpPolicy, prometheus } = require('./index');
 
 function unescapeLabel(text) {
   return text.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
@@ -53,12 +57,33 @@ function parse(text) {
 
 // Registers one prom-client metric per family of the clients' export;
 // returns them (registry.removeSingleMetric(name) takes one out again).
-function registerPolylimit(registry, ...clients) {
+function registerPolylimit(registry, ...sources) {
   if (!registry || typeof registry.registerMetric !== 'function')
     throw new TypeError('registerPolylimit needs a prom-client Registry');
-  if (clients.length === 0 || !clients.every((c) => c instanceof Client))
-    throw new TypeError('registerPolylimit needs one or more polylimit Clients');
-  const scrape = () => parse(clients.length === 1 ? clients[0].metrics() : prometheus(...clients));
+  const clients = [];
+  const policies = [];
+  for (const s of sources) {
+    if (s instanceof Client) clients.push(s);
+    else if (s instanceof HttpPolicy) policies.push(s);
+    else if (s && s.policy instanceof HttpPolicy) policies.push(s.policy);
+    else throw new TypeError('registerPolylimit needs polylimit Clients or HTTP policies');
+  }
+  if (sources.length === 0)
+    throw new TypeError('registerPolylimit needs one or more polylimit Clients or HTTP policies');
+  const scrape = () => {
+    const texts = [];
+    if (clients.length > 0) texts.push(clients.length === 1 ? clients[0].metrics() : prometheus(...clients));
+    for (const p of policies) texts.push(p.metrics());
+    // One family per name: the policies' samples join in order.
+    const merged = new Map();
+    for (const text of texts)
+      for (const [name, f] of parse(text)) {
+        const m = merged.get(name);
+        if (m === undefined) merged.set(name, f);
+        else m.samples.push(...f.samples);
+      }
+    return merged;
+  };
   // prom-client asks every metric in one synchronous pass: read once per pass.
   let current = null;
   const families = () => {
