@@ -321,6 +321,82 @@ test('secrets never reach messages', async () => {
   }
 });
 
+// An API key given in a request never reaches a Redis key (SCAN the real
+// server), a log line, a metric or an error message: the policy keys it by
+// its SHA-256 (apikey:<hex>) and reads the deny list's entries hashed.
+test('secrets: an API key in a request stays out of Redis, logs and messages', async () => {
+  const express = require(path.join(__dirname, '..', '..', 'bindings', 'node', 'node_modules', 'express'));
+  const { rateLimit, apiKey } = require('../../bindings/node/lib/express');
+  const secret = 'sk-live-7f3c9a1e5b';
+  const leaked = 'sk-leaked-0d2e4f';
+  const client = new polylimit.Client(server.url);
+  const prefix = uniquePrefix('secrets');
+  const limit = rateLimit(client.limiter('3/minute', { prefix }), {
+    key: apiKey('X-API-Key'),
+    deny: { apiKeys: [leaked] },
+  });
+  const app = express();
+  app.use(limit);
+  app.get('/', (_req, res) => res.send('ok\n'));
+  const srv = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const base = `http://127.0.0.1:${srv.address().port}`;
+  // Everything written to stdout and stderr while the requests run.
+  const written = [];
+  const writes = [process.stdout.write, process.stderr.write];
+  for (const stream of [process.stdout, process.stderr]) {
+    const original = stream.write;
+    stream.write = function (chunk, ...rest) {
+      written.push(String(chunk));
+      return original.call(this, chunk, ...rest);
+    };
+  }
+  const bodies = [];
+  try {
+    for (const key of [secret, secret, secret, secret, leaked]) {
+      const r = await fetch(base, { headers: { 'X-API-Key': key } });
+      bodies.push(`${r.status} ${[...r.headers].join(' ')} ${await r.text()}`);
+    }
+  } finally {
+    [process.stdout.write, process.stderr.write] = writes;
+    srv.closeAllConnections();
+    srv.close();
+  }
+  assert.deepEqual(
+    bodies.map((b) => Number(b.slice(0, 3))),
+    [200, 200, 200, 429, 403],
+  );
+  const keys = execFileSync('redis-cli', ['-u', server.url, '--scan', '--pattern', `${prefix}*`], {
+    encoding: 'utf8',
+  });
+  const hash = require('node:crypto').createHash('sha256').update(secret).digest('hex');
+  assert.match(keys, new RegExp(`apikey:${hash}`), keys);
+  const everything = [keys, written.join(''), bodies.join('\n'), limit.policy.metrics(), client.metrics()].join('\n');
+  for (const s of [secret, leaked]) assert.ok(!everything.includes(s), `${s} leaked:\n${everything}`);
+  // Error messages: a document that names the keys and is refused, a check
+  // of the hashed key that fails.
+  assert.throws(
+    () =>
+      polylimit.policyFromDocument({ deny: { api_keys: [secret] }, rules: [{ name: 'a', limiter: 0, colour: 1 }] }, [
+        client.limiter('1/s'),
+      ]),
+    (e) => e instanceof polylimit.InvalidArgumentError && !e.message.includes(secret),
+  );
+  const down = new polylimit.Client('redis://127.0.0.1:1', { connectTimeoutMs: 200 });
+  try {
+    const policy = polylimit.policyFromDocument({ rules: [{ name: 'a', limiter: 0, key: 'api_key' }] }, [
+      down.limiter('1/s'),
+    ]);
+    const step = policy.prepare({ path: '/', headers: { 'X-API-Key': secret } });
+    assert.equal(step.key, `apikey:${hash}`);
+    await assert.rejects(policy.limiterOf(step).check(step.key, step.cost), (e) => !e.message.includes(secret));
+  } finally {
+    await down.close();
+    await client.close();
+  }
+});
+
 test('close() settles every promise in flight, and later calls throw', async () => {
   const client = new polylimit.Client(server.url, { commandTimeoutMs: 5000 });
   const limiter = client.limiter('100/minute', { prefix: uniquePrefix('close') });
