@@ -7,7 +7,8 @@
 #   gofmt, go vet  Go: every module (the root one: bindings/go; bench/go,
 #                  bench/go/redis_rate_cpu, bindings/go/promcollector, examples/go-http)
 #   biome          JavaScript and TypeScript: bindings/node/lib, tests/node,
-#                  bench/node, examples/node-*, tools/demo (biome.json)
+#                  bench/node, examples/node-*, tests/http/services/node,
+#                  tools/demo (biome.json)
 #   ShellCheck     every shell script (.shellcheckrc)
 #   rustfmt        cargo fmt --check in every Rust project
 #   clippy         cargo clippy -D warnings on bindings/rust, as tests/rust/run.sh
