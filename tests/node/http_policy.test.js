@@ -260,7 +260,7 @@ test('the options as a policy document', async () => {
     on_error: 'allow',
     rules: [
       {
-        name: '/login',
+        name: 'login',
         paths: ['/login'],
         methods: ['POST'],
         limiter: 1,
@@ -270,7 +270,7 @@ test('the options as a policy document', async () => {
         count_when: 'failures',
       },
       {
-        name: '/api/',
+        name: 'api',
         paths: ['/api/*'],
         limiter: 0,
         key: ['api_key:X-API-Key', 'user+route', 'app'],

@@ -95,10 +95,14 @@ function glob(path) {
   return path.endsWith('/') ? `${path}*` : path;
 }
 
-// A rule name from a path: printable ASCII without space, '"' or '\', at most 64.
+// A rule name from a path ('/login' is login, '/api/' api): printable
+// ASCII without space, '"' or '\', at most 64 characters.
 function nameOf(path) {
-  const name = path.replace(/[^!-~]|["\\]/g, '_').slice(0, 64);
-  return name === '' ? 'route' : name;
+  const name = path
+    .replace(/[^A-Za-z0-9_.-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64);
+  return name === '' ? 'root' : name;
 }
 
 // Builds the document while collecting the limiters and the functions
