@@ -13,7 +13,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-30}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_url fuzz_rate_spec fuzz_reply fuzz_capi)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_url fuzz_rate_spec fuzz_reply fuzz_capi fuzz_http)
 jobs=${POLYLIMIT_JOBS:-$(nproc 2>/dev/null || echo 2)}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: tools/fuzz.sh [SECONDS] [TARGET...]" >&2; exit 2; }
 build="$root/build/fuzz"

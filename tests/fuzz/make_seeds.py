@@ -200,3 +200,28 @@ key_call(p, ACQUIRE, "job", 1, 1)
 p.int_in(0, 17, 16)  # close the client
 p.int_in(0, 3, 0)
 write("fuzz_capi", "urls_and_close", p.data())
+
+# fuzz_http: byte 0 even = a policy document; odd = a request, fields
+# separated by newlines: peer, X-Forwarded-For, X-API-Key, path, method,
+# user, X-Cost, route (or X-Tenant).
+os.makedirs(os.path.join(HERE, "corpus", "fuzz_http"), exist_ok=True)
+DOCS = [
+    '{"rules": [{"name": "all", "limiter": 0}]}',
+    '{"trusted_proxies": ["10.0.0.0/8", "::1"], "ipv6_prefix": 64, "exempt": ["/health"],'
+    ' "deny": {"ips": ["203.0.113.0/24"], "api_keys": ["sha256:' + "ab" * 32 + '"]},'
+    ' "rules": [{"name": "login", "paths": ["/login"], "methods": ["POST"], "limiter": 0,'
+    ' "key": ["api_key", "user+route", "ip"], "cost": {"header": "X-Cost", "max": 9},'
+    ' "count_when": [401, "5xx", "400-403"], "on_missing_key": "skip"}]}',
+    '{"rules": [{"name": "a", "limiter": 0, "key": "ipv7"}]}',
+]
+for i, doc in enumerate(DOCS):
+    write("fuzz_http", "doc%d" % i, b"\x00" + doc.encode())
+REQUESTS = [
+    ["10.0.0.1:5000", "203.0.113.9, 10.1.1.1", "", "/", "GET", "", "", ""],
+    ["[::1]:80", "2001:db8:1:2::a, fd00::1", "sk_live_secret", "/api/x", "post", "bob", "7", ""],
+    ["fe80::1%eth0", "unknown, 10.0.0.2", "", "/users/7", "GET", "alice", "", "/users/{id}"],
+    ["::ffff:198.51.100.7", "", "revoked", "/login", "POST", "", "x", ""],
+    ["unix:/run/app.sock", ",,", "", "/t/a", "GET", "", "", "acme"],
+]
+for i, fields in enumerate(REQUESTS):
+    write("fuzz_http", "request%d" % i, b"\x01" + "\n".join(fields).encode())
