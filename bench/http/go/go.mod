@@ -1,0 +1,15 @@
+module github.com/polylimit/polylimit/bench/http/go
+
+go 1.26.0
+
+require (
+	github.com/redis/go-redis/v9 v9.24.0
+	github.com/ulule/limiter/v3 v3.11.2
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
