@@ -425,6 +425,19 @@ public final class HttpPolicy implements AutoCloseable {
     }
 
     /**
+     * The answer for a request of {@code step}'s rule whose check could not
+     * be made (the application's key or cost failed, a limiter was closed):
+     * as for a failed check, 503 or going on with the policy's
+     * {@code on_error}; counted as the rule's {@code errors}. A step without
+     * a rule goes on.
+     */
+    public Answer answerFailure(Step step) {
+        Objects.requireNonNull(step, "step");
+        if (step.rule < 0) return new Answer(0, "", List.of());
+        return answer(new Step(Action.CHECK, 0, step.rule, Math.max(step.cost, 1), NO_KEY, step.ruleName), null);
+    }
+
+    /**
      * Whether a {@link Action#CHECK} step's units go back now that its
      * response has {@code status}: the rule's {@code count_when} does not
      * count it, and Redis took them (an admitted decision, neither shadowed
