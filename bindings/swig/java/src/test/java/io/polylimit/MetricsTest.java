@@ -120,6 +120,7 @@ class MetricsTest extends ServerTestBase {
     }
     /** The HTTP policy's counters per rule and outcome, through Micrometer's Prometheus registry. */
     @Test
+    @SuppressWarnings("try") // closes the policy inside its try, to read the counters after
     void httpPolicyCountersPerRule() {
         try (Client c = Client.open(redis.url()); Limiter l = c.limiterBuilder("1/minute").prefix("mt" + key()).build();
              HttpPolicy p = HttpPolicy.fromDocument("""

@@ -371,6 +371,7 @@ class ServletFilterTest extends ServerTestBase {
     }
 
     @Test
+    @SuppressWarnings("deprecation") // errorStatus: kept for compatibility
     void failuresAnswerTheErrorStatus() throws Exception {
         // Nothing listens on this port: connection refused, the ERROR policy throws.
         try (Client dead = Client.open("redis://127.0.0.1:" + RedisServer.freePort());
@@ -489,6 +490,7 @@ class ServletFilterTest extends ServerTestBase {
     }
 
     @Test
+    @SuppressWarnings("deprecation") // headerStyle: kept for compatibility
     void headerStyles() throws Exception {
         Countdown minute = new Countdown(60);
         String p = prefix();
