@@ -104,7 +104,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     d.remaining = static_cast<int64_t>(data[size - 1] >> 1) - 64;
     d.retry_after_ms = static_cast<int64_t>(size) * 977;
     d.reset_after_ms = static_cast<int64_t>(size) * 4099;
-    for (const auto* decision : {&d, static_cast<const polylimit::Decision*>(nullptr)}) {
+    const polylimit::Decision* decisions[] = {&d, nullptr};
+    for (const auto* decision : decisions) {
       const http::Answer a = p.answer(s, decision);
       for (const auto& h : a.headers) {
         FUZZ_CHECK(!h.name.empty() && h.name.find_first_of(":\r\n ") == std::string::npos, "header name '%s'",
