@@ -52,6 +52,13 @@ typedef struct polylimit_bytes {
     size_t len;
 } polylimit_bytes;
 
+/* The texts of one HTTP policy call (Java): the step's key, then the
+   answer's body, then its headers; their lengths are in the packed values. */
+typedef struct polylimit_http_text {
+    size_t len;
+    char data[POLYLIMIT_HTTP_KEY_MAX + POLYLIMIT_HTTP_HEADERS_MAX + 256];
+} polylimit_http_text;
+
 /* Replaces the owned string *field with a NUL-terminated copy of bytes (NULL:
    unset). POLYLIMIT_EINVALID for an embedded NUL, POLYLIMIT_ENOMEM, or
    POLYLIMIT_OK. */
@@ -152,6 +159,7 @@ static int polylimit_swig_set_string(const char **field, const void *bytes, size
 POLYLIMIT_HANDLE_OUT(polylimit_client)
 POLYLIMIT_HANDLE_OUT(polylimit_limiter)
 POLYLIMIT_HANDLE_OUT(polylimit_queue)
+POLYLIMIT_HANDLE_OUT(polylimit_http_policy)
 
 /* Tokens are opaque to C, so the signed jlong's bits serve as they are:
    no BigInteger (stdint.i's uint64_t) per check. */
@@ -334,6 +342,69 @@ POLYLIMIT_ARRAY_OUT(int64_t, tokens, tokens_len, jlong, "jlongArray", "long[]", 
 }
 %typemap(freearg) (polylimit_client *const *clients, size_t n) {
   free(handles$argnum);
+}
+
+/* ---- several limiters: SWIGTYPE_p_polylimit_limiter[] -> (limiters, n_limiters) */
+
+/* As the clients above: the handles travel as their addresses, the C array
+   lives for the call only; a null element passes NULL (C rejects it). */
+%typemap(jni) (polylimit_limiter *const *limiters, size_t n_limiters) "jlongArray"
+%typemap(jtype) (polylimit_limiter *const *limiters, size_t n_limiters) "long[]"
+%typemap(jstype) (polylimit_limiter *const *limiters, size_t n_limiters) "SWIGTYPE_p_polylimit_limiter[]"
+%typemap(javain,
+         pre="    long[] ptrs$javainput = null;\n"
+             "    if ($javainput != null) {\n"
+             "      ptrs$javainput = new long[$javainput.length];\n"
+             "      for (int i = 0; i < $javainput.length; i++)\n"
+             "        ptrs$javainput[i] = SWIGTYPE_p_polylimit_limiter.getCPtr($javainput[i]);\n"
+             "    }")
+         (polylimit_limiter *const *limiters, size_t n_limiters) "ptrs$javainput"
+%typemap(in) (polylimit_limiter *const *limiters, size_t n_limiters) (polylimit_limiter **lhandles = NULL) {
+  $1 = NULL;
+  $2 = 0;
+  if ($input) {
+    jsize count = (*jenv)->GetArrayLength(jenv, $input);
+    jsize i;
+    jlong *ptrs = (*jenv)->GetLongArrayElements(jenv, $input, NULL);
+    if (!ptrs) return $null; /* OutOfMemoryError is pending */
+    lhandles = (polylimit_limiter **)calloc((size_t)count + 1, sizeof *lhandles);
+    if (!lhandles) {
+      (*jenv)->ReleaseLongArrayElements(jenv, $input, ptrs, JNI_ABORT);
+      SWIG_JavaThrowException(jenv, SWIG_JavaOutOfMemoryError, "copying the limiters");
+      return $null;
+    }
+    for (i = 0; i < count; i++) lhandles[i] = *(polylimit_limiter **)&ptrs[i];
+    (*jenv)->ReleaseLongArrayElements(jenv, $input, ptrs, JNI_ABORT);
+    $1 = lhandles;
+    $2 = (size_t)count;
+  }
+}
+%typemap(freearg) (polylimit_limiter *const *limiters, size_t n_limiters) {
+  free(lhandles$argnum);
+}
+
+/* ---- the HTTP policy's texts: polylimit_http_text * -> byte[][] of length >= 1 */
+
+/* The step's key, the answer's body and headers, one after the other (their
+   lengths are in the packed values): the buffer is on the C stack, and one
+   byte[] of exactly their size comes back in element 0 (left alone when
+   there is no text). */
+%typemap(jni) polylimit_http_text *text "jobjectArray"
+%typemap(jtype) polylimit_http_text *text "byte[][]"
+%typemap(jstype) polylimit_http_text *text "byte[][]"
+%typemap(javain) polylimit_http_text *text "$javainput"
+%typemap(in) polylimit_http_text *text (polylimit_http_text buf) {
+  buf.len = 0;
+  $1 = $input ? &buf : NULL;
+}
+%typemap(argout) polylimit_http_text *text {
+  if ($input && buf$argnum.len > 0 && (*jenv)->GetArrayLength(jenv, $input) > 0) {
+    jbyteArray b = (*jenv)->NewByteArray(jenv, (jsize)buf$argnum.len);
+    if (!b) return $null; /* OutOfMemoryError is pending */
+    (*jenv)->SetByteArrayRegion(jenv, b, 0, (jsize)buf$argnum.len, (const jbyte *)buf$argnum.data);
+    (*jenv)->SetObjectArrayElement(jenv, $input, 0, b);
+    (*jenv)->DeleteLocalRef(jenv, b);
+  }
 }
 
 /* ---- library-allocated strings: char **out -> byte[][] of length >= 1 ---- */
@@ -553,6 +624,22 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
    packed form at the end instead (one JNI call, one pipelined round trip);
    Perl has no batch call yet. */
 %ignore polylimit_limiter_check_many;
+
+#ifdef SWIGJAVA
+/* The HTTP request policy: Java calls the packed forms at the end (one JNI
+   call per step, the request's strings copied in one byte[][], no C struct
+   per request); the raw request, step and response structs stay C-only. */
+%ignore polylimit_str;
+%ignore polylimit_http_request;
+%ignore polylimit_http_step;
+%ignore polylimit_http_response;
+%ignore polylimit_http_policy_new;
+%ignore polylimit_http_prepare;
+%ignore polylimit_http_answer;
+%ignore polylimit_http_decide;
+%ignore polylimit_http_refund_due;
+%ignore polylimit_http_settle;
+#endif
 
 %include "polylimit.h"
 
@@ -822,6 +909,293 @@ int polylimit_completion_batch_unpack(const polylimit_completion_batch *batch, i
 #undef POLYLIMIT_PACK_
   }
   return (int)batch->n;
+}
+%}
+/* ---- the HTTP request policy, packed ------------------------------------ */
+
+%{
+/* The request from its strings: POLYLIMIT_HTTP_FIELDS fields, then the
+   values of the policy's headers in its order (NULL: absent). */
+static int polylimit_swig_http_request(const void *const *fields, const size_t *lens, size_t n, int64_t cost,
+                                       polylimit_http_request *r, polylimit_str *headers, polylimit_error *err);
+%}
+
+%inline %{
+/* The strings of a request, in a byte[][] (null: absent): these fields, then
+   the values of the headers polylimit_http_policy_header_name lists. */
+enum {
+  POLYLIMIT_HTTP_FIELD_METHOD,
+  POLYLIMIT_HTTP_FIELD_PATH,
+  POLYLIMIT_HTTP_FIELD_ROUTE,
+  POLYLIMIT_HTTP_FIELD_PEER,
+  POLYLIMIT_HTTP_FIELD_USER,
+  POLYLIMIT_HTTP_FIELD_TENANT,
+  POLYLIMIT_HTTP_FIELD_APP_KEY,
+  POLYLIMIT_HTTP_FIELDS
+};
+
+/* One exchange (a step, the check's decision, the answer) as
+   POLYLIMIT_PACKED_HTTP longs: read and written by the calls below. */
+enum {
+  POLYLIMIT_PACKED_HTTP_ACTION,
+  POLYLIMIT_PACKED_HTTP_STATUS,
+  POLYLIMIT_PACKED_HTTP_RULE,
+  POLYLIMIT_PACKED_HTTP_COST,
+  POLYLIMIT_PACKED_HTTP_CHECKED, /* 1: the decision below is the check's */
+  POLYLIMIT_PACKED_HTTP_DECISION, /* POLYLIMIT_PACKED_DECISION longs */
+  POLYLIMIT_PACKED_HTTP_RESPONSE_STATUS = POLYLIMIT_PACKED_HTTP_DECISION + POLYLIMIT_PACKED_DECISION,
+  POLYLIMIT_PACKED_HTTP_KEY_LEN,
+  POLYLIMIT_PACKED_HTTP_BODY_LEN,
+  POLYLIMIT_PACKED_HTTP_HEADERS_LEN,
+  POLYLIMIT_PACKED_HTTP_CHECK_FAILED, /* decide: 1 when the check failed (err says why) */
+  POLYLIMIT_PACKED_HTTP
+};
+%}
+
+%{
+static int polylimit_swig_http_short(polylimit_error *err, const char *what) {
+  if (err) {
+    polylimit_error_clear(err);
+    err->code = POLYLIMIT_EINVALID;
+    snprintf(err->message, sizeof err->message, "%s", what);
+  }
+  return POLYLIMIT_EINVALID;
+}
+
+static int polylimit_swig_http_request(const void *const *fields, const size_t *lens, size_t n, int64_t cost,
+                                       polylimit_http_request *r, polylimit_str *headers, polylimit_error *err) {
+  size_t i;
+  polylimit_str *f[POLYLIMIT_HTTP_FIELDS];
+  if (!fields || n < POLYLIMIT_HTTP_FIELDS) return polylimit_swig_http_short(err, "the request has too few fields");
+  memset(r, 0, sizeof *r);
+  r->version = POLYLIMIT_HTTP_REQUEST_VERSION;
+  f[POLYLIMIT_HTTP_FIELD_METHOD] = &r->method;
+  f[POLYLIMIT_HTTP_FIELD_PATH] = &r->path;
+  f[POLYLIMIT_HTTP_FIELD_ROUTE] = &r->route;
+  f[POLYLIMIT_HTTP_FIELD_PEER] = &r->peer;
+  f[POLYLIMIT_HTTP_FIELD_USER] = &r->user;
+  f[POLYLIMIT_HTTP_FIELD_TENANT] = &r->tenant;
+  f[POLYLIMIT_HTTP_FIELD_APP_KEY] = &r->app_key;
+  for (i = 0; i < POLYLIMIT_HTTP_FIELDS; i++) {
+    f[i]->ptr = (const char *)fields[i];
+    f[i]->len = fields[i] ? lens[i] : 0;
+  }
+  for (i = POLYLIMIT_HTTP_FIELDS; i < n; i++) {
+    headers[i - POLYLIMIT_HTTP_FIELDS].ptr = (const char *)fields[i];
+    headers[i - POLYLIMIT_HTTP_FIELDS].len = fields[i] ? lens[i] : 0;
+  }
+  r->headers = headers;
+  r->header_count = n - POLYLIMIT_HTTP_FIELDS;
+  r->cost = cost;
+  return POLYLIMIT_OK;
+}
+
+static void polylimit_swig_http_pack_step(const polylimit_http_step *step, int64_t *v, polylimit_http_text *text) {
+  v[POLYLIMIT_PACKED_HTTP_ACTION] = step->action;
+  v[POLYLIMIT_PACKED_HTTP_STATUS] = step->status;
+  v[POLYLIMIT_PACKED_HTTP_RULE] = step->rule;
+  v[POLYLIMIT_PACKED_HTTP_COST] = step->cost;
+  v[POLYLIMIT_PACKED_HTTP_KEY_LEN] = 0;
+  if (step->action == POLYLIMIT_HTTP_CHECK && step->key_len <= POLYLIMIT_HTTP_KEY_MAX) {
+    v[POLYLIMIT_PACKED_HTTP_KEY_LEN] = (int64_t)step->key_len;
+    if (text) {
+      memcpy(text->data, step->key, step->key_len);
+      text->len = step->key_len;
+    }
+  }
+}
+
+/* The step back from its packed values and its key. */
+static int polylimit_swig_http_unpack_step(const int64_t *v, size_t values_len, const void *key, size_t key_len,
+                                           polylimit_http_step *step, polylimit_error *err) {
+  if (!v || values_len < POLYLIMIT_PACKED_HTTP) return polylimit_swig_http_short(err, "values is too short for a step");
+  if (key_len > POLYLIMIT_HTTP_KEY_MAX) return polylimit_swig_http_short(err, "the step's key is too long");
+  memset(step, 0, sizeof *step);
+  step->action = (int)v[POLYLIMIT_PACKED_HTTP_ACTION];
+  step->status = (int)v[POLYLIMIT_PACKED_HTTP_STATUS];
+  step->rule = (int)v[POLYLIMIT_PACKED_HTTP_RULE];
+  step->cost = v[POLYLIMIT_PACKED_HTTP_COST];
+  step->key_len = key ? key_len : 0;
+  if (key && key_len) memcpy(step->key, key, key_len);
+  return POLYLIMIT_OK;
+}
+
+static void polylimit_swig_http_unpack_decision(const int64_t *v, polylimit_decision *d) {
+  const int64_t *p = v + POLYLIMIT_PACKED_HTTP_DECISION;
+  memset(d, 0, sizeof *d);
+#define POLYLIMIT_UNPACK_(name) d->name = p[POLYLIMIT_PACKED_DECISION_##name];
+  POLYLIMIT_DECISION_FIELDS(POLYLIMIT_UNPACK_)
+#undef POLYLIMIT_UNPACK_
+}
+
+static void polylimit_swig_http_pack_decision(const polylimit_decision *d, int64_t *v) {
+  int64_t *p = v + POLYLIMIT_PACKED_HTTP_DECISION;
+#define POLYLIMIT_PACK_(name) p[POLYLIMIT_PACKED_DECISION_##name] = (int64_t)d->name;
+  POLYLIMIT_DECISION_FIELDS(POLYLIMIT_PACK_)
+#undef POLYLIMIT_PACK_
+}
+
+/* The response after the key already in text: body, then headers. */
+static void polylimit_swig_http_pack_response(const polylimit_http_response *r, int64_t *v, polylimit_http_text *text) {
+  size_t at = text ? text->len : 0;
+  size_t room = sizeof text->data - at;
+  size_t body = r->body_len < room ? r->body_len : room;
+  size_t headers;
+  room -= body;
+  headers = r->headers_len < room ? r->headers_len : room;
+  v[POLYLIMIT_PACKED_HTTP_RESPONSE_STATUS] = r->status;
+  v[POLYLIMIT_PACKED_HTTP_BODY_LEN] = (int64_t)body;
+  v[POLYLIMIT_PACKED_HTTP_HEADERS_LEN] = (int64_t)headers;
+  if (text) {
+    memcpy(text->data + at, r->body, body);
+    memcpy(text->data + at + body, r->headers, headers);
+    text->len = at + body + headers;
+  }
+}
+%}
+
+%inline %{
+/* polylimit_http_policy_new with the document as bytes. */
+int polylimit_http_policy_new_packed(const void *bytes, size_t len, polylimit_limiter *const *limiters,
+                                     size_t n_limiters, polylimit_http_policy **out, polylimit_error *err) {
+  return polylimit_http_policy_new(bytes ? (const char *)bytes : "", bytes ? len : 0, limiters, n_limiters, out, err);
+}
+
+/* polylimit_http_prepare: the request's strings in keys (POLYLIMIT_HTTP_FIELD_*,
+   then the header values), the step into values and its key into text. */
+int polylimit_http_prepare_packed(const polylimit_http_policy *policy, const void *const *keys,
+                                  const size_t *key_lens, size_t n, int64_t cost, int64_t *values, size_t values_len,
+                                  polylimit_http_text *text, polylimit_error *err) {
+  polylimit_http_request r;
+  polylimit_str *headers;
+  polylimit_http_step *step;
+  int rc;
+  if (!values || values_len < POLYLIMIT_PACKED_HTTP) return polylimit_swig_http_short(err, "values is too short");
+  headers = (polylimit_str *)calloc(n + 1, sizeof *headers);
+  step = (polylimit_http_step *)malloc(sizeof *step);
+  if (!headers || !step) {
+    free(headers);
+    free(step);
+    return polylimit_swig_http_short(err, "out of memory for the request");
+  }
+  rc = polylimit_swig_http_request(keys, key_lens, n, cost, &r, headers, err);
+  if (rc == POLYLIMIT_OK) rc = polylimit_http_prepare(policy, &r, step, err);
+  if (rc == POLYLIMIT_OK) polylimit_swig_http_pack_step(step, values, text);
+  free(headers);
+  free(step);
+  return rc;
+}
+
+/* polylimit_http_answer for the step in values and key, with the decision in
+   values when POLYLIMIT_PACKED_HTTP_CHECKED is 1 (else: the check failed);
+   the response into values, its body and headers into text. */
+int polylimit_http_answer_packed(const polylimit_http_policy *policy, const void *key, size_t key_len,
+                                 int64_t *values, size_t values_len, polylimit_http_text *text, polylimit_error *err) {
+  polylimit_http_step step;
+  polylimit_http_response response;
+  polylimit_decision d;
+  int rc = polylimit_swig_http_unpack_step(values, values_len, key, key_len, &step, err);
+  if (rc != POLYLIMIT_OK) return rc;
+  if (values[POLYLIMIT_PACKED_HTTP_CHECKED]) polylimit_swig_http_unpack_decision(values, &d);
+  rc = polylimit_http_answer(policy, &step, values[POLYLIMIT_PACKED_HTTP_CHECKED] ? &d : NULL, &response, err);
+  if (rc != POLYLIMIT_OK) return rc;
+  values[POLYLIMIT_PACKED_HTTP_KEY_LEN] = 0;
+  polylimit_swig_http_pack_response(&response, values, text);
+  return POLYLIMIT_OK;
+}
+
+/* prepare, the check on the rule's limiter (limiters: the policy's, in its
+   order; blocking) and answer, in one call. A failed check is an answer (503,
+   or on with on_error "allow") with POLYLIMIT_PACKED_HTTP_CHECK_FAILED set and
+   the check's error in err; the call itself returns POLYLIMIT_OK then. */
+int polylimit_http_decide_packed(const polylimit_http_policy *policy, polylimit_limiter *const *limiters,
+                                 size_t n_limiters, const void *const *keys, const size_t *key_lens, size_t n,
+                                 int64_t cost, int64_t *values, size_t values_len, polylimit_http_text *text,
+                                 polylimit_error *err) {
+  polylimit_http_request r;
+  polylimit_str *headers;
+  polylimit_http_step *step;
+  polylimit_http_response *response;
+  polylimit_decision d;
+  polylimit_error check_err;
+  int rc, checked = 0, failed = 0;
+  if (!values || values_len < POLYLIMIT_PACKED_HTTP) return polylimit_swig_http_short(err, "values is too short");
+  values[POLYLIMIT_PACKED_HTTP_CHECKED] = 0;
+  values[POLYLIMIT_PACKED_HTTP_CHECK_FAILED] = 0;
+  values[POLYLIMIT_PACKED_HTTP_RESPONSE_STATUS] = 0;
+  values[POLYLIMIT_PACKED_HTTP_BODY_LEN] = 0;
+  values[POLYLIMIT_PACKED_HTTP_HEADERS_LEN] = 0;
+  headers = (polylimit_str *)calloc(n + 1, sizeof *headers);
+  step = (polylimit_http_step *)malloc(sizeof *step);
+  response = (polylimit_http_response *)malloc(sizeof *response);
+  if (!headers || !step || !response) {
+    free(headers);
+    free(step);
+    free(response);
+    return polylimit_swig_http_short(err, "out of memory for the request");
+  }
+  polylimit_error_clear(&check_err);
+  rc = polylimit_swig_http_request(keys, key_lens, n, cost, &r, headers, err);
+  if (rc == POLYLIMIT_OK) rc = polylimit_http_prepare(policy, &r, step, err);
+  if (rc == POLYLIMIT_OK) {
+    polylimit_swig_http_pack_step(step, values, text);
+    if (step->action == POLYLIMIT_HTTP_CHECK) {
+      int index = polylimit_http_policy_rule_limiter(policy, (size_t)step->rule);
+      if (index < 0 || (size_t)index >= n_limiters || !limiters) {
+        rc = polylimit_swig_http_short(err, "the rule's limiter is not among the limiters given");
+      } else if (polylimit_limiter_check(limiters[index], step->key, step->key_len, step->cost, &d, &check_err) ==
+                 POLYLIMIT_OK) {
+        checked = 1;
+      } else {
+        failed = 1;
+      }
+    }
+  }
+  if (rc == POLYLIMIT_OK && (step->action == POLYLIMIT_HTTP_CHECK || step->action == POLYLIMIT_HTTP_RESPOND)) {
+    rc = polylimit_http_answer(policy, step, checked ? &d : NULL, response, err);
+    if (rc == POLYLIMIT_OK) polylimit_swig_http_pack_response(response, values, text);
+  }
+  if (rc == POLYLIMIT_OK) {
+    values[POLYLIMIT_PACKED_HTTP_CHECKED] = checked;
+    values[POLYLIMIT_PACKED_HTTP_CHECK_FAILED] = failed;
+    if (checked) polylimit_swig_http_pack_decision(&d, values);
+    if (failed && err) *err = check_err;
+  }
+  free(headers);
+  free(step);
+  free(response);
+  return rc;
+}
+
+/* polylimit_http_refund_due for the step in values and key, and the decision in values. */
+int polylimit_http_refund_due_packed(const polylimit_http_policy *policy, const void *key, size_t key_len,
+                                     int64_t *values, size_t values_len, int status) {
+  polylimit_http_step step;
+  polylimit_decision d;
+  if (polylimit_swig_http_unpack_step(values, values_len, key, key_len, &step, NULL) != POLYLIMIT_OK) return 0;
+  polylimit_swig_http_unpack_decision(values, &d);
+  return polylimit_http_refund_due(policy, &step, &d, status);
+}
+
+/* polylimit_http_refund_due and, when due, the refund on the rule's limiter
+   (limiters as for decide; blocking): 1 when it refunded, 0 when none was
+   due, or the failed refund's status. */
+int polylimit_http_settle_packed(const polylimit_http_policy *policy, polylimit_limiter *const *limiters,
+                                 size_t n_limiters, const void *key, size_t key_len, int64_t *values,
+                                 size_t values_len, int status, polylimit_error *err) {
+  polylimit_http_step step;
+  polylimit_decision d;
+  int index, rc;
+  if (err) polylimit_error_clear(err);
+  rc = polylimit_swig_http_unpack_step(values, values_len, key, key_len, &step, err);
+  if (rc != POLYLIMIT_OK) return rc;
+  polylimit_swig_http_unpack_decision(values, &d);
+  if (!polylimit_http_refund_due(policy, &step, &d, status)) return 0;
+  index = polylimit_http_policy_rule_limiter(policy, (size_t)step.rule);
+  if (index < 0 || (size_t)index >= n_limiters || !limiters)
+    return polylimit_swig_http_short(err, "the rule's limiter is not among the limiters given");
+  rc = polylimit_limiter_refund(limiters[index], step.key, step.key_len, step.cost, &d, err);
+  return rc == POLYLIMIT_OK ? 1 : rc;
 }
 %}
 #endif /* SWIGJAVA */

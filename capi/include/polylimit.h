@@ -939,11 +939,17 @@ POLYLIMIT_EXTERN(int) polylimit_http_answer(const polylimit_http_policy *policy,
                                             const polylimit_decision *decision, polylimit_http_response *out,
                                             polylimit_error *err);
 /** prepare, the check (blocking) and answer in one call. A failed check is an
- * answer (503), not an error; `decision` (may be NULL) receives the check's
- * decision, zeroed when there was none. NEED_APP_KEY comes back as a step. */
+ * answer (503, or on with on_error "allow"), not an error: the call returns
+ * POLYLIMIT_OK and `err` (when not NULL) holds the check's failure
+ * (err->code != 0) for the caller's log. `decision` (may be NULL) receives
+ * the check's decision, zeroed when there was none. NEED_APP_KEY comes back
+ * as a step. */
 POLYLIMIT_EXTERN(int) polylimit_http_decide(const polylimit_http_policy *policy, const polylimit_http_request *request,
                                             polylimit_http_step *step, polylimit_decision *decision,
                                             polylimit_http_response *response, polylimit_error *err);
+/** 1 when rule `rule` counts every response (count_when "all"): no request
+ * of it is ever refunded, so no refund_due / settle call is needed; else 0. */
+POLYLIMIT_EXTERN(int) polylimit_http_policy_rule_counts_all(const polylimit_http_policy *policy, size_t rule);
 /** 1 when a request's units go back now that its response has `status`
  * (the rule's count_when does not count it, and Redis took them: an admitted
  * decision, neither shadowed nor degraded); else 0. */

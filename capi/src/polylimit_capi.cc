@@ -1069,6 +1069,11 @@ int polylimit_http_policy_rule_limiter(const polylimit_http_policy* policy, size
   return policy->rep->rule_limiter(static_cast<int>(rule));
 }
 
+int polylimit_http_policy_rule_counts_all(const polylimit_http_policy* policy, size_t rule) {
+  if (policy == nullptr || rule >= policy->rep->rule_count()) return 0;
+  return policy->rep->counts_all(static_cast<int>(rule)) ? 1 : 0;
+}
+
 int polylimit_http_prepare(const polylimit_http_policy* policy, const polylimit_http_request* request,
                            polylimit_http_step* out, polylimit_error* err) {
   if (out == nullptr) return null_argument(err, "out");
@@ -1112,7 +1117,11 @@ int polylimit_http_decide(const polylimit_http_policy* policy, const polylimit_h
   response->body = "";
   if (policy == nullptr) return null_argument(err, "policy");
   if (request == nullptr) return null_argument(err, "request");
-  return guarded(err, [&] {
+  // A failed check is an answer (503, or on with on_error "allow"), not a
+  // failure of the call; its detail still goes to `err` for the caller's log.
+  polylimit_error failure;
+  bool check_failed = false;
+  int rc = guarded(err, [&] {
     polylimit::http::Request r;
     HeaderValues values;
     if (!to_request(request, r, values, err)) throw Error(ErrorCode::kInvalidArgument, err ? err->message : "request");
@@ -1124,15 +1133,17 @@ int polylimit_http_decide(const polylimit_http_policy* policy, const polylimit_h
     }
     auto& limiter = policy->limiters[static_cast<size_t>(policy->rep->rule_limiter(s.rule))];
     polylimit::Decision d;
-    bool checked = true;
     try {
       d = limiter->check(s.key, s.cost);
-    } catch (const Error&) {
-      checked = false;  // the answer says it (503, or on_error "allow")
+    } catch (const Error& e) {
+      check_failed = true;
+      fail(&failure, to_status(e.code()), e.what(), e.sys_errno(), e.outcome_unknown());
     }
-    if (checked && decision != nullptr) fill(decision, d);
-    to_answer(policy->rep->answer(s, checked ? &d : nullptr), response);
+    if (!check_failed && decision != nullptr) fill(decision, d);
+    to_answer(policy->rep->answer(s, check_failed ? nullptr : &d), response);
   });
+  if (rc == POLYLIMIT_OK && check_failed && err != nullptr) *err = failure;
+  return rc;
 }
 
 int polylimit_http_refund_due(const polylimit_http_policy* policy, const polylimit_http_step* step,

@@ -27,16 +27,14 @@ per_ip = client.limiter("10/minute", prefix=prefix + ":default")  # every route,
 login = client.limiter("3/minute", prefix=prefix + ":login")  # a stricter one for /login
 search = client.limiter("5/minute", prefix=prefix + ":search")  # per API key, as a dependency
 
-app = FastAPI()
-app.add_middleware(
-    RateLimitMiddleware,
-    policy=Policy(
-        Limit(per_ip),
-        routes={"/login": Limit(login)},
-        exempt=["/health", "/metrics", "/search"],  # /search has its own dependency
-        trusted_proxies=trusted,
-    ),
+policy = Policy(
+    Limit(per_ip),
+    routes={"/login": Limit(login)},
+    exempt=["/health", "/metrics", "/search"],  # /search has its own dependency
+    trusted_proxies=trusted,
 )
+app = FastAPI()
+app.add_middleware(RateLimitMiddleware, policy=policy)
 
 
 @app.get("/")
@@ -63,4 +61,5 @@ def health() -> dict:
 
 @app.get("/metrics", response_class=PlainTextResponse)
 def metrics() -> str:
-    return polylimit.prometheus_text(client)
+    # The client's counters, and the policy's requests per rule and outcome.
+    return polylimit.prometheus_text(client) + policy.metrics_prometheus()

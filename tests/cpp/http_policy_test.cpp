@@ -248,3 +248,44 @@ TEST(HttpPolicy, SharedByThreads) {
 }
 
 }  // namespace
+
+namespace {
+
+// Redis down: decide answers 503 (the call succeeds) and says why in err.
+TEST(HttpPolicy, AFailedCheckIsAnAnswerWithItsDetail) {
+  polylimit_client_options o = POLYLIMIT_CLIENT_OPTIONS_INIT;
+  o.connect_timeout_ms = 200;
+  o.command_timeout_ms = 200;
+  polylimit_client* client = nullptr;
+  polylimit_limiter* limiter = nullptr;
+  polylimit_http_policy* policy = nullptr;
+  polylimit_error err;
+  // Port 1 on loopback: nothing listens, connections are refused.
+  ASSERT_EQ(polylimit_client_open("redis://127.0.0.1:1", &o, &client, &err), POLYLIMIT_OK) << err.message;
+  ASSERT_EQ(polylimit_limiter_new_spec(client, "3/minute", nullptr, &limiter, &err), POLYLIMIT_OK);
+  const std::string doc = R"({"rules": [{"name": "all", "limiter": 0, "count_when": "failures"}]})";
+  ASSERT_EQ(polylimit_http_policy_new(doc.data(), doc.size(), &limiter, 1, &policy, &err), POLYLIMIT_OK);
+  EXPECT_EQ(polylimit_http_policy_rule_counts_all(policy, 0), 0);
+  polylimit_http_request r = request("/", "192.0.2.1");
+  polylimit_http_step step;
+  polylimit_decision d;
+  polylimit_http_response resp;
+  ASSERT_EQ(polylimit_http_decide(policy, &r, &step, &d, &resp, &err), POLYLIMIT_OK);
+  EXPECT_EQ(resp.status, 503);
+  EXPECT_STREQ(resp.body, POLYLIMIT_HTTP_BODY_UNAVAILABLE);
+  EXPECT_EQ(err.code, POLYLIMIT_EUNAVAILABLE) << err.message;
+  EXPECT_NE(err.message[0], '\0');
+  // A successful call leaves err clear.
+  polylimit_http_request exempt = request("/", "not-an-address");
+  ASSERT_EQ(polylimit_http_decide(policy, &exempt, &step, &d, &resp, &err), POLYLIMIT_OK);
+  EXPECT_EQ(resp.status, 400);
+  EXPECT_EQ(err.code, POLYLIMIT_OK);
+  polylimit_http_policy_free(policy);
+  polylimit_limiter_free(limiter);
+  polylimit_client_close(client);
+  Fixture all(R"({"rules": [{"name": "all", "limiter": 0}]})");
+  EXPECT_EQ(polylimit_http_policy_rule_counts_all(all.policy, 0), 1);
+  EXPECT_EQ(polylimit_http_policy_rule_counts_all(all.policy, 7), 0);
+}
+
+}  // namespace

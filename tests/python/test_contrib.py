@@ -4,6 +4,7 @@ addresses behind proxies, failure behaviour, the prometheus_client
 collector."""
 
 import asyncio
+import json
 import socket
 
 import polylimit
@@ -170,49 +171,99 @@ def test_prometheus_client_collector_scrape(redis_server, key, prefix):
     b.close()
 
 
+def test_prometheus_client_collector_with_policies():
+    client = polylimit.Client("memory://", name="web")
+    a = http.Policy(http.Limit(client.limiter("1/minute", prefix="pa"), name="api"))
+    b = http.Policy(http.Limit(client.limiter("1/minute", prefix="pb"), name="api"), routes={"/x": None})
+    view = http.RequestView("GET", "/", "192.0.2.1", {})
+    assert [a.check(view).status, a.check(view).status, b.check(view).status] == [None, 429, None]
+    a.check(http.RequestView("GET", "/", "testclient", {}))  # no address: a missing key
+    registry = CollectorRegistry()
+    registry.register(PolylimitCollector(client, policies=[a, b]))
+    fams = _families(generate_latest(registry).decode())
+    got = {(s.labels["rule"], s.labels["outcome"]): s.value for s in fams["polylimit_http_requests"].samples}
+    assert got[("api", "allowed")] == 2.0 and got[("api", "denied")] == 1.0 and got[("api", "missing_key")] == 1.0
+    assert got[("x", "allowed")] == 0.0 and got[("(lists)", "forbidden")] == 0.0
+    with pytest.raises(TypeError):
+        PolylimitCollector(client, policies=[client])  # type: ignore[list-item]
+    client.close()
+
+
 # -- client addresses ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "peer, xff, trusted, expected",
     [
-        ("10.0.0.1", "203.0.113.9", [], "10.0.0.1"),  # no proxy trusted: header ignored
-        ("10.0.0.1", "203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),
-        ("192.0.2.1", "203.0.113.9", ["10.0.0.0/8"], "192.0.2.1"),  # the peer is not a trusted proxy
-        ("10.0.0.1", "1.2.3.4, 203.0.113.9", ["10.0.0.0/8"], "203.0.113.9"),  # the client wrote 1.2.3.4 itself
-        ("10.0.0.1", "203.0.113.9, 10.0.0.7", ["10.0.0.0/8"], "203.0.113.9"),  # two proxies
-        ("10.0.0.1", "10.0.0.8, 10.0.0.7", ["10.0.0.0/8"], "10.0.0.8"),  # all trusted: the first
-        ("10.0.0.1", "203.0.113.9, junk", ["10.0.0.0/8"], "10.0.0.1"),  # garbage stops the walk
-        ("10.0.0.1", "203.0.113.9:4711", ["10.0.0.1"], "203.0.113.9"),
-        ("::1", "2001:db8::5", ["::1"], "2001:db8::5"),
-        ("::ffff:10.0.0.1", "[2001:db8::5]:80", ["10.0.0.0/8"], "2001:db8::5"),
-        (None, "203.0.113.9", ["10.0.0.0/8"], "unknown"),
+        ("10.0.0.1", "203.0.113.9", [], "ip:10.0.0.1"),  # no proxy trusted: header ignored
+        ("10.0.0.1", "203.0.113.9", ["10.0.0.0/8"], "ip:203.0.113.9"),
+        ("192.0.2.1", "203.0.113.9", ["10.0.0.0/8"], "ip:192.0.2.1"),  # the peer is not a trusted proxy
+        ("10.0.0.1", "1.2.3.4, 203.0.113.9", ["10.0.0.0/8"], "ip:203.0.113.9"),  # the client wrote 1.2.3.4 itself
+        ("10.0.0.1", "203.0.113.9, 10.0.0.7", ["10.0.0.0/8"], "ip:203.0.113.9"),  # two proxies
+        ("10.0.0.1", "10.0.0.8, 10.0.0.7", ["10.0.0.0/8"], "ip:10.0.0.8"),  # all trusted: the first
+        ("10.0.0.1", "203.0.113.9, junk", ["10.0.0.0/8"], "ip:10.0.0.1"),  # garbage stops the walk
+        ("10.0.0.1", "203.0.113.9:4711", ["10.0.0.1"], "ip:203.0.113.9"),
+        ("::1", "2001:db8::5", ["::1"], "ip:2001:db8::/64"),  # IPv6 by its /64
+        ("::ffff:10.0.0.1", "[2001:db8::5]:80", ["10.0.0.0/8"], "ip:2001:db8::/64"),
+        (None, "203.0.113.9", ["10.0.0.0/8"], None),  # no peer address: no ip key
+        ("testclient", None, [], None),  # a test client's peer is no address either
     ],
 )
-def test_resolve_client_ip(peer, xff, trusted, expected):
-    assert http.resolve_client_ip(peer, xff, http.parse_networks(trusted)) == expected
+def test_client_address_is_the_cores(peer, xff, trusted, expected):
+    """The client's address is the core's (contract.md, "The client's
+    address"); the binding passes the peer and X-Forwarded-For as they are."""
+    client = polylimit.Client("memory://")
+    policy = http.Policy(client.limiter("5/minute"), trusted_proxies=trusted)
+    step = policy.prepare(http.RequestView("GET", "/", peer, {"x-forwarded-for": xff} if xff else {}))
+    if expected is None:
+        assert step.action == polylimit._core.HTTP_RESPOND and step.status == 400
+        outcome = policy.check(http.RequestView("GET", "/", peer, {}))
+        assert outcome.status == 400 and outcome.body == "no rate-limit key in the request\n"
+    else:
+        assert step.action == polylimit._core.HTTP_CHECK and step.key == expected
+    client.close()
 
 
-def test_key_functions():
+def _key_of(key, view, **hooks):
+    client = polylimit.Client("memory://")
+    try:
+        policy = http.Policy(http.Limit(client.limiter("5/minute"), key), trusted_proxies=["10.0.0.1"], **hooks)
+        outcome = policy.check(view)  # the application's key asked for as a middleware asks
+        return outcome.key if outcome.key is not None else outcome.status
+    finally:
+        client.close()
+
+
+def test_key_helpers_are_the_cores_key_parts():
     view = http.RequestView(
         "get",
         "/items/7",
         "10.0.0.1",
-        {"x-api-key": "secret", "x-forwarded-for": "203.0.113.9"},
+        {"x-api-key": "secret", "x-forwarded-for": "203.0.113.9", "x-tenant-id": "t1"},
         route="/items/{id}",
         user=lambda: "42",
-        trusted=http.parse_networks(["10.0.0.1"]),
     )
-    assert http.client_ip()(view) == "ip:203.0.113.9"
-    assert http.user()(view) == "user:42"
-    k = http.api_key()(view)
-    assert isinstance(k, str) and k.startswith("apikey:") and "secret" not in k and len(k) == 7 + 64
-    assert http.route()(view) == "route:GET /items/{id}"
-    assert http.compose(http.user(), http.route())(view) == "user:42|route:GET /items/{id}"
+    assert _key_of(http.client_ip(), view) == "ip:203.0.113.9"
+    assert _key_of(http.user(), view) == "user:42"
+    k = _key_of(http.api_key(), view)
+    assert k.startswith("apikey:") and "secret" not in k and len(k) == 7 + 64
+    assert k == "apikey:" + __import__("hashlib").sha256(b"secret").hexdigest()
+    assert _key_of(http.header("X-Tenant-Id"), view).startswith("header:x-tenant-id:")
+    assert _key_of(http.route(), view) == "route:GET /items/{id}"
+    assert _key_of(http.compose(http.user(), http.route()), view) == "user:42|route:GET /items/{id}"
+    assert _key_of(http.tenant(), view, tenant=lambda v: v.header("X-Tenant-Id")) == "tenant:t1"
+    assert _key_of(http.user(get=lambda native: "from-native"), view) == "user:from-native"
     anon = http.RequestView("GET", "/", "10.0.0.2", {})
-    assert http.user()(anon) is None and http.api_key()(anon) is None
-    assert http.first_of(http.api_key(), http.user(), http.client_ip())(anon) == "ip:10.0.0.2"
-    assert http.compose(http.user(), http.client_ip())(anon) is None
+    assert _key_of(http.user(), anon) == 401 and _key_of(http.api_key(), anon) == 401
+    assert _key_of(http.first_of(http.api_key(), http.user(), http.client_ip()), anon) == "ip:10.0.0.2"
+    assert _key_of(http.compose(http.user(), http.client_ip()), anon) == 401
+    # The application's own key: asked for only when its rule matches, stored as given.
+    assert _key_of(lambda r: "tenant:" + r.path, view) == "tenant:/items/7"
+    assert _key_of(lambda r: None, view) == 400
+    assert _key_of(http.credential(lambda r: None), view) == 401
+    assert _key_of(http.first_of(lambda r: None, http.client_ip()), anon) == "ip:10.0.0.2"
+    assert _key_of(http.compose(lambda r: "a", lambda r: "b"), anon) == "a|b"
+    assert repr(http.first_of(http.api_key(), http.client_ip())) == "Key('api_key:X-API-Key', 'ip')"
 
 
 def test_policy_rules():
@@ -221,15 +272,78 @@ def test_policy_rules():
     p = http.Policy(
         default, routes={"/login": http.Limit(login, methods=["POST"]), "/open/*": None}, exempt=["/health"]
     )
-    assert p.rule_for("GET", "/x").limiter is default
-    assert p.rule_for("POST", "/login").limiter is login
-    assert p.rule_for("GET", "/login") is None  # the route's rule is for POST only
-    assert p.rule_for("GET", "/open/a/b") is None
-    assert p.rule_for("GET", "/health") is None
+
+    def rule(method, path):
+        step = p.prepare(http.RequestView(method, path, "192.0.2.1", {}))
+        return (p.rule_name(step.rule) if step.rule >= 0 else None), step.action == polylimit._core.HTTP_CHECK
+
+    assert rule("GET", "/x") == ("default", True)
+    assert rule("POST", "/login") == ("login", True)
+    assert rule("GET", "/login") == ("login:other-methods", False)  # the route's rule is for POST only
+    assert rule("GET", "/open/a/b") == ("open/*", False)
+    assert rule("GET", "/health") == (None, False)
+    assert p.limiters == [login, default]
+    doc = json.loads(p.document)
+    assert doc["exempt"] == ["/health"] and doc["rules"][0]["paths"] == ["/login"]
     with pytest.raises(ValueError):
         http.Policy(default, on_error="ignore")
     with pytest.raises(TypeError):
         http.Limit("not a limiter")  # type: ignore[arg-type]
+    with pytest.raises(polylimit.InvalidArgument, match="trusted_proxies"):
+        http.Policy(default, trusted_proxies=["10.0.0.0/33"])
+    client.close()
+
+
+def test_policy_from_document():
+    client = polylimit.Client("memory://")
+    limiters = [client.limiter("2/minute", prefix="doc-a"), client.limiter("1/minute", prefix="doc-b")]
+    doc = {
+        "trusted_proxies": ["10.0.0.0/8"],
+        "deny": {"users": ["mallory"]},
+        "rules": [
+            {"name": "search", "paths": ["/search"], "limiter": 1, "key": "api_key", "cost": {"header": "X-Cost"}},
+            {"name": "app", "paths": ["/app"], "limiter": 0, "key": "app"},
+            {"name": "all", "limiter": 0, "key": ["user", "ip"]},
+        ],
+    }
+    with pytest.raises(ValueError, match="app_key"):
+        http.Policy.from_document(doc, limiters)  # a rule keyed by "app" needs the application's key
+    policy = http.Policy.from_document(
+        json.dumps(doc), limiters, user=lambda v: v.header("X-User"), app_key=lambda v: v.header("X-App")
+    )
+    assert policy.header_names() == ["x-forwarded-for", "x-api-key", "x-cost"]
+    assert policy.rule_names() == ["search", "app", "all"]
+
+    def view(path, **headers):
+        return http.RequestView("GET", path, "10.0.0.1", {k.replace("_", "-").lower(): v for k, v in headers.items()})
+
+    assert [policy.check(view("/", X_Forwarded_For="192.0.2.7")).status for _ in range(3)] == [None, None, 429]
+    assert policy.check(view("/", X_User="mallory")).status == 403
+    assert policy.check(view("/", X_User="alice")).key == "user:alice"
+    assert policy.check(view("/app", X_App="k1")).key == "k1"
+    assert policy.check(view("/app")).status == 400
+    assert policy.check(view("/search", X_API_Key="s", X_Cost="x")).status == 400
+    assert policy.check(view("/search", X_API_Key="s", X_Cost="1")).status is None
+    page = policy.metrics_prometheus()
+    assert 'polylimit_http_requests_total{rule="all",outcome="denied"} 1' in page
+    assert 'polylimit_http_requests_total{rule="(lists)",outcome="forbidden"} 1' in page
+    with pytest.raises(polylimit.InvalidArgument, match="limiter"):
+        http.Policy.from_document({"rules": [{"name": "x", "limiter": 2}]}, limiters)
+    with pytest.raises(TypeError):
+        http.Policy.from_document({"rules": []}, ["not a limiter"])  # type: ignore[list-item]
+    client.close()
+
+
+def test_cost_and_send_headers():
+    client = polylimit.Client("memory://")
+    lim = client.limiter("10/minute")
+    by_fn = http.Policy(http.Limit(lim, cost=lambda r: int(r.header("X-Weight") or "1")), send_headers=False)
+    outcome = by_fn.check(http.RequestView("GET", "/", "192.0.2.1", {"x-weight": "4"}))
+    assert outcome.step.cost == 4 and outcome.headers == [] and outcome.decision.remaining == 6
+    by_header = http.Policy(http.Limit(lim, cost={"header": "X-Weight", "max": 5}))
+    assert by_header.check(http.RequestView("GET", "/", "192.0.2.2", {"x-weight": "9"})).status == 400
+    assert by_header.check(http.RequestView("GET", "/", "192.0.2.2", {"x-weight": "5"})).step.cost == 5
+    assert http.Policy(http.Limit(lim, cost=3)).check(http.RequestView("GET", "/", "192.0.2.3", {})).step.cost == 3
     client.close()
 
 
@@ -377,15 +491,20 @@ def test_count_when_from_config():
             "ROUTES": {
                 "/login": {"rate": "1/minute", "count_when": "failures"},
                 "/x": {"rate": "1/minute", "count_when": lambda s: s == 418},
+                "/y": {"rate": "1/minute", "count_when": lambda s: s in (401, 403) or s >= 500},
             },
         }
     )
-    assert policy.rule_for("GET", "/login").count_when is http.count_failures
-    assert policy.rule_for("GET", "/x").count_when(418)
+    rules = json.loads(policy.document)["rules"]
+    assert [r.get("count_when") for r in rules] == ["failures", [418], [401, 403, "500-999"]]
+    assert policy.counts("login", 401) and not policy.counts("login", 200)
+    assert policy.counts("x", 418) and not policy.counts("x", 200)
     with pytest.raises(ValueError, match="count_when 'errors' is unknown"):
         http.policy_from_config({"URL": "memory://", "DEFAULT": {"rate": "1/s", "count_when": "errors"}})
     with pytest.raises(TypeError, match="count_when must be a function"):
         http.Limit(client.limiter("1/s"), count_when=400)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="counts no response status"):
+        http.Policy(http.Limit(client.limiter("1/s"), count_when=lambda s: False))
     client.close()
 
 

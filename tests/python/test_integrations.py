@@ -178,11 +178,12 @@ def fresh_ip():
 RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "RateLimit")
 
 
-def expect_rate_headers(h, limit, window, remaining, denied):
+def expect_rate_headers(h, limit, window, remaining, denied, rule="default"):
     """The core's headers for `limit` per `window` seconds (one limit: its
-    policy is named "default"), `remaining` left; Reset/Retry-After are the
-    window rounded up, less the little time the test has taken."""
-    name = '"default"'
+    policy is named after the rule that decided), `remaining` left;
+    Reset/Retry-After are the window rounded up, less the little time the
+    test has taken."""
+    name = '"%s"' % rule
     assert h["RateLimit-Limit"] == str(limit)
     assert h["RateLimit-Remaining"] == str(remaining)
     reset = int(h["RateLimit-Reset"])
@@ -225,10 +226,10 @@ def test_per_route_limit(app_server):
     for i in range(3):
         status, h, _ = request(app_server.base + "/login", method="POST", headers={"X-Forwarded-For": ip})
         assert status == 200, h
-        expect_rate_headers(h, 3, 60, 2 - i, denied=False)
+        expect_rate_headers(h, 3, 60, 2 - i, denied=False, rule="login")
     status, h, _ = request(app_server.base + "/login", method="POST", headers={"X-Forwarded-For": ip})
     assert status == 429
-    expect_rate_headers(h, 3, 60, 0, denied=True)
+    expect_rate_headers(h, 3, 60, 0, denied=True, rule="login")
     # The route's limit replaced the default one and counts apart from it.
     status, h, _ = request(app_server.base + "/", headers={"X-Forwarded-For": ip})
     assert status == 200
@@ -288,7 +289,7 @@ def test_flask_user_key(servers):
     for i in range(4):
         status, h, _ = request(app_server.base + "/me", headers=basic(alice))
         assert status == 200
-        expect_rate_headers(h, 4, 60, 3 - i, denied=False)
+        expect_rate_headers(h, 4, 60, 3 - i, denied=False, rule="me")
     assert request(app_server.base + "/me", headers=basic(alice))[0] == 429
     # Same address, another user: another budget; anonymous: keyed by IP.
     assert request(app_server.base + "/me", headers=basic(bob))[0] == 200
@@ -333,3 +334,7 @@ def test_metrics_route_of_the_fastapi_example(servers):
     checks = families["polylimit_checks"]
     assert [s.labels for s in checks.samples] == [{"client": "fastapi"}]
     assert checks.samples[0].value >= 1
+    # The policy's requests per rule and outcome: rule names, never keys.
+    rules = {(s.labels["rule"], s.labels["outcome"]) for s in families["polylimit_http_requests"].samples}
+    assert ("default", "allowed") in rules and ("login", "denied") in rules
+    assert all(set(s.labels) == {"rule", "outcome"} for s in families["polylimit_http_requests"].samples)

@@ -327,3 +327,92 @@ def test_encodable_keys_still_work(limiter):
     assert limiter.check("ключ-\U0001f600")
     assert limiter.check(b"\xff\xfe raw bytes")
     assert limiter.peek("ключ-\U0001f600").remaining == 4
+
+
+# -- API keys given in HTTP requests ---------------------------------------------
+
+
+def _scan(server):
+    keys, cursor = [], b"0"
+    while True:
+        cursor, batch = server.command("SCAN", cursor, "COUNT", 1000)
+        keys.extend(batch)
+        if cursor in (b"0", 0, "0"):
+            return keys
+
+
+def test_an_api_key_in_a_request_never_reaches_redis_a_log_or_an_error(caplog, private_redis):
+    """A request's API key (and a custom header's value) is hashed by the
+    core: after requests that check, are denied, fail and are refunded, no
+    Redis key, log line, message or metric holds it."""
+    import logging
+
+    from polylimit.contrib import http
+    from polylimit.contrib.asgi import RateLimitMiddleware
+
+    caplog.set_level(logging.DEBUG)
+    secret = MARKER
+    client = polylimit.Client(private_redis.url)
+    policy = http.Policy(
+        None,
+        routes={
+            "/api/*": http.Limit(
+                client.limiter("2/minute", prefix="sec-api"), http.api_key(), count_when=lambda s: s >= 500
+            ),
+            "/h": http.Limit(
+                client.limiter("2/minute", prefix="sec-h"), http.compose(http.header("X-Token"), http.route())
+            ),
+        },
+    )
+
+    async def app(scope, receive, send):
+        status = 500 if scope["path"].endswith("/boom") else 200
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    mw = RateLimitMiddleware(app, policy)
+
+    async def get(path, **headers):
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        raw = [(k.lower().replace("_", "-").encode(), v.encode()) for k, v in headers.items()]
+        scope = {"type": "http", "method": "GET", "path": path, "headers": raw, "client": ("192.0.2.1", 1)}
+        await mw(scope, receive, send)
+        return sent[0]["status"], sent
+
+    async def requests():
+        statuses = [(await get("/api/x", X_API_Key=secret))[0] for _ in range(3)]
+        statuses.append((await get("/api/boom", X_API_Key=secret + "2"))[0])
+        statuses += [(await get("/h", X_Token=secret))[0] for _ in range(3)]
+        return statuses
+
+    statuses = asyncio.run(requests())
+    assert statuses == [200, 200, 200, 500, 200, 200, 429]  # the /api ones under 500 refunded
+    stored = _scan(private_redis)
+    assert stored, "the requests reached Redis"
+    for k in stored:
+        assert_clean(k.decode("utf-8", "replace"), "a Redis key")
+    for d in (policy.check(http.RequestView("GET", "/api/y", "192.0.2.1", {"x-api-key": secret})),):
+        for text in (repr(d), str(d.key), repr(d.step)):
+            assert_clean(text, "an outcome")
+    assert_clean(policy.metrics_prometheus(), "the metrics")
+    assert_clean(polylimit.prometheus_text(client), "the client's metrics")
+    # A failing check is logged (rule, code, message): without the key.
+    private_redis.stop()
+    failed = policy.check(http.RequestView("GET", "/api/z", "192.0.2.1", {"x-api-key": secret}))
+    assert failed.status == 503 and failed.error is not None
+    assert_exception_clean(failed.error, "the failed check's error")
+    assert any("failed" in r.getMessage() for r in caplog.records)
+    for r in caplog.records:
+        assert_clean(r.getMessage(), "a log line")
+    # A document that names a secret in its lists: the error never quotes it.
+    with pytest.raises(polylimit.InvalidArgument) as refused:
+        http.Policy.from_document({"allow": {"api_keys": [secret], "ipz": []}, "rules": []}, [])
+    assert_exception_clean(refused.value, "a refused document")
+    client.close()

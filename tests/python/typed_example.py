@@ -108,7 +108,19 @@ def setup() -> None:
     route_limits.limit("5/minute", count_when="failures")  # type: ignore[arg-type]
 
     registry = CollectorRegistry()
-    registry.register(PolylimitCollector(client, other))
+    registry.register(PolylimitCollector(client, other, policies=[policy]))
+
+    # The contract's document, with the application's identities.
+    doc = Policy.from_document(
+        {"trusted_proxies": ["10.0.0.0/8"], "rules": [{"name": "all", "limiter": 0, "key": ["user", "ip"]}]},
+        [per_ip],
+        user=lambda view: view.header("X-User"),
+        tenant=lambda view: None,
+    )
+    step = doc.prepare(policy_view(), cost=2)
+    assert_type(doc.answer(step), Outcome)
+    rules: str = doc.metrics_prometheus()
+    assert rules
 
 
 def policy_view() -> "RequestView":

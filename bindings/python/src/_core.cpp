@@ -761,12 +761,185 @@ class Limiter {
   int algorithm() const { return algorithm_; }
   int clock() const { return clock_; }
   const std::string& prefix() const { return prefix_; }
+  polylimit_limiter* raw() const { return handle_.get(); }
 
  private:
   LimiterHandle handle_;
   int64_t limit_ = 0, window_ms_ = 0, burst_ = 0;  // 0 for a spec limiter
   int algorithm_ = 0, clock_ = 0;
   std::string prefix_, spec_;
+};
+
+// ---- the HTTP request policy (polylimit_http_*) ------------------------------
+//
+// The one per-request logic of every language's middleware
+// (docs/integrations/contract.md), bound as the C ABI offers it. prepare,
+// answer and refund_due are pure computations of microseconds (no I/O), so
+// they run with the GIL held; the check itself runs on the Limiter's own
+// blocking or asyncio path, in Python.
+
+// A polylimit_str from an optional str/bytes argument; `storage` keeps the
+// bytes alive for the call. None: absent (ptr NULL).
+polylimit_str optional_str(py::handle value, const char* name, std::string& storage) {
+  if (value.is_none()) return polylimit_str{nullptr, 0};
+  storage = key_bytes(value, name, name);
+  return polylimit_str{storage.data(), storage.size()};
+}
+
+// One step of a request (polylimit_http_step), as prepare() returned it.
+struct HttpStep {
+  polylimit_http_step s{};
+};
+
+// The key as str when it is UTF-8 (always, unless the application's key is
+// bytes that are not), else bytes; either is accepted by Limiter.check.
+py::object step_key(const HttpStep& step) {
+  PyObject* text = PyUnicode_DecodeUTF8(step.s.key, static_cast<Py_ssize_t>(step.s.key_len), "strict");
+  if (text != nullptr) return py::reinterpret_steal<py::object>(text);
+  PyErr_Clear();
+  return py::bytes(step.s.key, step.s.key_len);
+}
+
+// (status, body, [(name, value), ...]) of a polylimit_http_response: the
+// core's lines split at ": ", in the core's order; nothing formatted here.
+py::tuple response_tuple(const polylimit_http_response& r) {
+  py::list headers;
+  std::string text(r.headers, r.headers_len);
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    size_t colon = text.find(": ", pos);
+    if (colon == std::string::npos || colon > end)
+      raise_status(POLYLIMIT_ERROR, "malformed header line from the core", 0);
+    headers.append(
+        py::make_tuple(py::str(text.substr(pos, colon - pos)), py::str(text.substr(colon + 2, end - colon - 2))));
+    pos = end + 1;
+  }
+  return py::make_tuple(r.status, py::str(std::string(r.body, r.body_len)), headers);
+}
+
+struct FreeHttpPolicy {
+  void operator()(polylimit_http_policy* p) const {
+    // The policy may hold the last reference to its limiters, whose freeing
+    // gives leased units back to Redis: not under the GIL.
+    without_gil([p] { polylimit_http_policy_free(p); });
+  }
+};
+
+class HttpPolicy {
+ public:
+  HttpPolicy(py::handle document, py::handle limiters) {
+    if (!PyUnicode_Check(document.ptr())) throw py::type_error("document must be a str, not " + type_name(document));
+    std::string doc = key_bytes(document, "document", "document");
+    std::vector<polylimit_limiter*> handles;
+    for (py::handle l : py::iter(limiters)) {
+      if (!py::isinstance<Limiter>(l)) throw py::type_error("limiters must be polylimit limiters, not " + type_name(l));
+      handles.push_back(l.cast<const Limiter&>().raw());
+    }
+    polylimit_http_policy* raw = nullptr;
+    polylimit_error err;
+    int st = polylimit_http_policy_new(doc.data(), doc.size(), handles.empty() ? nullptr : handles.data(),
+                                       handles.size(), &raw, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    handle_.reset(raw, FreeHttpPolicy());
+  }
+
+  py::list header_names() const {
+    py::list out;
+    for (size_t i = 0; i < polylimit_http_policy_header_count(handle_.get()); ++i)
+      out.append(py::str(polylimit_http_policy_header_name(handle_.get(), i)));
+    return out;
+  }
+  size_t rule_count() const { return polylimit_http_policy_rule_count(handle_.get()); }
+  std::string rule_name(size_t rule) const {
+    const char* n = polylimit_http_policy_rule_name(handle_.get(), rule);
+    if (n == nullptr) throw py::index_error("rule " + std::to_string(rule) + " is out of range");
+    return n;
+  }
+  int rule_limiter(size_t rule) const {
+    if (rule >= rule_count()) throw py::index_error("rule " + std::to_string(rule) + " is out of range");
+    return polylimit_http_policy_rule_limiter(handle_.get(), rule);
+  }
+
+  HttpStep prepare(py::handle method, py::handle path, py::handle route, py::handle peer, py::handle headers,
+                   py::handle user, py::handle tenant, py::handle app_key, py::handle cost) const {
+    std::string s_method, s_path, s_route, s_peer, s_user, s_tenant, s_app;
+    polylimit_http_request req{};
+    req.version = POLYLIMIT_HTTP_REQUEST_VERSION;
+    req.method = optional_str(method, "method", s_method);
+    req.path = optional_str(path, "path", s_path);
+    req.route = optional_str(route, "route", s_route);
+    req.peer = optional_str(peer, "peer", s_peer);
+    req.user = optional_str(user, "user", s_user);
+    req.tenant = optional_str(tenant, "tenant", s_tenant);
+    req.app_key = optional_str(app_key, "app_key", s_app);
+    req.cost = cost.is_none() ? 0 : to_int64(cost, "cost");
+    std::vector<std::string> values;
+    std::vector<polylimit_str> strs;
+    if (!headers.is_none()) {
+      py::sequence seq = py::reinterpret_borrow<py::sequence>(headers);
+      values.resize(seq.size());
+      for (size_t i = 0; i < values.size(); ++i) strs.push_back(optional_str(seq[i], "header value", values[i]));
+    }
+    req.headers = strs.empty() ? nullptr : strs.data();
+    req.header_count = strs.size();
+    HttpStep step;
+    polylimit_error err;
+    int st = polylimit_http_prepare(handle_.get(), &req, &step.s, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    return step;
+  }
+
+  // The response for a step: RESPOND (decision None), or CHECK with the
+  // check's decision (None: the check failed).
+  py::tuple answer(const HttpStep& step, py::handle decision) const {
+    const polylimit_decision* d = nullptr;
+    if (!decision.is_none()) d = &decision.cast<const Decision&>().d;
+    auto r = std::make_unique<polylimit_http_response>();
+    polylimit_error err;
+    int st = polylimit_http_answer(handle_.get(), &step.s, d, r.get(), &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    return response_tuple(*r);
+  }
+
+  // The same step, answered with another status (400 or 401): the core's
+  // body for it. For a rule keyed by the application's key that the
+  // application marked as a credential (see polylimit.contrib.http).
+  HttpStep with_status(const HttpStep& step, int status) const {
+    HttpStep out = step;
+    out.s.status = status;
+    return out;
+  }
+
+  bool refund_due(const HttpStep& step, const Decision& decision, int status) const {
+    return polylimit_http_refund_due(handle_.get(), &step.s, &decision.d, status) == 1;
+  }
+
+  // count_when: whether a response with `status` of rule `rule` keeps its units.
+  bool counts(size_t rule, int status) const {
+    if (rule >= rule_count()) throw py::index_error("rule " + std::to_string(rule) + " is out of range");
+    polylimit_http_step s{};
+    s.action = POLYLIMIT_HTTP_CHECK;
+    s.rule = static_cast<int>(rule);
+    s.cost = 1;
+    polylimit_decision admitted{};
+    admitted.allowed = 1;
+    return polylimit_http_refund_due(handle_.get(), &s, &admitted, status) == 0;
+  }
+
+  std::string metrics_prometheus() const {
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    int st = polylimit_http_policy_metrics_prometheus(handle_.get(), &text, &len, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    std::unique_ptr<char, void (*)(void*)> owned(text, polylimit_free);
+    return std::string(text, len);
+  }
+
+ private:
+  std::shared_ptr<polylimit_http_policy> handle_;
 };
 
 }  // namespace
@@ -818,6 +991,25 @@ PYBIND11_MODULE(_core, m) {
   // from the same table as polylimit.h.
 
   py::class_<Decision>(m, "Decision", "The answer to one check; bool(decision) is decision.allowed.")
+      // A decision made by hand (tests, an HTTP answer for given numbers); it
+      // has no limiter, so headers() refuses.
+      .def(py::init([](bool allowed, py::handle limit, py::handle remaining, py::handle retry_after_ms,
+                       py::handle reset_after_ms, bool shadowed, bool degraded, bool cached, py::handle granted) {
+             Decision out;
+             out.d.allowed = allowed ? 1 : 0;
+             out.d.shadowed = shadowed ? 1 : 0;
+             out.d.degraded = degraded ? 1 : 0;
+             out.d.cached = cached ? 1 : 0;
+             out.d.limit = to_int64(limit, "limit");
+             out.d.remaining = to_int64(remaining, "remaining");
+             out.d.retry_after_ms = to_int64(retry_after_ms, "retry_after_ms");
+             out.d.reset_after_ms = to_int64(reset_after_ms, "reset_after_ms");
+             out.d.granted = granted.is_none() ? (allowed ? 1 : 0) : to_int64(granted, "granted");
+             return out;
+           }),
+           py::kw_only(), py::arg("allowed"), py::arg("limit") = 0, py::arg("remaining") = 0,
+           py::arg("retry_after_ms") = 0, py::arg("reset_after_ms") = 0, py::arg("shadowed") = false,
+           py::arg("degraded") = false, py::arg("cached") = false, py::arg("granted") = py::none())
       .def_property_readonly("allowed", [](const Decision& s) { return s.d.allowed != 0; })
       .def_property_readonly("limit", [](const Decision& s) { return s.d.limit; })
       .def_property_readonly("remaining", [](const Decision& s) { return s.d.remaining; })
@@ -953,4 +1145,34 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("algorithm", &Limiter::algorithm)
       .def_property_readonly("clock", &Limiter::clock)
       .def_property_readonly("prefix", &Limiter::prefix);
+
+  py::class_<HttpStep>(m, "HttpStep", "What to do with one request (polylimit_http_step).")
+      .def_property_readonly("action", [](const HttpStep& s) { return s.s.action; })
+      .def_property_readonly("status", [](const HttpStep& s) { return s.s.status; })
+      .def_property_readonly("rule", [](const HttpStep& s) { return s.s.rule; })
+      .def_property_readonly("cost", [](const HttpStep& s) { return s.s.cost; })
+      .def_property_readonly("key", &step_key)
+      .def("__repr__", [](const HttpStep& s) {
+        return "HttpStep(action=" + std::to_string(s.s.action) + ", status=" + std::to_string(s.s.status) +
+               ", rule=" + std::to_string(s.s.rule) + ", cost=" + std::to_string(s.s.cost) + ")";
+      });
+  m.attr("HTTP_PROCEED") = static_cast<int>(POLYLIMIT_HTTP_PROCEED);
+  m.attr("HTTP_CHECK") = static_cast<int>(POLYLIMIT_HTTP_CHECK);
+  m.attr("HTTP_RESPOND") = static_cast<int>(POLYLIMIT_HTTP_RESPOND);
+  m.attr("HTTP_NEED_APP_KEY") = static_cast<int>(POLYLIMIT_HTTP_NEED_APP_KEY);
+
+  py::class_<HttpPolicy>(m, "HttpPolicy", "polylimit_http_policy: the HTTP request policy of a JSON document.")
+      .def(py::init<py::handle, py::handle>(), py::arg("document"), py::arg("limiters"))
+      .def("header_names", &HttpPolicy::header_names)
+      .def("rule_count", &HttpPolicy::rule_count)
+      .def("rule_name", &HttpPolicy::rule_name, py::arg("rule"))
+      .def("rule_limiter", &HttpPolicy::rule_limiter, py::arg("rule"))
+      .def("prepare", &HttpPolicy::prepare, py::arg("method"), py::arg("path"), py::arg("route") = py::none(),
+           py::arg("peer") = py::none(), py::arg("headers") = py::none(), py::arg("user") = py::none(),
+           py::arg("tenant") = py::none(), py::arg("app_key") = py::none(), py::arg("cost") = py::none())
+      .def("answer", &HttpPolicy::answer, py::arg("step"), py::arg("decision") = py::none())
+      .def("with_status", &HttpPolicy::with_status, py::arg("step"), py::arg("status"))
+      .def("refund_due", &HttpPolicy::refund_due, py::arg("step"), py::arg("decision"), py::arg("status"))
+      .def("counts", &HttpPolicy::counts, py::arg("rule"), py::arg("status"))
+      .def("metrics_prometheus", &HttpPolicy::metrics_prometheus);
 }

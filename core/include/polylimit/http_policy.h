@@ -90,6 +90,9 @@ class Policy {
   // refund applies only to units Redis took: not to a denial, a shadowed or
   // degraded decision (see refund_due).
   bool counts(int rule, int status) const;
+  // Whether rule `rule` counts every status (count_when "all"): its
+  // requests are never refunded.
+  bool counts_all(int rule) const;
   // counts(), with the decision's own conditions: true when `step`'s units
   // should be refunded now that the response has `status`.
   bool refund_due(const Step& step, const Decision& decision, int status) const;

@@ -664,6 +664,10 @@ bool Policy::counts(int rule, int status) const {
   return false;
 }
 
+bool Policy::counts_all(int rule) const {
+  return rule < 0 || static_cast<size_t>(rule) >= rules_.size() || rules_[static_cast<size_t>(rule)]->counted.empty();
+}
+
 bool Policy::refund_due(const Step& step, const Decision& d, int status) const {
   // Only units Redis took: a denial took none, a shadowed would-be denial
   // none either, and a degraded decision came from the failure policy.

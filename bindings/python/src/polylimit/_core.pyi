@@ -1,6 +1,6 @@
 # Type stubs for polylimit._core (the pybind11 module over the C ABI).
 # Status codes, enum values and bounds are in polylimit._vocabulary (generated).
-from typing import Dict, Iterable, List, Optional, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ._errors import Error
 
@@ -15,6 +15,20 @@ def status_name(code: int) -> str: ...
 def redact_url(url: str) -> str: ...
 
 class Decision:
+    def __init__(
+        self,
+        *,
+        allowed: bool,
+        limit: int = 0,
+        remaining: int = 0,
+        retry_after_ms: int = 0,
+        reset_after_ms: int = 0,
+        shadowed: bool = False,
+        degraded: bool = False,
+        cached: bool = False,
+        granted: Optional[int] = None,
+    ) -> None:
+        """A decision made by hand (it has no limiter: headers() refuses)."""
     @property
     def allowed(self) -> bool: ...
     @property
@@ -161,3 +175,48 @@ class Limiter:
     def clock(self) -> int: ...
     @property
     def prefix(self) -> str: ...
+
+HTTP_PROCEED: int
+HTTP_CHECK: int
+HTTP_RESPOND: int
+HTTP_NEED_APP_KEY: int
+
+class HttpStep:
+    """What to do with one request (polylimit_http_step)."""
+    @property
+    def action(self) -> int: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def rule(self) -> int: ...
+    @property
+    def cost(self) -> int: ...
+    @property
+    def key(self) -> _Key: ...
+
+_Value = Union[str, bytes, None]
+
+class HttpPolicy:
+    """polylimit_http_policy: the HTTP request policy of a JSON document."""
+    def __init__(self, document: str, limiters: Iterable[Limiter]) -> None: ...
+    def header_names(self) -> List[str]: ...
+    def rule_count(self) -> int: ...
+    def rule_name(self, rule: int) -> str: ...
+    def rule_limiter(self, rule: int) -> int: ...
+    def prepare(
+        self,
+        method: _Value,
+        path: _Value,
+        route: _Value = None,
+        peer: _Value = None,
+        headers: Optional[Sequence[_Value]] = None,
+        user: _Value = None,
+        tenant: _Value = None,
+        app_key: _Value = None,
+        cost: Optional[int] = None,
+    ) -> HttpStep: ...
+    def answer(self, step: HttpStep, decision: Optional[Decision] = None) -> Tuple[int, str, List[Tuple[str, str]]]: ...
+    def with_status(self, step: HttpStep, status: int) -> HttpStep: ...
+    def refund_due(self, step: HttpStep, decision: Decision, status: int) -> bool: ...
+    def counts(self, rule: int, status: int) -> bool: ...
+    def metrics_prometheus(self) -> str: ...

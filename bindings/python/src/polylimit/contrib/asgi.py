@@ -16,24 +16,31 @@ Pure ASGI: nothing here imports a framework. ::
     app.add_middleware(RateLimitMiddleware, policy=policy)    # Starlette / FastAPI
     # or: app = RateLimitMiddleware(app, policy)
 
-Denied requests get ``429 Too Many Requests`` (text/plain) with the core's
-headers; allowed ones get the same headers on their response. A request
-without a key gets 400 (401 for a credential such as ``api_key()``) unless
-its limit says ``on_missing_key="skip"``. The decision
-is in ``request.state.polylimit`` (``scope["state"]["polylimit"]``). The
-user key (:func:`polylimit.contrib.http.user`) reads ``scope["user"]`` as
-Starlette's ``AuthenticationMiddleware`` sets it (``identity`` or
-``display_name`` of an authenticated user), so add that middleware first.
+Every request is decided by the policy (the core's, the same in every
+language: docs/integrations/contract.md): a denial is ``429 Too Many
+Requests`` with the rate-limit headers, a request without a key 400 (401
+for a credential such as ``api_key()``) unless its limit says
+``on_missing_key="skip"``, the deny list 403, a failed check 503 (or on,
+with ``on_error="allow"``); admitted responses get the headers too. The
+decision is in ``request.state.polylimit`` (``scope["state"]["polylimit"]``).
+The peer is ``scope["client"]``: a test client's ``"testclient"`` is no
+address, so an ``ip`` key is missing there (give the test client a real
+address, e.g. Starlette's ``TestClient(app, client=("192.0.2.1", 5000))``).
+The route template (for ``routes`` and the ``route`` key) is asked of the
+Starlette/FastAPI router. The user id is ``scope["user"]`` as Starlette's
+``AuthenticationMiddleware`` sets it (``identity`` or ``display_name`` of an
+authenticated user; add that middleware first), unless the policy has a
+``user`` hook.
 
-A limit with ``count_when`` (:class:`polylimit.contrib.http.Limit`) is
-settled when the response starts: its units are refunded when the status
-does not count (a handler that raises before answering counts as 500).
-The FastAPI dependency needs :class:`CountWhenMiddleware` for that.
+A rule with ``count_when`` is settled when the response starts: its units
+are refunded when the core says the status does not count (a handler that
+raises before answering counts as 500). The FastAPI dependency needs
+:class:`CountWhenMiddleware` for that.
 """
 
 from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional, Tuple
 
-from .http import IPNetwork, Outcome, Policy, RequestView
+from .http import Outcome, Policy, RequestView
 
 __all__ = ["CountWhenMiddleware", "RateLimitMiddleware", "request_view"]
 
@@ -59,8 +66,28 @@ def _scope_user(scope: Scope) -> Optional[str]:
     return None
 
 
-def request_view(scope: Scope, trusted: Tuple[IPNetwork, ...] = ()) -> RequestView:
-    """The request of an HTTP scope, for key functions."""
+def _route_of(scope: Scope) -> Optional[str]:
+    """The route template of a Starlette/FastAPI app's route that matches
+    the scope, asked of the app's own router (before routing ran); None
+    when there is no such app or no route matches."""
+    route = getattr(scope.get("route"), "path", None)  # set once routing ran (dependencies)
+    if route is not None:
+        return str(route)
+    router = getattr(scope.get("app"), "router", None)
+    for candidate in getattr(router, "routes", ()):
+        try:
+            match, _ = candidate.matches(scope)
+        except Exception:  # not a Starlette route
+            return None
+        if getattr(match, "name", "") == "FULL":
+            path = getattr(candidate, "path", None)
+            return str(path) if path is not None else None
+    return None
+
+
+def request_view(scope: Scope, route: bool = True) -> RequestView:
+    """The request of an HTTP scope, for the policy and the application's
+    hooks. ``route``: look the route template up (when the policy needs it)."""
     headers: Dict[str, str] = {}
     for raw_name, raw_value in scope.get("headers") or ():
         name = raw_name.decode("latin-1").lower()
@@ -68,16 +95,14 @@ def request_view(scope: Scope, trusted: Tuple[IPNetwork, ...] = ()) -> RequestVi
         headers[name] = headers[name] + ", " + value if name in headers else value
     client = scope.get("client")
     peer = client[0] if client else None
-    route = getattr(scope.get("route"), "path", None)  # set only once routing ran (dependencies)
     return RequestView(
         scope.get("method", "GET"),
         scope.get("path", "/"),
         peer,
         headers,
         native=scope,
-        route=route,
+        route=_route_of(scope) if route else None,
         user=lambda: _scope_user(scope),
-        trusted=trusted,
     )
 
 
@@ -86,10 +111,12 @@ def _encode(headers: List[Tuple[str, str]]) -> List[Tuple[bytes, bytes]]:
 
 
 async def send_outcome(outcome: Outcome, send: Send) -> None:
-    """Sends the 429/503/400/401 of an outcome as the whole response."""
+    """Sends the core's answer of an outcome (429, 503, 400, 401, 403) as
+    the whole response: its status, headers (Content-Type among them) and
+    body."""
     body = outcome.body.encode("utf-8")
-    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": outcome.status, "headers": headers + _encode(outcome.headers)})
+    headers = _encode(outcome.headers) + [(b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": outcome.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -110,7 +137,7 @@ class RateLimitMiddleware:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        outcome = await self.policy.acheck(request_view(scope, self.policy.trusted))
+        outcome = await self.policy.acheck(request_view(scope, self.policy.needs_route))
         if outcome.decision is not None:
             state = scope.setdefault("state", {})
             if isinstance(state, dict):
@@ -118,7 +145,7 @@ class RateLimitMiddleware:
         if outcome.status is not None:
             await send_outcome(outcome, send)
             return
-        if not outcome.headers and (outcome.limit is None or outcome.limit.count_when is None):
+        if not outcome.headers and outcome.decision is None:
             await self.app(scope, receive, send)
             return
         await _run_and_settle(self.app, scope, receive, send, [(self.policy, outcome)], _encode(outcome.headers))

@@ -88,21 +88,15 @@ class RateLimitMiddleware:
             request.META.get("REMOTE_ADDR"),
             headers,
             native=request,
+            route=self._route(request) if self.policy.needs_route else None,
             user=lambda: _user(request),
-            trusted=self.policy.trusted,
         )
 
     def __call__(self, request: Any) -> Any:
-        view = self._view(request)
-        rule = self.policy.rule_for(view.method, view.path)
-        if rule is not None:
-            view.route = self._route(request)
-        outcome: Outcome = self.policy.check(view, rule)
+        outcome: Outcome = self.policy.check(self._view(request))
         request.polylimit = outcome.decision
         if outcome.status is not None:
-            response = self._http.HttpResponse(
-                outcome.body, status=outcome.status, content_type="text/plain; charset=utf-8"
-            )
+            response = self._http.HttpResponse(outcome.body, status=outcome.status)
         else:
             response = self.get_response(request)
             # A rule with "count_when": the units back when the status does not count.

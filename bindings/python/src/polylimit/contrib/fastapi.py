@@ -57,7 +57,7 @@ from .._client import Client, Limiter
 from .._core import Decision
 from .._vocabulary import AlgorithmName, FailurePolicyName
 from .asgi import PENDING, request_view
-from .http import CountWhen, KeyFunc, Limit, Policy, RateLimiters, view_name
+from .http import Cost, CountWhen, Hook, KeyFunc, Limit, Policy, RateLimiters, view_name
 
 __all__ = ["RateLimit"]
 
@@ -82,7 +82,7 @@ class RateLimit:
         limiter: Union[Limiter, str],
         key: Optional[KeyFunc] = None,
         *,
-        cost: int = 1,
+        cost: Cost = 1,
         methods: Optional[Iterable[str]] = None,
         trusted_proxies: Iterable[str] = (),
         send_headers: bool = True,
@@ -93,10 +93,13 @@ class RateLimit:
         prefix: Optional[str] = None,
         algorithm: Optional[AlgorithmName] = None,
         on_failure: Optional[FailurePolicyName] = None,
+        user: Optional[Hook] = None,
+        tenant: Optional[Hook] = None,
+        name: Optional[str] = None,
     ) -> None:
         self._spec: Optional[str] = None
         self._limiters: Optional[RateLimiters] = None
-        self._per_route: Dict[str, Limit] = {}
+        self._per_route: Dict[str, Policy] = {}
         if isinstance(limiter, str):
             if client is None:
                 raise TypeError("RateLimit(%r): a rate spec needs client=polylimit.Client(...)" % limiter)
@@ -112,15 +115,22 @@ class RateLimit:
         elif client is not None or prefix is not None or algorithm is not None or on_failure is not None:
             raise TypeError("client, prefix, algorithm and on_failure go with a rate spec, not a Limiter")
         self.limit = Limit(
-            limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key, count_when=count_when
+            limiter, key, cost=cost, methods=methods, on_missing_key=on_missing_key, count_when=count_when, name=name
         )
-        self.policy = Policy(self.limit, trusted_proxies=trusted_proxies, send_headers=send_headers, on_error=on_error)
+        self.policy = Policy(
+            self.limit,
+            trusted_proxies=trusted_proxies,
+            send_headers=send_headers,
+            on_error=on_error,
+            user=user,
+            tenant=tenant,
+        )
 
-    def _limit_for(self, request: Request) -> Limit:
-        """This route's limit: with a rate spec and no prefix, a limiter per
-        endpoint (made once); else the one limit."""
+    def _policy_for(self, request: Request) -> Policy:
+        """This route's policy: with a rate spec and no prefix, a limiter per
+        endpoint (made once); else the one policy."""
         if self._spec is None or self._limiters is None:
-            return self.limit
+            return self.policy
         endpoint = request.scope.get("endpoint")
         name = view_name(endpoint) if endpoint is not None else "-"
         found = self._per_route.get(name)
@@ -130,34 +140,37 @@ class RateLimit:
             algorithm, on_failure = self._options
             lim = self._limiters.get(self._spec, self._limiters.prefix_for(name, self._spec), algorithm, on_failure)
             base = self.limit
-            found = Limit(
-                lim,
-                base.key,
-                cost=base.cost,
-                methods=base.methods,
-                on_missing_key=base.on_missing_key,
-                count_when=base.count_when,
+            found = self.policy.derive(
+                Limit(
+                    lim,
+                    base.key,
+                    cost=base.cost,
+                    methods=base.methods,
+                    on_missing_key=base.on_missing_key,
+                    count_when=base.count_when,
+                    name=base.name,
+                )
             )
             self._per_route[name] = found
         return found
 
     async def __call__(self, request: Request, response: Response) -> Optional[Decision]:
-        view = request_view(request.scope, self.policy.trusted)
-        limit = self._limit_for(request)
-        rule = limit if limit.methods is None or view.method in limit.methods else None
+        policy = self._policy_for(request)
         pending = request.scope.get(PENDING)
-        if rule is not None and rule.count_when is not None and pending is None:
+        if self.limit.count_when is not None and pending is None:
             raise RuntimeError(
                 "RateLimit(count_when=...) needs polylimit.contrib.asgi.CountWhenMiddleware: "
                 "app.add_middleware(CountWhenMiddleware)"
             )
-        outcome = await self.policy.acheck(view, rule)
-        if pending is not None and outcome.limit is not None and outcome.limit.count_when is not None:
-            pending.append((self.policy, outcome))
+        outcome = await policy.acheck(request_view(request.scope, policy.needs_route))
+        if pending is not None and outcome.decision is not None:
+            pending.append((policy, outcome))
         if outcome.status is not None:
-            # The policy's text body, as FastAPI's JSON detail.
+            # The core's text body as FastAPI's JSON detail (FastAPI answers
+            # an HTTPException with JSON, so not the core's Content-Type).
             detail = outcome.body.strip()
-            raise HTTPException(status_code=outcome.status, detail=detail, headers=dict(outcome.headers))
+            headers = {k: v for k, v in outcome.headers if k.lower() != "content-type"}
+            raise HTTPException(status_code=outcome.status, detail=detail, headers=headers)
         for name, value in outcome.headers:
             response.headers[name] = value
         return outcome.decision

@@ -48,13 +48,14 @@ the same ``prefix``. ``count_when`` limits are settled in
 """
 
 import threading
-from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar, Union
 
 import flask
 
 from .._client import Client, Limiter
 from .._vocabulary import AlgorithmName, FailurePolicyName
 from .http import (
+    Cost,
     CountWhen,
     KeyFunc,
     Limit,
@@ -116,6 +117,8 @@ class FlaskRateLimit:
         self._limiters = RateLimiters(client)
         self._lock = threading.Lock()
         self._resolved: Dict[_SpecRule, Limit] = {}
+        # Each view's own limit as a policy of its own (the app's settings, that rule).
+        self._derived: Dict[int, Policy] = {}
         if app is not None:
             self.init_app(app)
 
@@ -140,7 +143,7 @@ class FlaskRateLimit:
         limiter: Union[Limiter, str],
         key: Optional[KeyFunc] = None,
         *,
-        cost: int = 1,
+        cost: Cost = 1,
         methods: Optional[Iterable[str]] = None,
         on_missing_key: str = "reject",
         count_when: Optional[CountWhen] = None,
@@ -193,6 +196,23 @@ class FlaskRateLimit:
         setattr(fn, _ATTR, _EXEMPT)
         return fn
 
+    def policies(self) -> List[Policy]:
+        """The app's policy and those of the views with a limit of their own
+        (for :class:`polylimit.contrib.prometheus.PolylimitCollector`)."""
+        with self._lock:
+            derived = list(self._derived.values())
+        return ([self.policy] if self.policy is not None else []) + derived
+
+    def _policy_of(self, policy: Policy, limit: Limit, route: str) -> Policy:
+        """The policy of a view's own limit, made once; its rule is named
+        after the view's route (as Policy names its routes' rules)."""
+        with self._lock:
+            found = self._derived.get(id(limit))
+            if found is None:
+                found = policy.derive(limit, name=route.lstrip("/") or "root")
+                self._derived[id(limit)] = found
+            return found
+
     # -- hooks ----------------------------------------------------------------
     def _view(self, policy: Policy) -> RequestView:
         req = flask.request
@@ -201,46 +221,34 @@ class FlaskRateLimit:
             name = name.lower()
             headers[name] = headers[name] + ", " + value if name in headers else value
         route = req.url_rule.rule if req.url_rule is not None else None
-        return RequestView(
-            req.method,
-            req.path,
-            req.remote_addr,
-            headers,
-            native=req,
-            route=route,
-            user=_flask_user,
-            trusted=policy.trusted,
-        )
+        return RequestView(req.method, req.path, req.remote_addr, headers, native=req, route=route, user=_flask_user)
 
     def _before(self) -> Optional[flask.Response]:
         policy = self.policy
         assert policy is not None
-        view_fn = flask.current_app.view_functions.get(flask.request.endpoint or "")
+        endpoint = flask.request.endpoint or ""
+        view_fn = flask.current_app.view_functions.get(endpoint)
         marked = getattr(view_fn, _ATTR, None)
-        view = self._view(policy)
         if marked is _EXEMPT:
             return None
         if isinstance(marked, _SpecRule):
             marked = self._resolve(marked)
         if isinstance(marked, Limit):
-            rule: Optional[Limit] = marked
-            if marked.methods is not None and view.method not in marked.methods:
-                rule = None
-            outcome = policy.check(view, rule)
-        else:
-            outcome = policy.check(view)
+            rule = flask.request.url_rule
+            policy = self._policy_of(policy, marked, rule.rule if rule is not None else endpoint)
+        outcome = policy.check(self._view(policy))
         flask.g.polylimit = outcome.decision
-        if outcome.limit is not None and outcome.limit.count_when is not None:
-            flask.g._polylimit_outcome = outcome
+        if outcome.decision is not None:
+            flask.g._polylimit_outcome = (policy, outcome)
         if outcome.status is not None:
-            return flask.Response(outcome.body, status=outcome.status, headers=outcome.headers, mimetype="text/plain")
+            return flask.Response(outcome.body, status=outcome.status, headers=outcome.headers)
         flask.g._polylimit_headers = outcome.headers
         return None
 
     def _after(self, response: flask.Response) -> flask.Response:
         for name, value in flask.g.pop("_polylimit_headers", None) or ():
             response.headers[name] = value
-        outcome: Optional[Outcome] = flask.g.pop("_polylimit_outcome", None)
-        if outcome is not None and self.policy is not None:
-            self.policy.settle(outcome, response.status_code)
+        pending: Optional[Tuple[Policy, Outcome]] = flask.g.pop("_polylimit_outcome", None)
+        if pending is not None:
+            pending[0].settle(pending[1], response.status_code)
         return response

@@ -1,65 +1,69 @@
 """What the web integrations share; no framework is imported here.
 
-A :class:`Policy` decides, for one request, which :class:`Limit` applies
-(per-route rules, exempt routes, a default), computes the key with the
-limit's key function, checks it and turns the outcome into an HTTP answer:
+Every decision about a request is the core's HTTP request policy
+(docs/integrations/contract.md), the same in every language: a JSON policy
+document and the limiters its rules name by index. An integration only
+describes the request (:class:`RequestView`), asks the policy what to do,
+runs the check on the rule's limiter (``Limiter.check``, or ``acheck``
+under asyncio), and applies the answer the core gives:
 
-- allowed: the request goes on; the core's rate-limit headers
-  (``decision.headers()``) are added to its response;
-- denied: ``429 Too Many Requests`` with the same headers (``Retry-After``
-  among them);
-- the limiter raised (Redis did not answer and the limiter's
-  ``on_failure`` is ``"error"``, or any other polylimit error): what
-  ``on_error`` says, ``"unavailable"`` (``503``, the default) or ``"allow"``
-  (the request goes on without headers); either way it is logged on the
-  ``polylimit.contrib`` logger. The limiter's own failure policies
-  (``on_failure="open"``, ``"closed"``, ``"local"``) answer before that,
-  with a decision (``decision.degraded``), which is handled as above.
+- the request goes on: the core's rate-limit headers go on its response
+  (unless ``send_headers`` is off);
+- ``429 Too Many Requests``, ``503`` when the check failed (``on_error``),
+  ``400``/``401`` for a request without a key, ``403`` for the deny list:
+  status, plain-text body and headers as the core words them.
 
-Key functions take a :class:`RequestView` and return the key (str or bytes)
-or None when the request has none (no API key header, an anonymous user).
-They are plain functions of the request, computed before any I/O. The key
-names what is limited; limiters with different prefixes never share counts,
-so give each limiter of a policy a prefix of its own (``policy_from_config``
-does).
+Two ways to make a :class:`Policy`:
 
-A request without a key is never let through unlimited unless the limit
-says so by name: ``Limit(..., on_missing_key="reject")``, the default,
-answers ``400 Bad Request``, or ``401 Unauthorized`` when the key function
-is a credential (:func:`api_key`, :func:`user`, or one marked with
-:func:`credential`); ``on_missing_key="skip"`` lets the request go on
-without a check. docs/integrations/README.md states the rule for every
-language.
+- ``Policy.from_document(doc, limiters)``: the contract's document (JSON
+  text or a dict), its rules naming ``limiters`` by index;
+- ``Policy(default, routes=..., exempt=..., trusted_proxies=...)`` with
+  :class:`Limit` objects and the key helpers below, which this module
+  translates into such a document (``policy.document`` shows it).
 
-A limit can count only some requests, by the status of their response
-(``Limit(..., count_when=lambda status: status >= 400)``: failed logins,
-the brute-force pattern). The check runs before the handler as usual, so
-a key over its limit is refused at once (even a request that would have
-succeeded); when the response does not match, the units are refunded
-(:meth:`Policy.settle`). Checking first means that at most the limit's
-worth of requests run at once per key: a burst of concurrent attempts
-cannot all pass before their failures are counted, as they would if the
-count were taken after each response. The price is that a request holds
-its unit until its response is known, and that the rate-limit headers of
-an admitted response are those of the check (before any refund).
+Key helpers name what the core computes: :func:`client_ip` (``"ip"``),
+:func:`api_key` (``"api_key:<Header>"``, hashed), :func:`header`,
+:func:`user`, :func:`tenant`, :func:`route`, and their combinations
+:func:`compose` (``"a+b"``) and :func:`first_of` (alternatives). Any other
+callable of a :class:`RequestView` is the application's own key (the
+``"app"`` key part): the core asks for it only when its rule matches, and
+stores it as given.
+
+A limit can count only some responses, by status (``count_when``; e.g.
+:func:`count_failures`): the check runs before the handler, and after the
+response the core says whether its units go back (:meth:`Policy.settle`).
 """
 
-import fnmatch
 import hashlib
 import importlib
-import ipaddress
+import json
 import logging
 import threading
-from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
+from .. import _core
 from .._client import Client, Limiter
-from .._core import Decision
+from .._core import Decision, HttpStep
 from .._errors import Error
 from .._vocabulary import AlgorithmName, FailurePolicyName
 
 __all__ = [
     "CountWhen",
     "KeyFunc",
+    "Key",
     "Limit",
     "RateLimiters",
     "Outcome",
@@ -72,95 +76,37 @@ __all__ = [
     "credential",
     "is_credential",
     "first_of",
+    "header",
     "policy_from_config",
     "route",
+    "tenant",
     "user",
 ]
 
 log = logging.getLogger("polylimit.contrib")
 
-Key = Union[str, bytes]
-IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
-
-#: The body of a 429 (text/plain).
-TOO_MANY_REQUESTS = "Too Many Requests\n"
-#: The body of a 503 answered because the limiter failed (on_error="unavailable").
-UNAVAILABLE = "Rate limiter unavailable\n"
-#: The body of a 400 answered because the request has no key (on_missing_key="reject").
-NO_KEY = "no rate-limit key in the request\n"
-#: The body of a 401 answered because the request has no credential to key it by.
-NO_CREDENTIAL = "no credential to rate-limit the request by\n"
+#: A key an application function returns.
+AppKey = Union[str, bytes]
 
 ON_ERROR = ("unavailable", "allow")
-#: What a limit does with a request whose key function finds no key; the
-#: first is the default. The same names in every language.
+#: What a limit does with a request that has no key; the first is the
+#: default. The same names in every language.
 ON_MISSING_KEY = ("reject", "skip")
 
 # The attribute that marks a key function as a credential (see credential()).
 _CREDENTIAL = "polylimit_credential"
 
 
-def parse_networks(trusted_proxies: Iterable[str]) -> Tuple[IPNetwork, ...]:
-    """``["127.0.0.1", "10.0.0.0/8", "::1"]`` as networks (an address is a /32
-    or /128). A bad entry raises ValueError when the policy is made."""
-    if isinstance(trusted_proxies, str):
-        trusted_proxies = [trusted_proxies]
-    return tuple(ipaddress.ip_network(p.strip(), strict=False) for p in trusted_proxies)
-
-
-def _ip(text: str) -> Optional[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]]:
-    """An address from a peer or a forwarded hop: ``1.2.3.4``, ``1.2.3.4:80``,
-    ``::1``, ``[::1]:80``; None when it is none of those."""
-    text = text.strip()
-    if text.startswith("["):
-        text = text[1:].split("]", 1)[0]
-    elif text.count(":") == 1:
-        text = text.split(":", 1)[0]
-    try:
-        addr = ipaddress.ip_address(text)
-    except ValueError:
-        return None
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return addr.ipv4_mapped
-    return addr
-
-
-def _trusted(addr: Union[ipaddress.IPv4Address, ipaddress.IPv6Address], networks: Sequence[IPNetwork]) -> bool:
-    return any(addr.version == n.version and addr in n for n in networks)
-
-
-def resolve_client_ip(peer: Optional[str], forwarded_for: Optional[str], trusted: Sequence[IPNetwork]) -> str:
-    """The client's address. ``X-Forwarded-For`` is read only when the peer
-    (the socket's other end) is a trusted proxy, and then from the right: each
-    hop that is itself a trusted proxy passes the question on to the hop before
-    it; the first untrusted hop is the client. So a client cannot choose its
-    address by sending the header itself (what it writes ends up left of what
-    the proxies append), and without trusted proxies the header is ignored."""
-    peer_ip = _ip(peer) if peer else None
-    if peer_ip is None:
-        return peer or "unknown"
-    if not forwarded_for or not trusted or not _trusted(peer_ip, trusted):
-        return str(peer_ip)
-    addr = peer_ip
-    for hop in reversed(forwarded_for.split(",")):
-        hop_ip = _ip(hop)
-        if hop_ip is None:  # garbage: nothing left of it can be trusted either
-            break
-        addr = hop_ip
-        if not _trusted(addr, trusted):
-            break
-    return str(addr)
-
-
 class RequestView:
-    """One request, as the key functions see it, whatever the framework.
+    """One request, as the application's hooks (key, user, tenant, cost
+    functions) see it, whatever the framework.
 
     ``headers`` maps lower-case names to values (repeated headers joined with
-    ``", "``); ``peer`` is the socket's remote address; ``route`` the route
-    template when the framework knows it before the view runs (else None);
-    ``native`` the framework's own request object (or ASGI scope)."""
+    ``", "``); ``peer`` is the socket's remote address as the server gives
+    it; ``route`` the route template when the framework knows it (else
+    None); ``native`` the framework's own request object (or ASGI scope)."""
 
-    __slots__ = ("method", "path", "route", "peer", "headers", "native", "_user", "_trusted", "_client_ip")
+    __slots__ = ("method", "path", "route", "peer", "headers", "native", "_user")
 
     def __init__(
         self,
@@ -171,7 +117,6 @@ class RequestView:
         native: Any = None,
         route: Optional[str] = None,
         user: Optional[Callable[[], Optional[str]]] = None,
-        trusted: Sequence[IPNetwork] = (),
     ) -> None:
         self.method = method.upper()
         self.path = path
@@ -180,19 +125,9 @@ class RequestView:
         self.headers = headers
         self.native = native
         self._user = user
-        self._trusted = trusted
-        self._client_ip: Optional[str] = None
 
     def header(self, name: str) -> Optional[str]:
         return self.headers.get(name.lower())
-
-    @property
-    def client_ip(self) -> str:
-        """The client's address, X-Forwarded-For honoured from trusted proxies
-        only (see :func:`resolve_client_ip`)."""
-        if self._client_ip is None:
-            self._client_ip = resolve_client_ip(self.peer, self.header("x-forwarded-for"), self._trusted)
-        return self._client_ip
 
     @property
     def user(self) -> Optional[str]:
@@ -201,104 +136,138 @@ class RequestView:
         return self._user() if self._user is not None else None
 
 
-KeyFunc = Callable[[RequestView], Optional[Key]]
+#: The application's own key function: the request -> its key, or None
+#: when the request has none.
+AppKeyFunc = Callable[[RequestView], Optional[AppKey]]
 
 
-def credential(key: KeyFunc) -> KeyFunc:
-    """Marks a key function as a credential (an API key, a token, a user):
-    a request it finds no key in is answered ``401 Unauthorized`` instead of
-    ``400 Bad Request`` (with ``on_missing_key="reject"``). Returns ``key``
-    itself, so it also works as a decorator. :func:`api_key` and
-    :func:`user` are credentials."""
+class Key:
+    """A rate-limit key, as the core computes it: alternatives (the first
+    whose parts are all present wins), each a composition of key parts
+    (``"ip"``, ``"api_key:X-API-Key"``, ``"user"``, ...) or application key
+    functions. Made by the helpers (:func:`client_ip`, :func:`api_key`,
+    :func:`compose`, ...), not directly."""
+
+    __slots__ = ("alternatives", "credential", "user_get", "tenant_get")
+
+    def __init__(
+        self,
+        alternatives: Sequence[Sequence[Union[str, AppKeyFunc]]],
+        credential: bool,
+        user_get: Optional[Callable[[Any], Optional[Any]]] = None,
+        tenant_get: Optional[Callable[[Any], Optional[Any]]] = None,
+    ) -> None:
+        self.alternatives: Tuple[Tuple[Union[str, AppKeyFunc], ...], ...] = tuple(tuple(a) for a in alternatives)
+        self.credential = credential
+        self.user_get = user_get
+        self.tenant_get = tenant_get
+
+    def __repr__(self) -> str:
+        def text(alt: Tuple[Union[str, AppKeyFunc], ...]) -> str:
+            return "+".join(p if isinstance(p, str) else "app" for p in alt)
+
+        return "Key(%s)" % ", ".join(repr(text(a)) for a in self.alternatives)
+
+
+#: What a key argument may be: a :class:`Key` from the helpers, or the
+#: application's own function of the request.
+KeyFunc = Union[Key, AppKeyFunc]
+
+
+def _as_key(key: KeyFunc) -> Key:
+    if isinstance(key, Key):
+        return key
+    if not callable(key):
+        raise TypeError("a key is a polylimit key (client_ip(), api_key(), ...) or a function of the request")
+    return Key([[key]], is_credential(key))
+
+
+def credential(key: AppKeyFunc) -> AppKeyFunc:
+    """Marks an application key function as a credential (an API key, a
+    token): a request it finds no key in is answered ``401 Unauthorized``
+    instead of ``400 Bad Request`` (with ``on_missing_key="reject"``).
+    Returns ``key`` itself, so it also works as a decorator."""
     setattr(key, _CREDENTIAL, True)
     return key
 
 
 def is_credential(key: KeyFunc) -> bool:
-    """Whether a missing key of this function is a missing credential (401)."""
+    """Whether a missing key of this kind is a missing credential (401)."""
+    if isinstance(key, Key):
+        return key.credential
     return bool(getattr(key, _CREDENTIAL, False))
 
 
-def client_ip() -> KeyFunc:
-    """``"ip:<address>"``: the client's IP (X-Forwarded-For only from the
-    policy's trusted proxies). The default key."""
-
-    def key(request: RequestView) -> Optional[Key]:
-        return "ip:" + request.client_ip
-
-    return key
+def client_ip() -> Key:
+    """``ip:<address>``: the client's address (``X-Forwarded-For`` only from
+    the policy's trusted proxies; IPv6 by its /64). The default key."""
+    return Key([["ip"]], False)
 
 
-def user(get: Optional[Callable[[Any], Optional[Any]]] = None) -> KeyFunc:
-    """``"user:<id>"`` for an authenticated user, None for an anonymous one
-    (a credential: 401 unless the limit skips missing keys); combine with
-    :func:`first_of` to fall back to the IP.
+def user(get: Optional[Callable[[Any], Optional[Any]]] = None) -> Key:
+    """``user:<id>`` for an authenticated user; an anonymous request has no
+    key (a credential: 401 unless the limit skips missing keys). ``get``
+    takes the framework's request and returns the id (or None); without it,
+    the policy's ``user`` hook, else the integration's notion of the user."""
+    return Key([["user"]], True, user_get=get)
+
+
+def tenant(get: Optional[Callable[[Any], Optional[Any]]] = None) -> Key:
+    """``tenant:<id>``, the tenant the application names (a credential);
     ``get`` takes the framework's request and returns the id (or None);
-    without it, the integration's notion of the user is used."""
-
-    def key(request: RequestView) -> Optional[Key]:
-        uid = get(request.native) if get is not None else request.user
-        return None if uid is None or uid == "" else "user:%s" % (uid,)
-
-    return credential(key)
+    without it, the policy's ``tenant`` hook."""
+    return Key([["tenant"]], True, tenant_get=get)
 
 
-def api_key(header: str = "X-API-Key") -> KeyFunc:
-    """``"apikey:<sha256 of the key>"`` from a request header; None when the
-    header is missing (a credential: 401 unless the limit skips missing
-    keys). The key is hashed so that no secret is stored in Redis key
-    names."""
-    name = header.lower()
-
-    def key(request: RequestView) -> Optional[Key]:
-        value = request.headers.get(name)
-        if not value:
-            return None
-        return "apikey:" + hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
-
-    return credential(key)
+def api_key(header: str = "X-API-Key") -> Key:
+    """``apikey:<SHA-256 of the key>`` from a request header (a credential:
+    401 when missing unless the limit skips missing keys). The secret never
+    reaches Redis, a log line or a metric."""
+    return Key([["api_key:" + header]], True)
 
 
-def route() -> KeyFunc:
-    """``"route:<METHOD> <route>"``: one budget per route for all clients
+def header(name: str) -> Key:
+    """``header:<lower-case name>:<SHA-256 of the value>``: any header's
+    value (absent or empty: no key)."""
+    return Key([["header:" + name]], False)
+
+
+def route() -> Key:
+    """``route:<METHOD> <route>``: one budget per route for all clients
     together (the route template when the framework has it, else the path)."""
-
-    def key(request: RequestView) -> Optional[Key]:
-        return "route:%s %s" % (request.method, request.route or request.path)
-
-    return key
+    return Key([["route"]], False)
 
 
-def compose(*keys: KeyFunc) -> KeyFunc:
-    """Several keys joined: ``compose(user(), route())`` is one budget per
-    user and route. None when any part is None; a credential when any part
-    is one."""
-
-    def key(request: RequestView) -> Optional[Key]:
-        parts: List[str] = []
-        for k in keys:
-            part = k(request)
-            if part is None:
-                return None
-            parts.append(part.decode("utf-8", "surrogateescape") if isinstance(part, bytes) else part)
-        return "|".join(parts)
-
-    return credential(key) if any(is_credential(k) for k in keys) else key
+def _merge_getters(keys: Sequence[Key]) -> Tuple[Optional[Callable[[Any], Any]], Optional[Callable[[Any], Any]]]:
+    users = {k.user_get for k in keys if k.user_get is not None}
+    tenants = {k.tenant_get for k in keys if k.tenant_get is not None}
+    if len(users) > 1 or len(tenants) > 1:
+        raise ValueError("one key may name one user(get=...) and one tenant(get=...) function")
+    return (next(iter(users)) if users else None), (next(iter(tenants)) if tenants else None)
 
 
-def first_of(*keys: KeyFunc) -> KeyFunc:
-    """The first key that is not None: ``first_of(api_key(), user(),
-    client_ip())``. A credential when any part is one (giving it would have
-    given a key)."""
+def compose(*keys: KeyFunc) -> Key:
+    """Several keys joined (``|``): ``compose(user(), route())`` is one
+    budget per user and route. Missing when any part is; a credential when
+    any part is one."""
+    if not keys:
+        raise ValueError("compose() needs at least one key")
+    parts = [_as_key(k) for k in keys]
+    alternatives: List[Tuple[Union[str, AppKeyFunc], ...]] = [()]
+    for p in parts:
+        alternatives = [a + b for a in alternatives for b in p.alternatives]
+    u, t = _merge_getters(parts)
+    return Key(alternatives, any(p.credential for p in parts), u, t)
 
-    def key(request: RequestView) -> Optional[Key]:
-        for k in keys:
-            part = k(request)
-            if part is not None:
-                return part
-        return None
 
-    return credential(key) if any(is_credential(k) for k in keys) else key
+def first_of(*keys: KeyFunc) -> Key:
+    """The first key that is present: ``first_of(api_key(), user(),
+    client_ip())``. A credential when any part is one."""
+    if not keys:
+        raise ValueError("first_of() needs at least one key")
+    parts = [_as_key(k) for k in keys]
+    u, t = _merge_getters(parts)
+    return Key([a for p in parts for a in p.alternatives], any(p.credential for p in parts), u, t)
 
 
 #: A response-status test: True when the request counts (see Limit's count_when).
@@ -317,42 +286,51 @@ def _check_on_missing_key(value: str) -> str:
     return value
 
 
+#: A limit's cost: a number, the contract's header cost
+#: (``{"header": "X-Cost", "default": 1, "max": 100}``) or the application's
+#: function of the request.
+Cost = Union[int, Mapping[str, Any], Callable[[RequestView], int]]
+
+
 class Limit:
-    """A limiter applied to requests: the key function (default: the client
-    IP), the cost of one request, the methods it applies to (None: all), and
-    what a request without a key gets (``on_missing_key``): ``"reject"``
-    (the default: 400, or 401 when the key function is a credential) or
-    ``"skip"`` (the request goes on, not limited).
+    """A limiter applied to requests: the key (default: the client IP), the
+    cost of one request, the methods it applies to (None: all), what a
+    request without a key gets (``on_missing_key``: ``"reject"``, the
+    default: 400, or 401 when the key is a credential; ``"skip"``: the
+    request goes on unchecked), and which responses count (``count_when``, a
+    function of the status; None: all). ``name`` names the rule in the
+    ``RateLimit-Policy`` header and the metrics (default: from its route
+    pattern, ``"default"`` for the default limit)."""
 
-    ``count_when``: which responses count, by status (None: all of them).
-    An admitted request whose response status it answers False for gets its
-    units back (e.g. :func:`count_failures`: only failed logins count)."""
-
-    __slots__ = ("limiter", "key", "cost", "methods", "on_missing_key", "count_when")
+    __slots__ = ("limiter", "key", "cost", "methods", "on_missing_key", "count_when", "name")
 
     def __init__(
         self,
         limiter: Limiter,
         key: Optional[KeyFunc] = None,
         *,
-        cost: int = 1,
+        cost: Cost = 1,
         methods: Optional[Iterable[str]] = None,
         on_missing_key: str = "reject",
         count_when: Optional[CountWhen] = None,
+        name: Optional[str] = None,
     ) -> None:
         if not isinstance(limiter, Limiter):
             raise TypeError("limiter must be a polylimit.Limiter, not %s" % type(limiter).__name__)
         self.limiter = limiter
-        self.key: KeyFunc = key if key is not None else client_ip()
+        self.key: Key = _as_key(key) if key is not None else client_ip()
+        if isinstance(cost, bool) or not (isinstance(cost, (int, Mapping)) or callable(cost)):
+            raise TypeError("cost must be an int, a header cost dict or a function of the request")
         self.cost = cost
         self.methods = None if methods is None else frozenset(m.upper() for m in methods)
         self.on_missing_key = _check_on_missing_key(on_missing_key)
         if count_when is not None and not callable(count_when):
             raise TypeError("count_when must be a function of the response status, not %s" % type(count_when).__name__)
         self.count_when = count_when
+        self.name = name
 
     def __repr__(self) -> str:
-        return "Limit(%r, cost=%d)" % (self.limiter, self.cost)
+        return "Limit(%r, key=%r)" % (self.limiter, self.key)
 
 
 RuleLike = Union[Limit, Limiter, None]
@@ -366,10 +344,11 @@ def _as_limit(rule: RuleLike) -> Optional[Limit]:
 
 class Outcome(NamedTuple):
     """What a policy answered for one request. ``status`` is None when the
-    request goes on (then ``headers`` go on its response), else 429, 503,
-    or 400/401 for a request without a key (then ``headers`` and ``body``
-    are the response). ``limit`` and ``key`` are what was checked (None
-    when nothing was), for :meth:`Policy.settle`."""
+    request goes on (then ``headers`` go on its response), else the status
+    to answer with ``body`` and ``headers`` (429, 503, 400, 401, 403).
+    ``decision`` is the check's (None when there was none), ``error`` the
+    failed check's; ``limit``, ``key`` and ``step`` what was checked, for
+    :meth:`Policy.settle`; ``rule`` the name of the rule that matched."""
 
     status: Optional[int]
     headers: List[Tuple[str, str]]
@@ -377,32 +356,177 @@ class Outcome(NamedTuple):
     decision: Optional[Decision]
     error: Optional[Error]
     limit: Optional[Limit] = None
-    key: Optional[Key] = None
+    key: Optional[AppKey] = None
+    step: Optional[HttpStep] = None
+    rule: Optional[str] = None
 
 
 _PASS = Outcome(None, [], "", None, None)
 
 
+def _count_when_doc(fn: CountWhen) -> Union[str, List[Union[int, str]]]:
+    """A count_when function as the document's list of statuses and ranges:
+    it is a function of the status alone, so its answers for 100..999 are
+    all of it."""
+    if fn is count_failures:
+        return "failures"
+    counted = [s for s in range(100, 1000) if fn(s)]
+    if len(counted) == 900:
+        return "all"
+    if not counted:
+        raise ValueError("count_when counts no response status (100 to 999): every request would be refunded")
+    if counted == list(range(400, 1000)):
+        return "failures"
+    if counted == list(range(100, 400)):
+        return "successes"
+    out: List[Union[int, str]] = []
+    start = prev = counted[0]
+    for s in counted[1:] + [0]:
+        if s == prev + 1:
+            prev = s
+            continue
+        out.append(start if start == prev else "%d-%d" % (start, prev))
+        start = prev = s
+    return out
+
+
+def _rule_name(text: str, taken: Dict[str, bool]) -> str:
+    """A rule name (printable ASCII, no space, '"' or '\\', at most 64) from
+    a route pattern, unique in the policy."""
+    base = "".join(c if 0x21 <= ord(c) <= 0x7E and c not in '"\\' else "_" for c in text.lstrip("/")) or "root"
+    base = base[:56]
+    name, n = base, 2
+    while name in taken:
+        name, n = "%s-%d" % (base, n), n + 1
+    taken[name] = True
+    return name
+
+
+class _Rule:
+    """What the binding keeps of a rule: the Limit it came from, the
+    application's key function and cost function."""
+
+    __slots__ = ("limit", "app", "app_credential", "cost")
+
+    def __init__(
+        self,
+        limit: Optional[Limit] = None,
+        app: Optional[AppKeyFunc] = None,
+        app_credential: bool = False,
+        cost: Optional[Callable[[RequestView], int]] = None,
+    ) -> None:
+        self.limit, self.app, self.app_credential, self.cost = limit, app, app_credential, cost
+
+
+_CORE_CREDENTIALS = ("api_key", "user", "tenant")
+
+
+def _key_doc(key: Key) -> Tuple[Union[str, List[str]], Optional[AppKeyFunc], bool]:
+    """A Key as the document's key, the one application function its "app"
+    part stands for, and whether the app part decides the 401 (the key is a
+    credential only through an application function the core cannot see)."""
+    apps: List[AppKeyFunc] = []
+    for alt in key.alternatives:
+        for p in alt:
+            if not isinstance(p, str) and p not in apps:
+                apps.append(p)
+    all_app = all(not isinstance(p, str) for alt in key.alternatives for p in alt)
+    app: Optional[AppKeyFunc] = None
+    if len(apps) == 1:
+        app = apps[0]
+    elif apps and all_app:
+        # Several application functions and nothing else: one "app" key,
+        # the first alternative they all give, joined as the core joins.
+        alternatives = key.alternatives
+
+        def joined(request: RequestView) -> Optional[AppKey]:
+            for alt in alternatives:
+                parts: List[str] = []
+                for p in alt:
+                    assert not isinstance(p, str)
+                    v = p(request)
+                    if v is None or v == "" or v == b"":
+                        break
+                    parts.append(v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v)
+                else:
+                    return "|".join(parts)
+            return None
+
+        app = joined
+        return "app", app, key.credential
+    elif apps:
+        raise ValueError("a key can combine one application key function with the core's parts, not %d" % len(apps))
+    texts = ["+".join(p if isinstance(p, str) else "app" for p in alt) for alt in key.alternatives]
+    core_credential = any(
+        p.split(":")[0] in _CORE_CREDENTIALS for alt in key.alternatives for p in alt if isinstance(p, str)
+    )
+    doc: Union[str, List[str]] = texts[0] if len(texts) == 1 else texts
+    return doc, app, key.credential and not core_credential
+
+
+def _parts(doc: Mapping[str, Any]) -> Tuple[bool, bool, bool]:
+    """Whether a policy document reads the user, the tenant, the route."""
+    kinds: Set[str] = set()
+    routes = False
+    for r in doc.get("rules") or ():
+        key = r.get("key", "ip") if isinstance(r, Mapping) else "ip"
+        for comp in key if isinstance(key, list) else [key]:
+            if isinstance(comp, str):
+                kinds.update(p.split(":")[0] for p in comp.split("+"))
+        routes = routes or bool(isinstance(r, Mapping) and r.get("routes"))
+    lists = [doc.get("allow") or {}, doc.get("deny") or {}]
+    users = "user" in kinds or any(isinstance(li, Mapping) and li.get("users") for li in lists)
+    tenants = "tenant" in kinds or any(isinstance(li, Mapping) and li.get("tenants") for li in lists)
+    return users, tenants, routes or "route" in kinds
+
+
+def _wire(value: Optional[str]) -> Optional[bytes]:
+    """A header value as the bytes the client sent (servers decode them as
+    Latin-1)."""
+    if value is None:
+        return None
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape")
+
+
+def _text(value: Any) -> Optional[str]:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+Hook = Callable[[RequestView], Any]
+
+
 class Policy:
-    """Which limit applies to which request, and what to answer.
+    """The HTTP request policy: which rule applies to a request, its key,
+    cost and answer, decided by the core (docs/integrations/contract.md).
 
-    - ``default``: the limit for every request no rule below names (None: no
-      limit). A :class:`polylimit.Limiter` alone is ``Limit(limiter)``: keyed
-      by client IP, cost 1.
-    - ``routes``: ``{pattern: limit}``, patterns matched against the request
-      path with shell-style wildcards (``"/api/*"`` matches everything below
-      ``/api/``), the first match in order wins and replaces the default; a
-      rule of None exempts the route.
-    - ``exempt``: path patterns never limited (health checks, metrics).
-    - ``trusted_proxies``: addresses or networks of the reverse proxies whose
-      ``X-Forwarded-For`` is believed (see :func:`resolve_client_ip`).
-    - ``send_headers``: the core's rate-limit headers on allowed responses
-      too (a 429 always carries them).
-    - ``on_error``: when the limiter raises: ``"unavailable"`` (503) or
-      ``"allow"``.
+    ``Policy(default, routes=..., exempt=..., trusted_proxies=...,
+    send_headers=..., on_error=...)`` translates :class:`Limit` objects into
+    the contract's document:
 
-    A request whose key function finds no key gets what its limit's
-    ``on_missing_key`` says (see :class:`Limit`): 400/401 by default.
+    - ``default``: the limit for every request no route names (None: no
+      limit). A :class:`polylimit.Limiter` alone is ``Limit(limiter)``:
+      keyed by client IP, cost 1.
+    - ``routes``: ``{pattern: limit}``, path globs (``*`` any run of
+      characters, ``?`` one), the first match in order wins and replaces
+      the default; a limit of None exempts the route, and a route's limit
+      with ``methods`` leaves its other methods unlimited.
+    - ``exempt``: path globs never limited (health checks, metrics).
+    - ``trusted_proxies``: addresses or networks (CIDR) of the reverse
+      proxies whose ``X-Forwarded-For`` is believed.
+    - ``send_headers``: the rate-limit headers on admitted responses too
+      (a 429 always carries them).
+    - ``on_error``: when the check fails: ``"unavailable"`` (503) or
+      ``"allow"`` (on, without headers).
+    - ``user``, ``tenant``: functions of the :class:`RequestView` giving the
+      user / tenant id (default: the integration's notion of the user; no
+      tenant).
+
+    :meth:`from_document` takes the document itself.
     """
 
     def __init__(
@@ -414,130 +538,377 @@ class Policy:
         trusted_proxies: Iterable[str] = (),
         send_headers: bool = True,
         on_error: str = "unavailable",
+        user: Optional[Hook] = None,
+        tenant: Optional[Hook] = None,
     ) -> None:
         if on_error not in ON_ERROR:
             raise ValueError("on_error %r is unknown; use %s" % (on_error, " or ".join(repr(o) for o in ON_ERROR)))
-        self.default = _as_limit(default)
+        limiters: List[Limiter] = []
+        rules: List[Dict[str, Any]] = []
+        kept: List[_Rule] = []
+        taken: Dict[str, bool] = {}
+        keys: List[Key] = []
+
+        def index(lim: Limiter) -> int:
+            for i, known in enumerate(limiters):
+                if known is lim:
+                    return i
+            limiters.append(lim)
+            return len(limiters) - 1
+
+        def add(limit: Optional[Limit], pattern: Optional[str]) -> None:
+            name = _rule_name(
+                limit.name if limit is not None and limit.name else (pattern if pattern is not None else "default"),
+                taken,
+            )
+            rule: Dict[str, Any] = {"name": name}
+            if pattern is not None:
+                rule["paths"] = [pattern]
+            if limit is None:
+                rule["limiter"] = None
+                rules.append(rule)
+                kept.append(_Rule())
+                return
+            if limit.methods is not None:
+                rule["methods"] = sorted(limit.methods)
+            rule["limiter"] = index(limit.limiter)
+            key, app, app_credential = _key_doc(limit.key)
+            keys.append(limit.key)
+            if key != "ip":
+                rule["key"] = key
+            cost_fn: Optional[Callable[[RequestView], int]] = None
+            if isinstance(limit.cost, Mapping):
+                rule["cost"] = dict(limit.cost)
+            elif callable(limit.cost):
+                cost_fn = limit.cost
+            elif limit.cost != 1:
+                rule["cost"] = limit.cost
+            if limit.on_missing_key != "reject":
+                rule["on_missing_key"] = limit.on_missing_key
+            if limit.count_when is not None:
+                rule["count_when"] = _count_when_doc(limit.count_when)
+            rules.append(rule)
+            kept.append(_Rule(limit, app, app_credential, cost_fn))
+            if limit.methods is not None and pattern is not None:
+                # The route's other methods are not limited (not the default's).
+                rules.append({"name": _rule_name(name + ":other-methods", taken), "paths": [pattern], "limiter": None})
+                kept.append(_Rule())
+
+        for pattern, r in (routes or {}).items():
+            add(_as_limit(r), pattern)
+        default_limit = _as_limit(default)
+        if default_limit is not None:
+            add(default_limit, None)
+        doc: Dict[str, Any] = {}
+        proxies = [trusted_proxies] if isinstance(trusted_proxies, str) else list(trusted_proxies)
+        if proxies:
+            doc["trusted_proxies"] = [p.strip() for p in proxies]
+        exempt_list = [exempt] if isinstance(exempt, str) else list(exempt)
+        if exempt_list:
+            doc["exempt"] = exempt_list
+        if not send_headers:
+            doc["send_headers"] = False
+        if on_error != "unavailable":
+            doc["on_error"] = on_error
+        doc["rules"] = rules
+        u, t = _merge_getters(keys)
+        if user is None and u is not None:
+            user = _native(u)
+        if tenant is None and t is not None:
+            tenant = _native(t)
+        self._setup(doc, limiters, kept, user, tenant, None, None)
+        self.default = default_limit
         self.routes: List[Tuple[str, Optional[Limit]]] = [(p, _as_limit(r)) for p, r in (routes or {}).items()]
-        self.exempt = tuple([exempt] if isinstance(exempt, str) else exempt)
-        self.trusted = parse_networks(trusted_proxies)
-        self.send_headers = send_headers
-        self.on_error = on_error
 
-    def rule_for(self, method: str, path: str) -> Optional[Limit]:
-        """The limit that applies to a request, or None."""
-        for pattern in self.exempt:
-            if fnmatch.fnmatchcase(path, pattern):
-                return None
-        rule = self.default
-        for pattern, r in self.routes:
-            if fnmatch.fnmatchcase(path, pattern):
-                rule = r
-                break
-        if rule is not None and rule.methods is not None and method.upper() not in rule.methods:
-            return None
-        return rule
+    @classmethod
+    def from_document(
+        cls,
+        doc: Union[str, Mapping[str, Any]],
+        limiters: Sequence[Limiter],
+        *,
+        user: Optional[Hook] = None,
+        tenant: Optional[Hook] = None,
+        app_key: Optional[Callable[[RequestView], Optional[AppKey]]] = None,
+        cost: Optional[Callable[[RequestView], Optional[int]]] = None,
+    ) -> "Policy":
+        """A policy from the contract's document (docs/integrations/contract.md):
+        JSON text, or a dict turned into JSON. ``limiters[i]`` is the limiter
+        of the rules that say ``"limiter": i``. A document the core refuses
+        raises :class:`polylimit.InvalidArgument` naming the line and field.
 
-    def _prepare(self, request: RequestView, rule: Optional[Limit]) -> Union[Tuple[Limit, Key], Outcome]:
-        """The limit and key to check, or the outcome without a check."""
-        if rule is None:
-            return _PASS
-        key = rule.key(request)
-        if key is None:
-            if rule.on_missing_key == "skip":
-                return _PASS
-            if is_credential(rule.key):
-                return Outcome(401, [], NO_CREDENTIAL, None, None)
-            return Outcome(400, [], NO_KEY, None, None)
-        return rule, key
+        The identities the application supplies, each a function of the
+        :class:`RequestView`: ``user`` (default: the integration's notion of
+        the user), ``tenant``, ``app_key`` (for rules keyed by ``"app"``; None
+        or ``""``: no key) and ``cost`` (None: the rule's)."""
+        for lim in limiters:
+            if not isinstance(lim, Limiter):
+                raise TypeError("limiters must be polylimit.Limiter objects, not %s" % type(lim).__name__)
+        self = cls.__new__(cls)
+        text = doc if isinstance(doc, str) else json.dumps(doc)
+        core = _core.HttpPolicy(text, [lim._core for lim in limiters])
+        parsed = json.loads(text)
+        kept = [_Rule(app=app_key) for _ in range(core.rule_count())]
+        self._setup(parsed, list(limiters), kept, user, tenant, cost, core, text)
+        self.default = None
+        self.routes = []
+        return self
 
-    def _answer(self, rule: Limit, key: Key, decision: Decision) -> Outcome:
-        if decision.allowed:
-            headers = list(decision.headers().items()) if self.send_headers else []
-            return Outcome(None, headers, "", decision, None, rule, key)
-        return Outcome(429, list(decision.headers().items()), TOO_MANY_REQUESTS, decision, None, rule, key)
+    def _setup(
+        self,
+        doc: Mapping[str, Any],
+        limiters: List[Limiter],
+        rules: List[_Rule],
+        user: Optional[Hook],
+        tenant: Optional[Hook],
+        cost: Optional[Callable[[RequestView], Optional[int]]],
+        core: Optional["_core.HttpPolicy"] = None,
+        text: Optional[str] = None,
+    ) -> None:
+        self.document: str = text if text is not None else json.dumps(doc)
+        self.limiters: List[Limiter] = limiters
+        self._core = core if core is not None else _core.HttpPolicy(self.document, [lim._core for lim in limiters])
+        self._rules = rules
+        self._names = [self._core.rule_name(i) for i in range(self._core.rule_count())]
+        self._limiter_of = [self._core.rule_limiter(i) for i in range(self._core.rule_count())]
+        self._headers = self._core.header_names()
+        self._needs_user, self._needs_tenant, self.needs_route = _parts(doc)
+        self._user_hook = user
+        self._tenant_hook = tenant
+        self._cost_hook = cost
+        self.on_error = str(doc.get("on_error", "unavailable"))
+        self._doc = doc
+        for i, r in enumerate(rules):
+            if r.app is None and any(
+                "app" in comp.split("+") for comp in _compositions(doc["rules"][i]) if isinstance(comp, str)
+            ):
+                raise ValueError(
+                    'rule %r is keyed by "app": give app_key=... (a function of the request)' % self._names[i]
+                )
 
-    def _failed(self, rule: Limit, error: Error) -> Outcome:
+    # -- introspection --------------------------------------------------------
+    def header_names(self) -> List[str]:
+        """The request headers the policy reads (lower case)."""
+        return list(self._headers)
+
+    def rule_names(self) -> List[str]:
+        return list(self._names)
+
+    def metrics_prometheus(self) -> str:
+        """Requests decided per rule and outcome, Prometheus text
+        (``polylimit_http_requests_total{rule,outcome}``): never per key."""
+        return self._core.metrics_prometheus()
+
+    def derive(self, limit: Limit, name: Optional[str] = None) -> "Policy":
+        """A policy with this one's settings (proxies, lists, headers,
+        on_error, hooks) and ``limit`` as its only rule: a route's own limit
+        (Flask's ``@rl.limit``). ``name`` names the rule."""
+        settings = {k: v for k, v in self._doc.items() if k not in ("rules", "exempt")}
+        if name is not None and limit.name is None:
+            limit = Limit(
+                limit.limiter,
+                limit.key,
+                cost=limit.cost,
+                methods=limit.methods,
+                on_missing_key=limit.on_missing_key,
+                count_when=limit.count_when,
+                name=name,
+            )
+        derived = Policy(limit, user=self._user_hook, tenant=self._tenant_hook)
+        doc = dict(settings)
+        doc.update({k: v for k, v in derived._doc.items() if k not in settings})
+        doc["rules"] = derived._doc["rules"]
+        derived._setup(doc, derived.limiters, derived._rules, derived._user_hook, derived._tenant_hook, self._cost_hook)
+        return derived
+
+    # -- per request ----------------------------------------------------------
+    def prepare(
+        self, request: RequestView, *, app_key: Optional[AppKey] = None, cost: Optional[int] = None
+    ) -> HttpStep:
+        """The core's step for a request, as described: the user and tenant
+        from the policy's hooks (or the integration's user), ``app_key`` and
+        ``cost`` as given. A step asking for the application's key
+        (``HTTP_NEED_APP_KEY``) comes back as it is; :meth:`check` handles
+        it with the ``app_key`` hook."""
+        return self._core.prepare(**self._describe(request), app_key=app_key, cost=cost)
+
+    def _describe(self, request: RequestView) -> Dict[str, Any]:
+        user = None
+        if self._needs_user:
+            user = _text(self._user_hook(request) if self._user_hook is not None else request.user)
+        tenant = _text(self._tenant_hook(request)) if self._needs_tenant and self._tenant_hook is not None else None
+        headers = [_wire(request.headers.get(n)) for n in self._headers]
+        return dict(
+            method=request.method,
+            path=request.path,
+            route=request.route,
+            peer=request.peer,
+            headers=headers,
+            user=user,
+            tenant=tenant,
+        )
+
+    def _prepare(self, request: RequestView) -> HttpStep:
+        """prepare(), with the application's hooks: its cost, its key when
+        the rule asks for it, a rule's own cost function."""
+        args = self._describe(request)
+        cost = self._cost_hook(request) if self._cost_hook is not None else None
+        step = self._core.prepare(**args, cost=cost)
+        app_key: Optional[AppKey] = None
+        if step.action == _core.HTTP_NEED_APP_KEY:
+            fn = self._rules[step.rule].app
+            app_key = (fn(request) if fn is not None else None) or ""
+            step = self._core.prepare(**args, app_key=app_key, cost=cost)
+        if step.action == _core.HTTP_CHECK and cost is None:
+            fn_cost = self._rules[step.rule].cost
+            if fn_cost is not None:
+                step = self._core.prepare(**args, app_key=app_key, cost=fn_cost(request))
+        return step
+
+    def answer(self, step: HttpStep, decision: Optional[Decision] = None) -> Outcome:
+        """The core's answer to a step: a RESPOND step's (``decision`` None),
+        or a CHECK step's with the check's decision (None: the check failed)."""
+        if step.action == _core.HTTP_RESPOND:
+            return self._responded(step)
+        status, body, headers = self._core.answer(step, decision)
+        return self._outcome(step, status, body, headers, decision, None)
+
+    def refund_due(self, step: HttpStep, decision: Decision, status: int) -> bool:
+        """Whether the units of a checked request go back now that its
+        response has ``status`` (the rule's count_when; only units Redis took)."""
+        return self._core.refund_due(step, decision, status)
+
+    def rule_name(self, rule: int) -> str:
+        """The name of rule number ``rule`` (a step's ``rule``)."""
+        return self._names[rule]
+
+    def _responded(self, step: HttpStep) -> Outcome:
+        if step.status == 400 and step.cost == 0 and step.rule >= 0 and self._rules[step.rule].app_credential:
+            # The rule's key is a credential through an application function
+            # marked credential(): the core's 401 for it.
+            step = self._core.with_status(step, 401)
+        status, body, headers = self._core.answer(step, None)
+        return self._outcome(step, status, body, headers, None, None)
+
+    def _outcome(
+        self,
+        step: HttpStep,
+        status: int,
+        body: str,
+        headers: List[Tuple[str, str]],
+        decision: Optional[Decision],
+        error: Optional[Error],
+    ) -> Outcome:
+        rule = self._rules[step.rule] if step.rule >= 0 else None
+        return Outcome(
+            status or None,
+            headers,
+            body,
+            decision,
+            error,
+            rule.limit if rule is not None else None,
+            step.key if step.action == _core.HTTP_CHECK else None,
+            step,
+            self._names[step.rule] if step.rule >= 0 else None,
+        )
+
+    def _limiter(self, step: HttpStep) -> Limiter:
+        return self.limiters[self._limiter_of[step.rule]]
+
+    def _failed(self, step: HttpStep, error: Error) -> Outcome:
         log.warning(
-            "polylimit: the check for %r failed (%s: %s); on_error=%r",
-            rule.limiter,
+            "polylimit: the check of rule %r failed (%s: %s); on_error=%r",
+            self._names[step.rule],
             getattr(error, "code", None),
             error,
             self.on_error,
         )
-        if self.on_error == "allow":
-            return Outcome(None, [], "", None, error)
-        return Outcome(503, [], UNAVAILABLE, None, error)
+        status, body, headers = self._core.answer(step, None)
+        return self._outcome(step, status, body, headers, None, error)
 
-    def check(self, request: RequestView, rule: Union[Limit, None, str] = "auto") -> Outcome:
-        """Decides a request (blocking). ``rule``: the limit to apply instead
-        of :meth:`rule_for`'s (None: none)."""
-        chosen = self.rule_for(request.method, request.path) if isinstance(rule, str) else rule
-        prepared = self._prepare(request, chosen)
-        if isinstance(prepared, Outcome):
-            return prepared
-        limit, key = prepared
+    def check(self, request: RequestView) -> Outcome:
+        """Decides a request: the core's step, the check on the rule's
+        limiter (blocking), the core's answer."""
+        step = self._prepare(request)
+        if step.action == _core.HTTP_RESPOND:
+            return self._responded(step)
+        if step.action != _core.HTTP_CHECK:
+            return _PASS if step.rule < 0 else self._outcome(step, 0, "", [], None, None)
         try:
-            decision = limit.limiter.check(key, limit.cost)
+            decision = self._limiter(step).check(step.key, step.cost)
         except Error as e:
-            return self._failed(limit, e)
-        return self._answer(limit, key, decision)
+            return self._failed(step, e)
+        return self.answer(step, decision)
 
-    async def acheck(self, request: RequestView, rule: Union[Limit, None, str] = "auto") -> Outcome:
-        """:meth:`check` for asyncio (the event loop is never blocked)."""
-        chosen = self.rule_for(request.method, request.path) if isinstance(rule, str) else rule
-        prepared = self._prepare(request, chosen)
-        if isinstance(prepared, Outcome):
-            return prepared
-        limit, key = prepared
+    async def acheck(self, request: RequestView) -> Outcome:
+        """:meth:`check` for asyncio: the check is ``Limiter.acheck`` (the
+        event loop is never blocked)."""
+        step = self._prepare(request)
+        if step.action == _core.HTTP_RESPOND:
+            return self._responded(step)
+        if step.action != _core.HTTP_CHECK:
+            return _PASS if step.rule < 0 else self._outcome(step, 0, "", [], None, None)
         try:
-            decision = await limit.limiter.acheck(key, limit.cost)
+            decision = await self._limiter(step).acheck(step.key, step.cost)
         except Error as e:
-            return self._failed(limit, e)
-        return self._answer(limit, key, decision)
+            return self._failed(step, e)
+        return self.answer(step, decision)
 
-    @staticmethod
-    def _to_refund(outcome: Outcome, status: int) -> Optional[Tuple[Limit, Key]]:
-        limit, key, decision = outcome.limit, outcome.key, outcome.decision
-        if limit is None or key is None or decision is None or limit.count_when is None:
-            return None
-        # Only units Redis took: a denial took none, a shadowed would-be
-        # denial none either, and a degraded decision came from the failure
-        # policy (Redis may be down; the local limiter is not refunded).
-        if not decision.allowed or decision.shadowed or decision.degraded:
-            return None
-        if limit.count_when(status):
-            return None
-        return limit, key
+    def _refund_due(self, outcome: Outcome, status: int) -> bool:
+        step, decision = outcome.step, outcome.decision
+        if step is None or decision is None or step.action != _core.HTTP_CHECK:
+            return False
+        return self._core.refund_due(step, decision, status)
+
+    def counts(self, rule: str, status: int) -> bool:
+        """Whether a response with ``status`` of the rule named ``rule``
+        keeps its units (its ``count_when``)."""
+        return self._core.counts(self._names.index(rule), status)
 
     def settle(self, outcome: Outcome, status: int) -> bool:
         """After the response: gives the units of an admitted request back
-        when its limit's ``count_when`` says its response ``status`` does not
-        count. Returns whether it refunded. A failed refund is logged, never
-        raised (the response is already made)."""
-        todo = self._to_refund(outcome, status)
-        if todo is None:
+        when its rule's ``count_when`` does not count the response's
+        ``status`` (the core says). Returns whether it refunded. A failed
+        refund is logged, never raised (the response is already made)."""
+        if not self._refund_due(outcome, status):
             return False
-        limit, key = todo
+        assert outcome.step is not None
+        step = outcome.step
         try:
-            limit.limiter.refund(key, limit.cost)
+            self._limiter(step).refund(step.key, step.cost)
         except Error as e:
-            log.warning("polylimit: the refund for %r failed (%s: %s)", limit.limiter, getattr(e, "code", None), e)
+            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._names[step.rule], e.code, e)
             return False
         return True
 
     async def asettle(self, outcome: Outcome, status: int) -> bool:
         """:meth:`settle` for asyncio."""
-        todo = self._to_refund(outcome, status)
-        if todo is None:
+        if not self._refund_due(outcome, status):
             return False
-        limit, key = todo
+        assert outcome.step is not None
+        step = outcome.step
         try:
-            await limit.limiter.arefund(key, limit.cost)
+            await self._limiter(step).arefund(step.key, step.cost)
         except Error as e:
-            log.warning("polylimit: the refund for %r failed (%s: %s)", limit.limiter, getattr(e, "code", None), e)
+            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._names[step.rule], e.code, e)
             return False
         return True
+
+
+def _compositions(rule: Any) -> List[Any]:
+    if not isinstance(rule, Mapping):
+        return []
+    key = rule.get("key", "ip")
+    return list(key) if isinstance(key, list) else [key]
+
+
+def _native(get: Callable[[Any], Optional[Any]]) -> Hook:
+    """A user(get=...) / tenant(get=...) function of the framework's request
+    as a hook of the RequestView."""
+
+    def hook(request: RequestView) -> Optional[Any]:
+        return get(request.native)
+
+    return hook
 
 
 # -- limiters from a rate spec on a route (the decorators) ----------------------
@@ -601,27 +972,42 @@ class RateLimiters:
 
 # -- configuration as data (Django settings, Flask config) ----------------------
 
-_KEYS: Dict[str, Callable[[], KeyFunc]] = {
+_KEYS: Dict[str, Callable[[], Key]] = {
     "ip": client_ip,
     "user": user,
+    "tenant": tenant,
     "api_key": api_key,
     "route": route,
 }
 
 
+def _key_part_from_config(name: str) -> Optional[Key]:
+    if name in _KEYS:
+        return _KEYS[name]()
+    kind, _, arg = name.partition(":")
+    if arg and kind == "api_key":
+        return api_key(arg)
+    if arg and kind == "header":
+        return header(arg)
+    return None
+
+
 def _key_from_config(value: Any) -> KeyFunc:
-    """A key function from configuration: a name (``"ip"``, ``"user"``,
-    ``"api_key"``, ``"route"``, or several joined with ``"+"``, e.g.
-    ``"user+route"``), a dotted path to a key function (``"myapp.keys.tenant"``),
-    or a callable."""
+    """A key from configuration: the contract's key text (``"ip"``,
+    ``"user"``, ``"tenant"``, ``"api_key"``, ``"api_key:<Header>"``,
+    ``"header:<Header>"``, ``"route"``, several joined with ``"+"``, e.g.
+    ``"user+route"``), a list of such alternatives, a dotted path to a key
+    function (``"myapp.keys.tenant"``), or a callable."""
     if callable(value):
         return value  # type: ignore[no-any-return]
+    if isinstance(value, (list, tuple)):
+        return first_of(*[_key_from_config(v) for v in value])
     if not isinstance(value, str):
         raise TypeError("a key must be a name, a dotted path or a callable, not %s" % type(value).__name__)
-    names = value.split("+")
-    if all(n in _KEYS for n in names):
-        funcs = [_KEYS[n]() for n in names]
-        return funcs[0] if len(funcs) == 1 else compose(*funcs)
+    parts = [_key_part_from_config(n) for n in value.split("+")]
+    if all(p is not None for p in parts):
+        found_parts = [p for p in parts if p is not None]
+        return found_parts[0] if len(found_parts) == 1 else compose(*found_parts)
     module, _, attr = value.rpartition(".")
     if not module:
         raise ValueError("key %r is unknown; use %s, or a dotted path" % (value, ", ".join(sorted(_KEYS))))
@@ -654,7 +1040,9 @@ def _limit_from_config(client: Client, value: Any, default_prefix: str, where: s
         value = {"rate": value}
     if not isinstance(value, Mapping):
         raise TypeError("%s: a limit is a rate spec, a dict or None, not %s" % (where, type(value).__name__))
-    unknown = set(value) - {"rate", "key", "cost", "methods", "on_missing_key", "count_when"} - set(_LIMITER_OPTIONS)
+    unknown = (
+        set(value) - {"rate", "key", "cost", "methods", "on_missing_key", "count_when", "name"} - set(_LIMITER_OPTIONS)
+    )
     if unknown:
         raise ValueError("%s: unknown option(s) %s" % (where, ", ".join(sorted(unknown))))
     if "rate" not in value:
@@ -672,6 +1060,7 @@ def _limit_from_config(client: Client, value: Any, default_prefix: str, where: s
         methods=value.get("methods"),
         on_missing_key=value.get("on_missing_key", "reject"),
         count_when=_count_when_from_config(value.get("count_when"), where),
+        name=value.get("name"),
     )
 
 
@@ -706,14 +1095,33 @@ def policy_from_config(config: Mapping[str, Any], client: Optional[Client] = Non
             "ON_ERROR": "unavailable",         # or "allow"
         }
 
+    or, instead of DEFAULT/ROUTES/EXEMPT/TRUSTED_PROXIES/HEADERS/ON_ERROR,
+    the contract's document itself with the rate specs of its limiters::
+
+        {"DOCUMENT": {"rules": [...], ...}, "LIMITERS": ["5/minute", {"rate": "100/hour", "prefix": "api"}]}
+
     A limit's options: ``rate`` (a rate spec), ``key`` (``"ip"`` (default),
-    ``"user"``, ``"api_key"``, ``"route"``, several joined with ``+``, or a
-    dotted path), ``cost``, ``methods``, ``on_missing_key`` (``"reject"``,
-    the default, or ``"skip"``), ``count_when`` (``"failures"``: only
-    responses with a status >= 400 count; a dotted path or a callable of the
-    status) and the limiter options of
-    ``Client.limiter`` (``algorithm``, ``on_failure``, ...)."""
-    known = {"URL", "CLIENT", "PREFIX", "DEFAULT", "ROUTES", "EXEMPT", "TRUSTED_PROXIES", "HEADERS", "ON_ERROR"}
+    ``"user"``, ``"tenant"``, ``"api_key"``, ``"api_key:<Header>"``,
+    ``"header:<Header>"``, ``"route"``, several joined with ``+``, a list of
+    alternatives, or a dotted path to a function), ``cost``, ``methods``,
+    ``on_missing_key`` (``"reject"``, the default, or ``"skip"``),
+    ``count_when`` (``"failures"``: only responses with a status >= 400
+    count; a dotted path or a callable of the status), ``name`` and the
+    limiter options of ``Client.limiter`` (``algorithm``, ``on_failure``,
+    ...)."""
+    known = {
+        "URL",
+        "CLIENT",
+        "PREFIX",
+        "DEFAULT",
+        "ROUTES",
+        "EXEMPT",
+        "TRUSTED_PROXIES",
+        "HEADERS",
+        "ON_ERROR",
+        "DOCUMENT",
+        "LIMITERS",
+    }
     unknown = set(config) - known
     if unknown:
         raise ValueError(
@@ -722,6 +1130,17 @@ def policy_from_config(config: Mapping[str, Any], client: Optional[Client] = Non
     if client is None:
         client = Client(config.get("URL"), **dict(config.get("CLIENT") or {}))
     prefix = config.get("PREFIX", "pl")
+    if "DOCUMENT" in config:
+        both = {"DEFAULT", "ROUTES", "EXEMPT", "TRUSTED_PROXIES", "HEADERS", "ON_ERROR"} & set(config)
+        if both:
+            raise ValueError("POLYLIMIT: DOCUMENT replaces %s: give one or the other" % ", ".join(sorted(both)))
+        made = []
+        for i, spec in enumerate(config.get("LIMITERS") or ()):
+            options = {"rate": spec} if isinstance(spec, str) else dict(spec)
+            rate = options.pop("rate")
+            options.setdefault("prefix", "%s:%d" % (prefix, i))
+            made.append(client.limiter(rate, **options))
+        return Policy.from_document(config["DOCUMENT"], made), client
     default = _limit_from_config(client, config.get("DEFAULT"), prefix + ":default", "DEFAULT")
     routes = {
         pattern: _limit_from_config(client, rule, "%s:route:%s" % (prefix, _short(pattern)), "ROUTES[%r]" % pattern)

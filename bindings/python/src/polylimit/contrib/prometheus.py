@@ -15,12 +15,14 @@ polylimit's own page without prometheus_client, return
 """
 
 import math
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from .._client import Client
+from .http import Policy
 
 __all__ = ["PolylimitCollector"]
 
@@ -54,11 +56,33 @@ _FAMILIES: List[Tuple[str, str, str, str]] = [
 class PolylimitCollector(Collector):
     """Collects the counters of one or more clients at each scrape."""
 
-    def __init__(self, *clients: Client) -> None:
+    def __init__(self, *clients: Client, policies: Iterable[Policy] = ()) -> None:
         for c in clients:
             if not isinstance(c, Client):
                 raise TypeError("PolylimitCollector takes polylimit.Client objects, not %s" % type(c).__name__)
         self._clients = clients
+        self._policies = list(policies)
+        for p in self._policies:
+            if not isinstance(p, Policy):
+                raise TypeError("policies must be polylimit.contrib.http.Policy objects, not %s" % type(p).__name__)
+
+    def _http(self) -> Iterator[Metric]:
+        """The policies' counters, read from the core's own page."""
+        totals: Dict[Tuple[str, str], float] = {}
+        for p in self._policies:
+            for family in text_string_to_metric_families(p.metrics_prometheus()):
+                for sample in family.samples:
+                    if sample.name == "polylimit_http_requests_total":
+                        label = (sample.labels["rule"], sample.labels["outcome"])
+                        totals[label] = totals.get(label, 0.0) + sample.value
+        family = CounterMetricFamily(
+            "polylimit_http_requests",
+            "Requests the HTTP policy decided, per rule and outcome.",
+            labels=["rule", "outcome"],
+        )
+        for (rule, outcome), value in totals.items():
+            family.add_metric([rule, outcome], value)
+        yield family
 
     def _labelled(self) -> List[Tuple[str, Dict[str, Any]]]:
         out = []
@@ -89,6 +113,8 @@ class PolylimitCollector(Collector):
                 buckets.append((le, float(cumulative)))
             histogram.add_metric([label], buckets, sum_value=stats["latency_sum_us"] / 1e6)
         yield histogram
+        if self._policies:
+            yield from self._http()
 
     def describe(self) -> Iterator[Metric]:
         return iter(())

@@ -151,6 +151,16 @@ public final class Limiter implements AutoCloseable {
         ref.release();
     }
 
+    /** {@link #begin()} for a call made by another class of this package ({@link HttpPolicy}). */
+    SWIGTYPE_p_polylimit_limiter beginCall() {
+        return begin();
+    }
+
+    /** Ends a {@link #beginCall()}. */
+    void endCall() {
+        end();
+    }
+
     private Decision decide(DecisionCall call) {
         SWIGTYPE_p_polylimit_limiter h = begin();
         polylimit_decision out = new polylimit_decision();
@@ -379,16 +389,7 @@ public final class Limiter implements AutoCloseable {
     public Map<String, String> headers(Decision decision) {
         Objects.requireNonNull(decision, "decision");
         long[] v = new long[PACKED];
-        // Indexes generated from the header's X-macro POLYLIMIT_DECISION_FIELDS.
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_allowed] = decision.allowed() ? 1 : 0;
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_cached] = decision.cached() ? 1 : 0;
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_degraded] = decision.degraded() ? 1 : 0;
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_shadowed] = decision.shadowed() ? 1 : 0;
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_limit] = decision.limit();
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_remaining] = decision.remaining();
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_retry_after_ms] = decision.retryAfter().toMillis();
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_reset_after_ms] = decision.resetAfter().toMillis();
-        v[PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_granted] = decision.granted();
+        pack(decision, v, 0);
         byte[][] out = new byte[1][];
         SWIGTYPE_p_polylimit_limiter h = begin();
         polylimit_error err = new polylimit_error();
@@ -553,6 +554,20 @@ public final class Limiter implements AutoCloseable {
         byte[][] raw = new byte[keys.size()][];
         for (int i = 0; i < raw.length; i++) raw[i] = bytes(keys.get(i));
         return raw;
+    }
+
+    /** Packs a decision into values[o ...], as {@link #packedDecision} reads it. */
+    static void pack(Decision decision, long[] v, int o) {
+        // Indexes generated from the header's X-macro POLYLIMIT_DECISION_FIELDS.
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_allowed] = decision.allowed() ? 1 : 0;
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_cached] = decision.cached() ? 1 : 0;
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_degraded] = decision.degraded() ? 1 : 0;
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_shadowed] = decision.shadowed() ? 1 : 0;
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_limit] = decision.limit();
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_remaining] = decision.remaining();
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_retry_after_ms] = decision.retryAfter().toMillis();
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_reset_after_ms] = decision.resetAfter().toMillis();
+        v[o + PolylimitNativeConstants.POLYLIMIT_PACKED_DECISION_granted] = decision.granted();
     }
 
     /** The decision packed at values[o ...] (polylimit_limiter_check_many_packed, polylimit_completion_batch_unpack). */

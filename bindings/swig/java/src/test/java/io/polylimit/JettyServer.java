@@ -75,6 +75,14 @@ final class JettyServer implements AutoCloseable {
         return getAt(base, path, headers);
     }
 
+    /** A POST with an empty body. */
+    HttpResponse<String> post(String path, String... headers) throws IOException, InterruptedException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(10));
+        for (int i = 0; i < headers.length; i += 2) b.header(headers[i], headers[i + 1]);
+        return HTTP.send(b.POST(HttpRequest.BodyPublishers.noBody()).build(),
+                HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+    }
+
     static HttpResponse<String> getAt(String base, String path, String... headers)
             throws IOException, InterruptedException {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).timeout(Duration.ofSeconds(10));
@@ -100,6 +108,11 @@ final class JettyServer implements AutoCloseable {
             if (status != null) res.setStatus(Integer.parseInt(status));
             res.setContentType("text/plain;charset=utf-8");
             res.getWriter().print("ok " + req.getPathInfo());
+        }
+
+        @Override
+        protected void doPost(HttpServletRequest req, HttpServletResponse res) throws IOException {
+            doGet(req, res);
         }
     }
 }

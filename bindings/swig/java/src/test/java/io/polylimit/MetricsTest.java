@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.polylimit.micrometer.PolylimitHttpMetrics;
 import io.polylimit.micrometer.PolylimitMetrics;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -116,5 +117,34 @@ class MetricsTest extends ServerTestBase {
             l.check(key());
         }
         assertEquals(1.0, PrometheusPage.parse(registry.scrape()).value("polylimit_checks_total{client=\"default\"}"));
+    }
+    /** The HTTP policy's counters per rule and outcome, through Micrometer's Prometheus registry. */
+    @Test
+    @SuppressWarnings("try") // closes the policy inside its try, to read the counters after
+    void httpPolicyCountersPerRule() {
+        try (Client c = Client.open(redis.url()); Limiter l = c.limiterBuilder("1/minute").prefix("mt" + key()).build();
+             HttpPolicy p = HttpPolicy.fromDocument("""
+                     {"deny": {"ips": ["203.0.113.0/24"]},
+                      "rules": [{"name": "login", "paths": ["/login"], "limiter": 0, "key": "api_key"},
+                                {"name": "default", "limiter": 0}]}""", List.of(l))) {
+            PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+            new PolylimitHttpMetrics(p).bindTo(registry);
+            HttpPolicy.Request.Builder login = HttpPolicy.Request.builder().method("POST").path("/login").peer("192.0.2.1");
+            p.decide(login.header("X-API-Key", "secret-key-1").build());
+            p.decide(login.build()); // the same key: denied
+            p.decide(HttpPolicy.Request.builder().method("GET").path("/login").peer("192.0.2.1").build()); // no key
+            p.decide(HttpPolicy.Request.builder().method("GET").path("/").peer("203.0.113.9").build()); // denied list
+            String page = registry.scrape();
+            PrometheusPage parsed = PrometheusPage.parse(page);
+            assertEquals(1, parsed.value("polylimit_http_requests_total{outcome=\"allowed\",rule=\"login\"}"));
+            assertEquals(1, parsed.value("polylimit_http_requests_total{outcome=\"denied\",rule=\"login\"}"));
+            assertEquals(1, parsed.value("polylimit_http_requests_total{outcome=\"missing_key\",rule=\"login\"}"));
+            assertEquals(1, parsed.value("polylimit_http_requests_total{outcome=\"forbidden\",rule=\"(lists)\"}"));
+            assertEquals(0, parsed.value("polylimit_http_requests_total{outcome=\"allowed\",rule=\"default\"}"));
+            assertFalse(page.contains("secret-key-1"), "never a key");
+            p.close();
+            assertTrue(Double.isNaN(registry.get("polylimit.http.requests").tags("rule", "login", "outcome", "allowed")
+                    .functionCounter().count()));
+        }
     }
 }

@@ -220,4 +220,73 @@ class SecretsTest {
             if (!launcher.waitFor(30, TimeUnit.SECONDS)) launcher.destroyForcibly().waitFor();
         }
     }
+    /**
+     * An API key sent to the servlet filter never reaches Redis (SCAN of the
+     * real server after the requests), a log line, an answer or an error:
+     * the core keys it by its SHA-256 hex.
+     */
+    @Test
+    void apiKeysOfHttpRequests() throws Exception {
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(
+                io.polylimit.servlet.RateLimitFilter.class.getName());
+        List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                lines.add(new java.util.logging.SimpleFormatter().format(r));
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        log.addHandler(capture);
+        String doc = "{\"rules\": [{\"name\": \"api\", \"limiter\": 0, \"key\": \"api_key\"}]}";
+        try (RedisServer redis = RedisServer.start();
+             Client client = Client.open(redis.url());
+             Limiter limiter = client.limiterBuilder("2/minute").prefix("secrets").build();
+             Client dead = Client.open("redis://127.0.0.1:" + RedisServer.freePort());
+             Limiter deadLimiter = dead.limiter("2/minute");
+             JettyServer s = JettyServer.start(io.polylimit.servlet.RateLimitFilter.fromDocument(doc, List.of(limiter)));
+             JettyServer failing = JettyServer.start(
+                     io.polylimit.servlet.RateLimitFilter.fromDocument(doc, List.of(deadLimiter)))) {
+            List<Integer> statuses = new java.util.ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                java.net.http.HttpResponse<String> r = s.get("/x", "X-API-Key", MARKER);
+                statuses.add(r.statusCode());
+                assertClean("answer", r.body() + r.headers().map());
+            }
+            assertEquals(List.of(200, 200, 429), statuses);
+            java.net.http.HttpResponse<String> r = failing.get("/x", "X-API-Key", MARKER);
+            assertEquals(503, r.statusCode());
+            assertClean("answer of a failed check", r.body() + r.headers().map());
+            // The application's key over the key limit: refused, without the key in the message.
+            try (HttpPolicy p = HttpPolicy.fromDocument(
+                    "{\"rules\": [{\"name\": \"app\", \"limiter\": 0, \"key\": \"app\"}]}", List.of(limiter))) {
+                String longKey = MARKER.repeat(40);
+                PolylimitException e = assertThrows(PolylimitException.class, () -> p.prepare(
+                        HttpPolicy.Request.builder().method("GET").path("/").peer("::1").appKey(longKey).build()));
+                assertClean("error", e);
+                HttpPolicy.Step step = HttpPolicy.fromDocument(doc, List.of(limiter)).prepare(HttpPolicy.Request
+                        .builder().method("GET").path("/").peer("::1").header("X-API-Key", MARKER).build());
+                assertClean("step", step.toString() + step.key());
+            }
+            Process scan = new ProcessBuilder("redis-cli", "-p", Integer.toString(redis.port), "--scan")
+                    .redirectErrorStream(true).start();
+            String keys;
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(scan.getInputStream(),
+                    StandardCharsets.UTF_8))) {
+                keys = String.join("\n", in.lines().toList());
+            }
+            assertEquals(0, scan.waitFor());
+            assertTrue(keys.contains("apikey:"), "the key is in Redis by its hash: " + keys);
+            assertClean("Redis keys", keys);
+        } finally {
+            log.removeHandler(capture);
+        }
+        assertTrue(lines.stream().anyMatch(l -> l.contains("rate limit check failed")), lines.toString());
+        for (String line : lines) assertClean("log line", line);
+    }
 }

@@ -17,7 +17,6 @@ import jakarta.servlet.ServletException;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.util.Base64;
 import java.util.Collections;
 import java.util.Enumeration;
 import java.util.LinkedHashMap;
@@ -51,12 +50,17 @@ class ServletFilterTest extends ServerTestBase {
      * started before the window's first check), `remaining` left.
      */
     static void assertRateLimitHeaders(HttpResponse<?> r, long limit, Countdown window, long remaining) {
+        assertRateLimitHeaders(r, "default", limit, window, remaining);
+    }
+
+    /** As above for the rule {@code rule} (a path limit's rule is named after its pattern). */
+    static void assertRateLimitHeaders(HttpResponse<?> r, String rule, long limit, Countdown window, long remaining) {
         long windowS = window.windowS();
         assertEquals(Long.toString(limit), header(r, "RateLimit-Limit"));
         assertEquals(Long.toString(remaining), header(r, "RateLimit-Remaining"));
         window.check("RateLimit-Reset", header(r, "RateLimit-Reset"));
-        assertEquals("\"default\";q=" + limit + ";w=" + windowS, header(r, "RateLimit-Policy"));
-        assertEquals("\"default\";r=" + remaining + ";t=" + header(r, "RateLimit-Reset"), header(r, "RateLimit"));
+        assertEquals("\"" + rule + "\";q=" + limit + ";w=" + windowS, header(r, "RateLimit-Policy"));
+        assertEquals("\"" + rule + "\";r=" + remaining + ";t=" + header(r, "RateLimit-Reset"), header(r, "RateLimit"));
     }
 
     @Test
@@ -75,7 +79,7 @@ class ServletFilterTest extends ServerTestBase {
             }
             HttpResponse<String> denied = s.get("/hello");
             assertEquals(429, denied.statusCode());
-            assertEquals("rate limit exceeded\n", denied.body());
+            assertEquals("Too Many Requests\n", denied.body());
             window.check("Retry-After", header(denied, "Retry-After"));
             assertRateLimitHeaders(denied, limit, window, 0);
             // The servlet never ran for the denied request; another path shares the default limit.
@@ -110,13 +114,14 @@ class ServletFilterTest extends ServerTestBase {
     void perPathLimitsAreSeparate() throws Exception {
         Countdown minute = new Countdown(60), tenSeconds = new Countdown(10);
         String p = prefix();
-        try (Limiter def = limiter("5/minute", p); Limiter login = limiter("2/minute", p);
-             Limiter api = limiter("3/10s", p);
+        // The rules' keys are the same (ip:<address>): each limiter counts under a prefix of its own.
+        try (Limiter def = limiter("5/minute", p); Limiter login = limiter("2/minute", p + ":login");
+             Limiter api = limiter("3/10s", p + ":api");
              JettyServer s = JettyServer.start(RateLimitFilter.builder().limit(def)
                      .pathLimit("/login", login).pathLimit("/api/*", api).build())) {
             HttpResponse<String> first = s.get("/login");
             assertEquals(200, first.statusCode());
-            assertRateLimitHeaders(first, 2, minute, 1);
+            assertRateLimitHeaders(first, "/login", 2, minute, 1);
             assertEquals(200, s.get("/login").statusCode());
             HttpResponse<String> denied = s.get("/login");
             assertEquals(429, denied.statusCode());
@@ -126,9 +131,9 @@ class ServletFilterTest extends ServerTestBase {
             assertEquals(200, hello.statusCode());
             assertRateLimitHeaders(hello, 5, minute, 4);
             // A prefix pattern covers the prefix and everything under it, with its own window.
-            assertRateLimitHeaders(s.get("/api/users"), 3, tenSeconds, 2);
-            assertRateLimitHeaders(s.get("/api"), 3, tenSeconds, 1);
-            assertRateLimitHeaders(s.get("/api/users/7"), 3, tenSeconds, 0);
+            assertRateLimitHeaders(s.get("/api/users"), "/api/*", 3, tenSeconds, 2);
+            assertRateLimitHeaders(s.get("/api"), "/api/*", 3, tenSeconds, 1);
+            assertRateLimitHeaders(s.get("/api/users/7"), "/api/*", 3, tenSeconds, 0);
             HttpResponse<String> apiDenied = s.get("/api/x");
             assertEquals(429, apiDenied.statusCode());
             tenSeconds.check("Retry-After", header(apiDenied, "Retry-After"));
@@ -166,6 +171,72 @@ class ServletFilterTest extends ServerTestBase {
             assertEquals(200, direct.get("/", "X-Forwarded-For", "203.0.113.1").statusCode());
             assertEquals(200, direct.get("/", "X-Forwarded-For", "203.0.113.2").statusCode());
             assertEquals(429, direct.get("/", "X-Forwarded-For", "203.0.113.3").statusCode());
+        }
+    }
+
+    /**
+     * A policy document through the filter over real HTTP: rules by path and
+     * method, the deny list, keys by user (the application's hook), by the
+     * application's own key, and by API key; count_when from the document.
+     */
+    @Test
+    void fromADocument() throws Exception {
+        String p = prefix();
+        String doc = """
+                {"deny": {"users": ["mallory"]},
+                 "exempt": ["/health"],
+                 "rules": [
+                   {"name": "login", "paths": ["/login"], "methods": ["POST"], "limiter": 0, "key": "user",
+                    "count_when": "failures"},
+                   {"name": "app", "paths": ["/app/*"], "limiter": 1, "key": "app"},
+                   {"name": "api", "paths": ["/api/*"], "limiter": 1, "key": ["api_key", "ip"]}]}
+                """;
+        try (Limiter login = limiter("2/minute", p + ":login"); Limiter other = limiter("2/minute", p);
+             JettyServer s = JettyServer.start(RateLimitFilter.builder().document(doc, List.of(login, other))
+                     .user(req -> req.getHeader("X-User")).appKey(req -> req.getParameter("k")).build())) {
+            assertEquals(403, s.get("/login", "X-User", "mallory").statusCode());
+            assertEquals(403, s.get("/health", "X-User", "mallory").statusCode(), "the deny list comes first");
+            // A GET of /login matches no rule: through, no headers.
+            assertNull(header(s.get("/login"), "RateLimit-Limit"));
+            HttpResponse<String> anon = s.post("/login");
+            assertEquals(401, anon.statusCode(), "the user key is a credential");
+            assertEquals("no credential to rate-limit the request by\n", anon.body());
+            // Successful logins are refunded (count_when failures); failures count.
+            for (int i = 0; i < 3; i++) assertEquals(200, s.post("/login", "X-User", "ann").statusCode());
+            assertEquals(List.of(401, 401, 429), List.of(s.post("/login?status=401", "X-User", "ann").statusCode(),
+                    s.post("/login?status=401", "X-User", "ann").statusCode(),
+                    s.post("/login?status=401", "X-User", "ann").statusCode()));
+            HttpResponse<String> r = s.get("/app/x?k=tenant-7");
+            assertEquals("\"app\";q=2;w=60", header(r, "RateLimit-Policy"));
+            assertEquals(400, s.get("/app/x").statusCode(), "no application key");
+            assertEquals(200, s.get("/api/x", "X-API-Key", "secret-1").statusCode());
+        }
+        try (Client c = Client.open("memory://"); Limiter l = c.limiter("1/minute")) {
+            assertThrows(IllegalArgumentException.class,
+                    () -> RateLimitFilter.builder().document("{\"rules\": []}", List.of(l)).limit(l).build());
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> RateLimitFilter.fromDocument("{\"rules\": [{\"name\": \"a\", \"limiter\": 0, \"key\": \"ipv7\"}]}",
+                            List.of(l)));
+            assertTrue(e.getMessage().contains("unknown key part \"ipv7\""), e.getMessage());
+        }
+    }
+
+    /** The options are written into a document: the rules in order of specificity. */
+    @Test
+    void optionsBecomeADocument() {
+        try (Client c = Client.open("memory://"); Limiter a = c.limiter("1/minute"); Limiter b = c.limiter("2/minute")) {
+            RateLimitFilter f = RateLimitFilter.builder().limit(a).pathLimit("/api/*", b).pathLimit("/api/login", b)
+                    .exempt("/static/*").trustedProxies("10.0.0.0/8").key(KeyFunction.apiKey("X-Key")
+                            .orElse(KeyFunction.clientIp(ClientIp.direct())))
+                    .countWhen(status -> status == 401 || status >= 500).build();
+            assertEquals("{\"trusted_proxies\":[\"10.0.0.0/8\"],\"exempt\":[\"/static\",\"/static/*\"],\"rules\":["
+                    + "{\"name\":\"/api/login\",\"paths\":[\"/api/login\"],\"limiter\":0,\"key\":[\"api_key:X-Key\",\"ip\"],"
+                    + "\"count_when\":[401,\"500-999\"]},"
+                    + "{\"name\":\"/api/*\",\"paths\":[\"/api\",\"/api/*\"],\"limiter\":0,\"key\":[\"api_key:X-Key\",\"ip\"],"
+                    + "\"count_when\":[401,\"500-999\"]},"
+                    + "{\"name\":\"default\",\"limiter\":1,\"key\":[\"api_key:X-Key\",\"ip\"],"
+                    + "\"count_when\":[401,\"500-999\"]}]}", f.document());
+            assertEquals(List.of("/api/login", "/api/*", "default"), f.policy().ruleNames());
         }
     }
 
@@ -249,7 +320,8 @@ class ServletFilterTest extends ServerTestBase {
                 assertEquals(400, r.statusCode());
                 assertEquals("no rate-limit key in the request\n", r.body());
                 assertNull(header(r, "RateLimit-Limit"));
-                assertEquals(401, o.get("/hello").statusCode(), "a key function marked as a credential");
+                // The contract has no credential of the application's own: its missing key is a 400.
+                assertEquals(400, o.get("/hello").statusCode(), "a function of the application's, as a credential");
             }
             for (int i = 0; i < 5; i++) {
                 HttpResponse<String> r = s.get("/hello");
@@ -299,6 +371,7 @@ class ServletFilterTest extends ServerTestBase {
     }
 
     @Test
+    @SuppressWarnings("deprecation") // errorStatus: kept for compatibility
     void failuresAnswerTheErrorStatus() throws Exception {
         // Nothing listens on this port: connection refused, the ERROR policy throws.
         try (Client dead = Client.open("redis://127.0.0.1:" + RedisServer.freePort());
@@ -309,7 +382,7 @@ class ServletFilterTest extends ServerTestBase {
              JettyServer failOpen = JettyServer.start(RateLimitFilter.builder().limit(open).build())) {
             HttpResponse<String> r = s.get("/hello");
             assertEquals(503, r.statusCode());
-            assertEquals("rate limiter unavailable\n", r.body());
+            assertEquals("Rate limiter unavailable\n", r.body());
             assertNull(header(r, "RateLimit-Limit"));
             assertEquals(500, custom.get("/hello").statusCode());
             // The limiter's failure policy decides first: OPEN admits (a degraded decision).
@@ -407,16 +480,17 @@ class ServletFilterTest extends ServerTestBase {
             assertEquals(429, s.get("/login").statusCode());
             assertEquals(200, s.get("/health").statusCode());
         }
-        // The state is in Redis under the SHA-256 of the API key, never the key itself.
-        String digest = Base64.getUrlEncoder().withoutPadding().encodeToString(
+        // The state is in Redis under the contract's key, the SHA-256 (hex) of the API key, never the key itself.
+        String digest = java.util.HexFormat.of().formatHex(
                 MessageDigest.getInstance("SHA-256").digest("k1".getBytes(StandardCharsets.UTF_8)));
         try (Limiter l = client.limiterBuilder("3 per minute").prefix(p).build()) {
-            assertEquals(0, l.peek("*|header:x-api-key:" + digest).remaining());
-            assertEquals(3, l.peek("*|header:x-api-key:k1").remaining());
+            assertEquals(0, l.peek("header:x-api-key:" + digest).remaining());
+            assertEquals(3, l.peek("header:x-api-key:k1").remaining());
         }
     }
 
     @Test
+    @SuppressWarnings("deprecation") // headerStyle: kept for compatibility
     void headerStyles() throws Exception {
         Countdown minute = new Countdown(60);
         String p = prefix();

@@ -5,7 +5,9 @@ import java.util.Set;
 
 /**
  * Which of the core's rate-limit headers ({@link io.polylimit.Limiter#headers})
- * the filter sends. The values always come from the core; a style only
+ * the filter sends. Deprecated: every language sends the policy's headers
+ * ({@code send_headers} leaves them off admitted responses); kept for
+ * compatibility. The values always come from the core; a style only
  * chooses names. {@code Retry-After} is sent on every 429 whatever the style.
  */
 public enum HeaderStyle {
@@ -30,7 +32,7 @@ public enum HeaderStyle {
 
     /** Whether a header of this name is sent in this style. */
     public boolean includes(String header) {
-        return names == null || header.equals("Retry-After") || names.contains(header);
+        return names == null || header.equals("Retry-After") || header.equals("Content-Type") || names.contains(header);
     }
 
     /** The init-param spelling: {@code all}, {@code structured}, {@code separate}, {@code retry-after-only}. */

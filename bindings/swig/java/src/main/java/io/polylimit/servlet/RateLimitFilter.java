@@ -3,7 +3,10 @@ package io.polylimit.servlet;
 import io.polylimit.Client;
 import io.polylimit.ClientOptions;
 import io.polylimit.Decision;
+import io.polylimit.HttpPolicy;
 import io.polylimit.Limiter;
+import io.polylimit.PolylimitException;
+import io.polylimit.Status;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.FilterConfig;
@@ -22,56 +25,46 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Function;
 import java.util.function.IntPredicate;
+import java.util.function.ToLongFunction;
+import java.util.regex.Pattern;
 
 /**
- * A Jakarta Servlet filter that rate-limits requests with polylimit: every
- * server sharing the Redis and the prefix shares the limits.
+ * A Jakarta Servlet filter that rate-limits requests with the core's HTTP
+ * request policy (docs/integrations/contract.md): every server sharing the
+ * Redis and the limiters' prefixes shares the limits, whatever its language.
  *
- * <p>For each request the filter takes the path inside the context
- * ({@code getServletPath() + getPathInfo()}, as the container decoded and
- * normalised it) and:
- * <ol>
- *   <li>lets an exempt path through untouched (no check, no headers);
- *   <li>picks the most specific limit for the path: an exact path beats a
- *       {@code /prefix/*} pattern, a longer prefix beats a shorter one, and
- *       the default limit covers paths without one of their own (a path
- *       counts against one limit only). No limit: through untouched;
- *   <li>asks the key function whom the request counts against (default: the
- *       client IP, honouring {@code X-Forwarded-For} only from trusted
- *       proxies). A null key is refused, {@code 401 Unauthorized} when the
- *       key function is a credential ({@link KeyFunction#isCredential()}),
- *       else {@code 400 Bad Request}, unless the filter is built with
- *       {@link MissingKey#SKIP} (then: through untouched);
- *   <li>checks one unit and sets the core's rate-limit headers
- *       ({@link Limiter#headers}, filtered by the {@link HeaderStyle}) on the
- *       response, allowed or not; a denial is answered with 429 Too Many
- *       Requests and {@code Retry-After}, an allowed request goes on down the
- *       chain with the {@link Decision} in the request attribute
- *       {@link #DECISION_ATTRIBUTE}.
- * </ol>
- * When the check fails (Redis down with the limiter's failure policy
- * {@code ERROR}, a script or ACL error, a broken key function) the request is
- * answered with the error status (503 Service Unavailable unless set) and the
- * failure is logged; no exception reaches the container. With the failure
- * policies {@code OPEN}, {@code CLOSED} or {@code LOCAL} an outage is a
- * (degraded) decision instead, handled as above.
+ * <p>The filter decides nothing itself. For each request it describes the
+ * request to the policy ({@link HttpPolicy}): the method, the path inside the
+ * context ({@code getServletPath() + getPathInfo()}), the peer address
+ * ({@code getRemoteAddr()}), the values of the headers the policy reads (and
+ * only those), the user ({@link Builder#user}, default
+ * {@code getRemoteUser()}), the tenant ({@link Builder#tenant}) and the
+ * request's cost ({@link Builder#cost}); one native call then matches the
+ * rule, derives the key, checks it on the rule's limiter (blocking) and
+ * formats the answer, which the filter applies: a 429, 503, 400, 401 or 403
+ * with the core's body and headers, or the request goes down the chain with
+ * the rate-limit headers and the {@link Decision} in the request attribute
+ * {@link #DECISION_ATTRIBUTE}. After the chain, the rule's {@code count_when}
+ * may give the units back (a refund): not for a request that threw or went
+ * asynchronous ({@code request.isAsyncStarted()}). A failed check is logged
+ * (never with the key) and answered as the policy's {@code on_error} says.
  *
- * <h2>Counting only some responses</h2>
- * With {@link Builder#countWhen} (or the {@code count-when} init-param) a
- * request counts only when its response status matches, e.g. failed logins
- * ({@code status >= 400}: the brute-force pattern). The check still comes
- * before the servlet, so a key over its limit is refused even when its request
- * would not have counted, and at most the limit's worth of requests per key
- * run at once (counting after each response instead would let a burst of
- * parallel attempts all through before any is counted). After the chain, an
- * admitted request whose status does not match gets its unit back
- * ({@link Limiter#refund}; a failed refund is logged and leaves it counted).
- * A request that throws, or that went asynchronous
- * ({@code request.isAsyncStarted()}), keeps its unit. The rate-limit headers
- * are those of the check.
+ * <h2>From a policy document</h2>
+ * <pre>{@code
+ * RateLimitFilter filter = RateLimitFilter.fromDocument("""
+ *     {"trusted_proxies": ["10.0.0.0/8"],
+ *      "exempt": ["/health"],
+ *      "rules": [{"name": "login", "paths": ["/login"], "methods": ["POST"], "limiter": 0,
+ *                 "count_when": "failures"},
+ *                {"name": "api", "paths": ["/api/*"], "limiter": 1, "key": ["api_key", "ip"]}]}
+ *     """, List.of(client.limiter("5/minute"), client.limiter("100/minute")));
+ * }</pre>
+ * With hooks (the user, the tenant, the application's key of {@code "app"}
+ * rules, a cost): {@code RateLimitFilter.builder().document(json, limiters).user(...).build()}.
  *
- * <h2>Programmatically</h2>
+ * <h2>From options</h2>
  * <pre>{@code
  * RateLimitFilter filter = RateLimitFilter.builder()
  *     .limit(client.limiter("100/minute"))                // every other path
@@ -80,6 +73,13 @@ import java.util.function.IntPredicate;
  *     .trustedProxies("10.0.0.0/8")
  *     .build();
  * }</pre>
+ * The options are written into a policy document ({@link #document()} shows
+ * it): one rule per {@link Builder#pathLimit} (exact paths first, then
+ * longer prefixes before shorter ones), then the {@link Builder#limit} rule
+ * named {@code default}; the key ({@link Builder#key}) is each rule's
+ * {@code key}, {@link Builder#onMissingKey} its {@code on_missing_key} and
+ * {@link Builder#countWhen} its {@code count_when}. The rules' keys do not
+ * name the rule: give limiters that must count apart prefixes of their own.
  * The filter does not close limiters it was given.
  *
  * <h2>With init-params (web.xml, or a container's filter registration)</h2>
@@ -89,7 +89,8 @@ import java.util.function.IntPredicate;
  *       variable; neither: init fails (there is no default)</td></tr>
  *   <tr><td>{@code limit}</td><td>rate spec for paths without their own, e.g. {@code 100/minute}</td></tr>
  *   <tr><td>{@code path-limit:<pattern>}</td><td>rate spec for one path pattern, e.g.
- *       {@code path-limit:/login} = {@code 5/minute}</td></tr>
+ *       {@code path-limit:/login} = {@code 5/minute} (its limiter's prefix is
+ *       {@code <prefix>:<pattern>})</td></tr>
  *   <tr><td>{@code exempt}</td><td>comma-separated path patterns</td></tr>
  *   <tr><td>{@code key}</td><td>{@code ip} (default); {@code header:<Name>} (that header,
  *       else the client IP); {@code api-key:<Name>} (that header, a credential: none is 401);
@@ -104,14 +105,17 @@ import java.util.function.IntPredicate;
  *       {@code fixed-window}, {@code gcra}</td></tr>
  *   <tr><td>{@code failure-policy}</td><td>{@code error} (default), {@code open}, {@code closed},
  *       {@code local}</td></tr>
- *   <tr><td>{@code error-status}</td><td>status when the check fails (default 503)</td></tr>
- *   <tr><td>{@code header-style}</td><td>{@code all} (default), {@code structured},
+ *   <tr><td>{@code on-error}</td><td>{@code unavailable} (default: 503) or {@code allow}</td></tr>
+ *   <tr><td>{@code send-headers}</td><td>{@code true} (default) or {@code false}: rate-limit
+ *       headers on admitted responses</td></tr>
+ *   <tr><td>{@code error-status}</td><td>deprecated: the status of a failed check instead of 503</td></tr>
+ *   <tr><td>{@code header-style}</td><td>deprecated: {@code all} (default), {@code structured},
  *       {@code separate}, {@code retry-after-only}</td></tr>
  *   <tr><td>{@code client-name}</td><td>the client's metrics label</td></tr>
  * </table>
  * An unknown init-param or a bad value fails {@link #init} with a
  * {@link ServletException} naming it. A filter configured by init-params owns
- * its client and limiters and closes them in {@link #destroy()}.
+ * its client, limiters and policy and closes them in {@link #destroy()}.
  *
  * <p>Patterns: {@code /exact}, {@code /prefix/*} (the prefix itself and
  * everything under it) and {@code /*} (every path).
@@ -119,22 +123,25 @@ import java.util.function.IntPredicate;
 public final class RateLimitFilter implements Filter {
     /** The request attribute holding the {@link Decision} of an allowed request. */
     public static final String DECISION_ATTRIBUTE = "io.polylimit.servlet.decision";
-    /** The status answered when the check fails, unless set. */
+    /** The status of a failed check (the policy's {@code on_error: unavailable}). */
     public static final int DEFAULT_ERROR_STATUS = 503;
     /** 429 Too Many Requests. */
     public static final int TOO_MANY_REQUESTS = 429;
     /** 400 Bad Request: no key, {@link MissingKey#REJECT}. */
     public static final int NO_KEY = 400;
-    /** 401 Unauthorized: no key of a credential key function, {@link MissingKey#REJECT}. */
+    /** 401 Unauthorized: no credential to key by, {@link MissingKey#REJECT}. */
     public static final int NO_CREDENTIAL = 401;
-    /** Counts responses with a status of 400 or more: failed logins, the brute-force pattern. */
+    /** Counts responses with a status of 400 or more (the document's {@code "failures"}): failed logins. */
     public static final IntPredicate FAILURES = status -> status >= 400;
+    /** The name of the {@link Builder#limit} rule. */
+    public static final String DEFAULT_RULE = "default";
 
     private static final System.Logger LOG = System.getLogger(RateLimitFilter.class.getName());
     private static final Set<String> PARAMS = Set.of("url", "client-name", "limit", "exempt", "key",
             "trusted-proxies", "prefix", "algorithm", "failure-policy", "error-status", "header-style",
-            "on-missing-key", "count-when");
+            "on-missing-key", "count-when", "on-error", "send-headers");
     private static final String PATH_LIMIT = "path-limit:";
+    private static final Pattern RULE_NAME = Pattern.compile("[\\x21-\\x7e&&[^\"\\\\]]{1,64}");
 
     private volatile Config config; // null until built or initialised
     private final boolean programmatic;
@@ -154,6 +161,18 @@ public final class RateLimitFilter implements Filter {
 
     public static Builder builder() {
         return new Builder();
+    }
+
+    /**
+     * A filter of a policy document (JSON, docs/integrations/contract.md)
+     * whose rules name {@code limiters} by index, with the default hooks
+     * (the user is {@code getRemoteUser()}; no tenant, no application key).
+     *
+     * @throws io.polylimit.InvalidArgumentException for a document the core
+     *         refuses (the message names the line and the field)
+     */
+    public static RateLimitFilter fromDocument(String json, List<Limiter> limiters) {
+        return builder().document(json, limiters).build();
     }
 
     @Override
@@ -196,12 +215,15 @@ public final class RateLimitFilter implements Filter {
         if (params.containsKey("header-style")) b.headerStyle(HeaderStyle.fromParam(params.get("header-style")));
         if (params.containsKey("on-missing-key")) b.onMissingKey(MissingKey.fromParam(params.get("on-missing-key")));
         if (params.containsKey("count-when")) b.countWhen(countWhen(params.get("count-when")));
+        if (params.containsKey("on-error")) b.onError(onError(params.get("on-error")));
+        if (params.containsKey("send-headers")) b.sendHeaders(bool("send-headers", params.get("send-headers")));
 
         Limiter.Algorithm algorithm = params.containsKey("algorithm")
                 ? enumParam(Limiter.Algorithm.class, "algorithm", params.get("algorithm")) : null;
         Limiter.FailurePolicy policy = params.containsKey("failure-policy")
                 ? enumParam(Limiter.FailurePolicy.class, "failure-policy", params.get("failure-policy")) : null;
         String prefix = params.get("prefix");
+        prefix = prefix == null || prefix.isBlank() ? "pl" : prefix.trim();
         String url = params.get("url");
         String name = params.get("client-name");
 
@@ -213,14 +235,16 @@ public final class RateLimitFilter implements Filter {
         for (Map.Entry<String, String> e : params.entrySet()) {
             boolean isDefault = e.getKey().equals("limit");
             if (!isDefault && !e.getKey().startsWith(PATH_LIMIT)) continue;
+            String pattern = isDefault ? null : new PathPattern(e.getKey().substring(PATH_LIMIT.length())).text;
             Limiter.Builder lb = ownedClient.limiterBuilder(e.getValue().trim());
             if (algorithm != null) lb.algorithm(algorithm);
             if (policy != null) lb.onFailure(policy);
-            if (prefix != null) lb.prefix(prefix.trim());
+            // The keys do not name the rule: each path's limiter counts under a prefix of its own.
+            lb.prefix(isDefault ? prefix : prefix + ":" + pattern);
             Limiter limiter = lb.build();
             ownedLimiters.add(limiter);
             if (isDefault) b.limit(limiter);
-            else b.pathLimit(e.getKey().substring(PATH_LIMIT.length()).trim(), limiter);
+            else b.pathLimit(pattern, limiter);
         }
         return b.config();
     }
@@ -263,6 +287,20 @@ public final class RateLimitFilter implements Filter {
         return statuses::contains;
     }
 
+    private static boolean onError(String value) {
+        String v = value.trim().toLowerCase(Locale.ROOT);
+        if (v.equals("allow")) return true;
+        if (v.equals("unavailable")) return false;
+        throw new IllegalArgumentException("on-error \"" + value + "\": expected unavailable or allow");
+    }
+
+    private static boolean bool(String param, String value) {
+        String v = value.trim().toLowerCase(Locale.ROOT);
+        if (v.equals("true")) return true;
+        if (v.equals("false")) return false;
+        throw new IllegalArgumentException(param + " \"" + value + "\": expected true or false");
+    }
+
     private static <E extends Enum<E>> E enumParam(Class<E> type, String param, String value) {
         String v = value.trim().toUpperCase(Locale.ROOT).replace('-', '_');
         for (E e : type.getEnumConstants()) if (e.name().equals(v)) return e;
@@ -301,73 +339,82 @@ public final class RateLimitFilter implements Filter {
         }
         HttpServletRequest req = (HttpServletRequest) request;
         HttpServletResponse res = (HttpServletResponse) response;
-        String path = path(req);
-        for (PathPattern p : c.exempt) {
-            if (p.matches(path)) {
-                chain.doFilter(request, response);
-                return;
-            }
+        HttpPolicy.Exchange ex = decide(c, req);
+        HttpPolicy.Answer answer = ex.answer();
+        int status = answer.status();
+        if (ex.failure() != null) {
+            if (status == DEFAULT_ERROR_STATUS) status = c.errorStatus;
+            // Never the key in a log line: it stands for a client (or an API key's hash).
+            LOG.log(System.Logger.Level.WARNING, "rate limit check failed for " + req.getMethod() + " " + path(req)
+                    + " (rule " + ex.step().ruleName() + "); " + (status == 0 ? "going on" : "answering " + status)
+                    + ": " + ex.failure());
         }
-        Rule rule = c.ruleFor(path);
-        if (rule == null) {
-            chain.doFilter(request, response);
+        if (status != 0) {
+            respond(res, status, answer, c.headerStyle);
             return;
         }
-        Decision decision = null;
-        Map<String, String> headers = null;
-        String stored = null;
-        try {
-            String key = c.key.key(req);
-            if (key != null) {
-                // The rule's name keeps each limit's state apart under one prefix.
-                stored = rule.id + "|" + key;
-                decision = rule.limiter.check(stored);
-                headers = rule.limiter.headers(decision);
-            }
-        } catch (RuntimeException e) { // PolylimitException, or a broken key function
-            // Never the key in a log line: it may be an API key.
-            LOG.log(System.Logger.Level.WARNING, "rate limit check failed for " + req.getMethod() + " " + path
-                    + "; answering " + c.errorStatus + ": " + e);
-            fail(res, c.errorStatus, "rate limiter unavailable\n");
-            return;
+        for (HttpPolicy.Header h : answer.headers()) {
+            if (c.headerStyle.includes(h.name())) res.setHeader(h.name(), h.value());
         }
-        if (decision == null) { // no key: never through unlimited unless the filter says SKIP
-            if (c.missingKey == MissingKey.SKIP) {
-                chain.doFilter(request, response);
-            } else if (c.key.isCredential()) {
-                fail(res, NO_CREDENTIAL, "no credential to rate-limit the request by\n");
-            } else {
-                fail(res, NO_KEY, "no rate-limit key in the request\n");
-            }
-            return;
-        }
-        for (Map.Entry<String, String> h : headers.entrySet()) {
-            if (c.headerStyle.includes(h.getKey())) res.setHeader(h.getKey(), h.getValue());
-        }
-        if (!decision.allowed()) {
-            fail(res, TOO_MANY_REQUESTS, "rate limit exceeded\n");
-            return;
-        }
-        req.setAttribute(DECISION_ATTRIBUTE, decision);
+        Decision decision = ex.decision();
+        if (decision != null) req.setAttribute(DECISION_ATTRIBUTE, decision);
         chain.doFilter(request, response);
-        // Only units Redis took go back: not a shadowed would-be denial's,
-        // nor a degraded decision's (it came from the failure policy).
-        if (c.countWhen != null && !decision.degraded() && !decision.shadowed() && !req.isAsyncStarted()
-                && !c.countWhen.test(res.getStatus())) {
+        if (decision != null && !req.isAsyncStarted()) {
             try {
-                rule.limiter.refund(stored, 1);
+                c.policy.settle(ex.step(), decision, res.getStatus());
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "rate limit refund failed for " + req.getMethod() + " " + path
-                        + "; the request stays counted: " + e);
+                LOG.log(System.Logger.Level.WARNING, "rate limit refund failed for " + req.getMethod() + " "
+                        + path(req) + "; the request stays counted: " + e);
             }
         }
     }
 
-    private static void fail(HttpServletResponse res, int status, String body) throws IOException {
+    /**
+     * One native call; a second one, with the application's key, when the
+     * rule asks for it. When a hook of the application throws, the request
+     * is answered as a failed check of its rule (the policy's on_error).
+     */
+    private static HttpPolicy.Exchange decide(Config c, HttpServletRequest req) {
+        HttpPolicy.Request.Builder b = CoreKeys.describe(req, req.getRemoteAddr(),
+                name -> CoreKeys.joined(req.getHeaders(name)));
+        HttpPolicy.Request base = b.build();
+        HttpPolicy.Request r = base;
+        HttpPolicy.Exchange ex = null;
+        try {
+            if (c.user != null) b.user(c.user.apply(req));
+            if (c.tenant != null) b.tenant(c.tenant.apply(req));
+            if (c.route != null) b.route(c.route.apply(req));
+            if (c.cost != null) b.cost(c.cost.applyAsLong(req));
+            r = b.build();
+            ex = c.policy.decide(r);
+            if (ex.step().action() == HttpPolicy.Action.NEED_APP_KEY) {
+                String key = c.appKey == null ? null : c.appKey.key(req);
+                ex = c.policy.decide(r.withAppKey(key == null ? "" : key));
+            }
+            return ex;
+        } catch (RuntimeException e) { // an application hook (user, tenant, key, cost) threw
+            HttpPolicy.Step step = ex != null ? ex.step() : c.policy.prepare(base);
+            PolylimitException failure;
+            if (e instanceof PolylimitException) {
+                failure = (PolylimitException) e;
+            } else {
+                failure = new PolylimitException(Status.ERROR, "the application's hook failed: " + e);
+                failure.initCause(e);
+            }
+            HttpPolicy.Answer answer = step.action() == HttpPolicy.Action.RESPOND
+                    ? c.policy.answer(step, null) : c.policy.answerFailure(step);
+            return new HttpPolicy.Exchange(step, null, answer, failure);
+        }
+    }
+
+    private static void respond(HttpServletResponse res, int status, HttpPolicy.Answer answer, HeaderStyle style)
+            throws IOException {
         if (res.isCommitted()) return;
         res.setStatus(status);
-        res.setContentType("text/plain;charset=utf-8");
-        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        for (HttpPolicy.Header h : answer.headers()) {
+            if (style.includes(h.name())) res.setHeader(h.name(), h.value());
+        }
+        byte[] bytes = answer.body().getBytes(StandardCharsets.UTF_8);
         res.setContentLength(bytes.length);
         res.getOutputStream().write(bytes);
     }
@@ -380,9 +427,11 @@ public final class RateLimitFilter implements Filter {
         return p.isEmpty() ? "/" : p;
     }
 
-    /** Closes the client and limiters this filter opened from its init-params; not those it was given. */
+    /** Closes the client, limiters and policy this filter opened from its init-params; not those it was given. */
     @Override
     public void destroy() {
+        Config c = config;
+        if (!programmatic && c != null) c.policy.close();
         for (Limiter l : ownedLimiters) l.close();
         ownedLimiters.clear();
         if (ownedClient != null) ownedClient.close();
@@ -395,60 +444,48 @@ public final class RateLimitFilter implements Filter {
         return ownedClient;
     }
 
+    /** The policy this filter asks (for its metrics: {@link HttpPolicy#metricsPrometheus()}), or null before init. */
+    public HttpPolicy policy() {
+        Config c = config;
+        return c == null ? null : c.policy;
+    }
+
+    /** The policy document: as given, or as the options were written into it; null before init. */
+    public String document() {
+        Config c = config;
+        return c == null ? null : c.document;
+    }
+
     @Override
     public String toString() {
         Config c = config;
         return "RateLimitFilter[" + (c == null ? "not initialised" : c) + "]";
     }
 
-    /** One limit and the paths it covers. */
-    private static final class Rule {
-        final String id; // "*" for the default limit, else the pattern
-        final PathPattern pattern; // null for the default
-        final Limiter limiter;
-
-        Rule(String id, PathPattern pattern, Limiter limiter) {
-            this.id = id;
-            this.pattern = pattern;
-            this.limiter = limiter;
-        }
-    }
-
     /** The filter's settings; immutable. */
     private static final class Config {
-        final Rule defaultRule;
-        final List<Rule> rules;
-        final List<PathPattern> exempt;
-        final KeyFunction key;
+        final HttpPolicy policy;
+        final String document;
+        final KeyFunction appKey; // for rules keyed by "app"; null: none
+        final Function<HttpServletRequest, String> user;
+        final Function<HttpServletRequest, String> tenant;
+        final Function<HttpServletRequest, String> route;
+        final ToLongFunction<HttpServletRequest> cost;
         final int errorStatus;
         final HeaderStyle headerStyle;
-        final MissingKey missingKey;
-        final IntPredicate countWhen; // null: every request counts
         final String described;
 
-        Config(Builder b) {
-            defaultRule = b.defaultLimiter == null ? null : new Rule("*", null, b.defaultLimiter);
-            rules = List.copyOf(b.rules);
-            exempt = List.copyOf(b.exempt);
-            key = b.key != null ? b.key : KeyFunction.clientIp(b.clientIp);
-            errorStatus = b.errorStatus;
-            headerStyle = b.headerStyle;
-            missingKey = b.missingKey;
-            countWhen = b.countWhen;
-            List<String> patterns = new ArrayList<>();
-            for (Rule r : rules) patterns.add(r.id + "=" + r.limiter.spec());
-            described = "limit=" + (defaultRule == null ? "none" : defaultRule.limiter.spec()) + ", paths=" + patterns
-                    + ", exempt=" + exempt + ", " + (b.key != null ? "custom key" : b.clientIp) + ", errorStatus="
-                    + errorStatus + ", headers=" + headerStyle + ", onMissingKey=" + missingKey.paramValue()
-                    + (countWhen != null ? ", countWhen" : "");
-        }
-
-        Rule ruleFor(String path) {
-            Rule best = null;
-            for (Rule r : rules) {
-                if (r.pattern.matches(path) && (best == null || r.pattern.specificity > best.pattern.specificity)) best = r;
-            }
-            return best != null ? best : defaultRule;
+        Config(HttpPolicy policy, String document, KeyFunction appKey, Builder b, String described) {
+            this.policy = policy;
+            this.document = document;
+            this.appKey = appKey;
+            this.user = b.user;
+            this.tenant = b.tenant;
+            this.route = b.route;
+            this.cost = b.cost;
+            this.errorStatus = b.errorStatus;
+            this.headerStyle = b.headerStyle;
+            this.described = described;
         }
 
         @Override
@@ -457,7 +494,7 @@ public final class RateLimitFilter implements Filter {
         }
     }
 
-    /** {@code /exact}, {@code /prefix/*} or {@code /*}. */
+    /** {@code /exact}, {@code /prefix/*} or {@code /*}: the document's path globs. */
     static final class PathPattern {
         final String text;
         final String base; // exact path, or the prefix without "/*"
@@ -486,9 +523,11 @@ public final class RateLimitFilter implements Filter {
             this.text = t;
         }
 
-        boolean matches(String path) {
-            if (!prefix) return path.equals(base);
-            return base.isEmpty() || path.equals(base) || path.startsWith(base + "/");
+        /** The globs: the path; or the prefix itself and everything under it. */
+        List<String> globs() {
+            if (!prefix) return List.of(base);
+            if (base.isEmpty()) return List.of("/*");
+            return List.of(base, base + "/*");
         }
 
         @Override
@@ -500,7 +539,7 @@ public final class RateLimitFilter implements Filter {
     /** Builds a {@link RateLimitFilter} from limiters the caller made (and closes). */
     public static final class Builder {
         private Limiter defaultLimiter;
-        private final List<Rule> rules = new ArrayList<>();
+        private final List<Map.Entry<PathPattern, Limiter>> paths = new ArrayList<>();
         private final List<PathPattern> exempt = new ArrayList<>();
         private KeyFunction key;
         private ClientIp clientIp = ClientIp.direct();
@@ -508,48 +547,93 @@ public final class RateLimitFilter implements Filter {
         private HeaderStyle headerStyle = HeaderStyle.ALL;
         private MissingKey missingKey = MissingKey.REJECT;
         private IntPredicate countWhen;
+        private Boolean onErrorAllow;
+        private Boolean sendHeaders;
+        private String document;
+        private List<Limiter> documentLimiters;
+        private HttpPolicy policy;
+        private KeyFunction appKey;
+        private Function<HttpServletRequest, String> user = HttpServletRequest::getRemoteUser;
+        private Function<HttpServletRequest, String> tenant;
+        private Function<HttpServletRequest, String> route;
+        private ToLongFunction<HttpServletRequest> cost;
+        private boolean options; // an option that the document would otherwise say was set
 
         private Builder() {}
 
-        /** The limit of every path without its own {@link #pathLimit}. Unset: those paths are not limited. */
-        public Builder limit(Limiter limiter) {
-            this.defaultLimiter = Objects.requireNonNull(limiter, "limiter");
+        /**
+         * The policy document (JSON) and the limiters its rules name by
+         * index, instead of the options ({@link #limit}, {@link #pathLimit},
+         * {@link #exempt}, {@link #key}, {@link #trustedProxies},
+         * {@link #onMissingKey}, {@link #countWhen}, {@link #onError},
+         * {@link #sendHeaders}): the document says all that.
+         */
+        public Builder document(String json, List<Limiter> limiters) {
+            this.document = Objects.requireNonNull(json, "json");
+            this.documentLimiters = List.copyOf(Objects.requireNonNull(limiters, "limiters"));
             return this;
         }
 
-        /** A limit of its own for the paths matching {@code pattern} ({@code /exact}, {@code /prefix/*}). */
+        /** A policy made already (shared with other filters; this filter does not close it), instead of options. */
+        public Builder policy(HttpPolicy policy) {
+            this.policy = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /** The limit of every path without its own {@link #pathLimit} (the rule {@code default}). */
+        public Builder limit(Limiter limiter) {
+            this.defaultLimiter = Objects.requireNonNull(limiter, "limiter");
+            options = true;
+            return this;
+        }
+
+        /**
+         * A limit of its own for the paths matching {@code pattern}
+         * ({@code /exact}, {@code /prefix/*}): a rule named after the
+         * pattern. Its keys are those of the other rules: give its limiter a
+         * prefix of its own to count apart.
+         */
         public Builder pathLimit(String pattern, Limiter limiter) {
             PathPattern p = new PathPattern(pattern);
             Objects.requireNonNull(limiter, "limiter");
-            for (Rule r : rules) {
-                if (r.id.equals(p.text)) throw new IllegalArgumentException("path pattern \"" + pattern + "\" is given twice");
+            for (Map.Entry<PathPattern, Limiter> e : paths) {
+                if (e.getKey().text.equals(p.text)) {
+                    throw new IllegalArgumentException("path pattern \"" + pattern + "\" is given twice");
+                }
             }
-            rules.add(new Rule(p.text, p, limiter));
+            paths.add(Map.entry(p, limiter));
+            options = true;
             return this;
         }
 
         /** Paths that are never limited and get no headers (health checks, static files). */
         public Builder exempt(String... patterns) {
             for (String p : patterns) exempt.add(new PathPattern(p));
+            options = true;
             return this;
         }
 
         /** Whom a request counts against; default: {@link KeyFunction#clientIp} with the trusted proxies. */
         public Builder key(KeyFunction key) {
             this.key = Objects.requireNonNull(key, "key");
+            options = true;
+            return this;
+        }
+
+        /** Proxies whose {@code X-Forwarded-For} is believed (IPs or CIDR ranges). None: the peer address. */
+        public Builder trustedProxies(String... proxies) {
+            this.clientIp = ClientIp.trusting(proxies);
+            options = true;
             return this;
         }
 
         /**
-         * Proxies whose {@code X-Forwarded-For} is believed (IPs or CIDR ranges),
-         * for the default key; see {@link ClientIp}. None: the peer address.
+         * The status answered when a check fails, instead of the policy's 503; 400..599.
+         *
+         * @deprecated every language answers a failed check with 503 (or lets
+         *     it through: {@link #onError}); kept for compatibility
          */
-        public Builder trustedProxies(String... proxies) {
-            this.clientIp = ClientIp.trusting(proxies);
-            return this;
-        }
-
-        /** The status answered when a check fails (default 503); 400..599. */
+        @Deprecated
         public Builder errorStatus(int status) {
             if (status < 400 || status > 599) {
                 throw new IllegalArgumentException("error-status " + status + " is out of range 400..599");
@@ -558,42 +642,190 @@ public final class RateLimitFilter implements Filter {
             return this;
         }
 
-        /** Which of the core's headers are sent (default {@link HeaderStyle#ALL}). */
+        /**
+         * Which of the policy's rate-limit headers are sent (default {@link HeaderStyle#ALL}).
+         *
+         * @deprecated every language sends the same headers; {@link #sendHeaders}
+         *     leaves them off admitted responses
+         */
+        @Deprecated
         public Builder headerStyle(HeaderStyle style) {
             this.headerStyle = Objects.requireNonNull(style, "style");
             return this;
         }
 
         /**
-         * What a request gets when the key function returns null, for every
-         * limit of this filter (they share its key function; use a second
-         * filter for a limit with another rule): {@link MissingKey#REJECT}
-         * (the default: 400, or 401 for a credential) or
-         * {@link MissingKey#SKIP} (not limited).
+         * What a request without a key gets, for every rule of the options:
+         * {@link MissingKey#REJECT} (the default: 400, or 401 for a
+         * credential) or {@link MissingKey#SKIP} (not limited).
          */
         public Builder onMissingKey(MissingKey missingKey) {
             this.missingKey = Objects.requireNonNull(missingKey, "missingKey");
+            options = true;
             return this;
         }
 
         /**
          * Counts a request only when {@code countWhen} accepts its response
          * status (e.g. {@link RateLimitFilter#FAILURES}); the others get their
-         * unit back after the chain. See "Counting only some responses" above.
+         * units back after the chain. A function of the status alone: it is
+         * asked once per status (100..999) when the filter is built, and the
+         * statuses it accepts become the rules' {@code count_when}.
          */
         public Builder countWhen(IntPredicate countWhen) {
             this.countWhen = Objects.requireNonNull(countWhen, "countWhen");
+            options = true;
+            return this;
+        }
+
+        /** When a check fails: false (the default) answers 503, true lets the request through without headers. */
+        public Builder onError(boolean allow) {
+            this.onErrorAllow = allow;
+            options = true;
+            return this;
+        }
+
+        /** Whether admitted responses get the rate-limit headers (default true; a 429 always has them). */
+        public Builder sendHeaders(boolean send) {
+            this.sendHeaders = send;
+            options = true;
+            return this;
+        }
+
+        /** The authenticated user's id (the {@code user} key part and lists); default {@code getRemoteUser()}. */
+        public Builder user(Function<HttpServletRequest, String> user) {
+            this.user = Objects.requireNonNull(user, "user");
+            return this;
+        }
+
+        /** The tenant's id (the {@code tenant} key part and lists); default none. */
+        public Builder tenant(Function<HttpServletRequest, String> tenant) {
+            this.tenant = Objects.requireNonNull(tenant, "tenant");
+            return this;
+        }
+
+        /** The route template of a request (for the rules' {@code routes} and the {@code route} key); default none. */
+        public Builder route(Function<HttpServletRequest, String> route) {
+            this.route = Objects.requireNonNull(route, "route");
+            return this;
+        }
+
+        /** The application's key for rules keyed by {@code app}; null or empty: no key. */
+        public Builder appKey(KeyFunction appKey) {
+            this.appKey = Objects.requireNonNull(appKey, "appKey");
+            return this;
+        }
+
+        /** A request's cost instead of its rule's (0 or less: the rule's). */
+        public Builder cost(ToLongFunction<HttpServletRequest> cost) {
+            this.cost = Objects.requireNonNull(cost, "cost");
             return this;
         }
 
         private Config config() {
-            if (defaultLimiter == null && rules.isEmpty()) {
+            if (document != null || policy != null) {
+                if (options) {
+                    throw new IllegalArgumentException("a policy document says the rules, keys, lists and proxies: "
+                            + "give either it or the options (limit, pathLimit, exempt, key, ...)");
+                }
+                if (document != null && policy != null) {
+                    throw new IllegalArgumentException("give a document or a policy, not both");
+                }
+                HttpPolicy p = policy != null ? policy : HttpPolicy.fromDocument(document, documentLimiters);
+                return new Config(p, document, appKey, this, "document, rules=" + p.ruleNames());
+            }
+            if (defaultLimiter == null && paths.isEmpty()) {
                 throw new IllegalArgumentException("no limit: set limit(...) or a pathLimit(...)");
             }
-            return new Config(this);
+            CoreKey k = CoreKey.of(key != null ? key : KeyFunction.clientIp(clientIp));
+            List<String> proxies = !clientIp.proxies().isEmpty() ? clientIp.proxies() : k.trustedProxies;
+            List<Limiter> limiters = new ArrayList<>();
+            Map<String, Object> doc = new LinkedHashMap<>();
+            if (!proxies.isEmpty()) doc.put("trusted_proxies", proxies);
+            if (!exempt.isEmpty()) {
+                List<String> globs = new ArrayList<>();
+                for (PathPattern p : exempt) globs.addAll(p.globs());
+                doc.put("exempt", globs);
+            }
+            if (sendHeaders != null) doc.put("send_headers", sendHeaders);
+            if (onErrorAllow != null) doc.put("on_error", onErrorAllow ? "allow" : "unavailable");
+            Object counted = countWhen == null ? null : countedStatuses(countWhen);
+            // The most specific pattern first: exact paths, then longer prefixes.
+            List<Map.Entry<PathPattern, Limiter>> ordered = new ArrayList<>(paths);
+            ordered.sort((a, b) -> Integer.compare(b.getKey().specificity, a.getKey().specificity));
+            List<Map<String, Object>> rules = new ArrayList<>();
+            Set<String> names = new java.util.HashSet<>(Set.of(DEFAULT_RULE));
+            Map<String, String> prefixes = new LinkedHashMap<>(); // prefix+algorithm -> the first rule
+            for (Map.Entry<PathPattern, Limiter> e : ordered) {
+                String name = e.getKey().text;
+                if (!RULE_NAME.matcher(name).matches() || !names.add(name)) name = "path-" + rules.size();
+                names.add(name);
+                rules.add(rule(name, e.getKey().globs(), index(limiters, e.getValue()), k, counted));
+                shared(prefixes, e.getValue(), name);
+            }
+            if (defaultLimiter != null) {
+                rules.add(rule(DEFAULT_RULE, null, index(limiters, defaultLimiter), k, counted));
+                shared(prefixes, defaultLimiter, DEFAULT_RULE);
+            }
+            doc.put("rules", rules);
+            String json = HttpPolicy.documentJson(doc);
+            HttpPolicy p = HttpPolicy.fromDocument(json, limiters);
+            List<String> patterns = new ArrayList<>();
+            for (Map.Entry<PathPattern, Limiter> e : paths) patterns.add(e.getKey().text + "=" + e.getValue().spec());
+            String described = "limit=" + (defaultLimiter == null ? "none" : defaultLimiter.spec()) + ", paths="
+                    + patterns + ", exempt=" + exempt + ", key=" + k.alternatives + ", proxies=" + proxies
+                    + ", errorStatus=" + errorStatus + ", headers=" + headerStyle + ", onMissingKey="
+                    + missingKey.paramValue() + (countWhen != null ? ", countWhen" : "");
+            return new Config(p, json, k.app != null ? k.app : appKey, this, described);
         }
 
-        /** @throws IllegalArgumentException without any limit */
+        private Map<String, Object> rule(String name, List<String> globs, int limiter, CoreKey k, Object counted) {
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("name", name);
+            if (globs != null) r.put("paths", globs);
+            r.put("limiter", limiter);
+            r.put("key", k.documentKey());
+            if (missingKey == MissingKey.SKIP) r.put("on_missing_key", "skip");
+            if (counted != null) r.put("count_when", counted);
+            return r;
+        }
+
+        private static int index(List<Limiter> limiters, Limiter l) {
+            for (int i = 0; i < limiters.size(); i++) if (limiters.get(i) == l) return i;
+            limiters.add(l);
+            return limiters.size() - 1;
+        }
+
+        /** Warns when two rules' limiters count under one prefix: their keys are the same. */
+        private static void shared(Map<String, String> prefixes, Limiter l, String rule) {
+            String where = l.prefix() + "|" + l.algorithm();
+            String first = prefixes.putIfAbsent(where, rule);
+            if (first != null) {
+                LOG.log(System.Logger.Level.WARNING, "RateLimitFilter: the rules \"" + first + "\" and \"" + rule
+                        + "\" check limiters of one prefix (\"" + l.prefix() + "\") and algorithm: a key counts "
+                        + "in both; give each limiter a prefix of its own to count them apart");
+            }
+        }
+
+        /** The statuses (100..999) the predicate accepts, as the document's list of statuses and ranges. */
+        private static Object countedStatuses(IntPredicate p) {
+            if (p == FAILURES) return "failures";
+            List<Object> out = new ArrayList<>();
+            int from = -1;
+            for (int s = 100; s <= 1000; s++) {
+                boolean in = s <= 999 && p.test(s);
+                if (in && from < 0) from = s;
+                if (!in && from >= 0) {
+                    out.add(from == s - 1 ? (Object) from : from + "-" + (s - 1));
+                    from = -1;
+                }
+            }
+            if (out.isEmpty()) return List.of(999); // no status counts (none is 999)
+            if (out.size() == 1 && "100-999".equals(out.get(0))) return "all";
+            return out;
+        }
+
+        /** @throws IllegalArgumentException without any limit, or with a document and options */
         public RateLimitFilter build() {
             return new RateLimitFilter(config());
         }

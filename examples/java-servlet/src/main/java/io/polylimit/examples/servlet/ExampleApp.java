@@ -46,8 +46,9 @@ public final class ExampleApp {
         Client client = Client.open(url, ClientOptions.builder().name(opts.getOrDefault("name", "example")).build());
         Limiter limit = client.limiterBuilder(opts.getOrDefault("limit", "10/minute"))
                 .prefix(opts.getOrDefault("prefix", "example")).build();
+        // A prefix of its own: the rules' keys are the same (ip:<address>), the limiters count apart.
         Limiter loginLimit = client.limiterBuilder(opts.getOrDefault("login-limit", "3/minute"))
-                .prefix(opts.getOrDefault("prefix", "example")).build();
+                .prefix(opts.getOrDefault("prefix", "example") + ":login").build();
 
         RateLimitFilter.Builder filter = RateLimitFilter.builder()
                 .limit(limit)
