@@ -53,6 +53,10 @@ OURS = {
     "python": "FastAPI + polylimit.contrib.asgi under uvicorn",
     "go": "net/http + polylimit httplimit",
 }
+# polylimit with its default algorithm (the sliding log), and with the fixed
+# window every peer here uses by default: the same algorithm on both sides.
+SIDES = ["polylimit", "polylimit-fw", "peer"]
+ALGORITHMS = {"polylimit-fw": "fixed_window"}
 DEFAULT_PYTHON = os.path.join(ROOT, "build", "venv-bench-http", "bin", "python")
 GO_PEER = os.path.join(ROOT, "build", "bench-http", "go-peer")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -116,6 +120,14 @@ class Redis:
 
     def commands(self):
         return int(self.info("stats")["total_commands_processed"])
+
+    def commandstats(self):
+        """{command: (calls, usec)} from INFO commandstats."""
+        out = {}
+        for k, v in self.info("commandstats").items():
+            f = dict(x.split("=", 1) for x in v.split(","))
+            out[k[len("cmdstat_") :]] = (int(f["calls"]), int(f["usec"]))
+        return out
 
     def stop(self):
         try:
@@ -183,7 +195,7 @@ class Service:
 
 def side_command(side, lang, config, port, args):
     """argv and extra environment of one side's service, or a reason it cannot run."""
-    if side == "polylimit":
+    if side.startswith("polylimit"):
         run = os.path.join(ROOT, "tests", "http", "services", lang, "run")
         if not os.access(run, os.X_OK):
             return None, "not built (no tests/http/services/%s/run)" % lang
@@ -255,8 +267,11 @@ def bad_statuses(result, expected):
 def measure(lang, side, path, args):
     """One cell, one run: a dict of figures, or {"error": ...}."""
     rate, expected = PATHS[path]
+    limiter = {"rate": rate, "prefix": "bh"}
+    if side in ALGORITHMS:
+        limiter["algorithm"] = ALGORITHMS[side]
     config = {
-        "limiters": [{"rate": rate, "prefix": "bh"}],
+        "limiters": [limiter],
         "policy": {"rules": [{"name": "bench", "limiter": 0, "key": "api_key"}]},
     }
     redis = Redis()
@@ -280,9 +295,11 @@ def measure(lang, side, path, args):
         bad = bad_statuses(warm, expected)
         if bad:
             return {"error": "warm-up: " + bad}
+        k0 = redis.commandstats()
         r0, c0, s0 = redis.cpu_seconds(), redis.commands(), proc_cpu_seconds(service.proc.pid)
         res = wrk(port, args.seconds, args)
         r1, c1, s1 = redis.cpu_seconds(), redis.commands(), proc_cpu_seconds(service.proc.pid)
+        k1 = redis.commandstats()
         bad = bad_statuses(res, expected)
         if bad:
             return {"error": bad}
@@ -291,8 +308,13 @@ def measure(lang, side, path, args):
             "rps": n / (res["duration_us"] / 1e6),
             "redis_us": (r1 - r0) * 1e6 / n,
             "service_us": (s1 - s0) * 1e6 / n,
-            # INFO itself is one command: leave out the two between the readings.
-            "redis_cmds": (c1 - c0 - 2) / n,
+            # INFO itself is a command: leave out the ones between the readings.
+            "redis_cmds": (c1 - c0 - 3) / n,
+            "by_command": {
+                c: (calls - k0.get(c, (0, 0))[0], usec - k0.get(c, (0, 0))[1])
+                for c, (calls, usec) in k1.items()
+                if c != "info" and calls != k0.get(c, (0, 0))[0]
+            },
             "p50_ms": res["latency_p50_us"] / 1000,
             "p99_ms": res["latency_p99_us"] / 1000,
             "requests": n,
@@ -358,6 +380,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=1, help="seconds of wrk before each measurement")
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--paths", default="allow,deny")
+    ap.add_argument("--sides", default=",".join(SIDES))
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--keys", type=int, default=2000)
@@ -366,6 +389,7 @@ def main():
     args = ap.parse_args()
     langs = [x for x in args.langs.split(",") if x]
     paths = [x for x in args.paths.split(",") if x]
+    sides_wanted = [x for x in args.sides.split(",") if x]
 
     if "go" in langs:
         env = dict(os.environ, GOTOOLCHAIN="local")
@@ -396,9 +420,9 @@ def main():
     for run in range(args.runs):
         for li, lang in enumerate(langs):
             for pi, path in enumerate(paths):
-                sides = ["polylimit", "peer"]
-                if (run + li + pi) % 2:
-                    sides.reverse()
+                # Each run starts with another side.
+                k = (run + li + pi) % len(sides_wanted)
+                sides = sides_wanted[k:] + sides_wanted[:k]
                 for side in sides:
                     cell = (lang, path, side)
                     if cell in errors and errors[cell].get("not_built"):
@@ -432,48 +456,64 @@ def main():
                     )
     print("\nload average at end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
 
-    failed = False
+    failed = any(not e.get("not_built") for e in errors.values())
     for lang in langs:
         print("\n%s: polylimit = %s; peer = %s" % (lang, OURS[lang], PEERS[lang]))
         print(
-            "| path | polylimit req/s | peer req/s | ratio (per run) | Redis us/req polylimit | Redis us/req peer"
-            " | service us/req polylimit | service us/req peer | Redis cmds/req polylimit / peer |"
+            "| path | side | req/s median (min-max) | vs peer: ratio of medians (per run min-max)"
+            " | Redis CPU us/req | service CPU us/req | Redis cmds/req | p50 ms |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
         for path in paths:
-            ours, peer = results.get((lang, path, "polylimit"), []), results.get((lang, path, "peer"), [])
-            cells = []
-            for side, figs in (("polylimit", ours), ("peer", peer)):
+            peer = results.get((lang, path, "peer"), [])
+            for side in sides_wanted:
+                figs = results.get((lang, path, side), [])
                 e = errors.get((lang, path, side))
-                if e is not None:
-                    failed = failed or not e.get("not_built")
-                    cells.append("not built" if e.get("not_built") else "FAILED")
-                else:
-                    cells.append(None)
-            if ours and peer and cells == [None, None]:
-                ratio = statistics.median(m["rps"] for m in ours) / statistics.median(m["rps"] for m in peer)
-                per_run = [a["rps"] / b["rps"] for a, b in zip(ours, peer)]
-                print(
-                    "| %s | %s | %s | %.2fx (%.2f-%.2f) | %s | %s | %s | %s | %.2f / %.2f |"
-                    % (
-                        path,
-                        fmt_spread([m["rps"] for m in ours]),
-                        fmt_spread([m["rps"] for m in peer]),
-                        ratio,
+                if e is not None or not figs:
+                    what = "not built" if e is not None and e.get("not_built") else "FAILED"
+                    print("| %s | %s | %s | - | - | - | - | - |" % (path, side, what))
+                    continue
+                ratio = "-"
+                if side != "peer" and peer and (lang, path, "peer") not in errors:
+                    per_run = [a["rps"] / b["rps"] for a, b in zip(figs, peer)]
+                    ratio = "%.2fx (%.2f-%.2f)" % (
+                        statistics.median(m["rps"] for m in figs) / statistics.median(m["rps"] for m in peer),
                         min(per_run),
                         max(per_run),
-                        fmt_spread([m["redis_us"] for m in ours], 1),
-                        fmt_spread([m["redis_us"] for m in peer], 1),
-                        fmt_spread([m["service_us"] for m in ours], 1),
-                        fmt_spread([m["service_us"] for m in peer], 1),
-                        statistics.median(m["redis_cmds"] for m in ours),
-                        statistics.median(m["redis_cmds"] for m in peer),
+                    )
+                print(
+                    "| %s | %s | %s | %s | %s | %s | %.2f | %.1f |"
+                    % (
+                        path,
+                        side,
+                        fmt_spread([m["rps"] for m in figs]),
+                        ratio,
+                        fmt_spread([m["redis_us"] for m in figs], 1),
+                        fmt_spread([m["service_us"] for m in figs], 1),
+                        statistics.median(m["redis_cmds"] for m in figs),
+                        statistics.median(m["p50_ms"] for m in figs),
                     )
                 )
-            else:
-                o = cells[0] or fmt_spread([m["rps"] for m in ours])
-                p = cells[1] or fmt_spread([m["rps"] for m in peer])
-                print("| %s | %s | %s | - | - | - | - | - | - |" % (path, o, p))
+    print("\nRedis commands per request and the time Redis counted in each (INFO commandstats, all runs):")
+    for lang in langs:
+        for path in paths:
+            for side in sides_wanted:
+                figs = results.get((lang, path, side), [])
+                if not figs:
+                    continue
+                n = sum(m["requests"] for m in figs)
+                total = {}
+                for m in figs:
+                    for c, (calls, usec) in m["by_command"].items():
+                        t = total.setdefault(c, [0, 0])
+                        t[0] += calls
+                        t[1] += usec
+                parts = [
+                    "%s %.2f x %.1f us" % (c, calls / n, usec / calls)
+                    for c, (calls, usec) in sorted(total.items(), key=lambda x: -x[1][1])
+                ]
+                usec = sum(u for _, u in total.values()) / n
+                print("  %-6s %-5s %-12s %.1f us/req in commands: %s" % (lang, path, side, usec, ", ".join(parts)))
     for (lang, path, side), e in sorted(errors.items()):
         print("\n%s %s %s: %s" % (lang, path, side, e["error"]))
     if failed:
