@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -53,9 +54,11 @@ var ErrForbidden = errors.New("httplimit: the client is on the deny list")
 // the rule's max (400).
 var ErrInvalidCost = errors.New("httplimit: invalid request cost")
 
-// probeRequest is what the middleware calls a KeyFunc with to learn the key
-// part it stands for: this package's functions answer a *keyPart error.
-var probeRequest = new(http.Request)
+// probeRequest is what the middleware calls a KeyFunc with, once, to learn
+// the key part it stands for: this package's functions answer a *keyPart
+// error. An application's function sees a plain GET / from no address.
+var probeRequest = &http.Request{Method: "GET", URL: &url.URL{Path: "/"}, Proto: "HTTP/1.1", ProtoMajor: 1,
+	ProtoMinor: 1, Header: http.Header{}, Host: "probe.invalid", RequestURI: "/"}
 
 // keyPart is the policy key a KeyFunc of this package stands for.
 type keyPart struct {
@@ -68,13 +71,17 @@ func (*keyPart) Error() string { return "httplimit: a key part" }
 
 // partOf returns the key part f stands for: its own, or "app" for a
 // function of the application.
-func partOf(f KeyFunc) *keyPart {
-	_, err := f(probeRequest)
-	var kp *keyPart
-	if errors.As(err, &kp) {
+func partOf(f KeyFunc) (kp *keyPart) {
+	app := &keyPart{key: []string{"app"}, app: f}
+	defer func() {
+		if recover() != nil { // an application's function that cannot take the probe
+			kp = app
+		}
+	}()
+	if _, err := f(probeRequest); errors.As(err, &kp) {
 		return kp
 	}
-	return &keyPart{key: []string{"app"}, app: f}
+	return app
 }
 
 func (kp *keyPart) keyFunc() KeyFunc {

@@ -271,3 +271,63 @@ func TestGoldenVectorInvalidDocuments(t *testing.T) {
 		t.Error("no invalid documents")
 	}
 }
+
+// A document's features through the middleware, over real HTTP and Redis:
+// the user from WithUser, the deny list, count_when "failures" (a 200 gives
+// its unit back), an "app" key from WithAppKey, and the policy's metrics.
+func TestFromDocumentOverHTTP(t *testing.T) {
+	c := openClient(t, shared.URL)
+	l := limiterSpec(t, c, "2/minute", "")
+	doc := `{"deny": {"users": ["mallory"]},
+	  "rules": [
+	    {"name": "login", "paths": ["/login"], "limiter": 0, "key": "user", "count_when": "failures"},
+	    {"name": "app", "paths": ["/app"], "limiter": 0, "key": "app"}]}`
+	m, err := httplimit.FromDocument(doc, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m = m.With(httplimit.WithUser(func(r *http.Request) string { return r.Header.Get("X-User") }),
+		httplimit.WithAppKey(func(r *http.Request) (string, error) { return "app:" + r.Header.Get("X-App"), nil }))
+	srv := serve(t, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("fail") != "" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})))
+	for i := 0; i < 4; i++ { // successes: refunded, never denied
+		expectStatus(t, get(t, srv.URL, "/login", "X-User", "alice"), 200)
+	}
+	expectStatus(t, get(t, srv.URL, "/login?fail=1", "X-User", "bob"), 401)
+	expectStatus(t, get(t, srv.URL, "/login?fail=1", "X-User", "bob"), 401)
+	r := get(t, srv.URL, "/login", "X-User", "bob")
+	expectStatus(t, r, 429)
+	expect(t, r, "RateLimit-Policy", `"login";q=2;w=60`)
+	r = get(t, srv.URL, "/login", "X-User", "mallory")
+	expectStatus(t, r, 403)
+	if r.body != polylimit.HTTPBodyForbidden {
+		t.Errorf("body %q", r.body)
+	}
+	r = get(t, srv.URL, "/login")
+	expectStatus(t, r, 401)
+	for i, want := range []int{200, 200, 429} {
+		if r := get(t, srv.URL, "/app", "X-App", "a1"); r.status != want {
+			t.Errorf("app request %d: %d, want %d", i, r.status, want)
+		}
+	}
+	page, err := m.Policy().MetricsPrometheus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`polylimit_http_requests_total{rule="login",outcome="allowed"} 6`,
+		`polylimit_http_requests_total{rule="login",outcome="denied"} 1`,
+		`polylimit_http_requests_total{rule="(lists)",outcome="forbidden"} 1`,
+		`polylimit_http_requests_total{rule="app",outcome="denied"} 1`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("no %s in\n%s", want, page)
+		}
+	}
+}
