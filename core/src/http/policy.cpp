@@ -642,10 +642,10 @@ Step Policy::prepare(const Request& r) const {
     while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
     if (v.data() != nullptr && !v.empty()) {
       int64_t n = 0;
-      bool ok = v.size() <= 7;
-      for (char c : v) {
-        if (c < '0' || c > '9') ok = false;
-        n = n * 10 + (c - '0');
+      bool ok = v.size() <= 7;  // the largest max, 1000000, has 7 digits
+      for (size_t i = 0; ok && i < v.size(); ++i) {
+        ok = v[i] >= '0' && v[i] <= '9';
+        n = n * 10 + (v[i] - '0');
       }
       if (!ok || n < 1 || n > rule->cost_max) {
         rule->outcomes[kInvalid].fetch_add(1, std::memory_order_relaxed);
