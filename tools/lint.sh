@@ -196,7 +196,7 @@ biome_checks() {
 check biome "tools/lint.sh --fix; the rest by hand" biome_checks
 
 shell_scripts() {
-  { files '*.sh'; files '.ci/*' 'tests/fixture/*' 'tools/*' | while IFS= read -r f; do
+  { files '*.sh'; files '.ci/*' 'tests/fixture/*' 'tools/*' 'tests/http/services/*/run' | while IFS= read -r f; do
       head -n1 "$f" | grep -qE '^#!.*\b(ba)?sh\b' && printf '%s\n' "$f"
     done; } | sort -u
 }

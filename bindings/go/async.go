@@ -163,6 +163,16 @@ func (a *asyncState) enter(c *call) bool {
 
 func (a *asyncState) leave() { a.inflight.Add(-1) }
 
+// tryBlocking takes one of the client's blocking checks when one is free
+// (HTTPPolicy.Decide's one-call path); the caller calls leave after.
+func (a *asyncState) tryBlocking() bool {
+	if a.inflight.Add(1) <= a.maxBlocking {
+		return true
+	}
+	a.inflight.Add(-1)
+	return false
+}
+
 // queue returns the client's queue, making it (and its poller) on first use.
 // The caller holds the client's shared lock and has checked that it is open,
 // so Close cannot run meanwhile.

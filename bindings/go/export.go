@@ -65,24 +65,7 @@ func (l *Limiter) Headers(r Result) (http.Header, error) {
 // line each, names spelled as above (e.g. "RateLimit-Limit"), for servers
 // that write headers themselves.
 func (l *Limiter) HeaderText(r Result) (string, error) {
-	var d C.polylimit_decision
-	if r.Allowed {
-		d.allowed = 1
-	}
-	if r.Cached {
-		d.cached = 1
-	}
-	if r.Degraded {
-		d.degraded = 1
-	}
-	if r.Shadowed {
-		d.shadowed = 1
-	}
-	d.limit = C.int64_t(r.Limit)
-	d.remaining = C.int64_t(r.Remaining)
-	d.retry_after_ms = C.int64_t(millis(r.RetryAfter))
-	d.reset_after_ms = C.int64_t(millis(r.ResetAfter))
-	d.granted = C.int64_t(r.Granted)
+	d := cDecision(r)
 
 	l.client.mu.RLock()
 	defer l.client.mu.RUnlock()
@@ -148,4 +131,27 @@ func PrometheusText(clients ...*Client) (string, error) {
 	}
 	defer C.polylimit_free(unsafe.Pointer(out))
 	return C.GoStringN(out, C.int(n)), nil
+}
+
+// cDecision is a Result given back to the library.
+func cDecision(r Result) C.polylimit_decision {
+	var d C.polylimit_decision
+	if r.Allowed {
+		d.allowed = 1
+	}
+	if r.Cached {
+		d.cached = 1
+	}
+	if r.Degraded {
+		d.degraded = 1
+	}
+	if r.Shadowed {
+		d.shadowed = 1
+	}
+	d.limit = C.int64_t(r.Limit)
+	d.remaining = C.int64_t(r.Remaining)
+	d.retry_after_ms = C.int64_t(millis(r.RetryAfter))
+	d.reset_after_ms = C.int64_t(millis(r.ResetAfter))
+	d.granted = C.int64_t(r.Granted)
+	return d
 }

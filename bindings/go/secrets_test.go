@@ -18,13 +18,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	polylimit "github.com/polylimit/polylimit/bindings/go"
+	"github.com/polylimit/polylimit/bindings/go/httplimit"
 	"github.com/polylimit/polylimit/bindings/go/internal/redistest"
 )
 
@@ -281,5 +287,77 @@ func TestSecretsSentinel(t *testing.T) {
 	url = "redis+sentinel://:" + m + "@" + addr + "/nosuchmaster?sentinel_password=" + m
 	if err := exercise(t, m, url); err == nil {
 		t.Errorf("an unknown master name was accepted")
+	}
+}
+
+// An API key given in a request, and one written into a policy document,
+// never reach a Redis key (SCAN of the real redis-server after the
+// requests), a log line, an error, a response or the policy's metrics.
+func TestSecretsHTTPAPIKey(t *testing.T) {
+	m := secretMarker(t)
+	var logs strings.Builder
+	log.SetOutput(&logs)
+	defer log.SetOutput(os.Stderr)
+
+	c := open(t, shared.URL)
+	l := limiter(t, c, "2/minute")
+	var errs []string
+	var mu sync.Mutex
+	onError := func(w http.ResponseWriter, r *http.Request, err error) {
+		mu.Lock()
+		errs = append(errs, err.Error(), fmt.Sprintf("%+v", err))
+		mu.Unlock()
+		httplimit.DefaultErrorHandler(w, r, err)
+	}
+	byKey := httplimit.New(l, httplimit.WithKeyFunc(httplimit.KeyByAPIKey("X-API-Key")),
+		httplimit.WithErrorHandler(onError))
+	doc := `{"deny": {"api_keys": ["` + m + `-denied"]},
+	  "rules": [{"name": "hdr", "limiter": 0, "key": ["header:X-Token", "api_key"]}]}`
+	mw, err := httplimit.FromDocument(doc, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mw.Close()
+	mw = mw.With(httplimit.WithErrorHandler(onError))
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	handlers := []http.Handler{byKey(ok), mw.Handler(ok)}
+	var shown []string
+	for _, h := range handlers {
+		for _, hdr := range [][2]string{{"X-API-Key", m}, {"X-API-Key", m}, {"X-API-Key", m}, {"X-Token", m},
+			{"X-API-Key", m + "-denied"}, {"X-Other", m}} {
+			r := httptest.NewRequest("GET", "/secret", nil)
+			r.Header.Set(hdr[0], hdr[1])
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			shown = append(shown, fmt.Sprintf("%d %v %s", w.Code, w.Header(), w.Body.String()))
+		}
+	}
+	// A document the library refuses does not quote the secret it holds.
+	if _, err := httplimit.FromDocument(`{"deny": {"api_keys": ["`+m+`"]}, "rules": [{"name": "a", "limiter": 9}]}`, l); err == nil {
+		t.Error("a rule naming limiter 9 of 1 was accepted")
+	} else {
+		errs = append(errs, err.Error())
+	}
+	keys, err := shared.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		t.Fatal("SCAN found no key: the requests were not counted")
+	}
+	for _, k := range keys {
+		assertClean(t, m, "Redis key", k)
+	}
+	page, err := mw.Policy().MetricsPrometheus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertClean(t, m, "metrics", page)
+	assertClean(t, m, "log", logs.String())
+	for _, e := range errs {
+		assertClean(t, m, "error", e)
+	}
+	for _, s := range shown {
+		assertClean(t, m, "response", s)
 	}
 }

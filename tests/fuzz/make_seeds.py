@@ -222,6 +222,9 @@ REQUESTS = [
     ["fe80::1%eth0", "unknown, 10.0.0.2", "", "/users/7", "GET", "alice", "", "/users/{id}"],
     ["::ffff:198.51.100.7", "", "revoked", "/login", "POST", "", "x", ""],
     ["unix:/run/app.sock", ",,", "", "/t/a", "GET", "", "", "acme"],
+    # A cost header of 30 digits once overflowed the cost's parser.
+    ["192.0.2.1", "", "", "/api/x", "GET", "", "9" * 30, ""],
+    ["10.0.0.1", "203.0.113.9", "", "/static/%2e%2e/./admin/..", "GET", "", "", ""],
 ]
 for i, fields in enumerate(REQUESTS):
     write("fuzz_http", "request%d" % i, b"\x01" + "\n".join(fields).encode())

@@ -10,8 +10,9 @@
 # toolchain has it; linked to the installed library when there is one), the binding's
 # packages (httplimit, the net/http middleware, included: its tests run
 # examples/go-http as two processes); the promcollector module (go test
-# -race; client_golang comes from the Go module proxy) and go vet of
-# examples/go-http.
+# -race; client_golang comes from the Go module proxy), go vet of
+# examples/go-http, and the build of tests/http/services/go (the Go service
+# of the cross-language HTTP suite).
 # Then an installed libpolylimit: -tags polylimit_system (the shared library
 # by pkg-config: the demo worker needs libpolylimit.so at run time) and
 # -tags polylimit_static (libpolylimit.a: a test binary and the demo worker
@@ -101,6 +102,12 @@ go vet ./...
 gotest "promcollector (race)" -race
 cd "$root/examples/go-http"
 go vet ./...
+# The service of the cross-language HTTP suite (tests/http/services/go/run
+# execs this build, and rebuilds it when its sources are newer).
+echo "--- tests/http/services/go (the cross-language suite's service)"
+cd "$root/tests/http/services/go"
+go vet ./...
+go build -o "$root/build/http-services/go/service" .
 cd "$root/bindings/go"
 unset PKG_CONFIG
 

@@ -164,7 +164,7 @@ func TestExampleTwoProcessesShareOneLimit(t *testing.T) {
 	for i, want := range []int{200, 200, 200, 429} {
 		r := get(t, bases[i%2], "/login")
 		expectStatus(t, r, want)
-		expect(t, r, "RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=600`, loginLimit))
+		expect(t, r, "RateLimit-Policy", fmt.Sprintf(`"/login";q=%d;w=600`, loginLimit))
 	}
 	// Exempt: no check, no headers.
 	for _, base := range bases {

@@ -1,6 +1,8 @@
 // Package httplimit is net/http middleware for polylimit: every request is
-// checked against a polylimit.Limiter, shared through Redis by every process
-// that serves the same routes, whatever their language.
+// checked against the library's HTTP request policy (docs/integrations/
+// contract.md), shared through Redis by every process that serves the same
+// routes, whatever their language: the same keys, limits, statuses, bodies
+// and headers.
 //
 //	client, err := polylimit.Open("", polylimit.WithName("web")) // "": $POLYLIMIT_URL
 //	...
@@ -14,46 +16,38 @@
 //		httplimit.WithExempt("/healthz", "/static/"))
 //	http.ListenAndServe(addr, limit(mux))
 //
-// What a request gets:
+// or, with every feature of the contract, from a policy document:
 //
-//   - An exempt path (WithExempt, WithSkip), or a path that matches no route
-//     when the middleware has no default limiter: the handler, untouched.
-//   - Admitted: the handler, with the rate-limit headers already set on the
-//     response (Limiter.Headers: RateLimit-Limit, -Remaining, -Reset, and the
-//     IETF draft's RateLimit-Policy and RateLimit). The decision is in the
-//     request's context: FromContext.
-//   - Denied: 429 Too Many Requests with the same headers plus Retry-After,
-//     from the denied handler (WithDeniedHandler; the default writes a short
-//     text body). The handler is not called.
-//   - No decision: the error handler (WithErrorHandler). The default answers
-//     503 Service Unavailable when the limiter fails (Redis down with the
-//     limiter's FailError policy, a closed limiter, ...; the other failure
-//     policies, polylimit.WithFailurePolicy, answer with a decision instead:
-//     FailOpen admits, FailClosed denies, FailLocal decides in process),
-//     503 when the request's context ends before the decision (its
-//     deadline, or WithTimeout's), and, when the key function finds no key,
-//     400 Bad Request (ErrNoKey) or 401 Unauthorized (ErrNoCredential).
-//     Errors never panic.
-//   - No key, with WithMissingKey(MissingKeySkip): the handler, untouched. A
-//     request without a key is never let through unlimited unless asked for
-//     by name (docs/integrations/README.md, "Missing keys": the rule every
-//     language's integrations share).
+//	m, err := httplimit.FromDocument(doc, perIP, login)
+//	http.ListenAndServe(addr, m.Handler(mux))
 //
-// WithCountWhen counts only the requests whose response matches (failed
-// logins, say): the check still comes first, and the unit of a response that
-// does not count is refunded after the handler.
+// The middleware only describes the request (method, path, peer address, the
+// headers the policy reads, and the identities the application gives:
+// WithUser, WithTenant, WithKeyFunc, WithCost), asks the policy, runs the
+// check it asks for and applies the answer:
 //
-// A context that ends abandons the check in the background (see
-// polylimit.Limiter): that check may still have consumed a unit.
+//   - Going on: the handler, with the rate-limit headers set (RateLimit-Limit,
+//     -Remaining, -Reset, RateLimit-Policy and RateLimit, unless the policy's
+//     send_headers is false); the decision is in the request's context
+//     (FromContext). Exempt paths, allowed clients, requests of no rule: the
+//     handler, untouched.
+//   - Denied: 429 with Retry-After and the same headers, body "Too Many
+//     Requests" (or WithDeniedHandler's answer).
+//   - 400 / 401 / 403 (no key, a missing credential, a bad cost header, the
+//     deny list) and 503 (the check failed): the policy's answer, or
+//     WithErrorHandler's when one is given.
+//
+// A rule whose count_when does not count a response refunds its units after
+// the handler (WithCountWhen, or count_when in the document).
 package httplimit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/netip"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,7 +56,7 @@ import (
 	polylimit "github.com/polylimit/polylimit/bindings/go"
 )
 
-// Option configures New.
+// Option configures New and FromDocument.
 type Option func(*config)
 
 type route struct {
@@ -71,30 +65,70 @@ type route struct {
 }
 
 type config struct {
-	key     KeyFunc
-	missing MissingKey
-	trusted []netip.Prefix
-	routes  []route // longest pattern first
-	exempt  []string
-	skip    func(*http.Request) bool
-	timeout time.Duration
-	denied  http.Handler
-	onError func(http.ResponseWriter, *http.Request, error)
-	count   func(status int) bool
+	key       *keyPart
+	missing   MissingKey
+	trusted   []netip.Prefix
+	routes    []route
+	exempt    []string
+	skip      func(*http.Request) bool
+	timeout   time.Duration
+	denied    http.Handler
+	onError   func(http.ResponseWriter, *http.Request, error)
+	count     func(status int) bool
+	user      func(*http.Request) string
+	tenant    func(*http.Request) string
+	cost      func(*http.Request) int
+	routeOf   func(*http.Request) string
+	app       KeyFunc
+	sendNoHdr bool
 }
 
-// WithKeyFunc sets how a request's key is found (default: KeyByIP with the
-// trusted proxies of WithTrustedProxies). See KeyByIP and KeyByHeader.
-func WithKeyFunc(f KeyFunc) Option { return func(c *config) { c.key = f } }
+// WithKeyFunc sets how a request's key is found (default: the client's
+// address, KeyByIP). This package's key functions are the policy's key parts;
+// a function of your own is its "app" part. See KeyFunc.
+func WithKeyFunc(f KeyFunc) Option { return func(c *config) { c.key = partOf(f) } }
 
-// MissingKey says what a request gets when the key function finds no key
-// (it returns an error that is ErrNoKey). The names are those of every
-// language's integrations (reject, skip).
+// WithKey sets the policy's key by name (contract.md, "Keys"): one
+// composition ("user+route") or, given several, alternatives (the first
+// whose parts are all present): WithKey("api_key", "ip"). Parts: ip,
+// api_key, api_key:<Header>, header:<Header>, user, tenant, route, app
+// (WithAppKey's function).
+func WithKey(key ...string) Option {
+	return func(c *config) { c.key = &keyPart{key: append([]string(nil), key...)} }
+}
+
+// WithAppKey gives the function of the "app" key part, for WithKey or a
+// document's rules keyed by "app".
+func WithAppKey(f KeyFunc) Option { return func(c *config) { c.app = f } }
+
+// WithUser gives the authenticated user's id of a request ("": anonymous),
+// for keys and lists by user.
+func WithUser(f func(*http.Request) string) Option { return func(c *config) { c.user = f } }
+
+// WithTenant gives a request's tenant id ("": none), for keys and lists by
+// tenant.
+func WithTenant(f func(*http.Request) string) Option { return func(c *config) { c.tenant = f } }
+
+// WithCost gives a request's cost in units (0: the rule's own).
+func WithCost(f func(*http.Request) int) Option { return func(c *config) { c.cost = f } }
+
+// WithRouteTemplate gives a request's route template ("/users/{id}"; "":
+// unknown), for rules by route and the "route" key part.
+func WithRouteTemplate(f func(*http.Request) string) Option {
+	return func(c *config) { c.routeOf = f }
+}
+
+// WithoutHeaders leaves the rate-limit headers off admitted responses (the
+// policy's send_headers false); a 429 always has them.
+func WithoutHeaders() Option { return func(c *config) { c.sendNoHdr = true } }
+
+// MissingKey says what a request without a key gets: the policy's
+// on_missing_key.
 type MissingKey int
 
 const (
-	// MissingKeyReject, the default, answers through the error handler:
-	// 400 Bad Request, or 401 Unauthorized for ErrNoCredential.
+	// MissingKeyReject, the default: 400 Bad Request, or 401 Unauthorized
+	// when the key is a credential.
 	MissingKeyReject MissingKey = iota
 	// MissingKeySkip serves the request without a check or headers.
 	MissingKeySkip
@@ -111,61 +145,51 @@ func (m MissingKey) String() string {
 	return "MissingKey(" + strconv.Itoa(int(m)) + ")"
 }
 
-// WithMissingKey sets what a request without a key gets, for every limit of
-// this middleware (they share its key function; use a second middleware for
-// a limit with another rule). The default is MissingKeyReject: only
-// MissingKeySkip lets such requests through unlimited.
+// WithMissingKey sets what a request without a key gets, for every rule of
+// this middleware.
 func WithMissingKey(m MissingKey) Option { return func(c *config) { c.missing = m } }
 
 // WithCountWhen counts a request only when countWhen says its response
-// status counts, e.g. func(s int) bool { return s >= 400 } for failed logins
-// (the brute-force pattern). The request is checked before the handler as
-// usual, so a key over its limit is refused even when its request would not
-// have counted, and at most the limit's worth of requests per key run at once
-// (checking after each response instead would let a burst of parallel
-// attempts all through before any of them is counted). After the handler, an
-// admitted request whose status does not count gets its unit back
-// (Limiter.Refund; a failed refund leaves it counted). The status is the one
-// the handler wrote (200 when it wrote a body without WriteHeader); a handler
-// that panics is not refunded. The rate-limit headers are those of the check.
+// status counts, e.g. func(s int) bool { return s >= 400 } for failed logins.
+// The request is checked before the handler as usual; after it, an admitted
+// request whose status does not count gets its units back (only units Redis
+// took: not a shadowed or degraded decision's). The status is the one the
+// handler wrote (200 when it wrote a body without WriteHeader); a handler
+// that panics is not refunded. A document's count_when (statuses, classes,
+// "failures") does the same without a function.
 func WithCountWhen(countWhen func(status int) bool) Option {
 	return func(c *config) { c.count = countWhen }
 }
 
-// WithTrustedProxies names the proxies whose X-Forwarded-For the default
-// key function believes (ParseTrustedProxies reads them from strings). Only
-// for the default key: with WithKeyFunc, pass them to KeyByIP yourself.
+// WithTrustedProxies names the proxies whose X-Forwarded-For is believed
+// (the policy's trusted_proxies; ParseTrustedProxies reads them).
 func WithTrustedProxies(prefixes ...netip.Prefix) Option {
 	return func(c *config) { c.trusted = append(c.trusted, prefixes...) }
 }
 
 // WithRoute limits the requests whose path matches pattern with limiter
-// instead of the default one. A pattern is an exact path ("/login"), or a
-// subtree when it ends in a slash ("/api/" matches "/api/..." and "/api/");
-// the longest matching pattern wins, paths are matched once cleaned
-// (path.Clean, so "/x/../login" is "/login"). A route has its own count: its
-// limiter is asked for "<pattern> <key>", so one limiter can serve several
-// routes, each with its own budget. Different limits should still use
-// different prefixes (polylimit.WithPrefix).
+// instead of the default one: a rule named after the pattern. A pattern is
+// an exact path ("/login"), a subtree when it ends in a slash ("/api/"
+// matches "/api/..."), or a policy glob ("/files/*.png"); the longest
+// pattern is tried first. The count is the limiter's, per key: give each
+// route a limiter of its own (its own prefix) for a budget of its own.
 func WithRoute(pattern string, limiter *polylimit.Limiter) Option {
 	return func(c *config) { c.routes = append(c.routes, route{pattern, limiter}) }
 }
 
 // WithExempt lets requests whose path matches one of the patterns through
-// without a check or headers: exact paths, or subtrees ending in a slash, as
-// for WithRoute (e.g. "/healthz", "/metrics", "/static/").
+// without a check or headers (patterns as for WithRoute).
 func WithExempt(patterns ...string) Option {
 	return func(c *config) { c.exempt = append(c.exempt, patterns...) }
 }
 
 // WithSkip lets the requests for which skip returns true through without a
-// check or headers (e.g. OPTIONS preflights, or callers on an allow-list).
+// check or headers.
 func WithSkip(skip func(*http.Request) bool) Option { return func(c *config) { c.skip = skip } }
 
-// WithTimeout bounds each check: it runs under the request's context with
-// this timeout (0: the request's context alone, bounded by the client's
-// command timeout). A check that times out gets the error handler (503 by
-// default).
+// WithTimeout bounds each check (0: the request context's deadline, if any,
+// else the client's command timeout). A check that times out is a failed
+// check: 503, or the error handler.
 func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithDeniedHandler answers denied requests. The rate-limit headers,
@@ -174,39 +198,46 @@ func WithTimeout(d time.Duration) Option { return func(c *config) { c.timeout = 
 // FromContext(r.Context()) has the decision.
 func WithDeniedHandler(h http.Handler) Option { return func(c *config) { c.denied = h } }
 
-// WithErrorHandler answers requests that got no decision: err is the key
-// function's error, a *polylimit.Error, or a *polylimit.ContextError (use
-// errors.Is with ErrNoKey, polylimit.ErrUnavailable, context.DeadlineExceeded
-// ...). It may also call a handler of its own, e.g. to serve the request
-// anyway (fail open): a deadline is not covered by the limiter's failure
-// policy. The default is DefaultErrorHandler.
+// WithErrorHandler answers the requests the policy answers at once or whose
+// check failed, instead of the policy's answer: err is ErrNoKey,
+// ErrNoCredential, ErrForbidden or ErrInvalidCost (errors.Is), the check's
+// error (a *polylimit.Error or *polylimit.ContextError), or a KeyFunc's own.
+// errors.As(err, &*Answer) gives the policy's answer; DefaultErrorHandler
+// writes it.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return func(c *config) { c.onError = f }
 }
 
-// DefaultErrorHandler answers 401 Unauthorized for ErrNoCredential, 400 Bad
-// Request for ErrNoKey and 503 Service Unavailable for everything else (a
-// failing limiter, a context that ended before the decision), with a short
-// text body that does not reveal the error.
-func DefaultErrorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, ErrNoCredential):
-		http.Error(w, "no credential to rate-limit the request by", http.StatusUnauthorized)
-	case errors.Is(err, ErrNoKey):
-		http.Error(w, "no rate-limit key in the request", http.StatusBadRequest)
-	case errors.Is(err, context.DeadlineExceeded):
-		http.Error(w, "rate limit check timed out", http.StatusServiceUnavailable)
-	default:
-		http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
-	}
+// Answer is the policy's answer to a request, carried by the errors the
+// error handler gets.
+type Answer struct {
+	Err      error
+	Response polylimit.HTTPResponse
 }
 
-// defaultDenied writes 429 with a text body.
-func defaultDenied(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusTooManyRequests)
-	io.WriteString(w, "Too Many Requests\n")
+func (a *Answer) Error() string { return a.Err.Error() }
+
+// Unwrap gives the reason: ErrNoKey, ErrForbidden, a check's error...
+func (a *Answer) Unwrap() error { return a.Err }
+
+// DefaultErrorHandler writes the policy's answer (an *Answer in err), or 503
+// Service Unavailable with the policy's body for any other error.
+func DefaultErrorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	var a *Answer
+	if errors.As(err, &a) && a.Response.Status != 0 {
+		write(w, &a.Response)
+		return
+	}
+	w.Header().Set("Content-Type", polylimit.HTTPContentType)
+	w.WriteHeader(http.StatusServiceUnavailable)
+	io.WriteString(w, polylimit.HTTPBodyUnavailable)
+}
+
+// write applies an answer: headers, status, body.
+func write(w http.ResponseWriter, resp *polylimit.HTTPResponse) {
+	resp.SetHeaders(w.Header())
+	w.WriteHeader(resp.Status)
+	io.WriteString(w, resp.Body)
 }
 
 type ctxKey struct{}
@@ -219,115 +250,268 @@ func FromContext(ctx context.Context) (polylimit.Result, bool) {
 	return r, ok
 }
 
+// Middleware applies an HTTP policy to requests. It is safe for concurrent
+// use.
+type Middleware struct {
+	policy *polylimit.HTTPPolicy
+	rules  []polylimit.HTTPRule
+	doc    string
+	cfg    config
+	err    error // the policy New could not make: every request gets the error handler
+}
+
 // New returns the middleware: every request not exempt is checked against
-// the limiter of its route (WithRoute), else against limiter. A nil limiter
-// leaves the requests of no route unlimited.
+// the limiter of its route (WithRoute), else against limiter (nil: the
+// requests of no route go on unchecked). The options become a policy
+// document (Document shows it). A policy the library refuses (a closed
+// limiter) answers every request through the error handler.
 func New(limiter *polylimit.Limiter, opts ...Option) func(http.Handler) http.Handler {
-	c := &config{}
+	m, _ := NewMiddleware(limiter, opts...)
+	return m.Handler
+}
+
+// NewMiddleware is New returning the Middleware, and the error of a policy
+// the library refused.
+func NewMiddleware(limiter *polylimit.Limiter, opts ...Option) (*Middleware, error) {
+	m := &Middleware{}
+	m.apply(opts)
+	doc, limiters := m.cfg.document(limiter)
+	m.doc = doc
+	m.policy, m.err = polylimit.NewHTTPPolicy(doc, limiters...)
+	if m.policy != nil {
+		m.rules = m.policy.Rules()
+	}
+	return m, m.err
+}
+
+// FromDocument returns the middleware of a policy document (JSON text,
+// contract.md "The policy document") and the limiters its rules name by
+// index. Options (With...) may be added with Middleware.With: the
+// application's identities (WithUser, WithTenant, WithAppKey, WithCost,
+// WithRouteTemplate), handlers (WithDeniedHandler, WithErrorHandler,
+// WithSkip), WithTimeout and WithCountWhen; the document's own settings
+// win over the options that would write it.
+func FromDocument(doc string, limiters ...*polylimit.Limiter) (*Middleware, error) {
+	p, err := polylimit.NewHTTPPolicy(doc, limiters...)
+	if err != nil {
+		return nil, err
+	}
+	m := &Middleware{policy: p, rules: p.Rules(), doc: doc}
+	m.apply(nil)
+	return m, nil
+}
+
+// FromMap is FromDocument for a document given as Go values (encoded as JSON).
+func FromMap(doc map[string]any, limiters ...*polylimit.Limiter) (*Middleware, error) {
+	text, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return FromDocument(string(text), limiters...)
+}
+
+// With returns a copy of the middleware with more options: the application's
+// hooks and handlers (options that would change the policy document do not
+// apply to a document's middleware).
+func (m *Middleware) With(opts ...Option) *Middleware {
+	n := &Middleware{policy: m.policy, rules: m.rules, doc: m.doc, cfg: m.cfg, err: m.err}
+	n.apply(opts)
+	return n
+}
+
+func (m *Middleware) apply(opts []Option) {
 	for _, o := range opts {
-		o(c)
+		o(&m.cfg)
 	}
-	if c.key == nil {
-		c.key = KeyByIP(c.trusted...)
-	}
-	if c.denied == nil {
-		c.denied = http.HandlerFunc(defaultDenied)
-	}
-	if c.onError == nil {
-		c.onError = DefaultErrorHandler
-	}
-	sort.SliceStable(c.routes, func(i, j int) bool { return len(c.routes[i].pattern) > len(c.routes[j].pattern) })
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			c.serve(limiter, next, w, r)
+	if m.cfg.denied == nil {
+		m.cfg.denied = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, polylimit.HTTPBodyTooManyRequests)
 		})
 	}
 }
 
-// matches says whether a cleaned path matches a pattern: exactly, or below a
-// pattern that ends in a slash.
-func matches(pattern, p string) bool {
+// Policy returns the library's policy (metrics: promcollector, or
+// HTTPPolicy.MetricsPrometheus); nil when New could not make it.
+func (m *Middleware) Policy() *polylimit.HTTPPolicy { return m.policy }
+
+// Close frees the policy (not its limiters).
+func (m *Middleware) Close() error {
+	if m.policy == nil {
+		return nil
+	}
+	return m.policy.Close()
+}
+
+// glob turns a WithRoute / WithExempt pattern into a policy path glob.
+func glob(pattern string) string {
 	if strings.HasSuffix(pattern, "/") {
-		return strings.HasPrefix(p, pattern)
+		return pattern + "*"
 	}
-	return p == pattern
+	return pattern
 }
 
-// cleanPath is path.Clean that keeps a trailing slash ("/api/" stays "/api/").
-func cleanPath(p string) string {
-	if p == "" {
-		return "/"
+// ruleName names a WithRoute rule after its pattern, when that is a valid
+// rule name (it names the limit in RateLimit-Policy and in metrics).
+func ruleName(pattern string, i int) string {
+	ok := pattern != "" && len(pattern) <= 64 && pattern != "default"
+	for j := 0; j < len(pattern) && ok; j++ {
+		b := pattern[j]
+		ok = b > ' ' && b < 0x7f && b != '"' && b != '\\'
 	}
-	if p[0] != '/' {
-		p = "/" + p
+	if ok {
+		return pattern
 	}
-	cp := path.Clean(p)
-	if strings.HasSuffix(p, "/") && cp != "/" {
-		cp += "/"
-	}
-	return cp
+	return "route-" + strconv.Itoa(i+1)
 }
 
-func (c *config) serve(def *polylimit.Limiter, next http.Handler, w http.ResponseWriter, r *http.Request) {
-	p := cleanPath(r.URL.Path)
-	for _, e := range c.exempt {
-		if matches(e, p) {
-			next.ServeHTTP(w, r)
-			return
+// document is the policy of New's options, and its limiters.
+func (c *config) document(def *polylimit.Limiter) (string, []*polylimit.Limiter) {
+	key := c.key
+	if key == nil {
+		key = &keyPart{key: []string{"ip"}}
+	}
+	if key.app != nil && c.app == nil {
+		c.app = key.app
+	}
+	trusted := prefixStrings(c.trusted)
+	trusted = append(trusted, key.trusted...)
+	var limiters []*polylimit.Limiter
+	index := func(l *polylimit.Limiter) int {
+		for i, x := range limiters {
+			if x == l {
+				return i
+			}
 		}
+		limiters = append(limiters, l)
+		return len(limiters) - 1
+	}
+	routes := append([]route(nil), c.routes...)
+	sort.SliceStable(routes, func(i, j int) bool { return len(routes[i].pattern) > len(routes[j].pattern) })
+	rules := []any{}
+	rule := func(name string, paths []string, l *polylimit.Limiter) {
+		r := map[string]any{"name": name, "key": keyValue(key.key), "on_missing_key": c.missing.String()}
+		if paths != nil {
+			r["paths"] = paths
+		}
+		if l == nil {
+			r["limiter"] = nil
+		} else {
+			r["limiter"] = index(l)
+		}
+		rules = append(rules, r)
+	}
+	for i, rt := range routes {
+		rule(ruleName(rt.pattern, i), []string{glob(rt.pattern)}, rt.limiter)
+	}
+	if def != nil {
+		rule("default", nil, def)
+	}
+	exempt := make([]string, 0, len(c.exempt))
+	for _, e := range c.exempt {
+		exempt = append(exempt, glob(e))
+	}
+	doc := map[string]any{
+		"trusted_proxies": nonNil(trusted),
+		"exempt":          exempt,
+		"send_headers":    !c.sendNoHdr,
+		"rules":           rules,
+	}
+	text, _ := json.Marshal(doc)
+	return string(text), limiters
+}
+
+// Document returns the policy document: FromDocument's, or the one New made
+// of its options.
+func (m *Middleware) Document() string { return m.doc }
+
+// Handler wraps next.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(next, w, r) })
+}
+
+func (m *Middleware) fail(w http.ResponseWriter, r *http.Request, err error, resp *polylimit.HTTPResponse) {
+	a := &Answer{Err: err}
+	if resp != nil {
+		a.Response = *resp
+	}
+	if m.cfg.onError != nil {
+		m.cfg.onError(w, r, a)
+		return
+	}
+	DefaultErrorHandler(w, r, a)
+}
+
+func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	c := &m.cfg
+	if m.err != nil {
+		m.fail(w, r, m.err, nil)
+		return
 	}
 	if c.skip != nil && c.skip(r) {
 		next.ServeHTTP(w, r)
 		return
 	}
-	limiter, prefix := def, ""
-	for _, rt := range c.routes {
-		if matches(rt.pattern, p) {
-			limiter, prefix = rt.limiter, rt.pattern+" "
-			break
-		}
+	req := describe(r)
+	if c.routeOf != nil {
+		req.Route = c.routeOf(r)
 	}
-	if limiter == nil {
-		next.ServeHTTP(w, r)
-		return
+	if c.user != nil {
+		req.User = c.user(r)
 	}
-	key, err := c.key(r)
-	if err != nil {
-		if c.missing == MissingKeySkip && errors.Is(err, ErrNoKey) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		c.onError(w, r, err)
-		return
+	if c.tenant != nil {
+		req.Tenant = c.tenant(r)
 	}
-	ctx := r.Context()
+	if c.cost != nil {
+		req.Cost = int64(c.cost(r))
+	}
+	// A request's context always can end (the client may go away), but
+	// only a deadline is worth a check's goroutine: without one the check
+	// makes the one blocking library call when it can (the command timeout
+	// bounds it).
+	ctx := context.Background()
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		ctx, cancel = context.WithTimeout(r.Context(), c.timeout)
 		defer cancel()
+	} else if _, ok := r.Context().Deadline(); ok {
+		ctx = r.Context()
 	}
-	res, err := limiter.Allow(ctx, prefix+key)
+	d, err := m.policy.Decide(ctx, &req)
+	if err == nil && d.Step.Action == polylimit.HTTPNeedAppKey {
+		if err = appKey(r, c.app, &req); err == nil {
+			d, err = m.policy.Decide(ctx, &req)
+		}
+	}
 	if err != nil {
-		c.onError(w, r, err)
+		m.fail(w, r, err, nil)
 		return
 	}
-	headers, err := limiter.Headers(res)
-	if err != nil {
-		c.onError(w, r, err)
+	switch d.Step.Action {
+	case polylimit.HTTPProceed:
+		next.ServeHTTP(w, r)
+		return
+	case polylimit.HTTPRespond:
+		m.answerAtOnce(w, r, &d)
 		return
 	}
-	h := w.Header()
-	for name, values := range headers {
-		h[name] = values
-	}
-	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, res))
-	if !res.Allowed {
-		c.denied.ServeHTTP(w, r)
+	if !d.Checked {
+		if d.Response.Status != 0 { // 503
+			m.fail(w, r, d.CheckErr, &d.Response)
+			return
+		}
+		next.ServeHTTP(w, r) // on_error "allow"
 		return
 	}
-	// Only units Redis took can be given back: not a shadowed would-be
-	// denial's, nor a degraded decision's (it came from the failure policy).
-	if c.count == nil || res.Shadowed || res.Degraded {
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, d.Result))
+	if d.Response.Status == http.StatusTooManyRequests {
+		d.Response.SetHeaders(w.Header())
+		m.cfg.denied.ServeHTTP(w, r)
+		return
+	}
+	d.Response.SetHeaders(w.Header())
+	refunds := d.Step.Rule >= 0 && d.Step.Rule < len(m.rules) && m.rules[d.Step.Rule].Refunds
+	if c.count == nil && !refunds {
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -336,16 +520,34 @@ func (c *config) serve(def *polylimit.Limiter, next http.Handler, w http.Respons
 	if sw.status == 0 {
 		sw.status = http.StatusOK // nothing written: net/http answers 200
 	}
-	if !c.count(sw.status) {
-		// The request's context may be done once the handler returned.
-		rctx := context.Background()
-		if c.timeout > 0 {
-			var cancel context.CancelFunc
-			rctx, cancel = context.WithTimeout(rctx, c.timeout)
-			defer cancel()
-		}
-		_, _ = limiter.Refund(rctx, prefix+key, 1)
+	// The request's context may be done once the handler returned.
+	rctx := context.Background()
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(rctx, c.timeout)
+		defer cancel()
 	}
+	if c.count != nil {
+		// Only units Redis took go back: not a shadowed or degraded decision's.
+		res := d.Result
+		if !c.count(sw.status) && res.Allowed && !res.Shadowed && !res.Degraded {
+			_, _ = m.policy.Limiter(d.Step.Rule).Refund(rctx, d.Step.Key, int(d.Step.Cost))
+		}
+		return
+	}
+	_, _ = m.policy.Settle(rctx, &d, sw.status)
+}
+
+// answerAtOnce answers 400 / 401 / 403.
+func (m *Middleware) answerAtOnce(w http.ResponseWriter, r *http.Request, d *polylimit.HTTPDecision) {
+	var reason error
+	switch {
+	case d.Response.Status == http.StatusBadRequest && d.Response.Body == polylimit.HTTPBodyBadCost:
+		reason = ErrInvalidCost
+	default:
+		reason = statusError(d.Response.Status)
+	}
+	m.fail(w, r, reason, &d.Response)
 }
 
 // statusWriter records the status a handler answers with.

@@ -18,6 +18,13 @@
 // distinct name, and two Collectors would describe the same metrics, which a
 // registry refuses.
 //
+// The HTTP middleware's per-rule request counters (package httplimit;
+// polylimit.HTTPPolicy.MetricsPrometheus) go into the same Collector:
+// NewWithPolicies(clients, mw.Policy()) adds
+// polylimit_http_requests_total{rule="login",outcome="denied"}: one series
+// per rule and outcome (allowed, denied, missing_key, invalid, forbidden,
+// errors), never per key. Several policies need distinct rule names.
+//
 // This package is a module of its own, so that the binding itself keeps no
 // dependency beyond the standard library.
 package promcollector
@@ -40,10 +47,11 @@ import (
 // closed reports the error (the registry's Gather fails; promhttp answers
 // 500 by default) rather than dropping the client's series silently.
 type Collector struct {
-	clients []*polylimit.Client
-	descs   map[string]*prometheus.Desc // by metric family name
-	labels  map[string][]string         // the variable label names of each family, in Desc order
-	names   []string                    // family names, sorted, for Describe
+	clients  []*polylimit.Client
+	policies []*polylimit.HTTPPolicy
+	descs    map[string]*prometheus.Desc // by metric family name
+	labels   map[string][]string         // the variable label names of each family, in Desc order
+	names    []string                    // family names, sorted, for Describe
 }
 
 // New returns a Collector for clients (at least one; with more than one,
@@ -51,14 +59,21 @@ type Collector struct {
 // metrics; an error is the library's (polylimit.ErrInvalidArgument for a
 // missing or repeated name, polylimit.ErrClosed for a closed client).
 func New(clients ...*polylimit.Client) (*Collector, error) {
-	families, err := gather(clients)
+	return NewWithPolicies(clients)
+}
+
+// NewWithPolicies returns a Collector for clients (none, or as for New) and
+// the request counters of HTTP policies (httplimit.Middleware.Policy).
+func NewWithPolicies(clients []*polylimit.Client, policies ...*polylimit.HTTPPolicy) (*Collector, error) {
+	families, err := gather(clients, policies)
 	if err != nil {
 		return nil, err
 	}
 	c := &Collector{
-		clients: append([]*polylimit.Client(nil), clients...),
-		descs:   make(map[string]*prometheus.Desc, len(families)),
-		labels:  make(map[string][]string, len(families)),
+		clients:  append([]*polylimit.Client(nil), clients...),
+		policies: append([]*polylimit.HTTPPolicy(nil), policies...),
+		descs:    make(map[string]*prometheus.Desc, len(families)),
+		labels:   make(map[string][]string, len(families)),
 	}
 	for name, mf := range families {
 		var labels []string
@@ -75,16 +90,37 @@ func New(clients ...*polylimit.Client) (*Collector, error) {
 	return c, nil
 }
 
-// gather renders the clients' page and parses it.
-func gather(clients []*polylimit.Client) (map[string]*dto.MetricFamily, error) {
-	text, err := polylimit.PrometheusText(clients...)
-	if err != nil {
-		return nil, err
+// gather renders the clients' page and the policies' and parses them.
+func gather(clients []*polylimit.Client, policies []*polylimit.HTTPPolicy) (map[string]*dto.MetricFamily, error) {
+	var pages []string
+	if len(clients) > 0 || len(policies) == 0 {
+		text, err := polylimit.PrometheusText(clients...)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, text)
 	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		return nil, fmt.Errorf("promcollector: the library's exposition does not parse: %w", err)
+	for _, p := range policies {
+		text, err := p.MetricsPrometheus()
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, text)
+	}
+	families := make(map[string]*dto.MetricFamily)
+	for _, text := range pages {
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		fs, err := parser.TextToMetricFamilies(strings.NewReader(text))
+		if err != nil {
+			return nil, fmt.Errorf("promcollector: the library's exposition does not parse: %w", err)
+		}
+		for name, mf := range fs {
+			if have, ok := families[name]; ok {
+				have.Metric = append(have.Metric, mf.Metric...)
+				continue
+			}
+			families[name] = mf
+		}
 	}
 	return families, nil
 }
@@ -98,7 +134,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the clients' counters and sends them (prometheus.Collector).
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	families, err := gather(c.clients)
+	families, err := gather(c.clients, c.policies)
 	if err != nil {
 		for _, name := range c.names {
 			ch <- prometheus.NewInvalidMetric(c.descs[name], err)

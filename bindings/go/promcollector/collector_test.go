@@ -13,6 +13,7 @@ import (
 	"time"
 
 	polylimit "github.com/polylimit/polylimit/bindings/go"
+	"github.com/polylimit/polylimit/bindings/go/httplimit"
 	"github.com/polylimit/polylimit/bindings/go/internal/redistest"
 	"github.com/polylimit/polylimit/bindings/go/promcollector"
 	"github.com/prometheus/client_golang/prometheus"
@@ -293,5 +294,62 @@ func TestNewRefuses(t *testing.T) {
 	}
 	if err := reg.Register(other); err == nil {
 		t.Error("a registry took two collectors of the same metrics")
+	}
+}
+
+// The HTTP middleware's per-rule counters: one series per rule and outcome,
+// never a key (an API key given in a request appears nowhere on the page).
+func TestHTTPPolicyMetrics(t *testing.T) {
+	c := open(t, shared.URL, polylimit.WithName("web"))
+	l, err := c.LimiterFor(2, time.Minute, polylimit.WithPrefix(t.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m, err := httplimit.FromDocument(`{"rules": [{"name": "api", "limiter": 0, "key": "api_key"}]}`, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }))
+	const secret = "sk-metrics-secret-1234"
+	for i, key := range []string{secret, secret, secret, ""} {
+		r := httptest.NewRequest("GET", "/x", nil)
+		if key != "" {
+			r.Header.Set("X-API-Key", key)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if want := []int{200, 200, 429, 401}[i]; w.Code != want {
+			t.Fatalf("request %d: status %d, want %d", i, w.Code, want)
+		}
+	}
+	col, err := promcollector.NewWithPolicies([]*polylimit.Client{c}, m.Policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(col)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(body)
+	for _, want := range []string{
+		`polylimit_http_requests_total{outcome="allowed",rule="api"} 2`,
+		`polylimit_http_requests_total{outcome="denied",rule="api"} 1`,
+		`polylimit_http_requests_total{outcome="missing_key",rule="api"} 1`,
+		`polylimit_checks_total{client="web"} 3`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("no %s in\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, secret) || strings.Contains(page, "apikey:") {
+		t.Errorf("a key on the metrics page:\n%s", page)
 	}
 }

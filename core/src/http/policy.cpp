@@ -70,6 +70,49 @@ bool same_method(const std::string& upper, std::string_view method) {
   return true;
 }
 
+// The path rules match: `raw` with its dot segments removed (RFC 3986,
+// 5.2.4; "%2e" is a dot too), so that "/static/../admin" cannot pass for an
+// exempt "/static/*". Most paths have none and are returned as they are.
+std::string_view matched_path(std::string_view raw, std::string& buf) {
+  bool dots = false;
+  for (size_t i = 0; i + 1 < raw.size() && !dots; ++i)
+    dots = raw[i] == '/' && (raw[i + 1] == '.' || (raw[i + 1] == '%' && i + 3 < raw.size() && raw[i + 2] == '2' &&
+                                                   (raw[i + 3] == 'e' || raw[i + 3] == 'E')));
+  if (!dots) return raw;
+  // Segments, with "%2e" read as '.', then the dot segments resolved.
+  std::vector<std::string> out;
+  size_t i = 0;
+  bool trailing = false;
+  while (i < raw.size()) {
+    size_t slash = raw.find('/', i + 1);
+    std::string_view seg =
+        raw.substr(i + (raw[i] == '/' ? 1 : 0),
+                   (slash == std::string_view::npos ? raw.size() : slash) - i - (raw[i] == '/' ? 1 : 0));
+    std::string dec;
+    for (size_t k = 0; k < seg.size(); ++k) {
+      if (seg[k] == '%' && k + 2 < seg.size() && seg[k + 1] == '2' && (seg[k + 2] == 'e' || seg[k + 2] == 'E')) {
+        dec += '.';
+        k += 2;
+      } else {
+        dec += seg[k];
+      }
+    }
+    trailing = dec == "." || dec == "..";
+    if (dec == "..") {
+      if (!out.empty()) out.pop_back();
+    } else if (dec != ".") {
+      out.push_back(std::string(seg));
+    }
+    if (slash == std::string_view::npos) break;
+    i = slash;
+    trailing = trailing || slash + 1 == raw.size();
+  }
+  buf.clear();
+  for (const auto& seg : out) buf += "/" + seg;
+  if (trailing || buf.empty()) buf += "/";
+  return buf;
+}
+
 std::string_view present(const Request& r, int header) {
   if (header < 0 || static_cast<size_t>(header) >= r.header_count) return {};
   return r.headers[header];
@@ -489,15 +532,17 @@ Step Policy::prepare(const Request& r) const {
     }
     if (listed(*allow_, addr, api_hash, r)) return step;  // proceed, unchecked
   }
+  std::string path_buf;
+  const std::string_view path = matched_path(r.path, path_buf);
   for (const auto& e : s.exempt)
-    if (glob(e, r.path)) return step;
+    if (glob(e, path)) return step;
 
   // The first rule whose paths (or routes) and methods match.
   const Rule* rule = nullptr;
   for (size_t i = 0; i < rules_.size() && rule == nullptr; ++i) {
     const Rule& c = *rules_[i];
     bool where = c.paths.empty() && c.routes.empty();
-    for (const auto& p : c.paths) where = where || glob(p, r.path);
+    for (const auto& p : c.paths) where = where || glob(p, path);
     for (const auto& t : c.routes) where = where || (!r.route.empty() && t == r.route);
     if (!where) continue;
     bool method = c.methods.empty();
@@ -558,7 +603,7 @@ Step Policy::prepare(const Request& r) const {
           break;
         case Part::kRoute:
           key += "route:" + upper(r.method) + " ";
-          key += r.route.empty() ? r.path : r.route;
+          key += r.route.empty() ? path : r.route;
           break;
         case Part::kApp:
           if (r.app_key.data() == nullptr) {
@@ -597,10 +642,10 @@ Step Policy::prepare(const Request& r) const {
     while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
     if (v.data() != nullptr && !v.empty()) {
       int64_t n = 0;
-      bool ok = v.size() <= 7;
-      for (char c : v) {
-        if (c < '0' || c > '9') ok = false;
-        n = n * 10 + (c - '0');
+      bool ok = v.size() <= 7;  // the largest max, 1000000, has 7 digits
+      for (size_t i = 0; ok && i < v.size(); ++i) {
+        ok = v[i] >= '0' && v[i] <= '9';
+        n = n * 10 + (v[i] - '0');
       }
       if (!ok || n < 1 || n > rule->cost_max) {
         rule->outcomes[kInvalid].fetch_add(1, std::memory_order_relaxed);

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "13d6eec82cc9d8fc3f333932a1c6a7854e7c0436f8be7033361f9cbc50b11869"
+const sourcesDigest = "ff4e566afe7c0cf20ba61c8ebbcf899a7598fa0a6cbd041be0affd24176beceb"

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -217,3 +218,67 @@ func (s *Server) Signal(sig syscall.Signal) error { return syscall.Kill(s.pid, s
 // Stop resumes (in case a test stopped it), terminates and waits; the
 // launcher removes the directory. Idempotent.
 func (s *Server) Stop() { s.fix.stop() }
+
+// Scan returns the names of every key (SCAN, cursor by cursor).
+func (s *Server) Scan() ([]string, error) {
+	conn, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	rd := bufio.NewReader(conn)
+	readLine := func() (string, error) {
+		line, err := rd.ReadString('\n')
+		return strings.TrimRight(line, "\r\n"), err
+	}
+	readBulk := func() (string, error) {
+		head, err := readLine()
+		if err != nil {
+			return "", err
+		}
+		if !strings.HasPrefix(head, "$") {
+			return "", fmt.Errorf("redis: SCAN: unexpected %q", head)
+		}
+		n, err := strconv.Atoi(head[1:])
+		if err != nil {
+			return "", err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	var keys []string
+	cursor := "0"
+	for {
+		if _, err := conn.Write([]byte("SCAN " + cursor + " COUNT 1000\r\n")); err != nil {
+			return nil, err
+		}
+		if head, err := readLine(); err != nil || head != "*2" {
+			return nil, fmt.Errorf("redis: SCAN: unexpected %q (%v)", head, err)
+		}
+		if cursor, err = readBulk(); err != nil {
+			return nil, err
+		}
+		head, err := readLine()
+		if err != nil || !strings.HasPrefix(head, "*") {
+			return nil, fmt.Errorf("redis: SCAN: unexpected %q (%v)", head, err)
+		}
+		n, err := strconv.Atoi(head[1:])
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < n; i++ {
+			k, err := readBulk()
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, k)
+		}
+		if cursor == "0" {
+			return keys, nil
+		}
+	}
+}
