@@ -458,7 +458,7 @@ def main():
 
     failed = any(not e.get("not_built") for e in errors.values())
     for lang in langs:
-        print("\n%s: polylimit = %s; peer = %s" % (lang, OURS[lang], PEERS[lang]))
+        print("\n%s: polylimit = %s; peer = %s\n" % (lang, OURS[lang], PEERS[lang]))
         print(
             "| path | side | req/s median (min-max) | vs peer: ratio of medians (per run min-max)"
             " | Redis CPU us/req | service CPU us/req | Redis cmds/req | p50 ms |"
