@@ -62,7 +62,8 @@ TEST(ClientIp, Networks) {
   EXPECT_FALSE(v6.contains(*parse_address("2001:db9::1")));
   auto zero = polylimit::http::parse_network("0.0.0.0/0", "x");
   EXPECT_TRUE(zero.contains(*parse_address("8.8.8.8")));
-  for (const char* bad : {"10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/x", "[::1]", "fe80::1%eth0", "host"})
+  for (const char* bad : {"10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/x", "[::1]", "fe80::1%eth0", "host",
+                          "10.0.0.0/99999999999999999999"})
     EXPECT_THROW(polylimit::http::parse_network(bad, "trusted_proxies"), polylimit::Error) << bad;
 }
 

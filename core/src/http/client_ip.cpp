@@ -108,9 +108,9 @@ Network parse_network(std::string_view text, const std::string& what) {
     std::string_view len = t.substr(slash + 1);
     int p = 0;
     bool ok = !len.empty() && len.size() <= 3;
-    for (char c : len) {
-      if (c < '0' || c > '9') ok = false;
-      p = p * 10 + (c - '0');
+    for (size_t i = 0; ok && i < len.size(); ++i) {
+      ok = len[i] >= '0' && len[i] <= '9';
+      p = p * 10 + (len[i] - '0');
     }
     if (mapped) p -= 96;  // ::ffff:a.b.c.d/104 is a.b.c.d/8
     if (!ok || p < 0 || p > a->bits())

@@ -356,7 +356,9 @@ class PolicyParser {
 
   void rule(const json::Value& v, const std::string& where) {
     if (!v.is_object()) fail(v, where, "a rule is an object");
-    known(v, where, {"name", "paths", "routes", "methods", "limiter", "key", "cost", "on_missing_key", "count_when"});
+    known(
+        v, where,
+        {"name", "paths", "routes", "methods", "limiter", "key", "credential", "cost", "on_missing_key", "count_when"});
     auto r = std::make_unique<Policy::Rule>();
     const json::Value* name = v.find("name");
     if (name == nullptr) fail(v, where, "a rule needs a \"name\" (it names the rule in headers and metrics)");
@@ -392,6 +394,9 @@ class PolicyParser {
     } else {
       r->key.push_back(composition(*key, field + ".key", *r));
     }
+    // "credential": whether a missing key is a missing credential (401),
+    // whatever its parts say (an application's key that is an API token).
+    if (const json::Value* c = v.find("credential")) r->key_is_credential = boolean(c, field + ".credential", false);
     if (const json::Value* cost = v.find("cost")) {
       if (cost->is_integer()) {
         if (cost->integer() < 1 || cost->integer() > bounds::kLimit.max)
