@@ -437,9 +437,10 @@ def main():
                         )
                         continue
                     results.setdefault(cell, []).append(m)
+                    evals = sum(m["by_command"].get(c, (0, 0))[0] for c in ("evalsha", "eval"))
                     print(
-                        "run %d %-6s %-5s %-9s %8.0f req/s  redis %6.1f us/req  service %7.1f us/req  "
-                        "%.2f cmds/req  p50 %.1f ms  (%.0f s)"
+                        "run %d %-6s %-5s %-12s %8.0f req/s  redis %6.1f us/req  service %7.1f us/req  "
+                        "%.2f cmds/req  %.2f EVALSHA/req  p50 %.1f ms  (%.0f s)"
                         % (
                             run + 1,
                             lang,
@@ -449,6 +450,7 @@ def main():
                             m["redis_us"],
                             m["service_us"],
                             m["redis_cmds"],
+                            evals / m["requests"],
                             m["p50_ms"],
                             time.monotonic() - t,
                         ),
