@@ -73,6 +73,14 @@ async fn layer_answers_429_with_headers() {
     // Another key has its own budget; no key is a client error.
     assert_eq!(get_once(addr, "X-Api-Key: bob\r\n").await.0, 200);
     assert_eq!(get_once(addr, "").await.0, 400);
+    // The header's value is hashed into the key: never stored in Redis.
+    let keys = common::redis_keys(redis_url());
+    let ours: Vec<_> = keys.iter().filter(|k| k.contains(&prefix("tower"))).collect();
+    assert!(ours.iter().any(|k| k.contains("header:x-api-key:")), "{keys:?}");
+    assert!(
+        ours.iter().all(|k| !k.contains("alice") && !k.contains("bob")),
+        "{ours:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
