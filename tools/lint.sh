@@ -208,7 +208,7 @@ shellcheck_checks() {
 }
 check shellcheck "the shellcheck findings above" shellcheck_checks
 
-rust_projects=(bindings/rust bench/rust examples/rust-axum tools/demo/rust-worker)
+rust_projects=(bindings/rust bench/rust examples/rust-axum tools/demo/rust-worker tests/http/services/rust)
 rust_fmt() {
   need cargo "rustup: the stable toolchain with rustfmt and clippy" || return 1
   local dir rc=0 all

@@ -10,7 +10,7 @@ from common import BANNER, camel, errors_only, upper  # noqa: F401
 
 
 def _string(s):
-    return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
+    return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _doc(text):
@@ -112,7 +112,16 @@ def _vocabulary(v):
             "    /** polylimit_stats counters, in packing order. */",
             "    public static final java.util.List<String> STATS_COUNTERS = java.util.List.of(%s);" % ", ".join(
                 _string(f["name"]) for f in v["stats_counters"]),
-            "    public static final int LATENCY_BUCKETS = %d;" % v["latency_buckets"], "}", ""]
+            "    public static final int LATENCY_BUCKETS = %d;" % v["latency_buckets"]]
+    h = v["http"]
+    out += ["    /** The HTTP request policy's answers: content type (docs/integrations/contract.md). */",
+            "    public static final String HTTP_CONTENT_TYPE = %s;" % _string(h["content_type"])]
+    for b in h["bodies"]:
+        out.append("    /** %d: %s. */" % (b["status"], _doc(b["doc"])))
+        out.append("    public static final String HTTP_BODY_%s = %s;" % (upper(b["name"]), _string(b["body"])))
+    out += ["    /** What the per-rule metrics count, in order. */",
+            "    public static final java.util.List<String> HTTP_OUTCOMES = java.util.List.of(%s);" % ", ".join(
+                _string(o["name"]) for o in h["outcomes"]), "}", ""]
     return "\n".join(out)
 
 

@@ -22,6 +22,15 @@ def node_file(v):
         out.append("exports.%s = Object.freeze(%s);" % (key, json.dumps(table, indent=2)))
     out.append("exports.bounds = Object.freeze(%s);" % json.dumps(bounds, indent=2))
     out.append("exports.decisionFields = Object.freeze(%s);" % json.dumps([f["name"] for f in v["decision_fields"]]))
+    h = v["http"]
+    http = {
+        "contentType": h["content_type"],
+        "bodies": {b["name"]: {"status": b["status"], "body": b["body"]} for b in h["bodies"]},
+        "keyParts": {k["name"]: k["format"] for k in h["key_parts"]},
+        "outcomes": [o["name"] for o in h["outcomes"]],
+    }
+    out.append("// The HTTP request policy (docs/integrations/contract.md): bodies, key parts, outcomes.")
+    out.append("exports.http = Object.freeze(%s);" % json.dumps(http, indent=2))
     return "\n".join(out) + "\n"
 
 

@@ -57,4 +57,20 @@ def python_module(v):
             "DECISION_FIELDS: Tuple[str, ...] = (%s,)" % ", ".join(_literal(f["name"]) for f in v["decision_fields"]),
             "STATS_COUNTERS: Tuple[str, ...] = (%s,)" % ", ".join(_literal(f["name"]) for f in v["stats_counters"]),
             "LATENCY_BUCKETS = %d" % v["latency_buckets"], ""]
+    h = v["http"]
+    out += ["# The HTTP request policy (docs/integrations/contract.md): the answers' bodies",
+            "# and content type, the key parts and what the per-rule metrics count.",
+            "HTTP_CONTENT_TYPE = %s" % _literal(h["content_type"]),
+            "# body name -> (status, body)",
+            "HTTP_BODIES: Dict[str, Tuple[int, str]] = {"]
+    for b in h["bodies"]:
+        out.append("    %s: (%d, %s)," % (_literal(b["name"]), b["status"], _literal(b["body"])))
+    out += ["}",
+            "# key part -> its format in the key",
+            "HTTP_KEY_PARTS: Dict[str, str] = {%s}" % ", ".join(
+                "%s: %s" % (_literal(k["name"]), _literal(k["format"])) for k in h["key_parts"]),
+            "HTTP_OUTCOMES: Tuple[str, ...] = (%s,)" % ", ".join(_literal(o["name"]) for o in h["outcomes"]),
+            "HTTP_ON_MISSING_KEY: Tuple[str, ...] = (%s,)" % ", ".join(
+                _literal(o["name"]) for o in h["on_missing_key"]),
+            "HTTP_ON_ERROR: Tuple[str, ...] = (%s,)" % ", ".join(_literal(o["name"]) for o in h["on_error"]), ""]
     return "\n".join(out)

@@ -2,7 +2,8 @@
 # examples/rust-axum over real HTTP: two copies of the server against one
 # redis-server share the per-IP limit exactly (ten 200s with RateLimit-*
 # headers counting down, then 429 with Retry-After, whichever copy answers);
-# /login has a count of its own; /healthz and /metrics are exempt.
+# /login has a count of its own, in which only failed logins count;
+# /healthz and /metrics are exempt; a 429 has the contract's plain-text body.
 #   tests/rust/example_http.sh [CARGO_FEATURES]   (tests/rust/run.sh passes
 #   "system" when it links an installed library through PKG_CONFIG_PATH)
 # CARGO_TARGET_DIR: the Rust suite's, so the crates its tests built are reused.
@@ -41,10 +42,11 @@ for n in 1 2; do
   urls+=("$url")
 done
 
-# get N METHOD PATH: status code; the response head in $tmp/head (lowercased).
+# get N METHOD PATH [CURL ARGS]: status code; the response head in $tmp/head
+# (lowercased), the body in $tmp/body.
 get() {
   local code
-  code=$(curl -s -X "$2" -D "$tmp/head" -o /dev/null -w '%{http_code}' "${urls[$1]}$3")
+  code=$(curl -s -X "$2" -D "$tmp/head" -o "$tmp/body" -w '%{http_code}' "${@:4}" "${urls[$1]}$3")
   tr '[:upper:]' '[:lower:]' <"$tmp/head" | tr -d '\r' >"$tmp/head.lc"
   mv "$tmp/head.lc" "$tmp/head"
   echo "$code"
@@ -65,14 +67,21 @@ for n in 0 1; do
   retry=$(header retry-after)
   [ -n "$retry" ] && [ "$retry" -ge 1 ] && [ "$retry" -le 60 ] || fail "429 without a sane Retry-After: $(cat "$tmp/head")"
   [ "$(header ratelimit-remaining)" = 0 ] || fail "429: $(cat "$tmp/head")"
+  [ "$(cat "$tmp/body")" = "Too Many Requests" ] || fail "429 body: $(cat "$tmp/body")"
+  [ "$(header content-type)" = "text/plain; charset=utf-8" ] || fail "429: $(cat "$tmp/head")"
 done
 
-# /login: 3/minute of its own, although / is spent.
+# /login: 3/minute of its own, although / is spent; good logins are
+# refunded (count_when failures), failed ones count.
+for i in 1 2 3 4 5; do
+  code=$(get $((i % 2)) POST /login -H 'X-Password: letmein')
+  [ "$code" = 200 ] || fail "good login $i: $code, expected 200"
+done
 for i in 1 2 3; do
   code=$(get $((i % 2)) POST /login)
-  [ "$code" = 200 ] || fail "login $i: $code, expected 200"
+  [ "$code" = 401 ] || fail "failed login $i: $code, expected 401"
 done
-[ "$(get 0 POST /login)" = 429 ] || fail "login 4: expected 429"
+[ "$(get 0 POST /login -H 'X-Password: letmein')" = 429 ] || fail "login after 3 failures: expected 429"
 
 # Exempt routes: no limit, no headers.
 for i in $(seq 5); do
@@ -81,5 +90,7 @@ done
 [ -z "$(header ratelimit-limit)" ] || fail "/healthz carries rate-limit headers"
 metrics=$(curl -sf "${urls[0]}/metrics") || fail "/metrics failed"
 grep -q 'client="web-1"' <<<"$metrics" || fail "/metrics: no client=\"web-1\" label: $metrics"
+grep -q 'polylimit_http_requests_total{rule="login",outcome="denied"} 1' <<<"$metrics" ||
+  fail "/metrics: no per-rule counter of the login denial: $metrics"
 
-echo "example_http: 10 of 12 admitted across two servers, then 429; /login 3 of 4; exempt routes ok"
+echo "example_http: 10 of 12 admitted across two servers, then 429; /login: 3 failures, then 429; exempt routes ok"

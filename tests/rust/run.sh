@@ -3,9 +3,12 @@
 # fmt --check, cargo clippy -D warnings, cargo test (the FFI layout test, the
 # blocking API and check_async against real redis-servers started by
 # tests/fixture/redisfix: standalone, Redis Cluster, Sentinel and TLS, plain
-# and behind Sentinel; the tower layer in an axum server over HTTP),
+# and behind Sentinel; the HTTP contract's golden vectors,
+# tests/http/vectors.json, through Policy; the tower layer in an axum server
+# over HTTP),
 # examples/rust-axum over HTTP (tests/rust/example_http.sh), fmt and clippy
-# of it and of the demo's worker, cargo doc without warnings, the tests again under
+# of it, of the demo's worker and of the cross-language HTTP service
+# (tests/http/services/rust), cargo doc without warnings, the tests again under
 # AddressSanitizer when a nightly toolchain is installed; then the packaged
 # crates (cargo package, with the C++ sources vendored into polylimit-sys)
 # built with their default features, which compile the bundled core with
@@ -85,7 +88,9 @@ passed=$((passed + p))
 failed=$((failed + f))
 
 # Programs of their own on the crate (own workspaces, this target directory):
-# the demo worker and examples/rust-axum, which then serves real HTTP.
+# the demo worker, examples/rust-axum, which then serves real HTTP, and the
+# service of the cross-language HTTP suite (tests/http/services/rust, built
+# here so that its `run` finds it built).
 own_features=
 [ -n "${POLYLIMIT_PREFIX:-}" ] && own_features=system
 own_checks() (  # own_checks DIR: fmt and clippy of a program on the crate (a subshell: cd)
@@ -94,7 +99,7 @@ own_checks() (  # own_checks DIR: fmt and clippy of a program on the crate (a su
   [ -f Cargo.lock ] || cp "$root/bindings/rust/Cargo.lock" Cargo.lock
   cargo fmt --check && cargo clippy -j "$jobs" --all-targets ${own_features:+--features "$own_features"} -- -D warnings
 )
-for own in tools/demo/rust-worker examples/rust-axum; do
+for own in tools/demo/rust-worker examples/rust-axum tests/http/services/rust; do
   step "$own: cargo fmt --check, clippy -D warnings" own_checks "$root/$own"
 done
 step "examples/rust-axum over HTTP (two servers, one redis-server)" "$root/tests/rust/example_http.sh" $own_features

@@ -224,3 +224,50 @@ exports.bounds = Object.freeze({
   }
 });
 exports.decisionFields = Object.freeze(["allowed", "cached", "degraded", "shadowed", "limit", "remaining", "retry_after_ms", "reset_after_ms", "granted"]);
+// The HTTP request policy (docs/integrations/contract.md): bodies, key parts, outcomes.
+exports.http = Object.freeze({
+  "contentType": "text/plain; charset=utf-8",
+  "bodies": {
+    "too_many_requests": {
+      "status": 429,
+      "body": "Too Many Requests\n"
+    },
+    "unavailable": {
+      "status": 503,
+      "body": "Rate limiter unavailable\n"
+    },
+    "no_key": {
+      "status": 400,
+      "body": "no rate-limit key in the request\n"
+    },
+    "no_credential": {
+      "status": 401,
+      "body": "no credential to rate-limit the request by\n"
+    },
+    "bad_cost": {
+      "status": 400,
+      "body": "invalid request cost\n"
+    },
+    "forbidden": {
+      "status": 403,
+      "body": "Forbidden\n"
+    }
+  },
+  "keyParts": {
+    "ip": "ip:<address>",
+    "api_key": "apikey:<sha256 hex>",
+    "header": "header:<lower-case name>:<sha256 hex>",
+    "user": "user:<id>",
+    "tenant": "tenant:<id>",
+    "route": "route:<METHOD> <route>",
+    "app": "<the application's key>"
+  },
+  "outcomes": [
+    "allowed",
+    "denied",
+    "missing_key",
+    "invalid",
+    "forbidden",
+    "errors"
+  ]
+});

@@ -51,6 +51,25 @@ const size_t polylimit_sys_layout[] = {
     S(polylimit_completion),
     O(polylimit_completion, token), O(polylimit_completion, status), O(polylimit_completion, reserved_),
     O(polylimit_completion, decision), O(polylimit_completion, error),
+
+    S(polylimit_str),
+    O(polylimit_str, ptr), O(polylimit_str, len),
+
+    S(polylimit_http_request),
+    O(polylimit_http_request, version), O(polylimit_http_request, method), O(polylimit_http_request, path),
+    O(polylimit_http_request, route), O(polylimit_http_request, peer), O(polylimit_http_request, headers),
+    O(polylimit_http_request, header_count), O(polylimit_http_request, user), O(polylimit_http_request, tenant),
+    O(polylimit_http_request, app_key), O(polylimit_http_request, cost),
+
+    S(polylimit_http_step),
+    O(polylimit_http_step, action), O(polylimit_http_step, status), O(polylimit_http_step, rule),
+    O(polylimit_http_step, reserved_), O(polylimit_http_step, cost), O(polylimit_http_step, key_len),
+    O(polylimit_http_step, key),
+
+    S(polylimit_http_response),
+    O(polylimit_http_response, status), O(polylimit_http_response, reserved_), O(polylimit_http_response, body),
+    O(polylimit_http_response, body_len), O(polylimit_http_response, headers_len),
+    O(polylimit_http_response, headers),
 };
 
 const size_t polylimit_sys_layout_len = sizeof polylimit_sys_layout / sizeof polylimit_sys_layout[0];
@@ -59,4 +78,13 @@ const size_t polylimit_sys_layout_len = sizeof polylimit_sys_layout / sizeof pol
 const long long polylimit_sys_header_constants[] = {
     POLYLIMIT_VERSION_NUMBER, POLYLIMIT_CLIENT_OPTIONS_VERSION, POLYLIMIT_LIMITER_OPTIONS_VERSION,
     POLYLIMIT_STATS_VERSION, POLYLIMIT_STATS_LATENCY_BUCKETS,
+    POLYLIMIT_HTTP_PROCEED, POLYLIMIT_HTTP_CHECK, POLYLIMIT_HTTP_RESPOND, POLYLIMIT_HTTP_NEED_APP_KEY,
+    POLYLIMIT_HTTP_REQUEST_VERSION, POLYLIMIT_HTTP_KEY_MAX, POLYLIMIT_HTTP_HEADERS_MAX,
+};
+
+/* The HTTP policy's string constants, in the order tests/layout.rs lists them. */
+const char *const polylimit_sys_http_strings[] = {
+    POLYLIMIT_HTTP_CONTENT_TYPE, POLYLIMIT_HTTP_BODY_TOO_MANY_REQUESTS, POLYLIMIT_HTTP_BODY_UNAVAILABLE,
+    POLYLIMIT_HTTP_BODY_NO_KEY, POLYLIMIT_HTTP_BODY_NO_CREDENTIAL, POLYLIMIT_HTTP_BODY_BAD_COST,
+    POLYLIMIT_HTTP_BODY_FORBIDDEN,
 };

@@ -17,6 +17,22 @@ pub const POLYLIMIT_STATS_VERSION: c_uint = 2;
 pub const POLYLIMIT_STATS_LATENCY_BUCKETS: usize = 16;
 pub const POLYLIMIT_OK: c_int = 0;
 
+// The HTTP request policy (polylimit_http_*).
+pub const POLYLIMIT_HTTP_PROCEED: c_int = 0;
+pub const POLYLIMIT_HTTP_CHECK: c_int = 1;
+pub const POLYLIMIT_HTTP_RESPOND: c_int = 2;
+pub const POLYLIMIT_HTTP_NEED_APP_KEY: c_int = 3;
+pub const POLYLIMIT_HTTP_REQUEST_VERSION: c_uint = 1;
+pub const POLYLIMIT_HTTP_KEY_MAX: usize = 1024;
+pub const POLYLIMIT_HTTP_HEADERS_MAX: usize = 4096;
+pub const POLYLIMIT_HTTP_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
+pub const POLYLIMIT_HTTP_BODY_TOO_MANY_REQUESTS: &str = "Too Many Requests\n";
+pub const POLYLIMIT_HTTP_BODY_UNAVAILABLE: &str = "Rate limiter unavailable\n";
+pub const POLYLIMIT_HTTP_BODY_NO_KEY: &str = "no rate-limit key in the request\n";
+pub const POLYLIMIT_HTTP_BODY_NO_CREDENTIAL: &str = "no credential to rate-limit the request by\n";
+pub const POLYLIMIT_HTTP_BODY_BAD_COST: &str = "invalid request cost\n";
+pub const POLYLIMIT_HTTP_BODY_FORBIDDEN: &str = "Forbidden\n";
+
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct polylimit_decision {
@@ -186,6 +202,112 @@ pub struct polylimit_completion {
     pub error: polylimit_error,
 }
 
+/// A string that may be absent: `ptr` null means absent, `len` 0 empty.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct polylimit_str {
+    pub ptr: *const c_char,
+    pub len: usize,
+}
+
+impl Default for polylimit_str {
+    /// Absent.
+    fn default() -> Self {
+        polylimit_str {
+            ptr: core::ptr::null(),
+            len: 0,
+        }
+    }
+}
+
+/// One request, described by the middleware; everything is borrowed for the call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct polylimit_http_request {
+    pub version: c_uint,
+    pub method: polylimit_str,
+    pub path: polylimit_str,
+    pub route: polylimit_str,
+    pub peer: polylimit_str,
+    pub headers: *const polylimit_str,
+    pub header_count: usize,
+    pub user: polylimit_str,
+    pub tenant: polylimit_str,
+    pub app_key: polylimit_str,
+    pub cost: i64,
+}
+
+impl Default for polylimit_http_request {
+    /// Version POLYLIMIT_HTTP_REQUEST_VERSION, every string absent, cost 0.
+    fn default() -> Self {
+        polylimit_http_request {
+            version: POLYLIMIT_HTTP_REQUEST_VERSION,
+            method: polylimit_str::default(),
+            path: polylimit_str::default(),
+            route: polylimit_str::default(),
+            peer: polylimit_str::default(),
+            headers: core::ptr::null(),
+            header_count: 0,
+            user: polylimit_str::default(),
+            tenant: polylimit_str::default(),
+            app_key: polylimit_str::default(),
+            cost: 0,
+        }
+    }
+}
+
+/// What to do with a request (polylimit_http_prepare).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct polylimit_http_step {
+    pub action: c_int,
+    pub status: c_int,
+    pub rule: c_int,
+    pub reserved_: c_int,
+    pub cost: i64,
+    pub key_len: usize,
+    pub key: [c_char; POLYLIMIT_HTTP_KEY_MAX],
+}
+
+impl Default for polylimit_http_step {
+    fn default() -> Self {
+        polylimit_http_step {
+            action: POLYLIMIT_HTTP_PROCEED,
+            status: 0,
+            rule: -1,
+            reserved_: 0,
+            cost: 0,
+            key_len: 0,
+            key: [0; POLYLIMIT_HTTP_KEY_MAX],
+        }
+    }
+}
+
+/// The response to give (polylimit_http_answer, polylimit_http_decide).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct polylimit_http_response {
+    pub status: c_int,
+    pub reserved_: c_int,
+    pub body: *const c_char,
+    pub body_len: usize,
+    pub headers_len: usize,
+    pub headers: [c_char; POLYLIMIT_HTTP_HEADERS_MAX],
+}
+
+impl Default for polylimit_http_response {
+    fn default() -> Self {
+        polylimit_http_response {
+            status: 0,
+            reserved_: 0,
+            body: core::ptr::null(),
+            body_len: 0,
+            headers_len: 0,
+            headers: [0; POLYLIMIT_HTTP_HEADERS_MAX],
+        }
+    }
+}
+
 /// Opaque handles.
 #[repr(C)]
 pub struct polylimit_client {
@@ -197,6 +319,10 @@ pub struct polylimit_limiter {
 }
 #[repr(C)]
 pub struct polylimit_queue {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct polylimit_http_policy {
     _private: [u8; 0],
 }
 
@@ -418,6 +544,63 @@ extern "C" {
         len: *mut usize,
         err: *mut polylimit_error,
     ) -> c_int;
+
+    pub fn polylimit_http_policy_new(
+        document: *const c_char,
+        document_len: usize,
+        limiters: *const *mut polylimit_limiter,
+        n_limiters: usize,
+        out: *mut *mut polylimit_http_policy,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_policy_free(policy: *mut polylimit_http_policy);
+    pub fn polylimit_http_policy_header_count(policy: *const polylimit_http_policy) -> usize;
+    pub fn polylimit_http_policy_header_name(policy: *const polylimit_http_policy, i: usize) -> *const c_char;
+    pub fn polylimit_http_policy_rule_count(policy: *const polylimit_http_policy) -> usize;
+    pub fn polylimit_http_policy_rule_name(policy: *const polylimit_http_policy, rule: usize) -> *const c_char;
+    pub fn polylimit_http_policy_rule_limiter(policy: *const polylimit_http_policy, rule: usize) -> c_int;
+    pub fn polylimit_http_prepare(
+        policy: *const polylimit_http_policy,
+        request: *const polylimit_http_request,
+        out: *mut polylimit_http_step,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_answer(
+        policy: *const polylimit_http_policy,
+        step: *const polylimit_http_step,
+        decision: *const polylimit_decision,
+        out: *mut polylimit_http_response,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_decide(
+        policy: *const polylimit_http_policy,
+        request: *const polylimit_http_request,
+        step: *mut polylimit_http_step,
+        decision: *mut polylimit_decision,
+        response: *mut polylimit_http_response,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_refund_due(
+        policy: *const polylimit_http_policy,
+        step: *const polylimit_http_step,
+        decision: *const polylimit_decision,
+        status: c_int,
+    ) -> c_int;
+    pub fn polylimit_http_settle(
+        policy: *const polylimit_http_policy,
+        step: *const polylimit_http_step,
+        decision: *const polylimit_decision,
+        status: c_int,
+        refunded: *mut c_int,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_policy_metrics_prometheus(
+        policy: *const polylimit_http_policy,
+        out: *mut *mut c_char,
+        len: *mut usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+
     pub fn polylimit_redact_url(
         url: *const c_char,
         out: *mut *mut c_char,

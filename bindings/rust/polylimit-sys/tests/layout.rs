@@ -8,7 +8,8 @@ use std::mem::{align_of, offset_of, size_of};
 extern "C" {
     static polylimit_sys_layout: [usize; 0];
     static polylimit_sys_layout_len: usize;
-    static polylimit_sys_header_constants: [i64; 5];
+    static polylimit_sys_header_constants: [i64; 12];
+    static polylimit_sys_http_strings: [*const std::ffi::c_char; 7];
 }
 
 macro_rules! layout {
@@ -42,6 +43,11 @@ fn structs_match_the_header() {
                                     breaker_cooldown_ms, shadow, block_ms, durable_replicas,
                                     durable_timeout_ms, durable_aof, lease_units, lease_ms }
         polylimit_completion { token, status, reserved_, decision, error }
+        polylimit_str { ptr, len }
+        polylimit_http_request { version, method, path, route, peer, headers, header_count, user, tenant,
+                                 app_key, cost }
+        polylimit_http_step { action, status, rule, reserved_, cost, key_len, key }
+        polylimit_http_response { status, reserved_, body, body_len, headers_len, headers }
     };
     // SAFETY: the C side defines the array with polylimit_sys_layout_len elements.
     let c = unsafe {
@@ -58,13 +64,43 @@ fn structs_match_the_header() {
 
 #[test]
 fn constants_match_the_header() {
-    // SAFETY: a plain C array of 5 long longs.
+    // SAFETY: a plain C array of 12 long longs.
     let c = unsafe { polylimit_sys_header_constants };
-    assert_eq!(c[0], POLYLIMIT_VERSION_NUMBER as i64);
-    assert_eq!(c[1], POLYLIMIT_CLIENT_OPTIONS_VERSION as i64);
-    assert_eq!(c[2], POLYLIMIT_LIMITER_OPTIONS_VERSION as i64);
-    assert_eq!(c[3], POLYLIMIT_STATS_VERSION as i64);
-    assert_eq!(c[4], POLYLIMIT_STATS_LATENCY_BUCKETS as i64);
+    let rust = [
+        POLYLIMIT_VERSION_NUMBER as i64,
+        POLYLIMIT_CLIENT_OPTIONS_VERSION as i64,
+        POLYLIMIT_LIMITER_OPTIONS_VERSION as i64,
+        POLYLIMIT_STATS_VERSION as i64,
+        POLYLIMIT_STATS_LATENCY_BUCKETS as i64,
+        POLYLIMIT_HTTP_PROCEED as i64,
+        POLYLIMIT_HTTP_CHECK as i64,
+        POLYLIMIT_HTTP_RESPOND as i64,
+        POLYLIMIT_HTTP_NEED_APP_KEY as i64,
+        POLYLIMIT_HTTP_REQUEST_VERSION as i64,
+        POLYLIMIT_HTTP_KEY_MAX as i64,
+        POLYLIMIT_HTTP_HEADERS_MAX as i64,
+    ];
+    assert_eq!(c, rust);
+}
+
+#[test]
+fn http_strings_match_the_header() {
+    // SAFETY: a C array of 7 pointers to NUL-terminated string literals.
+    let c = unsafe { polylimit_sys_http_strings };
+    let rust = [
+        POLYLIMIT_HTTP_CONTENT_TYPE,
+        POLYLIMIT_HTTP_BODY_TOO_MANY_REQUESTS,
+        POLYLIMIT_HTTP_BODY_UNAVAILABLE,
+        POLYLIMIT_HTTP_BODY_NO_KEY,
+        POLYLIMIT_HTTP_BODY_NO_CREDENTIAL,
+        POLYLIMIT_HTTP_BODY_BAD_COST,
+        POLYLIMIT_HTTP_BODY_FORBIDDEN,
+    ];
+    for (c, r) in c.iter().zip(rust) {
+        // SAFETY: see above.
+        let c = unsafe { std::ffi::CStr::from_ptr(*c) };
+        assert_eq!(c.to_str().unwrap(), r);
+    }
 }
 
 #[test]

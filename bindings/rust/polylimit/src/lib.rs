@@ -24,12 +24,14 @@
 //! completion queue instead.
 
 mod error;
+pub mod policy;
 #[cfg(feature = "tokio")]
 mod queue;
 #[cfg(feature = "tower")]
 pub mod tower;
 
 pub use error::{bounds, Algorithm, Clock, Detail, Error, FailurePolicy};
+pub use policy::Policy;
 
 use error::call;
 use polylimit_sys as sys;
@@ -848,6 +850,23 @@ impl Decision {
         }
     }
 
+    /// The decision as the C ABI has it, from the public fields (which a
+    /// caller may have set: [`Limiter::decision`]).
+    pub(crate) fn to_sys(&self) -> sys::polylimit_decision {
+        sys::polylimit_decision {
+            allowed: self.allowed.into(),
+            cached: self.cached.into(),
+            degraded: self.degraded.into(),
+            shadowed: self.shadowed.into(),
+            limit: self.limit,
+            remaining: self.remaining,
+            retry_after_ms: self.retry_after_ms,
+            reset_after_ms: self.reset_after_ms,
+            granted: self.granted,
+            ..self.raw
+        }
+    }
+
     /// `retry_after_ms` as a Duration.
     pub fn retry_after(&self) -> Duration {
         Duration::from_millis(self.retry_after_ms.max(0) as u64)
@@ -867,7 +886,7 @@ impl Decision {
         let _open = self.limiter.inner.client.inner.read();
         let text = take_string(|out, len, err| {
             // SAFETY: a live limiter (we hold a clone) and a decision it filled.
-            unsafe { sys::polylimit_limiter_headers(self.limiter.inner.handle, &self.raw, out, len, err) }
+            unsafe { sys::polylimit_limiter_headers(self.limiter.inner.handle, &self.to_sys(), out, len, err) }
         })?;
         Ok(text
             .lines()
@@ -883,6 +902,28 @@ fn key_parts(key: &[u8]) -> Key<'_> {
 }
 
 impl Limiter {
+    /// A decision of this limiter with these values, as a check could have
+    /// made it (`granted` is 1 when allowed; set the other public fields as
+    /// needed): for testing code that takes decisions, such as a
+    /// [`Policy`]'s answers.
+    pub fn decision(
+        &self,
+        allowed: bool,
+        limit: i64,
+        remaining: i64,
+        retry_after_ms: i64,
+        reset_after_ms: i64,
+    ) -> Decision {
+        let mut d = Decision::new(sys::polylimit_decision::default(), self);
+        d.allowed = allowed;
+        d.limit = limit;
+        d.remaining = remaining;
+        d.retry_after_ms = retry_after_ms;
+        d.reset_after_ms = reset_after_ms;
+        d.granted = i64::from(allowed);
+        d
+    }
+
     /// Runs a call that fills one decision, with the client's read lock held.
     fn decide(
         &self,

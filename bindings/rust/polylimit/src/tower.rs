@@ -1,40 +1,84 @@
 //! A tower [`Layer`](tower_layer::Layer) for HTTP services (feature `tower`).
 //!
-//! Each request is checked with [`Limiter::check_async`] under a key taken
-//! from the request. Admitted requests reach the inner service and their
-//! response carries the rate-limit headers; denied ones get
-//! `429 Too Many Requests` with the same headers and `Retry-After`, as
-//! every polylimit binding formats them (`polylimit_limiter_headers`).
-//! A request without a key gets `400 Bad Request`, or `401 Unauthorized`
-//! when the key is a credential ([`KeyBy::credential`]); it reaches the
-//! inner service unlimited only with [`MissingKey::Skip`], asked for by name
-//! (the rule of every polylimit integration: docs/integrations/README.md,
-//! "Missing keys"). A check that fails
-//! (Redis down with the failure policy `error`) gets
-//! `503 Service Unavailable`.
+//! The layer decides nothing itself: for each request it describes the
+//! request to a [`Policy`] (the core's one HTTP contract,
+//! docs/integrations/contract.md), runs the check the policy asks for with
+//! [`Limiter::check_async`] (no runtime thread blocks on Redis), and applies
+//! the answer: the request goes on with the rate-limit headers, or is
+//! answered `429 Too Many Requests` (with `Retry-After`), `400`/`401` (no
+//! key), `403` (the deny list) or `503` (the check failed), each with its
+//! plain-text body and `Content-Type`. After the response, a rule whose
+//! `count_when` does not count its status has its units refunded.
+//!
+//! Two ways to make one:
+//!
+//! - [`RateLimitLayer::from_document`]: a policy document (rules by path or
+//!   route and method, keys, costs, lists, proxies, exemptions) and the
+//!   limiters its rules name by index;
+//! - [`RateLimitLayer::new`]: one limiter and a [`KeyBy`], with builder
+//!   methods for the common options; it makes the same kind of document.
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), polylimit::Error> {
 //! use polylimit::tower::{KeyBy, RateLimitLayer};
-//! let limiter = polylimit::Client::open("redis://127.0.0.1:6379")?.limiter("100/minute")?;
-//! let layer = RateLimitLayer::new(limiter, KeyBy::header("X-Api-Key")?);
-//! // axum: Router::new().route(...).layer(layer)
+//! let client = polylimit::Client::open("redis://127.0.0.1:6379")?;
+//! let layer = RateLimitLayer::new(client.limiter("100/minute")?, KeyBy::api_key("X-Api-Key")?);
+//! let layer = RateLimitLayer::from_document(
+//!     r#"{"trusted_proxies": ["10.0.0.0/8"],
+//!         "exempt": ["/healthz"],
+//!         "rules": [{"name": "login", "paths": ["/login"], "methods": ["POST"],
+//!                    "limiter": 0, "count_when": "failures"},
+//!                   {"name": "default", "limiter": 1}]}"#,
+//!     vec![client.limiter("5/minute")?, client.limiter("100/minute")?],
+//! )?;
+//! // axum: Router::new().route(...).layer(layer.peer(|p| ...))
 //! # Ok(()) }
 //! ```
+//!
+//! The layer reads from the request what the policy needs: the method, the
+//! path, the headers the policy names, the peer address ([`peer`]; by
+//! default a [`SocketAddr`] in the request's extensions), the route template
+//! ([`route`]), and what the application supplies: the user ([`user`]), the
+//! tenant ([`tenant`]), a key of its own for rules keyed by `app`
+//! ([`app_key`]) and a cost ([`cost_fn`]).
+//!
+//! [`peer`]: RateLimitLayer::peer
+//! [`route`]: RateLimitLayer::route
+//! [`user`]: RateLimitLayer::user
+//! [`tenant`]: RateLimitLayer::tenant
+//! [`app_key`]: RateLimitLayer::app_key
+//! [`cost_fn`]: RateLimitLayer::cost_fn
 
-use crate::{Decision, Limiter};
+use crate::policy::{Action, Answer, Request as Described};
+use crate::{Error, Limiter, Policy};
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-type Extract = dyn Fn(&http::request::Parts) -> Option<Vec<u8>> + Send + Sync;
+type Parts = http::request::Parts;
+type Extract = dyn Fn(&Parts) -> Option<Vec<u8>> + Send + Sync;
+type Text = dyn Fn(&Parts) -> Option<String> + Send + Sync;
+type Peer = dyn Fn(&Parts) -> Option<IpAddr> + Send + Sync;
+type Cost = dyn Fn(&Parts) -> Option<i64> + Send + Sync;
 
-/// Where a request's rate-limit key comes from.
+/// Where a request's rate-limit key comes from: one of the core's key parts
+/// (docs/integrations/contract.md, "Keys"), a composition of them
+/// ([`KeyBy::all`]) or alternatives ([`KeyBy::first_of`]).
 #[derive(Clone)]
-pub struct KeyBy(Arc<Extract>, bool);
+pub struct KeyBy {
+    /// Alternatives, each a composition of part names as the document has them.
+    alternatives: Vec<Vec<String>>,
+    /// The application's function, for the part "app" (or "user", see credential).
+    app: Option<Arc<Extract>>,
+    /// The function's value is the request's user (a credential).
+    app_is_user: bool,
+    /// From KeyBy::client_ip.
+    trusted: Vec<IpAddr>,
+    peer: Option<Arc<Peer>>,
+}
 
 /// What a request without a key gets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,102 +91,489 @@ pub enum MissingKey {
     Skip,
 }
 
+/// Which responses keep their units (the rule's `count_when`); the others
+/// are refunded once the response is known.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CountWhen {
+    /// Every response (the default).
+    #[default]
+    All,
+    /// Status 400 and above (a failed login).
+    Failures,
+    /// Below 400.
+    Successes,
+    /// These statuses, classes and ranges: `"401"`, `"5xx"`, `"400-403"`.
+    Statuses(Vec<String>),
+}
+
+/// What a request gets when its check fails (Redis cannot decide and the
+/// limiter's own failure policy did not answer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnError {
+    /// `503 Service Unavailable` (the default).
+    #[default]
+    Unavailable,
+    /// The inner service, without rate-limit headers.
+    Allow,
+}
+
+fn header_name(name: &str) -> Result<HeaderName, Error> {
+    HeaderName::try_from(name).map_err(|_| Error::invalid(format!("{name:?} is not an HTTP header name")))
+}
+
 impl KeyBy {
-    /// The value of a request header (e.g. an API key), any case;
-    /// `Error::InvalidArgument` for a name that is not a header name.
-    pub fn header(name: &str) -> Result<KeyBy, crate::Error> {
-        let name = HeaderName::try_from(name)
-            .map_err(|_| crate::Error::invalid(format!("{name:?} is not an HTTP header name")))?;
-        Ok(KeyBy(
-            Arc::new(move |p: &http::request::Parts| {
-                p.headers
-                    .get(&name)
-                    .map(|v| v.as_bytes().to_vec())
-                    .filter(|v| !v.is_empty())
-            }),
-            false,
-        ))
+    fn part(part: String) -> KeyBy {
+        KeyBy {
+            alternatives: vec![vec![part]],
+            app: None,
+            app_is_user: false,
+            trusted: Vec::new(),
+            peer: None,
+        }
     }
 
-    /// Marks the key as a credential (an API key, a token, a user id): a
-    /// request without one gets `401 Unauthorized` instead of `400`.
-    pub fn credential(self) -> KeyBy {
-        KeyBy(self.0, true)
+    /// The value of a request header, any case, hashed into the key
+    /// (`header:<name>:<sha-256 hex>`); `Error::InvalidArgument` for a name
+    /// that is not a header name. An absent or empty header is no key.
+    pub fn header(name: &str) -> Result<KeyBy, Error> {
+        header_name(name)?;
+        Ok(KeyBy::part(format!("header:{name}")))
     }
 
-    /// Any function of the request head (method, URI, headers, extensions).
-    pub fn func(f: impl Fn(&http::request::Parts) -> Option<Vec<u8>> + Send + Sync + 'static) -> KeyBy {
-        KeyBy(Arc::new(f), false)
+    /// An API key header (a credential): hashed into the key
+    /// (`apikey:<sha-256 hex>`), never stored; a request without one is
+    /// answered 401.
+    pub fn api_key(name: &str) -> Result<KeyBy, Error> {
+        header_name(name)?;
+        Ok(KeyBy::part(format!("api_key:{name}")))
     }
 
-    /// The client's IP address: the peer address that `peer` reads from the
-    /// request (axum: `ConnectInfo<SocketAddr>` in the extensions), unless
-    /// that peer is one of `trusted_proxies`; then `X-Forwarded-For` is
-    /// walked from the right, past trusted proxies, to the first address
-    /// that is not one. The leftmost entries are whatever the client wrote,
-    /// so they are never trusted.
+    /// Marks the key as a credential: a request without one gets
+    /// `401 Unauthorized` instead of `400`. A [`header`](Self::header) key
+    /// becomes an [`api_key`](Self::api_key) key; a [`func`](Self::func)
+    /// key's value becomes the request's user (`user:<value>`).
+    pub fn credential(mut self) -> KeyBy {
+        for alt in &mut self.alternatives {
+            for p in alt.iter_mut() {
+                if let Some(h) = p.strip_prefix("header:") {
+                    *p = format!("api_key:{h}");
+                } else if p == "app" {
+                    *p = "user".to_string();
+                    self.app_is_user = true;
+                }
+            }
+        }
+        self
+    }
+
+    /// Any function of the request head (method, URI, headers, extensions):
+    /// the application's own key (the part `app`), stored as given.
+    /// `None` or an empty key is no key.
+    pub fn func(f: impl Fn(&Parts) -> Option<Vec<u8>> + Send + Sync + 'static) -> KeyBy {
+        KeyBy {
+            app: Some(Arc::new(f)),
+            ..KeyBy::part("app".to_string())
+        }
+    }
+
+    /// The client's IP address (`ip:<address>`, IPv6 by its /64): the peer
+    /// address that `peer` reads from the request (axum:
+    /// `ConnectInfo<SocketAddr>` in the extensions), or, when that peer is
+    /// one of `trusted_proxies`, the first untrusted hop of
+    /// `X-Forwarded-For` from the right (the core's one algorithm).
     pub fn client_ip(
         trusted_proxies: Vec<IpAddr>,
-        peer: impl Fn(&http::request::Parts) -> Option<IpAddr> + Send + Sync + 'static,
+        peer: impl Fn(&Parts) -> Option<IpAddr> + Send + Sync + 'static,
     ) -> KeyBy {
-        KeyBy(
-            Arc::new(move |p: &http::request::Parts| {
-                let ip = client_ip(peer(p)?, p.headers.get_all("x-forwarded-for").iter(), &trusted_proxies)?;
-                Some(ip.to_string().into_bytes())
-            }),
-            false,
-        )
+        KeyBy {
+            trusted: trusted_proxies,
+            peer: Some(Arc::new(peer)),
+            ..KeyBy::part("ip".to_string())
+        }
+    }
+
+    /// The client's IP address, from the layer's peer
+    /// ([`RateLimitLayer::peer`]) and trusted proxies
+    /// ([`RateLimitLayer::trusted_proxies`]).
+    pub fn ip() -> KeyBy {
+        KeyBy::part("ip".to_string())
+    }
+
+    /// The user the application supplies ([`RateLimitLayer::user`]), a credential.
+    pub fn user() -> KeyBy {
+        KeyBy::part("user".to_string())
+    }
+
+    /// The tenant the application supplies ([`RateLimitLayer::tenant`]), a credential.
+    pub fn tenant() -> KeyBy {
+        KeyBy::part("tenant".to_string())
+    }
+
+    /// The route (`route:<METHOD> <template, else the path>`): one budget
+    /// per route for all clients.
+    pub fn route() -> KeyBy {
+        KeyBy::part("route".to_string())
+    }
+
+    /// Every part of `keys` together (`"tenant+route"`): missing when any
+    /// is. Each must be a single composition (no alternatives); at most one
+    /// may be a [`func`](Self::func).
+    pub fn all(keys: impl IntoIterator<Item = KeyBy>) -> Result<KeyBy, Error> {
+        let mut out = KeyBy {
+            alternatives: vec![Vec::new()],
+            ..KeyBy::ip()
+        };
+        for k in keys {
+            if k.alternatives.len() != 1 {
+                return Err(Error::invalid("KeyBy::all: a key with alternatives cannot be a part"));
+            }
+            out.merge(&k)?;
+            out.alternatives[0].extend(k.alternatives.into_iter().flatten());
+        }
+        if out.alternatives[0].is_empty() {
+            return Err(Error::invalid("KeyBy::all: no keys"));
+        }
+        Ok(out)
+    }
+
+    /// The first of `keys` that the request has (`["api_key", "ip"]`).
+    pub fn first_of(keys: impl IntoIterator<Item = KeyBy>) -> Result<KeyBy, Error> {
+        let mut out = KeyBy {
+            alternatives: Vec::new(),
+            ..KeyBy::ip()
+        };
+        for k in keys {
+            out.merge(&k)?;
+            out.alternatives.extend(k.alternatives);
+        }
+        if out.alternatives.is_empty() {
+            return Err(Error::invalid("KeyBy::first_of: no keys"));
+        }
+        Ok(out)
+    }
+
+    /// Takes over `k`'s function and proxies.
+    fn merge(&mut self, k: &KeyBy) -> Result<(), Error> {
+        if let Some(f) = &k.app {
+            if self.app.is_some() {
+                return Err(Error::invalid("a key can have one application function (KeyBy::func)"));
+            }
+            self.app = Some(f.clone());
+            self.app_is_user = k.app_is_user;
+        }
+        self.trusted.extend(k.trusted.iter().copied());
+        if k.peer.is_some() {
+            self.peer = k.peer.clone();
+        }
+        Ok(())
+    }
+
+    /// The rule's `key`, as JSON.
+    fn json(&self) -> String {
+        let comp = |alt: &Vec<String>| json_str(&alt.join("+"));
+        if self.alternatives.len() == 1 {
+            comp(&self.alternatives[0])
+        } else {
+            format!("[{}]", self.alternatives.iter().map(comp).collect::<Vec<_>>().join(","))
+        }
     }
 }
 
-/// The client address behind `peer` (see [`KeyBy::client_ip`]). None when a
-/// trusted proxy sent a malformed or empty `X-Forwarded-For`.
-pub fn client_ip<'a>(
-    peer: IpAddr,
-    forwarded_for: impl Iterator<Item = &'a HeaderValue>,
-    trusted_proxies: &[IpAddr],
-) -> Option<IpAddr> {
-    if !trusted_proxies.contains(&peer) {
-        return Some(peer);
-    }
-    let mut hops = Vec::new();
-    for v in forwarded_for {
-        for part in v.to_str().ok()?.split(',') {
-            hops.push(part.trim().parse::<IpAddr>().ok()?);
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
         }
     }
-    hops.into_iter().rev().find(|ip| !trusted_proxies.contains(ip))
+    out.push('"');
+    out
+}
+
+fn json_list(items: &[String]) -> String {
+    format!("[{}]", items.iter().map(|s| json_str(s)).collect::<Vec<_>>().join(","))
+}
+
+/// The options of a layer made by [`RateLimitLayer::new`]: its document.
+#[derive(Clone)]
+struct Spec {
+    limiter: Limiter,
+    key: KeyBy,
+    cost: i64,
+    missing_key: MissingKey,
+    paths: Vec<String>,
+    routes: Vec<String>,
+    methods: Vec<String>,
+    exempt: Vec<String>,
+    trusted: Vec<String>,
+    count_when: CountWhen,
+    send_headers: bool,
+    on_error: OnError,
+}
+
+impl Spec {
+    fn document(&self) -> String {
+        let mut trusted: Vec<String> = self.key.trusted.iter().map(IpAddr::to_string).collect();
+        trusted.extend(self.trusted.iter().cloned());
+        let mut rule = format!(
+            r#"{{"name":"default","limiter":0,"key":{},"cost":{},"on_missing_key":{}"#,
+            self.key.json(),
+            self.cost,
+            json_str(match self.missing_key {
+                MissingKey::Reject => "reject",
+                MissingKey::Skip => "skip",
+            })
+        );
+        for (field, list) in [
+            ("paths", &self.paths),
+            ("routes", &self.routes),
+            ("methods", &self.methods),
+        ] {
+            if !list.is_empty() {
+                rule += &format!(",{}:{}", json_str(field), json_list(list));
+            }
+        }
+        let count_when = match &self.count_when {
+            CountWhen::All => json_str("all"),
+            CountWhen::Failures => json_str("failures"),
+            CountWhen::Successes => json_str("successes"),
+            // A number where it is one, so "401" and 401 mean the same.
+            CountWhen::Statuses(s) => format!(
+                "[{}]",
+                s.iter()
+                    .map(|v| v.parse::<u16>().map_or_else(|_| json_str(v), |n| n.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        };
+        rule += &format!(r#","count_when":{count_when}}}"#);
+        format!(
+            r#"{{"version":1,"trusted_proxies":{},"exempt":{},"send_headers":{},"on_error":{},"rules":[{rule}]}}"#,
+            json_list(&trusted),
+            json_list(&self.exempt),
+            self.send_headers,
+            json_str(match self.on_error {
+                OnError::Unavailable => "unavailable",
+                OnError::Allow => "allow",
+            }),
+        )
+    }
 }
 
 /// Adds rate limiting to a service; see the module docs.
 #[derive(Clone)]
 pub struct RateLimitLayer {
-    limiter: Limiter,
-    key: KeyBy,
-    cost: i64,
-    missing_key: MissingKey,
+    policy: Policy,
+    spec: Option<Box<Spec>>,
+    app: Option<Arc<Extract>>,
+    app_is_user: bool,
+    user: Option<Arc<Text>>,
+    tenant: Option<Arc<Text>>,
+    route: Option<Arc<Text>>,
+    peer: Option<Arc<Peer>>,
+    cost: Option<Arc<Cost>>,
 }
 
 impl RateLimitLayer {
-    /// Checks every request at cost 1.
+    /// Checks every request at cost 1 on `limiter` under `key` (one rule,
+    /// named `default`). The builder methods below add paths, methods,
+    /// exemptions, proxies and the rest; see also
+    /// [`from_document`](Self::from_document).
     pub fn new(limiter: Limiter, key: KeyBy) -> RateLimitLayer {
-        RateLimitLayer {
+        let spec = Spec {
             limiter,
             key,
             cost: 1,
             missing_key: MissingKey::Reject,
+            paths: Vec::new(),
+            routes: Vec::new(),
+            methods: Vec::new(),
+            exempt: Vec::new(),
+            trusted: Vec::new(),
+            count_when: CountWhen::All,
+            send_headers: true,
+            on_error: OnError::Unavailable,
+        };
+        // Only strings checked when the KeyBy was made, and addresses, go
+        // into this document: it is valid.
+        RateLimitLayer::from_spec(spec).expect("the document of a new layer is valid")
+    }
+
+    /// A layer over a policy document and the limiters its rules name by
+    /// index ([`Policy::from_document`]); `Error::InvalidArgument`, naming
+    /// the line and the field, for a document that is not valid.
+    pub fn from_document(document: &str, limiters: Vec<Limiter>) -> Result<RateLimitLayer, Error> {
+        Ok(RateLimitLayer::from_policy(Policy::from_document(document, limiters)?))
+    }
+
+    /// A layer over a policy made before (shared with other layers, or
+    /// middleware of other kinds: its metrics are counted together).
+    pub fn from_policy(policy: Policy) -> RateLimitLayer {
+        RateLimitLayer {
+            policy,
+            spec: None,
+            app: None,
+            app_is_user: false,
+            user: None,
+            tenant: None,
+            route: None,
+            peer: None,
+            cost: None,
         }
     }
 
+    fn from_spec(spec: Spec) -> Result<RateLimitLayer, Error> {
+        let policy = Policy::from_document(&spec.document(), vec![spec.limiter.clone()])?;
+        let mut layer = RateLimitLayer::from_policy(policy);
+        layer.app = spec.key.app.clone();
+        layer.app_is_user = spec.key.app_is_user;
+        layer.peer = spec.key.peer.clone();
+        layer.spec = Some(Box::new(spec));
+        Ok(layer)
+    }
+
+    /// A layer made by `new`, with `edit` applied to its options.
+    fn edit(self, edit: impl FnOnce(&mut Spec)) -> Result<RateLimitLayer, Error> {
+        let Some(spec) = &self.spec else {
+            return Err(Error::invalid(
+                "this layer was made from a policy document: give this option in the document",
+            ));
+        };
+        let mut spec = (**spec).clone();
+        edit(&mut spec);
+        let made = RateLimitLayer::from_spec(spec)?;
+        Ok(RateLimitLayer {
+            policy: made.policy,
+            spec: made.spec,
+            ..self
+        })
+    }
+
+    /// The policy this layer asks.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Requests decided per rule and outcome, Prometheus text
+    /// ([`Policy::metrics_prometheus`]).
+    pub fn metrics_prometheus(&self) -> Result<String, Error> {
+        self.policy.metrics_prometheus()
+    }
+
     /// What a request without a key gets (default [`MissingKey::Reject`]).
-    pub fn on_missing_key(mut self, missing_key: MissingKey) -> RateLimitLayer {
-        self.missing_key = missing_key;
+    ///
+    /// # Panics
+    ///
+    /// On a layer made from a document (`on_missing_key` is a rule's field there).
+    pub fn on_missing_key(self, missing_key: MissingKey) -> RateLimitLayer {
+        self.edit(|s| s.missing_key = missing_key)
+            .expect("on_missing_key: a layer made by RateLimitLayer::new")
+    }
+
+    /// Checks every request at this cost instead (a cost function,
+    /// [`cost_fn`](Self::cost_fn), wins).
+    ///
+    /// # Panics
+    ///
+    /// When `cost` is below 1, or on a layer made from a document.
+    pub fn cost(self, cost: i64) -> RateLimitLayer {
+        assert!(cost >= 1, "RateLimitLayer::cost: {cost} is below 1");
+        self.edit(|s| s.cost = cost)
+            .expect("cost: a layer made by RateLimitLayer::new")
+    }
+
+    /// Limits only these paths (globs: `*` any run of characters, `?` one).
+    pub fn paths<S: Into<String>>(self, paths: impl IntoIterator<Item = S>) -> Result<RateLimitLayer, Error> {
+        let paths = paths.into_iter().map(Into::into).collect();
+        self.edit(|s| s.paths = paths)
+    }
+
+    /// Limits only these route templates ([`route`](Self::route) gives the
+    /// request's).
+    pub fn routes<S: Into<String>>(self, routes: impl IntoIterator<Item = S>) -> Result<RateLimitLayer, Error> {
+        let routes = routes.into_iter().map(Into::into).collect();
+        self.edit(|s| s.routes = routes)
+    }
+
+    /// Limits only these methods.
+    pub fn methods<S: Into<String>>(self, methods: impl IntoIterator<Item = S>) -> Result<RateLimitLayer, Error> {
+        let methods = methods.into_iter().map(Into::into).collect();
+        self.edit(|s| s.methods = methods)
+    }
+
+    /// Never limits these paths (globs): health checks, metrics.
+    pub fn exempt<S: Into<String>>(self, paths: impl IntoIterator<Item = S>) -> Result<RateLimitLayer, Error> {
+        let paths = paths.into_iter().map(Into::into).collect();
+        self.edit(|s| s.exempt = paths)
+    }
+
+    /// Addresses and networks (CIDR) whose `X-Forwarded-For` is believed.
+    pub fn trusted_proxies<S: Into<String>>(
+        self,
+        proxies: impl IntoIterator<Item = S>,
+    ) -> Result<RateLimitLayer, Error> {
+        let proxies = proxies.into_iter().map(Into::into).collect();
+        self.edit(|s| s.trusted = proxies)
+    }
+
+    /// Which responses keep their units (default [`CountWhen::All`]).
+    pub fn count_when(self, count_when: CountWhen) -> Result<RateLimitLayer, Error> {
+        self.edit(|s| s.count_when = count_when)
+    }
+
+    /// Whether admitted responses carry the rate-limit headers too (a 429
+    /// always does); default true.
+    pub fn send_headers(self, yes: bool) -> Result<RateLimitLayer, Error> {
+        self.edit(|s| s.send_headers = yes)
+    }
+
+    /// What a request gets when its check fails (default [`OnError::Unavailable`]).
+    pub fn on_error(self, on_error: OnError) -> Result<RateLimitLayer, Error> {
+        self.edit(|s| s.on_error = on_error)
+    }
+
+    /// The peer address of a request (the socket's other end). Default: a
+    /// [`SocketAddr`] in the request's extensions. axum:
+    /// `.peer(|p| p.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()))`.
+    pub fn peer(mut self, f: impl Fn(&Parts) -> Option<IpAddr> + Send + Sync + 'static) -> RateLimitLayer {
+        self.peer = Some(Arc::new(f));
         self
     }
 
-    /// Checks every request at this cost instead.
-    pub fn cost(mut self, cost: i64) -> RateLimitLayer {
-        self.cost = cost;
+    /// The route template the framework matched (axum: `MatchedPath`).
+    pub fn route(mut self, f: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static) -> RateLimitLayer {
+        self.route = Some(Arc::new(f));
+        self
+    }
+
+    /// The authenticated user's id (for keys with `user`, the `users` lists).
+    pub fn user(mut self, f: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static) -> RateLimitLayer {
+        self.user = Some(Arc::new(f));
+        self
+    }
+
+    /// The tenant's id (for keys with `tenant`, the `tenants` lists).
+    pub fn tenant(mut self, f: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static) -> RateLimitLayer {
+        self.tenant = Some(Arc::new(f));
+        self
+    }
+
+    /// The application's own key, for rules keyed by `app` (asked only
+    /// when such a rule matches); `None` or empty is no key.
+    pub fn app_key(mut self, f: impl Fn(&Parts) -> Option<Vec<u8>> + Send + Sync + 'static) -> RateLimitLayer {
+        self.app = Some(Arc::new(f));
+        self.app_is_user = false;
+        self
+    }
+
+    /// The request's cost, instead of the rule's (`None`: the rule's).
+    pub fn cost_fn(mut self, f: impl Fn(&Parts) -> Option<i64> + Send + Sync + 'static) -> RateLimitLayer {
+        self.cost = Some(Arc::new(f));
         self
     }
 }
@@ -152,7 +583,7 @@ impl<S> tower_layer::Layer<S> for RateLimitLayer {
     fn layer(&self, inner: S) -> RateLimit<S> {
         RateLimit {
             inner,
-            layer: self.clone(),
+            layer: Arc::new(self.clone()),
         }
     }
 }
@@ -161,24 +592,84 @@ impl<S> tower_layer::Layer<S> for RateLimitLayer {
 #[derive(Clone)]
 pub struct RateLimit<S> {
     inner: S,
-    layer: RateLimitLayer,
+    layer: Arc<RateLimitLayer>,
 }
 
-fn with_headers<B>(mut resp: Response<B>, d: &Decision) -> Response<B> {
-    if let Ok(headers) = d.headers() {
-        for (k, v) in headers {
-            if let (Ok(k), Ok(v)) = (HeaderName::try_from(k), HeaderValue::try_from(v)) {
-                resp.headers_mut().append(k, v);
+/// Every value of a header, joined by ", " (None when absent).
+fn joined(headers: &http::HeaderMap, name: &str) -> Option<Vec<u8>> {
+    let mut out: Option<Vec<u8>> = None;
+    for v in headers.get_all(name) {
+        match &mut out {
+            None => out = Some(v.as_bytes().to_vec()),
+            Some(o) => {
+                o.extend_from_slice(b", ");
+                o.extend_from_slice(v.as_bytes());
             }
         }
     }
-    resp
+    out
 }
 
-fn status<B: Default>(code: StatusCode) -> Response<B> {
-    let mut r = Response::new(B::default());
-    *r.status_mut() = code;
+fn add_headers<B>(resp: &mut Response<B>, headers: &[(String, String)]) {
+    for (k, v) in headers {
+        if let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::try_from(v.as_str())) {
+            resp.headers_mut().append(k, v);
+        }
+    }
+}
+
+fn respond<B: From<&'static str>>(a: &Answer) -> Response<B> {
+    let mut r = Response::new(B::from(a.body));
+    *r.status_mut() = StatusCode::from_u16(a.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    add_headers(&mut r, &a.headers);
     r
+}
+
+/// A failure of the policy itself (a malformed description): 500, no detail.
+fn internal<B: From<&'static str>>() -> Response<B> {
+    let mut r = Response::new(B::from(""));
+    *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+    r
+}
+
+impl RateLimitLayer {
+    /// Describes the request and asks the policy (no I/O): the step.
+    fn step(&self, p: &Parts) -> Result<crate::policy::Step, Error> {
+        let peer = match &self.peer {
+            Some(f) => f(p),
+            None => p.extensions.get::<SocketAddr>().map(SocketAddr::ip),
+        }
+        .map(|ip| ip.to_string());
+        let route = self.route.as_ref().and_then(|f| f(p));
+        let values = self.policy.header_values(|name| joined(&p.headers, name));
+        let headers: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+        let user = match (&self.app, self.app_is_user) {
+            (Some(f), true) => f(p).map(|v| String::from_utf8_lossy(&v).into_owned()),
+            _ => self.user.as_ref().and_then(|f| f(p)),
+        };
+        let tenant = self.tenant.as_ref().and_then(|f| f(p));
+        let mut request = Described {
+            method: p.method.as_str(),
+            path: p.uri.path(),
+            route: route.as_deref(),
+            peer: peer.as_deref(),
+            headers: &headers,
+            user: user.as_deref(),
+            tenant: tenant.as_deref(),
+            app_key: None,
+            cost: self.cost.as_ref().and_then(|f| f(p)).unwrap_or(0),
+        };
+        let step = self.policy.prepare(&request)?;
+        if step.action() != Action::NeedAppKey {
+            return Ok(step);
+        }
+        let app = match (&self.app, self.app_is_user) {
+            (Some(f), false) => f(p),
+            _ => None,
+        };
+        request.app_key = Some(app.as_deref().unwrap_or(b""));
+        self.policy.prepare(&request)
+    }
 }
 
 impl<S, ReqBody, ResBody> tower_service::Service<Request<ReqBody>> for RateLimit<S>
@@ -186,7 +677,7 @@ where
     S: tower_service::Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
     S::Future: Send,
     ReqBody: Send + 'static,
-    ResBody: Default + Send + 'static,
+    ResBody: From<&'static str> + Send + 'static,
 {
     type Response = Response<ResBody>;
     type Error = S::Error;
@@ -202,25 +693,48 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let (parts, body) = req.into_parts();
-        let key = (self.layer.key.0)(&parts);
+        let step = self.layer.step(&parts);
         let req = Request::from_parts(parts, body);
-        let limiter = self.layer.limiter.clone();
-        let cost = self.layer.cost;
-        let missing_key = self.layer.missing_key;
-        let credential = self.layer.key.1;
+        let layer = self.layer.clone();
         Box::pin(async move {
-            let Some(key) = key else {
-                return match (missing_key, credential) {
-                    (MissingKey::Skip, _) => inner.call(req).await,
-                    (MissingKey::Reject, true) => Ok(status(StatusCode::UNAUTHORIZED)),
-                    (MissingKey::Reject, false) => Ok(status(StatusCode::BAD_REQUEST)),
-                };
+            let policy = &layer.policy;
+            let step = match step {
+                Ok(s) => s,
+                Err(_) => return Ok(internal()),
             };
-            match limiter.check_async(key, cost).await {
-                Ok(d) if d.allowed => Ok(with_headers(inner.call(req).await?, &d)),
-                Ok(d) => Ok(with_headers(status(StatusCode::TOO_MANY_REQUESTS), &d)),
-                Err(_) => Ok(status(StatusCode::SERVICE_UNAVAILABLE)),
+            match step.action() {
+                Action::Check => {}
+                Action::Respond => {
+                    return Ok(match policy.answer(&step, None) {
+                        Ok(a) => respond(&a),
+                        Err(_) => internal(),
+                    })
+                }
+                // Proceed, or an app key still missing (not answered by prepare).
+                _ => return inner.call(req).await,
             }
+            let Some(limiter) = policy.limiter(&step) else {
+                return inner.call(req).await;
+            };
+            let decision = limiter.check_async(step.key(), step.cost()).await.ok();
+            let answer = match policy.answer(&step, decision.as_ref()) {
+                Ok(a) => a,
+                Err(_) => return Ok(internal()),
+            };
+            if answer.status != 0 {
+                return Ok(respond(&answer));
+            }
+            let mut resp = inner.call(req).await?;
+            add_headers(&mut resp, &answer.headers);
+            // count_when: the units go back when the rule does not count
+            // this status (and Redis took them). Settled before the response
+            // leaves, so the client's next request sees the refund.
+            if let Some(d) = &decision {
+                if policy.refund_due(&step, d, resp.status().as_u16()) {
+                    let _ = limiter.refund_async(step.key(), step.cost()).await;
+                }
+            }
+            Ok(resp)
         })
     }
 }

@@ -317,6 +317,62 @@ fn secrets_stay_out_of_messages() {
     assert!(!red.contains(secret) && red.contains("***"), "{red}");
 }
 
+/// An API key in a request never reaches Redis (its key holds the
+/// SHA-256), a Step's Debug form, a metric or an error message.
+#[test]
+fn api_keys_stay_out_of_redis_and_messages() {
+    let secret = "sk-live-do-not-store-4242";
+    let client = Client::open(redis_url()).unwrap();
+    let limiter = client
+        .limiter_builder()
+        .spec("2/minute")
+        .prefix(prefix("secret-apikey"))
+        .build()
+        .unwrap();
+    let policy = polylimit::Policy::from_document(
+        r#"{"rules": [{"name": "api", "limiter": 0, "key": ["api_key", "header:Authorization"]}]}"#,
+        vec![limiter.clone()],
+    )
+    .unwrap();
+    let mut errors = Vec::new();
+    for header in ["x-api-key", "authorization"] {
+        let values = policy.header_values(|n| (n == header).then(|| secret.as_bytes().to_vec()));
+        let headers: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+        let req = polylimit::policy::Request {
+            method: "GET",
+            path: "/api",
+            peer: Some("192.0.2.1"),
+            headers: &headers,
+            ..Default::default()
+        };
+        let step = policy.prepare(&req).unwrap();
+        assert!(!format!("{step:?}").contains(secret), "{step:?}");
+        for _ in 0..3 {
+            let d = limiter.check(step.key(), step.cost()).unwrap();
+            let a = policy.answer(&step, Some(&d)).unwrap();
+            assert!(!format!("{a:?}").contains(secret), "{a:?}");
+        }
+        // A check that fails: its error does not name the key's secret either.
+        errors.push(limiter.check(step.key(), 0).unwrap_err().to_string());
+    }
+    // A document that lists the key itself, refused for another reason.
+    let doc = format!(r#"{{"deny": {{"api_keys": ["{secret}"]}}, "rules": [{{"name": "a", "limiter": 9}}]}}"#);
+    errors.push(
+        polylimit::Policy::from_document(&doc, vec![limiter.clone()])
+            .unwrap_err()
+            .to_string(),
+    );
+    for e in &errors {
+        assert!(!e.contains(secret), "{e}");
+    }
+    assert!(!policy.metrics_prometheus().unwrap().contains(secret));
+    let keys = common::redis_keys(redis_url());
+    let ours: Vec<_> = keys.iter().filter(|k| k.contains(&prefix("secret-apikey"))).collect();
+    assert!(ours.iter().any(|k| k.contains("apikey:")), "{keys:?}");
+    assert!(ours.iter().any(|k| k.contains("header:authorization:")), "{keys:?}");
+    assert!(keys.iter().all(|k| !k.contains(secret)), "{keys:?}");
+}
+
 #[test]
 fn closed_client() {
     let client = Client::open(redis_url()).unwrap();

@@ -134,3 +134,38 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Every key in the Redis at `url` (`redis://host:port`, no password),
+/// read with SCAN over a plain RESP connection.
+pub fn redis_keys(url: &str) -> Vec<String> {
+    use std::io::Write;
+    let addr = url.trim_start_matches("redis://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut line = || {
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        l.trim_end().to_string()
+    };
+    let mut keys = Vec::new();
+    let mut cursor = "0".to_string();
+    loop {
+        let cmd = format!(
+            "*4\r\n$4\r\nSCAN\r\n${}\r\n{cursor}\r\n$5\r\nCOUNT\r\n$4\r\n1000\r\n",
+            cursor.len()
+        );
+        s.write_all(cmd.as_bytes()).unwrap();
+        assert_eq!(line(), "*2");
+        line(); // $n
+        cursor = line();
+        let n: usize = line()[1..].parse().unwrap();
+        for _ in 0..n {
+            line(); // $n
+            keys.push(line());
+        }
+        if cursor == "0" {
+            break;
+        }
+    }
+    keys
+}
