@@ -167,7 +167,7 @@ TEST_F(SharedCluster, KeysSpreadOverMastersAndHotKeysAreExact) {
   auto replies = transport.run_scripts(polylimit::scripts::k_sliding_log, calls);
   ASSERT_EQ(replies.size(), 300u);
   for (auto& r : replies) {
-    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(r->type, polylimit::ReplyType::kArray);
     EXPECT_EQ(r->element[0]->integer, 1);
     EXPECT_EQ(r->element[2]->integer, 4);  // remaining
   }

@@ -1,6 +1,5 @@
-// ReplyReader: RESP2 bytes into redisReply trees, and the headers it refuses.
+// ReplyReader: RESP2 bytes into Reply trees, and the headers it refuses.
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 
 #include <string>
 #include <vector>
@@ -10,28 +9,30 @@
 
 using polylimit::Error;
 using polylimit::ErrorCode;
+using polylimit::Reply;
 using polylimit::ReplyPtr;
 using polylimit::ReplyReader;
+using polylimit::ReplyType;
 
 namespace {
 
 // A reply as text, to compare trees: S"..." (status), E"..." (error),
 // B"..." (bulk), I<n>, N (nil), [a,b,...].
-std::string show(const redisReply* r) {
+std::string show(const Reply* r) {
   switch (r->type) {
-    case REDIS_REPLY_STATUS: return "S\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_ERROR: return "E\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_STRING: EXPECT_EQ(r->str[r->len], '\0'); return "B\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_INTEGER: return "I" + std::to_string(r->integer);
-    case REDIS_REPLY_NIL: return "N";
-    case REDIS_REPLY_ARRAY: {
+    case ReplyType::kStatus: return "S\"" + std::string(r->text()) + "\"";
+    case ReplyType::kError: return "E\"" + std::string(r->text()) + "\"";
+    case ReplyType::kString: EXPECT_EQ(r->str[r->len], '\0'); return "B\"" + std::string(r->text()) + "\"";
+    case ReplyType::kInteger: return "I" + std::to_string(r->integer);
+    case ReplyType::kNil: EXPECT_EQ(r->str, nullptr); return "N";
+    case ReplyType::kArray: {
       std::string out = "[";
       for (size_t i = 0; i < r->elements; ++i) out += (i ? "," : "") + show(r->element[i]);
       if (r->elements == 0) EXPECT_EQ(r->element, nullptr);
       return out + "]";
     }
-    default: return "?";
   }
+  return "?";
 }
 
 // Every reply in `bytes`, fed in chunks of `chunk` bytes.

@@ -42,9 +42,9 @@ constexpr int64_t kT0 = 1700000000000000;
 // A reply as text: integers in decimal, arrays in brackets, errors marked. A
 // string of integers separated by spaces (a single-check script's reply)
 // reads as the array of those integers.
-std::string reply_text(const redisReply* r) {
+std::string reply_text(const polylimit::Reply* r) {
   switch (r->type) {
-    case REDIS_REPLY_STRING: {
+    case polylimit::ReplyType::kString: {
       const std::string text(r->str, r->len);
       if (text.empty() || text.find_first_not_of("-0123456789 ") != std::string::npos ||
           text.find("  ") != std::string::npos || text.front() == ' ' || text.back() == ' ')
@@ -53,15 +53,15 @@ std::string reply_text(const redisReply* r) {
       for (char ch : text) s += ch == ' ' ? ',' : ch;
       return s + "]";
     }
-    case REDIS_REPLY_INTEGER: return std::to_string(r->integer);
-    case REDIS_REPLY_ARRAY: {
+    case polylimit::ReplyType::kInteger: return std::to_string(r->integer);
+    case polylimit::ReplyType::kArray: {
       std::string s = "[";
       for (size_t i = 0; i < r->elements; ++i) s += (i ? "," : "") + reply_text(r->element[i]);
       return s + "]";
     }
-    case REDIS_REPLY_ERROR: return "ERR(" + std::string(r->str, r->len) + ")";
-    case REDIS_REPLY_NIL: return "nil";
-    default: return "type" + std::to_string(r->type) + "(" + std::string(r->str ? r->str : "", r->len) + ")";
+    case polylimit::ReplyType::kError: return "ERR(" + std::string(r->str, r->len) + ")";
+    case polylimit::ReplyType::kNil: return "nil";
+    default: return "status(" + std::string(r->text()) + ")";
   }
 }
 

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "0d8c0a1dad5cfdcd368a2eb1997880b38eec38ce3d86205b2dbb5877e19696f1"
+const sourcesDigest = "b5d5db7809ffcef2caf9ea3ad8af86138966998a99e1e42b7bf7584f79105c00"
