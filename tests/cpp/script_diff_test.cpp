@@ -12,7 +12,6 @@
 // while a stream runs: expiry follows the server's clock, and a stream's
 // explicit time runs far faster than that.
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <atomic>
@@ -760,11 +759,9 @@ std::vector<std::string> monitor_words(const std::string& line) {
 }  // namespace
 
 TEST(ScriptKeys, ScriptsTouchOnlyTheirDeclaredKeys) {
-  redisContext* mon = redisConnect("127.0.0.1", server().port());
-  ASSERT_TRUE(mon != nullptr && mon->err == 0);
-  auto* ok = static_cast<redisReply*>(redisCommand(mon, "MONITOR"));
-  ASSERT_TRUE(ok != nullptr);
-  freeReplyObject(ok);
+  pltest::PushReader mon(server().port(), {"MONITOR"});
+  polylimit::ReplyPtr ok = mon.next(std::chrono::seconds(10));
+  ASSERT_TRUE(ok != nullptr && ok->type == polylimit::ReplyType::kStatus);
 
   Seen seen;
   for (Algorithm alg :
@@ -792,13 +789,10 @@ TEST(ScriptKeys, ScriptsTouchOnlyTheirDeclaredKeys) {
   std::set<std::string> declared;
   std::map<std::string, int> ran;  // what the scripts ran, by command
   int scripts = 0, undeclared = 0;
-  timeval tv{10, 0};
-  redisSetTimeout(mon, tv);
   for (;;) {
-    void* r = nullptr;
-    ASSERT_EQ(redisGetReply(mon, &r), REDIS_OK) << "MONITOR ended before the marker";
-    const std::string line(static_cast<redisReply*>(r)->str, static_cast<redisReply*>(r)->len);
-    freeReplyObject(r);
+    polylimit::ReplyPtr r = mon.next(std::chrono::seconds(10));
+    ASSERT_NE(r, nullptr) << "MONITOR ended before the marker";
+    const std::string line(r->text());
     if (line.find(marker) != std::string::npos) break;
     const std::vector<std::string> w = monitor_words(line);
     if (w.empty()) continue;
@@ -823,7 +817,6 @@ TEST(ScriptKeys, ScriptsTouchOnlyTheirDeclaredKeys) {
       if (++undeclared <= 5) ADD_FAILURE() << "undeclared key: " << line.substr(0, 200);
     }
   }
-  redisFree(mon);
   std::string summary;
   for (const auto& [cmd, n] : ran) summary += " " + cmd + " x" + std::to_string(n);
   std::printf("%d script calls ran:%s; %d undeclared keys\n", scripts, summary.c_str(), undeclared);
