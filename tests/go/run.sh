@@ -128,14 +128,12 @@ if ! pkg-config --exists polylimit-static; then
   template="$root/packaging/pkgconfig/polylimit-static.pc.in"
   [ -f "$template" ] || { echo "no polylimit-static.pc installed and no $template" >&2; exit 1; }
   pc_libdir=$(pkg-config --variable=libdir polylimit)
-  hiredis=$(cc -print-file-name=libhiredis.a)
-  [ "$hiredis" != libhiredis.a ] || hiredis=-lhiredis
   mkdir -p "$tmp/pkgconfig"
   sed -e "s|^prefix=.*|prefix=$(pkg-config --variable=prefix polylimit)|" \
     -e "s|^libdir=.*|libdir=$pc_libdir|" \
     -e "s|^includedir=.*|includedir=$(pkg-config --variable=includedir polylimit)|" \
     -e "s|@PROJECT_DESCRIPTION@|polylimit|" -e "s|@PROJECT_VERSION@|$(pkg-config --modversion polylimit)|" \
-    -e "s|@POLYLIMIT_PC_STATIC_LIBS@|$hiredis -lstdc++ -lm -lpthread|" "$template" >"$tmp/pkgconfig/polylimit-static.pc"
+    -e "s|@POLYLIMIT_PC_STATIC_LIBS@|-lssl -lcrypto -lstdc++ -lm -lpthread|" "$template" >"$tmp/pkgconfig/polylimit-static.pc"
   export PKG_CONFIG_PATH="$tmp/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   echo "polylimit-static.pc is not installed in this prefix; using one made from $template"
 fi
