@@ -2,16 +2,19 @@
 # A Go program of a user's, outside the repository, built with nothing of
 # polylimit installed or findable (no PKG_CONFIG_PATH, no LD_LIBRARY_PATH, no
 # CGO_* flags, and pkg-config replaced by `false`, so a build that asked it
-# would fail) and an empty build cache, as a first `go build` is: a fresh
-# module runs `go get github.com/polylimit/polylimit/bindings/go@vX.Y.Z` from
-# a module proxy in a temporary directory (GOPROXY=file://...) serving a zip
-# of the checkout's tracked files, laid out as the Go tools lay out a module
-# (nested modules left out): what is built is what the module zip carries,
-# from the read-only module cache. (A `replace` onto the checkout is what
-# the README's Go quick start does; tests/readme builds and runs it.)
-# Then:
+# would fail), no hiredis (tests/without-hiredis.sh hides its headers and
+# libraries, as root; elsewhere only the check of the sources below runs)
+# and an empty build cache, as a first `go build` is: a fresh module runs
+# `go get github.com/polylimit/polylimit/bindings/go@vX.Y.Z` from a module
+# proxy in a temporary directory (GOPROXY=file://...) serving a zip of the
+# checkout's tracked files, laid out as the Go tools lay out a module (nested
+# modules left out): what is built is what the module zip carries, from the
+# read-only module cache. (A `replace` onto the checkout is what the README's
+# Go quick start does; tests/readme builds and runs it.)
+# Before anything is built, no C or C++ file in the zip may include a
+# hiredis header. Then:
 #   - the first build compiles the core (go build -x shows it);
-#   - ldd of the program names no libpolylimit;
+#   - ldd of the program names no libpolylimit and no libhiredis;
 #   - the program runs against a real redis-server and must admit 3 of 5
 #     requests to a 3/minute limit, with a Retry-After on the denied ones;
 #   - a second build finds everything in the cache (compiles no C++).
@@ -39,16 +42,24 @@ echo "v$version" >"$proxy_dir/list"
 echo "{\"Version\":\"v$version\"}" >"$proxy_dir/v$version.info"
 cp "$root/go.mod" "$proxy_dir/v$version.mod"
 (cd "$root" && git ls-files -z) | python3 -c '
-import os, sys, zipfile
+import os, re, sys, zipfile
 root, out, prefix = sys.argv[1:4]
 files = [f for f in sys.stdin.read().split("\0") if f]
 # A directory with a go.mod of its own is another module: not in this zip.
 nested = [os.path.dirname(f) + "/" for f in files if f.endswith("/go.mod")]
+# No C or C++ source or header that a build can compile includes hiredis.
+include = re.compile(rb"^\s*#\s*include\s*[<\x22]hiredis[/.]", re.M)
+offenders = []
 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
     for f in files:
         if any(f.startswith(n) for n in nested) or not os.path.isfile(os.path.join(root, f)):
             continue
         z.write(os.path.join(root, f), prefix + f)
+        if f.startswith(("core/", "capi/", "bindings/go/")) and f.endswith((".c", ".cc", ".cpp", ".h", ".hpp")):
+            if include.search(open(os.path.join(root, f), "rb").read()):
+                offenders.append(f)
+if offenders:
+    sys.exit("consumer: the module zip has sources that include hiredis: " + " ".join(offenders))
 ' "$root" "$proxy_dir/v$version.zip" "github.com/polylimit/polylimit@v$version/"
 
 cat >"$tmp/main.go" <<'GO'
@@ -98,27 +109,43 @@ clean=(env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u LIBRARY_PATH -u CPATH -u C_I
   -u CPLUS_INCLUDE_PATH -u CGO_CFLAGS -u CGO_CPPFLAGS -u CGO_CXXFLAGS -u CGO_LDFLAGS
   PKG_CONFIG=false CGO_ENABLED=1 GOTOOLCHAIN=local GOFLAGS=-mod=mod GOSUMDB=off
   GOPROXY="file://$tmp/proxy" GOMODCACHE="$tmp/gomodcache" GOCACHE="$tmp/gocache")
+# No hiredis in view for the builds, where this machine can hide it.
+hide=()
+if "$root/tests/without-hiredis.sh" --check; then
+  hide=("$root/tests/without-hiredis.sh")
+  echo "consumer: the builds run with hiredis's headers and libraries hidden (tests/without-hiredis.sh)"
+elif [ "${CI:-}" = true ]; then
+  echo "consumer: CI must build with hiredis hidden (run as root, with unshare)" >&2
+  exit 1
+else
+  echo "consumer: hiredis stays in view (only the check of the zip's sources guards against it)" >&2
+fi
 
 # timed CMD...: runs CMD (its stderr to the caller's), sets took to its wall
 # and CPU time: the CPU time says more than the wall time on a busy machine.
 timed() {
   local TIMEFORMAT='%R %U %S'
-  { time "$@" 2>&3; } 3>&2 2>"$tmp/time" || return 1
+  local rc=0
+  { time "$@" 2>&3; } 3>&2 2>"$tmp/time" || rc=$?
+  if [ "$rc" -ne 0 ]; then echo "timed: exit status $rc: $*" >&2; return "$rc"; fi
   took=$(awk '{ printf "%.1f s wall, %.1f s CPU", $1, $2 + $3 }' "$tmp/time")
 }
 
-# consumer NAME WHAT: builds $tmp/NAME (its go.mod written by the caller)
-# with the build cache $tmp/gocache, which must compile the core, then checks
-# and runs the program and builds it again.
+# consumer NAME WHAT MAIN WANT [cached]: builds $tmp/NAME (its go.mod
+# written by the caller) from MAIN with the build cache $tmp/gocache, which
+# must compile the core (unless `cached`: an earlier consumer left it
+# there), then checks the program, runs it (it must print WANT) and builds it
+# again.
 consumer() {
-  local name=$1 what=$2
+  local name=$1 what=$2 main=$3 want=$4 cached=${5:-}
   local app="$tmp/$name"
-  local out deps want
-  cp "$tmp/main.go" "$app/main.go"
+  local out deps
+  cp "$main" "$app/main.go"
   cd "$app"
-  timed "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log"
+  timed "${hide[@]}" "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log" ||
+    { grep -E -A8 '^# github\.com/|error:' "$app/build-x.log" | head -n 60 >&2 || true; return 1; }
   echo "consumer ($name): first go build ($what): $took"
-  if ! grep -Eq 'core_limiter\.cpp' "$app/build-x.log"; then
+  if [ -z "$cached" ] && ! grep -Eq 'core_limiter\.cpp' "$app/build-x.log"; then
     echo "consumer ($name): the first build did not compile the core" >&2
     return 1
   fi
@@ -126,8 +153,8 @@ consumer() {
   deps=$(ldd "$app/consumer")
   echo "consumer ($name): ldd"
   echo "$deps" | sed 's/^/  /'
-  if grep -q libpolylimit <<<"$deps"; then
-    echo "consumer ($name): the program needs libpolylimit at run time" >&2
+  if grep -Eq 'libpolylimit|libhiredis' <<<"$deps"; then
+    echo "consumer ($name): the program needs libpolylimit or libhiredis at run time" >&2
     return 1
   fi
 
@@ -136,7 +163,6 @@ consumer() {
     return 1
   }
   echo "consumer ($name): $out"
-  want="version=$version admitted=3 denied_with_retry_after=2"
   if [ "$out" != "$want" ]; then
     echo "consumer ($name): expected '$want'" >&2
     return 1
@@ -159,5 +185,6 @@ if ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/proxy-app/go.mod";
   cat "$tmp/proxy-app/go.mod" >&2
   exit 1
 fi
-consumer proxy-app "empty build cache: the standard library and the core from the module zip"
+consumer proxy-app "empty build cache: the standard library and the core from the module zip" "$tmp/main.go" \
+  "version=$version admitted=3 denied_with_retry_after=2"
 echo "consumer: ok"

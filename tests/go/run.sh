@@ -3,15 +3,15 @@
 # core from the module's sources (package internal/bundled) and nothing
 # installed is used: a user's module outside the repository
 # (tests/go/consumer.sh: a fresh module that gets the module from a module
-# proxy in a temporary directory; empty build cache, nothing findable; ldd; a
-# run against redis-server); go vet; go test -race, including the check that
-# internal/bundled's generated files are current; the tests again under the
-# cgo pointer checkers (cgocheck=1, and GOEXPERIMENT=cgocheck2 where the
-# toolchain has it; linked to the installed library when there is one), the binding's
-# packages (httplimit, the net/http middleware, included: its tests run
-# examples/go-http as two processes); the promcollector module (go test
-# -race; client_golang comes from the Go module proxy) and go vet of
-# examples/go-http.
+# proxy in a temporary directory; empty build cache, nothing findable,
+# hiredis hidden; ldd; a run against redis-server); go vet; go test -race,
+# including the check that internal/bundled's generated files are current;
+# the tests again under the cgo pointer checkers (cgocheck=1, and
+# GOEXPERIMENT=cgocheck2 where the toolchain has it; linked to the installed
+# library when there is one), the binding's packages (httplimit, the
+# net/http middleware, included: its tests run examples/go-http as two
+# processes); the promcollector module (go test -race; client_golang comes
+# from the Go module proxy) and go vet of examples/go-http.
 # Then an installed libpolylimit: -tags polylimit_system (the shared library
 # by pkg-config: the demo worker needs libpolylimit.so at run time) and
 # -tags polylimit_static (libpolylimit.a: a test binary and the demo worker
