@@ -8,7 +8,7 @@
 // The package calls the C library (polylimit.h) through cgo. By default cgo
 // compiles the library from this module's sources into the program, as
 // go-sqlite3 does with SQLite: the first build needs a C++17 compiler and the
-// OpenSSL and hiredis headers, and nothing of polylimit installed. The build
+// OpenSSL headers, and nothing of polylimit installed. The build
 // tag polylimit_system links an installed libpolylimit.so.1 instead, found
 // with pkg-config (package "polylimit"; the program then needs it on the
 // loader's path), and polylimit_static an installed libpolylimit.a
