@@ -60,7 +60,7 @@
 // (labelled client="<name>" with WithName); PrometheusText puts several
 // clients on one page. Limiter.Headers gives the standard HTTP rate-limit
 // headers of a Result, formatted by the library as in every language. The
-// subpackage httplimit is net/http middleware; the module
+// subpackage httplimit is net/http middleware; the subpackage
 // github.com/polylimit/polylimit/bindings/go/promcollector is a client_golang
 // collector (see docs/integrations/go.md).
 //

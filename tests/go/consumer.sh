@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A Go program of a user's, outside the repository, built with nothing of
+# Go programs of a user's, outside the repository, built with nothing of
 # polylimit installed or findable (no PKG_CONFIG_PATH, no LD_LIBRARY_PATH, no
 # CGO_* flags, and pkg-config replaced by `false`, so a build that asked it
 # would fail), no hiredis (tests/without-hiredis.sh hides its headers and
@@ -13,11 +13,19 @@
 # Go quick start does; tests/readme builds and runs it.)
 # Before anything is built, no C or C++ file in the zip may include a
 # hiredis header. Then:
+#   - that proxy serves polylimit alone: `go get` and the build must need
+#     nothing else (module graph pruning keeps promcollector's client_golang
+#     out), and the module's go.mod and go.sum name no prometheus module;
 #   - the first build compiles the core (go build -x shows it);
 #   - ldd of the program names no libpolylimit and no libhiredis;
 #   - the program runs against a real redis-server and must admit 3 of 5
 #     requests to a 3/minute limit, with a Retry-After on the denied ones;
 #   - a second build finds everything in the cache (compiles no C++).
+# A second fresh module imports bindings/go/promcollector, a package of the
+# same module: `go get .../promcollector@vX.Y.Z` with no replace, client_golang
+# from the local module cache (filled by `go mod download` in the checkout,
+# through the usual GOPROXY); it registers the collector in a registry and
+# must read polylimit_checks_total = 5 after 5 checks.
 # Prints the build times. Run by tests/go/run.sh; runs alone too.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -103,6 +111,63 @@ func main() {
 }
 GO
 
+cat >"$tmp/prom.go" <<'GO'
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	polylimit "github.com/polylimit/polylimit/bindings/go"
+	"github.com/polylimit/polylimit/bindings/go/promcollector"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func main() {
+	client, err := polylimit.Open(os.Args[1], polylimit.WithName("consumer"))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer client.Close()
+	limiter, err := client.Limiter("3/minute", polylimit.WithPrefix("consumer-"+os.Args[2]))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer limiter.Close()
+	for i := 0; i < 5; i++ {
+		if _, err := limiter.Allow(context.Background(), "user:1"); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+	}
+	col, err := promcollector.New(client)
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	registry := prometheus.NewRegistry()
+	if err := registry.Register(col); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	families, err := registry.Gather()
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	checks := -1.0
+	for _, mf := range families {
+		if mf.GetName() == "polylimit_checks_total" && len(mf.GetMetric()) == 1 {
+			checks = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	fmt.Printf("version=%s polylimit_checks_total=%g\n", polylimit.Version(), checks)
+}
+GO
+
 # The user's environment: nothing of polylimit's; the proxy above and no
 # checksum database (the zip is made here, not published).
 clean=(env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u LIBRARY_PATH -u CPATH -u C_INCLUDE_PATH
@@ -177,8 +242,9 @@ consumer() {
   fi
 }
 
+# 1. The binding alone: the proxy serves nothing but polylimit.
 mkdir "$tmp/proxy-app"
-printf 'module example.com/consumer\n\ngo 1.19\n' >"$tmp/proxy-app/go.mod"
+printf 'module example.com/consumer\n\ngo 1.23\n' >"$tmp/proxy-app/go.mod"
 (cd "$tmp/proxy-app" && "${clean[@]}" go get "github.com/polylimit/polylimit/bindings/go@v$version")
 if ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/proxy-app/go.mod"; then
   echo "consumer (proxy): go get did not require the root module:" >&2
@@ -187,4 +253,27 @@ if ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/proxy-app/go.mod";
 fi
 consumer proxy-app "empty build cache: the standard library and the core from the module zip" "$tmp/main.go" \
   "version=$version admitted=3 denied_with_retry_after=2"
+if grep -i prometheus "$tmp/proxy-app/go.mod" "$tmp/proxy-app/go.sum"; then
+  echo "consumer (proxy): a module that does not import promcollector names prometheus (above)" >&2
+  exit 1
+fi
+
+# 2. promcollector, a package of the same module: no replace; client_golang
+# and its requirements from the module cache, as the checkout's go.sum pins them.
+(cd "$root" && env GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download)
+modcache=$(go env GOMODCACHE)
+mkdir "$tmp/prom-app"
+printf 'module example.com/promconsumer\n\ngo 1.23\n' >"$tmp/prom-app/go.mod"
+(cd "$tmp/prom-app" && "${clean[@]}" GOPROXY="file://$tmp/proxy,file://$modcache/cache/download" \
+  go get "github.com/polylimit/polylimit/bindings/go/promcollector@v$version")
+if grep -q replace "$tmp/prom-app/go.mod" ||
+  ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/prom-app/go.mod" ||
+  ! grep -q "github.com/prometheus/client_golang" "$tmp/prom-app/go.mod"; then
+  echo "consumer (promcollector): go get did not require the root module and client_golang:" >&2
+  cat "$tmp/prom-app/go.mod" >&2
+  exit 1
+fi
+clean+=(GOPROXY="file://$tmp/proxy,file://$modcache/cache/download")
+consumer prom-app "client_golang and promcollector; the core from the first build's cache" "$tmp/prom.go" \
+  "version=$version polylimit_checks_total=5" cached
 echo "consumer: ok"

@@ -18,8 +18,9 @@
 // distinct name, and two Collectors would describe the same metrics, which a
 // registry refuses.
 //
-// This package is a module of its own, so that the binding itself keeps no
-// dependency beyond the standard library.
+// This package is the only one of the module that imports client_golang:
+// with module graph pruning, a program that does not import it neither
+// downloads nor compiles client_golang.
 package promcollector
 
 import (
