@@ -4,8 +4,8 @@
 #
 #   clang-format   C++ (.clang-format) and C sources, *.c (tools/lint/c.clang-format)
 #   ruff           Python: ruff check, ruff format --check (pyproject.toml [tool.ruff])
-#   gofmt, go vet  Go: every module (the root one: bindings/go; bench/go,
-#                  bench/go/redis_rate_cpu, bindings/go/promcollector, examples/go-http)
+#   gofmt, go vet  Go: every module (the root one: bindings/go with promcollector;
+#                  bench/go, bench/go/redis_rate_cpu, examples/go-http)
 #   biome          JavaScript and TypeScript: bindings/node/lib, tests/node,
 #                  bench/node, examples/node-*, tests/http/services/node,
 #                  tools/demo (biome.json)

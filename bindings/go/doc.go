@@ -8,7 +8,7 @@
 // The package calls the C library (polylimit.h) through cgo. By default cgo
 // compiles the library from this module's sources into the program, as
 // go-sqlite3 does with SQLite: the first build needs a C++17 compiler and the
-// OpenSSL and hiredis headers, and nothing of polylimit installed. The build
+// OpenSSL headers, and nothing of polylimit installed. The build
 // tag polylimit_system links an installed libpolylimit.so.1 instead, found
 // with pkg-config (package "polylimit"; the program then needs it on the
 // loader's path), and polylimit_static an installed libpolylimit.a
@@ -60,7 +60,7 @@
 // (labelled client="<name>" with WithName); PrometheusText puts several
 // clients on one page. Limiter.Headers gives the standard HTTP rate-limit
 // headers of a Result, formatted by the library as in every language. The
-// subpackage httplimit is net/http middleware; the module
+// subpackage httplimit is net/http middleware; the subpackage
 // github.com/polylimit/polylimit/bindings/go/promcollector is a client_golang
 // collector (see docs/integrations/go.md).
 //

@@ -6,7 +6,7 @@ package polylimit
 // The default: the C++ core and the C ABI are compiled from this module's
 // sources by package internal/bundled and linked into the program, so
 // `go build` needs no installed libpolylimit and the program none at run
-// time (it needs OpenSSL and hiredis, as libpolylimit does). The build tags
+// time (it needs OpenSSL, as libpolylimit does). The build tags
 // polylimit_system and polylimit_static link an installed libpolylimit
 // instead (link_shared.go, link_static.go).
 

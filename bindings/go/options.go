@@ -55,7 +55,7 @@ func (c *clientConfig) setString(dst *string, what, s string) {
 type Option func(*clientConfig)
 
 // WithName names the client: its metrics are labelled client="name"
-// (StatsPrometheus, PrometheusText, the promcollector module), so that
+// (StatsPrometheus, PrometheusText, the promcollector package), so that
 // several clients, in one process or many, can share one Prometheus page.
 // Up to 128 letters, digits and _ - . : / (the library checks; Open fails
 // with ErrInvalidArgument otherwise). "" (the default): no label.

@@ -20,8 +20,8 @@ set(POLYLIMIT_DEB_DEV "libpolylimit-dev")
 set(POLYLIMIT_DEB_TOOLS "polylimit-tools")
 
 # Debian policy 12.5 and 12.7: every package has /usr/share/doc/<package>/
-# copyright (machine-readable, packaging/debian/copyright: MIT, hiredis's
-# BSD-3-Clause, OpenSSL's Apache-2.0 by reference to common-licenses) and its
+# copyright (machine-readable, packaging/debian/copyright: MIT, OpenSSL's
+# Apache-2.0 by reference to common-licenses) and its
 # changelog (native version: changelog.gz, compressed with gzip -9n so the
 # package is reproducible). These rules only run for a component install
 # (cpack), not for a plain `cmake --install`.
@@ -76,7 +76,7 @@ set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
 polylimit decides rate limits shared by many application servers through
 Redis: every decision is one atomic Lua script, so concurrent requests can
 never over-admit. This package holds the shared library with its stable C ABI
-(hiredis is linked in; TLS through the system's OpenSSL).")
+(TLS through the system's OpenSSL).")
 # Depends: from dpkg-shlibdeps (libc6, libstdc++6, libgcc-s1, libssl3). shlibs and the
 # ldconfig trigger let other packages depend on libpolylimit1 the same way.
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
@@ -98,10 +98,10 @@ polylimit decides rate limits shared by many application servers through
 Redis. This package holds the C header, the static library, the pkg-config
 file and the CMake package (polylimit::polylimit, polylimit::polylimit_static).")
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SHLIBDEPS OFF)
-# libpolylimit.a needs hiredis, OpenSSL (polylimit.pc: Requires.private:
-# libssl libcrypto) and, linked by a C compiler, the C++ runtime's
-# development link (libstdc++.so), which Debian ships in libstdc++-N-dev.
-set(_polylimit_dev_depends "${POLYLIMIT_DEB_RUNTIME} (= ${PROJECT_VERSION}), libhiredis-dev, libssl-dev")
+# libpolylimit.a needs OpenSSL (polylimit.pc: Requires.private: libssl
+# libcrypto) and, linked by a C compiler, the C++ runtime's development link
+# (libstdc++.so), which Debian ships in libstdc++-N-dev.
+set(_polylimit_dev_depends "${POLYLIMIT_DEB_RUNTIME} (= ${PROJECT_VERSION}), libssl-dev")
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   string(REGEX MATCH "^[0-9]+" _polylimit_gcc_major "${CMAKE_CXX_COMPILER_VERSION}")
   string(APPEND _polylimit_dev_depends ", libstdc++-${_polylimit_gcc_major}-dev | libstdc++-dev")

@@ -27,9 +27,19 @@ symbols=$(nm -D --defined-only "$libdir/libpolylimit.so" | awk '{print $NF}')
 if grep -v '^POLYLIMIT_' <<<"$symbols" | grep -qv '^polylimit_'; then
   echo "non-polylimit_ symbols exported" >&2; exit 1
 fi
-# The installed library does not depend on libhiredis.so.
+# No hiredis anywhere: the core reads replies into its own type and links
+# nothing of hiredis (neither NEEDED nor loaded through a dependency), and
+# the installed pkg-config and CMake files do not ask for it.
 if grep -q 'NEEDED.*hiredis' <<<"$dynamic"; then
   echo "libpolylimit.so depends on libhiredis.so" >&2; exit 1
+fi
+loaded=$(ldd "$libdir/libpolylimit.so")
+echo "ldd libpolylimit.so: $(awk '{print $1}' <<<"$loaded" | tr '\n' ' ')"
+if grep -qi hiredis <<<"$loaded"; then
+  echo "libpolylimit.so loads hiredis:" >&2; echo "$loaded" >&2; exit 1
+fi
+if grep -rli hiredis "$libdir/pkgconfig" "$libdir/cmake" "$prefix/include"; then
+  echo "the installed files above name hiredis" >&2; exit 1
 fi
 
 # A CMake consumer: find_package(polylimit) and polylimit::polylimit.

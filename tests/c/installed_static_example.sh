@@ -44,6 +44,14 @@ cc -std=c99 -Wall -Wextra -Werror "$work/basic.c" $flags -o "$work/basic-pc"
 no_libpolylimit "$work/basic-pc"
 "$work/basic-pc" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 
+# The archive needs nothing of hiredis: no flag names it, and no symbol of
+# hiredis's (redis*, sds*) is left for another library to define.
+if grep -qi hiredis <<<"$flags"; then echo "pkg-config --static names hiredis: $flags" >&2; exit 1; fi
+undefined=$(nm -u "$static_libdir/libpolylimit.a" | awk '$1 == "U" { print $2 }')
+if grep -E '^(redis[A-Z]|sds|freeReplyObject)' <<<"$undefined"; then
+  echo "libpolylimit.a needs the hiredis symbols above" >&2; exit 1
+fi
+
 # 2. The same flags, fully static (glibc warns that getaddrinfo needs its
 # shared NSS modules at run time: expected, and harmless for 127.0.0.1).
 cc -std=c99 -Wall -Wextra -Werror -static "$work/basic.c" $flags -o "$work/basic-full-static" 2>"$work/static-link.log" ||
@@ -59,7 +67,7 @@ cc -std=c99 -Wall -Wextra -Werror "$work/basic.c" $flags -o "$work/basic-pc-stat
 no_libpolylimit "$work/basic-pc-static"
 "$work/basic-pc-static" "$POLYLIMIT_TEST_REDIS_URL" >/dev/null
 
-# 4. CMake, C only: the C++ runtime and hiredis come from the imported target.
+# 4. CMake, C only: the C++ runtime and OpenSSL come from the imported target.
 source "$src/tests/c/cmake_consumer.sh"
 cmake_consumer "$work/cmake" polylimit::polylimit_static "$prefix"
 no_libpolylimit "$work/cmake/build/basic"

@@ -4,7 +4,6 @@
 //   build/tests/cluster_bench [threads=8] [seconds=3]
 // Everything (servers and client threads) shares this machine's cores, so the
 // numbers are a floor for a real deployment, where each master has its own.
-#include <hiredis/hiredis.h>
 
 #include <atomic>
 #include <chrono>

@@ -2,7 +2,6 @@
 // that ping-pongs during a handover, the map refresh after a MOVED, manual
 // failover and a killed master, against real clusters on loopback.
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,18 +88,12 @@ void give_slot(RedisCluster& cluster, int slot, size_t dst) {
 
 // How many keys match `pattern` on the node at `port` (KEYS, after AUTH).
 long long count_keys(int port, const std::string& password, const std::string& pattern) {
-  redisContext* c = redisConnect("127.0.0.1", port);
-  if (!c || c->err) {
-    if (c) redisFree(c);
+  try {
+    polylimit::ReplyPtr r = pltest::raw_command(port, {"KEYS", pattern}, 2000, password);
+    return r->type == polylimit::ReplyType::kArray ? static_cast<long long>(r->elements) : -1;
+  } catch (const polylimit::Error&) {
     return -1;
   }
-  if (auto* r = static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size())))
-    freeReplyObject(r);
-  auto* r = static_cast<redisReply*>(redisCommand(c, "KEYS %b", pattern.data(), pattern.size()));
-  long long n = r && r->type == REDIS_REPLY_ARRAY ? static_cast<long long>(r->elements) : -1;
-  if (r) freeReplyObject(r);
-  redisFree(c);
-  return n;
 }
 
 }  // namespace
@@ -167,7 +160,7 @@ TEST_F(SharedCluster, KeysSpreadOverMastersAndHotKeysAreExact) {
   auto replies = transport.run_scripts(polylimit::scripts::k_sliding_log, calls);
   ASSERT_EQ(replies.size(), 300u);
   for (auto& r : replies) {
-    ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+    ASSERT_EQ(r->type, polylimit::ReplyType::kArray);
     EXPECT_EQ(r->element[0]->integer, 1);
     EXPECT_EQ(r->element[2]->integer, 4);  // remaining
   }

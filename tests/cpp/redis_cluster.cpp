@@ -1,7 +1,6 @@
 // redis_cluster.cpp - Redis Cluster and Sentinel deployments for tests.
 #include "redis_cluster.h"
 
-#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "polylimit/errors.h"
 #include "transport/crc16.h"
 
 namespace pltest {
@@ -33,43 +33,27 @@ std::vector<std::string> split(const std::string& s, char sep) {
 // One command against 127.0.0.1:port; the reply as text, "" when unreachable.
 // Flat arrays are joined by '\n'.
 std::string command_at(int port, const std::vector<std::string>& argv, const std::string& password = "") {
-  timeval tv{1, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (!c || c->err) {
-    if (c) redisFree(c);
+  polylimit::ReplyPtr r;
+  try {
+    r = raw_command(port, argv, 1000, password);
+  } catch (const polylimit::Error&) {
     return "";
   }
-  redisSetTimeout(c, tv);
-  if (!password.empty()) {
-    auto* r = static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size()));
-    if (r) freeReplyObject(r);
-  }
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
   std::string out;
-  if (r) {
-    if (r->type == REDIS_REPLY_ARRAY) {
-      for (size_t i = 0; i < r->elements; ++i) {
-        if (i) out += "\n";
-        const redisReply* e = r->element[i];
-        if (e->type == REDIS_REPLY_INTEGER)
-          out += std::to_string(e->integer);
-        else if (e->str)
-          out.append(e->str, e->len);
-      }
-    } else if (r->type == REDIS_REPLY_INTEGER) {
-      out = std::to_string(r->integer);
-    } else if (r->str) {
-      out.assign(r->str, r->len);
+  if (r->type == polylimit::ReplyType::kArray) {
+    for (size_t i = 0; i < r->elements; ++i) {
+      if (i) out += "\n";
+      const polylimit::Reply* e = r->element[i];
+      if (e->type == polylimit::ReplyType::kInteger)
+        out += std::to_string(e->integer);
+      else if (e->str)
+        out.append(e->str, e->len);
     }
-    freeReplyObject(r);
+  } else if (r->type == polylimit::ReplyType::kInteger) {
+    out = std::to_string(r->integer);
+  } else if (r->str) {
+    out.assign(r->str, r->len);
   }
-  redisFree(c);
   return out;
 }
 

@@ -1,7 +1,6 @@
 // The sliding-window log on a real redis-server: decisions, expiry, recovery
 // from NOSCRIPT / CLIENT KILL / restarts, errors, auth, pool limits, fork.
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -243,12 +242,10 @@ TEST(Redis, PasswordAndAclUser) {
   EXPECT_EQ(code_of([&] { make("redis://" + base, 5, 1000).check("k"); }, &msg), ErrorCode::kAuth) << msg;
 
   // An ACL user with access to its keys only.
-  timeval tv{2, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", own.port(), tv);
-  ASSERT_TRUE(c && !c->err);
-  freeReplyObject(redisCommand(c, "AUTH hunter2"));
-  freeReplyObject(redisCommand(c, "ACL SETUSER app on >apppw ~app:* +@all"));
-  redisFree(c);
+  ASSERT_EQ(
+      pltest::raw_command(own.port(), {"ACL", "SETUSER", "app", "on", ">apppw", "~app:*", "+@all"}, 2000, "hunter2")
+          ->type,
+      polylimit::ReplyType::kStatus);
   ClientOptions co;
   LimiterOptions lo;
   lo.limit = {Algorithm::kSlidingLog, 5, 1000};
@@ -286,14 +283,9 @@ TEST(Redis, AuthenticationMessagesSayWhatToDo) {
   EXPECT_NE(msg.find("(the server said: ERR Protocol error: unauthenticated"), std::string::npos) << msg;
 
   // A short command gets NOAUTH: the same message.
-  timeval tv{2, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", own.port(), tv);
-  ASSERT_TRUE(c && !c->err);
-  redisReply* r = static_cast<redisReply*>(redisCommand(c, "GET x"));
-  ASSERT_TRUE(r && r->type == REDIS_REPLY_ERROR);
-  const std::string reply(r->str, r->len);
-  freeReplyObject(r);
-  redisFree(c);
+  polylimit::ReplyPtr r = pltest::raw_command(own.port(), {"GET", "x"}, 2000);
+  ASSERT_EQ(r->type, polylimit::ReplyType::kError);
+  const std::string reply(r->text());
   ASSERT_EQ(reply.rfind("NOAUTH", 0), 0u) << reply;
   EXPECT_EQ(code_of([&] { polylimit::throw_reply_error(reply, "GET"); }, &msg), ErrorCode::kAuth);
   EXPECT_EQ(msg, "GET: " + needs + ", redis://[user:]password@host:port (the server said: " + reply + ")");

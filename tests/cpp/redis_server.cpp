@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,6 +17,11 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+
+#include "net/connection.h"
+#include "polylimit/connection_options.h"
+#include "polylimit/errors.h"
+#include "polylimit/url.h"
 
 namespace pltest {
 
@@ -320,11 +324,11 @@ void RedisServer::resume() { ::kill(pid_, SIGCONT); }
 
 namespace {
 
-std::string to_text(const redisReply* r) {
+std::string to_text(const polylimit::Reply* r) {
   switch (r->type) {
-    case REDIS_REPLY_INTEGER: return std::to_string(r->integer);
-    case REDIS_REPLY_NIL: return "(nil)";
-    case REDIS_REPLY_ARRAY: {
+    case polylimit::ReplyType::kInteger: return std::to_string(r->integer);
+    case polylimit::ReplyType::kNil: return "(nil)";
+    case polylimit::ReplyType::kArray: {
       std::string out;
       for (size_t i = 0; i < r->elements; ++i) {
         if (i) out += "\n";
@@ -332,11 +336,48 @@ std::string to_text(const redisReply* r) {
       }
       return out;
     }
-    default: return std::string(r->str, r->len);
+    default: return std::string(r->text());
   }
 }
 
+polylimit::Endpoint loopback(int port) {
+  polylimit::Endpoint ep;
+  ep.kind = polylimit::Endpoint::Kind::kTcp;
+  ep.host = "127.0.0.1";
+  ep.port = port;
+  return ep;
+}
+
 }  // namespace
+
+polylimit::ReplyPtr raw_command(int port, const std::vector<std::string>& argv, int timeout_ms,
+                                const std::string& password) {
+  polylimit::PoolOptions options;
+  options.connect_timeout_ms = timeout_ms;
+  options.command_timeout_ms = timeout_ms;
+  options.keepalive_s = 0;
+  polylimit::Connection conn(loopback(port), options);
+  if (!password.empty()) conn.command({"AUTH", password});
+  return conn.command(polylimit::Argv(argv.begin(), argv.end()));
+}
+
+PushReader::PushReader(int port, const std::vector<std::string>& argv) {
+  polylimit::PoolOptions options;
+  options.connect_timeout_ms = 2000;
+  options.command_timeout_ms = 10000;  // for the rest of a reply once it started
+  options.keepalive_s = 0;
+  conn_ = std::make_unique<polylimit::Connection>(loopback(port), options);
+  std::string bytes;
+  polylimit::Connection::encode(bytes, polylimit::Argv(argv.begin(), argv.end()));
+  conn_->write(bytes, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+}
+
+PushReader::~PushReader() = default;
+
+polylimit::ReplyPtr PushReader::next(std::chrono::milliseconds wait) {
+  bool woken = false;
+  return conn_->next_reply(std::chrono::steady_clock::now() + wait, -1, woken);
+}
 
 double RedisServer::cpu_seconds() const {
   const std::string info = command({"INFO", "cpu"});
@@ -349,30 +390,15 @@ double RedisServer::cpu_seconds() const {
 }
 
 std::string RedisServer::command(const std::vector<std::string>& argv) const {
-  timeval tv{2, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
-  if (!c || c->err) {
-    if (c) redisFree(c);
-    throw std::runtime_error("cannot connect to the test server on port " + std::to_string(port_));
+  polylimit::ReplyPtr r;
+  try {
+    r = raw_command(port_, argv, 10000);
+  } catch (const polylimit::Error& e) {
+    // Which command, on which server, and why (refused, closed, a timeout).
+    throw std::runtime_error("test command " + (argv.empty() ? std::string() : argv[0]) + " on port " +
+                             std::to_string(port_) + " failed: " + e.what());
   }
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  for (auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
-  if (!r) {
-    // Which command, on which server, and why (a closed connection, a timeout).
-    std::string what = "test command " + (argv.empty() ? std::string() : argv[0]) + " on port " +
-                       std::to_string(port_) + " failed: " + (c->errstr[0] ? c->errstr : "no reply");
-    redisFree(c);
-    throw std::runtime_error(what);
-  }
-  std::string out = to_text(r);
-  freeReplyObject(r);
-  redisFree(c);
-  return out;
+  return to_text(r.get());
 }
 
 std::vector<std::string> ring_units(const std::string& key) {

@@ -12,7 +12,11 @@
 #include <string>
 #include <vector>
 
-struct redisReply;
+#include "net/reply.h"
+
+namespace polylimit {
+class Connection;
+}
 
 namespace pltest {
 
@@ -103,6 +107,31 @@ std::vector<std::string> ring_units(const std::string& key);
 
 // A port nobody listens on right now.
 int free_port();
+
+// One command on a fresh connection of the core's own (net/connection.h) to
+// 127.0.0.1:port: `timeout_ms` to connect, and again for the reply. With a
+// `password`, AUTH goes first and its reply is ignored. Error replies are
+// returned; an unreachable server or a timeout throws polylimit::Error.
+polylimit::ReplyPtr raw_command(int port, const std::vector<std::string>& argv, int timeout_ms,
+                                const std::string& password = "");
+
+// A connection of the core's own that reads what the server pushes
+// (SUBSCRIBE, MONITOR): it sends `argv` and hands out every reply in turn,
+// the command's own reply first. Bytes that arrive with that reply are kept
+// for the next call, not taken for a stray reply.
+class PushReader {
+ public:
+  PushReader(int port, const std::vector<std::string>& argv);
+  ~PushReader();
+  PushReader(const PushReader&) = delete;
+  PushReader& operator=(const PushReader&) = delete;
+  // The next reply, or null when none is complete within `wait`. Throws
+  // polylimit::Error when the connection fails.
+  polylimit::ReplyPtr next(std::chrono::milliseconds wait);
+
+ private:
+  std::unique_ptr<polylimit::Connection> conn_;
+};
 
 // Polls `condition` (every 5 ms) until it holds: true, or false once
 // `timeout` has passed. For tests to wait for a state, never to sleep on a guess.

@@ -1,7 +1,10 @@
-// ReplyReader: RESP2 bytes into redisReply trees, and the headers it refuses.
+// ReplyReader: RESP2 bytes into Reply trees, and the headers it refuses;
+// hiredis's reader, the reference, makes the same trees of the same bytes.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -10,27 +13,46 @@
 
 using polylimit::Error;
 using polylimit::ErrorCode;
+using polylimit::Reply;
 using polylimit::ReplyPtr;
 using polylimit::ReplyReader;
+using polylimit::ReplyType;
 
 namespace {
 
 // A reply as text, to compare trees: S"..." (status), E"..." (error),
 // B"..." (bulk), I<n>, N (nil), [a,b,...].
-std::string show(const redisReply* r) {
+std::string show(const Reply* r) {
   switch (r->type) {
-    case REDIS_REPLY_STATUS: return "S\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_ERROR: return "E\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_STRING: EXPECT_EQ(r->str[r->len], '\0'); return "B\"" + std::string(r->str, r->len) + "\"";
-    case REDIS_REPLY_INTEGER: return "I" + std::to_string(r->integer);
-    case REDIS_REPLY_NIL: return "N";
-    case REDIS_REPLY_ARRAY: {
+    case ReplyType::kStatus: return "S\"" + std::string(r->text()) + "\"";
+    case ReplyType::kError: return "E\"" + std::string(r->text()) + "\"";
+    case ReplyType::kString: EXPECT_EQ(r->str[r->len], '\0'); return "B\"" + std::string(r->text()) + "\"";
+    case ReplyType::kInteger: return "I" + std::to_string(r->integer);
+    case ReplyType::kNil: EXPECT_EQ(r->str, nullptr); return "N";
+    case ReplyType::kArray: {
       std::string out = "[";
       for (size_t i = 0; i < r->elements; ++i) out += (i ? "," : "") + show(r->element[i]);
       if (r->elements == 0) EXPECT_EQ(r->element, nullptr);
       return out + "]";
     }
-    default: return "?";
+  }
+  return "?";
+}
+
+// hiredis's reply as the same text.
+std::string show(const redisReply* r) {
+  switch (r->type) {
+    case REDIS_REPLY_STATUS: return "S\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_ERROR: return "E\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_STRING: return "B\"" + std::string(r->str, r->len) + "\"";
+    case REDIS_REPLY_INTEGER: return "I" + std::to_string(r->integer);
+    case REDIS_REPLY_NIL: return "N";
+    case REDIS_REPLY_ARRAY: {
+      std::string out = "[";
+      for (size_t i = 0; i < r->elements; ++i) out += (i ? "," : "") + show(r->element[i]);
+      return out + "]";
+    }
+    default: return "hiredis type " + std::to_string(r->type);
   }
 }
 
@@ -44,6 +66,67 @@ std::vector<std::string> read_all(const std::string& bytes, size_t chunk) {
   }
   EXPECT_FALSE(reader.pending());
   return out;
+}
+
+// What hiredis's reader makes of the same bytes, fed the same way.
+std::vector<std::string> hiredis_all(const std::string& bytes, size_t chunk) {
+  redisReader* reader = redisReaderCreate();
+  std::vector<std::string> out;
+  for (size_t at = 0; at < bytes.size(); at += chunk) {
+    EXPECT_EQ(redisReaderFeed(reader, bytes.data() + at, std::min(chunk, bytes.size() - at)), REDIS_OK);
+    for (;;) {
+      void* r = nullptr;
+      if (redisReaderGetReply(reader, &r) != REDIS_OK) {
+        ADD_FAILURE() << "hiredis refused the stream: " << reader->errstr;
+        redisReaderFree(reader);
+        return out;
+      }
+      if (r == nullptr) break;
+      out.push_back(show(static_cast<const redisReply*>(r)));
+      freeReplyObject(r);
+    }
+  }
+  redisReaderFree(reader);
+  return out;
+}
+
+// One random well-formed reply within the reader's caps: every type, nested
+// arrays up to kMaxDepth, bulk strings of any bytes (CR, LF and NUL too),
+// integers over the whole int64 range, nils of both kinds.
+std::string random_reply(std::mt19937_64& rng, size_t depth) {
+  auto pick = [&rng](uint64_t n) { return rng() % n; };
+  const uint64_t kind = depth < ReplyReader::kMaxDepth ? pick(7) : pick(5);
+  switch (kind) {
+    case 0:
+    case 1: {  // a status or an error line: any bytes but CR and LF
+      std::string line;
+      for (uint64_t i = pick(24); i > 0; --i) {
+        char c = static_cast<char>(pick(256));
+        line += c == '\r' || c == '\n' ? ' ' : c;
+      }
+      return (kind == 0 ? "+" : "-") + line + "\r\n";
+    }
+    case 2: {  // an integer: small ones, and the extremes
+      const uint64_t how = pick(4);
+      int64_t v = static_cast<int64_t>(rng());
+      if (how == 0) v = static_cast<int64_t>(pick(1000)) - 500;
+      if (how == 1) v = pick(2) ? INT64_MAX : INT64_MIN;
+      return ":" + std::to_string(v) + "\r\n";
+    }
+    case 3: {  // a bulk string, or a nil one
+      if (pick(8) == 0) return "$-1\r\n";
+      std::string body;
+      for (uint64_t i = pick(pick(4) == 0 ? 300 : 12); i > 0; --i) body += static_cast<char>(pick(256));
+      return "$" + std::to_string(body.size()) + "\r\n" + body + "\r\n";
+    }
+    case 4: return pick(2) ? "*-1\r\n" : "*0\r\n";
+    default: {  // an array of 1 to 6 replies
+      const uint64_t n = 1 + pick(6);
+      std::string out = "*" + std::to_string(n) + "\r\n";
+      for (uint64_t i = 0; i < n; ++i) out += random_reply(rng, depth + 1);
+      return out;
+    }
+  }
 }
 
 // The message of the protocol error `bytes` (fed at once) end in.
@@ -215,4 +298,32 @@ TEST(ReplyReader, AnEndlessLineIsRefused) {
     }
   }
   EXPECT_TRUE(refused);
+}
+
+// The differential test: streams of random replies, read whole, byte by byte
+// and in random chunks, give the same trees as hiredis's reader (the fuzz
+// target fuzz_reply does the same with arbitrary bytes).
+TEST(ReplyReader, AgreesWithHiredis) {
+  std::mt19937_64 rng(47);
+  for (int round = 0; round < 400; ++round) {
+    std::string bytes;
+    for (uint64_t i = 1 + rng() % 12; i > 0; --i) bytes += random_reply(rng, 0);
+    const std::vector<size_t> chunks = {bytes.size(), 1, 1 + static_cast<size_t>(rng() % 64)};
+    for (size_t chunk : chunks) {
+      const std::vector<std::string> ours = read_all(bytes, chunk);
+      ASSERT_EQ(ours, hiredis_all(bytes, chunk)) << "round " << round << ", chunks of " << chunk;
+      ASSERT_FALSE(ours.empty());
+    }
+  }
+  // The streams of the tests above.
+  std::string deep;
+  for (size_t i = 0; i < ReplyReader::kMaxDepth; ++i) deep += "*1\r\n";
+  deep += ":1\r\n";
+  for (const std::string& bytes :
+       {std::string("+OK\r\n-ERR no such key\r\n:42\r\n$3\r\nabc\r\n$0\r\n\r\n$-1\r\n*-1\r\n*0\r\n"),
+        std::string("*5\r\n:1\r\n:10\r\n:9\r\n:0\r\n:60000\r\n$-1\r\n-MOVED 1 h:1\r\n"
+                    "*2\r\n*3\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
+                    "$4\r\n\r\n\r\n\r\n"),
+        deep})
+    EXPECT_EQ(read_all(bytes, 1), hiredis_all(bytes, 1)) << bytes;
 }

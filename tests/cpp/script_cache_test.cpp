@@ -1,7 +1,6 @@
 // Embedded scripts against a real server: the build-time SHA1 equals what
 // SCRIPT LOAD computes, and NOSCRIPT is recovered exactly once.
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 
 #include "net/pool.h"
 #include "redis_server.h"
@@ -28,13 +27,13 @@ TEST(ScriptCache, NoscriptReloadsOnceThenRuns) {
   auto conn = pool.acquire();
   const Argv args = {"check", "1", "", "5", "1000000"};
   ReplyPtr r = cache.run(*conn, scripts::k_sliding_log, {"t:{x}:k"}, args);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(r->type, polylimit::ReplyType::kArray);
   EXPECT_EQ(cache.reloads(), 1);  // a fresh server has no scripts
   r = cache.run(*conn, scripts::k_sliding_log, {"t:{x}:k"}, args);
   EXPECT_EQ(cache.reloads(), 1);  // cached now: plain EVALSHA
   server.command({"SCRIPT", "FLUSH"});
   r = cache.run(*conn, scripts::k_sliding_log, {"t:{x}:k"}, args);
-  ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  ASSERT_EQ(r->type, polylimit::ReplyType::kArray);
   EXPECT_EQ(cache.reloads(), 2);
   EXPECT_EQ(server.integer(pltest::ring_units("t:{x}:k")), 3);
 }
@@ -48,7 +47,7 @@ TEST(ScriptCache, PipelinedCallsRecoverNoscript) {
   for (int i = 0; i < 4; ++i) calls.push_back({{"p:{x}:k"}, {"check", "2", "", "10", "1000000000"}});
   auto replies = transport.run_scripts(scripts::k_sliding_log, calls);
   ASSERT_EQ(replies.size(), 4u);
-  for (auto& r : replies) ASSERT_EQ(r->type, REDIS_REPLY_ARRAY);
+  for (auto& r : replies) ASSERT_EQ(r->type, polylimit::ReplyType::kArray);
   EXPECT_EQ(replies[3]->element[2]->integer, 2);  // remaining after 4 x 2 units
   EXPECT_EQ(transport.noscript_reloads(), 1);
   EXPECT_EQ(server.integer(pltest::ring_units("p:{x}:k")), 8);

@@ -12,7 +12,6 @@
 // while a stream runs: expiry follows the server's clock, and a stream's
 // explicit time runs far faster than that.
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <atomic>
@@ -42,9 +41,9 @@ constexpr int64_t kT0 = 1700000000000000;
 // A reply as text: integers in decimal, arrays in brackets, errors marked. A
 // string of integers separated by spaces (a single-check script's reply)
 // reads as the array of those integers.
-std::string reply_text(const redisReply* r) {
+std::string reply_text(const polylimit::Reply* r) {
   switch (r->type) {
-    case REDIS_REPLY_STRING: {
+    case polylimit::ReplyType::kString: {
       const std::string text(r->str, r->len);
       if (text.empty() || text.find_first_not_of("-0123456789 ") != std::string::npos ||
           text.find("  ") != std::string::npos || text.front() == ' ' || text.back() == ' ')
@@ -53,15 +52,15 @@ std::string reply_text(const redisReply* r) {
       for (char ch : text) s += ch == ' ' ? ',' : ch;
       return s + "]";
     }
-    case REDIS_REPLY_INTEGER: return std::to_string(r->integer);
-    case REDIS_REPLY_ARRAY: {
+    case polylimit::ReplyType::kInteger: return std::to_string(r->integer);
+    case polylimit::ReplyType::kArray: {
       std::string s = "[";
       for (size_t i = 0; i < r->elements; ++i) s += (i ? "," : "") + reply_text(r->element[i]);
       return s + "]";
     }
-    case REDIS_REPLY_ERROR: return "ERR(" + std::string(r->str, r->len) + ")";
-    case REDIS_REPLY_NIL: return "nil";
-    default: return "type" + std::to_string(r->type) + "(" + std::string(r->str ? r->str : "", r->len) + ")";
+    case polylimit::ReplyType::kError: return "ERR(" + std::string(r->str, r->len) + ")";
+    case polylimit::ReplyType::kNil: return "nil";
+    default: return "status(" + std::string(r->text()) + ")";
   }
 }
 
@@ -760,11 +759,9 @@ std::vector<std::string> monitor_words(const std::string& line) {
 }  // namespace
 
 TEST(ScriptKeys, ScriptsTouchOnlyTheirDeclaredKeys) {
-  redisContext* mon = redisConnect("127.0.0.1", server().port());
-  ASSERT_TRUE(mon != nullptr && mon->err == 0);
-  auto* ok = static_cast<redisReply*>(redisCommand(mon, "MONITOR"));
-  ASSERT_TRUE(ok != nullptr);
-  freeReplyObject(ok);
+  pltest::PushReader mon(server().port(), {"MONITOR"});
+  polylimit::ReplyPtr ok = mon.next(std::chrono::seconds(10));
+  ASSERT_TRUE(ok != nullptr && ok->type == polylimit::ReplyType::kStatus);
 
   Seen seen;
   for (Algorithm alg :
@@ -792,13 +789,10 @@ TEST(ScriptKeys, ScriptsTouchOnlyTheirDeclaredKeys) {
   std::set<std::string> declared;
   std::map<std::string, int> ran;  // what the scripts ran, by command
   int scripts = 0, undeclared = 0;
-  timeval tv{10, 0};
-  redisSetTimeout(mon, tv);
   for (;;) {
-    void* r = nullptr;
-    ASSERT_EQ(redisGetReply(mon, &r), REDIS_OK) << "MONITOR ended before the marker";
-    const std::string line(static_cast<redisReply*>(r)->str, static_cast<redisReply*>(r)->len);
-    freeReplyObject(r);
+    polylimit::ReplyPtr r = mon.next(std::chrono::seconds(10));
+    ASSERT_NE(r, nullptr) << "MONITOR ended before the marker";
+    const std::string line(r->text());
     if (line.find(marker) != std::string::npos) break;
     const std::vector<std::string> w = monitor_words(line);
     if (w.empty()) continue;
@@ -823,7 +817,6 @@ TEST(ScriptKeys, ScriptsTouchOnlyTheirDeclaredKeys) {
       if (++undeclared <= 5) ADD_FAILURE() << "undeclared key: " << line.substr(0, 200);
     }
   }
-  redisFree(mon);
   std::string summary;
   for (const auto& [cmd, n] : ran) summary += " " + cmd + " x" + std::to_string(n);
   std::printf("%d script calls ran:%s; %d undeclared keys\n", scripts, summary.c_str(), undeclared);

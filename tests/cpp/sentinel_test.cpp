@@ -2,7 +2,6 @@
 // client follows a promotion (a demoted master answering READONLY, and a
 // killed master) and reports clear errors for bad topology input.
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -300,39 +299,22 @@ void store_max(std::atomic<int64_t>& a, int64_t v) {
   }
 }
 
-// A hiredis connection that reads pushed replies (SUBSCRIBE, MONITOR) on a
-// thread, handing each to `on_reply`, until stopped or disconnected.
+// Reads pushed replies (SUBSCRIBE, MONITOR) on a thread, handing each to
+// `on_reply`, until stopped or disconnected.
 class Listener {
  public:
-  Listener(int port, const std::vector<std::string>& argv, std::function<void(redisReply*)> on_reply)
-      : on_reply_(std::move(on_reply)) {
-    timeval tv{1, 0};
-    c_ = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (!c_ || c_->err) throw std::runtime_error("cannot connect to " + std::to_string(port));
-    timeval poll{0, 50 * 1000};
-    redisSetTimeout(c_, poll);
-    std::vector<const char*> p;
-    std::vector<size_t> n;
-    for (auto& a : argv) {
-      p.push_back(a.data());
-      n.push_back(a.size());
-    }
-    redisReply* r = static_cast<redisReply*>(redisCommandArgv(c_, static_cast<int>(argv.size()), p.data(), n.data()));
-    if (!r) throw std::runtime_error("no reply to " + argv[0]);
-    freeReplyObject(r);
+  Listener(int port, const std::vector<std::string>& argv, std::function<void(const polylimit::Reply*)> on_reply)
+      : reader_(port, argv), on_reply_(std::move(on_reply)) {
+    if (!reader_.next(std::chrono::seconds(2))) throw std::runtime_error("no reply to " + argv[0]);
     thread_ = std::thread([this] {
       while (!stop_.load()) {
-        void* raw = nullptr;
-        if (redisGetReply(c_, &raw) != REDIS_OK) {
-          // A read timeout leaves the context in error: carry on only then.
-          if (c_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            c_->err = 0;
-            continue;
-          }
+        polylimit::ReplyPtr r;
+        try {
+          r = reader_.next(std::chrono::milliseconds(50));
+        } catch (const polylimit::Error&) {
           break;
         }
-        on_reply_(static_cast<redisReply*>(raw));
-        freeReplyObject(raw);
+        if (r) on_reply_(r.get());
       }
     });
   }
@@ -340,13 +322,11 @@ class Listener {
   void stop() {
     stop_.store(true);
     if (thread_.joinable()) thread_.join();
-    if (c_) redisFree(c_);
-    c_ = nullptr;
   }
 
  private:
-  redisContext* c_ = nullptr;
-  std::function<void(redisReply*)> on_reply_;
+  pltest::PushReader reader_;
+  std::function<void(const polylimit::Reply*)> on_reply_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
@@ -440,16 +420,16 @@ TEST(SentinelFollower, FailoverFollowedWithinMilliseconds) {
   std::vector<std::unique_ptr<Listener>> announcers;
   for (int i = 0; i < 3; ++i)
     announcers.push_back(std::make_unique<Listener>(
-        s.sentinel_port(i), std::vector<std::string>{"SUBSCRIBE", "+switch-master"}, [&](redisReply* r) {
-          if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->str &&
+        s.sentinel_port(i), std::vector<std::string>{"SUBSCRIBE", "+switch-master"}, [&](const polylimit::Reply* r) {
+          if (r->type == polylimit::ReplyType::kArray && r->elements == 3 && r->element[2]->str &&
               std::string(r->element[2]->str, r->element[2]->len).rfind("followfast ", 0) == 0)
             store_min(announced_us, wall_us());
         }));
   // The last script call the old master executed (MONITOR: server time).
   std::atomic<int64_t> last_write_us{0};
   std::atomic<long> monitored{0};
-  Listener monitor(old_server.port(), {"MONITOR"}, [&](redisReply* r) {
-    if (r->type != REDIS_REPLY_STATUS || !r->str) return;
+  Listener monitor(old_server.port(), {"MONITOR"}, [&](const polylimit::Reply* r) {
+    if (r->type != polylimit::ReplyType::kStatus || !r->str) return;
     std::string line(r->str, r->len);
     if (line.find("\"EVALSHA\"") == std::string::npos && line.find("\"EVAL\"") == std::string::npos) return;
     ++monitored;

@@ -4,7 +4,6 @@
 // 127.0.0.1 and localhost, an unrelated second CA, a certificate for another
 // host name (other.example), and a client certificate.
 #include <gtest/gtest.h>
-#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -267,11 +266,11 @@ TEST(Tls, ReconnectsResumeTheSession) {
   {
     Connection first(ep, o.pool, &context);
     EXPECT_FALSE(first.tls_resumed());
-    ASSERT_EQ(first.command({"PING"})->type, REDIS_REPLY_STATUS);  // reads the session tickets
+    ASSERT_EQ(first.command({"PING"})->type, polylimit::ReplyType::kStatus);  // reads the session tickets
   }
   Connection second(ep, o.pool, &context);
   EXPECT_TRUE(second.tls_resumed());
-  EXPECT_EQ(second.command({"PING"})->type, REDIS_REPLY_STATUS);
+  EXPECT_EQ(second.command({"PING"})->type, polylimit::ReplyType::kStatus);
   Connection elsewhere(parse_url(other.url()), o.pool, &context);
   EXPECT_FALSE(elsewhere.tls_resumed());
 }

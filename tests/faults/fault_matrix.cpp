@@ -12,7 +12,6 @@
 // It prints one row per scenario and, with --out FILE, writes the table as
 // Markdown (docs/reliability.md). Exit status 1 when a scenario failed that
 // is not listed as a known failure.
-#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,39 +53,28 @@ constexpr int64_t kHour = 3600 * 1000;
 
 // ------------------------------------------------------------ raw commands
 
-// One command on a fresh hiredis connection to 127.0.0.1:port; the reply as
-// text (arrays joined by '\n', errors as their text); "" when unreachable.
+// One command on a fresh connection to 127.0.0.1:port (the core's own,
+// pltest::raw_command); the reply as text (arrays joined by '\n', errors as
+// their text); "" when unreachable.
 std::string raw(int port, const std::vector<std::string>& argv, int timeout_ms = 1000) {
-  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (!c || c->err) {
-    if (c) redisFree(c);
+  polylimit::ReplyPtr r;
+  try {
+    r = pltest::raw_command(port, argv, timeout_ms);
+  } catch (const polylimit::Error&) {
     return "";
   }
-  redisSetTimeout(c, tv);
-  std::vector<const char*> p;
-  std::vector<size_t> n;
-  for (auto& a : argv) {
-    p.push_back(a.data());
-    n.push_back(a.size());
-  }
-  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), p.data(), n.data()));
   std::string out;
-  if (r) {
-    if (r->type == REDIS_REPLY_INTEGER) {
-      out = std::to_string(r->integer);
-    } else if (r->type == REDIS_REPLY_ARRAY) {
-      for (size_t i = 0; i < r->elements; ++i) {
-        if (i) out += "\n";
-        const redisReply* e = r->element[i];
-        out += e->type == REDIS_REPLY_INTEGER ? std::to_string(e->integer) : std::string(e->str ? e->str : "", e->len);
-      }
-    } else if (r->str) {
-      out.assign(r->str, r->len);
+  if (r->type == polylimit::ReplyType::kInteger) {
+    out = std::to_string(r->integer);
+  } else if (r->type == polylimit::ReplyType::kArray) {
+    for (size_t i = 0; i < r->elements; ++i) {
+      if (i) out += "\n";
+      const polylimit::Reply* e = r->element[i];
+      out += e->type == polylimit::ReplyType::kInteger ? std::to_string(e->integer) : std::string(e->text());
     }
-    freeReplyObject(r);
+  } else if (r->str) {
+    out.assign(r->str, r->len);
   }
-  redisFree(c);
   return out;
 }
 

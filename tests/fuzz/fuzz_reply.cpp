@@ -26,8 +26,10 @@
 using polylimit::Error;
 using polylimit::ErrorCode;
 using polylimit::LimitParams;
+using polylimit::Reply;
 using polylimit::ReplyPtr;
 using polylimit::ReplyReader;
+using polylimit::ReplyType;
 
 namespace {
 
@@ -46,46 +48,61 @@ std::vector<LimitParams> limits_for(uint8_t selector) {
   return out;
 }
 
-void check_caps(const redisReply* r, size_t depth) {
+void check_caps(const Reply* r, size_t depth) {
   FUZZ_CHECK(depth <= ReplyReader::kMaxDepth, "reply nested %zu deep", depth);
   switch (r->type) {
-    case REDIS_REPLY_ARRAY:
+    case ReplyType::kArray:
       FUZZ_CHECK(r->elements <= static_cast<size_t>(ReplyReader::kMaxArray), "array of %zu elements got through",
                  r->elements);
       for (size_t i = 0; i < r->elements; ++i) check_caps(r->element[i], depth + 1);
       break;
-    case REDIS_REPLY_STRING:
-    case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR:
+    case ReplyType::kString:
+    case ReplyType::kStatus:
+    case ReplyType::kError:
       FUZZ_CHECK(r->len <= static_cast<size_t>(ReplyReader::kMaxBulk), "string of %zu bytes got through", r->len);
       break;
     default: break;
   }
 }
 
+// hiredis's type of the same reply.
+int hiredis_type(ReplyType t) {
+  switch (t) {
+    case ReplyType::kNil: return REDIS_REPLY_NIL;
+    case ReplyType::kStatus: return REDIS_REPLY_STATUS;
+    case ReplyType::kError: return REDIS_REPLY_ERROR;
+    case ReplyType::kInteger: return REDIS_REPLY_INTEGER;
+    case ReplyType::kString: return REDIS_REPLY_STRING;
+    case ReplyType::kArray: return REDIS_REPLY_ARRAY;
+  }
+  return -1;
+}
+
 // Ours and hiredis's trees of the same bytes are the same.
-void check_same(const redisReply* ours, const redisReply* theirs) {
-  FUZZ_CHECK(ours->type == theirs->type, "type %d, hiredis %d", ours->type, theirs->type);
+void check_same(const Reply* ours, const redisReply* theirs) {
+  FUZZ_CHECK(hiredis_type(ours->type) == theirs->type, "type %d, hiredis %d", static_cast<int>(ours->type),
+             theirs->type);
   switch (ours->type) {
-    case REDIS_REPLY_ARRAY:
+    case ReplyType::kArray:
       FUZZ_CHECK(ours->elements == theirs->elements, "%zu elements, hiredis %zu", ours->elements, theirs->elements);
       for (size_t i = 0; i < ours->elements; ++i) check_same(ours->element[i], theirs->element[i]);
       break;
-    case REDIS_REPLY_STRING:
-    case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR:
+    case ReplyType::kString:
+    case ReplyType::kStatus:
+    case ReplyType::kError:
       FUZZ_CHECK(ours->len == theirs->len && std::memcmp(ours->str, theirs->str, ours->len) == 0,
                  "a string of %zu bytes, hiredis %zu", ours->len, theirs->len);
       FUZZ_CHECK(ours->str[ours->len] == '\0', "a string without its NUL");
       break;
-    case REDIS_REPLY_INTEGER:
-      FUZZ_CHECK(ours->integer == theirs->integer, "integer %lld, hiredis %lld", ours->integer, theirs->integer);
+    case ReplyType::kInteger:
+      FUZZ_CHECK(ours->integer == theirs->integer, "integer %lld, hiredis %lld", static_cast<long long>(ours->integer),
+                 theirs->integer);
       break;
     default: break;
   }
 }
 
-void decode(const redisReply* r, const std::vector<LimitParams>& limits) {
+void decode(const Reply* r, const std::vector<LimitParams>& limits) {
   try {
     const polylimit::Decision d = polylimit::decode_script_reply(r, limits);
     bool matches = false;

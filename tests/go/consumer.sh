@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# A Go program of a user's, outside the repository, built with nothing of
+# Go programs of a user's, outside the repository, built with nothing of
 # polylimit installed or findable (no PKG_CONFIG_PATH, no LD_LIBRARY_PATH, no
 # CGO_* flags, and pkg-config replaced by `false`, so a build that asked it
-# would fail) and an empty build cache, as a first `go build` is: a fresh
-# module runs `go get github.com/polylimit/polylimit/bindings/go@vX.Y.Z` from
-# a module proxy in a temporary directory (GOPROXY=file://...) serving a zip
-# of the checkout's tracked files, laid out as the Go tools lay out a module
-# (nested modules left out): what is built is what the module zip carries,
-# from the read-only module cache. (A `replace` onto the checkout is what
-# the README's Go quick start does; tests/readme builds and runs it.)
-# Then:
+# would fail), no hiredis (tests/without-hiredis.sh hides its headers and
+# libraries, as root; elsewhere only the check of the sources below runs)
+# and an empty build cache, as a first `go build` is: a fresh module runs
+# `go get github.com/polylimit/polylimit/bindings/go@vX.Y.Z` from a module
+# proxy in a temporary directory (GOPROXY=file://...) serving a zip of the
+# checkout's tracked files, laid out as the Go tools lay out a module (nested
+# modules left out): what is built is what the module zip carries, from the
+# read-only module cache. (A `replace` onto the checkout is what the README's
+# Go quick start does; tests/readme builds and runs it.)
+# Before anything is built, no C or C++ file in the zip may include a
+# hiredis header. Then:
+#   - that proxy serves polylimit alone: `go get` and the build must need
+#     nothing else (module graph pruning keeps promcollector's client_golang
+#     out), and the module's go.mod and go.sum name no prometheus module;
 #   - the first build compiles the core (go build -x shows it);
-#   - ldd of the program names no libpolylimit;
+#   - ldd of the program names no libpolylimit and no libhiredis;
 #   - the program runs against a real redis-server and must admit 3 of 5
 #     requests to a 3/minute limit, with a Retry-After on the denied ones;
 #   - a second build finds everything in the cache (compiles no C++).
+# A second fresh module imports bindings/go/promcollector, a package of the
+# same module: `go get .../promcollector@vX.Y.Z` with no replace, client_golang
+# from the local module cache (filled by `go mod download` in the checkout,
+# through the usual GOPROXY); it registers the collector in a registry and
+# must read polylimit_checks_total = 5 after 5 checks.
 # Prints the build times. Run by tests/go/run.sh; runs alone too.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -39,16 +50,24 @@ echo "v$version" >"$proxy_dir/list"
 echo "{\"Version\":\"v$version\"}" >"$proxy_dir/v$version.info"
 cp "$root/go.mod" "$proxy_dir/v$version.mod"
 (cd "$root" && git ls-files -z) | python3 -c '
-import os, sys, zipfile
+import os, re, sys, zipfile
 root, out, prefix = sys.argv[1:4]
 files = [f for f in sys.stdin.read().split("\0") if f]
 # A directory with a go.mod of its own is another module: not in this zip.
 nested = [os.path.dirname(f) + "/" for f in files if f.endswith("/go.mod")]
+# No C or C++ source or header that a build can compile includes hiredis.
+include = re.compile(rb"^\s*#\s*include\s*[<\x22]hiredis[/.]", re.M)
+offenders = []
 with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
     for f in files:
         if any(f.startswith(n) for n in nested) or not os.path.isfile(os.path.join(root, f)):
             continue
         z.write(os.path.join(root, f), prefix + f)
+        if f.startswith(("core/", "capi/", "bindings/go/")) and f.endswith((".c", ".cc", ".cpp", ".h", ".hpp")):
+            if include.search(open(os.path.join(root, f), "rb").read()):
+                offenders.append(f)
+if offenders:
+    sys.exit("consumer: the module zip has sources that include hiredis: " + " ".join(offenders))
 ' "$root" "$proxy_dir/v$version.zip" "github.com/polylimit/polylimit@v$version/"
 
 cat >"$tmp/main.go" <<'GO'
@@ -92,33 +111,106 @@ func main() {
 }
 GO
 
+cat >"$tmp/prom.go" <<'GO'
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	polylimit "github.com/polylimit/polylimit/bindings/go"
+	"github.com/polylimit/polylimit/bindings/go/promcollector"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func main() {
+	client, err := polylimit.Open(os.Args[1], polylimit.WithName("consumer"))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer client.Close()
+	limiter, err := client.Limiter("3/minute", polylimit.WithPrefix("consumer-"+os.Args[2]))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer limiter.Close()
+	for i := 0; i < 5; i++ {
+		if _, err := limiter.Allow(context.Background(), "user:1"); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+	}
+	col, err := promcollector.New(client)
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	registry := prometheus.NewRegistry()
+	if err := registry.Register(col); err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	families, err := registry.Gather()
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	checks := -1.0
+	for _, mf := range families {
+		if mf.GetName() == "polylimit_checks_total" && len(mf.GetMetric()) == 1 {
+			checks = mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	fmt.Printf("version=%s polylimit_checks_total=%g\n", polylimit.Version(), checks)
+}
+GO
+
 # The user's environment: nothing of polylimit's; the proxy above and no
 # checksum database (the zip is made here, not published).
 clean=(env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u LIBRARY_PATH -u CPATH -u C_INCLUDE_PATH
   -u CPLUS_INCLUDE_PATH -u CGO_CFLAGS -u CGO_CPPFLAGS -u CGO_CXXFLAGS -u CGO_LDFLAGS
   PKG_CONFIG=false CGO_ENABLED=1 GOTOOLCHAIN=local GOFLAGS=-mod=mod GOSUMDB=off
   GOPROXY="file://$tmp/proxy" GOMODCACHE="$tmp/gomodcache" GOCACHE="$tmp/gocache")
+# No hiredis in view for the builds, where this machine can hide it.
+hide=()
+if "$root/tests/without-hiredis.sh" --check; then
+  hide=("$root/tests/without-hiredis.sh")
+  echo "consumer: the builds run with hiredis's headers and libraries hidden (tests/without-hiredis.sh)"
+elif [ "${CI:-}" = true ]; then
+  echo "consumer: CI must build with hiredis hidden (run as root, with unshare)" >&2
+  exit 1
+else
+  echo "consumer: hiredis stays in view (only the check of the zip's sources guards against it)" >&2
+fi
 
 # timed CMD...: runs CMD (its stderr to the caller's), sets took to its wall
 # and CPU time: the CPU time says more than the wall time on a busy machine.
 timed() {
   local TIMEFORMAT='%R %U %S'
-  { time "$@" 2>&3; } 3>&2 2>"$tmp/time" || return 1
+  local rc=0
+  { time "$@" 2>&3; } 3>&2 2>"$tmp/time" || rc=$?
+  if [ "$rc" -ne 0 ]; then echo "timed: exit status $rc: $*" >&2; return "$rc"; fi
   took=$(awk '{ printf "%.1f s wall, %.1f s CPU", $1, $2 + $3 }' "$tmp/time")
 }
 
-# consumer NAME WHAT: builds $tmp/NAME (its go.mod written by the caller)
-# with the build cache $tmp/gocache, which must compile the core, then checks
-# and runs the program and builds it again.
+# consumer NAME WHAT MAIN WANT [cached]: builds $tmp/NAME (its go.mod
+# written by the caller) from MAIN with the build cache $tmp/gocache, which
+# must compile the core (unless `cached`: an earlier consumer left it
+# there), then checks the program, runs it (it must print WANT) and builds it
+# again.
 consumer() {
-  local name=$1 what=$2
+  local name=$1 what=$2 main=$3 want=$4 cached=${5:-}
   local app="$tmp/$name"
-  local out deps want
-  cp "$tmp/main.go" "$app/main.go"
+  local out deps
+  cp "$main" "$app/main.go"
   cd "$app"
-  timed "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log"
+  timed "${hide[@]}" "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log" ||
+    { grep -E -A8 '^# github\.com/|error:' "$app/build-x.log" | head -n 60 >&2 || true; return 1; }
   echo "consumer ($name): first go build ($what): $took"
-  if ! grep -Eq 'core_limiter\.cpp' "$app/build-x.log"; then
+  if [ -z "$cached" ] && ! grep -Eq 'core_limiter\.cpp' "$app/build-x.log"; then
     echo "consumer ($name): the first build did not compile the core" >&2
     return 1
   fi
@@ -126,8 +218,8 @@ consumer() {
   deps=$(ldd "$app/consumer")
   echo "consumer ($name): ldd"
   echo "$deps" | sed 's/^/  /'
-  if grep -q libpolylimit <<<"$deps"; then
-    echo "consumer ($name): the program needs libpolylimit at run time" >&2
+  if grep -Eq 'libpolylimit|libhiredis' <<<"$deps"; then
+    echo "consumer ($name): the program needs libpolylimit or libhiredis at run time" >&2
     return 1
   fi
 
@@ -136,7 +228,6 @@ consumer() {
     return 1
   }
   echo "consumer ($name): $out"
-  want="version=$version admitted=3 denied_with_retry_after=2"
   if [ "$out" != "$want" ]; then
     echo "consumer ($name): expected '$want'" >&2
     return 1
@@ -151,13 +242,38 @@ consumer() {
   fi
 }
 
+# 1. The binding alone: the proxy serves nothing but polylimit.
 mkdir "$tmp/proxy-app"
-printf 'module example.com/consumer\n\ngo 1.19\n' >"$tmp/proxy-app/go.mod"
+printf 'module example.com/consumer\n\ngo 1.23\n' >"$tmp/proxy-app/go.mod"
 (cd "$tmp/proxy-app" && "${clean[@]}" go get "github.com/polylimit/polylimit/bindings/go@v$version")
 if ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/proxy-app/go.mod"; then
   echo "consumer (proxy): go get did not require the root module:" >&2
   cat "$tmp/proxy-app/go.mod" >&2
   exit 1
 fi
-consumer proxy-app "empty build cache: the standard library and the core from the module zip"
+consumer proxy-app "empty build cache: the standard library and the core from the module zip" "$tmp/main.go" \
+  "version=$version admitted=3 denied_with_retry_after=2"
+if grep -i prometheus "$tmp/proxy-app/go.mod" "$tmp/proxy-app/go.sum"; then
+  echo "consumer (proxy): a module that does not import promcollector names prometheus (above)" >&2
+  exit 1
+fi
+
+# 2. promcollector, a package of the same module: no replace; client_golang
+# and its requirements from the module cache, as the checkout's go.sum pins them.
+(cd "$root" && env GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download)
+modcache=$(go env GOMODCACHE)
+mkdir "$tmp/prom-app"
+printf 'module example.com/promconsumer\n\ngo 1.23\n' >"$tmp/prom-app/go.mod"
+(cd "$tmp/prom-app" && "${clean[@]}" GOPROXY="file://$tmp/proxy,file://$modcache/cache/download" \
+  go get "github.com/polylimit/polylimit/bindings/go/promcollector@v$version")
+if grep -q replace "$tmp/prom-app/go.mod" ||
+  ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/prom-app/go.mod" ||
+  ! grep -q "github.com/prometheus/client_golang" "$tmp/prom-app/go.mod"; then
+  echo "consumer (promcollector): go get did not require the root module and client_golang:" >&2
+  cat "$tmp/prom-app/go.mod" >&2
+  exit 1
+fi
+clean+=(GOPROXY="file://$tmp/proxy,file://$modcache/cache/download")
+consumer prom-app "client_golang and promcollector; the core from the first build's cache" "$tmp/prom.go" \
+  "version=$version polylimit_checks_total=5" cached
 echo "consumer: ok"

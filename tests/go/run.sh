@@ -2,17 +2,18 @@
 # Go binding suite. First the default build, in which cgo compiles the C++
 # core from the module's sources (package internal/bundled) and nothing
 # installed is used: a user's module outside the repository
-# (tests/go/consumer.sh: a fresh module that gets the module from a module
-# proxy in a temporary directory; empty build cache, nothing findable; ldd; a
-# run against redis-server); go vet; go test -race, including the check that
-# internal/bundled's generated files are current; the tests again under the
-# cgo pointer checkers (cgocheck=1, and GOEXPERIMENT=cgocheck2 where the
-# toolchain has it; linked to the installed library when there is one), the binding's
-# packages (httplimit, the net/http middleware, included: its tests run
-# examples/go-http as two processes); the promcollector module (go test
-# -race; client_golang comes from the Go module proxy), go vet of
-# examples/go-http, and the build of tests/http/services/go (the Go service
-# of the cross-language HTTP suite).
+# (tests/go/consumer.sh: fresh modules that get the module from a module
+# proxy in a temporary directory; empty build cache, nothing findable,
+# hiredis hidden; ldd; a run against redis-server; one of them through
+# promcollector with no replace); go vet; go test -race, including the check
+# that internal/bundled's generated files are current; the tests again under
+# the cgo pointer checkers (cgocheck=1, and GOEXPERIMENT=cgocheck2 where the
+# toolchain has it; linked to the installed library when there is one), the
+# binding's packages included (httplimit, the net/http middleware: its tests
+# run examples/go-http as two processes; promcollector, whose client_golang
+# comes from the Go module proxy); go vet of examples/go-http, and the
+# build of tests/http/services/go (the Go service of the cross-language HTTP
+# suite).
 # Then an installed libpolylimit: -tags polylimit_system (the shared library
 # by pkg-config: the demo worker needs libpolylimit.so at run time) and
 # -tags polylimit_static (libpolylimit.a: a test binary and the demo worker
@@ -93,13 +94,9 @@ else
   echo "cgocheck2: not supported by this toolchain, skipped"
 fi
 
-# Modules of their own beside the binding: the Prometheus collector
-# (client_golang, kept out of the binding's go.mod) and the example server
-# (built and run as two processes by the httplimit tests, as a user builds it).
-echo "--- bindings/go/promcollector and examples/go-http (modules of their own)"
-cd "$root/bindings/go/promcollector"
-go vet ./...
-gotest "promcollector (race)" -race
+# A module of its own beside the binding: the example server (built and run
+# as two processes by the httplimit tests, as a user builds it).
+echo "--- examples/go-http (a module of its own)"
 cd "$root/examples/go-http"
 go vet ./...
 # The service of the cross-language HTTP suite (tests/http/services/go/run
@@ -135,14 +132,12 @@ if ! pkg-config --exists polylimit-static; then
   template="$root/packaging/pkgconfig/polylimit-static.pc.in"
   [ -f "$template" ] || { echo "no polylimit-static.pc installed and no $template" >&2; exit 1; }
   pc_libdir=$(pkg-config --variable=libdir polylimit)
-  hiredis=$(cc -print-file-name=libhiredis.a)
-  [ "$hiredis" != libhiredis.a ] || hiredis=-lhiredis
   mkdir -p "$tmp/pkgconfig"
   sed -e "s|^prefix=.*|prefix=$(pkg-config --variable=prefix polylimit)|" \
     -e "s|^libdir=.*|libdir=$pc_libdir|" \
     -e "s|^includedir=.*|includedir=$(pkg-config --variable=includedir polylimit)|" \
     -e "s|@PROJECT_DESCRIPTION@|polylimit|" -e "s|@PROJECT_VERSION@|$(pkg-config --modversion polylimit)|" \
-    -e "s|@POLYLIMIT_PC_STATIC_LIBS@|$hiredis -lstdc++ -lm -lpthread|" "$template" >"$tmp/pkgconfig/polylimit-static.pc"
+    -e "s|@POLYLIMIT_PC_STATIC_LIBS@|-lssl -lcrypto -lstdc++ -lm -lpthread|" "$template" >"$tmp/pkgconfig/polylimit-static.pc"
   export PKG_CONFIG_PATH="$tmp/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
   echo "polylimit-static.pc is not installed in this prefix; using one made from $template"
 fi

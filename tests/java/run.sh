@@ -5,9 +5,9 @@
 #      into build/java-prefix;
 #   2. bindings/swig as its own CMake project (find_package(polylimit)): SWIG
 #      generates the io.polylimit.jni sources and libpolylimit_jni.so, linked
-#      against the static libpolylimit.a and libhiredis.a (self-contained), and
-#      capi/vocabulary/generate.py the io.polylimit vocabulary classes (Status,
-#      exceptions, Vocabulary);
+#      against the static libpolylimit.a and OpenSSL's archives
+#      (self-contained), and capi/vocabulary/generate.py the io.polylimit
+#      vocabulary classes (Status, exceptions, Vocabulary);
 #   3. Maven compiles the generated and the hand-written sources, runs the
 #      JUnit suite (it starts its own redis-server; the JNI library comes from
 #      the class path, as in the jar) and packages the jar, which carries
@@ -139,7 +139,7 @@ if unzip -l "$jar" "$native_entry" >/dev/null 2>&1; then
   deps=$(ldd "$consumer/unpacked/$native_entry")
   echo "ldd $native_entry (from the jar):"
   echo "$deps" | sed 's/^/  /'
-  # Nothing but the C and C++ runtimes: no libpolylimit, no hiredis, no JVM.
+  # Nothing but the C and C++ runtimes: no libpolylimit, no OpenSSL, no JVM.
   extra=$(awk '{ print $1 }' <<<"$deps" | grep -Ev '^(linux-vdso\.so\.1|/lib64/ld-linux-x86-64\.so\.2|lib(c|m|stdc\+\+|gcc_s|pthread|dl|rt)\.so\.[0-9]+)$' || true)
   if [ -n "$extra" ]; then
     echo "the JNI library in the jar depends on more than libc/libm/libstdc++/libgcc: $extra" >&2

@@ -300,7 +300,7 @@ def run_go(code, work, args):
     os.makedirs(mod)
     open(os.path.join(mod, "main.go"), "w").write(code)
     open(os.path.join(mod, "go.mod"), "w").write(
-        "module readmetest\n\ngo 1.19\n\n"
+        "module readmetest\n\ngo 1.23\n\n"
         "require github.com/polylimit/polylimit v0.0.0\n\n"
         "replace github.com/polylimit/polylimit => %s\n" % ROOT
     )

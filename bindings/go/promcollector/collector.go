@@ -25,8 +25,9 @@
 // per rule and outcome (allowed, denied, missing_key, invalid, forbidden,
 // errors), never per key. Several policies need distinct rule names.
 //
-// This package is a module of its own, so that the binding itself keeps no
-// dependency beyond the standard library.
+// This package is the only one of the module that imports client_golang:
+// with module graph pruning, a program that does not import it neither
+// downloads nor compiles client_golang.
 package promcollector
 
 import (

@@ -3,9 +3,9 @@
 //! Feature `system`: an installed library through pkg-config (`polylimit`,
 //! linked dynamically). Default: the C++ core is built from its sources with
 //! CMake and linked statically, with what the installed
-//! `polylimit-static.pc` says a static link needs (hiredis as that build
-//! found it, OpenSSL, the C++ runtime, threads), so the link line is the
-//! one the C build itself vouches for.
+//! `polylimit-static.pc` says a static link needs (OpenSSL, the C++
+//! runtime, threads), so the link line is the one the C build itself
+//! vouches for.
 //!
 //! The sources are `native/` inside the packaged crate (vendor.sh copies
 //! them there) or, in the repository, the root three directories up.

@@ -3,8 +3,6 @@
 // its lanes: redis_lanes.cpp).
 #include "backend/redis_backend.h"
 
-#include <hiredis/hiredis.h>
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -61,19 +59,19 @@ const scripts::Script* keys_script_for(const scripts::Script& single) {
 // scripts: Redis converts a string more cheaply than a Lua table). Either
 // form is read into one list; a reply of any other shape, or with an element
 // that is not an integer, is a protocol error.
-void numbers_into(std::vector<int64_t>& out, const redisReply* r, const char* script) {
+void numbers_into(std::vector<int64_t>& out, const Reply* r, const char* script) {
   auto bad = [script](const std::string& what) {
     return Error(ErrorCode::kServer, std::string("script ") + script + ": " + what);
   };
   out.clear();
-  if (r->type == REDIS_REPLY_ARRAY) {
+  if (r->type == ReplyType::kArray) {
     out.reserve(r->elements);
     for (size_t i = 0; i < r->elements; ++i) {
-      if (r->element[i]->type != REDIS_REPLY_INTEGER)
+      if (r->element[i]->type != ReplyType::kInteger)
         throw bad("reply element " + std::to_string(i) + " is not an integer");
       out.push_back(r->element[i]->integer);
     }
-  } else if (r->type == REDIS_REPLY_STRING) {
+  } else if (r->type == ReplyType::kString) {
     const char* at = r->str;
     const char* end = r->str + r->len;
     out.reserve(static_cast<size_t>(std::count(at, end, ' ')) + 1);
@@ -90,7 +88,7 @@ void numbers_into(std::vector<int64_t>& out, const redisReply* r, const char* sc
   }
 }
 
-std::vector<int64_t> numbers_of(const redisReply* r, const char* script) {
+std::vector<int64_t> numbers_of(const Reply* r, const char* script) {
   std::vector<int64_t> out;
   numbers_into(out, r, script);
   return out;
@@ -117,8 +115,8 @@ Decision decode_answer(const std::vector<int64_t>& r, size_t base, const scripts
 // errors before their first write): its Error has a known outcome. Any other
 // reply came from a script that ran, so a reply that cannot be decoded has an
 // unknown outcome.
-Decision decode(const redisReply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
-  if (r->type == REDIS_REPLY_ERROR)
+Decision decode(const Reply* r, const scripts::Script& script, const std::vector<LimitParams>& limits) {
+  if (r->type == ReplyType::kError)
     throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
   return mark_outcome_unknown_if(
       [] { return true; },
@@ -134,9 +132,9 @@ Decision decode(const redisReply* r, const scripts::Script& script, const std::v
 // The reply of a coalesced call: `count` replies of one check, concatenated
 // (core/scripts/common/prelude.lua). An error reply or a bad shape fails every
 // check alike; a number out of range fails its own check.
-std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scripts::Script& script,
+std::vector<Outcome> decode_batch(const Reply* r, size_t count, const scripts::Script& script,
                                   const std::vector<LimitParams>& limits) {
-  if (r->type == REDIS_REPLY_ERROR)
+  if (r->type == ReplyType::kError)
     throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
   const size_t each = 1 + 4 * limits.size();
   const std::vector<int64_t> numbers = mark_outcome_unknown_if(
@@ -165,13 +163,13 @@ std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scrip
 // the checks whose script failed (their `out` left empty), which the caller
 // sends again on their own. An error reply or a bad shape fails all `count`
 // alike.
-KeysReply split_keys_reply(const redisReply* r, size_t count, const scripts::Script& script,
+KeysReply split_keys_reply(const Reply* r, size_t count, const scripts::Script& script,
                            const std::vector<LimitParams>& limits) {
   const size_t each = 1 + 4 * limits.size();
   KeysReply k;
   std::vector<int64_t> numbers;
   try {
-    if (r->type == REDIS_REPLY_ERROR)
+    if (r->type == ReplyType::kError)
       throw_reply_error(std::string(r->str, r->len), std::string("script ") + script.name);
     numbers = mark_outcome_unknown_if([] { return true; },
                                       [&] {
@@ -290,7 +288,7 @@ Decision require_durable(Decision d, const Ack& ack, const Durability& want) {
 
 using namespace redis_calls;
 
-Decision decode_script_reply(const redisReply* reply, const std::vector<LimitParams>& limits) {
+Decision decode_script_reply(const Reply* reply, const std::vector<LimitParams>& limits) {
   if (limits.empty()) throw Error(ErrorCode::kInternal, "decode_script_reply: no limits");
   return decode(reply, script_for(limits[0].algorithm), limits);
 }
@@ -496,7 +494,7 @@ void RedisBackend::reset(const std::vector<std::string>& keys) {
   for (const auto& k : keys) argv.push_back(k);
   round_trips_.fetch_add(1, std::memory_order_relaxed);
   ReplyPtr r = transport_->run_command(keys[0], argv);
-  if (r->type == REDIS_REPLY_ERROR) throw_reply_error(std::string(r->str, r->len), "DEL");
+  if (r->type == ReplyType::kError) throw_reply_error(std::string(r->str, r->len), "DEL");
 }
 
 void RedisBackend::reset_async(const std::vector<std::string>& keys, std::function<void(std::exception_ptr)> done) {
@@ -505,7 +503,7 @@ void RedisBackend::reset_async(const std::vector<std::string>& keys, std::functi
   for (const auto& k : keys) argv.push_back(k);
   round_trips_.fetch_add(1, std::memory_order_relaxed);
   if (transport_->run_command_async(keys[0], argv, [done](ReplyPtr r, std::exception_ptr error) {
-        if (!error && r->type == REDIS_REPLY_ERROR) {
+        if (!error && r->type == ReplyType::kError) {
           try {
             throw_reply_error(std::string(r->str, r->len), "DEL");
           } catch (...) {

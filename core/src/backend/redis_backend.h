@@ -20,7 +20,7 @@ namespace polylimit {
 // Decodes one script reply into a Decision, as RedisBackend does: an error
 // reply throws its mapped Error, any other shape or a number out of range
 // throws Error(kServer). Internal (tests/fuzz/fuzz_reply.cpp), not in the C ABI.
-Decision decode_script_reply(const redisReply* reply, const std::vector<LimitParams>& limits);
+Decision decode_script_reply(const Reply* reply, const std::vector<LimitParams>& limits);
 
 class RedisBackend : public Backend {
  public:

@@ -24,7 +24,7 @@ const scripts::Script& script_for(const Request& rq);
 // The keys call of a single-check script, or null for a general script.
 const scripts::Script* keys_script_for(const scripts::Script& single);
 // The reply of a coalesced call of `count` checks: each check's outcome.
-std::vector<Outcome> decode_batch(const redisReply* r, size_t count, const scripts::Script& script,
+std::vector<Outcome> decode_batch(const Reply* r, size_t count, const scripts::Script& script,
                                   const std::vector<LimitParams>& limits);
 // The reply of a keys call of `count` checks: each check's outcome, and the
 // checks whose script failed (their `out` left empty), to send again alone.
@@ -32,7 +32,7 @@ struct KeysReply {
   std::vector<Outcome> out;
   std::vector<size_t> again;
 };
-KeysReply split_keys_reply(const redisReply* r, size_t count, const scripts::Script& script,
+KeysReply split_keys_reply(const Reply* r, size_t count, const scripts::Script& script,
                            const std::vector<LimitParams>& limits);
 
 // ---- coalescing (redis_coalescing.cpp) ----

@@ -1,8 +1,7 @@
-// connection.cpp - our own non-blocking socket; hiredis formats and parses.
+// connection.cpp - our own non-blocking socket, command encoding and reply reader.
 #include "net/connection.h"
 
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -35,12 +34,12 @@ void set_keepalive(int fd, int interval_s) {
 #endif
 }
 
-std::string reply_text(const redisReply* r) { return std::string(r->str, r->len); }
+std::string reply_text(const Reply* r) { return std::string(r->str, r->len); }
 
 // An error reply to AUTH without the password in it: a server that does not
 // know the command echoes its arguments ("ERR unknown command 'AUTH', with
 // args beginning with: 'pw'", cut at 128 bytes, so maybe only a prefix).
-std::string auth_reply_text(const redisReply* r, const std::string& password) {
+std::string auth_reply_text(const Reply* r, const std::string& password) {
   std::string text = reply_text(r);
   const size_t args = text.find("with args beginning with");
   if (args != std::string::npos) text = text.substr(0, args) + "with args beginning with: ***";
@@ -153,12 +152,12 @@ Connection::Connection(const Endpoint& ep, const PoolOptions& options, const Tls
     if (!ep.password.empty()) {
       Argv auth = ep.user.empty() ? Argv{"AUTH", ep.password} : Argv{"AUTH", ep.user, ep.password};
       ReplyPtr r = command(auth);
-      if (r->type == REDIS_REPLY_ERROR) throw_reply_error(auth_reply_text(r.get(), ep.password), "AUTH at " + where_);
+      if (r->type == ReplyType::kError) throw_reply_error(auth_reply_text(r.get(), ep.password), "AUTH at " + where_);
     }
     if (ep.db != 0) {
       std::string db = std::to_string(ep.db);
       ReplyPtr r = command({"SELECT", db});
-      if (r->type == REDIS_REPLY_ERROR) throw_reply_error(reply_text(r.get()), "SELECT " + db + " at " + where_);
+      if (r->type == ReplyType::kError) throw_reply_error(reply_text(r.get()), "SELECT " + db + " at " + where_);
     }
   } catch (...) {
     release();

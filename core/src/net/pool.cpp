@@ -1,7 +1,6 @@
 // pool.cpp - ConnectionPool and the links it hands out.
 #include "net/pool.h"
 
-#include <hiredis/hiredis.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -132,7 +131,7 @@ bool ConnectionPool::usable(Mux& mux) {
     call->reset(1, Mux::Clock::now() + std::chrono::milliseconds(options_.command_timeout_ms));
     Connection::encode(call->bytes, {"PING"});
     mux.run(call);
-    return call->replies.front()->type == REDIS_REPLY_STATUS;
+    return call->replies.front()->type == ReplyType::kStatus;
   } catch (const Error&) {
     return false;
   }
@@ -184,11 +183,11 @@ void ConnectionPool::probe_eviction(Connection& conn) {
   long long maxmemory = -1;
   std::string policy;
   ReplyPtr r = conn.command({"CONFIG", "GET", "maxmemory*"});
-  if (r->type == REDIS_REPLY_ARRAY) {
+  if (r->type == ReplyType::kArray) {
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
-      const redisReply* k = r->element[i];
-      const redisReply* v = r->element[i + 1];
-      if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) continue;
+      const Reply* k = r->element[i];
+      const Reply* v = r->element[i + 1];
+      if (k->type != ReplyType::kString || v->type != ReplyType::kString) continue;
       std::string key(k->str, k->len), value(v->str, v->len);
       if (key == "maxmemory") maxmemory = std::atoll(value.c_str());
       if (key == "maxmemory-policy") policy = value;
@@ -196,7 +195,7 @@ void ConnectionPool::probe_eviction(Connection& conn) {
   }
   if (maxmemory < 0 || policy.empty()) {  // CONFIG denied (ACL, renamed): INFO has both
     ReplyPtr info = conn.command({"INFO", "memory"});
-    if (info->type != REDIS_REPLY_STRING) return;
+    if (info->type != ReplyType::kString) return;
     if (!parse_info("\n" + std::string(info->str, info->len), maxmemory, policy)) return;
   }
   evicting_.store(maxmemory > 0 && policy != "noeviction" ? 1 : 0, std::memory_order_relaxed);

@@ -1,7 +1,5 @@
-// reply_reader.cpp - ReplyReader: RESP2 into single-allocation redisReply trees.
+// reply_reader.cpp - ReplyReader: RESP2 into single-allocation Reply trees.
 #include "net/reply_reader.h"
-
-#include <hiredis/hiredis.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -9,8 +7,6 @@
 #include "polylimit/errors.h"
 
 namespace polylimit {
-
-void ReplyDeleter::operator()(redisReply* r) const noexcept { std::free(r); }  // one block (ReplyReader::build)
 
 namespace {
 
@@ -165,24 +161,24 @@ ReplyPtr ReplyReader::next() {
 }
 
 ReplyPtr ReplyReader::build() {
-  const size_t bytes = nodes_ * sizeof(redisReply) + slots_ * sizeof(redisReply*) + chars_;
+  const size_t bytes = nodes_ * sizeof(Reply) + slots_ * sizeof(Reply*) + chars_;
   void* block = std::malloc(bytes);
   if (block == nullptr) throw Error(ErrorCode::kNoMemory, "reply from " + where_ + ": cannot allocate the reply");
-  auto* node = static_cast<redisReply*>(block);
-  auto* slot = reinterpret_cast<redisReply**>(node + nodes_);
+  auto* node = static_cast<Reply*>(block);
+  auto* slot = reinterpret_cast<Reply**>(node + nodes_);
   char* text = reinterpret_cast<char*>(slot + slots_);
   const char* const data = buf_.data();
 
   // The bytes from pos_ to scan_ passed scan(): every header is well formed.
   struct Builder {
-    redisReply*& node;
-    redisReply**& slot;
+    Reply*& node;
+    Reply**& slot;
     char*& text;
     const char* data;
     const char* end;
-    redisReply* make(size_t& at) {
-      redisReply* r = node++;
-      *r = redisReply{};
+    Reply* make(size_t& at) {
+      Reply* r = node++;
+      *r = Reply{};
       const char type = data[at];
       const auto* line = static_cast<const char*>(std::memchr(data + at, '\r', static_cast<size_t>(end - data) - at));
       const size_t cr = static_cast<size_t>(line - data);
@@ -197,22 +193,22 @@ ReplyPtr ReplyReader::build() {
       switch (type) {
         case '+':
         case '-':
-          r->type = type == '+' ? REDIS_REPLY_STATUS : REDIS_REPLY_ERROR;
+          r->type = type == '+' ? ReplyType::kStatus : ReplyType::kError;
           copy(at + 1, cr - at - 1);
           at = body;
           break;
         case ':':
-          r->type = REDIS_REPLY_INTEGER;
+          r->type = ReplyType::kInteger;
           r->integer = decimal(data + at + 1, data + cr);
           at = body;
           break;
         case '$': {
           const int64_t n = decimal(data + at + 1, data + cr);
           if (n < 0) {
-            r->type = REDIS_REPLY_NIL;
+            r->type = ReplyType::kNil;
             at = body;
           } else {
-            r->type = REDIS_REPLY_STRING;
+            r->type = ReplyType::kString;
             copy(body, static_cast<size_t>(n));
             at = body + static_cast<size_t>(n) + 2;
           }
@@ -222,10 +218,10 @@ ReplyPtr ReplyReader::build() {
           const int64_t n = decimal(data + at + 1, data + cr);
           at = body;
           if (n < 0) {
-            r->type = REDIS_REPLY_NIL;
+            r->type = ReplyType::kNil;
             break;
           }
-          r->type = REDIS_REPLY_ARRAY;
+          r->type = ReplyType::kArray;
           r->elements = static_cast<size_t>(n);
           if (n > 0) {
             r->element = slot;

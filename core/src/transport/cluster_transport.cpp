@@ -1,8 +1,6 @@
 // cluster_transport.cpp - slot map, redirections, per-node pipelines.
 #include "transport/cluster_transport.h"
 
-#include <hiredis/hiredis.h>
-
 #include <unistd.h>
 #include <algorithm>
 
@@ -22,9 +20,9 @@ int64_t now_ns() {
       .count();
 }
 
-bool reply_starts_with(const redisReply* r, const char* prefix) {
+bool reply_starts_with(const Reply* r, const char* prefix) {
   size_t n = std::strlen(prefix);
-  return r->type == REDIS_REPLY_ERROR && r->len >= n && std::memcmp(r->str, prefix, n) == 0;
+  return r->type == ReplyType::kError && r->len >= n && std::memcmp(r->str, prefix, n) == 0;
 }
 
 struct Redirect {
@@ -35,7 +33,7 @@ struct Redirect {
 
 // "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381"; an empty host
 // (":6381", a node that does not know its own address) means `current_host`.
-bool parse_redirect(const redisReply* r, const std::string& current_host, Redirect& out) {
+bool parse_redirect(const Reply* r, const std::string& current_host, Redirect& out) {
   bool moved = reply_starts_with(r, "MOVED ");
   if (!moved && !reply_starts_with(r, "ASK ")) return false;
   std::string text(r->str, r->len);
@@ -65,11 +63,11 @@ std::string host_of(const std::string& address) {
 }
 
 // One entry of CLUSTER SLOTS: [start, end, [ip, port, id, ...], replica...].
-bool node_of(const redisReply* e, const std::string& asked_host, HostPort& out) {
-  if (e->type != REDIS_REPLY_ARRAY || e->elements < 2) return false;
-  const redisReply* ip = e->element[0];
-  const redisReply* port = e->element[1];
-  if (ip->type != REDIS_REPLY_STRING || port->type != REDIS_REPLY_INTEGER) return false;
+bool node_of(const Reply* e, const std::string& asked_host, HostPort& out) {
+  if (e->type != ReplyType::kArray || e->elements < 2) return false;
+  const Reply* ip = e->element[0];
+  const Reply* port = e->element[1];
+  if (ip->type != ReplyType::kString || port->type != ReplyType::kInteger) return false;
   out.host.assign(ip->str, ip->len);
   // An empty or "?" address means "the node you asked" (unknown endpoint).
   if (out.host.empty() || out.host == "?") out.host = asked_host;
@@ -238,13 +236,13 @@ void ClusterTransport::load_map(const HostPort* first) {
       failures += (failures.empty() ? "" : "; ") + std::string(e.what());
       continue;
     }
-    if (r->type == REDIS_REPLY_ERROR) {
+    if (r->type == ReplyType::kError) {
       std::string text(r->str, r->len);
       if (text.find("cluster support disabled") != std::string::npos) not_a_cluster = true;
       failures += (failures.empty() ? "" : "; ") + where + ": CLUSTER SLOTS: " + text;
       continue;
     }
-    if (r->type != REDIS_REPLY_ARRAY) {
+    if (r->type != ReplyType::kArray) {
       failures += (failures.empty() ? "" : "; ") + where + ": CLUSTER SLOTS: unexpected reply";
       continue;
     }
@@ -254,9 +252,9 @@ void ClusterTransport::load_map(const HostPort* first) {
     std::vector<HostPort> masters, replicas;
     size_t served = 0;
     for (size_t i = 0; i < r->elements; ++i) {
-      const redisReply* e = r->element[i];
-      if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_INTEGER ||
-          e->element[1]->type != REDIS_REPLY_INTEGER)
+      const Reply* e = r->element[i];
+      if (e->type != ReplyType::kArray || e->elements < 3 || e->element[0]->type != ReplyType::kInteger ||
+          e->element[1]->type != ReplyType::kInteger)
         continue;
       long long lo = e->element[0]->integer, hi = e->element[1]->integer;
       HostPort master;
@@ -468,7 +466,7 @@ std::vector<ReplyPtr> ClusterTransport::run_scripts(const scripts::Script& scrip
             throw;
           }
           for (size_t k = 0; k < which.size(); ++k) {
-            const redisReply* r = got[k].get();
+            const Reply* r = got[k].get();
             if (reply_starts_with(r, "MOVED ") || reply_starts_with(r, "ASK ") || reply_starts_with(r, "TRYAGAIN"))
               alone.push_back(which[k]);
             else {
@@ -502,7 +500,7 @@ bool ClusterTransport::divert_async(const std::shared_ptr<AsyncCall>& c, Mux::Ca
     request_refresh();  // as execute(): the node may be gone; the call may have run, so no retry
     return false;
   }
-  const redisReply* r = attempt.replies.front().get();
+  const Reply* r = attempt.replies.front().get();
   Redirect rd;
   if (parse_redirect(r, host_of(c->node->address), rd)) {
     redirects_.fetch_add(1, std::memory_order_relaxed);

@@ -1,8 +1,6 @@
 // script_cache.cpp - EVALSHA with one NOSCRIPT reload, for every transport.
 #include "transport/script_cache.h"
 
-#include <hiredis/hiredis.h>
-
 #include <cstring>
 
 #include "net/redis_errors.h"
@@ -30,15 +28,15 @@ Argv ScriptCache::eval(const scripts::Script& script, const Argv& keys, const Ar
   return argv;
 }
 
-bool ScriptCache::is_noscript(const redisReply* r) {
-  return r->type == REDIS_REPLY_ERROR && r->len >= 8 && std::memcmp(r->str, "NOSCRIPT", 8) == 0;
+bool ScriptCache::is_noscript(const Reply* r) {
+  return r->type == ReplyType::kError && r->len >= 8 && std::memcmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
 void ScriptCache::load(Link& conn, const scripts::Script& script) {
   ReplyPtr r = conn.command({"SCRIPT", "LOAD", script.source});
-  if (r->type == REDIS_REPLY_ERROR)
+  if (r->type == ReplyType::kError)
     throw_reply_error(std::string(r->str, r->len), std::string("SCRIPT LOAD ") + script.name);
-  if (r->type != REDIS_REPLY_STRING || std::string(r->str, r->len) != script.sha1)
+  if (r->type != ReplyType::kString || std::string(r->str, r->len) != script.sha1)
     throw Error(ErrorCode::kServer, std::string("SCRIPT LOAD ") + script.name +
                                         " answered an unexpected SHA1 (expected " + script.sha1 + ")");
   reloads_.fetch_add(1, std::memory_order_relaxed);

@@ -78,7 +78,7 @@ class ScriptCache {
   static Argv eval(const scripts::Script& script, const Argv& keys, const Argv& args, std::string& numkeys_storage);
 
   // True when the reply is a NOSCRIPT error.
-  static bool is_noscript(const redisReply* reply);
+  static bool is_noscript(const Reply* reply);
 
   // SCRIPT LOAD; throws when the server refuses or answers another SHA1.
   void load(Link& conn, const scripts::Script& script);

@@ -1,8 +1,6 @@
 // sentinel_transport.cpp - master discovery and failover handling.
 #include "transport/sentinel_transport.h"
 
-#include <hiredis/hiredis.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,15 +19,15 @@ int64_t now_ns() {
       .count();
 }
 
-bool is_readonly(const redisReply* r) {
-  return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && std::memcmp(r->str, "READONLY", 8) == 0;
+bool is_readonly(const Reply* r) {
+  return r && r->type == ReplyType::kError && r->len >= 8 && std::memcmp(r->str, "READONLY", 8) == 0;
 }
 
 void append(std::string& list, const std::string& item) { list += (list.empty() ? "" : "; ") + item; }
 
 using Clock = std::chrono::steady_clock;
 
-std::string text_of(const redisReply* r) { return r && r->str ? std::string(r->str, r->len) : std::string(); }
+std::string text_of(const Reply* r) { return r && r->str ? std::string(r->str, r->len) : std::string(); }
 
 }  // namespace
 
@@ -96,13 +94,13 @@ SentinelTransport::Answer ask(const Endpoint& sep, const PoolOptions& options, c
   try {
     Connection conn(sep, options, tls);
     ReplyPtr r = conn.command({"SENTINEL", "get-master-addr-by-name", name});
-    if (r->type == REDIS_REPLY_NIL) {
+    if (r->type == ReplyType::kNil) {
       a.kind = Answer::Kind::kNil;
-    } else if (r->type == REDIS_REPLY_ERROR) {
+    } else if (r->type == ReplyType::kError) {
       a.kind = Answer::Kind::kErrorReply;
       a.text = text_of(r.get());
-    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
-               r->element[1]->type == REDIS_REPLY_STRING) {
+    } else if (r->type == ReplyType::kArray && r->elements == 2 && r->element[0]->type == ReplyType::kString &&
+               r->element[1]->type == ReplyType::kString) {
       a.kind = Answer::Kind::kAddress;
       a.host = text_of(r->element[0]);
       a.port = std::atoi(text_of(r->element[1]).c_str());
@@ -165,8 +163,8 @@ SentinelTransport::MasterPtr SentinelTransport::confirm(const MasterPtr& previou
   try {
     PooledConnection conn = m->pool.acquire();
     ReplyPtr role = conn->command({"ROLE"});
-    if (role->type == REDIS_REPLY_ERROR) throw_reply_error(text_of(role.get()), "ROLE");
-    if (role->type != REDIS_REPLY_ARRAY || role->elements < 1 || role->element[0]->type != REDIS_REPLY_STRING ||
+    if (role->type == ReplyType::kError) throw_reply_error(text_of(role.get()), "ROLE");
+    if (role->type != ReplyType::kArray || role->elements < 1 || role->element[0]->type != ReplyType::kString ||
         text_of(role->element[0]) != "master") {
       append(failures, where + " names " + m->address + ", which is not a master (yet)");
       return nullptr;
@@ -291,8 +289,8 @@ std::unique_ptr<Connection> SentinelTransport::subscribe(size_t i) {
                                              {"SUBSCRIBE", "+sdown"},
                                              {"SUBSCRIBE", "-sdown"}});
   for (const ReplyPtr& r : rs) {
-    if (r->type == REDIS_REPLY_ERROR) throw Error(ErrorCode::kUnavailable, where + ": " + text_of(r.get()));
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || text_of(r->element[0]) != "subscribe")
+    if (r->type == ReplyType::kError) throw Error(ErrorCode::kUnavailable, where + ": " + text_of(r.get()));
+    if (r->type != ReplyType::kArray || r->elements != 3 || text_of(r->element[0]) != "subscribe")
       throw Error(ErrorCode::kUnavailable, where + ": unexpected reply");
   }
   // A message that arrived with the confirmation marked it broken: start over.
@@ -311,11 +309,11 @@ void SentinelTransport::background_resolve(std::chrono::milliseconds min_age) {
   }
 }
 
-void SentinelTransport::on_message(const redisReply* m) {
+void SentinelTransport::on_message(const Reply* m) {
   // ["message", "+switch-master", "<name> <old-ip> <old-port> <new-ip> <new-port>"]
   // ["message", "-failover-abort-no-good-slave", "master <name> <ip> <port>"]
   // ["message", "+sdown" or "-sdown", "master <name> <ip> <port>"] (also for replicas and sentinels)
-  if (!m || m->type != REDIS_REPLY_ARRAY || m->elements != 3 || text_of(m->element[0]) != "message") return;
+  if (!m || m->type != ReplyType::kArray || m->elements != 3 || text_of(m->element[0]) != "message") return;
   const std::string channel = text_of(m->element[1]);
   std::istringstream in(text_of(m->element[2]));
   if (channel == "-failover-abort-no-good-slave" || channel == "+sdown" || channel == "-sdown") {

@@ -142,7 +142,7 @@ class SentinelTransport : public Transport {
   bool stopping(std::chrono::milliseconds wait);
   // Resolves unless someone is at it or did it less than min_age ago.
   void background_resolve(std::chrono::milliseconds min_age);
-  void on_message(const redisReply* m);
+  void on_message(const Reply* m);
   std::unique_ptr<Connection> subscribe(size_t i);
   void stop_threads();
 

@@ -6,8 +6,6 @@
 #include <deque>
 #include <thread>
 
-#include <hiredis/hiredis.h>
-
 #include "net/call_deadline.h"
 #include "transport/node_pools.h"
 
@@ -20,15 +18,15 @@ Argv wait_command(const Durability& durable, std::string (&storage)[2]) {
   return {"WAIT", storage[0], storage[1]};
 }
 
-Ack read_ack(const redisReply* r) {
+Ack read_ack(const Reply* r) {
   Ack a;
   a.waited = true;
-  if (r->type == REDIS_REPLY_ERROR) {
+  if (r->type == ReplyType::kError) {
     a.error.assign(r->str, r->len);
-  } else if (r->type == REDIS_REPLY_INTEGER) {
+  } else if (r->type == ReplyType::kInteger) {
     a.replicas = r->integer;
-  } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
-             r->element[1]->type == REDIS_REPLY_INTEGER) {
+  } else if (r->type == ReplyType::kArray && r->elements == 2 && r->element[0]->type == ReplyType::kInteger &&
+             r->element[1]->type == ReplyType::kInteger) {
     a.local = r->element[0]->integer;
     a.replicas = r->element[1]->integer;
   } else {

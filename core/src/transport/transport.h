@@ -36,7 +36,7 @@ struct Ack {
 // numbers the Argv points into.
 Argv wait_command(const Durability& durable, std::string (&storage)[2]);
 // Reads a WAIT (integer) or WAITAOF ([local, replicas]) reply.
-Ack read_ack(const redisReply* reply);
+Ack read_ack(const Reply* reply);
 
 class BackgroundRunner;
 struct Node;

@@ -3,11 +3,10 @@
 
 // Package bundled compiles polylimit's C++ core and its C ABI into the Go
 // program, from the sources in this module, as go-sqlite3 compiles SQLite:
-// `go build` needs a C++17 compiler, the OpenSSL headers and libraries, and
-// the hiredis headers (Debian: g++ libssl-dev libhiredis-dev), and no
-// libpolylimit. The core takes only types and constants from hiredis
-// (redisReply, REDIS_REPLY_*), so the program does not link libhiredis; a
-// core that called into it would fail to link here, in the Go suite.
+// `go build` needs a C++17 compiler and the OpenSSL headers and libraries
+// (Debian: g++ libssl-dev), and no libpolylimit. The core parses Redis
+// replies itself and needs nothing of hiredis: tests/go/consumer.sh builds a
+// user's module with hiredis's headers and libraries hidden.
 // Package polylimit imports this one for its side effect; the C++ files
 // beside this one are written by gen (go generate).
 //

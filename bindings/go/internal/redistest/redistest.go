@@ -1,5 +1,5 @@
 // Package redistest starts throwaway redis-server processes for the tests of
-// this module and of the modules beside it (httplimit, promcollector): each
+// the binding and of its subpackages (httplimit, promcollector): each
 // on a free loopback port, in a temporary directory, through
 // tests/fixture/redisfix, the launcher every language's test fixtures share
 // (it needs python3 and redis-server on PATH). The launcher stops the server

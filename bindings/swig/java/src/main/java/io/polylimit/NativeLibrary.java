@@ -26,7 +26,7 @@ import java.util.Locale;
  *   <li>{@code -Dpolylimit.use.system.library=true}: {@link System#loadLibrary}
  *       (that is, {@code java.library.path});
  *   <li>the copy in the jar, {@code META-INF/native/<os>-<arch>/libpolylimit_jni.so}
- *       (the core and hiredis linked in): extracted to a new temporary file
+ *       (the core and OpenSSL linked in): extracted to a new temporary file
  *       readable by the owner only, in {@code polylimit.tmpdir} or else
  *       {@code java.io.tmpdir}, loaded, and deleted when the JVM exits;
  *   <li>without a copy for this platform in the jar, {@link System#loadLibrary}.
