@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "6446ccb74921a5d43c97a79e96bae5bc4f6dd7ed96a4f9ad69a16f12b929d5dd"
+const sourcesDigest = "ccaed02e5742e3c5cd78929606fceef3c42503613eec4cd930ec161c5705e0f8"
