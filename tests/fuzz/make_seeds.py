@@ -225,6 +225,8 @@ REQUESTS = [
     # A cost header of 30 digits once overflowed the cost's parser.
     ["192.0.2.1", "", "", "/api/x", "GET", "", "9" * 30, ""],
     ["10.0.0.1", "203.0.113.9", "", "/static/%2e%2e/./admin/..", "GET", "", "", ""],
+    # A long method in a route key once made a key over 1024 bytes.
+    ["10.0.0.1", "", "", "/users/7", "G" * 1200, "u" * 100, "", "/users/{id}"],
 ]
 for i, fields in enumerate(REQUESTS):
     write("fuzz_http", "request%d" % i, b"\x01" + "\n".join(fields).encode())

@@ -606,10 +606,23 @@ Step Policy::prepare(const Request& r) const {
           else
             identity(key, "tenant:", r.tenant);
           break;
-        case Part::kRoute:
-          key += "route:" + upper(r.method) + " ";
-          key += r.route.empty() ? path : r.route;
+        case Part::kRoute: {
+          // "<METHOD> <route>" (the route template, else the path); over
+          // 128 bytes it is keyed by its SHA-256, as long ids are: a key
+          // stays bounded whatever the client sends.
+          std::string text = upper(r.method);
+          text += ' ';
+          const std::string_view route = r.route.empty() ? path : r.route;
+          text.append(route.data(), route.size());
+          key += "route:";
+          if (text.size() > kIdentityMax) {
+            key += '#';
+            key += sha256_hex(text);
+          } else {
+            key += text;
+          }
           break;
+        }
         case Part::kApp:
           if (r.app_key.data() == nullptr) {
             step.action = Action::kNeedAppKey;

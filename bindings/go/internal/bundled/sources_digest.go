@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "2fe2464c407b58a9ae90953a94b8c0afb92d60553fec668127d40d76aa13732c"
+const sourcesDigest = "d1eaec92afb717c176a2daffe5e10019cb4bafc95e513098148ced4f74fbc3bf"
