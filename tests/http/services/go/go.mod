@@ -1,6 +1,6 @@
 module github.com/polylimit/polylimit/tests/http/services/go
 
-go 1.19
+go 1.23.0
 
 require github.com/polylimit/polylimit v0.0.0
 
