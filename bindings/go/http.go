@@ -28,6 +28,7 @@ static int pl_http_call(const polylimit_http_policy *p, const char *buf, const i
 	polylimit_str stack[PL_HTTP_STACK_HEADERS];
 	polylimit_str *hs = stack;
 	polylimit_http_request req;
+	memset(&req, 0, sizeof req);
 	size_t i;
 	int rc;
 	if (buf == NULL) buf = "";

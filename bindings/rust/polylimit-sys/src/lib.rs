@@ -22,7 +22,8 @@ pub const POLYLIMIT_HTTP_PROCEED: c_int = 0;
 pub const POLYLIMIT_HTTP_CHECK: c_int = 1;
 pub const POLYLIMIT_HTTP_RESPOND: c_int = 2;
 pub const POLYLIMIT_HTTP_NEED_APP_KEY: c_int = 3;
-pub const POLYLIMIT_HTTP_REQUEST_VERSION: c_uint = 1;
+pub const POLYLIMIT_HTTP_NEED_PLAN: c_int = 4;
+pub const POLYLIMIT_HTTP_REQUEST_VERSION: c_uint = 2;
 pub const POLYLIMIT_HTTP_KEY_MAX: usize = 1024;
 pub const POLYLIMIT_HTTP_HEADERS_MAX: usize = 4096;
 pub const POLYLIMIT_HTTP_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
@@ -235,6 +236,9 @@ pub struct polylimit_http_request {
     pub tenant: polylimit_str,
     pub app_key: polylimit_str,
     pub cost: i64,
+    /// (version 2) the tenant's plan as the application's resolver gave it;
+    /// absent: not resolved; present and empty: no resolver.
+    pub plan: polylimit_str,
 }
 
 impl Default for polylimit_http_request {
@@ -252,6 +256,7 @@ impl Default for polylimit_http_request {
             tenant: polylimit_str::default(),
             app_key: polylimit_str::default(),
             cost: 0,
+            plan: polylimit_str::default(),
         }
     }
 }
@@ -263,7 +268,7 @@ pub struct polylimit_http_step {
     pub action: c_int,
     pub status: c_int,
     pub rule: c_int,
-    pub reserved_: c_int,
+    pub limiter: c_int,
     pub cost: i64,
     pub key_len: usize,
     pub key: [c_char; POLYLIMIT_HTTP_KEY_MAX],
@@ -275,7 +280,7 @@ impl Default for polylimit_http_step {
             action: POLYLIMIT_HTTP_PROCEED,
             status: 0,
             rule: -1,
-            reserved_: 0,
+            limiter: -1,
             cost: 0,
             key_len: 0,
             key: [0; POLYLIMIT_HTTP_KEY_MAX],

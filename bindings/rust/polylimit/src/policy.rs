@@ -306,6 +306,8 @@ impl Policy {
             tenant: text(request.tenant.map(str::as_bytes)),
             app_key: text(request.app_key),
             cost: request.cost,
+            // No plan resolver here yet: the document's tenants table or its default plan.
+            plan: text(Some(b"")),
         };
         let mut raw = Box::<sys::polylimit_http_step>::default();
         // SAFETY: a live policy; every string is borrowed for the call.
