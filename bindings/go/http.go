@@ -5,6 +5,7 @@ package polylimit
 
 /*
 #include <stdlib.h>
+#include <string.h>
 #include <polylimit.h>
 
 // A request reaches C without a pointer in Go memory: its strings are spans
