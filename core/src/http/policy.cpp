@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -151,7 +152,9 @@ struct Policy::Plans {
   std::string prefix = "pl";       // of the document's limiters: "<prefix>:<rule>"
   std::vector<std::string> names;  // in the document's order (TOML: by name)
   int default_plan = -1;
-  std::unordered_map<std::string, int> tenants;  // tenant -> plan
+  // tenant -> plan; the keys view tenant_ids (no allocation per lookup).
+  std::deque<std::string> tenant_ids;
+  std::unordered_map<std::string_view, int> tenants;
   ResolverSettings resolver;
   std::vector<LimiterOptions> to_make;  // the document's limiters, in index order (after the app's)
   std::vector<int> made_for;            // the plan each of them is for, or -1
@@ -559,7 +562,8 @@ class PolicyParser {
       for (const auto& m : tenants->object()) {
         int i = m.second.is_string() ? pl.find(m.second.string()) : -1;
         if (i < 0) fail(m.second, "tenants." + m.first, "must name one of the plans (" + plan_list() + ")");
-        pl.tenants.emplace(m.first, i);
+        pl.tenant_ids.push_back(m.first);
+        pl.tenants.emplace(pl.tenant_ids.back(), i);
       }
     }
     if (resolver != nullptr) {
@@ -913,7 +917,7 @@ Step Policy::prepare(const Request& r) const {
     if (!r.plan.empty()) {
       plan = pl.find(r.plan);
     } else if (!r.tenant.empty()) {
-      auto it = pl.tenants.find(std::string(r.tenant));
+      auto it = pl.tenants.find(r.tenant);
       if (it != pl.tenants.end()) {
         plan = it->second;
       } else if (r.plan.data() == nullptr && pl.resolver.enabled) {
