@@ -387,10 +387,47 @@ function needsSettling(policy, r) {
   return r.decision !== null && policy.mayRefund(r.step);
 }
 
-// The path without the query.
+// The path as routers match it and path globs are written: without the
+// query, every valid %XX decoded to its byte (%2F too, as Go, ASGI and
+// servlets do), an invalid escape left as it is. A path with an escape or a
+// character past ASCII comes back as bytes (a Buffer; they need not be
+// UTF-8): Node gives the request line's bytes as Latin-1 characters, each
+// passed on as its byte.
 function pathOf(url) {
   const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q);
+  const raw = q < 0 ? url : url.slice(0, q);
+  return /[%\u0080-\uffff]/.test(raw) ? decodePath(raw) : raw;
+}
+
+function hexDigit(c) {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const l = c | 0x20;
+  return l >= 0x61 && l <= 0x66 ? l - 0x61 + 10 : -1;
+}
+
+function decodePath(raw) {
+  const out = [];
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 0x25 && i + 2 < raw.length) {
+      const hi = hexDigit(raw.charCodeAt(i + 1));
+      const lo = hexDigit(raw.charCodeAt(i + 2));
+      if (hi >= 0 && lo >= 0) {
+        out.push((hi << 4) | lo);
+        i += 2;
+        continue;
+      }
+    }
+    if (c <= 0xff) {
+      out.push(c);
+    } else {
+      // Not from the wire (an application's rewrite): its UTF-8.
+      const cp = raw.codePointAt(i);
+      if (cp > 0xffff) i++;
+      for (const b of Buffer.from(String.fromCodePoint(cp), 'utf8')) out.push(b);
+    }
+  }
+  return Buffer.from(out);
 }
 
 module.exports = {

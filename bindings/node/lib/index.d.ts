@@ -105,7 +105,7 @@ export declare class Client {
 export interface HttpRequest {
   /** 'GET' if left out */
   method?: string;
-  /** the path without the query; '/' if left out */
+  /** the decoded path (as the framework routes on it), without the query; '/' if left out */
   path?: string;
   /** the framework's route template ('/users/:id'), when known */
   route?: string;

@@ -903,15 +903,6 @@ class HttpPolicy {
     return response_tuple(*r);
   }
 
-  // The same step, answered with another status (400 or 401): the core's
-  // body for it. For a rule keyed by the application's key that the
-  // application marked as a credential (see polylimit.contrib.http).
-  HttpStep with_status(const HttpStep& step, int status) const {
-    HttpStep out = step;
-    out.s.status = status;
-    return out;
-  }
-
   bool refund_due(const HttpStep& step, const Decision& decision, int status) const {
     return polylimit_http_refund_due(handle_.get(), &step.s, &decision.d, status) == 1;
   }
@@ -1171,7 +1162,6 @@ PYBIND11_MODULE(_core, m) {
            py::arg("peer") = py::none(), py::arg("headers") = py::none(), py::arg("user") = py::none(),
            py::arg("tenant") = py::none(), py::arg("app_key") = py::none(), py::arg("cost") = py::none())
       .def("answer", &HttpPolicy::answer, py::arg("step"), py::arg("decision") = py::none())
-      .def("with_status", &HttpPolicy::with_status, py::arg("step"), py::arg("status"))
       .def("refund_due", &HttpPolicy::refund_due, py::arg("step"), py::arg("decision"), py::arg("status"))
       .def("counts", &HttpPolicy::counts, py::arg("rule"), py::arg("status"))
       .def("metrics_prometheus", &HttpPolicy::metrics_prometheus);
