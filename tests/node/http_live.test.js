@@ -237,6 +237,7 @@ test('an application limiter still works with a live policy; the old constructor
     s.stop();
     live.close();
   }
+  assert.throws(() => live.current(), polylimit.ClosedError);
   // A document's own limits in a policy that never reloads, on a client.
   const fixed = polylimit.policyFromDocument(plans(uniquePrefix('live-fixed')), [], { client });
   const s2 = await expressApp(fixed);

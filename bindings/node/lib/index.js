@@ -739,9 +739,14 @@ class LivePolicy {
   // The policy for one request (an HttpPolicy): take it at the start and
   // use it for the whole request; the same object until the next reload.
   current() {
-    const g = this.#native.generation();
+    const g = this.generation;
     if (this.#policy === null || g !== this.#generation) {
-      const taken = this.#native.current();
+      let taken;
+      try {
+        taken = this.#native.current();
+      } catch (e) {
+        rethrow(e);
+      }
       this.#policy = new HttpPolicy(null, this.#limiters, { client: this.#client, [FROM_LIVE]: taken });
       this.#generation = g;
     }
@@ -774,12 +779,20 @@ class LivePolicy {
 
   // 1 after creation, +1 per accepted reload.
   get generation() {
-    return this.#native.generation();
+    try {
+      return this.#native.generation();
+    } catch (e) {
+      throw wrap(e);
+    }
   }
 
   // The last refused reload's message ('' since an accepted one).
   get lastError() {
-    return this.#native.lastError();
+    try {
+      return this.#native.lastError();
+    } catch (e) {
+      throw wrap(e);
+    }
   }
 
   get resolver() {
