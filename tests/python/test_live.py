@@ -132,6 +132,28 @@ def test_a_broken_document_is_refused_with_its_line_and_the_old_limits_stay(url,
     client.close()
 
 
+def test_flask_takes_a_live_policy(doc):
+    flask = pytest.importorskip("flask")
+    from polylimit.contrib.flask import FlaskRateLimit
+
+    client = polylimit.Client("memory://")
+    policy = LivePolicy(doc, client, tenant=tenant)
+    app = flask.Flask(__name__)
+
+    @app.route("/api/<name>")
+    def api(name):
+        return "ok"
+
+    FlaskRateLimit(app, policy)
+    web = app.test_client()
+    codes = [web.get("/api/x", headers={"X-Tenant": "globex"}).status_code for _ in range(11)]
+    assert codes == [200] * 10 + [429]
+    policy.reload(doc.replace('api = "10/minute"', 'api = "12/minute"'))
+    codes = [web.get("/api/x", headers={"X-Tenant": "globex"}).status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    client.close()
+
+
 def test_a_document_with_a_resolver_needs_one(doc):
     client = polylimit.Client("memory://")
     with pytest.raises(ValueError, match="resolver"):
