@@ -812,10 +812,14 @@ class Policy:
     def _limiter(self, step: HttpStep) -> Limiter:
         return self.limiters[self._limiter_of[step.rule]]
 
+    def _rule_of(self, step: HttpStep) -> str:
+        """The name of the rule a step matched."""
+        return self._names[step.rule]
+
     def _failed(self, step: HttpStep, error: Error) -> Outcome:
         log.warning(
             "polylimit: the check of rule %r failed (%s: %s); on_error=%r",
-            self._names[step.rule],
+            self._rule_of(step),
             getattr(error, "code", None),
             error,
             self.on_error,
@@ -874,7 +878,7 @@ class Policy:
         try:
             self._limiter(step).refund(step.key, step.cost)
         except Error as e:
-            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._names[step.rule], e.code, e)
+            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._rule_of(step), e.code, e)
             return False
         return True
 
@@ -887,7 +891,7 @@ class Policy:
         try:
             await self._limiter(step).arefund(step.key, step.cost)
         except Error as e:
-            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._names[step.rule], e.code, e)
+            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._rule_of(step), e.code, e)
             return False
         return True
 
