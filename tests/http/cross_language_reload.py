@@ -3,7 +3,8 @@
 
 Starts a redis-server and one service per language (tests/http/services/<lang>/run
 CONFIG PORT), each opening the same TOML policy file with watching on (its
-config names the file: {"policy_file": ..., "watch_ms": 100}). Then:
+config names the file: {"policy_file": ..., "watch_ms": 100}): the guide's
+example, docs/examples/policy.toml, with a key prefix of its own. Then:
 
 - a tenant on plan "pro" (100/minute) and one on "free" (10/minute), requests
   spread round-robin over the five services: exactly 100 and 10 admitted;
@@ -26,27 +27,19 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cross_language as xl  # noqa: E402  (the services, Redis and checks)
 
-POLICY = """# plans for the cross-language reload test
-version = 1
-prefix = "{prefix}"
-default_plan = "free"
-trusted_proxies = ["127.0.0.1", "::1"]
+# The guide's example, as is but for its key prefix (one per run): plans
+# free (api 10/minute) and pro (100/minute), tenant acme on pro.
+EXAMPLE = os.path.join(xl.ROOT, "docs", "examples", "policy.toml")
 
-[plans.free]
-api = "{free}/minute"
 
-[plans.pro]
-api = "100/minute"
-
-[tenants]
-acme = "pro"
-
-[[rules]]
-name = "api"
-paths = ["/api/*"]
-key = "tenant"
-limit = "plan"
-"""
+def policy(prefix, free):
+    with open(EXAMPLE) as f:
+        text = f.read()
+    for old, new in (('prefix = "shop"', 'prefix = "%s"' % prefix), ('api = "10/minute"', 'api = "%d/minute"' % free)):
+        if old not in text:
+            sys.exit("%s no longer has %s" % (EXAMPLE, old))
+        text = text.replace(old, new, 1)
+    return text
 
 
 def write(path, text):
@@ -75,7 +68,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="polylimit-reload-")
     policy_path = os.path.join(workdir, "policy.toml")
     config_path = os.path.join(workdir, "config.json")
-    write(policy_path, POLICY.format(prefix=prefix, free=10))
+    write(policy_path, policy(prefix, 10))
     with open(config_path, "w") as f:
         f.write('{"policy_file": "%s", "watch_ms": 100}' % policy_path)
     redis, desc = xl.start_redis()
@@ -101,7 +94,7 @@ def main():
         xl.check(n == 10, "free tenant: %d of 15 admitted (plan free, 10/minute)" % n)
 
         # The new limit, within a second, in every service.
-        write(policy_path, POLICY.format(prefix=prefix, free=20))
+        write(policy_path, policy(prefix, 20))
         changed = time.monotonic()
         late = {}
         for s in services:
@@ -125,7 +118,7 @@ def main():
         xl.check(n == 10, "free tenant after the reload: %d more admitted (20/minute, the 10 used count)" % n)
 
         # A broken file: refused everywhere, the policy and the state stay.
-        write(policy_path, POLICY.format(prefix=prefix, free=20).replace('limit = "plan"', 'limit = "plan:nope"'))
+        write(policy_path, policy(prefix, 20).replace('limit = "plan"', 'limit = "plan:nope"'))
         time.sleep(1.0)
         n = admitted("globex", 5)
         xl.check(n == 0, "a broken file: the free tenant still used up (%d admitted)" % n)
@@ -135,9 +128,9 @@ def main():
             xl.check(s.proc.poll() is None, "the %s service is still running" % s.lang)
 
         # Fixed again: taken up again.
-        write(policy_path, POLICY.format(prefix=prefix, free=25))
+        write(policy_path, policy(prefix, 25))
         time.sleep(1.0)
-        rs = [s.request("/api/x", {"X-Tenant": "initech"}) for s in services]
+        rs = [s.request("/api/x", {"X-Tenant": "umbrella"}) for s in services]
         xl.check(all(quota(r) == 25 for r in rs), "a fixed file: every service answers with 25/minute")
         n = admitted("globex", 10)
         xl.check(n == 5, "free tenant at 25/minute: %d more admitted" % n)
