@@ -88,6 +88,33 @@ class LivePolicyTest extends ServerTestBase {
     }
 
     @Test
+    void theServletFilterChecksAndRefundsOnThePlansLimiter() throws Exception {
+        String doc = "prefix = \"" + prefix() + "\"\ndefault_plan = \"free\"\n"
+                + "[plans.free]\napi = \"2/minute\"\n[plans.pro]\napi = \"5/minute\"\n[tenants]\nacme = \"pro\"\n"
+                + "[[rules]]\nname = \"api\"\nkey = \"tenant\"\nlimit = \"plan\"\ncount_when = \"failures\"\n";
+        try (LivePolicy live = LivePolicy.fromDocument(client, doc, List.of());
+             JettyServer s = JettyServer.start(io.polylimit.servlet.RateLimitFilter.builder().livePolicy(live)
+                     .tenant(req -> req.getHeader("X-Tenant")).build())) {
+            // Successes go back on acme's (pro) limiter: never denied.
+            for (int i = 0; i < 7; i++) {
+                var r = s.get("/x", "X-Tenant", "acme");
+                assertEquals(200, r.statusCode());
+                assertEquals("5", r.headers().firstValue("RateLimit-Limit").orElse(null));
+            }
+            List<Integer> codes = new java.util.ArrayList<>();
+            for (int i = 0; i < 6; i++) codes.add(s.get("/x?status=401", "X-Tenant", "acme").statusCode());
+            assertEquals(List.of(401, 401, 401, 401, 401, 429), codes);
+            assertEquals(List.of(401, 401, 429), List.of(s.get("/x?status=401", "X-Tenant", "globex").statusCode(),
+                    s.get("/x?status=401", "X-Tenant", "globex").statusCode(),
+                    s.get("/x?status=401", "X-Tenant", "globex").statusCode()));
+            live.reload(doc.replace("api = \"2/minute\"", "api = \"3/minute\""));
+            assertEquals(List.of(401, 429), List.of(s.get("/x?status=401", "X-Tenant", "globex").statusCode(),
+                    s.get("/x?status=401", "X-Tenant", "globex").statusCode()));
+            assertEquals(401, s.get("/x", "X-Tenant", "").statusCode(), "no tenant: a missing credential");
+        }
+    }
+
+    @Test
     void aResolverThatThrowsOrIsSlowGivesTheDefaultPlan() {
         String resolver = "\n[resolver]\ntimeout_ms = 200\ncache_ttl_ms = 60000\n";
         AtomicInteger calls = new AtomicInteger();
