@@ -115,6 +115,33 @@ class LivePolicyTest extends ServerTestBase {
     }
 
     @Test
+    void initParamsOpenAWatchedPolicyFile() throws Exception {
+        Path dir = Files.createTempDirectory("polylimit-live");
+        Path file = dir.resolve("policy.toml");
+        String doc = "prefix = \"" + prefix() + "\"\n[[rules]]\nname = \"site\"\nkey = \"ip\"\nlimit = \"2/minute\"\n";
+        Files.writeString(file, doc, StandardCharsets.UTF_8);
+        try (JettyServer s = JettyServer.start(io.polylimit.servlet.RateLimitFilter.class,
+                java.util.Map.of("url", redis.url(), "policy-file", file.toString(), "watch-ms", "50"))) {
+            assertEquals(List.of(200, 200, 429), List.of(s.get("/a").statusCode(), s.get("/a").statusCode(),
+                    s.get("/a").statusCode()));
+            Path tmp = dir.resolve("policy.toml.new");
+            Files.writeString(tmp, doc.replace("2/minute", "3/minute"), StandardCharsets.UTF_8);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            int status = 429;
+            long deadline = System.nanoTime() + 1_000_000_000L;
+            while (status == 429 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+                status = s.get("/a").statusCode();
+            }
+            assertEquals(200, status, "the rewritten file's limit within a second");
+            assertEquals(429, s.get("/a").statusCode());
+        } finally {
+            Files.deleteIfExists(file);
+            Files.delete(dir);
+        }
+    }
+
+    @Test
     void aResolverThatThrowsOrIsSlowGivesTheDefaultPlan() {
         String resolver = "\n[resolver]\ntimeout_ms = 200\ncache_ttl_ms = 60000\n";
         AtomicInteger calls = new AtomicInteger();

@@ -113,6 +113,11 @@ import java.util.regex.Pattern;
  *   <tr><td>{@code header-style}</td><td>deprecated: {@code all} (default), {@code structured},
  *       {@code separate}, {@code retry-after-only}</td></tr>
  *   <tr><td>{@code client-name}</td><td>the client's metrics label</td></tr>
+ *   <tr><td>{@code policy-file}</td><td>instead of the limits and options: a policy document
+ *       (TOML or JSON) in that file, a {@link LivePolicy} reloaded when the file changes (only
+ *       {@code url}, {@code client-name}, {@code watch-ms} and the deprecated ones go with it)</td></tr>
+ *   <tr><td>{@code watch-ms}</td><td>with {@code policy-file}: how often the file is checked
+ *       (default 1000; 0: never)</td></tr>
  * </table>
  * An unknown init-param or a bad value fails {@link #init} with a
  * {@link ServletException} naming it. A filter configured by init-params owns
@@ -140,7 +145,10 @@ public final class RateLimitFilter implements Filter {
     private static final System.Logger LOG = System.getLogger(RateLimitFilter.class.getName());
     private static final Set<String> PARAMS = Set.of("url", "client-name", "limit", "exempt", "key",
             "trusted-proxies", "prefix", "algorithm", "failure-policy", "error-status", "header-style",
-            "on-missing-key", "count-when", "on-error", "send-headers");
+            "on-missing-key", "count-when", "on-error", "send-headers", "policy-file", "watch-ms");
+    /** The init-params that go with "policy-file" (the document says the rest). */
+    private static final Set<String> FILE_PARAMS = Set.of("url", "client-name", "error-status", "header-style",
+            "policy-file", "watch-ms");
     private static final String PATH_LIMIT = "path-limit:";
     private static final Pattern RULE_NAME = Pattern.compile("[\\x21-\\x7e&&[^\"\\\\]]{1,64}");
 
@@ -149,6 +157,7 @@ public final class RateLimitFilter implements Filter {
     // Owned when configured by init-params; closed in destroy().
     private Client ownedClient;
     private final List<Limiter> ownedLimiters = new ArrayList<>();
+    private LivePolicy ownedLive;
 
     /** A filter configured by its init-params in {@link #init(FilterConfig)} (web.xml). */
     public RateLimitFilter() {
@@ -206,6 +215,8 @@ public final class RateLimitFilter implements Filter {
             }
         }
         Builder b = new Builder();
+        if (params.containsKey("policy-file")) return fromFile(params, b);
+        if (params.containsKey("watch-ms")) throw new IllegalArgumentException("watch-ms: only with policy-file");
         String proxies = params.get("trusted-proxies");
         if (proxies != null) b.trustedProxies(splitList(proxies).toArray(new String[0]));
         String key = params.get("key");
@@ -247,6 +258,36 @@ public final class RateLimitFilter implements Filter {
             if (isDefault) b.limit(limiter);
             else b.pathLimit(pattern, limiter);
         }
+        return b.config();
+    }
+
+    /** A live policy of the file "policy-file", watched every "watch-ms" (default 1000; 0: not watched). */
+    private Config fromFile(Map<String, String> params, Builder b) {
+        for (String n : params.keySet()) {
+            if (!FILE_PARAMS.contains(n)) {
+                throw new IllegalArgumentException("init-param \"" + n + "\" with policy-file: the document says it"
+                        + " (with policy-file: " + FILE_PARAMS + ")");
+            }
+        }
+        if (params.containsKey("error-status")) b.errorStatus(parseStatus(params.get("error-status")));
+        if (params.containsKey("header-style")) b.headerStyle(HeaderStyle.fromParam(params.get("header-style")));
+        long watchMs = 1000;
+        String watch = params.get("watch-ms");
+        if (watch != null) {
+            try {
+                watchMs = Long.parseLong(watch.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("watch-ms: not a number: " + watch);
+            }
+            if (watchMs < 0) throw new IllegalArgumentException("watch-ms: not negative");
+        }
+        String url = params.get("url");
+        String name = params.get("client-name");
+        ownedClient = Client.open(url == null || url.isBlank() ? null : url.trim(),
+                ClientOptions.builder().name(name == null || name.isBlank() ? null : name.trim()).build());
+        ownedLive = LivePolicy.open(ownedClient, java.nio.file.Path.of(params.get("policy-file").trim()),
+                java.time.Duration.ofMillis(watchMs));
+        b.livePolicy(ownedLive);
         return b.config();
     }
 
@@ -444,6 +485,8 @@ public final class RateLimitFilter implements Filter {
     public void destroy() {
         Config c = config;
         if (!programmatic && c != null && c.policy != null) c.policy.close();
+        if (ownedLive != null) ownedLive.close();
+        ownedLive = null;
         for (Limiter l : ownedLimiters) l.close();
         ownedLimiters.clear();
         if (ownedClient != null) ownedClient.close();
