@@ -214,11 +214,11 @@ async fn resolver_failures_and_timeouts_give_the_default_plan() {
     // after the deadline, and the runtime free meanwhile.
     let started = Instant::now();
     let slow = tokio::spawn(async move { admitted(addr, "slow", 3).await });
-    // While a slow resolver is pending, another request is answered at once.
+    // While the slow resolver is pending (three requests, ~300 ms), another
+    // request is answered: the runtime is not held.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let t = Instant::now();
     assert_eq!(get(addr, "good").await, 429);
-    assert!(t.elapsed() < Duration::from_millis(90), "{:?}", t.elapsed());
+    assert!(!slow.is_finished(), "answered only after the slow requests");
     assert_eq!(slow.await.unwrap(), 2);
     let elapsed = started.elapsed();
     assert!(
