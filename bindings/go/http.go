@@ -5,6 +5,7 @@ package polylimit
 
 /*
 #include <stdlib.h>
+#include <string.h>
 #include <polylimit.h>
 
 // A request reaches C without a pointer in Go memory: its strings are spans
@@ -60,7 +61,6 @@ import "C"
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"runtime"
 	"strings"
@@ -241,13 +241,12 @@ func NewHTTPPolicy(document string, limiters ...*Limiter) (*HTTPPolicy, error) {
 		p.headers = append(p.headers, name)
 		p.canon = append(p.canon, http.CanonicalHeaderKey(name))
 	}
-	refunds := ruleRefunds(document)
 	n = int(C.polylimit_http_policy_rule_count(p.h))
 	for i := 0; i < n; i++ {
 		p.rules = append(p.rules, HTTPRule{
 			Name:    C.GoString(C.polylimit_http_policy_rule_name(p.h, C.size_t(i))),
 			Limiter: int(C.polylimit_http_policy_rule_limiter(p.h, C.size_t(i))),
-			Refunds: i >= len(refunds) || refunds[i],
+			Refunds: C.polylimit_http_policy_rule_counts_all(p.h, C.size_t(i)) == 0,
 		})
 	}
 	runtime.SetFinalizer(p, (*HTTPPolicy).Close)
@@ -261,25 +260,6 @@ func containsClient(cs []*Client, c *Client) bool {
 		}
 	}
 	return false
-}
-
-// ruleRefunds reads which rules have a count_when other than "all" from a
-// document the library accepted (nil if it cannot tell: every rule then
-// asks RefundDue).
-func ruleRefunds(document string) []bool {
-	var doc struct {
-		Rules []struct {
-			CountWhen json.RawMessage `json:"count_when"`
-		} `json:"rules"`
-	}
-	if json.Unmarshal([]byte(document), &doc) != nil {
-		return nil
-	}
-	out := make([]bool, len(doc.Rules))
-	for i, r := range doc.Rules {
-		out[i] = len(r.CountWhen) > 0 && strings.TrimSpace(string(r.CountWhen)) != `"all"`
-	}
-	return out
 }
 
 // Close frees the policy; calls after it return ErrClosed. Idempotent.

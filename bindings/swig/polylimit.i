@@ -1104,22 +1104,23 @@ int polylimit_http_answer_packed(const polylimit_http_policy *policy, const void
   return POLYLIMIT_OK;
 }
 
-/* prepare, the check on the rule's limiter (limiters: the policy's, in its
-   order; blocking) and answer, in one call. A failed check is an answer (503,
-   or on with on_error "allow") with POLYLIMIT_PACKED_HTTP_CHECK_FAILED set and
-   the check's error in err; the call itself returns POLYLIMIT_OK then. */
-int polylimit_http_decide_packed(const polylimit_http_policy *policy, polylimit_limiter *const *limiters,
-                                 size_t n_limiters, const void *const *keys, const size_t *key_lens, size_t n,
-                                 int64_t cost, int64_t *values, size_t values_len, polylimit_http_text *text,
-                                 polylimit_error *err) {
+/* polylimit_http_decide: prepare, the check on the rule's limiter (blocking)
+   and answer, in one call. A failed check is an answer (503, or on with
+   on_error "allow"): the call returns POLYLIMIT_OK with
+   POLYLIMIT_PACKED_HTTP_CHECK_FAILED set and the check's error in err. */
+int polylimit_http_decide_packed(const polylimit_http_policy *policy, const void *const *keys,
+                                 const size_t *key_lens, size_t n, int64_t cost, int64_t *values, size_t values_len,
+                                 polylimit_http_text *text, polylimit_error *err) {
   polylimit_http_request r;
   polylimit_str *headers;
   polylimit_http_step *step;
   polylimit_http_response *response;
   polylimit_decision d;
-  polylimit_error check_err;
-  int rc, checked = 0, failed = 0;
+  polylimit_error local;
+  int rc, failed;
   if (!values || values_len < POLYLIMIT_PACKED_HTTP) return polylimit_swig_http_short(err, "values is too short");
+  if (!err) err = &local;
+  polylimit_error_clear(err);
   values[POLYLIMIT_PACKED_HTTP_CHECKED] = 0;
   values[POLYLIMIT_PACKED_HTTP_CHECK_FAILED] = 0;
   values[POLYLIMIT_PACKED_HTTP_RESPONSE_STATUS] = 0;
@@ -1134,32 +1135,16 @@ int polylimit_http_decide_packed(const polylimit_http_policy *policy, polylimit_
     free(response);
     return polylimit_swig_http_short(err, "out of memory for the request");
   }
-  polylimit_error_clear(&check_err);
   rc = polylimit_swig_http_request(keys, key_lens, n, cost, &r, headers, err);
-  if (rc == POLYLIMIT_OK) rc = polylimit_http_prepare(policy, &r, step, err);
+  if (rc == POLYLIMIT_OK) rc = polylimit_http_decide(policy, &r, step, &d, response, err);
   if (rc == POLYLIMIT_OK) {
+    failed = err->code != 0;
     polylimit_swig_http_pack_step(step, values, text);
-    if (step->action == POLYLIMIT_HTTP_CHECK) {
-      int index = polylimit_http_policy_rule_limiter(policy, (size_t)step->rule);
-      if (index < 0 || (size_t)index >= n_limiters || !limiters) {
-        rc = polylimit_swig_http_short(err, "the rule's limiter is not among the limiters given");
-      } else if (polylimit_limiter_check(limiters[index], step->key, step->key_len, step->cost, &d, &check_err) ==
-                 POLYLIMIT_OK) {
-        checked = 1;
-      } else {
-        failed = 1;
-      }
-    }
-  }
-  if (rc == POLYLIMIT_OK && (step->action == POLYLIMIT_HTTP_CHECK || step->action == POLYLIMIT_HTTP_RESPOND)) {
-    rc = polylimit_http_answer(policy, step, checked ? &d : NULL, response, err);
-    if (rc == POLYLIMIT_OK) polylimit_swig_http_pack_response(response, values, text);
-  }
-  if (rc == POLYLIMIT_OK) {
-    values[POLYLIMIT_PACKED_HTTP_CHECKED] = checked;
+    if (step->action == POLYLIMIT_HTTP_CHECK || step->action == POLYLIMIT_HTTP_RESPOND)
+      polylimit_swig_http_pack_response(response, values, text);
+    values[POLYLIMIT_PACKED_HTTP_CHECKED] = step->action == POLYLIMIT_HTTP_CHECK && !failed;
     values[POLYLIMIT_PACKED_HTTP_CHECK_FAILED] = failed;
-    if (checked) polylimit_swig_http_pack_decision(&d, values);
-    if (failed && err) *err = check_err;
+    if (values[POLYLIMIT_PACKED_HTTP_CHECKED]) polylimit_swig_http_pack_decision(&d, values);
   }
   free(headers);
   free(step);

@@ -951,6 +951,9 @@ POLYLIMIT_EXTERN(size_t) polylimit_http_policy_limiter_count(const polylimit_htt
  * made by polylimit_http_policy_new from a document with its own limits. */
 POLYLIMIT_EXTERN(int) polylimit_http_policy_limiter(const polylimit_http_policy *policy, size_t index,
                                                     polylimit_limiter **out, polylimit_error *err);
+/** The plan whose limit limiter `index` is, NUL-terminated; "" for a rule's
+ * own limit or an application's limiter (NULL out of range). */
+POLYLIMIT_EXTERN(const char *) polylimit_http_policy_limiter_plan(const polylimit_http_policy *policy, size_t index);
 /** The plan resolver's deadline in milliseconds, 0 when the document has no resolver. */
 POLYLIMIT_EXTERN(int64_t) polylimit_http_policy_resolver_timeout_ms(const polylimit_http_policy *policy);
 /** A process-unique number of this policy (a binding's cache of its limiters' handles keys on it). */

@@ -1104,6 +1104,11 @@ int polylimit_http_policy_limiter(const polylimit_http_policy* policy, size_t in
   return guarded(err, [&] { *out = new polylimit_limiter{l}; });
 }
 
+const char* polylimit_http_policy_limiter_plan(const polylimit_http_policy* policy, size_t index) {
+  if (policy == nullptr || index >= policy->rep->limiter_count()) return nullptr;
+  return policy->rep->limiter_plan(static_cast<int>(index)).c_str();
+}
+
 int64_t polylimit_http_policy_resolver_timeout_ms(const polylimit_http_policy* policy) {
   if (policy == nullptr || !policy->rep->resolver().enabled) return 0;
   return policy->rep->resolver().timeout_ms;

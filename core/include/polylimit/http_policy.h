@@ -151,6 +151,8 @@ class Policy {
   int step_limiter(const Step& step) const;
   const std::vector<std::string>& plan_names() const;
   const std::string& default_plan() const;  // "" without plans
+  // The plan a limiter is the limit of ("" for a rule's own or the application's).
+  const std::string& limiter_plan(int index) const;
   const ResolverSettings& resolver() const;
   // A number no other policy of this process has (1, 2, ...).
   uint64_t id() const { return id_; }

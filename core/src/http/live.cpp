@@ -83,7 +83,8 @@ struct LivePolicy::State {
     std::list<std::string>::iterator order;
   };
   mutable std::mutex cache_mutex;
-  mutable std::unordered_map<std::string, Cached> plans;
+  // Keys view the tenant ids held by `order` (list nodes do not move).
+  mutable std::unordered_map<std::string_view, Cached> plans;
   mutable std::list<std::string> order;  // most recently used first
 
   void install(std::string_view document) {
@@ -195,11 +196,12 @@ std::string LivePolicy::last_error() const {
 
 std::optional<std::string> LivePolicy::cached_plan(std::string_view tenant) const {
   std::lock_guard<std::mutex> lock(state_->cache_mutex);
-  auto it = state_->plans.find(std::string(tenant));
+  auto it = state_->plans.find(tenant);
   if (it == state_->plans.end()) return std::nullopt;
   if (Clock::now() >= it->second.expires) {
-    state_->order.erase(it->second.order);
+    auto node = it->second.order;
     state_->plans.erase(it);
+    state_->order.erase(node);
     return std::nullopt;
   }
   state_->order.splice(state_->order.begin(), state_->order, it->second.order);
@@ -212,7 +214,7 @@ void LivePolicy::cache_plan(std::string_view tenant, std::string_view plan) {
   std::lock_guard<std::mutex> lock(state_->cache_mutex);
   auto& s = *state_;
   const Clock::time_point expires = Clock::now() + std::chrono::milliseconds(settings.cache_ttl_ms);
-  auto it = s.plans.find(std::string(tenant));
+  auto it = s.plans.find(tenant);
   if (it != s.plans.end()) {
     it->second.plan.assign(plan.data(), plan.size());
     it->second.expires = expires;
@@ -220,11 +222,11 @@ void LivePolicy::cache_plan(std::string_view tenant, std::string_view plan) {
     return;
   }
   while (!s.plans.empty() && s.plans.size() >= settings.cache_size) {
-    s.plans.erase(s.order.back());
+    s.plans.erase(std::string_view(s.order.back()));
     s.order.pop_back();
   }
   s.order.emplace_front(tenant);
-  s.plans.emplace(std::string(tenant), State::Cached{std::string(plan), expires, s.order.begin()});
+  s.plans.emplace(std::string_view(s.order.front()), State::Cached{std::string(plan), expires, s.order.begin()});
 }
 
 std::string LivePolicy::metrics_prometheus() const {

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -151,9 +152,12 @@ struct Policy::Plans {
   std::string prefix = "pl";       // of the document's limiters: "<prefix>:<rule>"
   std::vector<std::string> names;  // in the document's order (TOML: by name)
   int default_plan = -1;
-  std::unordered_map<std::string, int> tenants;  // tenant -> plan
+  // tenant -> plan; the keys view tenant_ids (no allocation per lookup).
+  std::deque<std::string> tenant_ids;
+  std::unordered_map<std::string_view, int> tenants;
   ResolverSettings resolver;
   std::vector<LimiterOptions> to_make;  // the document's limiters, in index order (after the app's)
+  std::vector<int> made_for;            // the plan each of them is for, or -1
 
   int find(std::string_view name) const {
     for (size_t i = 0; i < names.size(); ++i)
@@ -558,7 +562,8 @@ class PolicyParser {
       for (const auto& m : tenants->object()) {
         int i = m.second.is_string() ? pl.find(m.second.string()) : -1;
         if (i < 0) fail(m.second, "tenants." + m.first, "must name one of the plans (" + plan_list() + ")");
-        pl.tenants.emplace(m.first, i);
+        pl.tenant_ids.push_back(m.first);
+        pl.tenants.emplace(pl.tenant_ids.back(), i);
       }
     }
     if (resolver != nullptr) {
@@ -615,7 +620,7 @@ class PolicyParser {
       return;
     }
     auto& pl = *p_.plans_;
-    auto add = [&](const std::string& spec, const json::Value& at, const std::string& where) {
+    auto add = [&](const std::string& spec, const json::Value& at, const std::string& where, int plan) {
       Policy::Rule::Variant var;
       try {
         var.limits = parse_rate_spec(spec, algorithm);
@@ -627,6 +632,7 @@ class PolicyParser {
       o.prefix = pl.prefix + ":" + r.name;
       var.limiter = static_cast<int>(limiters_.size() + pl.to_make.size());
       pl.to_make.push_back(std::move(o));
+      pl.made_for.push_back(plan);
       var.headers = header_template(var.limits, r.name);
       r.variants.push_back(std::move(var));
     };
@@ -640,13 +646,13 @@ class PolicyParser {
                "has no \"" + entry + "\" limit, which rule \"" + r.name + "\" takes from every plan");
         if (!spec->is_string())
           fail(*spec, "plans." + pl.names[i] + "." + entry, "must be a rate such as \"10/minute\"");
-        add(spec->string(), *spec, "plans." + pl.names[i] + "." + entry);
+        add(spec->string(), *spec, "plans." + pl.names[i] + "." + entry, static_cast<int>(i));
       }
       r.by_plan = true;
       r.limiter = r.variants[static_cast<size_t>(pl.default_plan)].limiter;
       return;
     }
-    add(text, limit, field + ".limit");
+    add(text, limit, field + ".limit", -1);
     r.limiter = r.variants[0].limiter;
   }
 
@@ -911,7 +917,7 @@ Step Policy::prepare(const Request& r) const {
     if (!r.plan.empty()) {
       plan = pl.find(r.plan);
     } else if (!r.tenant.empty()) {
-      auto it = pl.tenants.find(std::string(r.tenant));
+      auto it = pl.tenants.find(r.tenant);
       if (it != pl.tenants.end()) {
         plan = it->second;
       } else if (r.plan.data() == nullptr && pl.resolver.enabled) {
@@ -1008,6 +1014,14 @@ int Policy::step_limiter(const Step& step) const {
   return v == nullptr ? -1 : v->limiter;
 }
 const std::vector<std::string>& Policy::plan_names() const { return plans_->names; }
+const std::string& Policy::limiter_plan(int index) const {
+  static const std::string none;
+  const size_t first = limiter_limits_.size() - plans_->to_make.size();
+  if (index < 0 || static_cast<size_t>(index) < first || static_cast<size_t>(index) >= limiter_limits_.size())
+    return none;
+  int plan = plans_->made_for[static_cast<size_t>(index) - first];
+  return plan < 0 ? none : plans_->names[static_cast<size_t>(plan)];
+}
 const std::string& Policy::default_plan() const {
   static const std::string none;
   return plans_->default_plan < 0 ? none : plans_->names[static_cast<size_t>(plans_->default_plan)];

@@ -25,7 +25,7 @@
 //! let headers = policy.header_values(|name| (name == "x-api-key").then(|| b"secret".to_vec()));
 //! let request = Request {
 //!     method: "GET",
-//!     path: "/api/items",
+//!     path: b"/api/items",
 //!     peer: Some("192.0.2.1:5000"),
 //!     headers: &headers.iter().map(|h| h.as_deref()).collect::<Vec<_>>(),
 //!     ..Request::default()
@@ -75,8 +75,10 @@ pub enum Action {
 pub struct Request<'a> {
     /// The method, any case.
     pub method: &'a str,
-    /// The path, without the query.
-    pub path: &'a str,
+    /// The path as the framework routes on it, without the query: decoded
+    /// (every `%XX` as its byte, `%2F` too), as bytes that need not be
+    /// UTF-8. Dot segments are resolved by the core.
+    pub path: &'a [u8],
     /// The framework's route template (`/users/{id}`), when it knows one.
     pub route: Option<&'a str>,
     /// The socket's other end as the server gives it (`10.0.0.1:51234`,
@@ -404,7 +406,7 @@ impl Policy {
         let req = sys::polylimit_http_request {
             version: sys::POLYLIMIT_HTTP_REQUEST_VERSION,
             method: text(Some(request.method.as_bytes())),
-            path: text(Some(request.path.as_bytes())),
+            path: text(Some(request.path)),
             route: text(request.route.map(str::as_bytes)),
             peer: text(request.peer.map(str::as_bytes)),
             headers: if headers.is_empty() {

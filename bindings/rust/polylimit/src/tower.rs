@@ -56,6 +56,7 @@
 use crate::policy::{Action, Answer, Request as Described, Step};
 use crate::{Error, Limiter, LivePolicy, Policy};
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
+use std::borrow::Cow;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -636,6 +637,32 @@ fn joined(headers: &http::HeaderMap, name: &str) -> Option<Vec<u8>> {
     out
 }
 
+/// The path as routers match it and path globs are written: every valid
+/// `%XX` decoded to its byte (`%2F` too, as Go's `URL.Path`, ASGI and
+/// servlets do), an invalid escape left as it is; bytes, not necessarily
+/// UTF-8.
+fn decoded_path(raw: &str) -> Cow<'_, [u8]> {
+    let raw = raw.as_bytes();
+    if !raw.contains(&b'%') {
+        return Cow::Borrowed(raw);
+    }
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'%' && i + 2 < raw.len() {
+            if let (Some(hi), Some(lo)) = (hex(raw[i + 1]), hex(raw[i + 2])) {
+                out.push(hi << 4 | lo);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(raw[i]);
+        i += 1;
+    }
+    Cow::Owned(out)
+}
+
 fn add_headers<B>(resp: &mut Response<B>, headers: &[(String, String)]) {
     for (k, v) in headers {
         if let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::try_from(v.as_str())) {
@@ -675,9 +702,10 @@ impl RateLimitLayer {
             _ => self.user.as_ref().and_then(|f| f(p)),
         };
         let tenant = self.tenant.as_ref().and_then(|f| f(p));
+        let path = decoded_path(p.uri.path());
         let mut request = Described {
             method: p.method.as_str(),
-            path: p.uri.path(),
+            path: &path,
             route: route.as_deref(),
             peer: peer.as_deref(),
             headers: &headers,
@@ -783,5 +811,27 @@ where
             }
             Ok(resp)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decoded_path;
+
+    #[test]
+    fn the_path_is_percent_decoded_as_routers_match_it() {
+        let d = |raw: &str| decoded_path(raw).into_owned();
+        assert_eq!(d("/a/b"), b"/a/b");
+        assert!(matches!(decoded_path("/a/b"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(d("/a%20b"), b"/a b");
+        assert_eq!(d("/a%2Fb"), b"/a/b");
+        assert_eq!(d("/a%2fb"), b"/a/b");
+        assert_eq!(d("/a%zz"), b"/a%zz");
+        assert_eq!(d("/%"), b"/%");
+        assert_eq!(d("/a%2"), b"/a%2");
+        assert_eq!(d("/%%41"), b"/%A");
+        assert_eq!(d("/%2541"), b"/%41");
+        // Bytes, not text: an escape of a byte that is not UTF-8 stays that byte.
+        assert_eq!(d("/%FF%c3%A9"), b"/\xff\xc3\xa9");
     }
 }

@@ -132,7 +132,7 @@ fn a_loaded_policy_checks_on_its_own_limiter() {
     .unwrap();
     let request = Request {
         method: "GET",
-        path: "/",
+        path: b"/",
         peer: Some("192.0.2.7"),
         ..Request::default()
     };

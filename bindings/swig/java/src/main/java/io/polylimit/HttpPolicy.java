@@ -471,22 +471,22 @@ public final class HttpPolicy implements AutoCloseable {
         byte[][] fields = fields(request);
         long[] v = new long[PACKED];
         byte[][] text = new byte[1][];
-        SWIGTYPE_p_polylimit_limiter[] handles = new SWIGTYPE_p_polylimit_limiter[limiters.size()];
         SWIGTYPE_p_polylimit_http_policy h = ref.acquire();
         polylimit_error err = new polylimit_error();
         int held = 0;
         PolylimitException failure = null;
         try {
             try {
-                for (; held < handles.length; held++) handles[held] = limiters.get(held).beginCall();
+                for (; held < limiters.size(); held++) limiters.get(held).beginCall();
             } catch (ClosedException e) {
                 // A limiter (or its client) closed under the policy: the check
                 // fails, and the core says what that answers.
                 failure = e;
             }
             if (failure == null) {
-                Errors.check(PolylimitNative.polylimit_http_decide_packed(h, handles, fields, request.cost, v, text,
-                        err), err);
+                // polylimit_http_decide: a failed check is an answer, its
+                // error in err (the call itself succeeds).
+                Errors.check(PolylimitNative.polylimit_http_decide_packed(h, fields, request.cost, v, text, err), err);
                 if (v[V_CHECK_FAILED] != 0) failure = Errors.exception(err.getCode(), err);
             }
         } finally {
