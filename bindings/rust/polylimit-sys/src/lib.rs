@@ -580,6 +580,7 @@ extern "C" {
         out: *mut *mut polylimit_limiter,
         err: *mut polylimit_error,
     ) -> c_int;
+    pub fn polylimit_http_policy_limiter_plan(policy: *const polylimit_http_policy, index: usize) -> *const c_char;
     pub fn polylimit_http_policy_resolver_timeout_ms(policy: *const polylimit_http_policy) -> i64;
     pub fn polylimit_http_policy_id(policy: *const polylimit_http_policy) -> u64;
     pub fn polylimit_http_policy_header_count(policy: *const polylimit_http_policy) -> usize;

@@ -15,7 +15,7 @@ type Lims = *const *mut polylimit_limiter;
 
 #[test]
 fn live_functions_have_the_header_prototypes() {
-    let fns: [(&str, *const c_void); 15] = [
+    let fns: [(&str, *const c_void); 16] = [
         (
             "policy_load",
             (polylimit_http_policy_load
@@ -37,6 +37,10 @@ fn live_functions_have_the_header_prototypes() {
             "policy_limiter",
             (polylimit_http_policy_limiter as unsafe extern "C" fn(P, usize, *mut *mut polylimit_limiter, E) -> c_int)
                 as *const c_void,
+        ),
+        (
+            "limiter_plan",
+            (polylimit_http_policy_limiter_plan as unsafe extern "C" fn(P, usize) -> *const c_char) as *const c_void,
         ),
         (
             "resolver_timeout_ms",
@@ -191,6 +195,12 @@ fn a_live_policy_through_the_raw_calls() {
             POLYLIMIT_OK
         );
         polylimit_limiter_free(lim);
+        // The rule's own limit: no plan.
+        assert_eq!(
+            core::ffi::CStr::from_ptr(polylimit_http_policy_limiter_plan(policy, 0)).to_bytes(),
+            b""
+        );
+        assert!(polylimit_http_policy_limiter_plan(policy, 9).is_null());
         polylimit_http_policy_free(policy);
 
         let broken = b"{\"rules\": [{\"name\": \"all\",\n \"limit\": \"2/fortnight\"}]}";
