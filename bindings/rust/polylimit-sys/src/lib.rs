@@ -330,6 +330,11 @@ pub struct polylimit_queue {
 pub struct polylimit_http_policy {
     _private: [u8; 0],
 }
+/// A policy that can be replaced while requests run (polylimit_http_live_*).
+#[repr(C)]
+pub struct polylimit_http_live {
+    _private: [u8; 0],
+}
 
 extern "C" {
     pub fn polylimit_error_clear(err: *mut polylimit_error);
@@ -559,6 +564,25 @@ extern "C" {
         err: *mut polylimit_error,
     ) -> c_int;
     pub fn polylimit_http_policy_free(policy: *mut polylimit_http_policy);
+    pub fn polylimit_http_policy_load(
+        client: *mut polylimit_client,
+        document: *const c_char,
+        document_len: usize,
+        limiters: *const *mut polylimit_limiter,
+        n_limiters: usize,
+        out: *mut *mut polylimit_http_policy,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_policy_limiter_count(policy: *const polylimit_http_policy) -> usize;
+    pub fn polylimit_http_policy_limiter(
+        policy: *const polylimit_http_policy,
+        index: usize,
+        out: *mut *mut polylimit_limiter,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_policy_limiter_plan(policy: *const polylimit_http_policy, index: usize) -> *const c_char;
+    pub fn polylimit_http_policy_resolver_timeout_ms(policy: *const polylimit_http_policy) -> i64;
+    pub fn polylimit_http_policy_id(policy: *const polylimit_http_policy) -> u64;
     pub fn polylimit_http_policy_header_count(policy: *const polylimit_http_policy) -> usize;
     pub fn polylimit_http_policy_header_name(policy: *const polylimit_http_policy, i: usize) -> *const c_char;
     pub fn polylimit_http_policy_rule_count(policy: *const polylimit_http_policy) -> usize;
@@ -601,6 +625,62 @@ extern "C" {
     ) -> c_int;
     pub fn polylimit_http_policy_metrics_prometheus(
         policy: *const polylimit_http_policy,
+        out: *mut *mut c_char,
+        len: *mut usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+
+    pub fn polylimit_http_live_new(
+        client: *mut polylimit_client,
+        document: *const c_char,
+        document_len: usize,
+        limiters: *const *mut polylimit_limiter,
+        n_limiters: usize,
+        out: *mut *mut polylimit_http_live,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_open(
+        client: *mut polylimit_client,
+        path: *const c_char,
+        limiters: *const *mut polylimit_limiter,
+        n_limiters: usize,
+        watch_ms: c_int,
+        out: *mut *mut polylimit_http_live,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_free(live: *mut polylimit_http_live);
+    pub fn polylimit_http_live_current(live: *const polylimit_http_live) -> *mut polylimit_http_policy;
+    pub fn polylimit_http_live_reload(
+        live: *mut polylimit_http_live,
+        document: *const c_char,
+        document_len: usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_reload_file(live: *mut polylimit_http_live, err: *mut polylimit_error) -> c_int;
+    pub fn polylimit_http_live_generation(live: *const polylimit_http_live) -> u64;
+    pub fn polylimit_http_live_last_error(
+        live: *const polylimit_http_live,
+        out: *mut *mut c_char,
+        len: *mut usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_cached_plan(
+        live: *const polylimit_http_live,
+        tenant: *const c_char,
+        tenant_len: usize,
+        out: *mut c_char,
+        cap: usize,
+    ) -> c_int;
+    pub fn polylimit_http_live_cache_plan(
+        live: *mut polylimit_http_live,
+        tenant: *const c_char,
+        tenant_len: usize,
+        plan: *const c_char,
+        plan_len: usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_metrics_prometheus(
+        live: *const polylimit_http_live,
         out: *mut *mut c_char,
         len: *mut usize,
         err: *mut polylimit_error,

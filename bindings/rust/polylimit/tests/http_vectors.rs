@@ -83,6 +83,7 @@ fn action_name(a: Action) -> &'static str {
         Action::Check => "check",
         Action::Respond => "respond",
         Action::NeedAppKey => "need_app_key",
+        Action::NeedPlan => "need_plan",
     }
 }
 
