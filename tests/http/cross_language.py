@@ -274,7 +274,7 @@ def main():
         # match it) by every service: "/enc/a%20b" is "/enc/a b", under the
         # rule "/enc/a b*" and its own limit, whatever the language.
         client = {"X-Forwarded-For": "203.0.113.50"}
-        rs = round_robin("/enc/a%20b", lambda i: client, ENC_LIMIT * len(services))
+        rs = round_robin("/enc/a%20b", lambda i: client, ENC_LIMIT * max(2, len(services)))
         admitted = [r for r in rs if r["status"] == 200]
         check(
             len(admitted) == ENC_LIMIT
