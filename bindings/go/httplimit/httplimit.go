@@ -291,7 +291,8 @@ func NewMiddleware(limiter *polylimit.Limiter, opts ...Option) (*Middleware, err
 // application's identities (WithUser, WithTenant, WithAppKey, WithCost,
 // WithRouteTemplate), handlers (WithDeniedHandler, WithErrorHandler,
 // WithSkip), WithTimeout and WithCountWhen; the document's own settings
-// win over the options that would write it.
+// win over the options that would write it. A document with limits or plans
+// of its own needs a client for them: polylimit.NewLivePolicy and FromLive.
 func FromDocument(doc string, limiters ...*polylimit.Limiter) (*Middleware, error) {
 	p, err := polylimit.NewHTTPPolicy(doc, limiters...)
 	if err != nil {

@@ -117,6 +117,10 @@ func TestLivePlansReload(t *testing.T) {
 	if got := admitted(t, srv.URL, "globex", 3); got != 0 {
 		t.Errorf("free after a refused reload: %d admitted, want 0 (the old 20/minute, used up)", got)
 	}
+	// The fixed policy of FromDocument has no client for the document's limits.
+	if _, err := httplimit.FromDocument(plansDoc(t, "10/minute", "")); err == nil || !strings.Contains(err.Error(), "client") {
+		t.Errorf("FromDocument of a document with limits of its own: %v, want an error: its limits need a client", err)
+	}
 	metrics, err := live.MetricsPrometheus()
 	if err != nil || !strings.Contains(metrics, "polylimit_http_policy_reloads_total") {
 		t.Errorf("metrics: %v\n%s", err, metrics)
