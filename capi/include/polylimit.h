@@ -1027,6 +1027,12 @@ POLYLIMIT_EXTERN(int) polylimit_http_live_open(polylimit_client *client, const c
                                                polylimit_limiter *const *limiters, size_t n_limiters, int watch_ms,
                                                polylimit_http_live **out, polylimit_error *err);
 POLYLIMIT_EXTERN(void) polylimit_http_live_free(polylimit_http_live *live);
+/** Says whether the application gives a plan resolver (has_resolver 0 or 1).
+ * Without one, a document with a "resolver" table is refused, the current one
+ * (POLYLIMIT_EINVALID) and every later reload, instead of placing the tenants
+ * it does not name on the default plan. Until called, nothing is checked. */
+POLYLIMIT_EXTERN(int) polylimit_http_live_set_has_resolver(polylimit_http_live *live, int has_resolver,
+                                                           polylimit_error *err);
 /** The current policy: a new reference (never NULL for a live policy). */
 POLYLIMIT_EXTERN(polylimit_http_policy *) polylimit_http_live_current(const polylimit_http_live *live);
 /** Replaces the policy by `document`, or refuses it (the old one stays). */

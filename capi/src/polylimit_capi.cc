@@ -1286,6 +1286,11 @@ int polylimit_http_live_open(polylimit_client* client, const char* path, polylim
 
 void polylimit_http_live_free(polylimit_http_live* live) { delete live; }
 
+int polylimit_http_live_set_has_resolver(polylimit_http_live* live, int has_resolver, polylimit_error* err) {
+  if (live == nullptr) return null_argument(err, "live");
+  return guarded(err, [&] { live->rep->set_has_resolver(has_resolver != 0); });
+}
+
 polylimit_http_policy* polylimit_http_live_current(const polylimit_http_live* live) {
   if (live == nullptr) return nullptr;
   try {

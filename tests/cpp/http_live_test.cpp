@@ -156,6 +156,16 @@ TEST(HttpPlans, AResolverIsAskedOnlyForTenantsTheDocumentDoesNotName) {
   std::this_thread::sleep_for(std::chrono::milliseconds(80));
   EXPECT_EQ(polylimit_http_live_cached_plan(live, "b", 1, plan, sizeof plan), 0);  // older than 50 ms
   polylimit_http_policy_free(p);
+  // A service with no resolver refuses a document that asks for one: now,
+  // and in a later reload.
+  EXPECT_EQ(polylimit_http_live_set_has_resolver(live, 0, &err), POLYLIMIT_EINVALID);
+  EXPECT_NE(std::string(err.message).find("gave no plan resolver"), std::string::npos) << err.message;
+  polylimit_http_live_free(live);
+  ASSERT_EQ(polylimit_http_live_new(c.client, kPlans, std::strlen(kPlans), nullptr, 0, &live, &err), POLYLIMIT_OK);
+  ASSERT_EQ(polylimit_http_live_set_has_resolver(live, 0, &err), POLYLIMIT_OK);
+  EXPECT_EQ(polylimit_http_live_reload(live, doc.data(), doc.size(), &err), POLYLIMIT_EINVALID);
+  EXPECT_NE(std::string(err.message).find("gave no plan resolver"), std::string::npos) << err.message;
+  EXPECT_EQ(polylimit_http_live_generation(live), 1u);
   polylimit_http_live_free(live);
 }
 

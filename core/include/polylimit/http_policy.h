@@ -210,6 +210,12 @@ class LivePolicy {
   // The message of the last refused reload since the last accepted one; "".
   std::string last_error() const;
 
+  // Whether the application gave a plan resolver: without one, a document
+  // with a "resolver" table is refused (now, and by every later reload),
+  // rather than placing every tenant it does not name on the default plan.
+  // Throws Error(kInvalidArgument) when the current document has one.
+  void set_has_resolver(bool has);
+
   // The plan resolver's answers (ResolverSettings of the current policy):
   // a cached plan younger than cache_ttl_ms, else nothing.
   std::optional<std::string> cached_plan(std::string_view tenant) const;

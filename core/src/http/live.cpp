@@ -2,6 +2,7 @@
 // optionally from a watched file, and the plan resolver's answer cache.
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -67,7 +68,8 @@ struct LivePolicy::State {
   std::string last_error;
   uint64_t accepted = 0, refused = 0;
 
-  std::mutex reload_mutex;  // one reload at a time: each builds on the one before
+  std::mutex reload_mutex;               // one reload at a time: each builds on the one before
+  std::atomic<bool> has_resolver{true};  // set_has_resolver(); until then, no check
 
   // The watcher.
   std::thread watcher;
@@ -97,6 +99,10 @@ struct LivePolicy::State {
     std::shared_ptr<const Policy> next;
     try {
       next = Policy::load(document, sources, previous.get());
+      if (next->resolver().enabled && !has_resolver.load())
+        throw_invalid(
+            "policy: the document has a \"resolver\" table (the application places tenants it does not name) "
+            "but this service gave no plan resolver");
     } catch (const Error& e) {
       std::lock_guard<std::mutex> lock(mutex);
       last_error = e.what();
@@ -166,6 +172,15 @@ LivePolicy::~LivePolicy() {
     state_->wake.notify_all();
     state_->watcher.join();
   }
+}
+
+void LivePolicy::set_has_resolver(bool has) {
+  std::lock_guard<std::mutex> serial(state_->reload_mutex);
+  if (!has && current()->resolver().enabled)
+    throw_invalid(
+        "policy: the document has a \"resolver\" table (the application places tenants it does not name) "
+        "but this service gave no plan resolver");
+  state_->has_resolver = has;
 }
 
 std::shared_ptr<const Policy> LivePolicy::current() const {
