@@ -208,18 +208,20 @@ def side_command(side, lang, config, port, args):
     return ([GO_PEER, config, str(port)], {}), None
 
 
-def wrk(port, seconds, args):
+def wrk(port, seconds, args, script_args=None):
+    """Runs wrk with keys.lua; `script_args` after "--" (default: the keys)."""
     cmd = [
         "wrk",
         "-c%d" % args.connections,
         "-t%d" % args.threads,
         "-d%ds" % seconds,
+        "--timeout",
+        "10s",
         "-s",
         os.path.join(HERE, "keys.lua"),
         "http://127.0.0.1:%d/" % port,
         "--",
-        str(args.keys),
-    ]
+    ] + (script_args or [str(args.keys)])
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     for line in out.stdout.splitlines():
         if line.startswith("BENCH-HTTP "):

@@ -8,7 +8,7 @@ Per language: a fresh redis-server (tests/fixture/redisfix standalone) and
 the language's service of the cross-language suite
 (tests/http/services/<lang>/run) opening a TOML policy file it watches
 (every 100 ms). wrk drives it with CONNECTIONS requests in flight
-(tenants.lua: one request in 8 from the hot tenant, on a plan of 2,000 an
+(keys.lua: one request in 8 from the hot tenant, on a plan of 2,000 an
 hour; the others from 2,000 tenants on a plan nothing reaches). Two phases,
 interleaved run by run: "steady" (the file untouched) and "reloading" (the
 file rewritten every RELOAD_MS, alternating two texts with the same limits,
@@ -28,7 +28,6 @@ import json
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,6 +35,8 @@ import threading
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "http"))
+sys.path.insert(0, HERE)
+import bench_http  # noqa: E402  (wrk and its script)
 import cross_language as xl  # noqa: E402  (the services and Redis)
 
 LANGS = ["python", "go", "java", "node", "rust"]
@@ -81,26 +82,8 @@ def redis_command(port, *parts):
 
 
 def wrk(port, seconds, args):
-    cmd = [
-        "wrk",
-        "-c%d" % args.connections,
-        "-t%d" % args.threads,
-        "-d%ds" % seconds,
-        "--timeout",
-        "10s",
-        "-s",
-        os.path.join(HERE, "tenants.lua"),
-        "http://127.0.0.1:%d/" % port,
-        "--",
-        "2000",
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    for line in out.stdout.splitlines():
-        if line.startswith("BENCH-HTTP "):
-            r = json.loads(line[len("BENCH-HTTP ") :])
-            r["statuses"] = {int(k): v for k, v in r["statuses"].items()}
-            return r
-    raise RuntimeError("wrk printed no result (exit %d):\n%s%s" % (out.returncode, out.stdout, out.stderr))
+    # keys.lua: 2,000 tenants in X-Tenant on /api/x, one request in 8 "hot".
+    return bench_http.wrk(port, seconds, args, ["2000", "X-Tenant", "/api/x", "8"])
 
 
 class Rewriter:
