@@ -273,6 +273,9 @@ TEST(HttpPlans, DocumentErrorsNameTheLineAndTheProblem) {
       {replace(kPlans, "limit = \"3/minute\"", "limit = \"3/minute\"\nlimiter = 0"), "not both"},
       {R"({"rules": [{"name": "a", "limit": "plan"}]})", "\"plan\" needs \"plans\""},
       {"[[rules]]\nname = \"a\"\nlimit = \"5/minute\"\nwhen = 2024-01-01\n", "line 4"},
+      {"[[rules]]\nname = \"a{b}\"\nlimit = \"5/minute\"\n",
+       "policy line 3: rules[0] (\"a{b}\").limit: the rule's limits"},
+      {"prefix = \"x{\"\n[[rules]]\nname = \"a\"\nlimit = \"5/minute\"\n", "policy line 1: prefix: must not hold"},
   };
   for (const auto& k : cases) {
     polylimit_http_policy* p = nullptr;

@@ -535,6 +535,8 @@ class PolicyParser {
     if (const auto* v = doc.find("prefix")) {
       if (!v->is_string() || v->string().empty() || v->string().size() > kMaxPrefixLength - 65)
         fail(*v, "prefix", "must be a string of 1 to " + std::to_string(kMaxPrefixLength - 65) + " characters");
+      if (v->string().find_first_of("{}") != std::string::npos)
+        fail(*v, "prefix", "must not hold '{' or '}' (the library places the hash tag)");
       pl.prefix = v->string();
     }
     const json::Value* plans = doc.find("plans");
@@ -619,6 +621,11 @@ class PolicyParser {
       if (alg != nullptr) fail(*alg, field + ".algorithm", "means nothing for a rule whose limit is \"none\"");
       return;
     }
+    if (r.name.find_first_of("{}") != std::string::npos)
+      fail(limit, field + ".limit",
+           "the rule's limits store under \"<prefix>:" + r.name +
+               "\", and a key prefix cannot hold '{' or '}': "
+               "rename the rule");
     auto& pl = *p_.plans_;
     auto add = [&](const std::string& spec, const json::Value& at, const std::string& where, int plan) {
       Policy::Rule::Variant var;
