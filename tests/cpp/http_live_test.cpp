@@ -258,6 +258,37 @@ TEST(HttpLive, AWatchedFileIsReloadedWhenItChanges) {
   rmdir(dir);
 }
 
+// Characters outside ASCII, where TOML allows them: in quoted keys, basic and
+// literal strings (one line or several) and comments; they mean what they say.
+TEST(HttpPlans, TomlOutsideAscii) {
+  Client c;
+  const std::string doc =
+      "# Ünïcode: ключ, 鍵, 🔑\n"
+      "default_plan = \"free\"\n"
+      "[plans.free]\napi = \"1/minute\"  # ok — one\n[plans.pro]\napi = \"3/minute\"\n"
+      "[tenants]\n\"café\" = \"pro\"\n'Жук \"ß\"' = \"pro\"\n\"\\u00e9t\u00e9\" = \"pro\"\n"
+      "\"🔑\" = 'pro'\n"
+      "[[rules]]\nname = \"api\"\npaths = [\"\"\"/ü\n*\"\"\", '''/ø''''', '/a\\b—*']\nkey = \"tenant\"\n"
+      "limit = \"plan\"\n";
+  polylimit_http_policy* p = nullptr;
+  polylimit_error err;
+  ASSERT_EQ(polylimit_http_policy_load(c.client, doc.data(), doc.size(), nullptr, 0, &p, &err), POLYLIMIT_OK)
+      << err.message;
+  EXPECT_EQ(admitted(p, request("/a\\b—x", "café"), 5), 3);
+  EXPECT_EQ(admitted(p, request("/a\\b—x", "Жук \"ß\""), 5), 3);
+  EXPECT_EQ(admitted(p, request("/a\\b—x", "été"), 5), 3);
+  EXPECT_EQ(admitted(p, request("/a\\b—x", "🔑"), 5), 3);
+  EXPECT_EQ(admitted(p, request("/ü\n*", "x"), 2), 1);      // the multi-line string, its newline kept
+  EXPECT_EQ(admitted(p, request("/ø''", "y"), 2), 1);       // the quotes before the closing ones count
+  EXPECT_EQ(admitted(p, request("/a\\bx", "café"), 5), 5);  // no rule matches
+  polylimit_http_policy_free(p);
+  for (const auto& bad :
+       {std::string("x = 1\nkéy = 2\n"), std::string("a = \"\\é\"\n"), std::string("a = \"\xff\"\n")}) {
+    EXPECT_EQ(polylimit_http_policy_load(c.client, bad.data(), bad.size(), nullptr, 0, &p, &err), POLYLIMIT_EINVALID);
+    EXPECT_EQ(std::string(err.message).rfind("policy line ", 0), 0u) << err.message;
+  }
+}
+
 TEST(HttpPlans, DocumentErrorsNameTheLineAndTheProblem) {
   Client c;
   struct Case {

@@ -1,11 +1,14 @@
 // fuzz_http.cpp - the HTTP request policy: documents and requests.
 //
-// Byte 0 even: the rest is a policy document. It parses, or it is refused
-// with Error(kInvalidArgument) and a message that starts with "policy".
+// Byte 0 even: the rest is a policy document (TOML, or JSON when it starts
+// with '{'). It parses, or it is refused with Error(kInvalidArgument) and a
+// message that starts with "policy".
 // Byte 0 odd: the rest is a request, fields separated by '\n' (peer,
 // X-Forwarded-For, X-API-Key, path, method, user, X-Cost, route), decided by
-// a fixed policy with proxies, lists and rules of every key kind. Besides
-// not crashing: a step is one of the four actions; a check has a key of at
+// a fixed policy with proxies, lists, rules of every key kind and a rule
+// by plan (the user field is the tenant too; byte 0's bit 1 says whether the
+// plan is given, as X-Cost's field). Besides not crashing: a step is one of
+// the five actions; a check names one of the policy's limiters; a check has a key of at
 // most POLYLIMIT_HTTP_KEY_MAX bytes that never holds the API key; an
 // address that parses formats to text that parses back to it; an answer's
 // headers are "Name: value" lines.
@@ -32,7 +35,12 @@ const char kPolicy[] = R"({
   "allow": {"ips": ["198.51.100.7"]},
   "exempt": ["/health*"],
   "ipv6_prefix": 56,
+  "plans": {"free": {"p": "10/minute"}, "pro": {"p": "100/minute; 5/second"}},
+  "default_plan": "free",
+  "tenants": {"acme": "pro"},
+  "resolver": {"timeout_ms": 20},
   "rules": [
+    {"name": "plans", "paths": ["/p/*"], "limit": "plan:p", "key": "tenant", "algorithm": "gcra"},
     {"name": "login", "paths": ["/login"], "methods": ["POST"], "limiter": 0, "count_when": "failures"},
     {"name": "api", "paths": ["/api/*"], "limiter": 1, "key": ["api_key", "user", "ip"],
      "cost": {"header": "X-Cost", "default": 1, "max": 50}},
@@ -88,12 +96,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   r.method = f[4];
   r.user = f[5];
   r.route = f[7];
+  r.tenant = f[5];
+  if (data[0] & 2) r.plan = f[6];
   r.headers = headers.data();
   r.header_count = headers.size();
   const http::Step s = p.prepare(r);
-  FUZZ_CHECK(static_cast<int>(s.action) >= 0 && static_cast<int>(s.action) <= 3, "action %d",
+  FUZZ_CHECK(static_cast<int>(s.action) >= 0 && static_cast<int>(s.action) <= 4, "action %d",
              static_cast<int>(s.action));
+  FUZZ_CHECK(s.action != http::Action::kNeedPlan || (r.plan.data() == nullptr && !r.tenant.empty()),
+             "need_plan with a plan given or no tenant");
   if (s.action == http::Action::kCheck) {
+    FUZZ_CHECK(s.limiter >= 0 && static_cast<size_t>(s.limiter) < p.limiter_count() && p.step_limiter(s) == s.limiter,
+               "limiter %d of %zu", s.limiter, p.limiter_count());
     FUZZ_CHECK(!s.key.empty() && s.key.size() <= 1024, "key of %zu bytes", s.key.size());
     FUZZ_CHECK(s.cost >= 1 && s.cost <= 50, "cost %lld", static_cast<long long>(s.cost));
     // The API key never shows in the key. Checked when it holds a byte no

@@ -213,6 +213,11 @@ DOCS = [
     ' "key": ["api_key", "user+route", "ip"], "cost": {"header": "X-Cost", "max": 9},'
     ' "count_when": [401, "5xx", "400-403"], "on_missing_key": "skip"}]}',
     '{"rules": [{"name": "a", "limiter": 0, "key": "ipv7"}]}',
+    # TOML, with plans, tenants and a resolver.
+    'prefix = "shop"\ndefault_plan = "free"\n[plans.free]\napi = "10/minute"\n[plans.pro]\n'
+    'api = "100/minute; 5/s"\n[tenants]\nacme = "pro"\n[resolver]\ntimeout_ms = 20\n'
+    '[[rules]]\nname = "api"\npaths = ["/api/*"]\nkey = "tenant"\nlimit = "plan"\nalgorithm = "gcra"\n',
+    '[[rules]]\nname = "x"\nlimit = 5\n[a]\nb = [[1, 2], {c = 1979-05-27}]\n',
 ]
 for i, doc in enumerate(DOCS):
     write("fuzz_http", "doc%d" % i, b"\x00" + doc.encode())
@@ -227,6 +232,10 @@ REQUESTS = [
     ["10.0.0.1", "203.0.113.9", "", "/static/%2e%2e/./admin/..", "GET", "", "", ""],
     # A long method in a route key once made a key over 1024 bytes.
     ["10.0.0.1", "", "", "/users/7", "G" * 1200, "u" * 100, "", "/users/{id}"],
+    # By plan: the tenant (the user field), the plan given or not (byte 0).
+    ["10.0.0.1", "", "", "/p/x", "GET", "acme", "", ""],
+    ["10.0.0.1", "", "", "/p/x", "GET", "globex", "pro", ""],
 ]
 for i, fields in enumerate(REQUESTS):
     write("fuzz_http", "request%d" % i, b"\x01" + "\n".join(fields).encode())
+write("fuzz_http", "request_plan", b"\x03" + "\n".join(REQUESTS[-1]).encode())
