@@ -115,9 +115,10 @@ class LivePolicy(Policy):
 
     ``limiters``: the application's limiters, for rules that say
     ``limiter = i``. ``resolver``: the tenant -> plan function the document's
-    ``[resolver]`` section asks for (a document with that section and no
-    resolver is refused). ``user``, ``tenant``, ``app_key``, ``cost``: the
-    application's hooks, as :meth:`Policy.from_document` takes them.
+    ``[resolver]`` section asks for (without one, a document with that
+    section is refused, at creation and by every reload). ``user``,
+    ``tenant``, ``app_key``, ``cost``: the application's hooks, as
+    :meth:`Policy.from_document` takes them.
     :meth:`open` reads the document from a file (and watches it)."""
 
     def __init__(
@@ -148,6 +149,11 @@ class LivePolicy(Policy):
         else:
             self.document = _text_of(document)
             self._live = _core.HttpLive(client._core, self.document, app)
+        try:
+            self._live.set_has_resolver(resolver is not None)
+        except BaseException:
+            self._live.close()
+            raise
         self.client = client
         self.path = _path
         self.limiters: List[Limiter] = list(limiters)
@@ -165,13 +171,7 @@ class LivePolicy(Policy):
         self._doc: Mapping[str, Any] = {}
         self.default = None
         self.routes = []
-        snap = self._snapshot()
-        if resolver is None and snap.timeout > 0:
-            self._live.close()
-            raise ValueError(
-                "the policy document has a [resolver] section but no resolver was given: "
-                "pass resolver=... (a function of the tenant id returning its plan's name)"
-            )
+        self._snapshot()
 
     @classmethod
     def open(
@@ -214,7 +214,8 @@ class LivePolicy(Policy):
     def reload(self, document: Document) -> None:
         """Replaces the policy by ``document``, atomically: requests that
         started before finish on the old one, the next ones use the new one,
-        and keys' state is kept. A document with an error raises
+        and keys' state is kept. A document with an error (or a
+        ``[resolver]`` section where no resolver was given) raises
         :class:`polylimit.InvalidArgument` naming the line and the problem;
         the old policy stays."""
         text = _text_of(document)
