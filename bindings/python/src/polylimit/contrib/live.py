@@ -44,6 +44,7 @@ from .. import _core
 from .._client import Client, Limiter
 from .._core import Decision, HttpStep
 from .._errors import Error
+from .document import PolicyDocument
 from .http import AppKey, Hook, Outcome, Policy, RequestView, _text, _wire, log
 
 __all__ = ["LivePolicy", "Resolver"]
@@ -52,15 +53,21 @@ __all__ = ["LivePolicy", "Resolver"]
 #: the default plan), or an awaitable of it.
 Resolver = Callable[[str], Union[Optional[str], Awaitable[Optional[str]]]]
 
-Document = Union[str, Mapping[str, Any]]
+#: A policy document: TOML or JSON text, a dict, or a
+#: :class:`polylimit.contrib.document.PolicyDocument`.
+Document = Union[str, Mapping[str, Any], PolicyDocument]
 
 
 def _text_of(document: Document) -> str:
     if isinstance(document, str):
         return document
+    if isinstance(document, PolicyDocument):
+        return document.to_json()
     if isinstance(document, Mapping):
         return json.dumps(document)
-    raise TypeError("a policy document is TOML or JSON text, or a dict, not %s" % type(document).__name__)
+    raise TypeError(
+        "a policy document is TOML or JSON text, a dict or a PolicyDocument, not %s" % type(document).__name__
+    )
 
 
 class _PolicyLimiter(Limiter):
@@ -110,7 +117,8 @@ def _plan_name(answer: Any) -> str:
 
 
 class LivePolicy(Policy):
-    """A policy document (TOML or JSON text, or a dict) with its own limits
+    """A policy document (TOML or JSON text, a dict, or a
+    :class:`polylimit.contrib.document.PolicyDocument`) with its own limits
     and plans, made on ``client``, that can be replaced while requests run.
 
     ``limiters``: the application's limiters, for rules that say
