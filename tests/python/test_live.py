@@ -154,10 +154,33 @@ def test_flask_takes_a_live_policy(doc):
     client.close()
 
 
-def test_a_document_with_a_resolver_needs_one(doc):
+def test_a_document_with_a_resolver_needs_one(doc, tmp_path):
     client = polylimit.Client("memory://")
-    with pytest.raises(ValueError, match="resolver"):
+    with pytest.raises(polylimit.InvalidArgument, match="gave no plan resolver"):
         LivePolicy(doc + RESOLVER, client, tenant=tenant)
+    path = tmp_path / "policy.toml"
+    path.write_text(doc + RESOLVER)
+    with pytest.raises(polylimit.InvalidArgument, match="gave no plan resolver"):
+        LivePolicy.open(path, client, tenant=tenant)
+    assert LivePolicy(doc + RESOLVER, client, resolver=lambda t: None, tenant=tenant).generation == 1
+    client.close()
+
+
+def test_a_reload_adding_a_resolver_table_without_a_resolver_is_refused(doc, tmp_path):
+    client = polylimit.Client("memory://")
+    policy = LivePolicy(doc, client, tenant=tenant)
+    with pytest.raises(polylimit.InvalidArgument, match="gave no plan resolver"):
+        policy.reload(doc.replace('api = "10/minute"', 'api = "20/minute"') + RESOLVER)
+    assert policy.generation == 1 and "gave no plan resolver" in policy.last_error
+    assert admitted(policy, "globex", 12) == 10  # the old policy's 10/minute
+    # A watched file's reload is refused the same way.
+    path = tmp_path / "policy.toml"
+    path.write_text(doc)
+    opened = LivePolicy.open(path, client, tenant=tenant)
+    path.write_text(doc + RESOLVER)
+    with pytest.raises(polylimit.InvalidArgument, match="gave no plan resolver"):
+        opened.reload_file()
+    assert opened.generation == 1
     client.close()
 
 

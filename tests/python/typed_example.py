@@ -9,6 +9,7 @@ from fastapi import Depends, FastAPI
 from flask import Flask
 from polylimit import Decision, Error
 from polylimit.contrib.asgi import CountWhenMiddleware, RateLimitMiddleware
+from polylimit.contrib.document import HeaderCost, Lists, PolicyDocument, ResolverOptions, Rule
 from polylimit.contrib.fastapi import RateLimit
 from polylimit.contrib.flask import FlaskRateLimit
 from polylimit.contrib.http import (
@@ -23,6 +24,7 @@ from polylimit.contrib.http import (
     first_of,
     user,
 )
+from polylimit.contrib.live import LivePolicy
 from polylimit.contrib.prometheus import PolylimitCollector
 from prometheus_client import CollectorRegistry
 from typing_extensions import assert_type
@@ -138,3 +140,28 @@ def option_names(client: polylimit.Client) -> None:
     client.limiter("5/s", algorithm="gcrax")  # type: ignore[arg-type]
     client.limiter("5/s", clock="wall")  # type: ignore[arg-type]
     client.limiter("5/s", on_failure="ignore")  # type: ignore[arg-type]
+
+
+def policy_in_code(client: polylimit.Client) -> LivePolicy:
+    doc = PolicyDocument(
+        prefix="shop",
+        plans={"free": {"api": "10/minute"}},
+        default_plan="free",
+        tenants={"acme": "free"},
+        deny=Lists(ips=["203.0.113.0/24"]),
+        resolver=ResolverOptions(timeout_ms=50),
+        rules=[
+            Rule(
+                "login", paths=["/login"], methods=["POST"], limit="5/minute", algorithm="gcra", count_when="failures"
+            ),
+            Rule("upload", paths=["/upload"], key=["api_key", "ip"], limit="10/s", cost=HeaderCost("X-Cost", max=100)),
+            Rule("api", paths=["/api/*"], key="tenant", limit="plan", count_when=[401, "5xx"], on_missing_key="skip"),
+        ],
+    )
+    as_dict: Dict[str, object] = doc.to_dict()
+    assert as_dict["rules"]
+    assert_type(doc.to_json(), str)
+    policy = LivePolicy(doc, client, resolver=lambda tenant: "free")
+    policy.reload(doc)
+    Policy.from_document(PolicyDocument(rules=[Rule("all", limiter=0)]), [client.limiter("1/s")])
+    return policy

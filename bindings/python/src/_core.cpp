@@ -1073,6 +1073,19 @@ class HttpLive {
     }
     if (st != POLYLIMIT_OK) raise_error(st, err);
   }
+  // Whether the application gives a plan resolver: without one, a document
+  // with a "resolver" table is refused, now (the current one) and on every
+  // later reload.
+  void set_has_resolver(bool has) {
+    std::shared_ptr<polylimit_http_live> l = handle();
+    polylimit_error err;
+    int st;
+    {
+      py::gil_scoped_release nogil;  // waits for a reload in progress
+      st = polylimit_http_live_set_has_resolver(l.get(), has ? 1 : 0, &err);
+    }
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+  }
   uint64_t generation() const { return polylimit_http_live_generation(get()); }
   std::string last_error() const { return text_of(polylimit_http_live_last_error); }
   std::string metrics_prometheus() const { return text_of(polylimit_http_live_metrics_prometheus); }
@@ -1366,6 +1379,9 @@ PYBIND11_MODULE(_core, m) {
       .def("current_id", &HttpLive::current_id)
       .def("reload", &HttpLive::reload, py::arg("document"))
       .def("reload_file", &HttpLive::reload_file)
+      .def("set_has_resolver", &HttpLive::set_has_resolver, py::arg("has"),
+           "Whether the application gives a plan resolver (without one, a document with a resolver table "
+           "is refused, now and on every later reload).")
       .def("generation", &HttpLive::generation)
       .def("last_error", &HttpLive::last_error)
       .def("metrics_prometheus", &HttpLive::metrics_prometheus)

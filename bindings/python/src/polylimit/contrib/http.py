@@ -59,6 +59,7 @@ from .._client import Client, Limiter
 from .._core import Decision, HttpStep
 from .._errors import Error
 from .._vocabulary import AlgorithmName, FailurePolicyName
+from .document import PolicyDocument
 
 __all__ = [
     "CountWhen",
@@ -625,7 +626,7 @@ class Policy:
     @classmethod
     def from_document(
         cls,
-        doc: Union[str, Mapping[str, Any]],
+        doc: Union[str, Mapping[str, Any], PolicyDocument],
         limiters: Sequence[Limiter],
         *,
         user: Optional[Hook] = None,
@@ -634,7 +635,8 @@ class Policy:
         cost: Optional[Callable[[RequestView], Optional[int]]] = None,
     ) -> "Policy":
         """A policy from the contract's document (docs/integrations/contract.md):
-        JSON text, or a dict turned into JSON. ``limiters[i]`` is the limiter
+        JSON text, a dict turned into JSON, or a
+        :class:`polylimit.contrib.document.PolicyDocument`. ``limiters[i]`` is the limiter
         of the rules that say ``"limiter": i``. A document the core refuses
         raises :class:`polylimit.InvalidArgument` naming the line and field.
 
@@ -646,6 +648,8 @@ class Policy:
             if not isinstance(lim, Limiter):
                 raise TypeError("limiters must be polylimit.Limiter objects, not %s" % type(lim).__name__)
         self = cls.__new__(cls)
+        if isinstance(doc, PolicyDocument):
+            doc = doc.to_json()
         text = doc if isinstance(doc, str) else json.dumps(doc)
         core = _core.HttpPolicy(text, [lim._core for lim in limiters])
         parsed = json.loads(text)

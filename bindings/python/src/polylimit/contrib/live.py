@@ -44,6 +44,7 @@ from .. import _core
 from .._client import Client, Limiter
 from .._core import Decision, HttpStep
 from .._errors import Error
+from .document import PolicyDocument
 from .http import AppKey, Hook, Outcome, Policy, RequestView, _text, _wire, log
 
 __all__ = ["LivePolicy", "Resolver"]
@@ -52,15 +53,21 @@ __all__ = ["LivePolicy", "Resolver"]
 #: the default plan), or an awaitable of it.
 Resolver = Callable[[str], Union[Optional[str], Awaitable[Optional[str]]]]
 
-Document = Union[str, Mapping[str, Any]]
+#: A policy document: TOML or JSON text, a dict, or a
+#: :class:`polylimit.contrib.document.PolicyDocument`.
+Document = Union[str, Mapping[str, Any], PolicyDocument]
 
 
 def _text_of(document: Document) -> str:
     if isinstance(document, str):
         return document
+    if isinstance(document, PolicyDocument):
+        return document.to_json()
     if isinstance(document, Mapping):
         return json.dumps(document)
-    raise TypeError("a policy document is TOML or JSON text, or a dict, not %s" % type(document).__name__)
+    raise TypeError(
+        "a policy document is TOML or JSON text, a dict or a PolicyDocument, not %s" % type(document).__name__
+    )
 
 
 class _PolicyLimiter(Limiter):
@@ -110,14 +117,16 @@ def _plan_name(answer: Any) -> str:
 
 
 class LivePolicy(Policy):
-    """A policy document (TOML or JSON text, or a dict) with its own limits
+    """A policy document (TOML or JSON text, a dict, or a
+    :class:`polylimit.contrib.document.PolicyDocument`) with its own limits
     and plans, made on ``client``, that can be replaced while requests run.
 
     ``limiters``: the application's limiters, for rules that say
     ``limiter = i``. ``resolver``: the tenant -> plan function the document's
-    ``[resolver]`` section asks for (a document with that section and no
-    resolver is refused). ``user``, ``tenant``, ``app_key``, ``cost``: the
-    application's hooks, as :meth:`Policy.from_document` takes them.
+    ``[resolver]`` section asks for (without one, a document with that
+    section is refused, at creation and by every reload). ``user``,
+    ``tenant``, ``app_key``, ``cost``: the application's hooks, as
+    :meth:`Policy.from_document` takes them.
     :meth:`open` reads the document from a file (and watches it)."""
 
     def __init__(
@@ -148,6 +157,11 @@ class LivePolicy(Policy):
         else:
             self.document = _text_of(document)
             self._live = _core.HttpLive(client._core, self.document, app)
+        try:
+            self._live.set_has_resolver(resolver is not None)
+        except BaseException:
+            self._live.close()
+            raise
         self.client = client
         self.path = _path
         self.limiters: List[Limiter] = list(limiters)
@@ -165,13 +179,7 @@ class LivePolicy(Policy):
         self._doc: Mapping[str, Any] = {}
         self.default = None
         self.routes = []
-        snap = self._snapshot()
-        if resolver is None and snap.timeout > 0:
-            self._live.close()
-            raise ValueError(
-                "the policy document has a [resolver] section but no resolver was given: "
-                "pass resolver=... (a function of the tenant id returning its plan's name)"
-            )
+        self._snapshot()
 
     @classmethod
     def open(
@@ -214,7 +222,8 @@ class LivePolicy(Policy):
     def reload(self, document: Document) -> None:
         """Replaces the policy by ``document``, atomically: requests that
         started before finish on the old one, the next ones use the new one,
-        and keys' state is kept. A document with an error raises
+        and keys' state is kept. A document with an error (or a
+        ``[resolver]`` section where no resolver was given) raises
         :class:`polylimit.InvalidArgument` naming the line and the problem;
         the old policy stays."""
         text = _text_of(document)
