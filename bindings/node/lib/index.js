@@ -676,7 +676,8 @@ const OPEN = Symbol('polylimit.open');
 // name, when the document has a [resolver] section: its answers are cached
 // (resolver.cache_ttl_ms), and one that throws or takes longer than
 // resolver.timeout_ms gives the default plan (the request does not wait
-// longer).
+// longer). Without a resolver, a document with a [resolver] section is
+// refused by the core, at creation and on every reload.
 class LivePolicy {
   #native;
   #client;
@@ -710,6 +711,7 @@ class LivePolicy {
         path,
         limiters.map((l) => l._native),
         watchMs,
+        resolver !== null,
       );
     } catch (e) {
       rethrow(e);
@@ -717,13 +719,6 @@ class LivePolicy {
     this.#client = client;
     this.#limiters = limiters.slice();
     this.#resolver = resolver;
-    if (resolver === null && this.current().resolverTimeoutMs > 0) {
-      this.close();
-      throw new errors.InvalidArgumentError(
-        'the document has a [resolver] section: give the live policy a resolver (options.resolver, async (tenant) => plan)',
-        invalidStatus,
-      );
-    }
   }
 
   // A live policy from the file at `path`: options { limiters, resolver,
