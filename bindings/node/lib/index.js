@@ -655,6 +655,18 @@ function policyFromDocument(document, limiters = [], options = {}) {
   return new HttpPolicy(document, limiters, options);
 }
 
+// A policy document in code (docs/policy.md, "In code"): returns `document`
+// itself, an object with the file's fields (snake_case, as in TOML or
+// JSON). In TypeScript it types the document (PolicyDocument) and checks
+// that default_plan and the tenants' plans name one of its plans; it
+// validates nothing else: the core does, wherever the object is given
+// (livePolicy, openPolicy's reload, policyFromDocument).
+function definePolicy(document) {
+  if (document === null || typeof document !== 'object' || Array.isArray(document))
+    throw new TypeError(`a policy document must be an object, not ${describe(document)}`);
+  return document;
+}
+
 function checkLimiters(limiters) {
   if (!Array.isArray(limiters)) throw new TypeError(`limiters must be an array, not ${describe(limiters)}`);
   limiters.forEach((l, i) => {
@@ -879,6 +891,7 @@ module.exports = {
   HttpPolicy,
   LivePolicy,
   policyFromDocument,
+  definePolicy,
   ...errors,
   algorithms: Object.keys(vocabulary.algorithms),
   failurePolicies: Object.keys(vocabulary.failurePolicies),
