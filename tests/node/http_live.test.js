@@ -130,8 +130,11 @@ test('a broken document is refused with its line; the old limits stay', async ()
 test('the resolver: its plan is cached; one that throws gives the default plan', async () => {
   const prefix = uniquePrefix('live-resolver');
   const section = '\n[resolver]\ntimeout_ms = 200\ncache_ttl_ms = 60000\ncache_size = 100\n';
-  // Without a resolver, a document with a [resolver] section is refused.
-  assert.throws(() => client.livePolicy(plans(prefix, { resolver: section })), /resolver/);
+  // Without a resolver, a document with a [resolver] section is refused (by the core).
+  assert.throws(
+    () => client.livePolicy(plans(prefix, { resolver: section })),
+    (e) => e instanceof polylimit.InvalidArgumentError && /gave no plan resolver/.test(e.message),
+  );
   const asked = [];
   const live = client.livePolicy(plans(prefix, { resolver: section }), {
     resolver: async (tenant) => {
@@ -154,6 +157,39 @@ test('the resolver: its plan is cached; one that throws gives the default plan',
   } finally {
     s.stop();
     live.close();
+  }
+});
+
+test('without a resolver, a reload adding a [resolver] section is refused; the old policy stays', async () => {
+  const prefix = uniquePrefix('live-noresolver');
+  const section = '\n[resolver]\ntimeout_ms = 200\n';
+  const live = client.livePolicy(plans(prefix));
+  const s = await expressApp(live);
+  try {
+    assert.throws(
+      () => live.reload(plans(prefix, { free: '20/minute', resolver: section })),
+      (e) => e instanceof polylimit.InvalidArgumentError && /gave no plan resolver/.test(e.message),
+    );
+    assert.equal(live.generation, 1);
+    assert.match(live.lastError, /gave no plan resolver/);
+    assert.equal(await admitted(s.base, 'globex', 15), 10); // still 10/minute
+    // The same document without the section is accepted.
+    live.reload(plans(prefix, { free: '20/minute' }));
+    assert.equal(live.generation, 2);
+    assert.equal(await admitted(s.base, 'globex', 15), 10); // 20/minute, 10 used
+  } finally {
+    s.stop();
+    live.close();
+  }
+  // A watched file with the section is refused at opening, without a resolver.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'polylimit-live-'));
+  try {
+    const file = path.join(dir, 'policy.toml');
+    fs.writeFileSync(file, plans(prefix, { resolver: section }));
+    assert.throws(() => client.openPolicy(file), /gave no plan resolver/);
+    client.openPolicy(file, { resolver: async () => 'pro' }).close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 

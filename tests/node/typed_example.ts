@@ -54,3 +54,68 @@ export const liveMiddleware = expressLimit(live, {
 });
 export const generation: number = live.generation + live.current().resolverTimeoutMs;
 export const liveRegistered = registerPolylimit({ registerMetric() {} }, live, liveMiddleware);
+
+// A policy document in code: docs/examples/policy.toml, typed.
+import { definePolicy, type PolicyDocument, type PolicyRule } from '../../bindings/node';
+const login: PolicyRule = {
+  name: 'login',
+  paths: ['/login'],
+  methods: ['POST'],
+  key: 'ip',
+  limit: '5/minute',
+  count_when: 'failures',
+};
+export const shop = definePolicy({
+  version: 1,
+  prefix: 'shop',
+  trusted_proxies: ['10.0.0.0/8'],
+  default_plan: 'free',
+  plans: {
+    free: { api: '10/minute', search: '2/second' },
+    pro: { api: '100/minute', search: '10/second' },
+    enterprise: { api: '1000/minute; 50/second', search: '100/second' },
+  },
+  tenants: { acme: 'pro', initech: 'enterprise' },
+  deny: { ips: ['203.0.113.0/24'] },
+  rules: [
+    { name: 'health', paths: ['/healthz'], limit: 'none' },
+    login,
+    { name: 'search', paths: ['/api/search*'], key: 'tenant', limit: 'plan', algorithm: 'gcra' },
+    { name: 'api', paths: ['/api/*'], key: 'tenant', limit: 'plan' },
+  ],
+});
+export const shopLive = docClient.livePolicy(shop, { resolver: async () => 'pro' });
+shopLive.reload(definePolicy({ ...shop, resolver: { timeout_ms: 20 } }));
+export const every: PolicyDocument = {
+  api_key_header: 'X-Key',
+  ipv4_prefix: 24,
+  ipv6_prefix: 56,
+  exempt: ['/metrics'],
+  allow: { ips: ['192.0.2.1'], api_keys: ['sha256:00'], users: ['root'], tenants: ['ops'] },
+  send_headers: false,
+  on_error: 'allow',
+  rules: [
+    { name: 'app', routes: ['/users/:id'], key: ['api_key:X-Key+route', 'user', 'ip'], limiter: 0, credential: true },
+    { name: 'cost', key: 'header:X-Org+tenant', limit: '10/s', cost: { header: 'X-Cost', default: 1, max: 100 } },
+    { name: 'refund', limit: '5/s', cost: 2, on_missing_key: 'skip', count_when: [401, '5xx', '400-403'] },
+    { name: 'open', limiter: null },
+  ],
+};
+export const fixedShop: HttpPolicy = policyFromDocument(every, [docClient.limiter('5/s')], { client: docClient });
+// What the types refuse (the core would too).
+// @ts-expect-error default_plan names no plan
+definePolicy({ plans: { free: { api: '1/s' } }, default_plan: 'gold', rules: [] });
+// @ts-expect-error a tenant on a plan the document does not have
+definePolicy({ plans: { free: { api: '1/s' } }, default_plan: 'free', tenants: { acme: 'gold' }, rules: [] });
+// @ts-expect-error an unknown key part
+definePolicy({ rules: [{ name: 'r', key: 'ipv7', limit: '1/s' }] });
+// @ts-expect-error a rule with a limit and a limiter
+definePolicy({ rules: [{ name: 'r', limit: '1/s', limiter: 0 }] });
+// @ts-expect-error count_when is a list of statuses, classes and ranges
+definePolicy({ rules: [{ name: 'r', limit: '1/s', count_when: ['teapot'] }] });
+// @ts-expect-error an unknown field
+definePolicy({ rules: [], default_plna: 'free' });
+// The options' document (documentOf) is a PolicyDocument too.
+import { documentOf } from '../../bindings/node/lib/http';
+const translated = documentOf(docClient.limiter('5/s'), { key: 'user+route' });
+export const fromOptions: HttpPolicy = policyFromDocument(translated.document, translated.limiters);

@@ -1,6 +1,7 @@
 // Options of the HTTP integrations (polylimit/express, polylimit/fastify):
 // translated into a policy document (docs/integrations/contract.md).
 import type { HttpPolicy, Key, Limiter } from './index';
+import type { PolicyDocument } from './policy';
 
 /**
  * A key part of the contract: 'ip', 'api_key', 'api_key:<Header>',
@@ -100,7 +101,7 @@ export interface HttpLimitOptions<Req = unknown> extends Omit<RuleSettings<Req>,
 export function documentOf<Req = unknown>(
   limiter: Limiter | null,
   options?: HttpLimitOptions<Req>,
-): { document: object; limiters: Limiter[]; appKey: KeyFunction<Req> | null; userKey: KeyFunction<Req> | null };
+): { document: PolicyDocument; limiters: Limiter[]; appKey: KeyFunction<Req> | null; userKey: KeyFunction<Req> | null };
 
 export function ip(): KeyPart;
 /** The API key in a request header (default X-API-Key), a credential: keyed by its SHA-256; 401 when absent. */

@@ -1,7 +1,9 @@
 // Types of the polylimit package (lib/index.js). The error classes and the
 // option names come from the vocabulary (lib/vocabulary.d.ts, generated).
+import type { PolicyDocument } from './policy';
 import type { Algorithm, ClockSource, FailurePolicy } from './vocabulary';
 
+export * from './policy';
 export * from './vocabulary';
 
 /** A key: a string (its UTF-8 bytes) or bytes. */
@@ -90,7 +92,7 @@ export declare class Client {
   constructor(options: ClientOptions);
   limiter(spec: string, options?: LimiterOptions): Limiter;
   /** A live HTTP policy from a document (TOML or JSON text, or an object). */
-  livePolicy(document: string | object, options?: LivePolicyOptions): LivePolicy;
+  livePolicy(document: string | PolicyDocument, options?: LivePolicyOptions): LivePolicy;
   /** A live HTTP policy from a file, watched when options.watchMs > 0. */
   openPolicy(path: string, options?: LivePolicyOptions & { watchMs?: number }): LivePolicy;
   /** The client's counters, named as in polylimit_stats. */
@@ -181,18 +183,23 @@ export declare class HttpPolicy {
 export interface LivePolicyOptions {
   /** the application's limiters, named by index by rules with `limiter` */
   limiters?: Limiter[];
-  /** the plan of a tenant the document's table does not name (a [resolver] section); its answers are cached, a failure or a late answer gives the default plan */
+  /**
+   * the plan of a tenant the document's table does not name (a [resolver]
+   * section); its answers are cached, a failure or a late answer gives the
+   * default plan. Without it, a document with a [resolver] section is
+   * refused, at creation and on every reload.
+   */
   resolver?: (tenant: string) => string | Promise<string>;
 }
 
 /** A policy replaced while requests run: reload(), reloadFile(), or a watched file. */
 export declare class LivePolicy {
-  constructor(client: Client, document: string | object, options?: LivePolicyOptions);
+  constructor(client: Client, document: string | PolicyDocument, options?: LivePolicyOptions);
   static open(client: Client, path: string, options?: LivePolicyOptions & { watchMs?: number }): LivePolicy;
   /** The policy for one request (the same object until the next reload). */
   current(): HttpPolicy;
   /** Replaces the policy, or throws InvalidArgumentError naming the line (the old one stays). */
-  reload(document: string | object): void;
+  reload(document: string | PolicyDocument): void;
   /** Reads the file again (a policy opened from a file). */
   reloadFile(): void;
   /** 1 after creation, +1 per accepted reload */
@@ -209,12 +216,12 @@ export declare class LivePolicy {
 }
 
 /**
- * The policy of a JSON document (text, or an object) whose rules name
+ * The policy of a document (TOML or JSON text, or an object) whose rules name
  * `limiters` by index. An invalid document throws an InvalidArgumentError
  * naming the line and the field.
  */
 export declare function policyFromDocument(
-  document: string | object,
+  document: string | PolicyDocument,
   limiters?: Limiter[],
   options?: { client?: Client },
 ): HttpPolicy;

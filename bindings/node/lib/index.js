@@ -655,6 +655,18 @@ function policyFromDocument(document, limiters = [], options = {}) {
   return new HttpPolicy(document, limiters, options);
 }
 
+// A policy document in code (docs/policy.md, "In code"): returns `document`
+// itself, an object with the file's fields (snake_case, as in TOML or
+// JSON). In TypeScript it types the document (PolicyDocument) and checks
+// that default_plan and the tenants' plans name one of its plans; it
+// validates nothing else: the core does, wherever the object is given
+// (livePolicy, openPolicy's reload, policyFromDocument).
+function definePolicy(document) {
+  if (document === null || typeof document !== 'object' || Array.isArray(document))
+    throw new TypeError(`a policy document must be an object, not ${describe(document)}`);
+  return document;
+}
+
 function checkLimiters(limiters) {
   if (!Array.isArray(limiters)) throw new TypeError(`limiters must be an array, not ${describe(limiters)}`);
   limiters.forEach((l, i) => {
@@ -676,7 +688,8 @@ const OPEN = Symbol('polylimit.open');
 // name, when the document has a [resolver] section: its answers are cached
 // (resolver.cache_ttl_ms), and one that throws or takes longer than
 // resolver.timeout_ms gives the default plan (the request does not wait
-// longer).
+// longer). Without a resolver, a document with a [resolver] section is
+// refused by the core, at creation and on every reload.
 class LivePolicy {
   #native;
   #client;
@@ -710,6 +723,7 @@ class LivePolicy {
         path,
         limiters.map((l) => l._native),
         watchMs,
+        resolver !== null,
       );
     } catch (e) {
       rethrow(e);
@@ -717,13 +731,6 @@ class LivePolicy {
     this.#client = client;
     this.#limiters = limiters.slice();
     this.#resolver = resolver;
-    if (resolver === null && this.current().resolverTimeoutMs > 0) {
-      this.close();
-      throw new errors.InvalidArgumentError(
-        'the document has a [resolver] section: give the live policy a resolver (options.resolver, async (tenant) => plan)',
-        invalidStatus,
-      );
-    }
   }
 
   // A live policy from the file at `path`: options { limiters, resolver,
@@ -884,6 +891,7 @@ module.exports = {
   HttpPolicy,
   LivePolicy,
   policyFromDocument,
+  definePolicy,
   ...errors,
   algorithms: Object.keys(vocabulary.algorithms),
   failurePolicies: Object.keys(vocabulary.failurePolicies),

@@ -997,7 +997,7 @@ class Live : public Napi::ObjectWrap<Live> {
                         InstanceMethod("metrics", &Live::Metrics), InstanceMethod("close", &Live::Close)});
   }
 
-  // new NativeLive(client, document | undefined, path | undefined, limiters[], watchMs)
+  // new NativeLive(client, document | undefined, path | undefined, limiters[], watchMs, hasResolver)
   explicit Live(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Live>(info) {
     Napi::Env env = info.Env();
     std::vector<polylimit_limiter*> limiters;
@@ -1017,6 +1017,12 @@ class Live : public Napi::ObjectWrap<Live> {
                                     static_cast<int>(to_int64(info[4])), &live_, &err);
     }
     if (rc != POLYLIMIT_OK) throw library_error(env, err);
+    // Whether the application gave a plan resolver: without one the core
+    // refuses a document with a [resolver] table, now and on every reload.
+    if (polylimit_http_live_set_has_resolver(live_, info[5].ToBoolean().Value() ? 1 : 0, &err) != POLYLIMIT_OK) {
+      Free();
+      throw library_error(env, err);
+    }
   }
 
   ~Live() override { Free(); }
