@@ -174,7 +174,8 @@ std::string ascii_document(std::string_view s) {
         ++end;
       }
       const bool closed = multi ? close >= 3 : close == 1;
-      if (!wide || !closed) {  // as it is (toml++ refuses an unclosed one)
+      if (wide && !closed) fail(line, "a string that is not closed");
+      if (!wide) {  // as it is (toml++ refuses an unclosed one)
         for (; i < end; ++i) {
           if (s[i] == '\n') ++line;
           out += s[i];
@@ -205,6 +206,8 @@ std::string ascii_document(std::string_view s) {
       ++i;
     }
   }
+  for (char c : out)  // what reaches toml++ is ASCII, whatever the above missed
+    if (static_cast<unsigned char>(c) >= 0x80) fail(line, "a character outside ASCII outside a string or comment");
   return out;
 }
 
