@@ -107,6 +107,15 @@ func NewLivePolicyFromMap(client *Client, document map[string]any, opts ...LiveO
 	return NewLivePolicy(client, string(text), opts...)
 }
 
+// NewLivePolicyFromDocument is NewLivePolicy for a document built in code.
+func NewLivePolicyFromDocument(client *Client, document PolicyDocument, opts ...LiveOption) (*LivePolicy, error) {
+	text, err := document.JSON()
+	if err != nil {
+		return nil, err
+	}
+	return NewLivePolicy(client, text, opts...)
+}
+
 // OpenLivePolicy makes a live policy on client from a file, which it checks
 // every 100ms (WithWatch) and reloads when it changed; a refused document
 // leaves the old policy (LastError says why).
@@ -386,6 +395,15 @@ func (l *LivePolicy) ReloadMap(document map[string]any) error {
 		return err
 	}
 	return l.Reload(string(text))
+}
+
+// ReloadDocument is Reload for a document built in code.
+func (l *LivePolicy) ReloadDocument(document PolicyDocument) error {
+	text, err := document.JSON()
+	if err != nil {
+		return err
+	}
+	return l.Reload(text)
 }
 
 // ReloadFile reads the file again (OpenLivePolicy only) and reloads it.
