@@ -259,6 +259,15 @@ func NewHTTPPolicy(document string, limiters ...*Limiter) (*HTTPPolicy, error) {
 	return p, nil
 }
 
+// NewHTTPPolicyFromDocument is NewHTTPPolicy for a document built in code.
+func NewHTTPPolicyFromDocument(document PolicyDocument, limiters ...*Limiter) (*HTTPPolicy, error) {
+	text, err := document.JSON()
+	if err != nil {
+		return nil, err
+	}
+	return NewHTTPPolicy(text, limiters...)
+}
+
 // readShape reads the headers and rules of the policy p.h.
 func (p *HTTPPolicy) readShape(document string) {
 	n := int(C.polylimit_http_policy_header_count(p.h))
@@ -329,6 +338,21 @@ func (p *HTTPPolicy) StepLimiter(step HTTPStep) *Limiter {
 		return nil
 	}
 	return p.limiters[step.Limiter]
+}
+
+// StepPlan returns the plan whose limit an HTTPCheck step checks: "" for a
+// rule's own limit, an application's limiter, or another step.
+func (p *HTTPPolicy) StepPlan(step HTTPStep) string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.h == nil || step.Action != HTTPCheck || step.Limiter < 0 {
+		return ""
+	}
+	plan := C.polylimit_http_policy_limiter_plan(p.h, C.size_t(step.Limiter))
+	if plan == nil {
+		return ""
+	}
+	return C.GoString(plan)
 }
 
 // httpScratch is one request's C-facing memory: no Go pointer in what C is

@@ -46,7 +46,9 @@ func WithAppLimiters(limiters ...*Limiter) LiveOption {
 }
 
 // WithPlanResolver gives the resolver of the tenants the document's tenants
-// table does not name (the document must have a resolver section).
+// table does not name. A document with a resolver section is refused
+// without one, at creation and on every reload; a document without one
+// never asks it.
 func WithPlanResolver(f PlanResolver) LiveOption { return func(c *liveConfig) { c.resolver = f } }
 
 // WithWatch has OpenLivePolicy check its file every d and reload it when it
@@ -103,6 +105,15 @@ func NewLivePolicyFromMap(client *Client, document map[string]any, opts ...LiveO
 		return nil, err
 	}
 	return NewLivePolicy(client, string(text), opts...)
+}
+
+// NewLivePolicyFromDocument is NewLivePolicy for a document built in code.
+func NewLivePolicyFromDocument(client *Client, document PolicyDocument, opts ...LiveOption) (*LivePolicy, error) {
+	text, err := document.JSON()
+	if err != nil {
+		return nil, err
+	}
+	return NewLivePolicy(client, text, opts...)
 }
 
 // OpenLivePolicy makes a live policy on client from a file, which it checks
@@ -178,16 +189,16 @@ func newLive(client *Client, opts []LiveOption,
 		return nil, cError(st, &cerr)
 	}
 	l.h = h
-	if l.resolver == nil {
-		cur := C.polylimit_http_live_current(l.h)
-		timeout := C.polylimit_http_policy_resolver_timeout_ms(cur)
-		C.polylimit_http_policy_free(cur)
-		if timeout > 0 {
-			C.polylimit_http_live_free(l.h)
-			l.h = nil
-			return nil, newError(ErrInvalidArgument,
-				"the policy document has a resolver section but no plan resolver was given (WithPlanResolver)")
-		}
+	// The library refuses a document with a resolver table when the
+	// application gave no resolver: this one and every later reload.
+	has := C.int(0)
+	if l.resolver != nil {
+		has = 1
+	}
+	if st := C.polylimit_http_live_set_has_resolver(l.h, has, &cerr); st != C.POLYLIMIT_OK {
+		C.polylimit_http_live_free(l.h)
+		l.h = nil
+		return nil, cError(st, &cerr)
 	}
 	runtime.SetFinalizer(l, (*LivePolicy).Close)
 	return l, nil
@@ -384,6 +395,15 @@ func (l *LivePolicy) ReloadMap(document map[string]any) error {
 		return err
 	}
 	return l.Reload(string(text))
+}
+
+// ReloadDocument is Reload for a document built in code.
+func (l *LivePolicy) ReloadDocument(document PolicyDocument) error {
+	text, err := document.JSON()
+	if err != nil {
+		return err
+	}
+	return l.Reload(text)
 }
 
 // ReloadFile reads the file again (OpenLivePolicy only) and reloads it.

@@ -324,6 +324,15 @@ func FromMap(doc map[string]any, limiters ...*polylimit.Limiter) (*Middleware, e
 	return FromDocument(string(text), limiters...)
 }
 
+// FromPolicyDocument is FromDocument for a document built in code.
+func FromPolicyDocument(doc polylimit.PolicyDocument, limiters ...*polylimit.Limiter) (*Middleware, error) {
+	text, err := doc.JSON()
+	if err != nil {
+		return nil, err
+	}
+	return FromDocument(text, limiters...)
+}
+
 // With returns a copy of the middleware with more options: the application's
 // hooks and handlers (options that would change the policy document do not
 // apply to a document's middleware).

@@ -186,11 +186,29 @@ func TestLiveResolver(t *testing.T) {
 
 	// A document with a resolver section and no resolver is refused.
 	c := openClient(t, shared.URL)
-	if l, err := polylimit.NewLivePolicy(c, doc); err == nil || !strings.Contains(err.Error(), "WithPlanResolver") {
+	if l, err := polylimit.NewLivePolicy(c, doc); err == nil || !strings.Contains(err.Error(), "gave no plan resolver") {
 		if l != nil {
 			l.Close()
 		}
 		t.Errorf("no resolver for a document with a resolver section: %v", err)
+	}
+}
+
+// A live policy made without a resolver refuses a reload that adds a
+// resolver table, and keeps the old policy.
+func TestLiveReloadAddingResolverTable(t *testing.T) {
+	live := newLive(t, plansDoc(t, "3/minute", ""))
+	srv, _ := liveServer(t, live)
+	const msg = "gave no plan resolver"
+	err := live.Reload(plansDoc(t, "50/minute", "[resolver]\ntimeout_ms = 100\n"))
+	if err == nil || !strings.Contains(err.Error(), msg) {
+		t.Fatalf("a reload adding a resolver table: %v, want %q", err, msg)
+	}
+	if g := live.Generation(); g != 1 {
+		t.Errorf("generation %d, want 1", g)
+	}
+	if got := admitted(t, srv.URL, "initech", 5); got != 3 {
+		t.Errorf("after the refused reload: %d admitted, want 3 (the old policy's default plan)", got)
 	}
 }
 
