@@ -354,7 +354,7 @@ public final class LivePolicy implements AutoCloseable {
         /**
          * @throws InvalidArgumentException for a document the core refuses
          *         (naming the line), or one with a {@code [resolver]} section
-         *         when no resolver was given
+         *         when no resolver was given (as its later reloads are)
          * @throws PolylimitException when the file cannot be read
          */
         public LivePolicy build() {
@@ -381,14 +381,14 @@ public final class LivePolicy implements AutoCloseable {
                 err.delete();
             }
             LivePolicy live = new LivePolicy(this, out[0]);
-            if (!live.hasResolver()) {
-                try (HttpPolicy p = live.current()) {
-                    if (p.resolverTimeoutMs() > 0) {
-                        live.close();
-                        throw new InvalidArgumentException("the policy document has a [resolver] section but no "
-                                + "plan resolver was given: LivePolicy.Builder.resolver(...) or asyncResolver(...)");
-                    }
-                }
+            // From now on the core refuses a document with a [resolver] table
+            // when the application gave no resolver: this one and every reload.
+            int has = live.hasResolver() ? 1 : 0;
+            try {
+                live.call((h, e) -> PolylimitNative.polylimit_http_live_set_has_resolver(h, has, e));
+            } catch (RuntimeException | Error e) {
+                live.close();
+                throw e;
             }
             return live;
         }
