@@ -646,7 +646,11 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
    limits (polylimit_http_policy_load): the handle comes back as the other
    handles do; the calls taking a document, a path, a tenant or a plan as
    (const char *, size_t) are called through their packed forms at the end
-   (byte[] in, copied for the call). */
+   (byte[] in, copied for the call). polylimit_http_live_set_has_resolver
+   (live, int, err) is wrapped as it is: LivePolicy calls it right after
+   creating a live policy, so that the core refuses a document with a
+   [resolver] table (at creation and on every reload) when the application
+   gave no resolver. */
 #ifdef SWIGJAVA
 POLYLIMIT_HANDLE_OUT(polylimit_http_live)
 %ignore polylimit_http_policy_load;

@@ -510,6 +510,16 @@ public final class HttpPolicy implements AutoCloseable {
         return load(client, Json.write(Objects.requireNonNull(document, "document")), limiters);
     }
 
+    /** {@link #load(Client, String, List)} of a document written in code ({@link PolicyDocument}). */
+    public static HttpPolicy load(Client client, PolicyDocument document, List<Limiter> limiters) {
+        return load(client, Objects.requireNonNull(document, "document").toJson(), limiters);
+    }
+
+    /** {@link #fromDocument(String, List)} of a document written in code ({@link PolicyDocument}). */
+    public static HttpPolicy fromDocument(PolicyDocument document, List<Limiter> limiters) {
+        return fromDocument(Objects.requireNonNull(document, "document").toJson(), limiters);
+    }
+
     /**
      * The policy of a document given as Java values: a {@link Map} (an
      * object, in its iteration order), lists, strings, numbers, booleans and

@@ -26,7 +26,8 @@ import java.util.function.Function;
 
 /**
  * An HTTP policy that can be replaced while requests run (docs/policy.md):
- * made from a document (TOML or JSON, or Java values written as JSON) or
+ * made from a document (TOML or JSON, a {@link PolicyDocument} built in
+ * code, or Java values written as JSON) or
  * opened from a file, which the core can watch and reload when it changes.
  * {@link #reload} swaps in a new document atomically; a document with an
  * error is refused (the message names the line) and the old policy stays.
@@ -91,6 +92,11 @@ public final class LivePolicy implements AutoCloseable {
         return builder(client).document(document).limiters(limiters).build();
     }
 
+    /** A live policy of a document written in code, with the application's limiters (rules' {@code limiter(i)}). */
+    public static LivePolicy fromDocument(Client client, PolicyDocument document, List<Limiter> limiters) {
+        return builder(client).document(document).limiters(limiters).build();
+    }
+
     /** A live policy of a file, reloaded within {@code watch} of a change (null or zero: not watched). */
     public static LivePolicy open(Client client, Path path, Duration watch) {
         return builder(client).file(path).watch(watch).build();
@@ -136,6 +142,11 @@ public final class LivePolicy implements AutoCloseable {
     /** {@link #reload(String)} of a document given as Java values (written as JSON). */
     public void reload(Map<String, ?> document) {
         reload(Json.write(Objects.requireNonNull(document, "document")));
+    }
+
+    /** {@link #reload(String)} of a document written in code ({@link PolicyDocument}). */
+    public void reload(PolicyDocument document) {
+        reload(Objects.requireNonNull(document, "document").toJson());
     }
 
     /**
@@ -292,6 +303,11 @@ public final class LivePolicy implements AutoCloseable {
             return document(Json.write(Objects.requireNonNull(document, "document")));
         }
 
+        /** The document written in code ({@link PolicyDocument#builder()}). */
+        public Builder document(PolicyDocument document) {
+            return document(Objects.requireNonNull(document, "document").toJson());
+        }
+
         /** The document's file instead (read now; {@link #reloadFile} and the watch read it again). */
         public Builder file(Path file) {
             this.file = Objects.requireNonNull(file, "file");
@@ -338,7 +354,7 @@ public final class LivePolicy implements AutoCloseable {
         /**
          * @throws InvalidArgumentException for a document the core refuses
          *         (naming the line), or one with a {@code [resolver]} section
-         *         when no resolver was given
+         *         when no resolver was given (as its later reloads are)
          * @throws PolylimitException when the file cannot be read
          */
         public LivePolicy build() {
@@ -365,14 +381,14 @@ public final class LivePolicy implements AutoCloseable {
                 err.delete();
             }
             LivePolicy live = new LivePolicy(this, out[0]);
-            if (!live.hasResolver()) {
-                try (HttpPolicy p = live.current()) {
-                    if (p.resolverTimeoutMs() > 0) {
-                        live.close();
-                        throw new InvalidArgumentException("the policy document has a [resolver] section but no "
-                                + "plan resolver was given: LivePolicy.Builder.resolver(...) or asyncResolver(...)");
-                    }
-                }
+            // From now on the core refuses a document with a [resolver] table
+            // when the application gave no resolver: this one and every reload.
+            int has = live.hasResolver() ? 1 : 0;
+            try {
+                live.call((h, e) -> PolylimitNative.polylimit_http_live_set_has_resolver(h, has, e));
+            } catch (RuntimeException | Error e) {
+                live.close();
+                throw e;
             }
             return live;
         }

@@ -191,8 +191,37 @@ class LivePolicyTest extends ServerTestBase {
     void aDocumentWithAResolverNeedsOne() {
         String doc = plans(prefix(), "10/minute", "\n[resolver]\ntimeout_ms = 50\n");
         InvalidArgumentException e = assertInvalid(() -> LivePolicy.fromDocument(client, doc, List.of()));
-        assertTrue(e.getMessage().contains("resolver"), e.getMessage());
+        assertTrue(e.getMessage().contains("gave no plan resolver"), e.getMessage());
         assertInvalid(() -> HttpPolicy.load(client, doc, List.of()));
+    }
+
+    @Test
+    void aReloadAddingAResolverTableNeedsOne() {
+        String prefix = prefix();
+        try (LivePolicy live = LivePolicy.fromDocument(client, plans(prefix, "10/minute", ""), List.of())) {
+            assertEquals(3, admitted(live, "globex", 3));
+            String withResolver = plans(prefix, "20/minute", "\n[resolver]\ntimeout_ms = 50\n");
+            InvalidArgumentException e = assertInvalid(() -> live.reload(withResolver));
+            assertTrue(e.getMessage().contains("gave no plan resolver"), e.getMessage());
+            // The same from code.
+            PolicyDocument inCode = PolicyDocument.builder().prefix(prefix).defaultPlan("free")
+                    .plan("free", java.util.Map.of("api", "20/minute"))
+                    .resolver(PolicyDocument.resolver().timeout(Duration.ofMillis(50)))
+                    .rule(PolicyDocument.rule("api").key("tenant").planLimit()).build();
+            e = assertInvalid(() -> live.reload(inCode));
+            assertTrue(e.getMessage().contains("gave no plan resolver"), e.getMessage());
+            // The old policy stays: still 10 a minute for a free tenant.
+            assertEquals(1, live.generation());
+            assertTrue(live.lastError().contains("gave no plan resolver"), live.lastError());
+            assertEquals(7, admitted(live, "globex", 10));
+        }
+        // With a resolver, the same reload is taken.
+        try (LivePolicy live = LivePolicy.builder(client).document(plans(prefix(), "10/minute", ""))
+                .resolver(tenant -> "pro").build()) {
+            live.reload(plans(prefix(), "10/minute", "\n[resolver]\ntimeout_ms = 50\n"));
+            assertEquals(2, live.generation());
+            assertEquals(20, admitted(live, "globex", 20)); // placed on pro by the resolver
+        }
     }
 
     @Test

@@ -6,6 +6,7 @@ import io.polylimit.Decision;
 import io.polylimit.HttpPolicy;
 import io.polylimit.LivePolicy;
 import io.polylimit.Limiter;
+import io.polylimit.PolicyDocument;
 import io.polylimit.PolylimitException;
 import io.polylimit.Status;
 import jakarta.servlet.Filter;
@@ -183,6 +184,11 @@ public final class RateLimitFilter implements Filter {
      */
     public static RateLimitFilter fromDocument(String json, List<Limiter> limiters) {
         return builder().document(json, limiters).build();
+    }
+
+    /** {@link #fromDocument(String, List)} of a document written in code ({@link PolicyDocument}). */
+    public static RateLimitFilter fromDocument(PolicyDocument document, List<Limiter> limiters) {
+        return builder().document(document, limiters).build();
     }
 
     @Override
@@ -639,6 +645,11 @@ public final class RateLimitFilter implements Filter {
             this.document = Objects.requireNonNull(json, "json");
             this.documentLimiters = List.copyOf(Objects.requireNonNull(limiters, "limiters"));
             return this;
+        }
+
+        /** {@link #document(String, List)} of a document written in code ({@link PolicyDocument}). */
+        public Builder document(PolicyDocument document, List<Limiter> limiters) {
+            return document(Objects.requireNonNull(document, "document").toJson(), limiters);
         }
 
         /**
