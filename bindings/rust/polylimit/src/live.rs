@@ -207,6 +207,11 @@ impl LivePolicyBuilder {
         call(|err| f(*client, handles.as_ptr(), handles.len(), &mut handle, err))?;
         drop(client);
         drop(guards);
+        #[cfg(feature = "tokio")]
+        let has_resolver = self.resolver.is_some();
+        #[cfg(not(feature = "tokio"))]
+        let has_resolver = false;
+        // Owned from here: an error below frees it.
         let live = LivePolicy {
             inner: Arc::new(LiveInner {
                 handle,
@@ -217,15 +222,10 @@ impl LivePolicyBuilder {
                 resolver: self.resolver,
             }),
         };
-        if live.current().resolver_timeout().is_some() && !live.has_resolver() {
-            return Err(Error::invalid(if cfg!(feature = "tokio") {
-                "the policy document has a resolver section but no plan resolver was given \
-                 (LivePolicyBuilder::resolver)"
-            } else {
-                "the policy document has a resolver section: a plan resolver \
-                 (LivePolicyBuilder::resolver, feature `tokio`) is needed"
-            }));
-        }
+        // The core refuses a document with a resolver section when the
+        // application gave no resolver: this one, and every later reload.
+        // SAFETY: a live handle.
+        call(|err| unsafe { sys::polylimit_http_live_set_has_resolver(handle, i32::from(has_resolver), err) })?;
         Ok(live)
     }
 }
