@@ -649,6 +649,11 @@ extern "C" {
         err: *mut polylimit_error,
     ) -> c_int;
     pub fn polylimit_http_live_free(live: *mut polylimit_http_live);
+    pub fn polylimit_http_live_set_has_resolver(
+        live: *mut polylimit_http_live,
+        has_resolver: c_int,
+        err: *mut polylimit_error,
+    ) -> c_int;
     pub fn polylimit_http_live_current(live: *const polylimit_http_live) -> *mut polylimit_http_policy;
     pub fn polylimit_http_live_reload(
         live: *mut polylimit_http_live,

@@ -15,7 +15,7 @@ type Lims = *const *mut polylimit_limiter;
 
 #[test]
 fn live_functions_have_the_header_prototypes() {
-    let fns: [(&str, *const c_void); 16] = [
+    let fns: [(&str, *const c_void); 17] = [
         (
             "policy_load",
             (polylimit_http_policy_load
@@ -79,6 +79,11 @@ fn live_functions_have_the_header_prototypes() {
         (
             "live_free",
             (polylimit_http_live_free as unsafe extern "C" fn(*mut polylimit_http_live)) as *const c_void,
+        ),
+        (
+            "live_set_has_resolver",
+            (polylimit_http_live_set_has_resolver as unsafe extern "C" fn(*mut polylimit_http_live, c_int, E) -> c_int)
+                as *const c_void,
         ),
         (
             "live_current",
@@ -164,6 +169,17 @@ fn a_live_policy_through_the_raw_calls() {
             &mut err,
         );
         assert_eq!(rc, POLYLIMIT_OK);
+        // No resolver: the document's resolver table is refused; with one, accepted.
+        assert_eq!(
+            polylimit_http_live_set_has_resolver(live, 0, &mut err),
+            -2,
+            "POLYLIMIT_EINVALID"
+        );
+        let msg = core::ffi::CStr::from_ptr(err.message.as_ptr())
+            .to_string_lossy()
+            .into_owned();
+        assert!(msg.contains("gave no plan resolver"), "{msg}");
+        assert_eq!(polylimit_http_live_set_has_resolver(live, 1, &mut err), POLYLIMIT_OK);
         assert_eq!(polylimit_http_live_generation(live), 1);
         let policy = polylimit_http_live_current(live);
         assert!(!policy.is_null());

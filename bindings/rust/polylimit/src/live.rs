@@ -2,9 +2,9 @@
 //! requests run (docs/policy.md).
 
 use crate::error::call;
-use crate::policy::Policy;
 #[cfg(feature = "tokio")]
 use crate::policy::{Action, Request, Step};
+use crate::policy::{AsDocument, Policy};
 use crate::{cstring, sys, take_string, Client, Error, Limiter};
 use std::ffi::{c_char, CStr};
 use std::fmt;
@@ -154,10 +154,12 @@ impl LivePolicyBuilder {
     }
 
     /// A live policy from a document (JSON when its first non-space
-    /// character is `{`, else TOML); [`Error::InvalidArgument`] naming the
-    /// line for one that is not valid, or one with a `resolver` section and
-    /// no [`resolver`](Self::resolver).
-    pub fn document(self, document: &str) -> Result<LivePolicy, Error> {
+    /// character is `{`, else TOML; or a
+    /// [`PolicyDocument`](crate::policy::PolicyDocument));
+    /// [`Error::InvalidArgument`] naming the line for one that is not valid,
+    /// or one with a `resolver` section and no [`resolver`](Self::resolver).
+    pub fn document(self, document: &(impl AsDocument + ?Sized)) -> Result<LivePolicy, Error> {
+        let document = document.as_document();
         self.make(|client, handles, n, out, err| {
             // SAFETY: every pointer is valid for the call; the live policy
             // keeps what it needs.
@@ -207,6 +209,11 @@ impl LivePolicyBuilder {
         call(|err| f(*client, handles.as_ptr(), handles.len(), &mut handle, err))?;
         drop(client);
         drop(guards);
+        #[cfg(feature = "tokio")]
+        let has_resolver = self.resolver.is_some();
+        #[cfg(not(feature = "tokio"))]
+        let has_resolver = false;
+        // Owned from here: an error below frees it.
         let live = LivePolicy {
             inner: Arc::new(LiveInner {
                 handle,
@@ -217,15 +224,10 @@ impl LivePolicyBuilder {
                 resolver: self.resolver,
             }),
         };
-        if live.current().resolver_timeout().is_some() && !live.has_resolver() {
-            return Err(Error::invalid(if cfg!(feature = "tokio") {
-                "the policy document has a resolver section but no plan resolver was given \
-                 (LivePolicyBuilder::resolver)"
-            } else {
-                "the policy document has a resolver section: a plan resolver \
-                 (LivePolicyBuilder::resolver, feature `tokio`) is needed"
-            }));
-        }
+        // The core refuses a document with a resolver section when the
+        // application gave no resolver: this one, and every later reload.
+        // SAFETY: a live handle.
+        call(|err| unsafe { sys::polylimit_http_live_set_has_resolver(handle, i32::from(has_resolver), err) })?;
         Ok(live)
     }
 }
@@ -245,7 +247,7 @@ impl LivePolicy {
 
     /// A live policy from a document, without application limiters or a
     /// resolver ([`builder`](Self::builder) for those).
-    pub fn new(client: &Client, document: &str) -> Result<LivePolicy, Error> {
+    pub fn new(client: &Client, document: &(impl AsDocument + ?Sized)) -> Result<LivePolicy, Error> {
         LivePolicy::builder(client).document(document)
     }
 
@@ -279,9 +281,13 @@ impl LivePolicy {
         p
     }
 
-    /// Replaces the policy by `document` (JSON or TOML), or refuses it
-    /// ([`Error::InvalidArgument`] naming the line; the old policy stays).
-    pub fn reload(&self, document: &str) -> Result<(), Error> {
+    /// Replaces the policy by `document` (JSON, TOML or a
+    /// [`PolicyDocument`](crate::policy::PolicyDocument)), or refuses it
+    /// ([`Error::InvalidArgument`] naming the line; the old policy stays:
+    /// one with a `resolver` section is refused when the live policy has
+    /// no [`resolver`](LivePolicyBuilder::resolver)).
+    pub fn reload(&self, document: &(impl AsDocument + ?Sized)) -> Result<(), Error> {
+        let document = document.as_document();
         // SAFETY: a live handle; the document is valid for the call.
         call(|err| unsafe {
             sys::polylimit_http_live_reload(self.inner.handle, document.as_ptr().cast(), document.len(), err)

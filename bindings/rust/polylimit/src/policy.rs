@@ -39,6 +39,12 @@
 //! # Ok(()) }
 //! ```
 
+mod document;
+
+pub use document::{
+    AsDocument, Cost, CountWhen, Key, Limit, Lists, OnError, OnMissingKey, PolicyDocument, Resolver, Rule, Status,
+};
+
 use crate::error::call;
 use crate::{sys, take_string, Client, Decision, Error, Limiter};
 use std::ffi::{c_char, CStr};
@@ -234,21 +240,25 @@ fn text(s: Option<&[u8]>) -> sys::polylimit_str {
 impl Policy {
     /// Makes a policy from its document, JSON or TOML (JSON when its first
     /// non-space character is `{`; docs/integrations/contract.md, "The
-    /// policy document"); a rule's `"limiter": i` names `limiters[i]`. A
+    /// policy document") or a [`PolicyDocument`]; a rule's `"limiter": i` names `limiters[i]`. A
     /// document whose rules name limits of their own (`limit`, plans) is
     /// refused here: [`load`](Self::load) makes them on a client. A document that is not valid is
     /// [`Error::InvalidArgument`] with a message naming the line and the field.
-    pub fn from_document(document: &str, limiters: Vec<Limiter>) -> Result<Policy, Error> {
-        Policy::make(None, document, limiters)
+    pub fn from_document(document: &(impl AsDocument + ?Sized), limiters: Vec<Limiter>) -> Result<Policy, Error> {
+        Policy::make(None, &document.as_document(), limiters)
     }
 
-    /// Makes a policy from its document (JSON or TOML) whose rules may name
+    /// Makes a policy from its document (JSON, TOML or a [`PolicyDocument`]) whose rules may name
     /// limits of their own (`limit = "10/minute"`, the tenants' plans): the
     /// policy makes those limiters on `client` and keeps them; a rule's
     /// `limiter = i` names `limiters[i]` as in
     /// [`from_document`](Self::from_document).
-    pub fn load(client: &Client, document: &str, limiters: Vec<Limiter>) -> Result<Policy, Error> {
-        Policy::make(Some(client), document, limiters)
+    pub fn load(
+        client: &Client,
+        document: &(impl AsDocument + ?Sized),
+        limiters: Vec<Limiter>,
+    ) -> Result<Policy, Error> {
+        Policy::make(Some(client), &document.as_document(), limiters)
     }
 
     fn make(client: Option<&Client>, document: &str, limiters: Vec<Limiter>) -> Result<Policy, Error> {
@@ -386,6 +396,16 @@ impl Policy {
         // Another thread may have set it first: this handle is then freed.
         let _ = slot.set(Limiter::from_handle(handle, client.clone()));
         slot.get()
+    }
+
+    /// The plan whose limit a step's limiter is (`"pro"`); `""` for a
+    /// rule's own limit or an application's limiter; `None` for a step
+    /// without a limiter.
+    pub fn limiter_plan(&self, step: &Step) -> Option<String> {
+        let i = usize::try_from(step.raw.limiter).ok()?;
+        // SAFETY: a live policy; the string (or null, out of range) is the policy's own.
+        let p = unsafe { sys::polylimit_http_policy_limiter_plan(self.inner.handle, i) };
+        (!p.is_null()).then(|| owned(p))
     }
 
     /// Decides what to do with a request (no I/O). A rule that takes the

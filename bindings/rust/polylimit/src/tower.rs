@@ -410,10 +410,14 @@ impl RateLimitLayer {
         RateLimitLayer::from_spec(spec).expect("the document of a new layer is valid")
     }
 
-    /// A layer over a policy document and the limiters its rules name by
-    /// index ([`Policy::from_document`]); `Error::InvalidArgument`, naming
+    /// A layer over a policy document (a string or a
+    /// [`PolicyDocument`](crate::policy::PolicyDocument)) and the limiters
+    /// its rules name by index ([`Policy::from_document`]); `Error::InvalidArgument`, naming
     /// the line and the field, for a document that is not valid.
-    pub fn from_document(document: &str, limiters: Vec<Limiter>) -> Result<RateLimitLayer, Error> {
+    pub fn from_document(
+        document: &(impl crate::policy::AsDocument + ?Sized),
+        limiters: Vec<Limiter>,
+    ) -> Result<RateLimitLayer, Error> {
         Ok(RateLimitLayer::from_policy(Policy::from_document(document, limiters)?))
     }
 
