@@ -50,13 +50,13 @@ function findCmake() {
   return cmake;
 }
 
-// CXX if set (its first word: "ccache g++" keeps ccache via the launcher),
-// else the first of c++, g++, clang++ on PATH.
+// CXX if set (CMake reads it itself: null here), else the first of c++,
+// g++, clang++ on PATH.
 function findCompiler() {
-  const candidates = process.env.CXX ? [process.env.CXX.trim().split(/\s+/)[0]] : ['c++', 'g++', 'clang++'];
-  for (const cxx of candidates) {
-    const r = probe(cxx, ['--version']);
-    if (r && r.status === 0) return cxx;
+  if (process.env.CXX) {
+    if (probe(process.env.CXX.trim().split(/\s+/)[0], ['--version'])?.status === 0) return null;
+  } else {
+    for (const cxx of ['c++', 'g++', 'clang++']) if (probe(cxx, ['--version'])?.status === 0) return cxx;
   }
   return missing(
     process.env.CXX
@@ -97,7 +97,7 @@ function sourceBuild() {
   const log = path.join(pkg, 'build', 'build.log');
   fs.rmSync(path.join(pkg, 'build'), { recursive: true, force: true });
   fs.mkdirSync(work, { recursive: true });
-  say(`building the addon from source (${cxx}, ${generator}; the log: ${log})`);
+  say(`building the addon from source (${cxx || process.env.CXX}, ${generator}; the log: ${log})`);
   const logFd = fs.openSync(log, 'w');
   const run = (args) => {
     fs.writeSync(logFd, `$ ${cmake} ${args.join(' ')}\n`);
@@ -113,7 +113,7 @@ function sourceBuild() {
     '-G',
     generator,
     '-DCMAKE_BUILD_TYPE=Release',
-    `-DCMAKE_CXX_COMPILER=${cxx}`,
+    ...(cxx ? [`-DCMAKE_CXX_COMPILER=${cxx}`] : []),
     `-DPOLYLIMIT_NODE_INCLUDE_DIR=${nodeHeaders}`,
     `-DPOLYLIMIT_NODE_OUTPUT_DIR=${out}`,
   ]);
