@@ -57,6 +57,22 @@ std::string document(int rules, int denied, const char* key) {
   return d;
 }
 
+// Runs one(i) for requests i = 0, 1, ... until `seconds` have passed,
+// reading the clock after every `batch` of them: microseconds per request.
+template <typename F>
+double per_request(double seconds, int batch, F&& one) {
+  long long n = 0;
+  auto start = Clock::now();
+  auto until = start + std::chrono::duration<double>(seconds);
+  Clock::time_point now;
+  do {
+    for (int i = 0; i < batch; ++i) one(n + i);
+    n += batch;
+    now = Clock::now();
+  } while (now < until);
+  return std::chrono::duration<double, std::micro>(now - start).count() / double(n);
+}
+
 struct Shape {
   const char* name;
   std::string doc;
@@ -127,23 +143,15 @@ int main(int argc, char** argv) {
              polylimit_http_step step;
              polylimit_http_response resp;
              polylimit_error e;
-             long long n = 0;
-             auto start = Clock::now();
-             auto until = start + std::chrono::duration<double>(seconds);
-             Clock::time_point now;
-             do {
-               for (int i = 0; i < 256; ++i) {
-                 polylimit_http_prepare(p, &r, &step, &e);
-                 polylimit_http_answer(p, &step, deny ? &denied : &allowed, &resp, &e);
-               }
-               n += 256;
-               now = Clock::now();
-             } while (now < until);
+             double us = per_request(seconds, 256, [&](long long) {
+               polylimit_http_prepare(p, &r, &step, &e);
+               polylimit_http_answer(p, &step, deny ? &denied : &allowed, &resp, &e);
+             });
              if (step.action != POLYLIMIT_HTTP_CHECK) {
                std::fprintf(stderr, "%s: step %d, not a check\n", shape.name, step.action);
                std::exit(1);
              }
-             return std::chrono::duration<double, std::micro>(now - start).count() / double(n);
+             return us;
            }});
     }
   }
@@ -176,17 +184,10 @@ int main(int argc, char** argv) {
     cells.push_back({std::string("check alone, ") + path, [l, &keys, seconds] {
                        polylimit_decision d;
                        polylimit_error e;
-                       long long n = 0;
-                       auto start = Clock::now();
-                       auto until = start + std::chrono::duration<double>(seconds);
-                       Clock::time_point now;
-                       do {
-                         const auto& k = keys[static_cast<size_t>(n % static_cast<long long>(keys.size()))];
+                       return per_request(seconds, 1, [&](long long n) {
+                         const auto& k = keys[static_cast<size_t>(n) % keys.size()];
                          polylimit_limiter_check(l, k.data(), k.size(), 1, &d, &e);
-                         ++n;
-                         now = Clock::now();
-                       } while (now < until);
-                       return std::chrono::duration<double, std::micro>(now - start).count() / double(n);
+                       });
                      }});
     cells.push_back({std::string("polylimit_http_decide, ") + path, [p, &ips, seconds, deny] {
                        polylimit_http_request r{};
@@ -201,22 +202,15 @@ int main(int argc, char** argv) {
                        polylimit_decision d;
                        polylimit_http_response resp;
                        polylimit_error e;
-                       long long n = 0;
-                       auto start = Clock::now();
-                       auto until = start + std::chrono::duration<double>(seconds);
-                       Clock::time_point now;
-                       do {
-                         const auto& ip = ips[static_cast<size_t>(n % static_cast<long long>(ips.size()))];
+                       return per_request(seconds, 1, [&](long long n) {
+                         const auto& ip = ips[static_cast<size_t>(n) % ips.size()];
                          xff = {ip.data(), ip.size()};
                          polylimit_http_decide(p, &r, &step, &d, &resp, &e);
                          if (resp.status != (deny ? 429 : 0)) {
                            std::fprintf(stderr, "decide answered %d\n", resp.status);
                            std::exit(1);
                          }
-                         ++n;
-                         now = Clock::now();
-                       } while (now < until);
-                       return std::chrono::duration<double, std::micro>(now - start).count() / double(n);
+                       });
                      }});
   }
 

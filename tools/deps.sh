@@ -28,6 +28,9 @@ for component in "${want[@]}"; do
       need_pkg ninja-build ninja
       need_pkg pkg-config pkg-config
       need_pkg libssl-dev      # TLS (rediss://)
+      # TOML policy documents (core/src/util/toml.cpp): toml++, header-only;
+      # a build without it reads JSON policies only.
+      need_pkg libtomlplusplus-dev
       need_pkg openssl openssl # tests/cpp/tls_test.cpp, bench_tls: make test certificates
       need_pkg libgtest-dev
       # Tests and benchmarks only (tests/hiredis.cmake): hiredis's reader is

@@ -5,13 +5,14 @@ package polylimit
 
 /*
 #include <stdlib.h>
+#include <string.h>
 #include <polylimit.h>
 
 // A request reaches C without a pointer in Go memory: its strings are spans
 // of one byte buffer, two int64 each (offset, length; offset -1: absent), in
-// the order method, path, route, peer, user, tenant, app_key, then the
+// the order method, path, route, peer, user, tenant, app_key, plan, then the
 // policy's headers. The polylimit_http_request is made here, on C's stack.
-enum { PL_HTTP_FIXED = 7, PL_HTTP_STACK_HEADERS = 32 };
+enum { PL_HTTP_FIXED = 8, PL_HTTP_STACK_HEADERS = 32 };
 
 static polylimit_str pl_span(const char *buf, const int64_t *s) {
 	polylimit_str out = {NULL, 0};
@@ -28,6 +29,7 @@ static int pl_http_call(const polylimit_http_policy *p, const char *buf, const i
 	polylimit_str stack[PL_HTTP_STACK_HEADERS];
 	polylimit_str *hs = stack;
 	polylimit_http_request req;
+	memset(&req, 0, sizeof req);
 	size_t i;
 	int rc;
 	if (buf == NULL) buf = "";
@@ -44,6 +46,7 @@ static int pl_http_call(const polylimit_http_policy *p, const char *buf, const i
 	req.user = pl_span(buf, spans + 8);
 	req.tenant = pl_span(buf, spans + 10);
 	req.app_key = pl_span(buf, spans + 12);
+	req.plan = pl_span(buf, spans + 14);
 	req.headers = hs;
 	req.header_count = n_headers;
 	req.cost = cost;
@@ -59,7 +62,6 @@ import "C"
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"runtime"
 	"strings"
@@ -91,6 +93,10 @@ type HTTPPolicy struct {
 	headers  []string
 	canon    []string // the headers' canonical names (http.Header keys)
 	rules    []HTTPRule
+	// noResolver: a request without a plan is described with the plan
+	// present and empty (the document's tenants table or default plan).
+	noResolver bool
+	live       *LivePolicy // the live policy this one is the current of, for Decide's plans
 }
 
 // HTTPRule is one rule of a policy document, in document order.
@@ -115,6 +121,10 @@ const (
 	// HTTPNeedAppKey: the rule keys by the application's key: describe the
 	// request again with HTTPRequest.AppKey set.
 	HTTPNeedAppKey HTTPAction = C.POLYLIMIT_HTTP_NEED_APP_KEY
+	// HTTPNeedPlan: the rule's limit is the tenant's plan's, which the
+	// application resolves: describe the request again with
+	// HTTPRequest.Plan set. A LivePolicy's Decide does it with its resolver.
+	HTTPNeedPlan HTTPAction = C.POLYLIMIT_HTTP_NEED_PLAN
 )
 
 // String is the action's name in tests/http/vectors.json: "proceed", "check",
@@ -129,6 +139,8 @@ func (a HTTPAction) String() string {
 		return "respond"
 	case HTTPNeedAppKey:
 		return "need_app_key"
+	case HTTPNeedPlan:
+		return "need_plan"
 	}
 	return "?"
 }
@@ -149,15 +161,23 @@ type HTTPRequest struct {
 	AppKey    string
 	HasAppKey bool
 	Cost      int64 // > 0: this request's cost, instead of the rule's
+	// Plan is the tenant's plan, as the application's resolver answered an
+	// HTTPNeedPlan step; read only when HasPlan ("" then is the document's
+	// default plan). A LivePolicy's Decide sets both when it resolves.
+	Plan    string
+	HasPlan bool
 }
 
 // HTTPStep is what to do with a request (Prepare, Decide).
 type HTTPStep struct {
 	Action HTTPAction
-	Status int    // HTTPRespond: 400, 401 or 403
-	Rule   int    // the rule that matched, or -1
-	Cost   int64  // HTTPCheck: the units to check
-	Key    string // HTTPCheck: the key (secrets in it are hashed)
+	Status int // HTTPRespond: 400, 401 or 403
+	Rule   int // the rule that matched, or -1
+	// Limiter is HTTPCheck's limiter, by index (HTTPPolicy.StepLimiter):
+	// the application's limiters first, then the document's own.
+	Limiter int
+	Cost    int64  // HTTPCheck: the units to check
+	Key     string // HTTPCheck: the key (secrets in it are hashed)
 }
 
 // HTTPResponse is the answer to give.
@@ -234,23 +254,27 @@ func NewHTTPPolicy(document string, limiters ...*Limiter) (*HTTPPolicy, error) {
 	if st := C.polylimit_http_policy_new(doc, C.size_t(len(document)), hp, C.size_t(len(handles)), &p.h, &cerr); st != C.POLYLIMIT_OK {
 		return nil, cError(st, &cerr)
 	}
+	p.readShape(document)
+	runtime.SetFinalizer(p, (*HTTPPolicy).Close)
+	return p, nil
+}
+
+// readShape reads the headers and rules of the policy p.h.
+func (p *HTTPPolicy) readShape(document string) {
 	n := int(C.polylimit_http_policy_header_count(p.h))
 	for i := 0; i < n; i++ {
 		name := C.GoString(C.polylimit_http_policy_header_name(p.h, C.size_t(i)))
 		p.headers = append(p.headers, name)
 		p.canon = append(p.canon, http.CanonicalHeaderKey(name))
 	}
-	refunds := ruleRefunds(document)
 	n = int(C.polylimit_http_policy_rule_count(p.h))
 	for i := 0; i < n; i++ {
 		p.rules = append(p.rules, HTTPRule{
 			Name:    C.GoString(C.polylimit_http_policy_rule_name(p.h, C.size_t(i))),
 			Limiter: int(C.polylimit_http_policy_rule_limiter(p.h, C.size_t(i))),
-			Refunds: i >= len(refunds) || refunds[i],
+			Refunds: C.polylimit_http_policy_rule_counts_all(p.h, C.size_t(i)) == 0,
 		})
 	}
-	runtime.SetFinalizer(p, (*HTTPPolicy).Close)
-	return p, nil
 }
 
 func containsClient(cs []*Client, c *Client) bool {
@@ -260,25 +284,6 @@ func containsClient(cs []*Client, c *Client) bool {
 		}
 	}
 	return false
-}
-
-// ruleRefunds reads which rules have a count_when other than "all" from a
-// document the library accepted (nil if it cannot tell: every rule then
-// asks RefundDue).
-func ruleRefunds(document string) []bool {
-	var doc struct {
-		Rules []struct {
-			CountWhen json.RawMessage `json:"count_when"`
-		} `json:"rules"`
-	}
-	if json.Unmarshal([]byte(document), &doc) != nil {
-		return nil
-	}
-	out := make([]bool, len(doc.Rules))
-	for i, r := range doc.Rules {
-		out[i] = len(r.CountWhen) > 0 && strings.TrimSpace(string(r.CountWhen)) != `"all"`
-	}
-	return out
 }
 
 // Close frees the policy; calls after it return ErrClosed. Idempotent.
@@ -317,6 +322,15 @@ func (p *HTTPPolicy) Limiter(rule int) *Limiter {
 	return p.limiters[p.rules[rule].Limiter]
 }
 
+// StepLimiter returns the limiter an HTTPCheck step checks on (nil for
+// another step); a refund goes to the same one.
+func (p *HTTPPolicy) StepLimiter(step HTTPStep) *Limiter {
+	if step.Action != HTTPCheck || step.Limiter < 0 || step.Limiter >= len(p.limiters) {
+		return nil
+	}
+	return p.limiters[step.Limiter]
+}
+
 // httpScratch is one request's C-facing memory: no Go pointer in what C is
 // given (bytes, spans, and C structs C writes).
 type httpScratch struct {
@@ -350,6 +364,7 @@ func (p *HTTPPolicy) encode(s *httpScratch, r *HTTPRequest) {
 	s.span(r.User, r.User != "")
 	s.span(r.Tenant, r.Tenant != "")
 	s.span(r.AppKey, r.HasAppKey)
+	s.span(r.Plan, r.HasPlan || p.noResolver)
 	for _, name := range p.canon {
 		vs := r.Header[name]
 		if len(vs) == 0 {
@@ -383,10 +398,11 @@ func (s *httpScratch) call(p *HTTPPolicy, r *HTTPRequest, decide bool) C.int {
 
 func goStep(cs *C.polylimit_http_step) HTTPStep {
 	st := HTTPStep{
-		Action: HTTPAction(cs.action),
-		Status: int(cs.status),
-		Rule:   int(cs.rule),
-		Cost:   int64(cs.cost),
+		Action:  HTTPAction(cs.action),
+		Status:  int(cs.status),
+		Rule:    int(cs.rule),
+		Limiter: int(cs.limiter),
+		Cost:    int64(cs.cost),
 	}
 	if st.Action == HTTPCheck {
 		st.Key = C.GoStringN(&cs.key[0], C.int(cs.key_len))
@@ -402,6 +418,7 @@ func cStep(st *HTTPStep, out *C.polylimit_http_step) error {
 	out.action = C.int(st.Action)
 	out.status = C.int(st.Status)
 	out.rule = C.int(st.Rule)
+	out.limiter = C.int(st.Limiter)
 	out.cost = C.int64_t(st.Cost)
 	out.key_len = C.size_t(len(st.Key))
 	for i := 0; i < len(st.Key); i++ {
@@ -492,14 +509,22 @@ func (p *HTTPPolicy) Settle(ctx context.Context, d *HTTPDecision, status int) (r
 	if !p.RefundDue(d.Step, d.Result, status) {
 		return false, nil
 	}
-	if _, err := p.Limiter(d.Step.Rule).Refund(ctx, d.Step.Key, int(d.Step.Cost)); err != nil {
+	l := p.StepLimiter(d.Step)
+	if l == nil {
+		return false, nil
+	}
+	if _, err := l.Refund(ctx, d.Step.Key, int(d.Step.Cost)); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
 // Decide prepares, checks and answers a request. A step of HTTPNeedAppKey
-// comes back as is: call Decide again with the application's key. When ctx
+// comes back as is: call Decide again with the application's key. A step of
+// HTTPNeedPlan does too, except on a LivePolicy's current policy, whose
+// Decide resolves the tenant's plan (LivePolicy's cache, then its resolver
+// within the document's deadline; a failure or a timeout gives the default
+// plan), sets r.Plan and r.HasPlan, and decides again. When ctx
 // cannot end and one of its client's blocking checks is free
 // (WithBlockingChecks), it is one blocking library call; otherwise the check
 // runs on the limiter's own path (Limiter.AllowN: batched or queued, and
@@ -507,6 +532,15 @@ func (p *HTTPPolicy) Settle(ctx context.Context, d *HTTPDecision, status int) (r
 // on_error "allow"), with CheckErr set; the error is the policy's own (a
 // closed policy, a malformed request).
 func (p *HTTPPolicy) Decide(ctx context.Context, r *HTTPRequest) (HTTPDecision, error) {
+	d, err := p.decide(ctx, r)
+	if err == nil && d.Step.Action == HTTPNeedPlan && p.live != nil && !r.HasPlan {
+		r.Plan, r.HasPlan = p.live.resolvePlan(ctx, p, r.Tenant), true
+		d, err = p.decide(ctx, r)
+	}
+	return d, err
+}
+
+func (p *HTTPPolicy) decide(ctx context.Context, r *HTTPRequest) (HTTPDecision, error) {
 	if ctx.Done() == nil && p.client != nil && p.client.async.tryBlocking() {
 		d, err := p.decideBlocking(r)
 		p.client.async.leave()
@@ -519,7 +553,13 @@ func (p *HTTPPolicy) Decide(ctx context.Context, r *HTTPRequest) (HTTPDecision, 
 	d := HTTPDecision{Step: step}
 	switch step.Action {
 	case HTTPCheck:
-		res, cerr := p.limiters[p.rules[step.Rule].Limiter].AllowN(ctx, step.Key, int(step.Cost))
+		var res Result
+		var cerr error
+		if l := p.StepLimiter(step); l != nil {
+			res, cerr = l.AllowN(ctx, step.Key, int(step.Cost))
+		} else {
+			cerr = newError(ErrInternal, "the step names limiter %d of %d", step.Limiter, len(p.limiters))
+		}
 		if cerr != nil {
 			d.CheckErr = cerr
 			d.Response, err = p.Answer(step, nil)

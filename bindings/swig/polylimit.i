@@ -641,6 +641,23 @@ POLYLIMIT_BYTES_IN(const void *bytes, size_t len)
 %ignore polylimit_http_settle;
 #endif
 
+/* ==== live policy (Java), declarations: begin ===========================
+   The live policy (polylimit_http_live_*) and documents with their own
+   limits (polylimit_http_policy_load): the handle comes back as the other
+   handles do; the calls taking a document, a path, a tenant or a plan as
+   (const char *, size_t) are called through their packed forms at the end
+   (byte[] in, copied for the call). */
+#ifdef SWIGJAVA
+POLYLIMIT_HANDLE_OUT(polylimit_http_live)
+%ignore polylimit_http_policy_load;
+%ignore polylimit_http_live_new;
+%ignore polylimit_http_live_open;
+%ignore polylimit_http_live_reload;
+%ignore polylimit_http_live_cached_plan;
+%ignore polylimit_http_live_cache_plan;
+#endif
+/* ==== live policy (Java), declarations: end ============================= */
+
 %include "polylimit.h"
 
 #ifdef SWIGJAVA
@@ -1104,22 +1121,23 @@ int polylimit_http_answer_packed(const polylimit_http_policy *policy, const void
   return POLYLIMIT_OK;
 }
 
-/* prepare, the check on the rule's limiter (limiters: the policy's, in its
-   order; blocking) and answer, in one call. A failed check is an answer (503,
-   or on with on_error "allow") with POLYLIMIT_PACKED_HTTP_CHECK_FAILED set and
-   the check's error in err; the call itself returns POLYLIMIT_OK then. */
-int polylimit_http_decide_packed(const polylimit_http_policy *policy, polylimit_limiter *const *limiters,
-                                 size_t n_limiters, const void *const *keys, const size_t *key_lens, size_t n,
-                                 int64_t cost, int64_t *values, size_t values_len, polylimit_http_text *text,
-                                 polylimit_error *err) {
+/* polylimit_http_decide: prepare, the check on the rule's limiter (blocking)
+   and answer, in one call. A failed check is an answer (503, or on with
+   on_error "allow"): the call returns POLYLIMIT_OK with
+   POLYLIMIT_PACKED_HTTP_CHECK_FAILED set and the check's error in err. */
+int polylimit_http_decide_packed(const polylimit_http_policy *policy, const void *const *keys,
+                                 const size_t *key_lens, size_t n, int64_t cost, int64_t *values, size_t values_len,
+                                 polylimit_http_text *text, polylimit_error *err) {
   polylimit_http_request r;
   polylimit_str *headers;
   polylimit_http_step *step;
   polylimit_http_response *response;
   polylimit_decision d;
-  polylimit_error check_err;
-  int rc, checked = 0, failed = 0;
+  polylimit_error local;
+  int rc, failed;
   if (!values || values_len < POLYLIMIT_PACKED_HTTP) return polylimit_swig_http_short(err, "values is too short");
+  if (!err) err = &local;
+  polylimit_error_clear(err);
   values[POLYLIMIT_PACKED_HTTP_CHECKED] = 0;
   values[POLYLIMIT_PACKED_HTTP_CHECK_FAILED] = 0;
   values[POLYLIMIT_PACKED_HTTP_RESPONSE_STATUS] = 0;
@@ -1134,32 +1152,16 @@ int polylimit_http_decide_packed(const polylimit_http_policy *policy, polylimit_
     free(response);
     return polylimit_swig_http_short(err, "out of memory for the request");
   }
-  polylimit_error_clear(&check_err);
   rc = polylimit_swig_http_request(keys, key_lens, n, cost, &r, headers, err);
-  if (rc == POLYLIMIT_OK) rc = polylimit_http_prepare(policy, &r, step, err);
+  if (rc == POLYLIMIT_OK) rc = polylimit_http_decide(policy, &r, step, &d, response, err);
   if (rc == POLYLIMIT_OK) {
+    failed = err->code != 0;
     polylimit_swig_http_pack_step(step, values, text);
-    if (step->action == POLYLIMIT_HTTP_CHECK) {
-      int index = polylimit_http_policy_rule_limiter(policy, (size_t)step->rule);
-      if (index < 0 || (size_t)index >= n_limiters || !limiters) {
-        rc = polylimit_swig_http_short(err, "the rule's limiter is not among the limiters given");
-      } else if (polylimit_limiter_check(limiters[index], step->key, step->key_len, step->cost, &d, &check_err) ==
-                 POLYLIMIT_OK) {
-        checked = 1;
-      } else {
-        failed = 1;
-      }
-    }
-  }
-  if (rc == POLYLIMIT_OK && (step->action == POLYLIMIT_HTTP_CHECK || step->action == POLYLIMIT_HTTP_RESPOND)) {
-    rc = polylimit_http_answer(policy, step, checked ? &d : NULL, response, err);
-    if (rc == POLYLIMIT_OK) polylimit_swig_http_pack_response(response, values, text);
-  }
-  if (rc == POLYLIMIT_OK) {
-    values[POLYLIMIT_PACKED_HTTP_CHECKED] = checked;
+    if (step->action == POLYLIMIT_HTTP_CHECK || step->action == POLYLIMIT_HTTP_RESPOND)
+      polylimit_swig_http_pack_response(response, values, text);
+    values[POLYLIMIT_PACKED_HTTP_CHECKED] = step->action == POLYLIMIT_HTTP_CHECK && !failed;
     values[POLYLIMIT_PACKED_HTTP_CHECK_FAILED] = failed;
-    if (checked) polylimit_swig_http_pack_decision(&d, values);
-    if (failed && err) *err = check_err;
+    if (values[POLYLIMIT_PACKED_HTTP_CHECKED]) polylimit_swig_http_pack_decision(&d, values);
   }
   free(headers);
   free(step);
@@ -1199,3 +1201,144 @@ int polylimit_http_settle_packed(const polylimit_http_policy *policy, polylimit_
 }
 %}
 #endif /* SWIGJAVA */
+
+/* ==== live policy (Java), packed calls: begin ============================
+   A step of a loaded or live policy names its limiter (step.limiter) and a
+   request may carry its tenant's plan: these calls use a values array one
+   longer than POLYLIMIT_PACKED_HTTP, with the limiter at
+   POLYLIMIT_PACKED_HTTP_LIMITER (written by prepare, read by answer and
+   refund_due); the check and the refund are the binding's own, on the
+   handle polylimit_http_policy_limiter gives. */
+#ifdef SWIGJAVA
+%inline %{
+enum {
+  POLYLIMIT_PACKED_HTTP_LIMITER = POLYLIMIT_PACKED_HTTP,
+  POLYLIMIT_PACKED_HTTP_LIVE
+};
+
+/* polylimit_http_policy_load with the document as bytes. */
+int polylimit_http_policy_load_packed(polylimit_client *client, const void *bytes, size_t len,
+                                      polylimit_limiter *const *limiters, size_t n_limiters,
+                                      polylimit_http_policy **out, polylimit_error *err) {
+  return polylimit_http_policy_load(client, bytes ? (const char *)bytes : "", bytes ? len : 0, limiters, n_limiters,
+                                    out, err);
+}
+
+/* polylimit_http_live_new with the document as bytes. */
+int polylimit_http_live_new_packed(polylimit_client *client, const void *bytes, size_t len,
+                                   polylimit_limiter *const *limiters, size_t n_limiters, polylimit_http_live **out,
+                                   polylimit_error *err) {
+  return polylimit_http_live_new(client, bytes ? (const char *)bytes : "", bytes ? len : 0, limiters, n_limiters, out,
+                                 err);
+}
+
+/* polylimit_http_live_open with the path as bytes (no NUL inside). */
+int polylimit_http_live_open_packed(polylimit_client *client, const void *bytes, size_t len,
+                                    polylimit_limiter *const *limiters, size_t n_limiters, int watch_ms,
+                                    polylimit_http_live **out, polylimit_error *err) {
+  char *path;
+  int rc;
+  if (!bytes || memchr(bytes, 0, len)) return polylimit_swig_http_short(err, "the path is empty or has a NUL");
+  path = (char *)malloc(len + 1);
+  if (!path) return polylimit_swig_http_short(err, "out of memory for the path");
+  memcpy(path, bytes, len);
+  path[len] = '\0';
+  rc = polylimit_http_live_open(client, path, limiters, n_limiters, watch_ms, out, err);
+  free(path);
+  return rc;
+}
+
+/* polylimit_http_live_reload with the document as bytes. */
+int polylimit_http_live_reload_packed(polylimit_http_live *live, const void *bytes, size_t len, polylimit_error *err) {
+  return polylimit_http_live_reload(live, bytes ? (const char *)bytes : "", bytes ? len : 0, err);
+}
+
+/* polylimit_http_live_cached_plan: 1 and the plan in text (left alone when
+   it is ""), or 0. */
+int polylimit_http_live_cached_plan_packed(const polylimit_http_live *live, const void *key, size_t key_len,
+                                           polylimit_http_text *text) {
+  char plan[POLYLIMIT_HTTP_KEY_MAX + 1];
+  if (!polylimit_http_live_cached_plan(live, key ? (const char *)key : "", key ? key_len : 0, plan, sizeof plan))
+    return 0;
+  if (text) {
+    text->len = strlen(plan);
+    memcpy(text->data, plan, text->len);
+  }
+  return 1;
+}
+
+/* polylimit_http_live_cache_plan: the tenant in key, the plan in bytes. */
+int polylimit_http_live_cache_plan_packed(polylimit_http_live *live, const void *key, size_t key_len,
+                                          const void *bytes, size_t len, polylimit_error *err) {
+  return polylimit_http_live_cache_plan(live, key ? (const char *)key : "", key ? key_len : 0,
+                                        bytes ? (const char *)bytes : "", bytes ? len : 0, err);
+}
+
+/* polylimit_http_prepare_packed with the tenant's plan (bytes; null: not
+   resolved, empty: the default plan) and the step's limiter written to
+   values[POLYLIMIT_PACKED_HTTP_LIMITER]. */
+int polylimit_http_prepare_plan_packed(const polylimit_http_policy *policy, const void *const *keys,
+                                       const size_t *key_lens, size_t n, int64_t cost, const void *bytes, size_t len,
+                                       int64_t *values, size_t values_len, polylimit_http_text *text,
+                                       polylimit_error *err) {
+  polylimit_http_request r;
+  polylimit_str *headers;
+  polylimit_http_step *step;
+  int rc;
+  if (!values || values_len < POLYLIMIT_PACKED_HTTP_LIVE) return polylimit_swig_http_short(err, "values is too short");
+  headers = (polylimit_str *)calloc(n + 1, sizeof *headers);
+  step = (polylimit_http_step *)malloc(sizeof *step);
+  if (!headers || !step) {
+    free(headers);
+    free(step);
+    return polylimit_swig_http_short(err, "out of memory for the request");
+  }
+  rc = polylimit_swig_http_request(keys, key_lens, n, cost, &r, headers, err);
+  if (rc == POLYLIMIT_OK) {
+    r.plan.ptr = bytes ? (const char *)bytes : NULL;
+    r.plan.len = bytes ? len : 0;
+    rc = polylimit_http_prepare(policy, &r, step, err);
+  }
+  if (rc == POLYLIMIT_OK) {
+    polylimit_swig_http_pack_step(step, values, text);
+    values[POLYLIMIT_PACKED_HTTP_LIMITER] = step->limiter;
+  }
+  free(headers);
+  free(step);
+  return rc;
+}
+
+/* polylimit_http_answer_packed for a step with its limiter. */
+int polylimit_http_answer_live_packed(const polylimit_http_policy *policy, const void *key, size_t key_len,
+                                      int64_t *values, size_t values_len, polylimit_http_text *text,
+                                      polylimit_error *err) {
+  polylimit_http_step step;
+  polylimit_http_response response;
+  polylimit_decision d;
+  int rc;
+  if (!values || values_len < POLYLIMIT_PACKED_HTTP_LIVE) return polylimit_swig_http_short(err, "values is too short");
+  rc = polylimit_swig_http_unpack_step(values, values_len, key, key_len, &step, err);
+  if (rc != POLYLIMIT_OK) return rc;
+  step.limiter = (int)values[POLYLIMIT_PACKED_HTTP_LIMITER];
+  if (values[POLYLIMIT_PACKED_HTTP_CHECKED]) polylimit_swig_http_unpack_decision(values, &d);
+  rc = polylimit_http_answer(policy, &step, values[POLYLIMIT_PACKED_HTTP_CHECKED] ? &d : NULL, &response, err);
+  if (rc != POLYLIMIT_OK) return rc;
+  values[POLYLIMIT_PACKED_HTTP_KEY_LEN] = 0;
+  polylimit_swig_http_pack_response(&response, values, text);
+  return POLYLIMIT_OK;
+}
+
+/* polylimit_http_refund_due_packed for a step with its limiter. */
+int polylimit_http_refund_due_live_packed(const polylimit_http_policy *policy, const void *key, size_t key_len,
+                                          int64_t *values, size_t values_len, int status) {
+  polylimit_http_step step;
+  polylimit_decision d;
+  if (!values || values_len < POLYLIMIT_PACKED_HTTP_LIVE) return 0;
+  if (polylimit_swig_http_unpack_step(values, values_len, key, key_len, &step, NULL) != POLYLIMIT_OK) return 0;
+  step.limiter = (int)values[POLYLIMIT_PACKED_HTTP_LIMITER];
+  polylimit_swig_http_unpack_decision(values, &d);
+  return polylimit_http_refund_due(policy, &step, &d, status);
+}
+%}
+#endif /* SWIGJAVA */
+/* ==== live policy (Java), packed calls: end ============================== */

@@ -191,9 +191,10 @@ typedef enum polylimit_failure_policy {
 /** What a polylimit_http_step asks of the middleware (polylimit_http_step.action). */
 typedef enum polylimit_http_action {
     POLYLIMIT_HTTP_PROCEED = 0,       /**< the request goes on, unchecked and with no headers */
-    POLYLIMIT_HTTP_CHECK = 1,         /**< check the step's key and cost on its rule's limiter, then answer */
+    POLYLIMIT_HTTP_CHECK = 1,         /**< check the step's key and cost on the step's limiter, then answer */
     POLYLIMIT_HTTP_RESPOND = 2,       /**< answer at once with the step's status (400, 401 or 403) */
-    POLYLIMIT_HTTP_NEED_APP_KEY = 3   /**< the rule keys by the application's key: describe the request again with it */
+    POLYLIMIT_HTTP_NEED_APP_KEY = 3,  /**< the rule keys by the application's key: describe the request again with it */
+    POLYLIMIT_HTTP_NEED_PLAN = 4      /**< the rule's limit is the tenant's plan's, which the application resolves: describe the request again with the plan */
 } polylimit_http_action;
 /* The HTTP policy's answers: plain text, in POLYLIMIT_HTTP_CONTENT_TYPE. */
 #define POLYLIMIT_HTTP_CONTENT_TYPE "text/plain; charset=utf-8"
@@ -843,17 +844,27 @@ POLYLIMIT_EXTERN(int) polylimit_limiter_headers(const polylimit_limiter *limiter
  *   polylimit_http_prepare    describe the request -> a step:
  *     PROCEED      the request goes on unchecked, with no headers
  *     RESPOND      answer at once (400, 401, 403): polylimit_http_answer(step, NULL)
- *     CHECK        check step.key for step.cost on the limiter of rule step.rule
- *                  (polylimit_http_policy_rule_limiter; blocking or submitted),
+ *     CHECK        check step.key for step.cost on limiter step.limiter
+ *                  (polylimit_http_policy_limiter; blocking or submitted),
  *                  then polylimit_http_answer(step, &decision), or with NULL
  *                  when the check failed
  *     NEED_APP_KEY the rule keys by the application's key: prepare again with
  *                  request.app_key set
+ *     NEED_PLAN    the rule's limit is the tenant's plan's and the document
+ *                  has a resolver: resolve request.tenant's plan (within
+ *                  polylimit_http_policy_resolver_timeout_ms; a failure or a
+ *                  timeout gives "" = the default plan), prepare again with
+ *                  request.plan set
  *   after the response: polylimit_http_refund_due (count_when) tells whether to
  *   refund step.cost on the same limiter.
  *
  * polylimit_http_decide does prepare, check and answer in one blocking call,
  * and polylimit_http_settle the refund.
+ *
+ * A policy is reference-counted: polylimit_http_policy_free drops one
+ * reference. A live policy (polylimit_http_live) hands out the current one
+ * per request (polylimit_http_live_current) and swaps in a new one on reload
+ * (docs/policy.md).
  */
 typedef struct polylimit_http_policy polylimit_http_policy;
 
@@ -863,7 +874,8 @@ typedef struct polylimit_str {
     size_t len;
 } polylimit_str;
 
-#define POLYLIMIT_HTTP_REQUEST_VERSION 1
+/** 2 added `plan`; a version 1 request (without it) is still read. */
+#define POLYLIMIT_HTTP_REQUEST_VERSION 2
 
 /** One request, described by the middleware; everything is borrowed for the call. */
 typedef struct polylimit_http_request {
@@ -880,6 +892,9 @@ typedef struct polylimit_http_request {
     polylimit_str tenant;   /**< the tenant's id; absent: none */
     polylimit_str app_key;  /**< the application's key, for rules keyed by "app" */
     int64_t cost;           /**< > 0: this request's cost, instead of the rule's */
+    polylimit_str plan;     /**< (version 2) the tenant's plan, as the application's resolver
+                                 answered a NEED_PLAN step; absent: not resolved; "" (present,
+                                 empty): no resolver (the document's tenants table or default plan) */
 } polylimit_http_request;
 
 #define POLYLIMIT_HTTP_KEY_MAX 1024
@@ -889,7 +904,7 @@ typedef struct polylimit_http_step {
     int action;      /**< a polylimit_http_action */
     int status;      /**< RESPOND: 400, 401 or 403 */
     int rule;        /**< the rule that matched, or -1 */
-    int reserved_;   /**< zeroed */
+    int limiter;     /**< CHECK: the limiter to check on (polylimit_http_policy_limiter) */
     int64_t cost;    /**< CHECK: the units to check */
     size_t key_len;  /**< CHECK: the key's length */
     char key[POLYLIMIT_HTTP_KEY_MAX]; /**< CHECK: the key (not NUL-terminated) */
@@ -919,6 +934,30 @@ POLYLIMIT_EXTERN(int) polylimit_http_policy_new(const char *document, size_t doc
                                                 polylimit_limiter *const *limiters, size_t n_limiters,
                                                 polylimit_http_policy **out, polylimit_error *err);
 POLYLIMIT_EXTERN(void) polylimit_http_policy_free(polylimit_http_policy *policy);
+
+/**
+ * Makes a policy from its document, JSON or TOML (JSON when its first
+ * character is '{'), whose rules may name their own limits ("limit":
+ * "10/minute", plans): those limiters are made on `client` (may be NULL when
+ * the document has none) and kept by the policy, as are `limiters`.
+ */
+POLYLIMIT_EXTERN(int) polylimit_http_policy_load(polylimit_client *client, const char *document, size_t document_len,
+                                                 polylimit_limiter *const *limiters, size_t n_limiters,
+                                                 polylimit_http_policy **out, polylimit_error *err);
+/** How many limiters steps name (the application's first, then the document's). */
+POLYLIMIT_EXTERN(size_t) polylimit_http_policy_limiter_count(const polylimit_http_policy *policy);
+/** A new handle on limiter `index` (a step's `limiter`); free it with
+ * polylimit_limiter_free. POLYLIMIT_EINVALID out of range, or for a policy
+ * made by polylimit_http_policy_new from a document with its own limits. */
+POLYLIMIT_EXTERN(int) polylimit_http_policy_limiter(const polylimit_http_policy *policy, size_t index,
+                                                    polylimit_limiter **out, polylimit_error *err);
+/** The plan whose limit limiter `index` is, NUL-terminated; "" for a rule's
+ * own limit or an application's limiter (NULL out of range). */
+POLYLIMIT_EXTERN(const char *) polylimit_http_policy_limiter_plan(const polylimit_http_policy *policy, size_t index);
+/** The plan resolver's deadline in milliseconds, 0 when the document has no resolver. */
+POLYLIMIT_EXTERN(int64_t) polylimit_http_policy_resolver_timeout_ms(const polylimit_http_policy *policy);
+/** A process-unique number of this policy (a binding's cache of its limiters' handles keys on it). */
+POLYLIMIT_EXTERN(uint64_t) polylimit_http_policy_id(const polylimit_http_policy *policy);
 
 /** How many request headers the policy reads, and the i-th one's lower-case name (NULL out of range). */
 POLYLIMIT_EXTERN(size_t) polylimit_http_policy_header_count(const polylimit_http_policy *policy);
@@ -963,6 +1002,59 @@ POLYLIMIT_EXTERN(int) polylimit_http_settle(const polylimit_http_policy *policy,
 /** Requests decided per rule and outcome, Prometheus text; free with polylimit_free. */
 POLYLIMIT_EXTERN(int) polylimit_http_policy_metrics_prometheus(const polylimit_http_policy *policy, char **out,
                                                                size_t *len, polylimit_error *err);
+
+/* ---- the live policy ---------------------------------------------------- */
+
+/*
+ * A policy that can be replaced while requests run. Take the current policy
+ * per request (polylimit_http_live_current: a reference, dropped with
+ * polylimit_http_policy_free once the request is settled); a reload swaps in
+ * a new one atomically, so requests in flight finish on the one they took.
+ * A document with an error is refused (POLYLIMIT_EINVALID naming the line)
+ * and the old policy stays. Keys' state is kept: a changed limit applies to
+ * the next check of each key, counting what the key has used.
+ */
+typedef struct polylimit_http_live polylimit_http_live;
+
+/** A live policy from a document (see polylimit_http_policy_load). */
+POLYLIMIT_EXTERN(int) polylimit_http_live_new(polylimit_client *client, const char *document, size_t document_len,
+                                              polylimit_limiter *const *limiters, size_t n_limiters,
+                                              polylimit_http_live **out, polylimit_error *err);
+/** A live policy from a file; watch_ms > 0: a thread checks the file every
+ * watch_ms milliseconds and reloads it when it changed (a refused document
+ * leaves the old policy: polylimit_http_live_last_error says why). */
+POLYLIMIT_EXTERN(int) polylimit_http_live_open(polylimit_client *client, const char *path,
+                                               polylimit_limiter *const *limiters, size_t n_limiters, int watch_ms,
+                                               polylimit_http_live **out, polylimit_error *err);
+POLYLIMIT_EXTERN(void) polylimit_http_live_free(polylimit_http_live *live);
+/** Says whether the application gives a plan resolver (has_resolver 0 or 1).
+ * Without one, a document with a "resolver" table is refused, the current one
+ * (POLYLIMIT_EINVALID) and every later reload, instead of placing the tenants
+ * it does not name on the default plan. Until called, nothing is checked. */
+POLYLIMIT_EXTERN(int) polylimit_http_live_set_has_resolver(polylimit_http_live *live, int has_resolver,
+                                                           polylimit_error *err);
+/** The current policy: a new reference (never NULL for a live policy). */
+POLYLIMIT_EXTERN(polylimit_http_policy *) polylimit_http_live_current(const polylimit_http_live *live);
+/** Replaces the policy by `document`, or refuses it (the old one stays). */
+POLYLIMIT_EXTERN(int) polylimit_http_live_reload(polylimit_http_live *live, const char *document, size_t document_len,
+                                                 polylimit_error *err);
+/** Reads the file again (polylimit_http_live_open only) and reloads it. */
+POLYLIMIT_EXTERN(int) polylimit_http_live_reload_file(polylimit_http_live *live, polylimit_error *err);
+/** 1 after creation, +1 per accepted reload. */
+POLYLIMIT_EXTERN(uint64_t) polylimit_http_live_generation(const polylimit_http_live *live);
+/** The last refused reload's message ("" since an accepted one); free with polylimit_free. */
+POLYLIMIT_EXTERN(int) polylimit_http_live_last_error(const polylimit_http_live *live, char **out, size_t *len,
+                                                     polylimit_error *err);
+/** The plan resolver's cached answer for `tenant`: 1 and the plan in `out`
+ * (NUL-terminated, truncated to cap - 1 bytes) when cached and fresh, else 0. */
+POLYLIMIT_EXTERN(int) polylimit_http_live_cached_plan(const polylimit_http_live *live, const char *tenant,
+                                                      size_t tenant_len, char *out, size_t cap);
+/** Caches the resolver's answer (the document's resolver.cache_ttl_ms and cache_size bound it). */
+POLYLIMIT_EXTERN(int) polylimit_http_live_cache_plan(polylimit_http_live *live, const char *tenant, size_t tenant_len,
+                                                     const char *plan, size_t plan_len, polylimit_error *err);
+/** The current policy's metrics and polylimit_http_policy_reloads_total; free with polylimit_free. */
+POLYLIMIT_EXTERN(int) polylimit_http_live_metrics_prometheus(const polylimit_http_live *live, char **out, size_t *len,
+                                                             polylimit_error *err);
 
 /* ---- secrets ----------------------------------------------------------- */
 

@@ -912,9 +912,14 @@ int polylimit_limiter_submit_check_many(polylimit_limiter* limiter, const void* 
 
 // ------------------------------------------------------------ the HTTP request policy
 
+// A reference on a policy: each handle holds one (polylimit_http_policy_free
+// drops it); the policy keeps its limiters.
 struct polylimit_http_policy {
   std::shared_ptr<const polylimit::http::Policy> rep;
-  std::vector<std::shared_ptr<polylimit::Limiter>> limiters;  // by the rules' "limiter" index
+};
+
+struct polylimit_http_live {
+  std::unique_ptr<polylimit::http::LivePolicy> rep;
 };
 
 namespace {
@@ -937,7 +942,7 @@ struct HeaderValues {
 // The core's view of a request; `values` holds the header values.
 bool to_request(const polylimit_http_request* in, polylimit::http::Request& out, HeaderValues& values,
                 polylimit_error* err) {
-  if (in->version != POLYLIMIT_HTTP_REQUEST_VERSION) {
+  if (in->version != 1 && in->version != POLYLIMIT_HTTP_REQUEST_VERSION) {
     fail(err, POLYLIMIT_EINVALID, "request.version: unknown; use POLYLIMIT_HTTP_REQUEST_VERSION");
     return false;
   }
@@ -957,6 +962,8 @@ bool to_request(const polylimit_http_request* in, polylimit::http::Request& out,
   out.tenant = str_view(in->tenant);
   out.app_key = str_view(in->app_key);
   out.cost = in->cost;
+  // A version 1 request has no plan (and its caller no resolver).
+  out.plan = in->version >= 2 ? str_view(in->plan) : std::string_view("", 0);
   return true;
 }
 
@@ -967,6 +974,7 @@ void to_step(const polylimit::http::Step& s, polylimit_http_step* out) {
   out->action = static_cast<int>(s.action);
   out->status = s.status;
   out->rule = s.rule;
+  out->limiter = s.limiter;
   out->cost = s.cost;
   out->key_len = s.key.size();
   std::memcpy(out->key, s.key.data(), s.key.size());
@@ -978,6 +986,7 @@ polylimit::http::Step from_step(const polylimit_http_step* in, bool with_key = t
   s.action = static_cast<polylimit::http::Action>(in->action);
   s.status = in->status;
   s.rule = in->rule;
+  s.limiter = in->limiter;
   s.cost = in->cost;
   if (with_key) s.key.assign(in->key, std::min<size_t>(in->key_len, POLYLIMIT_HTTP_KEY_MAX));
   return s;
@@ -1032,19 +1041,82 @@ int polylimit_http_policy_new(const char* document, size_t document_len, polylim
   if (limiters == nullptr && n_limiters != 0) return null_argument(err, "limiters");
   for (size_t i = 0; i < n_limiters; ++i)
     if (limiters[i] == nullptr) return null_argument(err, ("limiters[" + std::to_string(i) + "]").c_str());
+  return polylimit_http_policy_load(nullptr, document, document_len, limiters, n_limiters, out, err);
+}
+
+}  // extern "C"
+
+namespace {
+
+// The application's limiters and the client, as the core's policy takes them.
+int policy_sources(polylimit_client* client, polylimit_limiter* const* limiters, size_t n_limiters,
+                   polylimit::http::PolicySources& out, polylimit_error* err) {
+  if (limiters == nullptr && n_limiters != 0) return null_argument(err, "limiters");
+  for (size_t i = 0; i < n_limiters; ++i) {
+    if (limiters[i] == nullptr) return null_argument(err, ("limiters[" + std::to_string(i) + "]").c_str());
+    out.limiters.push_back(limiters[i]->rep);
+  }
+  if (client != nullptr) out.client = client->rep;
+  return POLYLIMIT_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+int polylimit_http_policy_load(polylimit_client* client, const char* document, size_t document_len,
+                               polylimit_limiter* const* limiters, size_t n_limiters, polylimit_http_policy** out,
+                               polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (document == nullptr) return null_argument(err, "document");
+  polylimit::http::PolicySources sources;
+  if (int rc = policy_sources(client, limiters, n_limiters, sources, err); rc != POLYLIMIT_OK) return rc;
   return guarded(err, [&] {
     auto p = std::make_unique<polylimit_http_policy>();
-    std::vector<std::vector<polylimit::LimitParams>> limits;
-    for (size_t i = 0; i < n_limiters; ++i) {
-      p->limiters.push_back(limiters[i]->rep);
-      limits.push_back(limiters[i]->rep->limits());
-    }
-    p->rep = polylimit::http::Policy::parse(std::string_view(document, document_len), std::move(limits));
+    p->rep = polylimit::http::Policy::load(std::string_view(document, document_len), std::move(sources));
     *out = p.release();
   });
 }
 
 void polylimit_http_policy_free(polylimit_http_policy* policy) { delete policy; }
+
+size_t polylimit_http_policy_limiter_count(const polylimit_http_policy* policy) {
+  return policy == nullptr ? 0 : policy->rep->limiter_count();
+}
+
+int polylimit_http_policy_limiter(const polylimit_http_policy* policy, size_t index, polylimit_limiter** out,
+                                  polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (policy == nullptr) return null_argument(err, "policy");
+  if (index >= policy->rep->limiter_count())
+    return fail(err, POLYLIMIT_EINVALID,
+                ("index: " + std::to_string(index) + " is not one of the policy's " +
+                 std::to_string(policy->rep->limiter_count()) + " limiters")
+                    .c_str());
+  const auto& l = policy->rep->limiter(static_cast<int>(index));
+  if (!l)
+    return fail(err, POLYLIMIT_EINVALID,
+                ("index: limiter " + std::to_string(index) +
+                 " is the document's own; make the policy with polylimit_http_policy_load and a client")
+                    .c_str());
+  return guarded(err, [&] { *out = new polylimit_limiter{l}; });
+}
+
+const char* polylimit_http_policy_limiter_plan(const polylimit_http_policy* policy, size_t index) {
+  if (policy == nullptr || index >= policy->rep->limiter_count()) return nullptr;
+  return policy->rep->limiter_plan(static_cast<int>(index)).c_str();
+}
+
+int64_t polylimit_http_policy_resolver_timeout_ms(const polylimit_http_policy* policy) {
+  if (policy == nullptr || !policy->rep->resolver().enabled) return 0;
+  return policy->rep->resolver().timeout_ms;
+}
+
+uint64_t polylimit_http_policy_id(const polylimit_http_policy* policy) {
+  return policy == nullptr ? 0 : policy->rep->id();
+}
 
 size_t polylimit_http_policy_header_count(const polylimit_http_policy* policy) {
   return policy == nullptr ? 0 : policy->rep->header_names().size();
@@ -1131,7 +1203,9 @@ int polylimit_http_decide(const polylimit_http_policy* policy, const polylimit_h
       to_answer(answer_of(policy, s, nullptr), response);
       return;
     }
-    auto& limiter = policy->limiters[static_cast<size_t>(policy->rep->rule_limiter(s.rule))];
+    const auto& limiter = policy->rep->limiter(policy->rep->step_limiter(s));
+    if (!limiter)
+      throw Error(ErrorCode::kInvalidArgument, "the policy's own limits need a client: use polylimit_http_policy_load");
     polylimit::Decision d;
     try {
       d = limiter->check(s.key, s.cost);
@@ -1161,7 +1235,10 @@ int polylimit_http_settle(const polylimit_http_policy* policy, const polylimit_h
   return guarded(err, [&] {
     polylimit::http::Step s = from_step(step);
     if (!policy->rep->refund_due(s, to_decision(*decision), status)) return;
-    policy->limiters[static_cast<size_t>(policy->rep->rule_limiter(s.rule))]->refund(s.key, s.cost);
+    const auto& limiter = policy->rep->limiter(policy->rep->step_limiter(s));
+    if (!limiter)
+      throw Error(ErrorCode::kInvalidArgument, "the policy's own limits need a client: use polylimit_http_policy_load");
+    limiter->refund(s.key, s.cost);
     if (refunded != nullptr) *refunded = 1;
   });
 }
@@ -1173,6 +1250,111 @@ int polylimit_http_policy_metrics_prometheus(const polylimit_http_policy* policy
   if (len != nullptr) *len = 0;
   if (policy == nullptr) return null_argument(err, "policy");
   return guarded(err, [&] { hand_over(policy->rep->metrics_prometheus(), out, len); });
+}
+
+// ---- the live policy ---------------------------------------------------------
+
+int polylimit_http_live_new(polylimit_client* client, const char* document, size_t document_len,
+                            polylimit_limiter* const* limiters, size_t n_limiters, polylimit_http_live** out,
+                            polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (document == nullptr) return null_argument(err, "document");
+  polylimit::http::PolicySources sources;
+  if (int rc = policy_sources(client, limiters, n_limiters, sources, err); rc != POLYLIMIT_OK) return rc;
+  return guarded(err, [&] {
+    auto l = std::make_unique<polylimit_http_live>();
+    l->rep =
+        std::make_unique<polylimit::http::LivePolicy>(std::string_view(document, document_len), std::move(sources));
+    *out = l.release();
+  });
+}
+
+int polylimit_http_live_open(polylimit_client* client, const char* path, polylimit_limiter* const* limiters,
+                             size_t n_limiters, int watch_ms, polylimit_http_live** out, polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (path == nullptr) return null_argument(err, "path");
+  polylimit::http::PolicySources sources;
+  if (int rc = policy_sources(client, limiters, n_limiters, sources, err); rc != POLYLIMIT_OK) return rc;
+  return guarded(err, [&] {
+    auto l = std::make_unique<polylimit_http_live>();
+    l->rep = polylimit::http::LivePolicy::open(path, std::move(sources), watch_ms);
+    *out = l.release();
+  });
+}
+
+void polylimit_http_live_free(polylimit_http_live* live) { delete live; }
+
+int polylimit_http_live_set_has_resolver(polylimit_http_live* live, int has_resolver, polylimit_error* err) {
+  if (live == nullptr) return null_argument(err, "live");
+  return guarded(err, [&] { live->rep->set_has_resolver(has_resolver != 0); });
+}
+
+polylimit_http_policy* polylimit_http_live_current(const polylimit_http_live* live) {
+  if (live == nullptr) return nullptr;
+  try {
+    return new polylimit_http_policy{live->rep->current()};
+  } catch (...) {
+    return nullptr;  // out of memory
+  }
+}
+
+int polylimit_http_live_reload(polylimit_http_live* live, const char* document, size_t document_len,
+                               polylimit_error* err) {
+  if (live == nullptr) return null_argument(err, "live");
+  if (document == nullptr) return null_argument(err, "document");
+  return guarded(err, [&] { live->rep->reload(std::string_view(document, document_len)); });
+}
+
+int polylimit_http_live_reload_file(polylimit_http_live* live, polylimit_error* err) {
+  if (live == nullptr) return null_argument(err, "live");
+  return guarded(err, [&] { live->rep->reload_file(); });
+}
+
+uint64_t polylimit_http_live_generation(const polylimit_http_live* live) {
+  return live == nullptr ? 0 : live->rep->generation();
+}
+
+int polylimit_http_live_last_error(const polylimit_http_live* live, char** out, size_t* len, polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (len != nullptr) *len = 0;
+  if (live == nullptr) return null_argument(err, "live");
+  return guarded(err, [&] { hand_over(live->rep->last_error(), out, len); });
+}
+
+int polylimit_http_live_cached_plan(const polylimit_http_live* live, const char* tenant, size_t tenant_len, char* out,
+                                    size_t cap) {
+  if (live == nullptr || tenant == nullptr || out == nullptr || cap == 0) return 0;
+  try {
+    auto plan = live->rep->cached_plan(std::string_view(tenant, tenant_len));
+    if (!plan) return 0;
+    size_t n = std::min(plan->size(), cap - 1);
+    std::memcpy(out, plan->data(), n);
+    out[n] = '\0';
+    return 1;
+  } catch (...) {
+    return 0;
+  }
+}
+
+int polylimit_http_live_cache_plan(polylimit_http_live* live, const char* tenant, size_t tenant_len, const char* plan,
+                                   size_t plan_len, polylimit_error* err) {
+  if (live == nullptr) return null_argument(err, "live");
+  if (tenant == nullptr) return null_argument(err, "tenant");
+  if (plan == nullptr) return null_argument(err, "plan");
+  return guarded(
+      err, [&] { live->rep->cache_plan(std::string_view(tenant, tenant_len), std::string_view(plan, plan_len)); });
+}
+
+int polylimit_http_live_metrics_prometheus(const polylimit_http_live* live, char** out, size_t* len,
+                                           polylimit_error* err) {
+  if (out == nullptr) return null_argument(err, "out");
+  *out = nullptr;
+  if (len != nullptr) *len = 0;
+  if (live == nullptr) return null_argument(err, "live");
+  return guarded(err, [&] { hand_over(live->rep->metrics_prometheus(), out, len); });
 }
 
 }  // extern "C"

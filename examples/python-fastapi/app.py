@@ -16,7 +16,7 @@ import polylimit
 from fastapi import Depends, FastAPI
 from fastapi.responses import PlainTextResponse
 from polylimit.contrib.asgi import RateLimitMiddleware
-from polylimit.contrib.fastapi import RateLimit
+from polylimit.contrib.fastapi import RateLimit, RateLimitRefusal, refusal_handler
 from polylimit.contrib.http import Limit, Policy, api_key
 
 prefix = os.environ.get("EXAMPLE_PREFIX", "example")
@@ -35,6 +35,9 @@ policy = Policy(
 )
 app = FastAPI()
 app.add_middleware(RateLimitMiddleware, policy=policy)
+# The dependency's refusals as the contract's plain-text answers (without
+# this handler FastAPI answers them with a JSON "detail").
+app.add_exception_handler(RateLimitRefusal, refusal_handler)
 
 
 @app.get("/")

@@ -352,6 +352,56 @@ case_redis() {
   true
 }
 
+# policy check / explain on the docs' example (docs/examples/policy.toml),
+# then a key's state on a real server as explain shows it.
+case_policy() {
+  local doc="$HERE/../../docs/examples/policy.toml"
+  run -- policy check "$doc"
+  expect_rc 0
+  expect_out "valid, 4 rules"
+  expect_out "search: by plan"
+  expect_out "health: exempt"
+  sed 's/^default_plan = "free".*/default_plan = "gold"/' "$doc" >"$TMP/bad.toml"
+  run -- policy check "$TMP/bad.toml"
+  expect_rc 2
+  expect_err 'policy line 6: default_plan: must name one of the plans \(enterprise, free, pro\)'
+  run -- policy explain "$doc" --path /api/orders --tenant initech
+  expect_rc 0
+  expect_out '^rule: +api$'
+  expect_out '^key: +tenant:initech$'
+  expect_out '^plan: +enterprise$'
+  expect_out '"api-1000-per-60s";q=1000;w=60'
+  run -- policy explain "$doc" --path /api/orders --tenant globex
+  expect_out '^plan: +free$'
+  run -- policy explain "$doc" --path /api/orders --tenant globex --plan pro
+  expect_out '^plan: +pro$'
+  run -- policy explain "$doc" --path /api/orders
+  expect_rc 1
+  expect_out 'answer 401'
+  run -- policy explain "$doc" --path /x --ip 203.0.113.9
+  expect_out 'answer 403'
+  run -- policy explain "$doc" --method POST --path /login --ip 10.1.1.1 --header X-Forwarded-For=198.51.100.7
+  expect_out '^key: +ip:198.51.100.7$'
+  run -- policy explain "$doc" --path /healthz
+  expect_out 'proceed, unchecked \(the rule exempts it\)'
+  run -- policy explain "$doc" --bogus 1
+  expect_rc 2
+  start_redis
+  # Use up the free plan's 10/minute the way a service would (the document's
+  # limiter stores under "shop:api"), then ask.
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    run -- --url "$URL" --prefix shop:api --spec 10/minute check tenant:globex
+    expect_rc 0
+  done
+  run -- policy explain "$doc" --path /api/orders --tenant globex --url "$URL"
+  expect_rc 1
+  expect_out '^state: +0 of 10 left on '
+  expect_out 'the next request would get 429'
+  run -- policy explain "$doc" --path /api/orders --tenant acme --url "$URL"
+  expect_rc 0
+  expect_out '^state: +100 of 100 left'
+}
+
 # ---- main -------------------------------------------------------------------
 
 [ -x "$CLI" ] || fail "no executable at $CLI"

@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 LANGS = ["python", "go", "java", "node", "rust"]
 LIMIT = 5
+ENC_LIMIT = 3  # the rule whose glob is written decoded ("/enc/a b*")
 API_KEY = "sk-cross-" + uuid.uuid4().hex  # a secret: must never reach Redis
 
 # Values that move with the clock; equal within a second across services.
@@ -204,6 +205,7 @@ def main():
             {"rate": "%d/hour" % LIMIT, "prefix": prefix + ":ip"},
             {"rate": "%d/hour" % LIMIT, "prefix": prefix + ":key"},
             {"rate": "%d/hour" % LIMIT, "prefix": prefix + ":user"},
+            {"rate": "%d/hour" % ENC_LIMIT, "prefix": prefix + ":enc"},
         ],
         "policy": {
             "trusted_proxies": ["127.0.0.1", "::1"],
@@ -212,6 +214,8 @@ def main():
             "rules": [
                 {"name": "by-key", "paths": ["/key/*"], "limiter": 1, "key": "api_key"},
                 {"name": "by-user", "paths": ["/user/*"], "limiter": 2, "key": "user"},
+                # Written in the decoded form, as routers match paths.
+                {"name": "by-enc", "paths": ["/enc/a b*"], "limiter": 3, "key": "ip"},
                 {"name": "by-ip", "limiter": 0, "key": "ip"},
             ],
         },
@@ -265,6 +269,28 @@ def main():
             check(all(r["status"] == 429 for r in others), "%s: every other request answered 429" % name)
             same_answers(others, name + ": the 429s")
             denials += others
+
+        # A percent-encoded path is matched in its decoded form (as routers
+        # match it) by every service: "/enc/a%20b" is "/enc/a b", under the
+        # rule "/enc/a b*" and its own limit, whatever the language.
+        client = {"X-Forwarded-For": "203.0.113.50"}
+        rs = round_robin("/enc/a%20b", lambda i: client, ENC_LIMIT * max(2, len(services)))
+        admitted = [r for r in rs if r["status"] == 200]
+        check(
+            len(admitted) == ENC_LIMIT
+            and all(r["status"] == 429 for r in rs if r["status"] != 200)
+            and all(any(k == "ratelimit-policy" and v.startswith('"by-enc"') for k, v in r["headers"]) for r in rs),
+            "a percent-encoded path (/enc/a%%20b): %d of %d admitted over %d services, all by the rule of"
+            " /enc/a b* (limit %d)" % (len(admitted), len(rs), len(services), ENC_LIMIT),
+        )
+        same_answers([r for r in rs if r["status"] != 200], "a percent-encoded path: the 429s")
+        # The same client outside the glob: the by-ip rule's fresh budget, not by-enc's.
+        rs = [s.request("/enc/ab", client) for s in services]
+        check(
+            all(r["status"] == 200 for r in rs)
+            and all(any(k == "ratelimit-policy" and v.startswith('"by-ip"') for k, v in r["headers"]) for r in rs),
+            "a path outside /enc/a b*: admitted by the by-ip rule on every service",
+        )
 
         # 64 requests at once, spread over the services: still exactly the limit.
         with concurrent.futures.ThreadPoolExecutor(64) as pool:

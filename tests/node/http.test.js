@@ -289,3 +289,62 @@ test('a request without a key is refused by default in Express and Fastify', asy
     client.close();
   }
 });
+
+test('the path goes to the policy percent-decoded, as routers match it', () => {
+  const { pathOf } = require(path.join(packageDir, 'lib', 'http'));
+  const text = (p) => (typeof p === 'string' ? p : Buffer.from(p).toString('latin1'));
+  assert.equal(pathOf('/a/b?x=%20'), '/a/b', 'no escape: the string as it is, without the query');
+  assert.equal(text(pathOf('/a%20b')), '/a b');
+  assert.equal(text(pathOf('/a%2Fb?q=1')), '/a/b', '%2F is decoded too');
+  assert.equal(text(pathOf('/a%2fb')), '/a/b');
+  assert.equal(text(pathOf('/a%zz')), '/a%zz', 'an invalid escape stays');
+  assert.equal(text(pathOf('/%')), '/%');
+  assert.equal(text(pathOf('/a%2')), '/a%2');
+  assert.equal(text(pathOf('/%%41')), '/%A');
+  assert.equal(text(pathOf('/%2541')), '/%41', 'decoded once');
+  // Bytes, not text: an escape of a byte that is not UTF-8 reaches the core as that byte.
+  assert.deepEqual([...pathOf('/%FF%c3%A9')], [0x2f, 0xff, 0xc3, 0xa9]);
+  // Node gives the request line's bytes as Latin-1 characters: each is its byte.
+  assert.deepEqual([...pathOf('/\u00c3\u00a9%20')], [0x2f, 0xc3, 0xa9, 0x20]);
+});
+
+test('a percent-encoded path matches path globs in its decoded form (Express, Fastify)', async () => {
+  const fastify = require(path.join(packageDir, 'node_modules', 'fastify'));
+  const fastifyPlugin = require(path.join(packageDir, 'lib', 'fastify'));
+  const client = new polylimit.Client(server.url);
+  const prefix = uniquePrefix('enc');
+  const limiters = [client.limiter('2/minute', { prefix }), client.limiter('2/minute', { prefix: `${prefix}-slash` })];
+  const document = {
+    rules: [
+      { name: 'enc', paths: ['/enc/a b*'], limiter: 0 },
+      { name: 'slash', paths: ['/enc/x/y'], limiter: 1 },
+      { name: 'rest', limiter: null },
+    ],
+  };
+  const policy = polylimit.policyFromDocument(document, limiters);
+  const app = express();
+  app.use(rateLimit(policy));
+  app.use((_req, res) => res.send('ok'));
+  const e = await listen(app);
+  const f = fastify();
+  f.register(fastifyPlugin, { policy });
+  f.all('/*', async () => 'ok');
+  await f.listen({ port: 0, host: '127.0.0.1' });
+  const fb = `http://127.0.0.1:${f.server.address().port}`;
+  try {
+    // One budget (2) over both servers for /enc/a%20b..., whatever the spelling.
+    const got = await statuses([`${e.base}/enc/a%20b`, `${fb}/enc/a%20b`, `${e.base}/enc/a%20bc?q=1`]);
+    assert.deepEqual(got, [200, 200, 429]);
+    // Outside the glob: not limited by it (the raw spelling does not match it either).
+    assert.deepEqual(
+      await statuses([`${e.base}/enc/a%2520b`, `${fb}/enc/a%2520b`, `${e.base}/enc/ab`]),
+      [200, 200, 200],
+    );
+    // %2F is a '/' to the glob.
+    assert.deepEqual(await statuses([`${e.base}/enc/x%2Fy`, `${fb}/enc/x%2fy`, `${e.base}/enc/x/y`]), [200, 200, 429]);
+  } finally {
+    e.stop();
+    await f.close();
+    client.close();
+  }
+});

@@ -46,3 +46,11 @@ export const keyedBy = expressLimit(docClient.limiter('5/s'), {
   rules: [{ name: 'account', routes: ['/users/:id'], limiter: null }],
 });
 export const registered = registerPolylimit({ registerMetric() {} }, docClient, fromPolicy.policy, keyedBy);
+
+// A live policy: a TOML document with its own limits, a plan resolver.
+export const live = docClient.openPolicy('policy.toml', { watchMs: 100, resolver: async (t: string) => `plan-${t}` });
+export const liveMiddleware = expressLimit(live, {
+  tenant: (req: { headers: Record<string, string> }) => req.headers['x-tenant'],
+});
+export const generation: number = live.generation + live.current().resolverTimeoutMs;
+export const liveRegistered = registerPolylimit({ registerMetric() {} }, live, liveMiddleware);

@@ -619,3 +619,26 @@ def test_flask_rate_spec_before_and_after_init_app():
     assert r.__dict__["_polylimit_rule"].prefix is None  # the default: made from the config's PREFIX
     assert cfg_limits._resolve(r.__dict__["_polylimit_rule"]).limiter.prefix.startswith("cfg:view:")
     client.close()
+
+
+def test_a_credential_key_function_is_the_cores_401():
+    """An application key function marked credential() makes its rule say
+    "credential": true: the core answers the missing key 401 itself."""
+    client = polylimit.Client("memory://")
+
+    @http.credential
+    def token(request):
+        return request.header("Authorization")
+
+    policy = http.Policy(
+        http.Limit(client.limiter("5/minute"), key=token),
+        routes={"/plain": http.Limit(client.limiter("5/minute"), key=lambda r: None)},
+    )
+    rules = json.loads(policy.document)["rules"]
+    assert [r.get("credential") for r in rules] == [None, True]
+    outcome = policy.check(http.RequestView("GET", "/", "192.0.2.1", {}))
+    assert outcome.status == 401 and outcome.body == "no credential to rate-limit the request by\n"
+    assert ("content-type", "text/plain; charset=utf-8") in [(k.lower(), v) for k, v in outcome.headers]
+    outcome = policy.check(http.RequestView("GET", "/plain", "192.0.2.1", {}))
+    assert outcome.status == 400 and outcome.body == "no rate-limit key in the request\n"
+    assert policy.check(http.RequestView("GET", "/", "192.0.2.1", {"authorization": "t"})).status is None

@@ -262,15 +262,18 @@ def test_fastapi_dependency_per_api_key(redis_server, servers):
         status, h, _ = request(app_server.base + "/search?q=x", headers={"X-API-Key": key_a})
         assert status == 200, h
         expect_rate_headers(h, 5, 60, 4 - i, denied=False)
+    # The contract's answer (the example installs refusal_handler): the
+    # core's plain-text body and Content-Type, as the middleware sends.
     status, h, body = request(app_server.base + "/search", headers={"X-API-Key": key_a})
-    assert status == 429 and body == b'{"detail":"Too Many Requests"}'
+    assert status == 429 and body == b"Too Many Requests\n", body
+    assert h["Content-Type"] == "text/plain; charset=utf-8"
     expect_rate_headers(h, 5, 60, 0, denied=True)
     status, h, _ = request(app_server.base + "/search", headers={"X-API-Key": key_b})
     assert status == 200 and h["RateLimit-Remaining"] == "4"
     # No key: refused, not let through unlimited (an API key is a credential).
     status, h, body = request(app_server.base + "/search")
     assert status == 401 and "RateLimit-Limit" not in h, (status, body)
-    assert body == b'{"detail":"no credential to rate-limit the request by"}'
+    assert body == b"no credential to rate-limit the request by\n"
     # The API key itself is not in Redis: only its digest.
     stored = redis_server.command("KEYS", "*")
     assert stored and not [k for k in stored if key_a.encode() in k]

@@ -47,6 +47,10 @@ def test_default_rejects_a_missing_credential_with_401(app):
         assert status == 401, (app.kind, status, body)
         assert _no_rate_headers(h), dict(h)
         assert b"no credential" in body
+        if app.kind == "fastapi":
+            # No refusal_handler in this app: FastAPI's HTTPException handler
+            # answers (the core's status, a JSON detail).
+            assert body == b'{"detail":"no credential to rate-limit the request by"}', body
     # With the key, the same route is limited: 2 per minute.
     key = uuid.uuid4().hex
     statuses = [request(app.base + "/credential", headers={"X-API-Key": key})[0] for _ in range(3)]

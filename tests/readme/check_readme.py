@@ -59,6 +59,7 @@ README_URL = "redis://127.0.0.1:6379"
 MARKER = re.compile(r"^<!--\s*readme-test:\s*(?P<body>.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)(?P<info>[^`]*)$")
 TIMEOUT = 600
+DOC_NAME = ["README.md"]  # the checked file's name in messages (--readme)
 
 
 class Block:
@@ -69,7 +70,7 @@ class Block:
         self.marker = marker  # the marker's body, or None
 
     def name(self):
-        return "README.md:%d (```%s)" % (self.line, self.info)
+        return "%s:%d (```%s)" % (DOC_NAME[0], self.line, self.info)
 
 
 def parse_blocks(path):
@@ -195,9 +196,9 @@ def strip_hash_comments(text):
 
 
 def code_lines(text, lang):
-    if lang in ("c", "cc", "cpp", "h", "go", "java", "js", "javascript"):
+    if lang in ("c", "cc", "cpp", "h", "go", "java", "js", "javascript", "rust", "rs"):
         text = strip_c_comments(text)
-    elif lang in ("python", "py", "sh", "bash"):
+    elif lang in ("python", "py", "sh", "bash", "toml"):
         text = strip_hash_comments(text)
     result = []
     for line in text.split("\n"):
@@ -216,7 +217,9 @@ LANG_OF_EXT = {
     ".java": "java",
     ".js": "js",
     ".py": "python",
+    ".rs": "rust",
     ".sh": "sh",
+    ".toml": "toml",
 }
 
 
@@ -432,6 +435,7 @@ def main():
     ap.add_argument("--jar")
     ap.add_argument("--no-run", action="store_true")
     args = ap.parse_args()
+    DOC_NAME[0] = os.path.relpath(os.path.abspath(args.readme), ROOT)
     args.python = os.path.abspath(shutil.which(args.python) or args.python)
     args.jar = os.path.abspath(args.jar) if args.jar else None
     if not args.no_run and not args.redis_url:

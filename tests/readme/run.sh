@@ -63,5 +63,10 @@ trap '"$root/tests/redis-server.sh" stop "$POLYLIMIT_TEST_REDIS_PID" "$POLYLIMIT
 readme_rc=0
 python3 "$root/tests/readme/check_readme.py" --readme "$root/README.md" \
   --redis-url "$POLYLIMIT_TEST_REDIS_URL" --python "$python" --jar "$jar" || readme_rc=$?
+# The policy guide: its blocks are fragments of the programs that run them
+# (the five services of tests/http/cross_language_reload.py, the CLI test).
+policy_rc=0
+python3 "$root/tests/readme/check_readme.py" --readme "$root/docs/policy.md" --no-run || policy_rc=$?
 [ $languages_rc -eq 0 ] || echo "tests/readme/run.sh: the languages check failed (above)" >&2
-[ $readme_rc -eq 0 ] && [ $languages_rc -eq 0 ]
+[ $policy_rc -eq 0 ] || echo "tests/readme/run.sh: docs/policy.md's blocks failed (above)" >&2
+[ $readme_rc -eq 0 ] && [ $languages_rc -eq 0 ] && [ $policy_rc -eq 0 ]

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "policy.h"
 #include "polylimit.h"
 
 namespace {
@@ -41,6 +42,9 @@ Commands:
                   per client and per process: here they count only this one
                   polylimit run (the peeks above), never your application's
                   checks; read those from your application's own client.
+  policy check FILE, policy explain FILE [...]
+                  check a policy document, or say what it does with one
+                  request ('polylimit policy --help').
   bench           benchmark --threads threads for --seconds seconds, half on
                   the allow path (every check on a new key, so it is admitted)
                   and half on the deny path (one key, drained first, so checks
@@ -663,6 +667,8 @@ int bench(const Args& a, polylimit_limiter* l, polylimit_client* client) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `polylimit policy ...` has options of its own (cli/policy.cpp).
+  if (argc >= 2 && std::strcmp(argv[1], "policy") == 0) return run_policy(argc - 1, argv + 1);
   Args a = parse(argc, argv);
   const bool is_bench = a.command == "bench";
   const bool one_key = a.command == "check" || a.command == "peek" || a.command == "reset";

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -329,5 +330,35 @@ func TestFromDocumentOverHTTP(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("no %s in\n%s", want, page)
 		}
+	}
+}
+
+// Which rules may refund (HTTPRule.Refunds) is the core's reading of each
+// rule's count_when, not a second parse of the document: a value spelt with
+// an escape ("\u0061ll" is "all") counts every response too.
+func TestRuleRefundsFromTheCore(t *testing.T) {
+	c := openClient(t, "memory://")
+	l, err := c.Limiter("5/minute")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := polylimit.NewHTTPPolicy(`{"rules": [
+		{"name": "absent", "paths": ["/a"], "limiter": 0},
+		{"name": "all", "paths": ["/b"], "limiter": 0, "count_when": "all"},
+		{"name": "escaped", "paths": ["/c"], "limiter": 0, "count_when": "\u0061ll"},
+		{"name": "failures", "paths": ["/d"], "limiter": 0, "count_when": "failures"},
+		{"name": "statuses", "paths": ["/e"], "limiter": 0, "count_when": [401, "5xx"]},
+		{"name": "exempt", "limiter": null}]}`, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var got []string
+	for _, r := range p.Rules() {
+		got = append(got, fmt.Sprintf("%s=%v", r.Name, r.Refunds))
+	}
+	want := "[absent=false all=false escaped=false failures=true statuses=true exempt=false]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("Refunds: %v, want %s", got, want)
 	}
 }

@@ -254,6 +254,7 @@ func FromContext(ctx context.Context) (polylimit.Result, bool) {
 // use.
 type Middleware struct {
 	policy *polylimit.HTTPPolicy
+	live   *polylimit.LivePolicy // per request, its current policy instead of policy
 	rules  []polylimit.HTTPRule
 	doc    string
 	cfg    config
@@ -290,7 +291,8 @@ func NewMiddleware(limiter *polylimit.Limiter, opts ...Option) (*Middleware, err
 // application's identities (WithUser, WithTenant, WithAppKey, WithCost,
 // WithRouteTemplate), handlers (WithDeniedHandler, WithErrorHandler,
 // WithSkip), WithTimeout and WithCountWhen; the document's own settings
-// win over the options that would write it.
+// win over the options that would write it. A document with limits or plans
+// of its own needs a client for them: polylimit.NewLivePolicy and FromLive.
 func FromDocument(doc string, limiters ...*polylimit.Limiter) (*Middleware, error) {
 	p, err := polylimit.NewHTTPPolicy(doc, limiters...)
 	if err != nil {
@@ -299,6 +301,18 @@ func FromDocument(doc string, limiters ...*polylimit.Limiter) (*Middleware, erro
 	m := &Middleware{policy: p, rules: p.Rules(), doc: doc}
 	m.apply(nil)
 	return m, nil
+}
+
+// FromLive returns the middleware of a live policy (polylimit.NewLivePolicy,
+// polylimit.OpenLivePolicy): each request is decided, and refunded, on the
+// policy in force when it started, so a reload applies to the next request;
+// tenants' plans are resolved by the live policy's resolver (give the tenant
+// with WithTenant). Options are added with Middleware.With, as for
+// FromDocument. Closing the middleware does not close the live policy.
+func FromLive(live *polylimit.LivePolicy) *Middleware {
+	m := &Middleware{live: live}
+	m.apply(nil)
+	return m
 }
 
 // FromMap is FromDocument for a document given as Go values (encoded as JSON).
@@ -314,7 +328,7 @@ func FromMap(doc map[string]any, limiters ...*polylimit.Limiter) (*Middleware, e
 // hooks and handlers (options that would change the policy document do not
 // apply to a document's middleware).
 func (m *Middleware) With(opts ...Option) *Middleware {
-	n := &Middleware{policy: m.policy, rules: m.rules, doc: m.doc, cfg: m.cfg, err: m.err}
+	n := &Middleware{policy: m.policy, live: m.live, rules: m.rules, doc: m.doc, cfg: m.cfg, err: m.err}
 	n.apply(opts)
 	return n
 }
@@ -332,10 +346,14 @@ func (m *Middleware) apply(opts []Option) {
 }
 
 // Policy returns the library's policy (metrics: promcollector, or
-// HTTPPolicy.MetricsPrometheus); nil when New could not make it.
+// HTTPPolicy.MetricsPrometheus); nil when New could not make it, and for
+// FromLive (Live).
 func (m *Middleware) Policy() *polylimit.HTTPPolicy { return m.policy }
 
-// Close frees the policy (not its limiters).
+// Live returns FromLive's live policy (nil otherwise).
+func (m *Middleware) Live() *polylimit.LivePolicy { return m.live }
+
+// Close frees the policy (not its limiters, nor FromLive's live policy).
 func (m *Middleware) Close() error {
 	if m.policy == nil {
 		return nil
@@ -477,10 +495,20 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	} else if _, ok := r.Context().Deadline(); ok {
 		ctx = r.Context()
 	}
-	d, err := m.policy.Decide(ctx, &req)
+	policy, rules := m.policy, m.rules
+	if m.live != nil {
+		var err error
+		if policy, err = m.live.Current(); err != nil {
+			m.fail(w, r, err, nil)
+			return
+		}
+		defer policy.Close() // after the response and its refund
+		rules = policy.Rules()
+	}
+	d, err := policy.Decide(ctx, &req)
 	if err == nil && d.Step.Action == polylimit.HTTPNeedAppKey {
 		if err = appKey(r, c.app, &req); err == nil {
-			d, err = m.policy.Decide(ctx, &req)
+			d, err = policy.Decide(ctx, &req)
 		}
 	}
 	if err != nil {
@@ -510,7 +538,7 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		return
 	}
 	d.Response.SetHeaders(w.Header())
-	refunds := d.Step.Rule >= 0 && d.Step.Rule < len(m.rules) && m.rules[d.Step.Rule].Refunds
+	refunds := d.Step.Rule >= 0 && d.Step.Rule < len(rules) && rules[d.Step.Rule].Refunds
 	if c.count == nil && !refunds {
 		next.ServeHTTP(w, r)
 		return
@@ -531,11 +559,13 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		// Only units Redis took go back: not a shadowed or degraded decision's.
 		res := d.Result
 		if !c.count(sw.status) && res.Allowed && !res.Shadowed && !res.Degraded {
-			_, _ = m.policy.Limiter(d.Step.Rule).Refund(rctx, d.Step.Key, int(d.Step.Cost))
+			if l := policy.StepLimiter(d.Step); l != nil {
+				_, _ = l.Refund(rctx, d.Step.Key, int(d.Step.Cost))
+			}
 		}
 		return
 	}
-	_, _ = m.policy.Settle(rctx, &d, sw.status)
+	_, _ = policy.Settle(rctx, &d, sw.status)
 }
 
 // answerAtOnce answers 400 / 401 / 403.

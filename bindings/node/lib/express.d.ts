@@ -1,5 +1,5 @@
 // polylimit/express: Express middleware and an express-rate-limit Store.
-import type { HttpPolicy, Limiter } from './index';
+import type { HttpPolicy, Limiter, LivePolicy } from './index';
 import type { HttpHooks, HttpLimitOptions } from './http';
 export {
   apiKey,
@@ -17,11 +17,11 @@ export {
 export interface RateLimitMiddleware {
   (req: any, res: any, next: (err?: unknown) => void): void;
   /** the policy it runs (its metrics: policy.metrics(), or registerPolylimit) */
-  readonly policy: HttpPolicy;
+  readonly policy: HttpPolicy | LivePolicy;
 }
 
 /** Middleware over a policy document's policy: the options are the application's hooks. */
-export declare function rateLimit(policy: HttpPolicy, hooks?: HttpHooks<any>): RateLimitMiddleware;
+export declare function rateLimit(policy: HttpPolicy | LivePolicy, hooks?: HttpHooks<any>): RateLimitMiddleware;
 /** Middleware from options: 429 with the headers on a denial, 503 when Redis cannot decide, 400/401 without a key unless onMissingKey: 'skip'. */
 export declare function rateLimit(limiter: Limiter | null, options?: HttpLimitOptions<any>): RateLimitMiddleware;
 

@@ -17,7 +17,8 @@ const http = require('./http');
 // The route template is Express's (req.baseUrl + req.route.path), known when
 // the middleware is mounted on a route (app.get('/users/:id', limit, ...));
 // mounted with app.use it runs before routing, and the path stands in.
-// The middleware's `policy` (an HttpPolicy) gives the per-rule metrics.
+// The middleware's `policy` (an HttpPolicy or a LivePolicy) gives the
+// per-rule metrics.
 function rateLimit(limiterOrPolicy, options = {}) {
   const h = http.setup(limiterOrPolicy, options);
   const { policy } = h;
@@ -36,8 +37,8 @@ function rateLimit(limiterOrPolicy, options = {}) {
         }
         if (d.decision !== null) {
           req.polylimit = d.decision;
-          if (http.needsSettling(policy, d))
-            res.once('finish', () => http.settle(policy, d.step, d.decision, res.statusCode));
+          if (http.needsSettling(d.policy, d))
+            res.once('finish', () => http.settle(d.policy, d.step, d.decision, res.statusCode));
         }
         next();
       },

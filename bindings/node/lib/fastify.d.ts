@@ -1,9 +1,11 @@
 // polylimit/fastify: the plugin (onRequest and onResponse hooks of the whole app).
-import type { HttpPolicy, Limiter } from './index';
+import type { HttpPolicy, Limiter, LivePolicy } from './index';
 import type { HttpHooks, HttpLimitOptions } from './http';
 declare function polylimitPlugin(
   fastify: any,
-  options: (HttpLimitOptions<any> & { limiter?: Limiter | null }) | (HttpHooks<any> & { policy: HttpPolicy }),
+  options:
+    | (HttpLimitOptions<any> & { limiter?: Limiter | null })
+    | (HttpHooks<any> & { policy: HttpPolicy | LivePolicy }),
   done: (err?: Error) => void,
 ): void;
 declare namespace polylimitPlugin {

@@ -41,12 +41,12 @@ function polylimitPlugin(fastify, options, done) {
     }
     if (d.decision !== null) {
       request.polylimit = d.decision;
-      if (http.needsSettling(policy, d)) request[SETTLE] = d;
+      if (http.needsSettling(d.policy, d)) request[SETTLE] = d;
     }
   });
   fastify.addHook('onResponse', async (request, reply) => {
     const d = request[SETTLE];
-    if (d !== undefined) http.settle(policy, d.step, d.decision, reply.statusCode);
+    if (d !== undefined) http.settle(d.policy, d.step, d.decision, reply.statusCode);
   });
   fastify.decorate('polylimitPolicy', policy);
   done();

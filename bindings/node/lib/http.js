@@ -9,7 +9,7 @@
 //     answer (synchronous); after the response, settle: refundDue and, when
 //     due, the refund (count_when).
 
-const { Limiter, HttpPolicy, PolylimitError } = require('./index');
+const { Limiter, HttpPolicy, LivePolicy, PolylimitError } = require('./index');
 
 // ---- key helpers: each names a key part of the contract --------------------
 
@@ -281,18 +281,23 @@ function identity(v) {
 
 // The policy and the application's hooks a middleware runs with:
 // rateLimit(policy, { user, tenant, appKey, cost }) or rateLimit(limiter, options).
+// `policy`: an HttpPolicy, or a LivePolicy (each request takes its current one).
 function setup(limiterOrPolicy, options = {}) {
   if (options === null || typeof options !== 'object') fail('options must be an object');
   let policy;
   let appKey = options.appKey;
   let userHook = options.user;
-  if (limiterOrPolicy instanceof HttpPolicy) {
+  if (limiterOrPolicy instanceof HttpPolicy || limiterOrPolicy instanceof LivePolicy) {
     for (const name of ['key', 'routes', 'rules', 'exempt', 'trustedProxies', 'countWhen', 'methods', 'allow', 'deny'])
       if (options[name] !== undefined)
         fail(`options.${name}: with a policy, the document says it (the options are user, tenant, appKey, cost)`);
     if (options.cost !== undefined && typeof options.cost !== 'function')
       fail('options.cost: with a policy, a function (req) => cost; the document gives constant costs');
     policy = limiterOrPolicy;
+    if (policy instanceof HttpPolicy && policy.resolverTimeoutMs > 0)
+      fail(
+        'the document has a [resolver] section: use a LivePolicy with a resolver (client.livePolicy(doc, { resolver }))',
+      );
   } else {
     const t = documentOf(limiterOrPolicy === undefined ? null : limiterOrPolicy, options);
     if (t.userKey !== null && userHook !== undefined) fail('a credential key function and the user option: give one');
@@ -308,8 +313,13 @@ function setup(limiterOrPolicy, options = {}) {
     const v = name === 'user' ? userHook : name === 'appKey' ? appKey : options[name];
     if (v !== undefined && typeof v !== 'function') fail(`options.${name} must be a function (req) => value`);
   }
+  const live = policy instanceof LivePolicy ? policy : null;
   return {
     policy,
+    live,
+    // The first prepare's plan: not resolved (a 'need_plan' step may come)
+    // with a resolver, else '' (the tenants table or the default plan).
+    plan: live !== null && live.resolver !== null ? undefined : '',
     user: userHook || defaultUser,
     tenant: options.tenant || none,
     appKey: appKey || null,
@@ -321,11 +331,12 @@ const NO_VALUES = [];
 
 // One request: describe, prepare, check, answer. `headers`: the request's
 // headers by lower-case name (Node's req.headers). Resolves with
-//   { step, decision (the check's, or null), answer (null: go on with no
+//   { policy (the HttpPolicy it was decided by: settle with it), step,
+//     decision (the check's, or null), answer (null: go on with no
 //     headers; else { status (0: go on), body, headers: [[name, value]] }) }
 // and rejects only with the application's own errors (its hooks threw).
 async function decide(h, req, method, path, route, peer, headers) {
-  const { policy } = h;
+  const policy = h.live !== null ? h.live.current() : h.policy;
   const names = policy.headerNames;
   let values = NO_VALUES;
   if (names.length > 0) {
@@ -349,16 +360,27 @@ async function decide(h, req, method, path, route, peer, headers) {
   user = identity(user);
   tenant = identity(tenant);
   if (route === '') route = undefined;
-  let step = policy._prepare(method, path, route, peer, values, user, tenant, undefined, cost);
-  if (step.action === 'need_app_key') {
-    if (h.appKey === null) fail(`rule "${step.rule}" keys by "app": give the middleware an appKey function`);
-    let k = h.appKey(req, step.rule);
-    if (thenable(k)) k = await k;
-    k = identity(k);
-    step = policy._prepare(method, path, route, peer, values, user, tenant, k === undefined ? '' : k, cost);
+  let plan = h.plan;
+  let app;
+  let step = policy._prepare(method, path, route, peer, values, user, tenant, app, cost, plan);
+  // At most one of each: the core asks for the application's key and the
+  // tenant's plan once each.
+  for (let round = 0; round < 2; round++) {
+    if (step.action === 'need_app_key' && app === undefined) {
+      if (h.appKey === null) fail(`rule "${step.rule}" keys by "app": give the middleware an appKey function`);
+      let k = h.appKey(req, step.rule);
+      if (thenable(k)) k = await k;
+      k = identity(k);
+      app = k === undefined ? '' : k;
+    } else if (step.action === 'need_plan' && plan === undefined) {
+      plan = await h.live.resolvePlan(tenant, policy.resolverTimeoutMs);
+    } else {
+      break;
+    }
+    step = policy._prepare(method, path, route, peer, values, user, tenant, app, cost, plan);
   }
-  if (step.action === 'proceed') return { step, decision: null, answer: null };
-  if (step.action === 'respond') return { step, decision: null, answer: policy.answer(step) };
+  if (step.action === 'proceed') return { policy, step, decision: null, answer: null };
+  if (step.action === 'respond') return { policy, step, decision: null, answer: policy.answer(step) };
   const limiter = policy.limiterOf(step);
   let decision = null;
   try {
@@ -368,7 +390,7 @@ async function decide(h, req, method, path, route, peer, headers) {
     // answer: the policy's on_error says what the request gets.
     if (!(error instanceof PolylimitError)) throw error;
   }
-  return { step, decision, answer: policy.answer(step, decision) };
+  return { policy, step, decision, answer: policy.answer(step, decision) };
 }
 
 // After the response: the refund count_when asks for, if any. A refund that
@@ -387,10 +409,47 @@ function needsSettling(policy, r) {
   return r.decision !== null && policy.mayRefund(r.step);
 }
 
-// The path without the query.
+// The path as routers match it and path globs are written: without the
+// query, every valid %XX decoded to its byte (%2F too, as Go, ASGI and
+// servlets do), an invalid escape left as it is. A path with an escape or a
+// character past ASCII comes back as bytes (a Buffer; they need not be
+// UTF-8): Node gives the request line's bytes as Latin-1 characters, each
+// passed on as its byte.
 function pathOf(url) {
   const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q);
+  const raw = q < 0 ? url : url.slice(0, q);
+  return /[%\u0080-\uffff]/.test(raw) ? decodePath(raw) : raw;
+}
+
+function hexDigit(c) {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const l = c | 0x20;
+  return l >= 0x61 && l <= 0x66 ? l - 0x61 + 10 : -1;
+}
+
+function decodePath(raw) {
+  const out = [];
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c === 0x25 && i + 2 < raw.length) {
+      const hi = hexDigit(raw.charCodeAt(i + 1));
+      const lo = hexDigit(raw.charCodeAt(i + 2));
+      if (hi >= 0 && lo >= 0) {
+        out.push((hi << 4) | lo);
+        i += 2;
+        continue;
+      }
+    }
+    if (c <= 0xff) {
+      out.push(c);
+    } else {
+      // Not from the wire (an application's rewrite): its UTF-8.
+      const cp = raw.codePointAt(i);
+      if (cp > 0xffff) i++;
+      for (const b of Buffer.from(String.fromCodePoint(cp), 'utf8')) out.push(b);
+    }
+  }
+  return Buffer.from(out);
 }
 
 module.exports = {

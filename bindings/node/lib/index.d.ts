@@ -89,6 +89,10 @@ export declare class Client {
   constructor(url?: string, options?: ClientOptions);
   constructor(options: ClientOptions);
   limiter(spec: string, options?: LimiterOptions): Limiter;
+  /** A live HTTP policy from a document (TOML or JSON text, or an object). */
+  livePolicy(document: string | object, options?: LivePolicyOptions): LivePolicy;
+  /** A live HTTP policy from a file, watched when options.watchMs > 0. */
+  openPolicy(path: string, options?: LivePolicyOptions & { watchMs?: number }): LivePolicy;
   /** The client's counters, named as in polylimit_stats. */
   stats(): Record<string, number>;
   /** The counters in the Prometheus text format. */
@@ -105,7 +109,7 @@ export declare class Client {
 export interface HttpRequest {
   /** 'GET' if left out */
   method?: string;
-  /** the path without the query; '/' if left out */
+  /** the decoded path (as the framework routes on it), without the query; '/' if left out */
   path?: string;
   /** the framework's route template ('/users/:id'), when known */
   route?: string;
@@ -121,14 +125,18 @@ export interface HttpRequest {
   appKey?: Key;
   /** this request's cost, instead of the rule's */
   cost?: number;
+  /** the tenant's plan, as a resolver answered a 'need_plan' step ('' = the tenants table or the default plan) */
+  plan?: string;
 }
 
 /** What to do with a request. */
 export interface HttpStep {
-  readonly action: 'proceed' | 'check' | 'respond' | 'need_app_key';
+  readonly action: 'proceed' | 'check' | 'respond' | 'need_app_key' | 'need_plan';
   /** the rule that matched, by name, or null */
   readonly rule: string | null;
   readonly ruleIndex: number;
+  /** check: the limiter to check on (limiterOf(step)) */
+  readonly limiterIndex: number;
   /** respond: 400, 401 or 403 */
   readonly status: number;
   /** check: the key and the units to check */
@@ -166,6 +174,38 @@ export declare class HttpPolicy {
   refundDue(step: HttpStep, decision: DecisionFields, status: number): boolean;
   /** polylimit_http_requests_total{rule,outcome}, Prometheus text. */
   metrics(): string;
+  /** the plan resolver's deadline in milliseconds (0: the document has no resolver) */
+  readonly resolverTimeoutMs: number;
+}
+
+export interface LivePolicyOptions {
+  /** the application's limiters, named by index by rules with `limiter` */
+  limiters?: Limiter[];
+  /** the plan of a tenant the document's table does not name (a [resolver] section); its answers are cached, a failure or a late answer gives the default plan */
+  resolver?: (tenant: string) => string | Promise<string>;
+}
+
+/** A policy replaced while requests run: reload(), reloadFile(), or a watched file. */
+export declare class LivePolicy {
+  constructor(client: Client, document: string | object, options?: LivePolicyOptions);
+  static open(client: Client, path: string, options?: LivePolicyOptions & { watchMs?: number }): LivePolicy;
+  /** The policy for one request (the same object until the next reload). */
+  current(): HttpPolicy;
+  /** Replaces the policy, or throws InvalidArgumentError naming the line (the old one stays). */
+  reload(document: string | object): void;
+  /** Reads the file again (a policy opened from a file). */
+  reloadFile(): void;
+  /** 1 after creation, +1 per accepted reload */
+  readonly generation: number;
+  /** the last refused reload's message ('' since an accepted one) */
+  readonly lastError: string;
+  readonly resolver: ((tenant: string) => string | Promise<string>) | null;
+  /** The plan for a 'need_plan' step: cached, else the resolver's within timeoutMs, else '' (never rejects). */
+  resolvePlan(tenant: string, timeoutMs: number): Promise<string>;
+  /** The current policy's per-rule counters and polylimit_http_policy_reloads_total. */
+  metrics(): string;
+  /** Stops watching the file; requests under way finish on the policy they took. */
+  close(): void;
 }
 
 /**
@@ -173,7 +213,11 @@ export declare class HttpPolicy {
  * `limiters` by index. An invalid document throws an InvalidArgumentError
  * naming the line and the field.
  */
-export declare function policyFromDocument(document: string | object, limiters: Limiter[]): HttpPolicy;
+export declare function policyFromDocument(
+  document: string | object,
+  limiters?: Limiter[],
+  options?: { client?: Client },
+): HttpPolicy;
 
 /** Several (named) clients on one Prometheus page. */
 export declare function prometheus(...clients: Client[]): string;

@@ -237,6 +237,18 @@ class Client {
     }
   }
 
+  // A live HTTP policy (LivePolicy) from a document: TOML or JSON text, or
+  // an object (serialized as JSON); options { limiters, resolver }.
+  livePolicy(document, options = {}) {
+    return new LivePolicy(this, document, options);
+  }
+
+  // A live HTTP policy from a file; options { limiters, resolver, watchMs }
+  // (watchMs > 0: the file is watched and reloaded when it changes).
+  openPolicy(path, options = {}) {
+    return LivePolicy.open(this, path, options);
+  }
+
   // A limiter for a rate spec ('100/minute', '10/s;1000/h'): options
   // { algorithm, prefix, clock, denyCache, failurePolicy, block (ms),
   //   shadow, breaker: { failures, cooldownMs },
@@ -416,7 +428,7 @@ class Limiter {
 // ---- the HTTP request policy ---------------------------------------------------
 
 // What a step asks of the middleware (polylimit_http_action), by its code.
-const ACTIONS = ['proceed', 'check', 'respond', 'need_app_key'];
+const ACTIONS = ['proceed', 'check', 'respond', 'need_app_key', 'need_plan'];
 
 function optionalText(name, value) {
   if (value === undefined || value === null || typeof value === 'string') return value;
@@ -439,36 +451,45 @@ function headerValue(value) {
 // do no I/O. Made by policyFromDocument(); shared by any number of requests.
 class HttpPolicy {
   #native;
-  #limiters;
+  #limiters; // the application's, then (made on first use) the document's own
+  #appLimiters;
+  #client;
   #rules;
   #headerNames;
   #refunds; // per rule: whether some status is refunded (count_when is not 'all')
 
-  constructor(document, limiters) {
-    if (typeof document !== 'string') {
+  // new HttpPolicy(document, limiters, options?): options { client } makes
+  // the limiters of the document's own limits ("limit", plans) on client.
+  constructor(document, limiters = [], options = {}) {
+    if (options === null || typeof options !== 'object')
+      throw new TypeError(`options must be an object, not ${describe(options)}`);
+    const taken = options[FROM_LIVE]; // a live policy's current one (LivePolicy.current)
+    if (taken === undefined && typeof document !== 'string') {
       if (document === null || typeof document !== 'object')
-        throw new TypeError(`document must be JSON text or an object, not ${describe(document)}`);
+        throw new TypeError(`document must be JSON or TOML text, or an object, not ${describe(document)}`);
       document = JSON.stringify(document);
     }
-    if (!Array.isArray(limiters)) throw new TypeError(`limiters must be an array, not ${describe(limiters)}`);
-    limiters.forEach((l, i) => {
-      if (!(l instanceof Limiter))
-        throw new TypeError(`limiters[${i}] must be a polylimit Limiter, not ${describe(l)}`);
-    });
+    checkLimiters(limiters);
+    const client = options.client;
+    if (client !== undefined && !(client instanceof Client))
+      throw new TypeError(`options.client must be a polylimit Client, not ${describe(client)}`);
     try {
       this.#native = new native.NativePolicy(
-        document,
+        taken === undefined ? document : taken,
         limiters.map((l) => l._native),
+        client === undefined ? undefined : client._native,
       );
     } catch (e) {
       rethrow(e);
     }
+    this.#client = client === undefined ? null : client;
+    this.#appLimiters = limiters.slice();
     this.#limiters = limiters.slice();
     this.#headerNames = Object.freeze(this.#native.headerNames());
     this.#rules = Object.freeze(
       this.#native
         .rules()
-        .map((r) => Object.freeze({ name: r.name, limiter: r.limiter < 0 ? null : limiters[r.limiter] })),
+        .map((r) => Object.freeze({ name: r.name, limiter: r.limiter < 0 ? null : this.#limiterAt(r.limiter) })),
     );
     // Which rules refund some response: the others need no look at it.
     const admitted = { allowed: true, granted: 1 };
@@ -485,9 +506,30 @@ class HttpPolicy {
     return this.#headerNames;
   }
 
-  // The limiters the document's rules name by index.
+  // The application's limiters (the document's rules name them by index).
   get limiters() {
-    return this.#limiters.slice();
+    return this.#appLimiters.slice();
+  }
+
+  // The plan resolver's deadline in milliseconds (0: the document has no resolver).
+  get resolverTimeoutMs() {
+    return this.#native.resolverTimeoutMs();
+  }
+
+  // Limiter i of the steps: the application's, else one of the document's
+  // own limits (a Limiter on the policy's client, made once).
+  #limiterAt(i) {
+    let l = this.#limiters[i];
+    if (l === undefined && i >= this.#appLimiters.length && this.#client !== null) {
+      l = Object.create(Limiter.prototype);
+      try {
+        l._native = new native.NativeLimiter(this.#client._native, this.#native.limiterAt(i), undefined, l);
+      } catch (e) {
+        rethrow(e);
+      }
+      this.#limiters[i] = l;
+    }
+    return l === undefined ? null : l;
   }
 
   // The rules, in order: { name, limiter } (limiter null: the rule exempts).
@@ -496,12 +538,14 @@ class HttpPolicy {
   }
 
   // Describes a request: { method, path, route?, peer?, headers?, user?,
-  // tenant?, appKey?, cost? } -> a step { action: 'proceed' | 'check' |
-  // 'respond' | 'need_app_key', rule (its name, or null), status (respond:
+  // tenant?, appKey?, cost?, plan? } -> a step { action: 'proceed' | 'check' |
+  // 'respond' | 'need_app_key' | 'need_plan', rule (its name, or null), status (respond:
   // 400, 401 or 403), key and cost (check) }. headers: an object (names in
   // any case; an array value is a repeated header) or a function
   // (lowerCaseName) -> value. appKey: for rules keyed by 'app', asked for
   // with 'need_app_key' (prepare again with it; '' when there is none).
+  // plan: the tenant's plan as a resolver answered 'need_plan' (absent: not
+  // resolved; '' = the tenants table or the default plan).
   prepare(request) {
     if (request === null || typeof request !== 'object')
       throw new TypeError(`request must be an object, not ${describe(request)}`);
@@ -519,7 +563,8 @@ class HttpPolicy {
       }
       values = names.map((n) => headerValue(lower[n]));
     }
-    for (const f of ['method', 'path', 'route', 'peer', 'user', 'tenant']) optionalText(`request.${f}`, request[f]);
+    for (const f of ['method', 'path', 'route', 'peer', 'user', 'tenant', 'plan'])
+      optionalText(`request.${f}`, request[f]);
     if (request.appKey !== undefined && request.appKey !== null && !(request.appKey instanceof Uint8Array))
       optionalText('request.appKey', request.appKey);
     if (request.cost !== undefined && request.cost !== null) checkInteger('request.cost', request.cost);
@@ -533,15 +578,16 @@ class HttpPolicy {
       request.tenant,
       request.appKey,
       request.cost,
+      request.plan === null ? undefined : request.plan,
     );
   }
 
   // prepare() for the middlewares: arguments checked by them, header values
   // in headerNames' order.
-  _prepare(method, path, route, peer, values, user, tenant, appKey, cost) {
+  _prepare(method, path, route, peer, values, user, tenant, appKey, cost, plan) {
     let step;
     try {
-      step = this.#native.prepare(method, path, route, peer, values, user, tenant, appKey, cost);
+      step = this.#native.prepare(method, path, route, peer, values, user, tenant, appKey, cost, plan);
     } catch (e) {
       rethrow(e);
     }
@@ -552,6 +598,7 @@ class HttpPolicy {
 
   // The limiter to check a step of action 'check' on (null for other steps).
   limiterOf(step) {
+    if (step.limiterIndex !== undefined) return step.limiterIndex < 0 ? null : this.#limiterAt(step.limiterIndex);
     const rule = step.ruleIndex >= 0 ? this.#rules[step.ruleIndex] : undefined;
     return rule ? rule.limiter : null;
   }
@@ -603,11 +650,220 @@ class HttpPolicy {
   }
 }
 
-// The policy of a JSON document (text, or an object that is serialized)
-// whose rules name `limiters` by index. An invalid document throws an
-// InvalidArgumentError naming the line and the field.
-function policyFromDocument(document, limiters) {
-  return new HttpPolicy(document, limiters);
+// The policy of a document (JSON or TOML text, or an object that is
+// serialized) whose rules name `limiters` by index; options { client }: the
+// client the document's own limits ("limit", plans) are made on. An invalid
+// document throws an InvalidArgumentError naming the line and the field.
+function policyFromDocument(document, limiters = [], options = {}) {
+  return new HttpPolicy(document, limiters, options);
+}
+
+function checkLimiters(limiters) {
+  if (!Array.isArray(limiters)) throw new TypeError(`limiters must be an array, not ${describe(limiters)}`);
+  limiters.forEach((l, i) => {
+    if (!(l instanceof Limiter)) throw new TypeError(`limiters[${i}] must be a polylimit Limiter, not ${describe(l)}`);
+  });
+}
+
+const FROM_LIVE = Symbol('polylimit.fromLive');
+const OPEN = Symbol('polylimit.open');
+
+// A policy that can be replaced while requests run (docs/policy.md): made
+// from a document or opened from a file (watched when watchMs > 0), on a
+// client that makes the document's own limits, plus the application's
+// limiters. Each request takes current() and uses it to the end, so a
+// reload never changes a request under way; a refused document (reload
+// throws InvalidArgumentError naming the line) leaves the old policy.
+//   options { limiters, resolver: async (tenant) => plan name, watchMs }
+// The resolver answers the plan of tenants the document's table does not
+// name, when the document has a [resolver] section: its answers are cached
+// (resolver.cache_ttl_ms), and one that throws or takes longer than
+// resolver.timeout_ms gives the default plan (the request does not wait
+// longer).
+class LivePolicy {
+  #native;
+  #client;
+  #limiters;
+  #resolver;
+  #policy = null; // the current HttpPolicy, for #generation
+  #generation = 0;
+  #resolving = new Map(); // tenant -> the promise of its plan, while the resolver runs
+
+  constructor(client, document, options = {}) {
+    if (!(client instanceof Client)) throw new TypeError(`client must be a polylimit Client, not ${describe(client)}`);
+    if (options === null || typeof options !== 'object')
+      throw new TypeError(`options must be an object, not ${describe(options)}`);
+    const path = document !== null && typeof document === 'object' ? document[OPEN] : undefined;
+    if (path === undefined && typeof document !== 'string') {
+      if (document === null || typeof document !== 'object')
+        throw new TypeError(`document must be JSON or TOML text, or an object, not ${describe(document)}`);
+      document = JSON.stringify(document);
+    }
+    const limiters = options.limiters === undefined ? [] : options.limiters;
+    checkLimiters(limiters);
+    const resolver = options.resolver === undefined ? null : options.resolver;
+    if (resolver !== null && typeof resolver !== 'function')
+      throw new TypeError(`options.resolver must be a function (tenant) => plan, not ${describe(resolver)}`);
+    const watchMs = options.watchMs === undefined ? 0 : options.watchMs;
+    checkInteger('options.watchMs', watchMs);
+    try {
+      this.#native = new native.NativeLive(
+        client._native,
+        path === undefined ? document : undefined,
+        path,
+        limiters.map((l) => l._native),
+        watchMs,
+      );
+    } catch (e) {
+      rethrow(e);
+    }
+    this.#client = client;
+    this.#limiters = limiters.slice();
+    this.#resolver = resolver;
+    if (resolver === null && this.current().resolverTimeoutMs > 0) {
+      this.close();
+      throw new errors.InvalidArgumentError(
+        'the document has a [resolver] section: give the live policy a resolver (options.resolver, async (tenant) => plan)',
+        invalidStatus,
+      );
+    }
+  }
+
+  // A live policy from the file at `path`: options { limiters, resolver,
+  // watchMs } (watchMs > 0: a thread checks the file every watchMs ms and
+  // reloads it when it changed; a refused file leaves the old policy and
+  // sets lastError).
+  static open(client, path, options = {}) {
+    if (typeof path !== 'string' || path === '')
+      throw new TypeError(`path must be a file's path, not ${describe(path)}`);
+    return new LivePolicy(client, { [OPEN]: path }, options);
+  }
+
+  // The policy for one request (an HttpPolicy): take it at the start and
+  // use it for the whole request; the same object until the next reload.
+  current() {
+    const g = this.generation;
+    if (this.#policy === null || g !== this.#generation) {
+      let taken;
+      try {
+        taken = this.#native.current();
+      } catch (e) {
+        rethrow(e);
+      }
+      this.#policy = new HttpPolicy(null, this.#limiters, { client: this.#client, [FROM_LIVE]: taken });
+      this.#generation = g;
+    }
+    return this.#policy;
+  }
+
+  // Replaces the policy by `document` (text or an object), or throws
+  // InvalidArgumentError naming the line (the old policy stays).
+  reload(document) {
+    if (typeof document !== 'string') {
+      if (document === null || typeof document !== 'object')
+        throw new TypeError(`document must be JSON or TOML text, or an object, not ${describe(document)}`);
+      document = JSON.stringify(document);
+    }
+    try {
+      this.#native.reload(document);
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  // Reads the file again (a policy opened from a file) and reloads it.
+  reloadFile() {
+    try {
+      this.#native.reloadFile();
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  // 1 after creation, +1 per accepted reload.
+  get generation() {
+    try {
+      return this.#native.generation();
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  // The last refused reload's message ('' since an accepted one).
+  get lastError() {
+    try {
+      return this.#native.lastError();
+    } catch (e) {
+      throw wrap(e);
+    }
+  }
+
+  get resolver() {
+    return this.#resolver;
+  }
+
+  // The current policy's per-rule counters and polylimit_http_policy_reloads_total (Prometheus text).
+  metrics() {
+    try {
+      return this.#native.metrics();
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  // The plan of `tenant` for a 'need_plan' step: the cached answer, else the
+  // resolver's within timeoutMs; '' (the default plan) when it throws,
+  // answers something other than a plan name, or is late. Never rejects.
+  resolvePlan(tenant, timeoutMs) {
+    if (this.#resolver === null || tenant === undefined || tenant === null) return Promise.resolve('');
+    const t = typeof tenant === 'string' ? tenant : Buffer.from(tenant).toString('utf8');
+    const cached = this.#native.cachedPlan(t);
+    if (cached !== undefined) return Promise.resolve(cached);
+    let p = this.#resolving.get(t);
+    if (p === undefined) {
+      p = this.#resolve(t, timeoutMs).finally(() => this.#resolving.delete(t));
+      this.#resolving.set(t, p);
+    }
+    return p;
+  }
+
+  #resolve(tenant, timeoutMs) {
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (plan) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(plan);
+      };
+      const timer = setTimeout(() => finish(''), Math.max(1, timeoutMs));
+      let answer;
+      try {
+        answer = this.#resolver(tenant);
+      } catch {
+        finish('');
+        return;
+      }
+      Promise.resolve(answer).then(
+        (plan) => {
+          if (done || typeof plan !== 'string' || plan === '') return finish('');
+          try {
+            this.#native.cachePlan(tenant, plan);
+          } catch {
+            // the cache refused it (e.g. a live policy closed meanwhile): use it for this request
+          }
+          finish(plan);
+        },
+        () => finish(''),
+      );
+    });
+  }
+
+  // Stops watching the file and drops the live policy; requests under way
+  // finish on the policy they took. Later calls throw ClosedError.
+  close() {
+    this.#native.close();
+  }
 }
 
 // Several clients on one Prometheus page: each metric's HELP and TYPE once,
@@ -629,6 +885,7 @@ module.exports = {
   Limiter,
   Decision,
   HttpPolicy,
+  LivePolicy,
   policyFromDocument,
   ...errors,
   algorithms: Object.keys(vocabulary.algorithms),

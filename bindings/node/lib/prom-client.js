@@ -18,7 +18,7 @@
 // call need distinct names. Every scrape reads the counters anew; a closed
 // client fails the scrape (ClosedError) rather than dropping its series
 // silently.
-const { Client, HttpPolicy, prometheus } = require('./index');
+const { Client, HttpPolicy, LivePolicy, prometheus } = require('./index');
 
 function unescapeLabel(text) {
   return text.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
@@ -64,8 +64,8 @@ function registerPolylimit(registry, ...sources) {
   const policies = [];
   for (const s of sources) {
     if (s instanceof Client) clients.push(s);
-    else if (s instanceof HttpPolicy) policies.push(s);
-    else if (s && s.policy instanceof HttpPolicy) policies.push(s.policy);
+    else if (s instanceof HttpPolicy || s instanceof LivePolicy) policies.push(s);
+    else if (s && (s.policy instanceof HttpPolicy || s.policy instanceof LivePolicy)) policies.push(s.policy);
     else throw new TypeError('registerPolylimit needs polylimit Clients or HTTP policies');
   }
   if (sources.length === 0)

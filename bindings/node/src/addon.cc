@@ -479,6 +479,15 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
       owner_ = Napi::Weak(info[3].As<Napi::Object>());
     else
       owner_ = Napi::Weak(info.This().As<Napi::Object>());
+    if (info[1].IsExternal()) {  // a handle on a policy's limiter (Policy::LimiterAt)
+      limiter_ = info[1].As<Napi::External<polylimit_limiter>>().Data();
+      if (client_->handle() == nullptr) {
+        polylimit_limiter_free(limiter_);
+        limiter_ = nullptr;
+        throw closed_error(env);
+      }
+      return;
+    }
     std::string spec = info[1].As<Napi::String>().Utf8Value();
     polylimit_limiter_options lo = POLYLIMIT_LIMITER_OPTIONS_INIT;
     std::string prefix;
@@ -648,25 +657,59 @@ class Limiter : public Napi::ObjectWrap<Limiter> {
 // A policy freed on the thread pool: it may hold the last reference to a
 // limiter with leases, whose free gives units back over the network. It
 // holds the closing locks of the limiters' clients, as a limiter's free does.
+// (A live policy, polylimit_http_live, likewise.)
 class PolicyFreeJob : public PoolJob {
  public:
-  PolicyFreeJob(std::vector<std::shared_ptr<Closing>> closings, polylimit_http_policy* policy)
-      : closings_(std::move(closings)), policy_(policy) {}
+  using Free = void (*)(void*);
+  PolicyFreeJob(std::vector<std::shared_ptr<Closing>> closings, void* handle, Free free)
+      : closings_(std::move(closings)), handle_(handle), free_(free) {}
 
  protected:
-  void Execute() override { FreeLocked(closings_, policy_); }
+  void Execute() override { FreeLocked(closings_, handle_, free_); }
 
  public:
-  static void FreeLocked(const std::vector<std::shared_ptr<Closing>>& closings, polylimit_http_policy* policy) {
+  static void FreeLocked(const std::vector<std::shared_ptr<Closing>>& closings, void* handle, Free free) {
     std::vector<std::unique_lock<std::mutex>> locks;
     for (const auto& c : closings) locks.emplace_back(c->mu);  // distinct, in address order
-    polylimit_http_policy_free(policy);
+    free(handle);
   }
+
+  // Frees `handle` here when no client is closing (and `quick`), else on the thread pool.
+  static void Release(napi_env env, const std::vector<std::shared_ptr<Closing>>& closings, bool quick, void* handle,
+                      Free free) {
+    bool ended = false;
+    for (const auto& c : closings) ended = ended || c->ended;
+    if (ended) {  // the environment ends: the clients are closed already
+      FreeLocked(closings, handle, free);
+      return;
+    }
+    if (quick) {  // unless a client is closing on the thread pool
+      std::vector<std::unique_lock<std::mutex>> locks;
+      for (const auto& c : closings) {
+        locks.emplace_back(c->mu, std::try_to_lock);
+        if (!locks.back().owns_lock()) break;
+      }
+      if (locks.size() == closings.size() && (locks.empty() || locks.back().owns_lock())) {
+        free(handle);
+        return;
+      }
+    }
+    PoolJob::Run(env, new PolicyFreeJob(closings, handle, free));
+  }
+
+  static void FreePolicy(void* p) { polylimit_http_policy_free(static_cast<polylimit_http_policy*>(p)); }
+  static void FreeLive(void* p) { polylimit_http_live_free(static_cast<polylimit_http_live*>(p)); }
 
  private:
   std::vector<std::shared_ptr<Closing>> closings_;
-  polylimit_http_policy* policy_;
+  void* handle_;
+  Free free_;
 };
+
+// The closings of a client (may be undefined) and of limiters, distinct, in
+// address order; `leases`: whether a limiter gives units back when freed.
+std::vector<std::shared_ptr<Closing>> closings_of(const Napi::Value& client, const Napi::Value& limiters,
+                                                  std::vector<polylimit_limiter*>* handles, bool* leases);
 
 // The HTTP request policy (polylimit_http_*): made from a JSON document and
 // the limiters its rules name by index. Everything here is synchronous and
@@ -679,54 +722,49 @@ class PolicyFreeJob : public PoolJob {
 class Policy : public Napi::ObjectWrap<Policy> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NativePolicy",
-                       {InstanceMethod("headerNames", &Policy::HeaderNames), InstanceMethod("rules", &Policy::Rules),
-                        InstanceMethod("prepare", &Policy::Prepare), InstanceMethod("answer", &Policy::Answer),
-                        InstanceMethod("refundDue", &Policy::RefundDue), InstanceMethod("metrics", &Policy::Metrics)});
+    return DefineClass(
+        env, "NativePolicy",
+        {InstanceMethod("headerNames", &Policy::HeaderNames), InstanceMethod("rules", &Policy::Rules),
+         InstanceMethod("prepare", &Policy::Prepare), InstanceMethod("answer", &Policy::Answer),
+         InstanceMethod("refundDue", &Policy::RefundDue), InstanceMethod("metrics", &Policy::Metrics),
+         InstanceMethod("limiterCount", &Policy::LimiterCount), InstanceMethod("limiterAt", &Policy::LimiterAt),
+         InstanceMethod("resolverTimeoutMs", &Policy::ResolverTimeoutMs), InstanceMethod("id", &Policy::Id)});
   }
 
-  // new NativePolicy(document: string, limiters: NativeLimiter[])
+  // new NativePolicy(document: string, limiters: NativeLimiter[], client?: NativeClient)
+  //   without a client: polylimit_http_policy_new (the limiters are all);
+  //   with one: polylimit_http_policy_load (the document's own limits too).
+  // new NativePolicy(External<policy>, limiters, client): a live policy's
+  //   current one (a reference this object owns).
   explicit Policy(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Policy>(info) {
     Napi::Env env = info.Env();
-    std::string document = info[0].As<Napi::String>().Utf8Value();
-    Napi::Array array = info[1].As<Napi::Array>();
     std::vector<polylimit_limiter*> limiters;
-    for (uint32_t i = 0; i < array.Length(); ++i) {
-      Limiter* l = Limiter::Unwrap(array.Get(i).As<Napi::Object>());
-      limiters.push_back(l->handle());
-      leases_ = leases_ || l->leases();
-      if (std::find(closings_.begin(), closings_.end(), l->closing()) == closings_.end())
-        closings_.push_back(l->closing());
+    closings_ = closings_of(info[2], info[1], &limiters, &leases_);
+    if (info[2].IsObject()) client_ref_ = Napi::Persistent(info[2].As<Napi::Object>());
+    if (info[0].IsExternal()) {
+      policy_ = info[0].As<Napi::External<polylimit_http_policy>>().Data();
+      return;
     }
-    std::sort(closings_.begin(), closings_.end());
+    std::string document = info[0].As<Napi::String>().Utf8Value();
     polylimit_error err;
-    if (polylimit_http_policy_new(document.data(), document.size(), limiters.data(), limiters.size(), &policy_, &err) !=
-        POLYLIMIT_OK)
-      throw library_error(env, err);
+    int rc;
+    if (info[2].IsObject()) {
+      polylimit_client* client = Client::Unwrap(info[2].As<Napi::Object>())->handle();
+      if (client == nullptr) throw closed_error(env);
+      rc = polylimit_http_policy_load(client, document.data(), document.size(), limiters.data(), limiters.size(),
+                                      &policy_, &err);
+    } else {
+      rc =
+          polylimit_http_policy_new(document.data(), document.size(), limiters.data(), limiters.size(), &policy_, &err);
+    }
+    if (rc != POLYLIMIT_OK) throw library_error(env, err);
   }
 
   // The GC collected it: a policy that may hold the last reference to a
   // limiter with leases is freed on the thread pool (see PolicyFreeJob).
   ~Policy() override {
     if (policy_ == nullptr) return;
-    bool ended = false;
-    for (const auto& c : closings_) ended = ended || c->ended;
-    if (ended) {  // the environment ends: the clients are closed already
-      PolicyFreeJob::FreeLocked(closings_, policy_);
-      return;
-    }
-    if (!leases_) {  // quick, unless a client is closing on the thread pool
-      std::vector<std::unique_lock<std::mutex>> locks;
-      for (const auto& c : closings_) {
-        locks.emplace_back(c->mu, std::try_to_lock);
-        if (!locks.back().owns_lock()) break;
-      }
-      if (locks.size() == closings_.size() && (locks.empty() || locks.back().owns_lock())) {
-        polylimit_http_policy_free(policy_);
-        return;
-      }
-    }
-    PoolJob::Run(Env(), new PolicyFreeJob(closings_, policy_));
+    PolicyFreeJob::Release(Env(), closings_, !leases_, policy_, &PolicyFreeJob::FreePolicy);
   }
 
  private:
@@ -754,6 +792,29 @@ class Policy : public Napi::ObjectWrap<Policy> {
     return out;
   }
 
+  // How many limiters steps name (the application's first, then the document's).
+  Napi::Value LimiterCount(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(polylimit_http_policy_limiter_count(policy_)));
+  }
+
+  // limiterAt(i) -> a new handle on limiter i, for new NativeLimiter(client, handle).
+  Napi::Value LimiterAt(const Napi::CallbackInfo& info) {
+    polylimit_limiter* l = nullptr;
+    polylimit_error err;
+    if (polylimit_http_policy_limiter(policy_, static_cast<size_t>(to_int64(info[0])), &l, &err) != POLYLIMIT_OK)
+      throw library_error(info.Env(), err);
+    return Napi::External<polylimit_limiter>::New(info.Env(), l);
+  }
+
+  // The plan resolver's deadline (0: the document has no resolver).
+  Napi::Value ResolverTimeoutMs(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(polylimit_http_policy_resolver_timeout_ms(policy_)));
+  }
+
+  Napi::Value Id(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(polylimit_http_policy_id(policy_)));
+  }
+
   // A string, Buffer or Uint8Array; undefined or null: absent.
   struct Text {
     std::string text;
@@ -775,12 +836,13 @@ class Policy : public Napi::ObjectWrap<Policy> {
     }
   };
 
-  // prepare(method, path, route, peer, headerValues[], user, tenant, appKey, cost) -> step
+  // prepare(method, path, route, peer, headerValues[], user, tenant, appKey, cost, plan) -> step
+  // (plan: undefined = not resolved; '' = the tenants table or the default plan)
   // The key comes back as a Buffer when the application's key was bytes.
   Napi::Value Prepare(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Text method(info[0]), path(info[1]), route(info[2]), peer(info[3]), user(info[5]), tenant(info[6]),
-        app_key(info[7]);
+        app_key(info[7]), plan(info[9]);
     std::vector<Text> values;
     std::vector<polylimit_str> headers;
     if (info[4].IsArray()) {
@@ -805,6 +867,7 @@ class Policy : public Napi::ObjectWrap<Policy> {
     req.tenant = tenant.str;
     req.app_key = app_key.str;
     req.cost = to_int64(info[8]);
+    req.plan = plan.str;
     polylimit_http_step step;
     polylimit_error err;
     if (polylimit_http_prepare(policy_, &req, &step, &err) != POLYLIMIT_OK) throw library_error(env, err);
@@ -812,6 +875,7 @@ class Policy : public Napi::ObjectWrap<Policy> {
     out.Set("code", Napi::Number::New(env, step.action));
     out.Set("status", Napi::Number::New(env, step.status));
     out.Set("ruleIndex", Napi::Number::New(env, step.rule));
+    out.Set("limiterIndex", Napi::Number::New(env, step.limiter));
     out.Set("cost", Napi::Number::New(env, static_cast<double>(step.cost)));
     if (step.action == POLYLIMIT_HTTP_CHECK) {
       if (app_key.bytes)
@@ -832,6 +896,7 @@ class Policy : public Napi::ObjectWrap<Policy> {
     step.action = to_int(o, "code");
     step.status = to_int(o, "status");
     step.rule = o.Get("ruleIndex").IsNumber() ? o.Get("ruleIndex").As<Napi::Number>().Int32Value() : -1;
+    step.limiter = o.Get("limiterIndex").IsNumber() ? o.Get("limiterIndex").As<Napi::Number>().Int32Value() : -1;
     step.cost = to_int64(o.Get("cost"));
     Key key(o.Get("key"));
     step.key_len = key.size < sizeof step.key ? key.size : sizeof step.key;
@@ -895,8 +960,158 @@ class Policy : public Napi::ObjectWrap<Policy> {
   }
 
   polylimit_http_policy* policy_ = nullptr;
+  Napi::ObjectReference client_ref_;                // the client the document's limits are made on
   std::vector<std::shared_ptr<Closing>> closings_;  // of the limiters' clients, in address order
   bool leases_ = false;                             // a limiter gives units back when freed
+};
+
+std::vector<std::shared_ptr<Closing>> closings_of(const Napi::Value& client, const Napi::Value& limiters,
+                                                  std::vector<polylimit_limiter*>* handles, bool* leases) {
+  std::vector<std::shared_ptr<Closing>> closings;
+  if (client.IsObject()) closings.push_back(Client::Unwrap(client.As<Napi::Object>())->closing());
+  if (limiters.IsArray()) {
+    Napi::Array array = limiters.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      Limiter* l = Limiter::Unwrap(array.Get(i).As<Napi::Object>());
+      handles->push_back(l->handle());
+      *leases = *leases || l->leases();
+      if (std::find(closings.begin(), closings.end(), l->closing()) == closings.end()) closings.push_back(l->closing());
+    }
+  }
+  std::sort(closings.begin(), closings.end());
+  return closings;
+}
+
+// A live policy (polylimit_http_live): the current policy per request
+// (current() -> a reference, wrapped by a NativePolicy), reloads, the plan
+// resolver's cache. Everything is synchronous: reload() parses a document
+// (CPU, well under a millisecond); open() reads the file once, at start-up.
+class Live : public Napi::ObjectWrap<Live> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativeLive",
+                       {InstanceMethod("current", &Live::Current), InstanceMethod("generation", &Live::Generation),
+                        InstanceMethod("lastError", &Live::LastError), InstanceMethod("reload", &Live::Reload),
+                        InstanceMethod("reloadFile", &Live::ReloadFile),
+                        InstanceMethod("cachedPlan", &Live::CachedPlan), InstanceMethod("cachePlan", &Live::CachePlan),
+                        InstanceMethod("metrics", &Live::Metrics), InstanceMethod("close", &Live::Close)});
+  }
+
+  // new NativeLive(client, document | undefined, path | undefined, limiters[], watchMs)
+  explicit Live(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Live>(info) {
+    Napi::Env env = info.Env();
+    std::vector<polylimit_limiter*> limiters;
+    closings_ = closings_of(info[0], info[3], &limiters, &leases_);
+    client_ref_ = Napi::Persistent(info[0].As<Napi::Object>());
+    polylimit_client* client = Client::Unwrap(info[0].As<Napi::Object>())->handle();
+    if (client == nullptr) throw closed_error(env);
+    polylimit_error err;
+    int rc;
+    if (info[1].IsString()) {
+      std::string document = info[1].As<Napi::String>().Utf8Value();
+      rc = polylimit_http_live_new(client, document.data(), document.size(), limiters.data(), limiters.size(), &live_,
+                                   &err);
+    } else {
+      std::string path = info[2].As<Napi::String>().Utf8Value();
+      rc = polylimit_http_live_open(client, path.c_str(), limiters.data(), limiters.size(),
+                                    static_cast<int>(to_int64(info[4])), &live_, &err);
+    }
+    if (rc != POLYLIMIT_OK) throw library_error(env, err);
+  }
+
+  ~Live() override { Free(); }
+
+ private:
+  void Free() {
+    if (live_ == nullptr) return;
+    PolicyFreeJob::Release(Env(), closings_, !leases_, live_, &PolicyFreeJob::FreeLive);
+    live_ = nullptr;
+  }
+
+  polylimit_http_live* live(Napi::Env env) {
+    if (live_ == nullptr) {
+      polylimit_error err{};
+      err.code = POLYLIMIT_ECLOSED;
+      snprintf(err.message, sizeof err.message, "the live policy is closed");
+      throw library_error(env, err);
+    }
+    return live_;
+  }
+
+  Napi::Value Current(const Napi::CallbackInfo& info) {
+    return Napi::External<polylimit_http_policy>::New(info.Env(), polylimit_http_live_current(live(info.Env())));
+  }
+
+  Napi::Value Generation(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(polylimit_http_live_generation(live(info.Env()))));
+  }
+
+  static Napi::Value Text(Napi::Env env, int rc, char* text, size_t len, const polylimit_error& err) {
+    if (rc != POLYLIMIT_OK) throw library_error(env, err);
+    Napi::String s = Napi::String::New(env, text, len);
+    polylimit_free(text);
+    return s;
+  }
+
+  Napi::Value LastError(const Napi::CallbackInfo& info) {
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    const int rc = polylimit_http_live_last_error(live(info.Env()), &text, &len, &err);
+    return Text(info.Env(), rc, text, len, err);
+  }
+
+  Napi::Value Metrics(const Napi::CallbackInfo& info) {
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    const int rc = polylimit_http_live_metrics_prometheus(live(info.Env()), &text, &len, &err);
+    return Text(info.Env(), rc, text, len, err);
+  }
+
+  Napi::Value Reload(const Napi::CallbackInfo& info) {
+    std::string document = info[0].As<Napi::String>().Utf8Value();
+    polylimit_error err;
+    if (polylimit_http_live_reload(live(info.Env()), document.data(), document.size(), &err) != POLYLIMIT_OK)
+      throw library_error(info.Env(), err);
+    return info.Env().Undefined();
+  }
+
+  Napi::Value ReloadFile(const Napi::CallbackInfo& info) {
+    polylimit_error err;
+    if (polylimit_http_live_reload_file(live(info.Env()), &err) != POLYLIMIT_OK) throw library_error(info.Env(), err);
+    return info.Env().Undefined();
+  }
+
+  // cachedPlan(tenant) -> the plan, or undefined when not cached (or stale).
+  Napi::Value CachedPlan(const Napi::CallbackInfo& info) {
+    std::string tenant = info[0].ToString().Utf8Value();
+    char plan[256];
+    if (polylimit_http_live_cached_plan(live(info.Env()), tenant.data(), tenant.size(), plan, sizeof plan) != 1)
+      return info.Env().Undefined();
+    return Napi::String::New(info.Env(), plan);
+  }
+
+  Napi::Value CachePlan(const Napi::CallbackInfo& info) {
+    std::string tenant = info[0].ToString().Utf8Value();
+    std::string plan = info[1].ToString().Utf8Value();
+    polylimit_error err;
+    if (polylimit_http_live_cache_plan(live(info.Env()), tenant.data(), tenant.size(), plan.data(), plan.size(),
+                                       &err) != POLYLIMIT_OK)
+      throw library_error(info.Env(), err);
+    return info.Env().Undefined();
+  }
+
+  // Stops the watcher and drops the live policy (policies taken stay valid).
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    Free();
+    return info.Env().Undefined();
+  }
+
+  polylimit_http_live* live_ = nullptr;
+  Napi::ObjectReference client_ref_;
+  std::vector<std::shared_ptr<Closing>> closings_;
+  bool leases_ = false;
 };
 
 // Context-aware: one instance per environment, nothing shared between them.
@@ -906,7 +1121,8 @@ class Addon : public Napi::Addon<Addon> {
     DefineAddon(
         exports,
         {InstanceValue("NativeClient", Client::Define(env)), InstanceValue("NativeLimiter", Limiter::Define(env)),
-         InstanceValue("NativePolicy", Policy::Define(env)), InstanceMethod("setFactories", &Addon::SetFactories),
+         InstanceValue("NativePolicy", Policy::Define(env)), InstanceValue("NativeLive", Live::Define(env)),
+         InstanceMethod("setFactories", &Addon::SetFactories),
          InstanceValue("version", Napi::String::New(env, polylimit_version_string()))});
   }
 

@@ -763,7 +763,17 @@ class Limiter {
   const std::string& prefix() const { return prefix_; }
   polylimit_limiter* raw() const { return handle_.get(); }
 
+  // A limiter the core made (polylimit_http_policy_limiter: a new handle,
+  // freed with this object). Its rate is the policy document's: spec None,
+  // limit and window 0, prefix "".
+  static std::unique_ptr<Limiter> adopt(polylimit_limiter* raw) {
+    std::unique_ptr<Limiter> out(new Limiter());
+    out->handle_.reset(raw, FreeLimiter());
+    return out;
+  }
+
  private:
+  Limiter() = default;
   LimiterHandle handle_;
   int64_t limit_ = 0, window_ms_ = 0, burst_ = 0;  // 0 for a spec limiter
   int algorithm_ = 0, clock_ = 0;
@@ -790,6 +800,9 @@ polylimit_str optional_str(py::handle value, const char* name, std::string& stor
 struct HttpStep {
   polylimit_http_step s{};
 };
+
+// The C handle of a policy; a live policy's current() gives a new reference.
+using HttpPolicyHandle = std::shared_ptr<polylimit_http_policy>;
 
 // The key as str when it is UTF-8 (always, unless the application's key is
 // bytes that are not), else bytes; either is accepted by Limiter.check.
@@ -827,22 +840,59 @@ struct FreeHttpPolicy {
   }
 };
 
+// A policy document as bytes (str only: the document is text).
+std::string document_bytes(py::handle document) {
+  if (!PyUnicode_Check(document.ptr())) throw py::type_error("document must be a str, not " + type_name(document));
+  return key_bytes(document, "document", "document");
+}
+
+// The C handles of the application's limiters (borrowed for the call).
+std::vector<polylimit_limiter*> limiter_handles(py::handle limiters) {
+  std::vector<polylimit_limiter*> handles;
+  for (py::handle l : py::iter(limiters)) {
+    if (!py::isinstance<Limiter>(l)) throw py::type_error("limiters must be polylimit limiters, not " + type_name(l));
+    handles.push_back(l.cast<const Limiter&>().raw());
+  }
+  return handles;
+}
+
 class HttpPolicy {
  public:
   HttpPolicy(py::handle document, py::handle limiters) {
-    if (!PyUnicode_Check(document.ptr())) throw py::type_error("document must be a str, not " + type_name(document));
-    std::string doc = key_bytes(document, "document", "document");
-    std::vector<polylimit_limiter*> handles;
-    for (py::handle l : py::iter(limiters)) {
-      if (!py::isinstance<Limiter>(l)) throw py::type_error("limiters must be polylimit limiters, not " + type_name(l));
-      handles.push_back(l.cast<const Limiter&>().raw());
-    }
+    std::string doc = document_bytes(document);
+    std::vector<polylimit_limiter*> handles = limiter_handles(limiters);
     polylimit_http_policy* raw = nullptr;
     polylimit_error err;
     int st = polylimit_http_policy_new(doc.data(), doc.size(), handles.empty() ? nullptr : handles.data(),
                                        handles.size(), &raw, &err);
     if (st != POLYLIMIT_OK) raise_error(st, err);
     handle_.reset(raw, FreeHttpPolicy());
+  }
+  explicit HttpPolicy(HttpPolicyHandle handle) : handle_(std::move(handle)) {}
+
+  // polylimit_http_policy_load: a document (JSON or TOML) whose limits the
+  // core makes on `client`. Parsing only: the limiters connect lazily.
+  static std::unique_ptr<HttpPolicy> load(Client& client, py::handle document, py::handle limiters) {
+    std::string doc = document_bytes(document);
+    std::vector<polylimit_limiter*> handles = limiter_handles(limiters);
+    polylimit_http_policy* raw = nullptr;
+    polylimit_error err;
+    int st = polylimit_http_policy_load(client.get(), doc.data(), doc.size(),
+                                        handles.empty() ? nullptr : handles.data(), handles.size(), &raw, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    return std::make_unique<HttpPolicy>(HttpPolicyHandle(raw, FreeHttpPolicy()));
+  }
+
+  uint64_t id() const { return polylimit_http_policy_id(handle_.get()); }
+  size_t limiter_count() const { return polylimit_http_policy_limiter_count(handle_.get()); }
+  int64_t resolver_timeout_ms() const { return polylimit_http_policy_resolver_timeout_ms(handle_.get()); }
+  // Limiter `index` (a step's limiter) as a Limiter of its own handle.
+  std::unique_ptr<Limiter> limiter(size_t index) const {
+    polylimit_limiter* raw = nullptr;
+    polylimit_error err;
+    int st = polylimit_http_policy_limiter(handle_.get(), index, &raw, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    return Limiter::adopt(raw);
   }
 
   py::list header_names() const {
@@ -863,8 +913,8 @@ class HttpPolicy {
   }
 
   HttpStep prepare(py::handle method, py::handle path, py::handle route, py::handle peer, py::handle headers,
-                   py::handle user, py::handle tenant, py::handle app_key, py::handle cost) const {
-    std::string s_method, s_path, s_route, s_peer, s_user, s_tenant, s_app;
+                   py::handle user, py::handle tenant, py::handle app_key, py::handle cost, py::handle plan) const {
+    std::string s_method, s_path, s_route, s_peer, s_user, s_tenant, s_app, s_plan;
     polylimit_http_request req{};
     req.version = POLYLIMIT_HTTP_REQUEST_VERSION;
     req.method = optional_str(method, "method", s_method);
@@ -874,6 +924,7 @@ class HttpPolicy {
     req.user = optional_str(user, "user", s_user);
     req.tenant = optional_str(tenant, "tenant", s_tenant);
     req.app_key = optional_str(app_key, "app_key", s_app);
+    req.plan = optional_str(plan, "plan", s_plan);
     req.cost = cost.is_none() ? 0 : to_int64(cost, "cost");
     std::vector<std::string> values;
     std::vector<polylimit_str> strs;
@@ -901,15 +952,6 @@ class HttpPolicy {
     int st = polylimit_http_answer(handle_.get(), &step.s, d, r.get(), &err);
     if (st != POLYLIMIT_OK) raise_error(st, err);
     return response_tuple(*r);
-  }
-
-  // The same step, answered with another status (400 or 401): the core's
-  // body for it. For a rule keyed by the application's key that the
-  // application marked as a credential (see polylimit.contrib.http).
-  HttpStep with_status(const HttpStep& step, int status) const {
-    HttpStep out = step;
-    out.s.status = status;
-    return out;
   }
 
   bool refund_due(const HttpStep& step, const Decision& decision, int status) const {
@@ -940,6 +982,133 @@ class HttpPolicy {
 
  private:
   std::shared_ptr<polylimit_http_policy> handle_;
+};
+
+// polylimit_http_live: a policy replaced while requests run. Per request the
+// package takes current() (a reference the request keeps until it is
+// settled). Loading, reloading and freeing run without the GIL: they read
+// files, make limiters, and freeing joins the watching thread and may free
+// the last limiters of the old policy.
+class HttpLive {
+ public:
+  HttpLive(Client& client, py::handle document, py::handle limiters) {
+    std::string doc = document_bytes(document);
+    std::vector<polylimit_limiter*> handles = limiter_handles(limiters);
+    polylimit_client* c = client.get();
+    polylimit_http_live* raw = nullptr;
+    polylimit_error err;
+    int st;
+    {
+      py::gil_scoped_release nogil;
+      st = polylimit_http_live_new(c, doc.data(), doc.size(), handles.empty() ? nullptr : handles.data(),
+                                   handles.size(), &raw, &err);
+    }
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    live_.reset(raw, FreeLive());
+  }
+  HttpLive(Client& client, const std::string& path, py::handle limiters, int watch_ms) {
+    if (path.find('\0') != std::string::npos) raise_invalid("path contains a NUL character");
+    std::vector<polylimit_limiter*> handles = limiter_handles(limiters);
+    polylimit_client* c = client.get();
+    polylimit_http_live* raw = nullptr;
+    polylimit_error err;
+    int st;
+    {
+      py::gil_scoped_release nogil;
+      st = polylimit_http_live_open(c, path.c_str(), handles.empty() ? nullptr : handles.data(), handles.size(),
+                                    watch_ms, &raw, &err);
+    }
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    live_.reset(raw, FreeLive());
+  }
+  HttpLive(const HttpLive&) = delete;
+  HttpLive& operator=(const HttpLive&) = delete;
+  ~HttpLive() { close(); }
+
+  // Stops the watching thread and drops the live policy; requests that took
+  // a policy keep it. Idempotent.
+  // A reload in progress in another thread keeps it until it is done.
+  void close() {
+    std::shared_ptr<polylimit_http_live> l = std::move(live_);
+    without_gil([&l] { l.reset(); });
+  }
+  bool closed() const { return !live_; }
+
+  // Taken with the GIL held; the copy keeps the handle for a call made without it.
+  std::shared_ptr<polylimit_http_live> handle() const {
+    if (!live_) raise_status(POLYLIMIT_ECLOSED, "the live policy is closed", 0);
+    return live_;
+  }
+  polylimit_http_live* get() const { return handle().get(); }
+
+  std::unique_ptr<HttpPolicy> current() const {
+    polylimit_http_policy* p = polylimit_http_live_current(get());
+    if (p == nullptr) raise_status(POLYLIMIT_ENOMEM, "out of memory", 0);
+    return std::make_unique<HttpPolicy>(HttpPolicyHandle(p, FreeHttpPolicy()));
+  }
+  uint64_t current_id() const {
+    HttpPolicyHandle p(polylimit_http_live_current(get()), FreeHttpPolicy());
+    if (!p) raise_status(POLYLIMIT_ENOMEM, "out of memory", 0);
+    return polylimit_http_policy_id(p.get());
+  }
+
+  void reload(py::handle document) {
+    std::string doc = document_bytes(document);
+    std::shared_ptr<polylimit_http_live> l = handle();
+    polylimit_error err;
+    int st;
+    {
+      py::gil_scoped_release nogil;
+      st = polylimit_http_live_reload(l.get(), doc.data(), doc.size(), &err);
+    }
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+  }
+  void reload_file() {
+    std::shared_ptr<polylimit_http_live> l = handle();
+    polylimit_error err;
+    int st;
+    {
+      py::gil_scoped_release nogil;
+      st = polylimit_http_live_reload_file(l.get(), &err);
+    }
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+  }
+  uint64_t generation() const { return polylimit_http_live_generation(get()); }
+  std::string last_error() const { return text_of(polylimit_http_live_last_error); }
+  std::string metrics_prometheus() const { return text_of(polylimit_http_live_metrics_prometheus); }
+
+  py::object cached_plan(py::handle tenant) const {
+    std::string t = key_bytes(tenant, "tenant", "tenant");
+    char plan[256];
+    if (polylimit_http_live_cached_plan(get(), t.data(), t.size(), plan, sizeof plan) != 1) return py::none();
+    return py::str(plan);
+  }
+  void cache_plan(py::handle tenant, py::handle plan) {
+    std::string t = key_bytes(tenant, "tenant", "tenant");
+    std::string p = key_bytes(plan, "plan", "plan");
+    polylimit_error err;
+    int st = polylimit_http_live_cache_plan(get(), t.data(), t.size(), p.data(), p.size(), &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+  }
+
+ private:
+  template <class F>
+  std::string text_of(F f) const {
+    char* text = nullptr;
+    size_t len = 0;
+    polylimit_error err;
+    int st = f(get(), &text, &len, &err);
+    if (st != POLYLIMIT_OK) raise_error(st, err);
+    std::unique_ptr<char, void (*)(void*)> owned(text, polylimit_free);
+    return std::string(text, len);
+  }
+
+  struct FreeLive {
+    void operator()(polylimit_http_live* l) const {
+      without_gil([l] { polylimit_http_live_free(l); });
+    }
+  };
+  std::shared_ptr<polylimit_http_live> live_;
 };
 
 }  // namespace
@@ -1146,11 +1315,14 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("clock", &Limiter::clock)
       .def_property_readonly("prefix", &Limiter::prefix);
 
-  py::class_<HttpStep>(m, "HttpStep", "What to do with one request (polylimit_http_step).")
+  // dynamic_attr: the package notes on a step the policy that made it (a
+  // live policy's request settles on that one).
+  py::class_<HttpStep>(m, "HttpStep", "What to do with one request (polylimit_http_step).", py::dynamic_attr())
       .def_property_readonly("action", [](const HttpStep& s) { return s.s.action; })
       .def_property_readonly("status", [](const HttpStep& s) { return s.s.status; })
       .def_property_readonly("rule", [](const HttpStep& s) { return s.s.rule; })
       .def_property_readonly("cost", [](const HttpStep& s) { return s.s.cost; })
+      .def_property_readonly("limiter", [](const HttpStep& s) { return s.s.limiter; })
       .def_property_readonly("key", &step_key)
       .def("__repr__", [](const HttpStep& s) {
         return "HttpStep(action=" + std::to_string(s.s.action) + ", status=" + std::to_string(s.s.status) +
@@ -1160,19 +1332,43 @@ PYBIND11_MODULE(_core, m) {
   m.attr("HTTP_CHECK") = static_cast<int>(POLYLIMIT_HTTP_CHECK);
   m.attr("HTTP_RESPOND") = static_cast<int>(POLYLIMIT_HTTP_RESPOND);
   m.attr("HTTP_NEED_APP_KEY") = static_cast<int>(POLYLIMIT_HTTP_NEED_APP_KEY);
+  m.attr("HTTP_NEED_PLAN") = static_cast<int>(POLYLIMIT_HTTP_NEED_PLAN);
 
   py::class_<HttpPolicy>(m, "HttpPolicy", "polylimit_http_policy: the HTTP request policy of a JSON document.")
       .def(py::init<py::handle, py::handle>(), py::arg("document"), py::arg("limiters"))
+      .def_static("load", &HttpPolicy::load, py::arg("client"), py::arg("document"), py::arg("limiters"),
+                  "polylimit_http_policy_load: a JSON or TOML document whose limits are made on client.")
+      .def("id", &HttpPolicy::id)
+      .def("limiter_count", &HttpPolicy::limiter_count)
+      .def("limiter", &HttpPolicy::limiter, py::arg("index"),
+           "A new handle on limiter index (a step's limiter), as a Limiter.")
+      .def("resolver_timeout_ms", &HttpPolicy::resolver_timeout_ms)
       .def("header_names", &HttpPolicy::header_names)
       .def("rule_count", &HttpPolicy::rule_count)
       .def("rule_name", &HttpPolicy::rule_name, py::arg("rule"))
       .def("rule_limiter", &HttpPolicy::rule_limiter, py::arg("rule"))
       .def("prepare", &HttpPolicy::prepare, py::arg("method"), py::arg("path"), py::arg("route") = py::none(),
            py::arg("peer") = py::none(), py::arg("headers") = py::none(), py::arg("user") = py::none(),
-           py::arg("tenant") = py::none(), py::arg("app_key") = py::none(), py::arg("cost") = py::none())
+           py::arg("tenant") = py::none(), py::arg("app_key") = py::none(), py::arg("cost") = py::none(),
+           py::arg("plan") = py::none())
       .def("answer", &HttpPolicy::answer, py::arg("step"), py::arg("decision") = py::none())
-      .def("with_status", &HttpPolicy::with_status, py::arg("step"), py::arg("status"))
       .def("refund_due", &HttpPolicy::refund_due, py::arg("step"), py::arg("decision"), py::arg("status"))
       .def("counts", &HttpPolicy::counts, py::arg("rule"), py::arg("status"))
       .def("metrics_prometheus", &HttpPolicy::metrics_prometheus);
+
+  py::class_<HttpLive>(m, "HttpLive", "polylimit_http_live: a policy replaced while requests run.")
+      .def(py::init<Client&, py::handle, py::handle>(), py::arg("client"), py::arg("document"), py::arg("limiters"))
+      .def(py::init<Client&, const std::string&, py::handle, int>(), py::arg("client"), py::kw_only(), py::arg("path"),
+           py::arg("limiters"), py::arg("watch_ms"))
+      .def("close", &HttpLive::close)
+      .def_property_readonly("closed", &HttpLive::closed)
+      .def("current", &HttpLive::current, "The current policy (a reference for one request).")
+      .def("current_id", &HttpLive::current_id)
+      .def("reload", &HttpLive::reload, py::arg("document"))
+      .def("reload_file", &HttpLive::reload_file)
+      .def("generation", &HttpLive::generation)
+      .def("last_error", &HttpLive::last_error)
+      .def("metrics_prometheus", &HttpLive::metrics_prometheus)
+      .def("cached_plan", &HttpLive::cached_plan, py::arg("tenant"))
+      .def("cache_plan", &HttpLive::cache_plan, py::arg("tenant"), py::arg("plan"));
 }

@@ -4,14 +4,19 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 
 #include "http/client_ip.h"
 #include "polylimit/errors.h"
 #include "polylimit/http_policy.h"
+#include "polylimit/rate_spec.h"
 #include "util/json.h"
 #include "util/sha256.h"
+#include "util/toml.h"
 
 namespace polylimit {
 namespace http {
@@ -126,14 +131,56 @@ struct KeyPart {
   std::string name;  // kHeader: the lower-case header name
 };
 
+using OutcomeCounters = std::array<std::atomic<uint64_t>, kOutcomeCount>;
+
+// Counters outlive a policy: a reloaded policy's rule of the same name
+// counts on (LivePolicy), so a reload never resets a metric.
+struct Policy::Counters {
+  std::mutex mutex;  // guards `rules` (insertions at parse time)
+  std::map<std::string, std::unique_ptr<OutcomeCounters>> rules;
+  OutcomeCounters unmatched{};  // forbidden before a rule
+
+  OutcomeCounters* rule(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = rules[name];
+    if (!slot) slot = std::make_unique<OutcomeCounters>();
+    return slot.get();
+  }
+};
+
+struct Policy::Plans {
+  std::string prefix = "pl";       // of the document's limiters: "<prefix>:<rule>"
+  std::vector<std::string> names;  // in the document's order (TOML: by name)
+  int default_plan = -1;
+  // tenant -> plan; the keys view tenant_ids (no allocation per lookup).
+  std::deque<std::string> tenant_ids;
+  std::unordered_map<std::string_view, int> tenants;
+  ResolverSettings resolver;
+  std::vector<LimiterOptions> to_make;  // the document's limiters, in index order (after the app's)
+  std::vector<int> made_for;            // the plan each of them is for, or -1
+
+  int find(std::string_view name) const {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return static_cast<int>(i);
+    return -1;
+  }
+};
+
 struct Policy::Rule {
   std::string name;
   std::vector<std::string> paths;    // globs; empty with routes empty: every path
   std::vector<std::string> routes;   // route templates, exactly
   std::vector<std::string> methods;  // upper case; empty: every method
   int limiter = -1;                  // -1: the rule exempts what it matches
-  std::vector<LimitParams> limits;
-  HeaderTemplate headers;  // the rate-limit headers' parts named after the rule
+  // What a check of this rule is on: one limiter (the application's, or the
+  // document's limit), or one per plan (in plan order) for a plan's limit.
+  struct Variant {
+    int limiter = -1;
+    std::vector<LimitParams> limits;
+    HeaderTemplate headers;  // the rate-limit headers' parts named after the rule
+  };
+  std::vector<Variant> variants;
+  bool by_plan = false;
   // The key: alternatives (the first that is present), each a composition.
   std::vector<std::vector<KeyPart>> key;
   bool key_is_credential = false;
@@ -144,7 +191,13 @@ struct Policy::Rule {
   bool skip_missing = false;
   // count_when: which statuses count; empty ranges: every status.
   std::vector<std::pair<int, int>> counted;
-  mutable std::array<std::atomic<uint64_t>, kOutcomeCount> outcomes{};
+  OutcomeCounters* outcomes = nullptr;  // in Policy::counters_
+
+  const Variant* variant(int limiter_index) const {
+    for (const auto& v : variants)
+      if (v.limiter == limiter_index) return &v;
+    return variants.empty() ? nullptr : &variants[0];
+  }
 };
 
 struct Policy::Lists {
@@ -165,7 +218,6 @@ struct Policy::Settings {
   std::vector<std::string> exempt;
   bool send_headers = true;
   bool on_error_allow = false;
-  mutable std::array<std::atomic<uint64_t>, kOutcomeCount> unmatched{};  // forbidden before a rule
 };
 
 Policy::Policy() = default;
@@ -181,8 +233,9 @@ class PolicyParser {
     if (!doc.is_object()) fail(doc, "policy", "must be an object");
     known(doc, "policy",
           {"version", "trusted_proxies", "ipv4_prefix", "ipv6_prefix", "api_key_header", "exempt", "allow", "deny",
-           "rules", "send_headers", "on_error"});
+           "rules", "send_headers", "on_error", "prefix", "plans", "default_plan", "tenants", "resolver"});
     auto& s = *p_.settings_;
+    plans(doc);
     if (const auto* v = doc.find("version"); v != nullptr && !(v->is_integer() && v->integer() == 1))
       fail(*v, "version", "must be 1");
     for (const auto& t : strings(doc.find("trusted_proxies"), "trusted_proxies"))
@@ -356,17 +409,14 @@ class PolicyParser {
 
   void rule(const json::Value& v, const std::string& where) {
     if (!v.is_object()) fail(v, where, "a rule is an object");
-    known(
-        v, where,
-        {"name", "paths", "routes", "methods", "limiter", "key", "credential", "cost", "on_missing_key", "count_when"});
+    known(v, where,
+          {"name", "paths", "routes", "methods", "limiter", "limit", "algorithm", "key", "credential", "cost",
+           "on_missing_key", "count_when"});
     auto r = std::make_unique<Policy::Rule>();
     const json::Value* name = v.find("name");
     if (name == nullptr) fail(v, where, "a rule needs a \"name\" (it names the rule in headers and metrics)");
-    if (!name->is_string() || name->string().empty() || name->string().size() > 64)
-      fail(*name, where + ".name", "must be a string of 1 to 64 characters");
-    for (char c : name->string())
-      if (c < 0x21 || c > 0x7e || c == '"' || c == '\\')
-        fail(*name, where + ".name", "\"" + name->string() + "\" may hold printable ASCII but no space, '\"' or '\\'");
+    if (!name->is_string()) fail(*name, where + ".name", "must be a string of 1 to 64 characters");
+    check_name(name->string(), *name, where + ".name");
     for (const auto& other : p_.rules_)
       if (other->name == name->string()) fail(*name, where + ".name", "\"" + name->string() + "\" names two rules");
     r->name = name->string();
@@ -375,16 +425,31 @@ class PolicyParser {
     for (const auto& t : strings(v.find("routes"), field + ".routes")) r->routes.push_back(t.first);
     for (const auto& t : strings(v.find("methods"), field + ".methods")) r->methods.push_back(upper(t.first));
     const json::Value* limiter = v.find("limiter");
-    if (limiter == nullptr) fail(v, field, "a rule needs a \"limiter\" (an index), or null to exempt what it matches");
-    if (!limiter->is_null()) {
-      if (!limiter->is_integer() || limiter->integer() < 0 ||
-          static_cast<size_t>(limiter->integer()) >= limiters_.size())
-        fail(*limiter, field + ".limiter",
-             "must be the index of one of the " + std::to_string(limiters_.size()) + " limiters given, or null");
-      r->limiter = static_cast<int>(limiter->integer());
-      r->limits = limiters_[static_cast<size_t>(r->limiter)];
+    const json::Value* limit = v.find("limit");
+    if (limiter != nullptr && limit != nullptr)
+      fail(*limit, field, "a rule has a \"limit\" or a \"limiter\", not both");
+    if (limiter == nullptr && limit == nullptr)
+      fail(v, field,
+           "a rule needs a \"limit\" (\"10/minute\", \"plan\", or \"none\" to exempt what it matches) or a "
+           "\"limiter\" (an index)");
+    if (limit != nullptr) {
+      document_limit(v, *limit, field, *r);
+    } else {
+      if (const json::Value* alg = v.find("algorithm"))
+        fail(*alg, field + ".algorithm", "is the limiter's own with \"limiter\"; give it with \"limit\"");
+      if (!limiter->is_null()) {
+        if (!limiter->is_integer() || limiter->integer() < 0 ||
+            static_cast<size_t>(limiter->integer()) >= limiters_.size())
+          fail(*limiter, field + ".limiter",
+               "must be the index of one of the " + std::to_string(limiters_.size()) + " limiters given, or null");
+        r->limiter = static_cast<int>(limiter->integer());
+        Policy::Rule::Variant var;
+        var.limiter = r->limiter;
+        var.limits = limiters_[static_cast<size_t>(r->limiter)];
+        var.headers = header_template(var.limits, r->name);
+        r->variants.push_back(std::move(var));
+      }
     }
-    r->headers = header_template(r->limits, r->name);
     const json::Value* key = v.find("key");
     if (key == nullptr) {
       r->key.push_back({KeyPart{Part::kIp, -1, {}}});
@@ -419,6 +484,7 @@ class PolicyParser {
     if (const json::Value* m = v.find("on_missing_key"))
       r->skip_missing = choice(*m, field + ".on_missing_key", {"reject", "skip"}) == "skip";
     if (const json::Value* c = v.find("count_when")) count_when(*c, field + ".count_when", *r);
+    r->outcomes = p_.counters_->rule(r->name);
     p_.rules_.push_back(std::move(r));
   }
 
@@ -463,20 +529,187 @@ class PolicyParser {
     }
   }
 
+  // "prefix", "plans", "default_plan", "tenants", "resolver".
+  void plans(const json::Value& doc) {
+    auto& pl = *p_.plans_;
+    if (const auto* v = doc.find("prefix")) {
+      if (!v->is_string() || v->string().empty() || v->string().size() > kMaxPrefixLength - 65)
+        fail(*v, "prefix", "must be a string of 1 to " + std::to_string(kMaxPrefixLength - 65) + " characters");
+      pl.prefix = v->string();
+    }
+    const json::Value* plans = doc.find("plans");
+    const json::Value* def = doc.find("default_plan");
+    const json::Value* tenants = doc.find("tenants");
+    const json::Value* resolver = doc.find("resolver");
+    if (plans == nullptr) {
+      for (const auto* v : {def, tenants, resolver})
+        if (v != nullptr) fail(*v, "policy", "\"default_plan\", \"tenants\" and \"resolver\" need \"plans\"");
+      return;
+    }
+    if (!plans->is_object() || plans->object().empty())
+      fail(*plans, "plans", "must name at least one plan: {\"free\": {\"api\": \"10/minute\"}}");
+    for (const auto& m : plans->object()) {
+      check_name(m.first, m.second, "plans");
+      if (!m.second.is_object()) fail(m.second, "plans." + m.first, "a plan is a table of named limits");
+      pl.names.push_back(m.first);
+      plan_entries_.push_back(&m.second);
+    }
+    if (def == nullptr) fail(*plans, "default_plan", "is needed with plans: the plan of a tenant no one names");
+    if (!def->is_string() || (pl.default_plan = pl.find(def->string())) < 0)
+      fail(*def, "default_plan", "must name one of the plans (" + plan_list() + ")");
+    if (tenants != nullptr) {
+      if (!tenants->is_object()) fail(*tenants, "tenants", "must map tenant ids to plans: {\"acme\": \"pro\"}");
+      for (const auto& m : tenants->object()) {
+        int i = m.second.is_string() ? pl.find(m.second.string()) : -1;
+        if (i < 0) fail(m.second, "tenants." + m.first, "must name one of the plans (" + plan_list() + ")");
+        pl.tenant_ids.push_back(m.first);
+        pl.tenants.emplace(pl.tenant_ids.back(), i);
+      }
+    }
+    if (resolver != nullptr) {
+      if (!resolver->is_object())
+        fail(*resolver, "resolver", "must be a table of timeout_ms, cache_ttl_ms, cache_size");
+      known(*resolver, "resolver", {"timeout_ms", "cache_ttl_ms", "cache_size"});
+      auto& r = pl.resolver;
+      r.enabled = true;
+      r.timeout_ms = int_in(resolver->find("timeout_ms"), "resolver.timeout_ms", 1, 60000, 50);
+      r.cache_ttl_ms = int_in(resolver->find("cache_ttl_ms"), "resolver.cache_ttl_ms", 0, 86400000, 60000);
+      r.cache_size =
+          static_cast<size_t>(int_in(resolver->find("cache_size"), "resolver.cache_size", 1, 10000000, 10000));
+    }
+  }
+
+  std::string plan_list() const {
+    std::string out;
+    for (const auto& n : p_.plans_->names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  }
+
+  // Rule and plan names: printable ASCII, no space, quote or backslash (they
+  // go into headers and metrics), 1 to 64 characters.
+  static void check_name(const std::string& name, const json::Value& at, const std::string& field) {
+    if (name.empty() || name.size() > 64) fail(at, field, "a name must have 1 to 64 characters");
+    for (char c : name)
+      if (c < 0x21 || c > 0x7e || c == '"' || c == '\\')
+        fail(at, field, "\"" + name + "\" may hold printable ASCII but no space, '\"' or '\\'");
+  }
+
+  // A rule's "limit": a rate spec ("10/minute", "10/s; 1000/h"), "plan" (the
+  // tenant's plan's limit named like the rule), "plan:<name>", or "none".
+  void document_limit(const json::Value& v, const json::Value& limit, const std::string& field, Policy::Rule& r) {
+    Algorithm algorithm = Algorithm::kSlidingLog;
+    const json::Value* alg = v.find("algorithm");
+    if (alg != nullptr) {
+      std::string list;
+      bool found = false;
+      for (size_t a = 0; a < sizeof(kAlgorithmNames) / sizeof(kAlgorithmNames[0]) && !found; ++a) {
+        const char* n = kAlgorithmNames[a];
+        list += (list.empty() ? "" : ", ") + std::string(n);
+        if (alg->is_string() && alg->string() == n) {
+          algorithm = static_cast<Algorithm>(static_cast<int>(a));
+          found = true;
+        }
+      }
+      if (!found) fail(*alg, field + ".algorithm", "must be one of " + list);
+    }
+    if (!limit.is_string() || limit.string().empty())
+      fail(limit, field + ".limit", "must be a rate such as \"10/minute\", \"plan\", \"plan:<limit>\" or \"none\"");
+    const std::string& text = limit.string();
+    if (text == "none") {
+      if (alg != nullptr) fail(*alg, field + ".algorithm", "means nothing for a rule whose limit is \"none\"");
+      return;
+    }
+    auto& pl = *p_.plans_;
+    auto add = [&](const std::string& spec, const json::Value& at, const std::string& where, int plan) {
+      Policy::Rule::Variant var;
+      try {
+        var.limits = parse_rate_spec(spec, algorithm);
+      } catch (const Error& e) {
+        fail(at, where, e.what());
+      }
+      LimiterOptions o;
+      o.limits = var.limits;
+      o.prefix = pl.prefix + ":" + r.name;
+      var.limiter = static_cast<int>(limiters_.size() + pl.to_make.size());
+      pl.to_make.push_back(std::move(o));
+      pl.made_for.push_back(plan);
+      var.headers = header_template(var.limits, r.name);
+      r.variants.push_back(std::move(var));
+    };
+    if (text == "plan" || text.rfind("plan:", 0) == 0) {
+      const std::string entry = text == "plan" ? r.name : text.substr(5);
+      if (pl.names.empty()) fail(limit, field + ".limit", "\"" + text + "\" needs \"plans\"");
+      for (size_t i = 0; i < pl.names.size(); ++i) {
+        const json::Value* spec = plan_entries_[i]->find(entry);
+        if (spec == nullptr)
+          fail(*plan_entries_[i], "plans." + pl.names[i],
+               "has no \"" + entry + "\" limit, which rule \"" + r.name + "\" takes from every plan");
+        if (!spec->is_string())
+          fail(*spec, "plans." + pl.names[i] + "." + entry, "must be a rate such as \"10/minute\"");
+        add(spec->string(), *spec, "plans." + pl.names[i] + "." + entry, static_cast<int>(i));
+      }
+      r.by_plan = true;
+      r.limiter = r.variants[static_cast<size_t>(pl.default_plan)].limiter;
+      return;
+    }
+    add(text, limit, field + ".limit", -1);
+    r.limiter = r.variants[0].limiter;
+  }
+
   Policy& p_;
   std::vector<std::vector<LimitParams>> limiters_;
+  std::vector<const json::Value*> plan_entries_;  // plans' tables, by plan index
 };
 
-std::shared_ptr<const Policy> Policy::parse(std::string_view document, std::vector<std::vector<LimitParams>> limiters) {
-  json::Value doc;
+namespace {
+
+// JSON when the first character that is not white space is '{'; else TOML.
+json::Value read_document(std::string_view document) {
+  size_t i = 0;
+  while (i < document.size() && std::strchr(" \t\r\n", document[i]) != nullptr && document[i] != '\0') ++i;
+  const bool is_json = i < document.size() && document[i] == '{';
   try {
-    doc = json::parse(document);
+    return is_json ? json::parse(document) : toml_reader::parse(document);
   } catch (const Error& e) {
     throw_invalid(std::string("policy ") + e.what());
   }
+}
+
+}  // namespace
+
+std::shared_ptr<const Policy> Policy::parse(std::string_view document, std::vector<std::vector<LimitParams>> limiters) {
+  return make(document, std::move(limiters), nullptr);
+}
+
+std::shared_ptr<Policy> Policy::make(std::string_view document, std::vector<std::vector<LimitParams>> limiters,
+                                     const Policy* previous) {
+  json::Value doc = read_document(document);
+  static std::atomic<uint64_t> serial{0};
   auto p = std::make_shared<Policy>();
-  p->settings_ = std::make_unique<Settings>();
+  p->id_ = serial.fetch_add(1, std::memory_order_relaxed) + 1;
+  p->settings_ = std::make_unique<Policy::Settings>();
+  p->plans_ = std::make_unique<Policy::Plans>();
+  p->counters_ = previous != nullptr ? previous->counters_ : std::make_shared<Policy::Counters>();
+  p->limiter_limits_ = limiters;
   PolicyParser(*p, std::move(limiters)).parse(doc);
+  for (const auto& o : p->plans_->to_make) p->limiter_limits_.push_back(o.limits);
+  p->limiters_.resize(p->limiter_limits_.size());
+  return p;
+}
+
+std::shared_ptr<const Policy> Policy::load(std::string_view document, PolicySources sources, const Policy* previous) {
+  std::vector<std::vector<LimitParams>> limits;
+  for (size_t i = 0; i < sources.limiters.size(); ++i) {
+    if (!sources.limiters[i]) throw_invalid("limiters[" + std::to_string(i) + "] is null");
+    limits.push_back(sources.limiters[i]->limits());
+  }
+  auto p = make(document, std::move(limits), previous);
+  for (size_t i = 0; i < sources.limiters.size(); ++i) p->limiters_[i] = sources.limiters[i];
+  const auto& make = p->plans_->to_make;
+  if (!make.empty() && !sources.client)
+    throw_invalid("policy: its limits need a client to make their limiters on (none was given)");
+  for (size_t i = 0; i < make.size(); ++i)
+    p->limiters_[sources.limiters.size() + i] = std::make_shared<Limiter>(sources.client, make[i]);
   return p;
 }
 
@@ -530,7 +763,7 @@ Step Policy::prepare(const Request& r) const {
     if (!api.empty()) api_hash = sha256_hex(api);
     const auto& addr = deny_->networks.empty() && allow_->networks.empty() ? std::optional<IpAddress>() : client();
     if (listed(*deny_, addr, api_hash, r)) {
-      s.unmatched[kForbidden].fetch_add(1, std::memory_order_relaxed);
+      counters_->unmatched[kForbidden].fetch_add(1, std::memory_order_relaxed);
       step.action = Action::kRespond;
       step.status = 403;
       return step;
@@ -556,7 +789,7 @@ Step Policy::prepare(const Request& r) const {
     rule = &c;
     step.rule = static_cast<int>(i);
   }
-  if (rule == nullptr || rule->limiter < 0) return step;
+  if (rule == nullptr || rule->variants.empty()) return step;
 
   // The key: the first alternative whose parts are all present.
   bool found = false;
@@ -644,7 +877,7 @@ Step Policy::prepare(const Request& r) const {
   }
   if (!found) {
     if (rule->skip_missing) return step;
-    rule->outcomes[kMissingKey].fetch_add(1, std::memory_order_relaxed);
+    (*rule->outcomes)[kMissingKey].fetch_add(1, std::memory_order_relaxed);
     step.action = Action::kRespond;
     step.status = rule->key_is_credential ? 401 : 400;
     return step;
@@ -666,7 +899,7 @@ Step Policy::prepare(const Request& r) const {
         n = n * 10 + (v[i] - '0');
       }
       if (!ok || n < 1 || n > rule->cost_max) {
-        rule->outcomes[kInvalid].fetch_add(1, std::memory_order_relaxed);
+        (*rule->outcomes)[kInvalid].fetch_add(1, std::memory_order_relaxed);
         step.action = Action::kRespond;
         step.status = 400;
         step.cost = -1;  // tells respond() which 400
@@ -675,6 +908,30 @@ Step Policy::prepare(const Request& r) const {
       step.cost = n;
     }
   }
+  // The limit: the rule's, or its tenant's plan's: the application's
+  // answer, else the document's tenants table, else (with a resolver) ask.
+  const Rule::Variant* var = &rule->variants[0];
+  if (rule->by_plan) {
+    const Plans& pl = *plans_;
+    int plan = -1;
+    if (!r.plan.empty()) {
+      plan = pl.find(r.plan);
+    } else if (!r.tenant.empty()) {
+      auto it = pl.tenants.find(r.tenant);
+      if (it != pl.tenants.end()) {
+        plan = it->second;
+      } else if (r.plan.data() == nullptr && pl.resolver.enabled) {
+        step.action = Action::kNeedPlan;
+        step.key.clear();
+        step.cost = 0;
+        return step;
+      }
+    }
+    if (plan < 0) plan = pl.default_plan;  // no tenant, or a plan no one defines
+    step.plan = plan;
+    var = &rule->variants[static_cast<size_t>(plan)];
+  }
+  step.limiter = var->limiter;
   step.action = Action::kCheck;
   return step;
 }
@@ -696,17 +953,18 @@ Answer Policy::answer(const Step& step, const Decision* d) const {
   Answer a;
   const Rule* rule = step.rule >= 0 ? rules_[static_cast<size_t>(step.rule)].get() : nullptr;
   if (d == nullptr) {
-    if (rule != nullptr) rule->outcomes[kErrors].fetch_add(1, std::memory_order_relaxed);
+    if (rule != nullptr) (*rule->outcomes)[kErrors].fetch_add(1, std::memory_order_relaxed);
     if (settings_->on_error_allow) return a;
     a.status = 503;
     a.body = kBodyUnavailable;
     a.headers.push_back({"Content-Type", kContentType});
     return a;
   }
-  if (rule != nullptr) rule->outcomes[d->allowed ? kAllowed : kDenied].fetch_add(1, std::memory_order_relaxed);
+  if (rule != nullptr) (*rule->outcomes)[d->allowed ? kAllowed : kDenied].fetch_add(1, std::memory_order_relaxed);
   if (d->allowed && !settings_->send_headers) return a;
-  if (rule != nullptr) {
-    append_rate_limit_headers(*d, rule->limits, rule->headers, a.headers);
+  const Rule::Variant* var = rule != nullptr ? rule->variant(step.limiter) : nullptr;
+  if (var != nullptr) {
+    append_rate_limit_headers(*d, var->limits, var->headers, a.headers);
   } else {
     a.headers = rate_limit_headers(*d, {}, "default");
   }
@@ -742,6 +1000,34 @@ size_t Policy::rule_count() const { return rules_.size(); }
 const std::string& Policy::rule_name(int rule) const { return rules_.at(static_cast<size_t>(rule))->name; }
 int Policy::rule_limiter(int rule) const { return rules_.at(static_cast<size_t>(rule))->limiter; }
 
+size_t Policy::limiter_count() const { return limiter_limits_.size(); }
+const std::shared_ptr<Limiter>& Policy::limiter(int index) const { return limiters_.at(static_cast<size_t>(index)); }
+const std::vector<LimitParams>& Policy::limits(const Step& step) const {
+  static const std::vector<LimitParams> none;
+  if (step.limiter < 0 || static_cast<size_t>(step.limiter) >= limiter_limits_.size()) return none;
+  return limiter_limits_[static_cast<size_t>(step.limiter)];
+}
+int Policy::step_limiter(const Step& step) const {
+  if (step.rule < 0 || static_cast<size_t>(step.rule) >= rules_.size()) return -1;
+  const Rule& r = *rules_[static_cast<size_t>(step.rule)];
+  const Rule::Variant* v = r.variant(step.limiter);
+  return v == nullptr ? -1 : v->limiter;
+}
+const std::vector<std::string>& Policy::plan_names() const { return plans_->names; }
+const std::string& Policy::limiter_plan(int index) const {
+  static const std::string none;
+  const size_t first = limiter_limits_.size() - plans_->to_make.size();
+  if (index < 0 || static_cast<size_t>(index) < first || static_cast<size_t>(index) >= limiter_limits_.size())
+    return none;
+  int plan = plans_->made_for[static_cast<size_t>(index) - first];
+  return plan < 0 ? none : plans_->names[static_cast<size_t>(plan)];
+}
+const std::string& Policy::default_plan() const {
+  static const std::string none;
+  return plans_->default_plan < 0 ? none : plans_->names[static_cast<size_t>(plans_->default_plan)];
+}
+const ResolverSettings& Policy::resolver() const { return plans_->resolver; }
+
 std::string Policy::metrics_prometheus() const {
   std::string out =
       "# HELP polylimit_http_requests_total Requests the HTTP policy decided, per rule and outcome.\n"
@@ -751,9 +1037,9 @@ std::string Policy::metrics_prometheus() const {
            std::to_string(n) + "\n";
   };
   for (const auto& r : rules_)
-    for (int o = 0; o < kOutcomeCount; ++o) line(r->name, o, r->outcomes[static_cast<size_t>(o)].load());
+    for (int o = 0; o < kOutcomeCount; ++o) line(r->name, o, (*r->outcomes)[static_cast<size_t>(o)].load());
   // Requests refused before a rule matched (the deny list) count under "(lists)".
-  line("(lists)", kForbidden, settings_->unmatched[kForbidden].load());
+  line("(lists)", kForbidden, counters_->unmatched[kForbidden].load());
   return out;
 }
 

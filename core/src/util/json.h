@@ -41,6 +41,7 @@ class Value {
 
  private:
   friend class Parser;
+  friend struct Builder;
   Type type_ = Type::kNull;
   int line_ = 1;
   bool bool_ = false;
@@ -49,6 +50,49 @@ class Value {
   std::string string_;
   std::vector<Value> items_;
   std::vector<std::pair<std::string, Value>> members_;
+};
+
+// Makes values for readers of other syntaxes (util/toml) that hand the
+// policy the same tree, lines included.
+struct Builder {
+  static Value null(int line) { return make(Value::Type::kNull, line); }
+  static Value boolean(bool b, int line) {
+    Value v = make(Value::Type::kBool, line);
+    v.bool_ = b;
+    return v;
+  }
+  static Value integer(int64_t n, int line) {
+    Value v = make(Value::Type::kNumber, line);
+    v.integral_ = true;
+    v.int_ = n;
+    return v;
+  }
+  // A number that is not a whole one: the policy refuses it where it wants
+  // an integer, and reads no other kind.
+  static Value fraction(int line) { return make(Value::Type::kNumber, line); }
+  static Value string(std::string s, int line) {
+    Value v = make(Value::Type::kString, line);
+    v.string_ = std::move(s);
+    return v;
+  }
+  static Value array(std::vector<Value> items, int line) {
+    Value v = make(Value::Type::kArray, line);
+    v.items_ = std::move(items);
+    return v;
+  }
+  static Value object(std::vector<std::pair<std::string, Value>> members, int line) {
+    Value v = make(Value::Type::kObject, line);
+    v.members_ = std::move(members);
+    return v;
+  }
+
+ private:
+  static Value make(Value::Type t, int line) {
+    Value v;
+    v.type_ = t;
+    v.line_ = line;
+    return v;
+  }
 };
 
 // Parses a whole document; throws Error(kInvalidArgument) "line N: ..." on

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "d1eaec92afb717c176a2daffe5e10019cb4bafc95e513098148ced4f74fbc3bf"
+const sourcesDigest = "31eb478558e0fa4b6151f82b21ced54fb5e92a6829c21c9095517ac510d6d027"

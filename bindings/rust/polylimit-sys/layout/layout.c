@@ -59,11 +59,11 @@ const size_t polylimit_sys_layout[] = {
     O(polylimit_http_request, version), O(polylimit_http_request, method), O(polylimit_http_request, path),
     O(polylimit_http_request, route), O(polylimit_http_request, peer), O(polylimit_http_request, headers),
     O(polylimit_http_request, header_count), O(polylimit_http_request, user), O(polylimit_http_request, tenant),
-    O(polylimit_http_request, app_key), O(polylimit_http_request, cost),
+    O(polylimit_http_request, app_key), O(polylimit_http_request, cost), O(polylimit_http_request, plan),
 
     S(polylimit_http_step),
     O(polylimit_http_step, action), O(polylimit_http_step, status), O(polylimit_http_step, rule),
-    O(polylimit_http_step, reserved_), O(polylimit_http_step, cost), O(polylimit_http_step, key_len),
+    O(polylimit_http_step, limiter), O(polylimit_http_step, cost), O(polylimit_http_step, key_len),
     O(polylimit_http_step, key),
 
     S(polylimit_http_response),

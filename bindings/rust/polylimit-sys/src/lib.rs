@@ -22,7 +22,8 @@ pub const POLYLIMIT_HTTP_PROCEED: c_int = 0;
 pub const POLYLIMIT_HTTP_CHECK: c_int = 1;
 pub const POLYLIMIT_HTTP_RESPOND: c_int = 2;
 pub const POLYLIMIT_HTTP_NEED_APP_KEY: c_int = 3;
-pub const POLYLIMIT_HTTP_REQUEST_VERSION: c_uint = 1;
+pub const POLYLIMIT_HTTP_NEED_PLAN: c_int = 4;
+pub const POLYLIMIT_HTTP_REQUEST_VERSION: c_uint = 2;
 pub const POLYLIMIT_HTTP_KEY_MAX: usize = 1024;
 pub const POLYLIMIT_HTTP_HEADERS_MAX: usize = 4096;
 pub const POLYLIMIT_HTTP_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
@@ -235,6 +236,9 @@ pub struct polylimit_http_request {
     pub tenant: polylimit_str,
     pub app_key: polylimit_str,
     pub cost: i64,
+    /// (version 2) the tenant's plan as the application's resolver gave it;
+    /// absent: not resolved; present and empty: no resolver.
+    pub plan: polylimit_str,
 }
 
 impl Default for polylimit_http_request {
@@ -252,6 +256,7 @@ impl Default for polylimit_http_request {
             tenant: polylimit_str::default(),
             app_key: polylimit_str::default(),
             cost: 0,
+            plan: polylimit_str::default(),
         }
     }
 }
@@ -263,7 +268,7 @@ pub struct polylimit_http_step {
     pub action: c_int,
     pub status: c_int,
     pub rule: c_int,
-    pub reserved_: c_int,
+    pub limiter: c_int,
     pub cost: i64,
     pub key_len: usize,
     pub key: [c_char; POLYLIMIT_HTTP_KEY_MAX],
@@ -275,7 +280,7 @@ impl Default for polylimit_http_step {
             action: POLYLIMIT_HTTP_PROCEED,
             status: 0,
             rule: -1,
-            reserved_: 0,
+            limiter: -1,
             cost: 0,
             key_len: 0,
             key: [0; POLYLIMIT_HTTP_KEY_MAX],
@@ -323,6 +328,11 @@ pub struct polylimit_queue {
 }
 #[repr(C)]
 pub struct polylimit_http_policy {
+    _private: [u8; 0],
+}
+/// A policy that can be replaced while requests run (polylimit_http_live_*).
+#[repr(C)]
+pub struct polylimit_http_live {
     _private: [u8; 0],
 }
 
@@ -554,6 +564,25 @@ extern "C" {
         err: *mut polylimit_error,
     ) -> c_int;
     pub fn polylimit_http_policy_free(policy: *mut polylimit_http_policy);
+    pub fn polylimit_http_policy_load(
+        client: *mut polylimit_client,
+        document: *const c_char,
+        document_len: usize,
+        limiters: *const *mut polylimit_limiter,
+        n_limiters: usize,
+        out: *mut *mut polylimit_http_policy,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_policy_limiter_count(policy: *const polylimit_http_policy) -> usize;
+    pub fn polylimit_http_policy_limiter(
+        policy: *const polylimit_http_policy,
+        index: usize,
+        out: *mut *mut polylimit_limiter,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_policy_limiter_plan(policy: *const polylimit_http_policy, index: usize) -> *const c_char;
+    pub fn polylimit_http_policy_resolver_timeout_ms(policy: *const polylimit_http_policy) -> i64;
+    pub fn polylimit_http_policy_id(policy: *const polylimit_http_policy) -> u64;
     pub fn polylimit_http_policy_header_count(policy: *const polylimit_http_policy) -> usize;
     pub fn polylimit_http_policy_header_name(policy: *const polylimit_http_policy, i: usize) -> *const c_char;
     pub fn polylimit_http_policy_rule_count(policy: *const polylimit_http_policy) -> usize;
@@ -596,6 +625,62 @@ extern "C" {
     ) -> c_int;
     pub fn polylimit_http_policy_metrics_prometheus(
         policy: *const polylimit_http_policy,
+        out: *mut *mut c_char,
+        len: *mut usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+
+    pub fn polylimit_http_live_new(
+        client: *mut polylimit_client,
+        document: *const c_char,
+        document_len: usize,
+        limiters: *const *mut polylimit_limiter,
+        n_limiters: usize,
+        out: *mut *mut polylimit_http_live,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_open(
+        client: *mut polylimit_client,
+        path: *const c_char,
+        limiters: *const *mut polylimit_limiter,
+        n_limiters: usize,
+        watch_ms: c_int,
+        out: *mut *mut polylimit_http_live,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_free(live: *mut polylimit_http_live);
+    pub fn polylimit_http_live_current(live: *const polylimit_http_live) -> *mut polylimit_http_policy;
+    pub fn polylimit_http_live_reload(
+        live: *mut polylimit_http_live,
+        document: *const c_char,
+        document_len: usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_reload_file(live: *mut polylimit_http_live, err: *mut polylimit_error) -> c_int;
+    pub fn polylimit_http_live_generation(live: *const polylimit_http_live) -> u64;
+    pub fn polylimit_http_live_last_error(
+        live: *const polylimit_http_live,
+        out: *mut *mut c_char,
+        len: *mut usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_cached_plan(
+        live: *const polylimit_http_live,
+        tenant: *const c_char,
+        tenant_len: usize,
+        out: *mut c_char,
+        cap: usize,
+    ) -> c_int;
+    pub fn polylimit_http_live_cache_plan(
+        live: *mut polylimit_http_live,
+        tenant: *const c_char,
+        tenant_len: usize,
+        plan: *const c_char,
+        plan_len: usize,
+        err: *mut polylimit_error,
+    ) -> c_int;
+    pub fn polylimit_http_live_metrics_prometheus(
+        live: *const polylimit_http_live,
         out: *mut *mut c_char,
         len: *mut usize,
         err: *mut polylimit_error,

@@ -45,8 +45,8 @@ fn structs_match_the_header() {
         polylimit_completion { token, status, reserved_, decision, error }
         polylimit_str { ptr, len }
         polylimit_http_request { version, method, path, route, peer, headers, header_count, user, tenant,
-                                 app_key, cost }
-        polylimit_http_step { action, status, rule, reserved_, cost, key_len, key }
+                                 app_key, cost, plan }
+        polylimit_http_step { action, status, rule, limiter, cost, key_len, key }
         polylimit_http_response { status, reserved_, body, body_len, headers_len, headers }
     };
     // SAFETY: the C side defines the array with polylimit_sys_layout_len elements.

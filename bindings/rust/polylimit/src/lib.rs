@@ -24,6 +24,7 @@
 //! completion queue instead.
 
 mod error;
+mod live;
 pub mod policy;
 #[cfg(feature = "tokio")]
 mod queue;
@@ -31,6 +32,7 @@ mod queue;
 pub mod tower;
 
 pub use error::{bounds, Algorithm, Clock, Detail, Error, FailurePolicy};
+pub use live::{LivePolicy, LivePolicyBuilder};
 pub use policy::Policy;
 
 use error::call;
@@ -784,6 +786,20 @@ impl Drop for LimiterInner {
 #[derive(Clone)]
 pub struct Limiter {
     pub(crate) inner: Arc<LimiterInner>,
+}
+
+impl Limiter {
+    /// Wraps a limiter handle the library made on `client` (a policy's own
+    /// limiter, polylimit_http_policy_limiter); freed with the last clone.
+    pub(crate) fn from_handle(handle: *mut sys::polylimit_limiter, client: Client) -> Limiter {
+        Limiter {
+            inner: Arc::new(LimiterInner {
+                handle,
+                client,
+                leases: false,
+            }),
+        }
+    }
 }
 
 impl fmt::Debug for Limiter {

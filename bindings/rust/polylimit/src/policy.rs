@@ -1,11 +1,14 @@
 //! The HTTP request policy: what every polylimit middleware asks the core
 //! for each request (docs/integrations/contract.md).
 //!
-//! A [`Policy`] is made once from a JSON policy document and the limiters
-//! its rules name by index; it is immutable, `Send + Sync` and cheap to
-//! clone. Per request a middleware describes the request ([`Request`]),
+//! A [`Policy`] is made once from a policy document (JSON or TOML) and the
+//! limiters its rules name by index ([`Policy::from_document`]), or with a
+//! client on which it makes the limiters of the limits and plans the
+//! document names itself ([`Policy::load`]); it is immutable, `Send + Sync`
+//! and cheap to clone. A [`LivePolicy`](crate::LivePolicy) is one that can
+//! be replaced while requests run (reloaded, or watched in its file). Per request a middleware describes the request ([`Request`]),
 //! calls [`Policy::prepare`], runs the check the [`Step`] asks for on the
-//! rule's limiter (blocking with [`Limiter::check`], or
+//! step's limiter ([`Policy::limiter`] (blocking with [`Limiter::check`], or
 //! [`Limiter::check_async`]), turns the decision into the response with
 //! [`Policy::answer`] and, once the response's status is known, asks
 //! [`Policy::refund_due`] whether the units go back (the rule's
@@ -22,7 +25,7 @@
 //! let headers = policy.header_values(|name| (name == "x-api-key").then(|| b"secret".to_vec()));
 //! let request = Request {
 //!     method: "GET",
-//!     path: "/api/items",
+//!     path: b"/api/items",
 //!     peer: Some("192.0.2.1:5000"),
 //!     headers: &headers.iter().map(|h| h.as_deref()).collect::<Vec<_>>(),
 //!     ..Request::default()
@@ -37,18 +40,19 @@
 //! ```
 
 use crate::error::call;
-use crate::{sys, take_string, Decision, Error, Limiter};
+use crate::{sys, take_string, Client, Decision, Error, Limiter};
 use std::ffi::{c_char, CStr};
 use std::fmt;
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// What a [`Step`] asks of the middleware.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     /// The request goes on, unchecked and with no headers.
     Proceed,
-    /// Check [`Step::key`] for [`Step::cost`] on the rule's limiter
+    /// Check [`Step::key`] for [`Step::cost`] on the step's limiter
     /// ([`Policy::limiter`]), then [`Policy::answer`].
     Check,
     /// Answer at once ([`Policy::answer`] with no decision): 400, 401 or 403.
@@ -56,6 +60,12 @@ pub enum Action {
     /// The rule keys by the application's key: describe the request again
     /// with [`Request::app_key`].
     NeedAppKey,
+    /// The rule's limit is the tenant's plan's, the document has a
+    /// `resolver` and its `tenants` table does not name the tenant: resolve
+    /// the plan and prepare again with it ([`Policy::prepare_with_plan`];
+    /// [`LivePolicy::prepare`](crate::LivePolicy::prepare) does both). Only
+    /// a request prepared with its plan unresolved gets it.
+    NeedPlan,
 }
 
 /// One request as the middleware describes it; everything is borrowed for
@@ -65,8 +75,10 @@ pub enum Action {
 pub struct Request<'a> {
     /// The method, any case.
     pub method: &'a str,
-    /// The path, without the query.
-    pub path: &'a str,
+    /// The path as the framework routes on it, without the query: decoded
+    /// (every `%XX` as its byte, `%2F` too), as bytes that need not be
+    /// UTF-8. Dot segments are resolved by the core.
+    pub path: &'a [u8],
     /// The framework's route template (`/users/{id}`), when it knows one.
     pub route: Option<&'a str>,
     /// The socket's other end as the server gives it (`10.0.0.1:51234`,
@@ -99,6 +111,7 @@ impl Step {
             sys::POLYLIMIT_HTTP_CHECK => Action::Check,
             sys::POLYLIMIT_HTTP_RESPOND => Action::Respond,
             sys::POLYLIMIT_HTTP_NEED_APP_KEY => Action::NeedAppKey,
+            sys::POLYLIMIT_HTTP_NEED_PLAN => Action::NeedPlan,
             _ => Action::Proceed,
         }
     }
@@ -153,10 +166,17 @@ pub struct Answer {
 
 struct Inner {
     handle: *mut sys::polylimit_http_policy,
+    /// The application's limiters: a step's limiter i below their count.
     limiters: Vec<Limiter>,
+    /// The client the document's own limiters are on (Policy::load).
+    client: Option<Client>,
+    /// Handles on the document's own limiters (step limiter i at
+    /// own[i - limiters.len()]), made when a step first names one.
+    own: Vec<OnceLock<Limiter>>,
     header_names: Vec<String>,
     rule_names: Vec<String>,
-    rule_limiters: Vec<Option<usize>>,
+    id: u64,
+    resolver_timeout_ms: i64,
 }
 
 // SAFETY: a policy is immutable once made and may be used from any number
@@ -166,7 +186,11 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // SAFETY: the last reference; no call is in flight.
+        // The client's read guard: an explicit close does not race the free
+        // (which can free the document's limiters).
+        let _client = self.client.as_ref().map(|c| c.inner.read());
+        // SAFETY: the last reference (a live policy's: one of its
+        // references); no call is in flight.
         unsafe { sys::polylimit_http_policy_free(self.handle) };
     }
 }
@@ -208,21 +232,43 @@ fn text(s: Option<&[u8]>) -> sys::polylimit_str {
 }
 
 impl Policy {
-    /// Makes a policy from its JSON document (docs/integrations/contract.md,
-    /// "The policy document"); a rule's `"limiter": i` names `limiters[i]`.
-    /// A document that is not valid is [`Error::InvalidArgument`] with a
-    /// message naming the line and the field.
+    /// Makes a policy from its document, JSON or TOML (JSON when its first
+    /// non-space character is `{`; docs/integrations/contract.md, "The
+    /// policy document"); a rule's `"limiter": i` names `limiters[i]`. A
+    /// document whose rules name limits of their own (`limit`, plans) is
+    /// refused here: [`load`](Self::load) makes them on a client. A document that is not valid is
+    /// [`Error::InvalidArgument`] with a message naming the line and the field.
     pub fn from_document(document: &str, limiters: Vec<Limiter>) -> Result<Policy, Error> {
+        Policy::make(None, document, limiters)
+    }
+
+    /// Makes a policy from its document (JSON or TOML) whose rules may name
+    /// limits of their own (`limit = "10/minute"`, the tenants' plans): the
+    /// policy makes those limiters on `client` and keeps them; a rule's
+    /// `limiter = i` names `limiters[i]` as in
+    /// [`from_document`](Self::from_document).
+    pub fn load(client: &Client, document: &str, limiters: Vec<Limiter>) -> Result<Policy, Error> {
+        Policy::make(Some(client), document, limiters)
+    }
+
+    fn make(client: Option<&Client>, document: &str, limiters: Vec<Limiter>) -> Result<Policy, Error> {
         // Reading the limiters' limits is a call on each: not while their
         // clients are being closed.
         let guards: Vec<_> = limiters.iter().map(|l| l.inner.client.inner.read()).collect();
+        let client_guard = client.map(|c| c.inner.read());
+        let raw_client = match &client_guard {
+            Some(h) if h.is_null() => return Err(Error::new(-11, "client is closed")),
+            Some(h) => **h,
+            None => ptr::null_mut(),
+        };
         let handles: Vec<*mut sys::polylimit_limiter> = limiters.iter().map(|l| l.inner.handle).collect();
         let mut handle: *mut sys::polylimit_http_policy = ptr::null_mut();
         call(|err| {
-            // SAFETY: the document and the handle array are valid for the call;
-            // the policy keeps what it needs of the limiters.
+            // SAFETY: the client (or null), the document and the handle array
+            // are valid for the call; the policy keeps what it needs of them.
             unsafe {
-                sys::polylimit_http_policy_new(
+                sys::polylimit_http_policy_load(
+                    raw_client,
                     document.as_ptr().cast(),
                     document.len(),
                     handles.as_ptr(),
@@ -232,30 +278,69 @@ impl Policy {
                 )
             }
         })?;
+        drop(client_guard);
         drop(guards);
-        // SAFETY: a live policy; the names are its own strings.
-        let (header_names, rule_names, rule_limiters) = unsafe {
+        // SAFETY: a policy just made; this wrapper owns its reference.
+        Ok(unsafe { Policy::from_raw(handle, client.cloned(), limiters) })
+    }
+
+    /// Wraps a policy reference (freed with the last clone); `limiters` are
+    /// the application's, `client` the one the document's limiters are on.
+    ///
+    /// # Safety
+    ///
+    /// `handle` is a valid policy reference that this wrapper takes over.
+    pub(crate) unsafe fn from_raw(
+        handle: *mut sys::polylimit_http_policy,
+        client: Option<Client>,
+        limiters: Vec<Limiter>,
+    ) -> Policy {
+        // SAFETY: a valid policy (the caller's promise); the names are its own strings.
+        let (header_names, rule_names, count, id, resolver_timeout_ms) = unsafe {
             let headers = (0..sys::polylimit_http_policy_header_count(handle))
                 .map(|i| owned(sys::polylimit_http_policy_header_name(handle, i)))
                 .collect();
-            let n = sys::polylimit_http_policy_rule_count(handle);
-            let names = (0..n)
+            let names = (0..sys::polylimit_http_policy_rule_count(handle))
                 .map(|i| owned(sys::polylimit_http_policy_rule_name(handle, i)))
                 .collect();
-            let lims = (0..n)
-                .map(|i| usize::try_from(sys::polylimit_http_policy_rule_limiter(handle, i)).ok())
-                .collect();
-            (headers, names, lims)
+            (
+                headers,
+                names,
+                sys::polylimit_http_policy_limiter_count(handle),
+                sys::polylimit_http_policy_id(handle),
+                sys::polylimit_http_policy_resolver_timeout_ms(handle),
+            )
         };
-        Ok(Policy {
+        let own = (limiters.len()..count.max(limiters.len()))
+            .map(|_| OnceLock::new())
+            .collect();
+        Policy {
             inner: Arc::new(Inner {
                 handle,
                 limiters,
+                client,
+                own,
                 header_names,
                 rule_names,
-                rule_limiters,
+                id,
+                resolver_timeout_ms,
             }),
-        })
+        }
+    }
+
+    /// A process-unique number of this policy (a reloaded live policy's
+    /// current one has a new one).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The plan resolver's deadline, the document's `resolver.timeout_ms`;
+    /// `None` when the document has no `resolver`.
+    pub fn resolver_timeout(&self) -> Option<Duration> {
+        u64::try_from(self.inner.resolver_timeout_ms)
+            .ok()
+            .filter(|&ms| ms > 0)
+            .map(Duration::from_millis)
     }
 
     /// The request headers the policy reads, lower case: a middleware
@@ -276,24 +361,52 @@ impl Policy {
         &self.inner.rule_names
     }
 
-    /// The limiters given to [`from_document`](Self::from_document).
+    /// The application's limiters given to [`from_document`](Self::from_document)
+    /// or [`load`](Self::load).
     pub fn limiters(&self) -> &[Limiter] {
         &self.inner.limiters
     }
 
-    /// The limiter a step of [`Action::Check`] is checked on (its rule's).
+    /// The limiter a step of [`Action::Check`] is checked on (and refunded
+    /// on): one of [`limiters`](Self::limiters), or one the document's own
+    /// limits made (its handle is made once per policy, on first use).
     pub fn limiter(&self, step: &Step) -> Option<&Limiter> {
-        let i = (*self.inner.rule_limiters.get(step.rule()?)?)?;
-        self.inner.limiters.get(i)
+        let i = usize::try_from(step.raw.limiter).ok()?;
+        if let Some(l) = self.inner.limiters.get(i) {
+            return Some(l);
+        }
+        let slot = self.inner.own.get(i - self.inner.limiters.len())?;
+        if let Some(l) = slot.get() {
+            return Some(l);
+        }
+        let client = self.inner.client.as_ref()?;
+        let mut handle: *mut sys::polylimit_limiter = ptr::null_mut();
+        // SAFETY: a live policy; the handle is new and ours to free.
+        call(|err| unsafe { sys::polylimit_http_policy_limiter(self.inner.handle, i, &mut handle, err) }).ok()?;
+        // Another thread may have set it first: this handle is then freed.
+        let _ = slot.set(Limiter::from_handle(handle, client.clone()));
+        slot.get()
     }
 
-    /// Decides what to do with a request (no I/O).
+    /// Decides what to do with a request (no I/O). A rule that takes the
+    /// tenant's plan takes it from the document (its `tenants` table, else
+    /// its `default_plan`): the step is never [`Action::NeedPlan`].
     pub fn prepare(&self, request: &Request<'_>) -> Result<Step, Error> {
+        self.prepare_with_plan(request, Some(""))
+    }
+
+    /// [`prepare`](Self::prepare) with the tenant's plan as the
+    /// application's resolver gave it: `None`, not resolved (the step is
+    /// [`Action::NeedPlan`] when the document has a `resolver` and its
+    /// `tenants` table does not name the tenant); `Some("")`, the
+    /// document's table or default plan; `Some(name)`, that plan (one the
+    /// document does not define: the default plan).
+    pub fn prepare_with_plan(&self, request: &Request<'_>, plan: Option<&str>) -> Result<Step, Error> {
         let headers: Vec<sys::polylimit_str> = request.headers.iter().map(|h| text(*h)).collect();
         let req = sys::polylimit_http_request {
             version: sys::POLYLIMIT_HTTP_REQUEST_VERSION,
             method: text(Some(request.method.as_bytes())),
-            path: text(Some(request.path.as_bytes())),
+            path: text(Some(request.path)),
             route: text(request.route.map(str::as_bytes)),
             peer: text(request.peer.map(str::as_bytes)),
             headers: if headers.is_empty() {
@@ -306,6 +419,7 @@ impl Policy {
             tenant: text(request.tenant.map(str::as_bytes)),
             app_key: text(request.app_key),
             cost: request.cost,
+            plan: text(plan.map(str::as_bytes)),
         };
         let mut raw = Box::<sys::polylimit_http_step>::default();
         // SAFETY: a live policy; every string is borrowed for the call.

@@ -10,11 +10,15 @@
 //! plain-text body and `Content-Type`. After the response, a rule whose
 //! `count_when` does not count its status has its units refunded.
 //!
-//! Two ways to make one:
+//! Three ways to make one:
 //!
 //! - [`RateLimitLayer::from_document`]: a policy document (rules by path or
 //!   route and method, keys, costs, lists, proxies, exemptions) and the
 //!   limiters its rules name by index;
+//! - [`RateLimitLayer::from_live`]: a [`LivePolicy`] (a document or file
+//!   that can be reloaded while the service runs, with its own limits and
+//!   plans, and the application's plan resolver): each request takes the
+//!   current policy once and keeps it to the end;
 //! - [`RateLimitLayer::new`]: one limiter and a [`KeyBy`], with builder
 //!   methods for the common options; it makes the same kind of document.
 //!
@@ -49,9 +53,10 @@
 //! [`app_key`]: RateLimitLayer::app_key
 //! [`cost_fn`]: RateLimitLayer::cost_fn
 
-use crate::policy::{Action, Answer, Request as Described};
-use crate::{Error, Limiter, Policy};
+use crate::policy::{Action, Answer, Request as Described, Step};
+use crate::{Error, Limiter, LivePolicy, Policy};
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
+use std::borrow::Cow;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -369,6 +374,7 @@ impl Spec {
 #[derive(Clone)]
 pub struct RateLimitLayer {
     policy: Policy,
+    live: Option<LivePolicy>,
     spec: Option<Box<Spec>>,
     app: Option<Arc<Extract>>,
     app_is_user: bool,
@@ -416,6 +422,7 @@ impl RateLimitLayer {
     pub fn from_policy(policy: Policy) -> RateLimitLayer {
         RateLimitLayer {
             policy,
+            live: None,
             spec: None,
             app: None,
             app_is_user: false,
@@ -425,6 +432,16 @@ impl RateLimitLayer {
             peer: None,
             cost: None,
         }
+    }
+
+    /// A layer over a live policy: each request takes its current policy
+    /// ([`LivePolicy::current`]) and uses it to the end, so a reload (or a
+    /// watched file's change) applies from the next request; a tenant's plan
+    /// comes from the live policy's resolver when the document asks for it.
+    pub fn from_live(live: LivePolicy) -> RateLimitLayer {
+        let mut layer = RateLimitLayer::from_policy(live.current());
+        layer.live = Some(live);
+        layer
     }
 
     fn from_spec(spec: Spec) -> Result<RateLimitLayer, Error> {
@@ -454,15 +471,25 @@ impl RateLimitLayer {
         })
     }
 
-    /// The policy this layer asks.
+    /// The policy this layer asks (made [`from_live`](Self::from_live):
+    /// the one that was current then; see [`live`](Self::live)).
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
+    /// The live policy of a layer made [`from_live`](Self::from_live).
+    pub fn live(&self) -> Option<&LivePolicy> {
+        self.live.as_ref()
+    }
+
     /// Requests decided per rule and outcome, Prometheus text
-    /// ([`Policy::metrics_prometheus`]).
+    /// ([`Policy::metrics_prometheus`]; a live policy's also counts its
+    /// reloads, [`LivePolicy::metrics_prometheus`]).
     pub fn metrics_prometheus(&self) -> Result<String, Error> {
-        self.policy.metrics_prometheus()
+        match &self.live {
+            Some(live) => live.metrics_prometheus(),
+            None => self.policy.metrics_prometheus(),
+        }
     }
 
     /// What a request without a key gets (default [`MissingKey::Reject`]).
@@ -610,6 +637,32 @@ fn joined(headers: &http::HeaderMap, name: &str) -> Option<Vec<u8>> {
     out
 }
 
+/// The path as routers match it and path globs are written: every valid
+/// `%XX` decoded to its byte (`%2F` too, as Go's `URL.Path`, ASGI and
+/// servlets do), an invalid escape left as it is; bytes, not necessarily
+/// UTF-8.
+fn decoded_path(raw: &str) -> Cow<'_, [u8]> {
+    let raw = raw.as_bytes();
+    if !raw.contains(&b'%') {
+        return Cow::Borrowed(raw);
+    }
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'%' && i + 2 < raw.len() {
+            if let (Some(hi), Some(lo)) = (hex(raw[i + 1]), hex(raw[i + 2])) {
+                out.push(hi << 4 | lo);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(raw[i]);
+        i += 1;
+    }
+    Cow::Owned(out)
+}
+
 fn add_headers<B>(resp: &mut Response<B>, headers: &[(String, String)]) {
     for (k, v) in headers {
         if let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::try_from(v.as_str())) {
@@ -633,24 +686,26 @@ fn internal<B: From<&'static str>>() -> Response<B> {
 }
 
 impl RateLimitLayer {
-    /// Describes the request and asks the policy (no I/O): the step.
-    fn step(&self, p: &Parts) -> Result<crate::policy::Step, Error> {
+    /// Describes the request and asks the policy: the step (no I/O, but
+    /// for the plan resolver of a live policy's document).
+    async fn step(&self, policy: &Policy, p: &Parts) -> Result<Step, Error> {
         let peer = match &self.peer {
             Some(f) => f(p),
             None => p.extensions.get::<SocketAddr>().map(SocketAddr::ip),
         }
         .map(|ip| ip.to_string());
         let route = self.route.as_ref().and_then(|f| f(p));
-        let values = self.policy.header_values(|name| joined(&p.headers, name));
+        let values = policy.header_values(|name| joined(&p.headers, name));
         let headers: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
         let user = match (&self.app, self.app_is_user) {
             (Some(f), true) => f(p).map(|v| String::from_utf8_lossy(&v).into_owned()),
             _ => self.user.as_ref().and_then(|f| f(p)),
         };
         let tenant = self.tenant.as_ref().and_then(|f| f(p));
+        let path = decoded_path(p.uri.path());
         let mut request = Described {
             method: p.method.as_str(),
-            path: p.uri.path(),
+            path: &path,
             route: route.as_deref(),
             peer: peer.as_deref(),
             headers: &headers,
@@ -659,16 +714,31 @@ impl RateLimitLayer {
             app_key: None,
             cost: self.cost.as_ref().and_then(|f| f(p)).unwrap_or(0),
         };
-        let step = self.policy.prepare(&request)?;
-        if step.action() != Action::NeedAppKey {
-            return Ok(step);
+        // Unresolved (None) only where a resolver can answer: else the
+        // document's tenants table or default plan.
+        let resolver = self.live.as_ref().filter(|l| l.has_resolver());
+        let mut plan: Option<String> = if resolver.is_some() { None } else { Some(String::new()) };
+        // Asked only when a rule keyed by "app" matches.
+        let app = std::sync::OnceLock::<Vec<u8>>::new();
+        // At most one NEED_APP_KEY and one NEED_PLAN, in either order.
+        for _ in 0..3 {
+            let step = policy.prepare_with_plan(&request, plan.as_deref())?;
+            match step.action() {
+                Action::NeedAppKey if request.app_key.is_none() => {
+                    let key = match (&self.app, self.app_is_user) {
+                        (Some(f), false) => f(p).unwrap_or_default(),
+                        _ => Vec::new(),
+                    };
+                    request.app_key = Some(app.get_or_init(|| key));
+                }
+                Action::NeedPlan if plan.is_none() => {
+                    let live = resolver.expect("NeedPlan only with a resolver");
+                    plan = Some(live.resolve_plan(policy, request.tenant.unwrap_or("")).await);
+                }
+                _ => return Ok(step),
+            }
         }
-        let app = match (&self.app, self.app_is_user) {
-            (Some(f), false) => f(p),
-            _ => None,
-        };
-        request.app_key = Some(app.as_deref().unwrap_or(b""));
-        self.policy.prepare(&request)
+        policy.prepare_with_plan(&request, plan.as_deref())
     }
 }
 
@@ -692,12 +762,17 @@ where
         // clone stays behind for the next request (tower's Service docs).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let (parts, body) = req.into_parts();
-        let step = self.layer.step(&parts);
-        let req = Request::from_parts(parts, body);
         let layer = self.layer.clone();
         Box::pin(async move {
-            let policy = &layer.policy;
+            // One policy for the whole request, a live one's current.
+            let policy = match &layer.live {
+                Some(live) => live.current(),
+                None => layer.policy.clone(),
+            };
+            let policy = &policy;
+            let (parts, body) = req.into_parts();
+            let step = layer.step(policy, &parts).await;
+            let req = Request::from_parts(parts, body);
             let step = match step {
                 Ok(s) => s,
                 Err(_) => return Ok(internal()),
@@ -736,5 +811,27 @@ where
             }
             Ok(resp)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decoded_path;
+
+    #[test]
+    fn the_path_is_percent_decoded_as_routers_match_it() {
+        let d = |raw: &str| decoded_path(raw).into_owned();
+        assert_eq!(d("/a/b"), b"/a/b");
+        assert!(matches!(decoded_path("/a/b"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(d("/a%20b"), b"/a b");
+        assert_eq!(d("/a%2Fb"), b"/a/b");
+        assert_eq!(d("/a%2fb"), b"/a/b");
+        assert_eq!(d("/a%zz"), b"/a%zz");
+        assert_eq!(d("/%"), b"/%");
+        assert_eq!(d("/a%2"), b"/a%2");
+        assert_eq!(d("/%%41"), b"/%A");
+        assert_eq!(d("/%2541"), b"/%41");
+        // Bytes, not text: an escape of a byte that is not UTF-8 stays that byte.
+        assert_eq!(d("/%FF%c3%A9"), b"/\xff\xc3\xa9");
     }
 }

@@ -340,7 +340,7 @@ fn api_keys_stay_out_of_redis_and_messages() {
         let headers: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
         let req = polylimit::policy::Request {
             method: "GET",
-            path: "/api",
+            path: b"/api",
             peer: Some("192.0.2.1"),
             headers: &headers,
             ..Default::default()

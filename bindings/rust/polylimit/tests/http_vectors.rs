@@ -47,7 +47,7 @@ impl Suite {
         let headers: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
         let request = Request {
             method: str_of("method").unwrap_or(""),
-            path: str_of("path").unwrap_or(""),
+            path: str_of("path").unwrap_or("").as_bytes(),
             route: str_of("route"),
             peer: str_of("peer"),
             headers: &headers,
@@ -83,6 +83,7 @@ fn action_name(a: Action) -> &'static str {
         Action::Check => "check",
         Action::Respond => "respond",
         Action::NeedAppKey => "need_app_key",
+        Action::NeedPlan => "need_plan",
     }
 }
 

@@ -5,7 +5,9 @@
 //	service CONFIG_FILE PORT        (POLYLIMIT_URL: the Redis to share)
 //
 // CONFIG_FILE: {"limiters": [{"rate": "5/minute", "prefix": "xl:ip",
-// "algorithm": "gcra"}, ...], "policy": {...}}. The user id is the request's
+// "algorithm": "gcra"}, ...], "policy": {...}}, or {"policy_file": PATH,
+// "watch_ms": 100}: a live policy opened from that file (TOML or JSON),
+// watched for changes, with no application limiters. The user id is the request's
 // X-User header and the tenant its X-Tenant (the application's identities,
 // not policy headers). Every request that goes on gets 200 "ok\n". Prints
 // "ready" once it accepts connections; exits cleanly on SIGTERM.
@@ -21,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	polylimit "github.com/polylimit/polylimit/bindings/go"
 	"github.com/polylimit/polylimit/bindings/go/httplimit"
@@ -32,7 +35,9 @@ type config struct {
 		Prefix    string `json:"prefix"`
 		Algorithm string `json:"algorithm"`
 	} `json:"limiters"`
-	Policy json.RawMessage `json:"policy"`
+	Policy     json.RawMessage `json:"policy"`
+	PolicyFile string          `json:"policy_file"`
+	WatchMS    *int            `json:"watch_ms"`
 }
 
 func main() {
@@ -59,24 +64,20 @@ func run() error {
 		return err
 	}
 	defer client.Close()
-	var limiters []*polylimit.Limiter
-	for _, l := range cfg.Limiters {
-		opts := []polylimit.LimiterOption{polylimit.WithPrefix(l.Prefix)}
-		if l.Algorithm != "" {
-			a, err := polylimit.ParseAlgorithm(l.Algorithm)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, polylimit.WithAlgorithm(a))
+	var m *httplimit.Middleware
+	if cfg.PolicyFile != "" {
+		watch := 100
+		if cfg.WatchMS != nil {
+			watch = *cfg.WatchMS
 		}
-		lim, err := client.Limiter(l.Rate, opts...)
+		live, err := polylimit.OpenLivePolicy(client, cfg.PolicyFile,
+			polylimit.WithWatch(time.Duration(watch)*time.Millisecond))
 		if err != nil {
 			return err
 		}
-		limiters = append(limiters, lim)
-	}
-	m, err := httplimit.FromDocument(string(cfg.Policy), limiters...)
-	if err != nil {
+		defer live.Close()
+		m = httplimit.FromLive(live)
+	} else if m, err = fromDocument(client, &cfg); err != nil {
 		return err
 	}
 	m = m.With(
@@ -104,4 +105,25 @@ func run() error {
 	case err := <-done:
 		return err
 	}
+}
+
+// fromDocument is the middleware of the config's limiters and policy.
+func fromDocument(client *polylimit.Client, cfg *config) (*httplimit.Middleware, error) {
+	var limiters []*polylimit.Limiter
+	for _, l := range cfg.Limiters {
+		opts := []polylimit.LimiterOption{polylimit.WithPrefix(l.Prefix)}
+		if l.Algorithm != "" {
+			a, err := polylimit.ParseAlgorithm(l.Algorithm)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, polylimit.WithAlgorithm(a))
+		}
+		lim, err := client.Limiter(l.Rate, opts...)
+		if err != nil {
+			return nil, err
+		}
+		limiters = append(limiters, lim)
+	}
+	return httplimit.FromDocument(string(cfg.Policy), limiters...)
 }

@@ -1,6 +1,7 @@
 import io.polylimit.Client;
 import io.polylimit.HttpPolicy;
 import io.polylimit.Limiter;
+import io.polylimit.LivePolicy;
 import io.polylimit.servlet.RateLimitFilter;
 import jakarta.servlet.DispatcherType;
 import jakarta.servlet.http.HttpServlet;
@@ -10,6 +11,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
@@ -26,7 +28,10 @@ import org.eclipse.jetty.server.ServerConnector;
  * The Java service of the cross-language HTTP suite (tests/http): an
  * embedded Jetty (ee10) on 127.0.0.1:PORT behind RateLimitFilter, built from
  * CONFIG_FILE's limiters and policy document with the public
- * RateLimitFilter.builder().document(...). The user id is the X-User header
+ * RateLimitFilter.builder().document(...); or, when CONFIG_FILE names a
+ * "policy_file" (and optionally "watch_ms", default 100), a LivePolicy
+ * opened from that file and watched (RateLimitFilter.builder().livePolicy).
+ * The user id is the X-User header
  * and the tenant id X-Tenant, read by the service's own hooks (not as
  * policy headers). Every path and method answers 200 "ok\n" when the request
  * goes on. Prints "ready" once it accepts connections; SIGTERM stops it.
@@ -45,7 +50,15 @@ public final class Service {
         int port = Integer.parseInt(args[1]);
         Client client = Client.open(); // POLYLIMIT_URL
         List<Limiter> limiters = new ArrayList<>();
-        for (Object o : list(config.get("limiters"))) {
+        LivePolicy live = null;
+        RateLimitFilter.Builder fb = RateLimitFilter.builder();
+        if (config.get("policy_file") != null) {
+            // A live policy of that file, watched: the driver rewrites it.
+            long watchMs = config.get("watch_ms") == null ? 100 : ((Number) config.get("watch_ms")).longValue();
+            live = LivePolicy.open(client, Path.of((String) config.get("policy_file")), Duration.ofMillis(watchMs));
+            fb.livePolicy(live);
+        }
+        for (Object o : config.get("limiters") == null ? List.of() : list(config.get("limiters"))) {
             Map<String, Object> l = map(o);
             Limiter.Builder b = client.limiterBuilder((String) l.get("rate"));
             if (l.get("prefix") != null) b.prefix((String) l.get("prefix"));
@@ -55,9 +68,8 @@ public final class Service {
             }
             limiters.add(b.build());
         }
-        String document = HttpPolicy.documentJson(map(config.get("policy")));
-        RateLimitFilter filter = RateLimitFilter.builder()
-                .document(document, limiters)
+        if (live == null) fb.document(HttpPolicy.documentJson(map(config.get("policy"))), limiters);
+        RateLimitFilter filter = fb
                 .user(req -> req.getHeader("X-User"))
                 .tenant(req -> req.getHeader("X-Tenant"))
                 .build();
@@ -80,7 +92,8 @@ public final class Service {
             } catch (Exception e) {
                 System.err.println("stopping Jetty: " + e);
             }
-            filter.policy().close();
+            if (filter.policy() != null) filter.policy().close();
+            if (filter.livePolicy() != null) filter.livePolicy().close();
             for (Limiter l : limiters) l.close();
             client.close();
         };

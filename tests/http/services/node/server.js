@@ -6,7 +6,9 @@
 //
 // CONFIG_FILE: {"limiters": [{"rate": "5/minute", "prefix": "xl:ip",
 // "algorithm"?: "gcra"}, ...], "policy": {...}}, the policy's rules naming
-// the limiters by index. The user id is the X-User header's value and the
+// the limiters by index; or {"policy_file": PATH, "watch_ms"?: 100}: a live
+// policy opened from the file (TOML or JSON, its own limits), watched and
+// reloaded when it changes. The user id is the X-User header's value and the
 // tenant id X-Tenant's, supplied by the application's hooks (not read by the
 // policy). Every path and method answers 200 "ok\n" when the request goes
 // on. Prints "ready" once listening on 127.0.0.1:PORT; exits on SIGTERM.
@@ -22,10 +24,15 @@ if (!configFile || !port) {
 }
 const config = JSON.parse(fs.readFileSync(configFile, 'utf8'));
 const client = new polylimit.Client(); // POLYLIMIT_URL
-const limiters = config.limiters.map((l) =>
-  client.limiter(l.rate, { prefix: l.prefix, ...(l.algorithm ? { algorithm: l.algorithm } : {}) }),
-);
-const policy = polylimit.policyFromDocument(config.policy, limiters);
+let policy;
+if (config.policy_file !== undefined) {
+  policy = client.openPolicy(config.policy_file, { watchMs: config.watch_ms ?? 100 });
+} else {
+  const limiters = config.limiters.map((l) =>
+    client.limiter(l.rate, { prefix: l.prefix, ...(l.algorithm ? { algorithm: l.algorithm } : {}) }),
+  );
+  policy = polylimit.policyFromDocument(config.policy, limiters);
+}
 
 const header = (req, name) => {
   const v = req.headers[name];
@@ -44,6 +51,7 @@ const server = app.listen(Number(port), '127.0.0.1', () => {
 });
 process.on('SIGTERM', () => {
   server.close(() => {
+    if (policy instanceof polylimit.LivePolicy) policy.close();
     client.close().then(() => process.exit(0));
   });
   server.closeAllConnections();

@@ -4,7 +4,9 @@ FastAPI behind polylimit's ASGI middleware, served by uvicorn on loopback.
     python service.py CONFIG_FILE PORT      (POLYLIMIT_URL in the environment)
 
 CONFIG_FILE: {"limiters": [{"rate": ..., "prefix": ..., "algorithm": ...}, ...],
-"policy": {...the contract's document...}}. The user id is the request's
+"policy": {...the contract's document...}}, or {"policy_file": PATH,
+"watch_ms": 100}: a live policy opened from that file (TOML or JSON, its own
+limits and plans), watched for changes. The user id is the request's
 X-User header and the tenant the X-Tenant header, read by the service's own
 hooks (not as policy headers). Every path and method answers 200 "ok\\n" when
 the request goes on. Prints "ready" once it accepts connections; SIGTERM
@@ -23,6 +25,7 @@ from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 from polylimit.contrib.asgi import RateLimitMiddleware
 from polylimit.contrib.http import Policy, RequestView
+from polylimit.contrib.live import LivePolicy
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
@@ -35,14 +38,21 @@ def tenant(view: RequestView) -> Optional[str]:
     return view.header("X-Tenant")
 
 
-def make_app(config: Any, client: polylimit.Client) -> Any:
+def make_policy(config: Any, client: polylimit.Client) -> Policy:
+    if "policy_file" in config:
+        watch = int(config.get("watch_ms", 100)) / 1000.0
+        return LivePolicy.open(config["policy_file"], client, watch=watch, user=user, tenant=tenant)
     limiters: List[polylimit.Limiter] = []
     for spec in config["limiters"]:
         options = {"prefix": spec["prefix"]} if "prefix" in spec else {}
         if "algorithm" in spec:
             options["algorithm"] = spec["algorithm"]
         limiters.append(client.limiter(spec["rate"], **options))
-    policy = Policy.from_document(config["policy"], limiters, user=user, tenant=tenant)
+    return Policy.from_document(config["policy"], limiters, user=user, tenant=tenant)
+
+
+def make_app(config: Any, client: polylimit.Client) -> Any:
+    policy = make_policy(config, client)
 
     api = FastAPI()
 

@@ -7,6 +7,9 @@ others installed (``pip install polylimit[fastapi]``, ``[flask]``,
 - :mod:`polylimit.contrib.http`: what they share (key functions, trusted
   proxies, per-route rules, exempt routes, the failure behaviour). No
   framework needed.
+- :mod:`polylimit.contrib.live`: ``LivePolicy``, a policy document with
+  its own limits and plans, reloaded while the service runs (a watched
+  file), with a plan resolver; every integration takes it as a policy.
 - :mod:`polylimit.contrib.asgi`: ``RateLimitMiddleware`` for any ASGI app
   (Starlette, FastAPI), and ``CountWhenMiddleware``, which the FastAPI
   dependency's ``count_when`` needs.

@@ -9,6 +9,9 @@
     @app.get("/search", dependencies=[Depends(RateLimit(search, key=api_key()))])
     def do_search(q: str) -> dict: ...
 
+    # the contract's plain-text answers (see below):
+    app.add_exception_handler(RateLimitRefusal, refusal_handler)
+
     # or, to see the decision:
     @app.get("/items")
     def items(decision=Depends(RateLimit(per_ip))) -> dict: ...
@@ -22,10 +25,21 @@
     @app.post("/login", dependencies=[Depends(RateLimit("5/minute", client=client, count_when=count_failures))])
     def login(...) -> dict: ...
 
-A denial raises ``HTTPException(429)`` carrying the core's headers (FastAPI
-answers ``{"detail": "Too Many Requests"}``); a request without a key
-``HTTPException(401)`` (the key above is a credential; 400 for other keys)
-unless ``on_missing_key="skip"``; an allowed request gets the
+A refusal raises :class:`RateLimitRefusal`, an ``HTTPException`` with the
+core's status and headers: 429 for a denial, 401 for a request without a
+key (the key above is a credential; 400 for other keys) unless
+``on_missing_key="skip"``, 403, 503. With :func:`refusal_handler`
+installed (``app.add_exception_handler(RateLimitRefusal,
+refusal_handler)``) the response is the contract's answer exactly, as the
+middleware and every other language give it: the status, the core's
+headers and its plain-text body (docs/integrations/contract.md,
+"Answers"). Without it FastAPI's own ``HTTPException`` handler (or the
+application's) answers: the same status and rate-limit headers, with a
+JSON body ``{"detail": "Too Many Requests"}``. An explicit handler, as
+FastAPI applications register for their own exceptions, rather than one
+installed behind the application's back: a handler the application has
+for ``HTTPException`` keeps answering refusals until it opts in. An
+allowed request gets the
 same headers on its response (FastAPI copies them from the injected
 ``Response`` when the endpoint returns data rather than a Response of its
 own). Limiter errors follow ``on_error`` as in
@@ -49,7 +63,7 @@ dependency cannot see the response's status, and without the middleware
 the request fails (500) rather than counting every response.
 """
 
-from typing import Dict, Iterable, Optional, Union
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 from fastapi import HTTPException, Request, Response
 
@@ -57,9 +71,41 @@ from .._client import Client, Limiter
 from .._core import Decision
 from .._vocabulary import AlgorithmName, FailurePolicyName
 from .asgi import PENDING, request_view
-from .http import Cost, CountWhen, Hook, KeyFunc, Limit, Policy, RateLimiters, view_name
+from .http import Cost, CountWhen, Hook, KeyFunc, Limit, Outcome, Policy, RateLimiters, view_name
 
-__all__ = ["RateLimit"]
+__all__ = ["RateLimit", "RateLimitRefusal", "refusal_handler"]
+
+
+class RateLimitRefusal(HTTPException):
+    """What :class:`RateLimit` raises for a refusal (429, 503, 400, 401,
+    403): an ``HTTPException`` with the core's status and headers (``detail``
+    the body's text), that also carries the core's answer itself, ``body``
+    and ``answer_headers`` (with its ``Content-Type``), for
+    :func:`refusal_handler`."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        assert outcome.status is not None
+        super().__init__(
+            status_code=outcome.status,
+            detail=outcome.body.strip(),
+            headers={k: v for k, v in outcome.headers if k.lower() != "content-type"},
+        )
+        self.body: str = outcome.body
+        self.answer_headers: List[Tuple[str, str]] = list(outcome.headers)
+
+    def response(self) -> Response:
+        """The contract's answer: the status, the core's headers in order
+        (``Content-Type`` among them) and its plain-text body."""
+        return Response(content=self.body, status_code=self.status_code, headers=dict(self.answer_headers))
+
+
+async def refusal_handler(request: Request, exc: Exception) -> Response:
+    """The exception handler that answers a :class:`RateLimitRefusal` as the
+    contract says: ``app.add_exception_handler(RateLimitRefusal,
+    refusal_handler)``."""
+    if not isinstance(exc, RateLimitRefusal):
+        raise exc
+    return exc.response()
 
 
 class RateLimit:
@@ -68,9 +114,9 @@ class RateLimit:
     ``trusted_proxies`` only) and returns the Decision (None when the
     request went on without a check: no key with
     ``on_missing_key="skip"``, or the limiter failed with
-    ``on_error="allow"``). A request without a key is refused by default
-    (``HTTPException`` 400, or 401 when the key is a credential such as
-    :func:`polylimit.contrib.http.api_key`).
+    ``on_error="allow"``). A refusal raises :class:`RateLimitRefusal`; a
+    request without a key is refused by default (400, or 401 when the key
+    is a credential such as :func:`polylimit.contrib.http.api_key`).
 
     ``limiter`` may be a rate spec (``"5/minute"``) with ``client``: then
     each route gets a limiter of its own (``prefix``, ``algorithm`` and
@@ -166,11 +212,7 @@ class RateLimit:
         if pending is not None and outcome.decision is not None:
             pending.append((policy, outcome))
         if outcome.status is not None:
-            # The core's text body as FastAPI's JSON detail (FastAPI answers
-            # an HTTPException with JSON, so not the core's Content-Type).
-            detail = outcome.body.strip()
-            headers = {k: v for k, v in outcome.headers if k.lower() != "content-type"}
-            raise HTTPException(status_code=outcome.status, detail=detail, headers=headers)
+            raise RateLimitRefusal(outcome)
         for name, value in outcome.headers:
             response.headers[name] = value
         return outcome.decision

@@ -406,16 +406,15 @@ class _Rule:
     """What the binding keeps of a rule: the Limit it came from, the
     application's key function and cost function."""
 
-    __slots__ = ("limit", "app", "app_credential", "cost")
+    __slots__ = ("limit", "app", "cost")
 
     def __init__(
         self,
         limit: Optional[Limit] = None,
         app: Optional[AppKeyFunc] = None,
-        app_credential: bool = False,
         cost: Optional[Callable[[RequestView], int]] = None,
     ) -> None:
-        self.limit, self.app, self.app_credential, self.cost = limit, app, app_credential, cost
+        self.limit, self.app, self.cost = limit, app, cost
 
 
 _CORE_CREDENTIALS = ("api_key", "user", "tenant")
@@ -423,8 +422,9 @@ _CORE_CREDENTIALS = ("api_key", "user", "tenant")
 
 def _key_doc(key: Key) -> Tuple[Union[str, List[str]], Optional[AppKeyFunc], bool]:
     """A Key as the document's key, the one application function its "app"
-    part stands for, and whether the app part decides the 401 (the key is a
-    credential only through an application function the core cannot see)."""
+    part stands for, and whether the rule must say ``"credential": true``
+    (the key is a credential only through an application function the core
+    cannot see: a missing key is then answered 401)."""
     apps: List[AppKeyFunc] = []
     for alt in key.alternatives:
         for p in alt:
@@ -572,10 +572,12 @@ class Policy:
             if limit.methods is not None:
                 rule["methods"] = sorted(limit.methods)
             rule["limiter"] = index(limit.limiter)
-            key, app, app_credential = _key_doc(limit.key)
+            key, app, credential = _key_doc(limit.key)
             keys.append(limit.key)
             if key != "ip":
                 rule["key"] = key
+            if credential:
+                rule["credential"] = True
             cost_fn: Optional[Callable[[RequestView], int]] = None
             if isinstance(limit.cost, Mapping):
                 rule["cost"] = dict(limit.cost)
@@ -588,7 +590,7 @@ class Policy:
             if limit.count_when is not None:
                 rule["count_when"] = _count_when_doc(limit.count_when)
             rules.append(rule)
-            kept.append(_Rule(limit, app, app_credential, cost_fn))
+            kept.append(_Rule(limit, app, cost_fn))
             if limit.methods is not None and pattern is not None:
                 # The route's other methods are not limited (not the default's).
                 rules.append({"name": _rule_name(name + ":other-methods", taken), "paths": [pattern], "limiter": None})
@@ -782,10 +784,6 @@ class Policy:
         return self._names[rule]
 
     def _responded(self, step: HttpStep) -> Outcome:
-        if step.status == 400 and step.cost == 0 and step.rule >= 0 and self._rules[step.rule].app_credential:
-            # The rule's key is a credential through an application function
-            # marked credential(): the core's 401 for it.
-            step = self._core.with_status(step, 401)
         status, body, headers = self._core.answer(step, None)
         return self._outcome(step, status, body, headers, None, None)
 
@@ -814,10 +812,14 @@ class Policy:
     def _limiter(self, step: HttpStep) -> Limiter:
         return self.limiters[self._limiter_of[step.rule]]
 
+    def _rule_of(self, step: HttpStep) -> str:
+        """The name of the rule a step matched."""
+        return self._names[step.rule]
+
     def _failed(self, step: HttpStep, error: Error) -> Outcome:
         log.warning(
             "polylimit: the check of rule %r failed (%s: %s); on_error=%r",
-            self._names[step.rule],
+            self._rule_of(step),
             getattr(error, "code", None),
             error,
             self.on_error,
@@ -876,7 +878,7 @@ class Policy:
         try:
             self._limiter(step).refund(step.key, step.cost)
         except Error as e:
-            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._names[step.rule], e.code, e)
+            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._rule_of(step), e.code, e)
             return False
         return True
 
@@ -889,7 +891,7 @@ class Policy:
         try:
             await self._limiter(step).arefund(step.key, step.cost)
         except Error as e:
-            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._names[step.rule], e.code, e)
+            log.warning("polylimit: the refund of rule %r failed (%s: %s)", self._rule_of(step), e.code, e)
             return False
         return True
 

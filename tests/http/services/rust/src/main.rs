@@ -4,7 +4,11 @@
 //!
 //! CONFIG_FILE is JSON: `{"limiters": [{"rate": "5/minute", "prefix": "xl:ip",
 //! "algorithm": "gcra"}, ...], "policy": {...}}`. The policy document is
-//! mounted with `RateLimitLayer::from_document`; the user is the request's
+//! mounted with `RateLimitLayer::from_document`. With `"policy_file":
+//! "<path>"` (and `"watch_ms"`, default 100) instead, the service opens a
+//! live policy from that file on its client, watched (a rewritten file is
+//! reloaded), without application limiters, and mounts it with
+//! `RateLimitLayer::from_live`. The user is the request's
 //! `X-User` header and the tenant its `X-Tenant` (the application's hooks,
 //! not policy headers). Every path and method answers 200 `ok\n` when the
 //! request goes on. Listens on 127.0.0.1:PORT, prints `ready` once it
@@ -13,11 +17,12 @@
 use axum::extract::ConnectInfo;
 use axum::Router;
 use polylimit::tower::RateLimitLayer;
-use polylimit::{Algorithm, Client, Limiter};
+use polylimit::{Algorithm, Client, Limiter, LivePolicy};
 use serde_json::Value;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 fn header(p: &axum::http::request::Parts, name: &str) -> Option<String> {
     p.headers.get(name)?.to_str().ok().map(str::to_string)
@@ -59,9 +64,22 @@ async fn run() -> Result<(), String> {
     let text = std::fs::read_to_string(config).map_err(|e| format!("{config}: {e}"))?;
     let config: Value = serde_json::from_str(&text).map_err(|e| format!("{config}: {e}"))?;
     let client = Client::from_env().map_err(|e| e.to_string())?;
-    let document = serde_json::to_string(&config["policy"]).map_err(|e| e.to_string())?;
-    let layer = RateLimitLayer::from_document(&document, limiters(&client, &config)?)
-        .map_err(|e| e.to_string())?
+    let layer = if let Some(path) = config.get("policy_file").and_then(Value::as_str) {
+        let watch_ms = config
+            .get("watch_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(100);
+        let live = LivePolicy::builder(&client)
+            .watch(Duration::from_millis(watch_ms))
+            .open(path)
+            .map_err(|e| format!("{path}: {e}"))?;
+        RateLimitLayer::from_live(live)
+    } else {
+        let document = serde_json::to_string(&config["policy"]).map_err(|e| e.to_string())?;
+        RateLimitLayer::from_document(&document, limiters(&client, &config)?)
+            .map_err(|e| e.to_string())?
+    };
+    let layer = layer
         .peer(|p| {
             p.extensions
                 .get::<ConnectInfo<SocketAddr>>()

@@ -2,6 +2,7 @@ package io.polylimit;
 
 import io.polylimit.jni.PolylimitNative;
 import io.polylimit.jni.PolylimitNativeConstants;
+import io.polylimit.jni.SWIGTYPE_p_polylimit_client;
 import io.polylimit.jni.SWIGTYPE_p_polylimit_http_policy;
 import io.polylimit.jni.SWIGTYPE_p_polylimit_limiter;
 import io.polylimit.jni.polylimit_error;
@@ -45,7 +46,13 @@ public final class HttpPolicy implements AutoCloseable {
         /** Answer at once ({@link Step#status()}: 400, 401 or 403) with {@link #answer}{@code (step, null)}. */
         RESPOND,
         /** The rule keys by the application's key: prepare again with {@link Request#withAppKey}. */
-        NEED_APP_KEY
+        NEED_APP_KEY,
+        /**
+         * The rule's limit is the tenant's plan's and the document has a
+         * resolver: resolve the plan ({@link LivePolicy}) and prepare again
+         * with {@link Request#withPlan}.
+         */
+        NEED_PLAN
     }
 
     /** One response header. */
@@ -77,14 +84,29 @@ public final class HttpPolicy implements AutoCloseable {
         private final long cost;
         private final byte[] key;
         private final String ruleName;
+        private final int limiter;
 
         Step(Action action, int status, int rule, long cost, byte[] key, String ruleName) {
+            this(action, status, rule, cost, key, ruleName, -1);
+        }
+
+        Step(Action action, int status, int rule, long cost, byte[] key, String ruleName, int limiter) {
             this.action = action;
             this.status = status;
             this.rule = rule;
             this.cost = cost;
             this.key = key;
             this.ruleName = ruleName;
+            this.limiter = limiter;
+        }
+
+        /**
+         * {@link Action#CHECK} of a policy with its own limits
+         * ({@link HttpPolicy#load}, {@link LivePolicy}): the index of the
+         * limiter to check on ({@link HttpPolicy#limiter(Step)}); else -1.
+         */
+        public int limiterIndex() {
+            return limiter;
         }
 
         public Action action() {
@@ -151,6 +173,7 @@ public final class HttpPolicy implements AutoCloseable {
         final String appKey;
         final long cost;
         final Function<String, String> headers;
+        final String plan;
 
         private Request(Builder b) {
             method = b.method;
@@ -161,6 +184,7 @@ public final class HttpPolicy implements AutoCloseable {
             tenant = b.tenant;
             appKey = b.appKey;
             cost = b.cost;
+            plan = null;
             if (b.lookup != null) {
                 headers = b.lookup;
             } else {
@@ -169,7 +193,7 @@ public final class HttpPolicy implements AutoCloseable {
             }
         }
 
-        private Request(Request r, String appKey) {
+        private Request(Request r, String appKey, String plan) {
             method = r.method;
             path = r.path;
             route = r.route;
@@ -179,6 +203,7 @@ public final class HttpPolicy implements AutoCloseable {
             this.appKey = appKey;
             cost = r.cost;
             headers = r.headers;
+            this.plan = plan;
         }
 
         public static Builder builder() {
@@ -187,7 +212,21 @@ public final class HttpPolicy implements AutoCloseable {
 
         /** This request with the application's key (for a {@link Action#NEED_APP_KEY} step); null or "": none. */
         public Request withAppKey(String appKey) {
-            return new Request(this, appKey);
+            return new Request(this, appKey, plan);
+        }
+
+        /**
+         * This request with its tenant's plan, as the application's resolver
+         * answered a {@link Action#NEED_PLAN} step; {@code ""}: the default
+         * plan; null: not resolved.
+         */
+        public Request withPlan(String plan) {
+            return new Request(this, appKey, plan);
+        }
+
+        /** The tenant's id, or null. */
+        public String tenant() {
+            return tenant;
         }
 
         /** Builds a {@link Request}. */
@@ -291,6 +330,8 @@ public final class HttpPolicy implements AutoCloseable {
     private static final int V_BODY_LEN = PolylimitNativeConstants.POLYLIMIT_PACKED_HTTP_BODY_LEN;
     private static final int V_HEADERS_LEN = PolylimitNativeConstants.POLYLIMIT_PACKED_HTTP_HEADERS_LEN;
     private static final int V_CHECK_FAILED = PolylimitNativeConstants.POLYLIMIT_PACKED_HTTP_CHECK_FAILED;
+    private static final int LIVE_PACKED = PolylimitNativeConstants.POLYLIMIT_PACKED_HTTP_LIVE;
+    private static final int V_LIMITER = PolylimitNativeConstants.POLYLIMIT_PACKED_HTTP_LIMITER;
     private static final byte[] NO_KEY = new byte[0];
     private static final Action[] ACTIONS = Action.values();
 
@@ -300,23 +341,101 @@ public final class HttpPolicy implements AutoCloseable {
     private final List<String> headerNames;
     private final List<String> ruleNames;
     private final int[] ruleLimiters;
+    /** A policy of load() or a live policy's: its steps name their limiters. Else null. */
+    private final Shape shape;
+    /** The live policy this one is the current one of (plans, resolver), or null. */
+    private final LivePolicy live;
 
     private HttpPolicy(SWIGTYPE_p_polylimit_http_policy handle, List<Limiter> limiters) {
         this.ref = new NativeRef<>(handle, PolylimitNative::polylimit_http_policy_free, "HTTP policy");
         this.cleanable = Natives.CLEANER.register(this, ref);
         this.limiters = limiters;
-        List<String> names = new ArrayList<>();
-        long n = PolylimitNative.polylimit_http_policy_header_count(handle);
-        for (long i = 0; i < n; i++) names.add(PolylimitNative.polylimit_http_policy_header_name(handle, i));
-        this.headerNames = Collections.unmodifiableList(names);
-        List<String> rules = new ArrayList<>();
-        long r = PolylimitNative.polylimit_http_policy_rule_count(handle);
-        ruleLimiters = new int[(int) r];
-        for (int i = 0; i < r; i++) {
-            rules.add(PolylimitNative.polylimit_http_policy_rule_name(handle, i));
-            ruleLimiters[i] = PolylimitNative.polylimit_http_policy_rule_limiter(handle, i);
+        Shape s = new Shape(handle, null, limiters);
+        this.headerNames = s.headerNames;
+        this.ruleNames = s.ruleNames;
+        this.ruleLimiters = s.ruleLimiters;
+        this.shape = null;
+        this.live = null;
+    }
+
+    /** A policy with its own limits: one of load(), or a live policy's current one. */
+    HttpPolicy(SWIGTYPE_p_polylimit_http_policy handle, Shape shape, LivePolicy live) {
+        this.ref = new NativeRef<>(handle, PolylimitNative::polylimit_http_policy_free, "HTTP policy");
+        this.cleanable = Natives.CLEANER.register(this, ref);
+        this.limiters = shape.appLimiters;
+        this.headerNames = shape.headerNames;
+        this.ruleNames = shape.ruleNames;
+        this.ruleLimiters = shape.ruleLimiters;
+        this.shape = shape;
+        this.live = live;
+    }
+
+    /**
+     * What a policy's calls need beside its handle, read once per policy
+     * (a live policy shares it between the requests on one policy): its
+     * headers, rules, the application's limiters and handles of the
+     * document's limiters, made on first use.
+     */
+    static final class Shape {
+        final long id;
+        final List<String> headerNames;
+        final List<String> ruleNames;
+        final int[] ruleLimiters;
+        final List<Limiter> appLimiters;
+        final long resolverTimeoutMs;
+        private final Client client;
+        private final Limiter[] documentLimiters;
+
+        Shape(SWIGTYPE_p_polylimit_http_policy handle, Client client, List<Limiter> appLimiters) {
+            this.client = client;
+            this.appLimiters = appLimiters;
+            List<String> names = new ArrayList<>();
+            long n = PolylimitNative.polylimit_http_policy_header_count(handle);
+            for (long i = 0; i < n; i++) names.add(PolylimitNative.polylimit_http_policy_header_name(handle, i));
+            this.headerNames = Collections.unmodifiableList(names);
+            List<String> rules = new ArrayList<>();
+            long r = PolylimitNative.polylimit_http_policy_rule_count(handle);
+            ruleLimiters = new int[(int) r];
+            for (int i = 0; i < r; i++) {
+                rules.add(PolylimitNative.polylimit_http_policy_rule_name(handle, i));
+                ruleLimiters[i] = PolylimitNative.polylimit_http_policy_rule_limiter(handle, i);
+            }
+            this.ruleNames = Collections.unmodifiableList(rules);
+            if (client != null) {
+                id = PolylimitNative.polylimit_http_policy_id(handle).longValue();
+                resolverTimeoutMs = PolylimitNative.polylimit_http_policy_resolver_timeout_ms(handle);
+                long count = PolylimitNative.polylimit_http_policy_limiter_count(handle);
+                documentLimiters = new Limiter[(int) Math.max(0, count - appLimiters.size())];
+            } else {
+                id = 0;
+                resolverTimeoutMs = 0;
+                documentLimiters = new Limiter[0];
+            }
         }
-        this.ruleNames = Collections.unmodifiableList(rules);
+
+        /** Limiter {@code index} of the policy (the application's, then the document's); null out of range. */
+        Limiter limiter(HttpPolicy owner, int index) {
+            if (index < 0) return null;
+            if (index < appLimiters.size()) return appLimiters.get(index);
+            int d = index - appLimiters.size();
+            if (d >= documentLimiters.length) return null;
+            synchronized (documentLimiters) {
+                Limiter l = documentLimiters[d];
+                if (l != null) return l;
+                SWIGTYPE_p_polylimit_limiter[] out = new SWIGTYPE_p_polylimit_limiter[1];
+                polylimit_error err = new polylimit_error();
+                SWIGTYPE_p_polylimit_http_policy h = owner.ref.acquire();
+                try {
+                    Errors.check(PolylimitNative.polylimit_http_policy_limiter(h, index, out, err), err);
+                } finally {
+                    owner.ref.release();
+                    err.delete();
+                }
+                l = Limiter.ofPolicy(client, out[0], "the policy's limiter " + index);
+                documentLimiters[d] = l;
+                return l;
+            }
+        }
     }
 
     /**
@@ -345,6 +464,50 @@ public final class HttpPolicy implements AutoCloseable {
             err.delete();
         }
         return new HttpPolicy(out[0], list);
+    }
+
+    /**
+     * The policy of a document, TOML or JSON (JSON when it starts with
+     * <code>{</code>), whose rules may name their own limits ({@code limit =
+     * "10/minute"}, plans): the core makes those limiters on {@code client}
+     * and keeps them; {@code limiters} are the application's, named by
+     * {@code limiter = i}. A policy that never reloads ({@link LivePolicy}
+     * does). A document with a {@code [resolver]} section needs a plan
+     * resolver: use {@link LivePolicy} for it; this refuses such a document.
+     *
+     * @throws InvalidArgumentException for a document the core refuses (the
+     *         message names the line), or one with a resolver section
+     */
+    public static HttpPolicy load(Client client, String document, List<Limiter> limiters) {
+        Objects.requireNonNull(client, "client");
+        Objects.requireNonNull(document, "document");
+        List<Limiter> list = List.copyOf(Objects.requireNonNull(limiters, "limiters"));
+        byte[] bytes = document.getBytes(StandardCharsets.UTF_8);
+        SWIGTYPE_p_polylimit_limiter[] handles = new SWIGTYPE_p_polylimit_limiter[list.size()];
+        SWIGTYPE_p_polylimit_http_policy[] out = new SWIGTYPE_p_polylimit_http_policy[1];
+        polylimit_error err = new polylimit_error();
+        int held = 0;
+        SWIGTYPE_p_polylimit_client c = client.acquire();
+        try {
+            for (; held < handles.length; held++) handles[held] = list.get(held).beginCall();
+            Errors.check(PolylimitNative.polylimit_http_policy_load_packed(c, bytes, handles, out, err), err);
+        } finally {
+            for (int i = 0; i < held; i++) list.get(i).endCall();
+            client.release();
+            err.delete();
+        }
+        HttpPolicy p = new HttpPolicy(out[0], new Shape(out[0], client, list), null);
+        if (p.shape.resolverTimeoutMs > 0) {
+            p.close();
+            throw new InvalidArgumentException("the policy document has a [resolver] section but no plan resolver "
+                    + "was given: use LivePolicy.builder(client).resolver(...)");
+        }
+        return p;
+    }
+
+    /** {@link #load(Client, String, List)} of a document given as Java values (written as JSON). */
+    public static HttpPolicy load(Client client, Map<String, ?> document, List<Limiter> limiters) {
+        return load(client, Json.write(Objects.requireNonNull(document, "document")), limiters);
     }
 
     /**
@@ -382,19 +545,49 @@ public final class HttpPolicy implements AutoCloseable {
     /** The limiter of rule {@code rule} ({@link Step#rule()}), or null when the rule exempts. */
     public Limiter limiter(int rule) {
         int i = ruleLimiters[rule];
+        if (shape != null) return shape.limiter(this, i);
         return i < 0 ? null : limiters.get(i);
+    }
+
+    /**
+     * The limiter a {@link Action#CHECK} step is checked and refunded on:
+     * the step's own ({@link Step#limiterIndex()}: a plan's limit) for a
+     * policy with its own limits, else its rule's; null when none.
+     */
+    public Limiter limiter(Step step) {
+        Objects.requireNonNull(step, "step");
+        if (shape != null && step.limiter >= 0) return shape.limiter(this, step.limiter);
+        return step.rule < 0 ? null : limiter(step.rule);
+    }
+
+    /** The document's plan resolver deadline in milliseconds; 0 without a resolver section (or a static policy). */
+    public long resolverTimeoutMs() {
+        return shape == null ? 0 : shape.resolverTimeoutMs;
+    }
+
+    /** Whether this policy's steps name their own limiters ({@link #load}, {@link LivePolicy}). */
+    boolean named() {
+        return shape != null;
     }
 
     /** What to do with a request (no I/O). */
     public Step prepare(Request request) {
         Objects.requireNonNull(request, "request");
         byte[][] fields = fields(request);
-        long[] v = new long[PACKED];
+        long[] v = new long[shape != null ? LIVE_PACKED : PACKED];
         byte[][] text = new byte[1][];
         SWIGTYPE_p_polylimit_http_policy h = ref.acquire();
         polylimit_error err = new polylimit_error();
         try {
-            Errors.check(PolylimitNative.polylimit_http_prepare_packed(h, fields, request.cost, v, text, err), err);
+            if (shape != null) {
+                // Without a resolver, "" (the document's tenants, else its
+                // default plan): such a policy never asks for the plan.
+                String plan = request.plan != null ? request.plan : live == null || !live.hasResolver() ? "" : null;
+                Errors.check(PolylimitNative.polylimit_http_prepare_plan_packed(h, fields, request.cost, utf8(plan), v,
+                        text, err), err);
+            } else {
+                Errors.check(PolylimitNative.polylimit_http_prepare_packed(h, fields, request.cost, v, text, err), err);
+            }
         } finally {
             err.delete();
             ref.release();
@@ -416,7 +609,11 @@ public final class HttpPolicy implements AutoCloseable {
         SWIGTYPE_p_polylimit_http_policy h = ref.acquire();
         polylimit_error err = new polylimit_error();
         try {
-            Errors.check(PolylimitNative.polylimit_http_answer_packed(h, step.key, v, text, err), err);
+            if (shape != null) {
+                Errors.check(PolylimitNative.polylimit_http_answer_live_packed(h, step.key, v, text, err), err);
+            } else {
+                Errors.check(PolylimitNative.polylimit_http_answer_packed(h, step.key, v, text, err), err);
+            }
         } finally {
             err.delete();
             ref.release();
@@ -434,7 +631,8 @@ public final class HttpPolicy implements AutoCloseable {
     public Answer answerFailure(Step step) {
         Objects.requireNonNull(step, "step");
         if (step.rule < 0) return new Answer(0, "", List.of());
-        return answer(new Step(Action.CHECK, 0, step.rule, Math.max(step.cost, 1), NO_KEY, step.ruleName), null);
+        return answer(new Step(Action.CHECK, 0, step.rule, Math.max(step.cost, 1), NO_KEY, step.ruleName,
+                step.limiter), null);
     }
 
     /**
@@ -449,7 +647,8 @@ public final class HttpPolicy implements AutoCloseable {
         long[] v = values(step, decision);
         SWIGTYPE_p_polylimit_http_policy h = ref.acquire();
         try {
-            return PolylimitNative.polylimit_http_refund_due_packed(h, step.key, v, status) != 0;
+            return (shape != null ? PolylimitNative.polylimit_http_refund_due_live_packed(h, step.key, v, status)
+                    : PolylimitNative.polylimit_http_refund_due_packed(h, step.key, v, status)) != 0;
         } finally {
             ref.release();
         }
@@ -468,25 +667,26 @@ public final class HttpPolicy implements AutoCloseable {
      */
     public Exchange decide(Request request) {
         Objects.requireNonNull(request, "request");
+        if (shape != null) return decideNamed(request);
         byte[][] fields = fields(request);
         long[] v = new long[PACKED];
         byte[][] text = new byte[1][];
-        SWIGTYPE_p_polylimit_limiter[] handles = new SWIGTYPE_p_polylimit_limiter[limiters.size()];
         SWIGTYPE_p_polylimit_http_policy h = ref.acquire();
         polylimit_error err = new polylimit_error();
         int held = 0;
         PolylimitException failure = null;
         try {
             try {
-                for (; held < handles.length; held++) handles[held] = limiters.get(held).beginCall();
+                for (; held < limiters.size(); held++) limiters.get(held).beginCall();
             } catch (ClosedException e) {
                 // A limiter (or its client) closed under the policy: the check
                 // fails, and the core says what that answers.
                 failure = e;
             }
             if (failure == null) {
-                Errors.check(PolylimitNative.polylimit_http_decide_packed(h, handles, fields, request.cost, v, text,
-                        err), err);
+                // polylimit_http_decide: a failed check is an answer, its
+                // error in err (the call itself succeeds).
+                Errors.check(PolylimitNative.polylimit_http_decide_packed(h, fields, request.cost, v, text, err), err);
                 if (v[V_CHECK_FAILED] != 0) failure = Errors.exception(err.getCode(), err);
             }
         } finally {
@@ -505,6 +705,36 @@ public final class HttpPolicy implements AutoCloseable {
     }
 
     /**
+     * decide() of a policy whose steps name their limiters: prepare (a
+     * {@link Action#NEED_PLAN} step resolved by the live policy's resolver,
+     * within the document's deadline), the blocking check on the step's
+     * limiter, answer.
+     */
+    private Exchange decideNamed(Request request) {
+        Step step = prepare(request);
+        if (step.action == Action.NEED_PLAN) {
+            String plan = live == null ? "" : live.resolvePlan(request.tenant, shape.resolverTimeoutMs);
+            request = request.withPlan(plan);
+            step = prepare(request);
+            if (step.action == Action.NEED_PLAN) step = prepare(request.withPlan(""));
+        }
+        if (step.action != Action.CHECK) {
+            Answer a = step.action == Action.RESPOND ? answer(step, null) : new Answer(0, "", List.of());
+            return new Exchange(step, null, a, null);
+        }
+        Decision decision = null;
+        PolylimitException failure = null;
+        Limiter limiter = limiter(step);
+        try {
+            if (limiter == null) throw new InvalidArgumentException("the step's limiter is not the policy's");
+            decision = limiter.check(step.key, step.cost);
+        } catch (PolylimitException e) {
+            failure = e;
+        }
+        return new Exchange(step, decision, answer(step, decision), failure);
+    }
+
+    /**
      * {@link #refundDue} and, when due, the refund of the step's units on its
      * rule's limiter (blocking).
      *
@@ -515,6 +745,13 @@ public final class HttpPolicy implements AutoCloseable {
         Objects.requireNonNull(step, "step");
         Objects.requireNonNull(decision, "decision");
         if (step.action != Action.CHECK) return false;
+        if (shape != null) {
+            if (!refundDue(step, decision, status)) return false;
+            Limiter limiter = limiter(step);
+            if (limiter == null) throw new InvalidArgumentException("the step's limiter is not the policy's");
+            limiter.refund(step.key, step.cost);
+            return true;
+        }
         long[] v = values(step, decision);
         SWIGTYPE_p_polylimit_limiter[] handles = new SWIGTYPE_p_polylimit_limiter[limiters.size()];
         SWIGTYPE_p_polylimit_http_policy h = ref.acquire();
@@ -620,12 +857,14 @@ public final class HttpPolicy implements AutoCloseable {
         int rule = (int) v[V_RULE];
         int keyLen = (int) v[V_KEY_LEN];
         byte[] key = keyLen == 0 || text == null ? NO_KEY : java.util.Arrays.copyOf(text, keyLen);
+        int limiter = v.length > V_LIMITER && action == Action.CHECK.ordinal() ? (int) v[V_LIMITER] : -1;
         return new Step(action >= 0 && action < ACTIONS.length ? ACTIONS[action] : Action.PROCEED, (int) v[V_STATUS],
-                rule, v[V_COST], key, rule >= 0 && rule < ruleNames.size() ? ruleNames.get(rule) : null);
+                rule, v[V_COST], key, rule >= 0 && rule < ruleNames.size() ? ruleNames.get(rule) : null, limiter);
     }
 
-    private static long[] values(Step step, Decision decision) {
-        long[] v = new long[PACKED];
+    private long[] values(Step step, Decision decision) {
+        long[] v = new long[shape != null ? LIVE_PACKED : PACKED];
+        if (shape != null) v[V_LIMITER] = step.limiter;
         v[V_ACTION] = step.action.ordinal();
         v[V_STATUS] = step.status;
         v[V_RULE] = step.rule;

@@ -151,6 +151,15 @@ public final class Limiter implements AutoCloseable {
         ref.release();
     }
 
+    /**
+     * A handle of a limiter an HTTP policy made for its document's limits, on
+     * {@code client} (its algorithm and prefix are the document's; the
+     * accessors show the defaults).
+     */
+    static Limiter ofPolicy(Client client, SWIGTYPE_p_polylimit_limiter handle, String described) {
+        return new Limiter(client, handle, described, Algorithm.SLIDING_LOG, "pl", Clock.SERVER);
+    }
+
     /** {@link #begin()} for a call made by another class of this package ({@link HttpPolicy}). */
     SWIGTYPE_p_polylimit_limiter beginCall() {
         return begin();

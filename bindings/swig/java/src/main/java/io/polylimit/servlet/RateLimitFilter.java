@@ -4,6 +4,7 @@ import io.polylimit.Client;
 import io.polylimit.ClientOptions;
 import io.polylimit.Decision;
 import io.polylimit.HttpPolicy;
+import io.polylimit.LivePolicy;
 import io.polylimit.Limiter;
 import io.polylimit.PolylimitException;
 import io.polylimit.Status;
@@ -112,6 +113,11 @@ import java.util.regex.Pattern;
  *   <tr><td>{@code header-style}</td><td>deprecated: {@code all} (default), {@code structured},
  *       {@code separate}, {@code retry-after-only}</td></tr>
  *   <tr><td>{@code client-name}</td><td>the client's metrics label</td></tr>
+ *   <tr><td>{@code policy-file}</td><td>instead of the limits and options: a policy document
+ *       (TOML or JSON) in that file, a {@link LivePolicy} reloaded when the file changes (only
+ *       {@code url}, {@code client-name}, {@code watch-ms} and the deprecated ones go with it)</td></tr>
+ *   <tr><td>{@code watch-ms}</td><td>with {@code policy-file}: how often the file is checked
+ *       (default 1000; 0: never)</td></tr>
  * </table>
  * An unknown init-param or a bad value fails {@link #init} with a
  * {@link ServletException} naming it. A filter configured by init-params owns
@@ -139,7 +145,10 @@ public final class RateLimitFilter implements Filter {
     private static final System.Logger LOG = System.getLogger(RateLimitFilter.class.getName());
     private static final Set<String> PARAMS = Set.of("url", "client-name", "limit", "exempt", "key",
             "trusted-proxies", "prefix", "algorithm", "failure-policy", "error-status", "header-style",
-            "on-missing-key", "count-when", "on-error", "send-headers");
+            "on-missing-key", "count-when", "on-error", "send-headers", "policy-file", "watch-ms");
+    /** The init-params that go with "policy-file" (the document says the rest). */
+    private static final Set<String> FILE_PARAMS = Set.of("url", "client-name", "error-status", "header-style",
+            "policy-file", "watch-ms");
     private static final String PATH_LIMIT = "path-limit:";
     private static final Pattern RULE_NAME = Pattern.compile("[\\x21-\\x7e&&[^\"\\\\]]{1,64}");
 
@@ -148,6 +157,7 @@ public final class RateLimitFilter implements Filter {
     // Owned when configured by init-params; closed in destroy().
     private Client ownedClient;
     private final List<Limiter> ownedLimiters = new ArrayList<>();
+    private LivePolicy ownedLive;
 
     /** A filter configured by its init-params in {@link #init(FilterConfig)} (web.xml). */
     public RateLimitFilter() {
@@ -205,6 +215,8 @@ public final class RateLimitFilter implements Filter {
             }
         }
         Builder b = new Builder();
+        if (params.containsKey("policy-file")) return fromFile(params, b);
+        if (params.containsKey("watch-ms")) throw new IllegalArgumentException("watch-ms: only with policy-file");
         String proxies = params.get("trusted-proxies");
         if (proxies != null) b.trustedProxies(splitList(proxies).toArray(new String[0]));
         String key = params.get("key");
@@ -246,6 +258,36 @@ public final class RateLimitFilter implements Filter {
             if (isDefault) b.limit(limiter);
             else b.pathLimit(pattern, limiter);
         }
+        return b.config();
+    }
+
+    /** A live policy of the file "policy-file", watched every "watch-ms" (default 1000; 0: not watched). */
+    private Config fromFile(Map<String, String> params, Builder b) {
+        for (String n : params.keySet()) {
+            if (!FILE_PARAMS.contains(n)) {
+                throw new IllegalArgumentException("init-param \"" + n + "\" with policy-file: the document says it"
+                        + " (with policy-file: " + FILE_PARAMS + ")");
+            }
+        }
+        if (params.containsKey("error-status")) b.errorStatus(parseStatus(params.get("error-status")));
+        if (params.containsKey("header-style")) b.headerStyle(HeaderStyle.fromParam(params.get("header-style")));
+        long watchMs = 1000;
+        String watch = params.get("watch-ms");
+        if (watch != null) {
+            try {
+                watchMs = Long.parseLong(watch.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("watch-ms: not a number: " + watch);
+            }
+            if (watchMs < 0) throw new IllegalArgumentException("watch-ms: not negative");
+        }
+        String url = params.get("url");
+        String name = params.get("client-name");
+        ownedClient = Client.open(url == null || url.isBlank() ? null : url.trim(),
+                ClientOptions.builder().name(name == null || name.isBlank() ? null : name.trim()).build());
+        ownedLive = LivePolicy.open(ownedClient, java.nio.file.Path.of(params.get("policy-file").trim()),
+                java.time.Duration.ofMillis(watchMs));
+        b.livePolicy(ownedLive);
         return b.config();
     }
 
@@ -339,7 +381,18 @@ public final class RateLimitFilter implements Filter {
         }
         HttpServletRequest req = (HttpServletRequest) request;
         HttpServletResponse res = (HttpServletResponse) response;
-        HttpPolicy.Exchange ex = decide(c, req);
+        // A live policy: the one in force when the request came, until it is settled.
+        HttpPolicy policy = c.live != null ? c.live.current() : c.policy;
+        try {
+            handle(c, policy, req, res, chain);
+        } finally {
+            if (c.live != null) policy.close();
+        }
+    }
+
+    private static void handle(Config c, HttpPolicy policy, HttpServletRequest req, HttpServletResponse res,
+                               FilterChain chain) throws IOException, ServletException {
+        HttpPolicy.Exchange ex = decide(c, policy, req);
         HttpPolicy.Answer answer = ex.answer();
         int status = answer.status();
         if (ex.failure() != null) {
@@ -358,10 +411,10 @@ public final class RateLimitFilter implements Filter {
         }
         Decision decision = ex.decision();
         if (decision != null) req.setAttribute(DECISION_ATTRIBUTE, decision);
-        chain.doFilter(request, response);
+        chain.doFilter(req, res);
         if (decision != null && !req.isAsyncStarted()) {
             try {
-                c.policy.settle(ex.step(), decision, res.getStatus());
+                policy.settle(ex.step(), decision, res.getStatus());
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "rate limit refund failed for " + req.getMethod() + " "
                         + path(req) + "; the request stays counted: " + e);
@@ -374,7 +427,7 @@ public final class RateLimitFilter implements Filter {
      * rule asks for it. When a hook of the application throws, the request
      * is answered as a failed check of its rule (the policy's on_error).
      */
-    private static HttpPolicy.Exchange decide(Config c, HttpServletRequest req) {
+    private static HttpPolicy.Exchange decide(Config c, HttpPolicy policy, HttpServletRequest req) {
         HttpPolicy.Request.Builder b = CoreKeys.describe(req, req.getRemoteAddr(),
                 name -> CoreKeys.joined(req.getHeaders(name)));
         HttpPolicy.Request base = b.build();
@@ -386,14 +439,14 @@ public final class RateLimitFilter implements Filter {
             if (c.route != null) b.route(c.route.apply(req));
             if (c.cost != null) b.cost(c.cost.applyAsLong(req));
             r = b.build();
-            ex = c.policy.decide(r);
+            ex = policy.decide(r);
             if (ex.step().action() == HttpPolicy.Action.NEED_APP_KEY) {
                 String key = c.appKey == null ? null : c.appKey.key(req);
-                ex = c.policy.decide(r.withAppKey(key == null ? "" : key));
+                ex = policy.decide(r.withAppKey(key == null ? "" : key));
             }
             return ex;
         } catch (RuntimeException e) { // an application hook (user, tenant, key, cost) threw
-            HttpPolicy.Step step = ex != null ? ex.step() : c.policy.prepare(base);
+            HttpPolicy.Step step = ex != null ? ex.step() : policy.prepare(base);
             PolylimitException failure;
             if (e instanceof PolylimitException) {
                 failure = (PolylimitException) e;
@@ -402,7 +455,7 @@ public final class RateLimitFilter implements Filter {
                 failure.initCause(e);
             }
             HttpPolicy.Answer answer = step.action() == HttpPolicy.Action.RESPOND
-                    ? c.policy.answer(step, null) : c.policy.answerFailure(step);
+                    ? policy.answer(step, null) : policy.answerFailure(step);
             return new HttpPolicy.Exchange(step, null, answer, failure);
         }
     }
@@ -431,7 +484,9 @@ public final class RateLimitFilter implements Filter {
     @Override
     public void destroy() {
         Config c = config;
-        if (!programmatic && c != null) c.policy.close();
+        if (!programmatic && c != null && c.policy != null) c.policy.close();
+        if (ownedLive != null) ownedLive.close();
+        ownedLive = null;
         for (Limiter l : ownedLimiters) l.close();
         ownedLimiters.clear();
         if (ownedClient != null) ownedClient.close();
@@ -444,10 +499,19 @@ public final class RateLimitFilter implements Filter {
         return ownedClient;
     }
 
-    /** The policy this filter asks (for its metrics: {@link HttpPolicy#metricsPrometheus()}), or null before init. */
+    /**
+     * The policy this filter asks (for its metrics: {@link HttpPolicy#metricsPrometheus()}), or null before
+     * init or with a {@linkplain #livePolicy() live policy}.
+     */
     public HttpPolicy policy() {
         Config c = config;
         return c == null ? null : c.policy;
+    }
+
+    /** The live policy this filter asks ({@link Builder#livePolicy}), or null. */
+    public LivePolicy livePolicy() {
+        Config c = config;
+        return c == null ? null : c.live;
     }
 
     /** The policy document: as given, or as the options were written into it; null before init. */
@@ -464,7 +528,8 @@ public final class RateLimitFilter implements Filter {
 
     /** The filter's settings; immutable. */
     private static final class Config {
-        final HttpPolicy policy;
+        final HttpPolicy policy; // null with a live policy
+        final LivePolicy live;
         final String document;
         final KeyFunction appKey; // for rules keyed by "app"; null: none
         final Function<HttpServletRequest, String> user;
@@ -477,6 +542,7 @@ public final class RateLimitFilter implements Filter {
 
         Config(HttpPolicy policy, String document, KeyFunction appKey, Builder b, String described) {
             this.policy = policy;
+            this.live = b.live;
             this.document = document;
             this.appKey = appKey;
             this.user = b.user;
@@ -552,6 +618,7 @@ public final class RateLimitFilter implements Filter {
         private String document;
         private List<Limiter> documentLimiters;
         private HttpPolicy policy;
+        private LivePolicy live;
         private KeyFunction appKey;
         private Function<HttpServletRequest, String> user = HttpServletRequest::getRemoteUser;
         private Function<HttpServletRequest, String> tenant;
@@ -571,6 +638,18 @@ public final class RateLimitFilter implements Filter {
         public Builder document(String json, List<Limiter> limiters) {
             this.document = Objects.requireNonNull(json, "json");
             this.documentLimiters = List.copyOf(Objects.requireNonNull(limiters, "limiters"));
+            return this;
+        }
+
+        /**
+         * A live policy (reloaded by its owner or its file's watch; this
+         * filter does not close it), instead of options: each request takes
+         * the policy in force when it came, resolves its tenant's plan with
+         * the live policy's resolver when the document asks, and is checked
+         * on the limit its step names.
+         */
+        public Builder livePolicy(LivePolicy live) {
+            this.live = Objects.requireNonNull(live, "live");
             return this;
         }
 
@@ -723,6 +802,13 @@ public final class RateLimitFilter implements Filter {
         }
 
         private Config config() {
+            if (live != null) {
+                if (options || document != null || policy != null) {
+                    throw new IllegalArgumentException("a live policy says the rules, keys, lists and proxies: "
+                            + "give it alone, without a document, a policy or the options");
+                }
+                return new Config(null, null, appKey, this, "live policy, " + live);
+            }
             if (document != null || policy != null) {
                 if (options) {
                     throw new IllegalArgumentException("a policy document says the rules, keys, lists and proxies: "
