@@ -91,6 +91,17 @@ if grep -q 'libhiredis' <<<"$bundled"; then die "the repaired wheel bundles libh
 # The README names the tag this machine's wheel gets.
 tag=$(basename "$wheel" .whl); tag=${tag##*-}
 grep -qF "\`$tag\`" bindings/python/README.md || die "bindings/python/README.md does not name the wheel's tag $tag"
+# The glibc floor: manylinux_2_34 (RHEL 9, Amazon Linux 2023) or lower. _core
+# carries its C++ runtime (bindings/python/CMakeLists.txt); a glibc symbol
+# newer than 2.34 in it, or in the bundled OpenSSL, raises the tag.
+max_floor=2.34
+floor=$(sed -n 's/^manylinux_\([0-9]*\)_\([0-9]*\)_.*/\1.\2/p' <<<"$tag")
+[ -n "$floor" ] || die "cannot read a manylinux_X_Y floor from the tag $tag"
+unzip -q -o "$wheel" 'polylimit/_core*.so' -d "$tmp/wheel-so"
+needs=$(objdump -T "$tmp"/wheel-so/polylimit/_core*.so | grep -o 'GLIBC_2\.[0-9.]*' | sort -uV | tail -n1)
+echo "wheel tag: $tag (glibc floor $floor; _core needs up to $needs; the limit is $max_floor)"
+[ "$(printf '%s\n' "$floor" "$max_floor" | sort -V | tail -n1)" = "$max_floor" ] ||
+  die "the wheel's tag $tag needs glibc $floor, above manylinux_${max_floor/./_} (auditwheel show above says which symbols)"
 echo "bundled: $(grep -Eo 'polylimit\.libs/[^ ]+' <<<"$bundled" | tr '\n' ' ')"
 # The tools venv gets it too, as before (bench/python/README.md uses it): the
 # suite itself runs in a fresh venv below.

@@ -31,6 +31,13 @@ def test_extension_needs_no_hiredis_and_exports_only_its_init():
         assert exported == ["PyInit__core"], exported
 
 
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) is not installed")
+def test_extension_carries_its_cpp_runtime():
+    """libstdc++ is linked into _core (the wheel's glibc floor; bindings/python/README.md, "The wheel's tag")."""
+    needed = _needed(_core.__file__)
+    assert not [n for n in needed if n.startswith(("libstdc++", "libc++"))], needed
+
+
 def test_wheel_installs_into_a_clean_venv(tmp_path):
     wheel = os.environ.get("POLYLIMIT_PY_WHEEL")
     if not wheel:

@@ -6,17 +6,18 @@
 // (src/addon.cc) converts arguments, calls the C library and settles each
 // promise from the library's completion queue. The library checks ranges.
 
-const path = require('node:path');
+const platform = require('./platform');
 const vocabulary = require('./vocabulary');
 
 // The addon: POLYLIMIT_NODE_ADDON (a path; tests and custom builds), else
-// the CMake build's place in the package (build/Release), else a prebuild.
+// the one a source build made at install (build/Release), else the prebuild
+// for this platform (prebuilds/<platform>-<arch>[-musl]; lib/platform.js).
 function loadAddon() {
   const tried = [];
   const candidates = [];
   if (process.env.POLYLIMIT_NODE_ADDON) candidates.push(process.env.POLYLIMIT_NODE_ADDON);
-  candidates.push(path.join(__dirname, '..', 'build', 'Release', 'polylimit.node'));
-  candidates.push(path.join(__dirname, '..', 'prebuilds', `${process.platform}-${process.arch}`, 'polylimit.node'));
+  candidates.push(platform.sourceBuildPath());
+  candidates.push(platform.prebuildPath());
   for (const file of candidates) {
     try {
       return require(file);
@@ -27,7 +28,9 @@ function loadAddon() {
   throw new Error(
     'polylimit: cannot load the native addon. Tried:\n  ' +
       tried.join('\n  ') +
-      '\nBuild it with CMake (-DPOLYLIMIT_BUILD_NODE=ON) and set POLYLIMIT_NODE_ADDON to polylimit.node.',
+      `\nNo prebuilt addon for ${platform.prebuildName()} loads here: \`npm rebuild polylimit\` builds one from ` +
+      'the bundled sources (needs CMake, a C++17 compiler and OpenSSL headers), or set POLYLIMIT_NODE_ADDON ' +
+      'to a polylimit.node built with CMake (-DPOLYLIMIT_BUILD_NODE=ON).',
   );
 }
 
