@@ -156,7 +156,7 @@ check_versions() { "$root/tools/check-versions.sh" --dist "$dir"; }
 check_notes() {
   local notes="$dir/RELEASE_NOTES.md"
   [ -s "$notes" ] || { echo "no RELEASE_NOTES.md"; return 1; }
-  head -n1 "$notes" | grep -qx "# polylimit $version" || { echo "RELEASE_NOTES.md's title is not '# polylimit $version'"; return 1; }
+  [ "$(head -n1 "$notes")" = "# polylimit $version" ] || { echo "RELEASE_NOTES.md's title is not '# polylimit $version'"; return 1; }
   grep -Eq "^### \[($version|Unreleased)\]" "$notes" || { echo "RELEASE_NOTES.md has no CHANGELOG section of $version or Unreleased"; return 1; }
   [ "$(grep -c '^- ' "$notes")" -gt 0 ] || { echo "RELEASE_NOTES.md lists no change"; return 1; }
   echo "RELEASE_NOTES.md: $(sed -n 's/^### \[\(.*\)\].*/[\1]/p' "$notes" | head -n1), $(grep -c '^- ' "$notes") entries"
@@ -182,7 +182,7 @@ check_licences() {
         case "$(basename "$f")" in
           libpolylimit1_*) has "$list" '/THIRD_PARTY_NOTICES$' "$(basename "$f")" || return 1 ;;
         esac ;;
-      *.zip) list=$(unzip -Z1 "$f" | sed 's|^[^/]*/||')
+      *.zip) list=$(unzip -Z1 "$f" | sed 's|^[^@]*@[^/]*/||') # (under MODULE@VERSION/)
         has "$list" '^LICENSE$' "$(basename "$f")" && has "$list" '^THIRD_PARTY_NOTICES$' "$(basename "$f")" || return 1 ;;
       *) continue ;;
     esac
@@ -240,10 +240,12 @@ check_jar() {
   local jar proj="$tmp/java" bare out kind want listing
   jar=$(one "polylimit-$version.jar") || return 1
   for kind in sources javadoc; do
-    want=io/polylimit/Limiter.java
-    [ "$kind" = javadoc ] && want=io/polylimit/Limiter.html
+    want=java
+    [ "$kind" = javadoc ] && want=html
     listing=$(unzip -Z1 "$(one "polylimit-$version-$kind.jar")") || return 1
-    grep -qx "$want" <<<"$listing" || { echo "the $kind jar has no $want"; return 1; }
+    # (javadoc puts a named module's pages under the module's name)
+    grep -Eq "(^|/)io/polylimit/Limiter\.$want\$" <<<"$listing" ||
+      { echo "the $kind jar has no io/polylimit/Limiter.$want"; return 1; }
   done
   grep -qF "<artifactId>polylimit</artifactId>" "$(one "polylimit-$version.pom")" || { echo "the pom is not polylimit's"; return 1; }
   redis
@@ -308,7 +310,10 @@ check_crates() {
   local sys poly proj="$tmp/rust" out
   sys=$(one "polylimit-sys-$version.crate") || return 1
   poly=$(one "polylimit-$version.crate") || return 1
-  tar -tzf "$sys" | grep -q "^polylimit-sys-$version/native/core/" || { echo "polylimit-sys carries no native/core"; return 1; }
+  # (a listing in a variable: `tar | grep -q` can fail on SIGPIPE under pipefail)
+  local listing
+  listing=$(tar -tzf "$sys")
+  grep -q "^polylimit-sys-$version/native/core/" <<<"$listing" || { echo "polylimit-sys carries no native/core"; return 1; }
   mkdir -p "$proj/crates" "$proj/fresh/src"
   tar -xzf "$sys" -C "$proj/crates"
   tar -xzf "$poly" -C "$proj/crates"
