@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite: C/C++ (ctest), the same under AddressSanitizer +
 # UndefinedBehaviorSanitizer and under ThreadSanitizer, the libFuzzer targets
-# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh, then the
+# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh, the release
+# (tools/release.sh --check: every artifact built and installed), then the
 # formatters and linters (tools/lint.sh).
 # Every suite starts its own redis-server processes on free loopback ports.
 #
