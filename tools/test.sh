@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test suite: C/C++ (ctest), the same under AddressSanitizer +
 # UndefinedBehaviorSanitizer and under ThreadSanitizer, the libFuzzer targets
-# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh, then the
+# (tools/fuzz.sh), then each language suite tests/<lang>/run.sh, the release
+# (tools/release.sh --check: every artifact built and installed), then the
 # formatters and linters (tools/lint.sh).
 # Every suite starts its own redis-server processes on free loopback ports.
 #
@@ -156,17 +157,30 @@ if [ "${POLYLIMIT_SKIP_FUZZ:-0}" != 1 ]; then
   prune "$root/build/fuzz"
 fi
 
+# The release suite (below) installs and uses every packaged artifact from a
+# fresh project: the language suites leave those steps (the module zip's
+# consumer, the packaged crates, the wheel built from the sdist) to it.
+export POLYLIMIT_RELEASE_CHECKS=1
 for lang in python go java node rust readme cross; do
   if [ -x "$root/tests/$lang/run.sh" ]; then
     run_suite "$lang" "$root/tests/$lang/run.sh"
     # The demo builds its Rust workers in build/rust-target (release).
-    if [ "$lang" = rust ]; then prune "$root/build/rust-target-asan" "$root/build/rust-fresh-target"; fi
+    if [ "$lang" = rust ]; then prune "$root/build/rust-target-asan"; fi
     # The cross-language suite runs the jar the Java suite built and tested.
     if [ "$lang" = java ] && [[ ${results[-1]} == PASS* ]] && [ -f "$root/build/java-mvn/polylimit-1.0.0.jar" ]; then
       export POLYLIMIT_JAVA_JAR="$root/build/java-mvn/polylimit-1.0.0.jar"
     fi
   fi
 done
+
+# Every artifact of a release into build/dist (tools/release.sh), reusing
+# the suites' builds (their wheel, sdist and jars; the addon, crate and
+# Debian build trees), then checked (tools/check-release.sh): versions,
+# licences, SHA256SUMS, and each artifact installed and used from a fresh
+# project against a real redis-server. The Debian packages are installed by
+# .ci/run after this script (as root, last: tools/check-release.sh --only deb).
+run_suite "release (tools/release.sh --check)" "$root/tools/release.sh" --out "$root/build/dist" --reuse --check --skip deb
+prune "$root/build/rust-fresh-target"
 
 # Formatters and linters of every language (tools/lint.sh); after the language
 # suites, whose Go build cache and Rust target directory it reuses.

@@ -1,26 +1,29 @@
 #!/usr/bin/env bash
-# Builds the Debian packages (cpack -G DEB: libpolylimit1, libpolylimit-dev,
-# polylimit-tools) with hiredis out of view, checks their contents and
+# Takes the Debian packages of a release folder (tools/release.sh builds
+# them with cpack -G DEB, hiredis out of view: libpolylimit1,
+# libpolylimit-dev, polylimit-tools), checks their contents and
 # control fields, runs lintian (no error or warning may remain), installs
 # them with apt-get, builds capi/examples/basic.c against the INSTALLED
 # system packages (plain pkg-config, no PKG_CONFIG_PATH; and CMake
 # find_package with no prefix path), runs it and the installed polylimit
 # command against a real redis-server, purges the packages again and checks
 # that nothing they installed is left.
-# Needs root (apt-get install); .ci/run runs it after tools/test.sh.
-#   tests/c/deb_package.sh [BUILD_DIR]     (default: build/deb in the checkout)
-# POLYLIMIT_JOBS sets the build parallelism (default: nproc).
+# Needs root (apt-get install); tools/check-release.sh runs it on the release
+# folder (.ci/run: tools/check-release.sh build/dist --only deb, after
+# tools/test.sh).
+#   tests/c/deb_package.sh [DIR]   DIR: the folder holding the three .deb files;
+#                                  without, tools/release.sh --only deb builds
+#                                  them into build/deb-release
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${1:-$src/build/deb}
-jobs=${POLYLIMIT_JOBS:-$(nproc 2>/dev/null || echo 2)}
+debs=${1:-}
 runtime_pkg=libpolylimit1 dev_pkg=libpolylimit-dev tools_pkg=polylimit-tools
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "deb_package.sh installs packages with apt-get: run it as root" >&2
   exit 1
 fi
-for tool in cpack dpkg-deb dpkg-shlibdeps file apt-get pkg-config redis-server lintian help2man; do
+for tool in dpkg-deb apt-get pkg-config redis-server lintian; do
   command -v "$tool" >/dev/null || { echo "deb_package.sh needs $tool (tools/deps.sh core installs it)" >&2; exit 1; }
 done
 for pkg in "$runtime_pkg" "$dev_pkg" "$tools_pkg"; do
@@ -33,19 +36,22 @@ done
 unset PKG_CONFIG_PATH LD_LIBRARY_PATH CMAKE_PREFIX_PATH
 export DEBIAN_FRONTEND=noninteractive
 
-# 1. Build the packages. /usr as prefix gives the multiarch libdir. With
-# hiredis out of view (tests/without-hiredis.sh): no package needs it.
-hidden=("$src/tests/without-hiredis.sh")
-"${hidden[@]}" cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-  -DPOLYLIMIT_BUILD_TESTS=OFF -DPOLYLIMIT_BUILD_TOOLS=ON >/dev/null
-"${hidden[@]}" cmake --build "$build" -j "$jobs" >/dev/null
-rm -rf "$build/packages"
-(cd "$build" && cpack -G DEB >/dev/null)
-version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
-runtime_deb=$(ls "$build"/packages/${runtime_pkg}_*.deb)
-dev_deb=$(ls "$build"/packages/${dev_pkg}_*.deb)
-tools_deb=$(ls "$build"/packages/${tools_pkg}_*.deb)
-echo "built: $(basename "$runtime_deb") $(basename "$dev_deb") $(basename "$tools_deb")"
+# 1. The packages: the release folder's, or built by the release tool (/usr
+# as prefix, for the multiarch libdir; hiredis out of view: no package needs it).
+if [ -z "$debs" ]; then
+  debs="$src/build/deb-release"
+  "$src/tools/release.sh" --only deb --out "$debs"
+fi
+version=$(sed -n 's/^#define POLYLIMIT_VERSION_STRING "\(.*\)"$/\1/p' "$src/capi/include/polylimit.h")
+one_deb() {
+  local found=("$debs/$1"_*.deb)
+  [ ${#found[@]} -eq 1 ] && [ -f "${found[0]}" ] || { echo "deb_package.sh: expected one $1_*.deb in $debs" >&2; exit 1; }
+  echo "${found[0]}"
+}
+runtime_deb=$(one_deb "$runtime_pkg")
+dev_deb=$(one_deb "$dev_pkg")
+tools_deb=$(one_deb "$tools_pkg")
+echo "packages: $(basename "$runtime_deb") $(basename "$dev_deb") $(basename "$tools_deb")"
 
 # 2. Inspect them: contents (dpkg -c) and control fields (dpkg -I).
 fail() { echo "deb_package.sh: $*" >&2; exit 1; }

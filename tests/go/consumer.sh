@@ -6,11 +6,18 @@
 # libraries, as root; elsewhere only the check of the sources below runs)
 # and an empty build cache, as a first `go build` is: a fresh module runs
 # `go get github.com/polylimit/polylimit/bindings/go@vX.Y.Z` from a module
-# proxy in a temporary directory (GOPROXY=file://...) serving a zip of the
-# checkout's tracked files, laid out as the Go tools lay out a module (nested
-# modules left out): what is built is what the module zip carries, from the
-# read-only module cache. (A `replace` onto the checkout is what the README's
-# Go quick start does; tests/readme builds and runs it.)
+# proxy in a temporary directory (GOPROXY=file://...) serving the release's
+# module zip, .mod and .info (tools/release.sh: the checkout's tracked files
+# laid out by golang.org/x/mod/zip, nested modules left out): what is built
+# is what the module zip carries, from the read-only module cache. (A
+# `replace` onto the checkout is what the README's Go quick start does;
+# tests/readme builds and runs it.) As root, the builds also run with no
+# network (unshare -n): everything comes from the proxy folder and the
+# module cache.
+#   tests/go/consumer.sh [DIR]   DIR: a release folder holding polylimit@vX.Y.Z.zip,
+#                                .mod and .info (tools/check-release.sh passes
+#                                its own); without, tools/release.sh --only go
+#                                makes them in a temporary folder
 # Before anything is built, no C or C++ file in the zip may include a
 # hiredis header. Then:
 #   - that proxy serves polylimit alone: `go get` and the build must need
@@ -43,32 +50,43 @@ trap cleanup EXIT
 eval "$("$root/tests/redis-server.sh" start)"
 redis_pid=$POLYLIMIT_TEST_REDIS_PID redis_dir=$POLYLIMIT_TEST_REDIS_DIR
 
+# The release's module files: the caller's, or made here by the release tool.
+release_dir=${1:-}
+if [ -z "$release_dir" ]; then
+  release_dir="$tmp/release"
+  "$root/tools/release.sh" --only go --out "$release_dir" >"$tmp/release.log" 2>&1 ||
+    { cat "$tmp/release.log" >&2; echo "consumer: tools/release.sh --only go failed" >&2; exit 1; }
+fi
+for ext in zip mod info; do
+  [ -f "$release_dir/polylimit@v$version.$ext" ] || { echo "consumer: no polylimit@v$version.$ext in $release_dir" >&2; exit 1; }
+done
 # The module proxy: list, .info, .mod and .zip of one version.
 proxy_dir="$tmp/proxy/github.com/polylimit/polylimit/@v"
 mkdir -p "$proxy_dir"
 echo "v$version" >"$proxy_dir/list"
-echo "{\"Version\":\"v$version\"}" >"$proxy_dir/v$version.info"
-cp "$root/go.mod" "$proxy_dir/v$version.mod"
-(cd "$root" && git ls-files -z) | python3 -c '
-import os, re, sys, zipfile
-root, out, prefix = sys.argv[1:4]
-files = [f for f in sys.stdin.read().split("\0") if f]
-# A directory with a go.mod of its own is another module: not in this zip.
-nested = [os.path.dirname(f) + "/" for f in files if f.endswith("/go.mod")]
+for ext in zip mod info; do cp "$release_dir/polylimit@v$version.$ext" "$proxy_dir/v$version.$ext"; done
+python3 - "$proxy_dir/v$version.zip" "github.com/polylimit/polylimit@v$version/" <<'EOF'
+import re, sys, zipfile
+path, prefix = sys.argv[1:3]
 # No C or C++ source or header that a build can compile includes hiredis.
 include = re.compile(rb"^\s*#\s*include\s*[<\x22]hiredis[/.]", re.M)
-offenders = []
-with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-    for f in files:
-        if any(f.startswith(n) for n in nested) or not os.path.isfile(os.path.join(root, f)):
-            continue
-        z.write(os.path.join(root, f), prefix + f)
+offenders, sources = [], 0
+with zipfile.ZipFile(path) as z:
+    names = z.namelist()
+    for name in names:
+        if not name.startswith(prefix):
+            sys.exit("consumer: %s is outside %s in the module zip" % (name, prefix))
+        f = name[len(prefix):]
         if f.startswith(("core/", "capi/", "bindings/go/")) and f.endswith((".c", ".cc", ".cpp", ".h", ".hpp")):
-            if include.search(open(os.path.join(root, f), "rb").read()):
+            sources += 1
+            if include.search(z.read(name)):
                 offenders.append(f)
 if offenders:
     sys.exit("consumer: the module zip has sources that include hiredis: " + " ".join(offenders))
-' "$root" "$proxy_dir/v$version.zip" "github.com/polylimit/polylimit@v$version/"
+if prefix + "bindings/go/internal/bundled/bundled.go" not in names:
+    sys.exit("consumer: the module zip lacks the bundled core (bindings/go/internal/bundled)")
+print("consumer: the module zip: %d C/C++ files, none includes hiredis" % sources)
+EOF
 
 cat >"$tmp/main.go" <<'GO'
 package main
@@ -174,6 +192,12 @@ clean=(env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u LIBRARY_PATH -u CPATH -u C_I
   -u CPLUS_INCLUDE_PATH -u CGO_CFLAGS -u CGO_CPPFLAGS -u CGO_CXXFLAGS -u CGO_LDFLAGS
   PKG_CONFIG=false CGO_ENABLED=1 GOTOOLCHAIN=local GOFLAGS=-mod=mod GOSUMDB=off
   GOPROXY="file://$tmp/proxy" GOMODCACHE="$tmp/gomodcache" GOCACHE="$tmp/gocache")
+# No network for the builds, where this machine can cut it (root).
+nonet=()
+if [ "$(id -u)" -eq 0 ] && unshare -n true 2>/dev/null; then
+  nonet=(unshare -n)
+  echo "consumer: the builds run with no network (unshare -n)"
+fi
 # No hiredis in view for the builds, where this machine can hide it.
 hide=()
 if "$root/tests/without-hiredis.sh" --check; then
@@ -207,7 +231,7 @@ consumer() {
   local out deps
   cp "$main" "$app/main.go"
   cd "$app"
-  timed "${hide[@]}" "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log" ||
+  timed "${hide[@]}" "${nonet[@]}" "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log" ||
     { grep -E -A8 '^# github\.com/|error:' "$app/build-x.log" | head -n 60 >&2 || true; return 1; }
   echo "consumer ($name): first go build ($what): $took"
   if [ -z "$cached" ] && ! grep -Eq 'core_limiter\.cpp' "$app/build-x.log"; then
@@ -233,7 +257,7 @@ consumer() {
     return 1
   fi
 
-  timed "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log"
+  timed "${nonet[@]}" "${clean[@]}" go build -x -o "$app/consumer" . 2>"$app/build-x.log"
   echo "consumer ($name): second go build (cached): $took"
   if grep -Eq '\.(cpp|cc)\b' "$app/build-x.log"; then
     echo "consumer ($name): the second build compiled C++ again; the build cache did not hold the core:" >&2
@@ -245,7 +269,7 @@ consumer() {
 # 1. The binding alone: the proxy serves nothing but polylimit.
 mkdir "$tmp/proxy-app"
 printf 'module example.com/consumer\n\ngo 1.23\n' >"$tmp/proxy-app/go.mod"
-(cd "$tmp/proxy-app" && "${clean[@]}" go get "github.com/polylimit/polylimit/bindings/go@v$version")
+(cd "$tmp/proxy-app" && "${nonet[@]}" "${clean[@]}" go get "github.com/polylimit/polylimit/bindings/go@v$version")
 if ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/proxy-app/go.mod"; then
   echo "consumer (proxy): go get did not require the root module:" >&2
   cat "$tmp/proxy-app/go.mod" >&2
@@ -264,7 +288,7 @@ fi
 modcache=$(go env GOMODCACHE)
 mkdir "$tmp/prom-app"
 printf 'module example.com/promconsumer\n\ngo 1.23\n' >"$tmp/prom-app/go.mod"
-(cd "$tmp/prom-app" && "${clean[@]}" GOPROXY="file://$tmp/proxy,file://$modcache/cache/download" \
+(cd "$tmp/prom-app" && "${nonet[@]}" "${clean[@]}" GOPROXY="file://$tmp/proxy,file://$modcache/cache/download" \
   go get "github.com/polylimit/polylimit/bindings/go/promcollector@v$version")
 if grep -q replace "$tmp/prom-app/go.mod" ||
   ! grep -q "github.com/polylimit/polylimit v$version" "$tmp/prom-app/go.mod" ||

