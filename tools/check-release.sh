@@ -212,6 +212,10 @@ EOF
 check_wheel() {
   local wheel venv="$tmp/wheel-venv" bare
   wheel=$(one 'polylimit-*-manylinux_*.whl') || return 1
+  # The glibc floor (bindings/python/README.md): no newer than manylinux_2_34.
+  local minor
+  minor=$(basename "$wheel" | sed -n 's/.*-manylinux_2_\([0-9]*\)_.*/\1/p')
+  [ -n "$minor" ] && [ "$minor" -le 34 ] || { echo "$(basename "$wheel"): tagged above manylinux_2_34"; return 1; }
   redis
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"

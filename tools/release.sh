@@ -6,8 +6,8 @@
 #           wheel, as tests/python/run.sh builds it) and the sdist
 #   java    polylimit-V.jar (with the JNI library), -sources.jar,
 #           -javadoc.jar and polylimit-V.pom (bindings/swig, Maven)
-#   node    polylimit-V.tgz (npm pack, with the prebuilt addon for this
-#           platform, staged as tests/node/pack_test.sh stages it)
+#   node    polylimit-V.tgz (bindings/node/scripts/pack.sh: npm pack, the
+#           core's sources in native/, the prebuilt addon for this platform)
 #   rust    polylimit-sys-V.crate (with the C++ sources in native/) and
 #           polylimit-V.crate (cargo package)
 #   deb     libpolylimit1, libpolylimit-dev, polylimit-tools (cpack, as
@@ -183,22 +183,8 @@ build_node() {
   quiet "${hide[@]}" cmake --build "$node_build" -j "$jobs" --target polylimit_node
   local addon="$node_build/bindings/node/Release/polylimit.node"
   [ -f "$addon" ] || die "no addon at $addon"
-  # The package as tests/node/pack_test.sh stages it, with the licence and
-  # the third-party notices (the addon carries the core).
-  local stage="$tmp/node-stage" platform
-  mkdir -p "$stage"
-  cp -r "$node_dir/lib" "$node_dir/src" "$node_dir/package.json" "$node_dir/README.md" "$node_dir/CMakeLists.txt" \
-    "$root/LICENSE" "$root/THIRD_PARTY_NOTICES" "$stage/"
-  platform=$(node -p 'process.platform + "-" + process.arch')
-  mkdir -p "$stage/prebuilds/$platform"
-  cp "$addon" "$stage/prebuilds/$platform/polylimit.node"
-  node -e '
-    const fs = require("fs"), p = process.argv[1] + "/package.json";
-    const pkg = JSON.parse(fs.readFileSync(p));
-    for (const f of ["prebuilds/", "LICENSE", "THIRD_PARTY_NOTICES"]) if (!pkg.files.includes(f)) pkg.files.push(f);
-    fs.writeFileSync(p, JSON.stringify(pkg, null, 2) + "\n");
-  ' "$stage"
-  (cd "$stage" && npm pack --silent --pack-destination "$out" >/dev/null)
+  # The package as users get it (native/ holds the licence and the notices).
+  quiet "$root/bindings/node/scripts/pack.sh" "$addon" "$out"
   [ -f "$out/polylimit-$version.tgz" ] || die "npm pack made no polylimit-$version.tgz"
 }
 

@@ -33,25 +33,8 @@ now() { date +%s.%N; }
 took() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # --- the tarballs --------------------------------------------------------------
-# A copy of the package (the source tree stays untouched): what package.json's
-# "files" names, the manifest, the README and the prepack step; then the prebuild.
-stage="$tmp/stage"
-mkdir -p "$stage/scripts"
-node -e '
-  const fs = require("fs"), path = require("path");
-  const [src, dst] = process.argv.slice(1);
-  const pkg = JSON.parse(fs.readFileSync(path.join(src, "package.json")));
-  for (const f of [...pkg.files, "package.json", "README.md", "scripts/vendor.js"]) {
-    const from = path.join(src, f);
-    if (fs.existsSync(from) && !/^(native|prebuilds)\/?$/.test(f)) fs.cpSync(from, path.join(dst, f), { recursive: true });
-  }
-' "$pkg_dir" "$stage"
-platform=$(node -p 'require(process.argv[1]).prebuildName()' "$stage/lib/platform.js")
-mkdir -p "$stage/prebuilds/$platform"
-cp "$addon" "$stage/prebuilds/$platform/polylimit.node"
-# node-addon-api's headers come from bindings/node/node_modules (run.sh's npm install).
-tarball=$(cd "$stage" && POLYLIMIT_SOURCE_DIR="$root" npm pack --silent --pack-destination "$tmp" | tail -n1)
-tarball="$tmp/$tarball"
+tarball=$("$pkg_dir/scripts/pack.sh" "$addon" "$tmp")
+platform=$(node -p 'require(process.argv[1]).prebuildName()' "$pkg_dir/lib/platform.js")
 listing=$(tar -tzf "$tarball")
 for f in "prebuilds/$platform/polylimit.node" scripts/install.js lib/platform.js CMakeLists.txt src/addon.cc \
   native/capi/include/polylimit.h native/capi/src/polylimit_capi.cc native/core/src/limiter/limiter.cpp \
