@@ -18,7 +18,7 @@
 #            PATH and no library path: the JNI library comes from the jar;
 #            the sources and javadoc jars hold the API
 #   node     npm install of the tarball into a fresh npm project, then
-#            installed and run with only node and npm on PATH: the prebuilt
+#            installed and run with only node, npm and sh on PATH: the prebuilt
 #            addon loads from node_modules
 #   rust     the two .crate files unpacked, a fresh Cargo project on them
 #            (its dependencies fetched first, then built --offline with no
@@ -286,7 +286,7 @@ check_npm() {
   local tgz proj="$tmp/npm" bare
   tgz=$(one "polylimit-$version.tgz") || return 1
   redis
-  bare=$(nocc npm node npm) || return 1
+  bare=$(nocc npm node npm sh) || return 1  # npm runs the install step with sh
   mkdir -p "$proj"
   # npm itself with nothing else on PATH: installing a matching prebuild
   # needs no compiler.
