@@ -110,7 +110,11 @@ class Service:
                 self.ready.set()
 
     def wait(self, timeout):
-        if not self.ready.wait(timeout) or self.proc.poll() is not None:
+        deadline = time.monotonic() + timeout
+        # Until ready, the deadline, or the service's exit (no waiting out the deadline then).
+        while not self.ready.wait(0.2) and self.proc.poll() is None and time.monotonic() < deadline:
+            pass
+        if not self.ready.is_set() or self.proc.poll() is not None:
             self.log.flush()
             with open(self.log.name, encoding="utf-8", errors="replace") as f:
                 tail = f.read()[-3000:]
