@@ -61,8 +61,8 @@ import (
 // and 3.06x / 2.23x), 1.24x / 1.27x and 2.10x / 2.26x with the sliding log,
 // at 3.9-7.7 µs of client CPU per call against redis_rate's 11.6-13.9 µs;
 // at 8 goroutines 0.82-0.95x with GCRA in two more runs of 5 each way
-// (before: 0.75-0.96x); at 1 goroutine, where every call blocks, 1.26-1.34x. The
-// batch goroutine yields after handing out a batch (runtime.Gosched), so
+// (before: 0.75-0.96x); at 1 goroutine, where every call blocks,
+// 1.26-1.34x. The batch goroutine yields after handing out a batch (runtime.Gosched), so
 // that the callers it woke queue their next checks before it takes the
 // next batch (without it batches averaged 1 check at 8 goroutines and 6 at
 // 64 instead of 3 and 21-23, at twice the client CPU per call). At most two
@@ -91,9 +91,10 @@ const pollBatch = 256
 // WithBlockingChecks sets when an Allow call (Allow, AllowN, AllowBytes)
 // waits for Redis in a blocking C call, on an OS thread of its own: while at
 // most n checks of the client, itself included, are in flight (default
-// DefaultBlockingChecks). Past that, checks are submitted without waiting
-// and wait on a channel, all served by one goroutine, so that thousands in
-// flight hold a few OS threads. 0: every check is queued. The other methods
+// DefaultBlockingChecks; with WaitBatched, not while a batch of the client
+// runs or ended within the last millisecond). Past that, checks are
+// submitted without waiting and wait on a channel, all served by one
+// goroutine, so that thousands in flight hold a few OS threads. 0: every check is queued. The other methods
 // always make the blocking call.
 func WithBlockingChecks(n int) Option {
 	return func(c *clientConfig) {
