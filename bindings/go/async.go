@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -27,8 +28,9 @@ import (
 // reply is read on the caller's own thread; bench/go measures about twice
 // the throughput of the queued path at one and two goroutines). So a check
 // makes the blocking call only while few checks of its client are in flight
-// (WithBlockingChecks, default 2); past that it waits one of two ways
-// (WithWaitStrategy):
+// (WithBlockingChecks, default 2) and, with WaitBatched, no batch of its
+// client runs or ended less than batchHoldoff ago (mayBlock says why); past
+// that it waits one of two ways (WithWaitStrategy):
 //
 //   - Batched (WaitBatched, the default; batch.go): the check joins its
 //     limiter's batcher. At most two batch goroutines per limiter each take
@@ -47,24 +49,31 @@ import (
 //     (no P hand-off after a cgo call); where the fd cannot be polled it
 //     blocks in polylimit_queue_poll.
 //
-// Why batched by default (bench/go, GCRA, 2-core shared VM at load 4-4.5,
-// two runs of 5 interleaved repetitions; bench/go/README.md has the tables):
-// at 64 goroutines the batched default did 1.37x and 1.72x redis_rate on
-// the allow path and 1.24x and 1.06x on the deny path, where the queued one
-// did 1.28x / 1.35x and 0.96x / 0.89x in the same runs; no repetition of it
-// fell below redis_rate (queued: down to 0.67x). Its client CPU per call was
-// 5-9 µs against 19-22 µs queued and 12-17 µs for redis_rate: a queued check
-// pays an I/O-thread hop, an eventfd and a goroutine wake-up of its own, a
-// batch one cgo call and one pipelined round trip for all its checks. At 8
-// goroutines batched did 0.76-1.03x against queued 0.56-0.69x. At 1
-// goroutine both make the same blocking call. The batch goroutine yields
-// after handing out a batch (runtime.Gosched), so that the callers it woke
-// queue their next checks before it takes the next batch (without it
-// batches averaged 1 check at 8 goroutines and 6 at 64 instead of 3 and
-// 21-23, at twice the client CPU per call). At most two batches per limiter
-// are in flight, so that Redis has the next batch while one is handed out
-// (one and two were level within this machine's noise; four made smaller
-// batches, at two to three times the client CPU per call at 8 goroutines).
+// Why batched by default: at 64 goroutines a queued check pays an I/O-thread
+// hop, an eventfd and a goroutine wake-up of its own, a batch one cgo call
+// and one pipelined round trip for all its checks (bench/go/README.md has
+// the tables: batched beat queued at 8 and 64 goroutines in every cell, at
+// 5-9 µs of client CPU per call against 19-22 µs queued). Measured again
+// with the batching hold-off (bench/go, 2-core shared VM at load 4-9, two
+// runs of 3 interleaved repetitions each way, before and after it): at 64
+// goroutines the default did 2.68x and 2.88x redis_rate on the allow path
+// and 2.65x and 2.21x on the deny path with GCRA (before: 2.48x / 2.34x
+// and 3.06x / 2.23x), 1.24x / 1.27x and 2.10x / 2.26x with the sliding log,
+// at 3.9-7.7 µs of client CPU per call against redis_rate's 11.6-13.9 µs;
+// at 8 goroutines 0.82-0.95x with GCRA in two more runs of 5 each way
+// (before: 0.75-0.96x); at 1 goroutine, where every call blocks,
+// 1.26-1.34x. The batch goroutine yields after handing out a batch (runtime.Gosched), so
+// that the callers it woke queue their next checks before it takes the
+// next batch (without it batches averaged 1 check at 8 goroutines and 6 at
+// 64 instead of 3 and 21-23, at twice the client CPU per call). At most two
+// batches per limiter are in flight, so that Redis has the next batch while
+// one is handed out. Under an HTTP service (bench/http: wrk -c64 on the
+// same two cores) batches average 13-14 checks whether one or two are in
+// flight; about half of them are single checks sent while the other batch
+// is on the wire, which carries most checks (a variant that sent a second
+// batch only once 4 checks waited cut the single ones to 12% and changed
+// neither the script calls per request nor requests/s).
+//
 // Costs of batching: a check may wait for the batch before its own (one
 // round trip), and Client.Close waits for the batches in flight as it does
 // for blocking calls. Limiters with a circuit breaker keep the queued path
@@ -82,9 +91,10 @@ const pollBatch = 256
 // WithBlockingChecks sets when an Allow call (Allow, AllowN, AllowBytes)
 // waits for Redis in a blocking C call, on an OS thread of its own: while at
 // most n checks of the client, itself included, are in flight (default
-// DefaultBlockingChecks). Past that, checks are submitted without waiting
-// and wait on a channel, all served by one goroutine, so that thousands in
-// flight hold a few OS threads. 0: every check is queued. The other methods
+// DefaultBlockingChecks; with WaitBatched, not while a batch of the client
+// runs or ended within the last millisecond). Past that, checks are
+// submitted without waiting and wait on a channel, all served by one
+// goroutine, so that thousands in flight hold a few OS threads. 0: every check is queued. The other methods
 // always make the blocking call.
 func WithBlockingChecks(n int) Option {
 	return func(c *clientConfig) {
@@ -132,6 +142,8 @@ type asyncState struct {
 	maxBlocking int32        // a check blocks while at most this many are in flight
 	batched     bool         // past maxBlocking: WaitBatched
 	inflight    atomic.Int32 // checks in flight: queued, or blocking until C returns
+	batching    atomic.Int32 // batch goroutines running, all limiters
+	batchEnd    atomic.Int64 // when the last batch goroutine ended (monoNow)
 	mu          sync.Mutex   // serializes making the queue
 	cq          atomic.Pointer[completionQueue]
 }
@@ -154,7 +166,7 @@ func (a *asyncState) init(cfg *clientConfig) {
 // caller queues the check and calls leave when it is done with it.
 func (a *asyncState) enter(c *call) bool {
 	n := a.inflight.Add(1)
-	if n <= a.maxBlocking {
+	if n <= a.maxBlocking && a.mayBlock() {
 		c.inflight = &a.inflight
 		return true
 	}
@@ -163,10 +175,51 @@ func (a *asyncState) enter(c *call) bool {
 
 func (a *asyncState) leave() { a.inflight.Add(-1) }
 
+// mayBlock says whether a check that finds few checks in flight may make
+// the blocking call. With WaitBatched: not while a batch goroutine of the
+// client runs, nor within batchHoldoff after the last one ended. The count
+// of checks in flight alone is a poor sign of load: under a CPU-bound load
+// (an HTTP service sharing its cores with Redis) requests reach the check a
+// few at a time, so the count often falls to 2 or less between two batches,
+// and a check that then blocks costs a script call of its own where a batch
+// shares one among 10-15. The more checks blocked, the more CPU each
+// request cost, the fewer reached the check at once and the more blocked
+// again: a service settled, per start, on 2-86% of its checks blocking
+// (0.09-0.92 EVALSHA per request). Once batching, it stays batching while
+// checks keep coming; a lone caller (never more than 2 in flight) never
+// starts a batch and keeps the blocking call.
+func (a *asyncState) mayBlock() bool {
+	if !a.batched {
+		return true
+	}
+	if a.batching.Load() > 0 {
+		return false
+	}
+	end := a.batchEnd.Load()
+	return end == 0 || monoNow()-end > int64(batchHoldoff)
+}
+
+// batchDone is called by a batch goroutine as it ends.
+func (a *asyncState) batchDone() {
+	a.batchEnd.Store(monoNow())
+	a.batching.Add(-1)
+}
+
+// batchHoldoff is how long after the last batch checks stay batched
+// (mayBlock): several round trips at load, so that the pause between two
+// batches does not let checks through to the blocking call.
+const batchHoldoff = time.Millisecond
+
+var monoBase = time.Now()
+
+// monoNow is the monotonic clock in nanoseconds since monoBase (> 0 once
+// any time has passed).
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
 // tryBlocking takes one of the client's blocking checks when one is free
 // (HTTPPolicy.Decide's one-call path); the caller calls leave after.
 func (a *asyncState) tryBlocking() bool {
-	if a.inflight.Add(1) <= a.maxBlocking {
+	if a.inflight.Add(1) <= a.maxBlocking && a.mayBlock() {
 		return true
 	}
 	a.inflight.Add(-1)

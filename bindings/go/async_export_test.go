@@ -5,6 +5,32 @@ package polylimit
 
 // Hooks for the external tests of async.go.
 
+import "time"
+
+// MayBlock reports whether a check of c that finds few checks in flight may
+// make the blocking call now.
+func MayBlock(c *Client) bool { return c.async.mayBlock() }
+
+// BatchState is how many batch goroutines of c run and how long ago the
+// last one ended (-1: none has).
+func BatchState(c *Client) (running int32, endedAgo time.Duration) {
+	end := c.async.batchEnd.Load()
+	if end == 0 {
+		return c.async.batching.Load(), -1
+	}
+	return c.async.batching.Load(), time.Duration(monoNow() - end)
+}
+
+// SetBatchState sets what BatchState reports (endedAgo < 0: none has ended).
+func SetBatchState(c *Client, running int32, endedAgo time.Duration) {
+	c.async.batching.Store(running)
+	end := int64(0)
+	if endedAgo >= 0 {
+		end = monoNow() - int64(endedAgo)
+	}
+	c.async.batchEnd.Store(end)
+}
+
 // QueuedWaiters is how many queued checks of c wait for their completion;
 // -1 before c made its queue.
 func QueuedWaiters(c *Client) int {

@@ -23,8 +23,10 @@ import (
 // polylimit_limiter_check_many (one pipelined round trip on the library's
 // shared connection) and hand every caller its own result or per-key error.
 // A batch goroutine lives while there is work and ends when the queue is
-// empty. The keys are copied into C memory for the call (newManyCall), so
-// no Go pointer reaches C beyond the call's own arguments.
+// empty. Once a client batches, its checks stay off the blocking call while
+// batches run and for batchHoldoff after (async.go, mayBlock). The keys are
+// copied into C memory for the call (newManyCall), so no Go pointer reaches
+// C beyond the call's own arguments.
 //
 // check_many decides each key as check does (the deny cache, the failure
 // policy, shadow mode, the metrics), with two exceptions that the binding
@@ -166,8 +168,12 @@ func (b *batcher) take(dst []*batchReq) []*batchReq {
 }
 
 // runBatches is a batch goroutine: it decides batches until the queue is
-// empty.
+// empty. While one runs, and for batchHoldoff after the last ends, the
+// client's checks join the batches even when few are in flight (mayBlock).
 func (l *Limiter) runBatches() {
+	a := &l.client.async
+	a.batching.Add(1)
+	defer a.batchDone()
 	var batch []*batchReq
 	var keys []string
 	for {

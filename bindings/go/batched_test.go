@@ -550,3 +550,49 @@ func TestBatchedChecksAndClose(t *testing.T) {
 		}
 	}
 }
+
+// While a client batches, and for a moment after its last batch, a check
+// that finds few checks in flight is batched too: otherwise, under a
+// CPU-bound load, a share of the checks (up to most of them) took the
+// blocking call between two batches, one script call each.
+func TestBatchingHoldsOffTheBlockingCall(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, shared.URL, polylimit.WithBlockingChecks(0)) // every check batched
+	l := limiter(t, c, "100/minute")
+	if !polylimit.MayBlock(c) {
+		t.Fatal("no batch yet: a check may block")
+	}
+	if _, err := l.Allow(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the batch goroutine to end", func() bool { n, _ := polylimit.BatchState(c); return n == 0 })
+	if _, ago := polylimit.BatchState(c); ago < 0 {
+		t.Fatal("the batch goroutine ended without saying when")
+	}
+	for _, tc := range []struct {
+		running int32
+		ago     time.Duration
+		may     bool
+	}{
+		{1, -1, false},                     // a batch goroutine runs
+		{2, time.Hour, false},              // two run
+		{0, 0, false},                      // one just ended
+		{0, 200 * time.Microsecond, false}, // within the holdoff
+		{0, 50 * time.Millisecond, true},   // long after
+		{0, -1, true},                      // never batched
+	} {
+		polylimit.SetBatchState(c, tc.running, tc.ago)
+		if got := polylimit.MayBlock(c); got != tc.may {
+			t.Errorf("running %d, last ended %v ago: MayBlock %v, want %v", tc.running, tc.ago, got, tc.may)
+		}
+	}
+	polylimit.SetBatchState(c, 0, -1)
+
+	// WaitQueued has no batches to protect.
+	q := open(t, shared.URL, polylimit.WithWaitStrategy(polylimit.WaitQueued))
+	polylimit.SetBatchState(q, 1, 0)
+	if !polylimit.MayBlock(q) {
+		t.Error("WaitQueued: MayBlock false")
+	}
+	polylimit.SetBatchState(q, 0, -1)
+}
