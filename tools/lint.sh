@@ -192,9 +192,11 @@ biome_checks() {
   biome=$(biome_bin) || { echo "could not install Biome (tools/lint/package.json)"; return 1; }
   # The folders biome.json's includes name, not ".": Biome walks whatever it
   # is given, and build/ holds packaging trees with dangling links.
-  local dirs=(bindings/node tests/node bench/node tests/http/services/node tools/demo)
-  local d
-  for d in examples/node-*; do [ -d "$d" ] && dirs+=("$d"); done
+  local dirs=() d
+  for d in bindings/node tests/node bench/node tests/http/services/node tools/demo examples/node-*; do
+    [ -d "$d" ] && dirs+=("$d")
+  done
+  [ ${#dirs[@]} -gt 0 ] || return 0
   [ $fix = 0 ] || "$biome" check --write --colors=off "${dirs[@]}" >/dev/null || true
   "$biome" ci --error-on-warnings --colors=off "${dirs[@]}"
 }
