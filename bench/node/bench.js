@@ -4,15 +4,17 @@
 // ioredis), against one redis-server started here (tests/fixture/redisfix).
 // A program that prints a table, not a test.
 //
-//   node bench/node/bench.js [--seconds 1] [--runs 3] [--keys 2000] [--cli build/release/tools/polylimit]
+//   node bench/node/bench.js [--seconds 1] [--runs 3] [--keys 2000] [--pairs 0] [--cli build/release/tools/polylimit]
 //
 // Each cell: `concurrency` loops, each awaiting one check after another, for
 // `seconds`, on three paths (makeCases). Cells run interleaved (every cell
 // once per round, `runs` rounds); the table shows the median checks/s with
 // min..max, the client CPU per check (process.cpuUsage), the Redis main
 // thread's CPU per check (INFO cpu, read before and after), the share of the
-// machine's CPU those kept busy, and each library's ratio to
-// rate-limiter-flexible in the same cell. The peers' versions are printed.
+// machine's CPU those kept busy, the share of one core the server's thread
+// spent, polylimit's script calls per check, and each library's ratio to
+// rate-limiter-flexible in the same cell; then coalescing on / off. The
+// peers' versions are printed.
 // Last, the event loop's delay (perf_hooks.monitorEventLoopDelay) while 64
 // polylimit checks are in flight.
 // With --cli, each round also runs the C CLI's `bench --threads 64` (fixed
@@ -65,6 +67,7 @@ function runCli(url, algorithm) {
 }
 const seconds = arg('seconds', 1);
 const runs = arg('runs', 3);
+const pairs = arg('pairs', 0);
 const KEYS = arg('keys', 2000);
 const BIG = 1000000; // per minute: never reached in a run
 const CORES = require('node:os').availableParallelism();
@@ -104,6 +107,7 @@ async function makeCases(url, ioredis) {
     await deny.check('hot');
     cases.push({
       lib: 'polylimit',
+      client,
       variant: algorithm + note,
       allow: (i) => allow.check(keyOf(i)),
       deny: (i) => deny.check(keyOf(i)),
@@ -157,13 +161,15 @@ async function serverCpuUs(ioredis) {
   return (field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread')) * 1e6;
 }
 
-async function measure(ioredis, fn, concurrency) {
+// `client`: a polylimit client whose script calls per check are counted.
+async function measure(ioredis, fn, concurrency, client = null, duration = seconds) {
   let n = 0;
   let stop = false;
+  const calls0 = client ? client.stats().script_calls : 0;
   const server0 = await serverCpuUs(ioredis);
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
-  setTimeout(() => (stop = true), seconds * 1000);
+  setTimeout(() => (stop = true), duration * 1000);
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (!stop) await fn(n++);
@@ -172,7 +178,8 @@ async function measure(ioredis, fn, concurrency) {
   const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
   const serverUs = ((await serverCpuUs(ioredis)) - server0) / n;
-  return { rate: n / elapsed, cpuUs: (cpu.user + cpu.system) / n, serverUs };
+  const calls = client ? (client.stats().script_calls - calls0) / n : null;
+  return { rate: n / elapsed, cpuUs: (cpu.user + cpu.system) / n, serverUs, calls };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -181,13 +188,17 @@ async function main() {
   const server = await startRedis();
   const ioredis = new Redis(server.url);
   const { clients, cases } = await makeCases(server.url, ioredis);
+  // Cells of one path and concurrency run next to each other (every library
+  // and variant, then the next pair), in reverse order every other round: a
+  // ratio compares cells measured seconds apart, none always first after
+  // another cell's garbage.
   const cells = [];
-  for (const c of cases)
-    for (const path of ['allow', 'deny', 'hot'])
-      for (const concurrency of [1, 64]) cells.push({ ...c, path, concurrency, results: [] });
+  for (const path of ['allow', 'deny', 'hot'])
+    for (const concurrency of [1, 64]) for (const c of cases) cells.push({ ...c, path, concurrency, results: [] });
   const cliCells = cli ? ['fixed_window', 'gcra'].map((variant) => ({ variant, allow: [], deny: [] })) : [];
   for (let r = 0; r < runs; r++) {
-    for (const cell of cells) cell.results.push(await measure(ioredis, cell[cell.path], cell.concurrency));
+    for (const cell of r % 2 ? [...cells].reverse() : cells)
+      cell.results.push(await measure(ioredis, cell[cell.path], cell.concurrency, cell.client));
     for (const c of cliCells) {
       const got = runCli(server.url, c.variant);
       c.allow.push(got.allow);
@@ -198,7 +209,9 @@ async function main() {
   // CPU used: the share of the machine's cores that the checks/s kept busy,
   // rate x (client + Redis CPU per check) / cores; checks/s at 100 % would
   // be cores / (client + Redis CPU per check). A latency-bound path shows as
-  // a low share: CPU left idle.
+  // a low share: CPU left idle. Redis busy: the share of one core the
+  // server's thread spent (rate x Redis CPU per check); near 100 % the
+  // server decides the rate, whatever the client leaves idle.
   const rows = [
     [
       'library',
@@ -209,6 +222,8 @@ async function main() {
       'CPU us/check',
       'Redis CPU us/check',
       'CPU used',
+      'Redis busy',
+      'script calls/check',
       'vs rlf',
     ],
   ];
@@ -219,6 +234,7 @@ async function main() {
     );
     const ratio = median(rates) / median(peer.results.map((x) => x.rate));
     const used = median(cell.results.map((x) => (x.rate * (x.cpuUs + x.serverUs)) / 1e6 / CORES));
+    const busy = median(cell.results.map((x) => (x.rate * x.serverUs) / 1e6));
     rows.push([
       cell.lib,
       cell.variant,
@@ -228,6 +244,8 @@ async function main() {
       median(cell.results.map((x) => x.cpuUs)).toFixed(1),
       median(cell.results.map((x) => x.serverUs)).toFixed(1),
       `${Math.round(used * 100)} %`,
+      `${Math.round(busy * 100)} %`,
+      cell.client ? median(cell.results.map((x) => x.calls)).toFixed(3) : '-',
       `${ratio.toFixed(2)}x`,
     ]);
   }
@@ -241,6 +259,8 @@ async function main() {
         p,
         '64 threads',
         `${Math.round(median(c[p]))} (${Math.round(Math.min(...c[p]))}..${Math.round(Math.max(...c[p]))})`,
+        '-',
+        '-',
         '-',
         '-',
         '-',
@@ -258,6 +278,49 @@ async function main() {
   for (const [i, r] of rows.entries()) {
     console.log('| ' + r.map((c, j) => c.padEnd(widths[j])).join(' | ') + ' |');
     if (i === 0) console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|');
+  }
+
+  // Coalescing on against off in the same rounds: the ratio of the medians
+  // with the range of the per-round ratios.
+  console.log('coalescing on / off (checks/s; ratio of medians, per-run min..max):');
+  for (const variant of ['fixed_window', 'gcra'])
+    for (const p of ['allow', 'deny', 'hot'])
+      for (const k of [1, 64]) {
+        const find = (v) => cells.find((c) => c.variant === v && c.path === p && c.concurrency === k);
+        const on = find(variant).results.map((x) => x.rate);
+        const off = find(`${variant}, no coalescing`).results.map((x) => x.rate);
+        const per = on.map((x, i) => x / off[i]);
+        console.log(
+          `  ${variant.padEnd(12)} ${p.padEnd(5)} ${String(k).padStart(2)} in flight  ` +
+            `${(median(on) / median(off)).toFixed(2)}x (${Math.min(...per).toFixed(2)}..${Math.max(...per).toFixed(2)})`,
+        );
+      }
+
+  // --pairs N: coalescing on and off measured back to back, N pairs per
+  // cell of half the time each, the order swapped every pair; the median of
+  // the pairs' ratios (a one-in-flight cell moves by 10-20 % between
+  // rounds on a shared machine, more than the difference looked for).
+  if (pairs > 0) {
+    console.log(
+      `coalescing on / off, ${pairs} back-to-back pairs of ${seconds / 2} s per cell (median of the pairs' ratios, min..max):`,
+    );
+    for (const variant of ['fixed_window', 'gcra'])
+      for (const p of ['allow', 'deny'])
+        for (const k of [1, 64]) {
+          const on = cases.find((c) => c.variant === variant);
+          const off = cases.find((c) => c.variant === `${variant}, no coalescing`);
+          const ratios = [];
+          for (let i = 0; i < pairs; i++) {
+            const half = seconds / 2;
+            const first = await measure(ioredis, (i % 2 ? off : on)[p], k, null, half);
+            const second = await measure(ioredis, (i % 2 ? on : off)[p], k, null, half);
+            ratios.push(i % 2 ? second.rate / first.rate : first.rate / second.rate);
+          }
+          console.log(
+            `  ${variant.padEnd(12)} ${p.padEnd(5)} ${String(k).padStart(2)} in flight  ${median(ratios).toFixed(2)}x ` +
+              `(${Math.min(...ratios).toFixed(2)}..${Math.max(...ratios).toFixed(2)})`,
+          );
+        }
   }
 
   // The event loop while 64 polylimit checks are in flight: completions come
