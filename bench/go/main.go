@@ -57,6 +57,7 @@ var (
 	only       = flag.String("only", "", "run only the rows whose name and algorithm contain this (or one of a|b|c), and redis_rate; empty: the default rows")
 	url        = flag.String("url", "", "use this Redis (redis://host:port) instead of starting redis-server")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run (go tool pprof) to this file")
+	withPeer   = flag.Bool("peer", true, "run redis_rate too (-peer=false: the polylimit rows alone, for perf)")
 )
 
 const peerName = "redis_rate v10"
@@ -236,6 +237,9 @@ func main() {
 	var contenders []*contender
 	for i := range all {
 		c := &all[i]
+		if c.name == peerName && !*withPeer {
+			continue
+		}
 		if c.name == peerName || (*only == "" && c.byDefault) {
 			contenders = append(contenders, c)
 			continue
@@ -333,14 +337,14 @@ func main() {
 	for _, path := range pathList {
 		for _, g := range levels {
 			base := results[cellKey{peerName, "GCRA", path, g}]
-			if len(base) == 0 {
-				continue
-			}
 			for _, c := range contenders {
 				cs := results[cellKey{c.name, c.algorithm, path, g}]
+				if len(cs) == 0 {
+					continue // hot at 1 in flight: not run
+				}
 				ops := stats(cs, func(i int) float64 { return cs[i].checksPerSec })
 				vsPeer := "-"
-				if c.name != peerName {
+				if c.name != peerName && len(base) > 0 {
 					vsPeer, _ = ratio(cs, base)
 				}
 				onOff := "-"
