@@ -1,16 +1,17 @@
 module github.com/polylimit/polylimit/bench/go
 
-go 1.23.0
+go 1.26.0
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/polylimit/polylimit v0.0.0
-	github.com/redis/go-redis/v9 v9.7.3
+	github.com/redis/go-redis/v9 v9.24.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/polylimit/polylimit => ../..
