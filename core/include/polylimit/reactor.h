@@ -92,8 +92,10 @@ class Reactor : public std::enable_shared_from_this<Reactor> {
   // back to the set after the turn it is busy with. False without a
   // reactor, or when another thread drove it last (a pool of threads: one
   // of the others may read them now). One poll() of those sockets (the
-  // first 8), none when one found bytes since the last drive().
+  // first 8), none when one found bytes since the last drive(), and one in
+  // kLookEvery calls while they found none since then.
   static bool replies_unread_here();
+  static constexpr uint32_t kLookEvery = 8;
 
  private:
   Reactor() = default;
@@ -103,6 +105,10 @@ class Reactor : public std::enable_shared_from_this<Reactor> {
   // found bytes: bytes found stay unread until the next drive().
   std::atomic<uint64_t> drives_{0};
   std::atomic<uint64_t> unread_at_{~uint64_t{0}};
+  // That count when a look last found nothing, and the calls answered
+  // "nothing" without a look since.
+  std::atomic<uint64_t> none_at_{~uint64_t{0}};
+  std::atomic<uint32_t> none_skipped_{0};
   std::atomic<std::thread::id> driver_{};  // the thread of the last drive()
   std::mutex mu_;
   std::unordered_map<int, std::weak_ptr<Mux>> armed_;  // socket -> its connection

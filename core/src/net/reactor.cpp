@@ -140,6 +140,14 @@ bool Reactor::replies_unread_here() {
   if (r.driver_.load(std::memory_order_relaxed) != std::this_thread::get_id()) return false;
   const uint64_t drives = r.drives_.load(std::memory_order_relaxed);
   if (r.unread_at_.load(std::memory_order_relaxed) == drives) return true;  // still unread: nobody drove since
+  // Nothing was in at the last look of this turn: the next few checks wait
+  // in their lanes without a look of their own (a turn that submits many
+  // checks made one poll() per check); a later look sends them along.
+  if (r.none_at_.load(std::memory_order_relaxed) == drives) {
+    const uint32_t skipped = r.none_skipped_.load(std::memory_order_relaxed) + 1;
+    r.none_skipped_.store(skipped, std::memory_order_relaxed);
+    if (skipped < kLookEvery) return false;
+  }
   pollfd fds[8];
   nfds_t n = 0;
   {
@@ -151,7 +159,11 @@ bool Reactor::replies_unread_here() {
   }
   // A socket closed meanwhile (its number maybe reused) only misleads this
   // look, which decides whether checks wait, not what they decide.
-  if (n == 0 || ::poll(fds, n, 0) <= 0) return false;
+  if (n == 0 || ::poll(fds, n, 0) <= 0) {
+    r.none_skipped_.store(0, std::memory_order_relaxed);
+    r.none_at_.store(drives, std::memory_order_relaxed);
+    return false;
+  }
   r.unread_at_.store(drives, std::memory_order_relaxed);
   return true;
 }

@@ -8,4 +8,4 @@ package bundled
 // sourcesDigest is the SHA-256 of the core and C ABI sources and of the
 // generated files. It changes when they do, so the go build cache, which
 // keys this package by its own directory only, compiles a changed core again.
-const sourcesDigest = "20bf41a9cf23a7e5db1d52f2bbb07f4ec4201159cf8469b802dba3317b2e868e"
+const sourcesDigest = "a18e0251f2cb5e09c572511cd889c6f3bcbb8aafb6d810814ebb28a1bbaf823b"
