@@ -219,7 +219,9 @@ ON, OFF = "", ", no coalescing"
 CD, RP = "limits.aio coredis", "limits.aio redis.asyncio"
 # (library, variant, factory); the peer of each polylimit algorithm:
 PEER = {"fixed_window": "fixed window", "gcra": "fixed window", "sliding_log": "moving window"}
-ASYNC = [(PL, alg + note, polylimit_async(alg, note == ON)) for note in (ON, OFF) for alg in PEER]
+# Each algorithm's coalescing-off cell runs right after its on cell (or right
+# before, in the reversed rounds): the pair sees the same machine.
+ASYNC = [(PL, alg + note, polylimit_async(alg, note == ON)) for alg in PEER for note in (ON, OFF)]
 ASYNC += [
     (lib, name, limits_async(strategy, impl))
     for lib, impl in ((CD, "coredis"), (RP, "redispy"))
