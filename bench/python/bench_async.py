@@ -39,7 +39,9 @@ of one core), polylimit's script calls per check (client stats), the
 on/off ratio (a coalescing-on row's median over its coalescing-off row's,
 with the range of the per-round ratios) and the ratio to limits with the
 matching algorithm in the same cell: limits.aio over coredis, then over
-redis-py (redis.asyncio; the threads' row: limits over redis-py).
+redis-py (redis.asyncio; the threads' row: limits over redis-py). The
+progress lines on stderr give each round's figures and, for the asyncio
+cells, the share of one core the event loop's thread used (time.thread_time).
 
     python bench/python/bench_async.py [--seconds 1] [--runs 3] [--keys 2000]
 
@@ -288,14 +290,18 @@ async def run_async(cell, url, control, keys, seconds):
             counts[i], admitted[i], errors[i] = n, ok, failed
 
         s0, r0, c0, t0 = stats(), control.cpu_us(), process_cpu_us(), time.perf_counter()
+        l0 = time.thread_time()  # the event loop's thread alone
         tasks = [asyncio.ensure_future(task(i)) for i in range(cell.n)]
         await asyncio.sleep(seconds)
         stop = True
         await asyncio.gather(*tasks)
+        loop_us = (time.thread_time() - l0) * 1e6
         elapsed, c1, r1, s1 = time.perf_counter() - t0, process_cpu_us(), control.cpu_us(), stats()
     finally:
         close()
-    return result(counts, admitted, errors, elapsed, c1 - c0, r1 - r0, s0, s1)
+    r = result(counts, admitted, errors, elapsed, c1 - c0, r1 - r0, s0, s1)
+    r["loop"] = loop_us / elapsed / 1e6  # share of one core the loop's thread used
+    return r
 
 
 def run_threads(cell, url, control, keys, seconds):
@@ -510,8 +516,11 @@ def main():
                         r = run_threads(c, url, control, keys, args.seconds)
                     c.runs.append(r)
                     print(
-                        "  run %d %-8s %-5s %2d %-24s %-28s %8.0f checks/s  admitted %.3f  errors %d"
-                        % (run + 1, c.scope, c.path, c.n, c.library, c.variant, r["rate"], r["admitted"], r["errors"]),
+                        "  run %d %-8s %-5s %2d %-24s %-28s %8.0f checks/s  admitted %.3f  errors %d  loop thread %s"
+                        % (
+                            (run + 1, c.scope, c.path, c.n, c.library, c.variant, r["rate"], r["admitted"])
+                            + (r["errors"], "%.0f %%" % (100 * r["loop"]) if "loop" in r else "-")
+                        ),
                         file=sys.stderr,
                     )
             load.append(os.getloadavg()[0])
