@@ -486,8 +486,8 @@ fn main() {
     let rounds: usize = args.next().map_or(5, |a| a.parse().expect("rounds"));
     let n: usize = args.next().map_or(20_000, |a| a.parse().expect("checks"));
     // Only the Redis cells whose "tasks path library variant" contains it
-    // (e.g. "1 deny polylimit gcra"), for perf or strace: their samples, no
-    // tables.
+    // (e.g. "1 deny polylimit gcra"; "...gcra$": ends with it), for perf or
+    // strace: their samples, no tables.
     let filter = args.next();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -602,15 +602,31 @@ async fn against_redis(
     for round in 0..rounds {
         for (ci, &(tasks, path)) in cells.iter().enumerate() {
             let n = checks(n, tasks);
-            // Rotate which one goes first, so none always runs on a warmer server.
-            for k in 0..variants.len() {
-                let vi = (round + k) % variants.len();
+            // Rotate which one goes first, so none always runs on a warmer
+            // server, and reverse the order every other round, so each of a
+            // pair (on and off) runs before the other as often.
+            let mut order: Vec<usize> = (0..variants.len())
+                .map(|k| (round / 2 + k) % variants.len())
+                .collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for vi in order {
                 let v = variants[vi];
                 let name = name(tasks, path, v);
-                if filter.is_some_and(|f| !name.contains(f)) {
+                // A filter that ends in `$` matches the end of the name:
+                // "1 deny polylimit gcra$" is coalescing on alone.
+                let wanted = |f: &str| {
+                    f.strip_suffix('$')
+                        .map_or(name.contains(f), |f| name.ends_with(f))
+                };
+                if filter.is_some_and(|f| !wanted(f)) {
                     continue;
                 }
                 let target = &targets[vi][usize::from(path != Path::Allow)];
+                // Untimed: a twentieth of the cell, so that the cell does not
+                // pay for waking what the cell before it left asleep.
+                run_cell(target, &keys, path, tasks, (n / 20).max(tasks)).await;
                 let s0 = server_cpu_us(&conn).await;
                 let mut sample = run_cell(target, &keys, path, tasks, n).await;
                 let s1 = server_cpu_us(&conn).await;
