@@ -1,18 +1,23 @@
 //! Two tables, rounds interleaved (the order alternates), each cell the
-//! median of the rounds with min and max, on keys that always admit and on
-//! keys that always deny, one key per thread or task, GCRA throughout:
+//! median of the rounds with min and max:
 //!
-//! 1. In-process: polylimit's `memory://` backend (blocking `check`)
-//!    against the `governor` crate's keyed limiter, 1 and 8 threads.
-//! 2. Against Redis: polylimit (check_async) against what a Rust user writes
-//!    today, the `redis` crate on a multiplexed connection running
-//!    redis_rate's GCRA script with EVALSHA, 1 and 64 tokio tasks: checks
-//!    per second and the client's CPU per check (getrusage(RUSAGE_SELF),
-//!    user + system, over the timed part: every thread of this process, the
-//!    library's I/O threads and tokio's workers included; the server's CPU
-//!    is not).
+//! 1. In-process: polylimit's `memory://` backend (blocking `check`, GCRA)
+//!    against the `governor` crate's keyed limiter, 1 and 8 threads, one key
+//!    per thread.
+//! 2. Against Redis: polylimit's non-blocking path (`check_async` on tokio),
+//!    GCRA and fixed window, with coalescing on (the default) and off,
+//!    against what a Rust user writes today, the `redis` crate on a
+//!    multiplexed connection running redis_rate's GCRA script with EVALSHA;
+//!    1 and 64 tokio tasks over 2,000 distinct keys (each task cycles through
+//!    keys of its own: no two checks in flight share a key), allow and deny,
+//!    and one hot key (64 tasks). Per cell: checks per second, the client's
+//!    CPU per check (getrusage(RUSAGE_SELF), user + system of every thread,
+//!    over the timed part), the Redis main thread's CPU per check (`INFO
+//!    cpu` before and after), `CPU used` (checks/s x both CPUs per check /
+//!    cores), `Redis busy` (checks/s x the Redis CPU per check: the share of
+//!    one core) and polylimit's script calls per check (client stats).
 //!
-//!     cargo run --release -- [redis://127.0.0.1:6379 [rounds] [checks per cell]]
+//!     cargo run --release -- [redis://127.0.0.1:6379 [rounds] [checks per cell] [filter]]
 //!
 //! Without a URL only the in-process table is printed.
 
@@ -89,8 +94,8 @@ struct Sample {
     cpu_us: f64,
     /// The Redis main thread's CPU µs per check (against Redis only).
     server_us: f64,
-    /// The part of server_us in EVALSHA (`INFO commandstats`).
-    script_us: f64,
+    /// polylimit's script calls per check (client stats; NaN for the peer).
+    calls: f64,
 }
 
 /// The sample of a cell that made `checks` checks since `start` (wall
@@ -101,7 +106,7 @@ fn timed(checks: usize, start: Instant, cpu0: f64) -> Sample {
         rate: checks as f64 / secs,
         cpu_us: (cpu_us() - cpu0) / checks as f64,
         server_us: 0.0,
-        script_us: 0.0,
+        calls: f64::NAN,
     }
 }
 
@@ -221,132 +226,247 @@ fn in_process(rounds: usize, n: usize) {
 
 // ---------------------------------------------------------------- Redis
 
-async fn polylimit_cell(
-    client: &polylimit::Client,
-    tag: &str,
-    mode: Mode,
-    tasks: usize,
-    n: usize,
-) -> Sample {
-    let (limit, secs) = rate(mode);
-    let l = client
-        .limiter_builder()
-        .limit(limit, std::time::Duration::from_secs(secs))
-        .algorithm(polylimit::Algorithm::Gcra)
-        .prefix(format!("bench-pl-{tag}"))
-        .build()
-        .expect("limiter");
-    for t in 0..tasks {
-        let key = format!("k{t}");
-        l.reset(&key).expect("reset");
-        if mode == Mode::Deny {
-            l.check(&key, 1).expect("check");
-        }
-    }
-    let (start, cpu0) = (Instant::now(), cpu_us());
-    let handles: Vec<_> = (0..tasks)
-        .map(|t| {
-            let l = l.clone();
-            tokio::spawn(async move {
-                let key = format!("k{t}");
-                for _ in 0..n / tasks {
-                    let d = l.check_async(&key, 1).await.expect("check_async");
-                    assert_eq!(d.allowed, mode == Mode::Allow);
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.await.unwrap();
-    }
-    timed(n / tasks * tasks, start, cpu0)
+/// Distinct keys of the allow and deny cells.
+const KEYS: usize = 2000;
+
+/// A cell's keys: `Allow` and `Deny` over KEYS keys (Deny's used up
+/// beforehand), `Hot` one used-up key that every task checks.
+#[derive(Clone, Copy, PartialEq)]
+enum Path {
+    Allow,
+    Deny,
+    Hot,
 }
 
-async fn redis_cell(
+impl Path {
+    fn name(self) -> &'static str {
+        match self {
+            Path::Allow => "allow",
+            Path::Deny => "deny",
+            Path::Hot => "hot",
+        }
+    }
+    fn mode(self) -> Mode {
+        if self == Path::Allow {
+            Mode::Allow
+        } else {
+            Mode::Deny
+        }
+    }
+}
+
+/// What a cell runs: a polylimit limiter (with its client, for the stats),
+/// or redis_rate's script through the `redis` crate on keys under a prefix.
+enum Target {
+    Polylimit(polylimit::Client, polylimit::Limiter),
+    RedisCrate(redis::aio::MultiplexedConnection, String),
+}
+
+/// A library and its settings: one row group of the table.
+#[derive(Clone, Copy, PartialEq)]
+struct Variant {
+    /// None: the `redis` crate (GCRA, redis_rate's script).
+    algorithm: Option<polylimit::Algorithm>,
+    coalesce: bool,
+}
+
+impl Variant {
+    fn lib(self) -> &'static str {
+        if self.algorithm.is_some() {
+            "polylimit"
+        } else {
+            "redis crate"
+        }
+    }
+    fn name(self) -> String {
+        match self.algorithm {
+            None => "gcra (redis_rate script)".into(),
+            Some(a) => format!(
+                "{}{}",
+                if a == polylimit::Algorithm::Gcra {
+                    "gcra"
+                } else {
+                    "fixed_window"
+                },
+                if self.coalesce { "" } else { ", no coalescing" }
+            ),
+        }
+    }
+}
+
+/// The keys task `t` of `tasks` cycles through: every tasks-th key from
+/// the t-th, so no two tasks ever check one key.
+fn own_keys(keys: &[String], t: usize, tasks: usize) -> Vec<String> {
+    keys.iter().skip(t).step_by(tasks).cloned().collect()
+}
+
+fn cell_keys(keys: &[String], path: Path, t: usize, tasks: usize) -> Vec<String> {
+    if path == Path::Hot {
+        vec!["hot".into()]
+    } else {
+        own_keys(keys, t, tasks)
+    }
+}
+
+async fn redis_check(
+    c: &mut redis::aio::MultiplexedConnection,
+    script: &redis::Script,
+    key: &str,
+    mode: Mode,
+) -> bool {
+    let (limit, secs) = rate(mode);
+    let r: (i64, String, String, String) = script
+        .key(key)
+        .arg(limit)
+        .arg(limit)
+        .arg(secs)
+        .arg(1)
+        .invoke_async(c)
+        .await
+        .expect("GCRA");
+    r.0 > 0
+}
+
+/// A target of `path`'s limits with its deny keys used up and its script
+/// loaded.
+async fn make_target(
+    variant: Variant,
+    clients: &[polylimit::Client; 2],
     conn: &redis::aio::MultiplexedConnection,
-    tag: &str,
-    mode: Mode,
-    tasks: usize,
-    n: usize,
-) -> Sample {
+    keys: &[String],
+    run: &str,
+    path: Path,
+) -> Target {
+    let mode = path.mode();
     let (limit, secs) = rate(mode);
+    let prefix = format!(
+        "bench-{run}-{}-{}",
+        variant.name().replace([' ', ',', '(', ')'], ""),
+        mode.name()
+    );
+    let target = match variant.algorithm {
+        Some(a) => {
+            let client = clients[usize::from(!variant.coalesce)].clone();
+            let l = client
+                .limiter_builder()
+                .limit(limit, Duration::from_secs(secs))
+                .algorithm(a)
+                .prefix(prefix)
+                .build()
+                .expect("limiter");
+            Target::Polylimit(client, l)
+        }
+        None => Target::RedisCrate(conn.clone(), prefix),
+    };
+    // Deny: every key checked once (the limit is 1 a day); allow: one check,
+    // which loads the script.
+    let setup: Vec<&String> = if mode == Mode::Deny {
+        keys.iter().collect()
+    } else {
+        keys.iter().take(1).collect()
+    };
     let script = redis::Script::new(GCRA);
-    let keys: Vec<String> = (0..tasks).map(|t| format!("bench-rc-{tag}:k{t}")).collect();
-    for key in &keys {
-        let mut c = conn.clone();
-        let _: () = redis::cmd("DEL")
-            .arg(key)
-            .query_async(&mut c)
-            .await
-            .expect("DEL");
-        if mode == Mode::Deny {
-            let _: redis::Value = script
-                .key(key)
-                .arg(limit)
-                .arg(limit)
-                .arg(secs)
-                .arg(1)
-                .invoke_async(&mut c)
-                .await
-                .expect("GCRA");
+    for key in setup.into_iter().chain(std::iter::once(&"hot".to_string())) {
+        let allowed = match &target {
+            Target::Polylimit(_, l) => l.check_async(key, 1).await.expect("check").allowed,
+            Target::RedisCrate(c, prefix) => {
+                redis_check(&mut c.clone(), &script, &format!("{prefix}:{key}"), mode).await
+            }
+        };
+        assert!(allowed, "setup: {key} denied");
+    }
+    target
+}
+
+/// One timed cell: `tasks` tasks, `n` checks in all.
+async fn run_cell(target: &Target, keys: &[String], path: Path, tasks: usize, n: usize) -> Sample {
+    let mode = path.mode();
+    let per = n / tasks;
+    let stats0 = match target {
+        Target::Polylimit(c, _) => Some(c.stats().expect("stats")),
+        Target::RedisCrate(..) => None,
+    };
+    let mut handles = Vec::with_capacity(tasks);
+    let (start, cpu0) = (Instant::now(), cpu_us());
+    match target {
+        Target::Polylimit(_, l) => {
+            for t in 0..tasks {
+                let (l, mine) = (l.clone(), cell_keys(keys, path, t, tasks));
+                handles.push(tokio::spawn(async move {
+                    for key in mine.iter().cycle().take(per) {
+                        let d = l.check_async(key, 1).await.expect("check_async");
+                        assert_eq!(d.allowed, mode == Mode::Allow);
+                    }
+                }));
+            }
+        }
+        Target::RedisCrate(conn, prefix) => {
+            for t in 0..tasks {
+                let mut c = conn.clone();
+                let mine: Vec<String> = cell_keys(keys, path, t, tasks)
+                    .into_iter()
+                    .map(|k| format!("{prefix}:{k}"))
+                    .collect();
+                handles.push(tokio::spawn(async move {
+                    let script = redis::Script::new(GCRA);
+                    for key in mine.iter().cycle().take(per) {
+                        assert_eq!(
+                            redis_check(&mut c, &script, key, mode).await,
+                            mode == Mode::Allow
+                        );
+                    }
+                }));
+            }
         }
     }
-    let (start, cpu0) = (Instant::now(), cpu_us());
-    let handles: Vec<_> = keys
-        .into_iter()
-        .map(|key| {
-            let mut c = conn.clone();
-            let script = script.clone();
-            tokio::spawn(async move {
-                for _ in 0..n / tasks {
-                    let r: (i64, String, String, String) = script
-                        .key(&key)
-                        .arg(limit)
-                        .arg(limit)
-                        .arg(secs)
-                        .arg(1)
-                        .invoke_async(&mut c)
-                        .await
-                        .expect("GCRA");
-                    assert_eq!(r.0 > 0, mode == Mode::Allow);
-                }
-            })
-        })
-        .collect();
     for h in handles {
         h.await.unwrap();
     }
-    timed(n / tasks * tasks, start, cpu0)
+    let mut sample = timed(per * tasks, start, cpu0);
+    if let (Some(s0), Target::Polylimit(c, _)) = (stats0, target) {
+        let s1 = c.stats().expect("stats");
+        sample.calls =
+            (s1.script_calls() - s0.script_calls()) as f64 / (s1.checks() - s0.checks()) as f64;
+    }
+    sample
 }
 
-/// The Redis main thread's CPU time so far (`INFO cpu`: user + system) and
-/// the part of it in EVALSHA (`INFO commandstats`), in µs.
-async fn server_cpu_us(conn: &redis::aio::MultiplexedConnection) -> (f64, f64) {
+/// The Redis main thread's CPU time so far (`INFO cpu`: user + system; the
+/// whole server's where the main thread's fields are absent), in µs.
+async fn server_cpu_us(conn: &redis::aio::MultiplexedConnection) -> f64 {
     let mut c = conn.clone();
     let info: String = redis::cmd("INFO")
         .arg("cpu")
-        .arg("commandstats")
         .query_async(&mut c)
         .await
         .expect("INFO");
-    let field = |name: &str| -> f64 {
+    let field = |name: &str| -> Option<f64> {
         info.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("INFO cpu has no {name}"))
     };
-    // cmdstat_evalsha:calls=N,usec=U,... (absent before the first EVALSHA)
-    let script = info
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
-        .and_then(|l| {
-            l.split(',')
-                .find_map(|kv| kv.strip_prefix("usec=")?.parse().ok())
-        })
-        .unwrap_or(0.0);
-    (
-        (field("used_cpu_user_main_thread") + field("used_cpu_sys_main_thread")) * 1e6,
-        script,
-    )
+    let main = field("used_cpu_user_main_thread").zip(field("used_cpu_sys_main_thread"));
+    let (user, sys) = main
+        .or_else(|| field("used_cpu_user").zip(field("used_cpu_sys")))
+        .expect("INFO cpu has no used_cpu_user / used_cpu_sys");
+    (user + sys) * 1e6
+}
+
+async fn server_version(conn: &redis::aio::MultiplexedConnection) -> String {
+    let mut c = conn.clone();
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(&mut c)
+        .await
+        .expect("INFO");
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| Some(l.strip_prefix(name)?.strip_prefix(':')?.trim().to_string()))
+    };
+    let name = field("server_name").unwrap_or_else(|| "redis".into());
+    let version = field("valkey_version")
+        .or_else(|| field("redis_version"))
+        .unwrap_or_else(|| "?".into());
+    format!("{name}-server {version}")
 }
 
 fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
@@ -354,26 +474,54 @@ fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+fn cores() -> usize {
+    // SAFETY: sysconf reads a system value.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let url = args.next().filter(|u| !u.is_empty());
     let rounds: usize = args.next().map_or(5, |a| a.parse().expect("rounds"));
     let n: usize = args.next().map_or(20_000, |a| a.parse().expect("checks"));
-    // Only the Redis cells whose "tasks keys side" contains it (e.g. "1 deny
-    // polylimit", for perf or strace): their samples, no table.
+    // Only the Redis cells whose "tasks path library variant" contains it
+    // (e.g. "1 deny polylimit gcra"; "...gcra$": ends with it), for perf or
+    // strace: their samples, no tables.
     let filter = args.next();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let conn = url.as_deref().map(|url| {
+        rt.block_on(async {
+            redis::Client::open(url)
+                .expect("redis url")
+                .get_multiplexed_async_connection()
+                .await
+                .expect("redis connection")
+        })
+    });
+    let server = conn.as_ref().map(|c| rt.block_on(server_version(c)));
+    println!(
+        "polylimit {} (C library {}), redis crate {}, tokio {}, governor {}{}; {} cores",
+        env!("BENCH_VERSION_POLYLIMIT"),
+        polylimit::library_version(),
+        env!("BENCH_VERSION_REDIS"),
+        env!("BENCH_VERSION_TOKIO"),
+        env!("BENCH_VERSION_GOVERNOR"),
+        server.map(|s| format!("; {s}")).unwrap_or_default(),
+        cores()
+    );
     // In-process checks are ~100x faster than a round trip: more per cell,
     // so that a cell lasts long enough to time.
     if filter.is_none() {
+        println!();
         in_process(rounds, n * 50);
     }
-    if let Some(url) = url {
+    if let (Some(url), Some(conn)) = (url, conn) {
         println!();
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(against_redis(&url, rounds, n, filter.as_deref()));
+        rt.block_on(against_redis(&url, conn, rounds, n, filter.as_deref()));
     }
 }
 
@@ -387,117 +535,174 @@ fn checks(n: usize, tasks: usize) -> usize {
     }
 }
 
-async fn against_redis(url: &str, rounds: usize, n: usize, filter: Option<&str>) {
-    let client = polylimit::Client::open(url).expect("polylimit");
-    // The same without coalescing: what the default costs or gains on
-    // distinct keys (one key per task).
-    let uncoalesced = polylimit::Client::builder()
-        .coalesce(false)
-        .open(url)
-        .expect("polylimit");
-    let conn = redis::Client::open(url)
-        .expect("redis url")
-        .get_multiplexed_async_connection()
-        .await
-        .expect("redis connection");
-    let cells: Vec<(usize, Mode)> = vec![
-        (1, Mode::Allow),
-        (1, Mode::Deny),
-        (64, Mode::Allow),
-        (64, Mode::Deny),
+async fn against_redis(
+    url: &str,
+    conn: redis::aio::MultiplexedConnection,
+    rounds: usize,
+    n: usize,
+    filter: Option<&str>,
+) {
+    let clients = [
+        polylimit::Client::open(url).expect("polylimit"),
+        polylimit::Client::builder()
+            .coalesce(false)
+            .open(url)
+            .expect("polylimit"),
     ];
-    // [cell] -> (polylimit samples, redis crate samples), rounds interleaved;
-    // off[cell]: polylimit without coalescing, in the same rounds.
-    let mut results: Vec<(Vec<Sample>, Vec<Sample>)> = vec![(Vec::new(), Vec::new()); cells.len()];
-    let mut off: Vec<Vec<Sample>> = vec![Vec::new(); cells.len()];
+    use polylimit::Algorithm::{FixedWindow, Gcra};
+    let variants = [
+        Variant {
+            algorithm: Some(FixedWindow),
+            coalesce: true,
+        },
+        Variant {
+            algorithm: Some(FixedWindow),
+            coalesce: false,
+        },
+        Variant {
+            algorithm: Some(Gcra),
+            coalesce: true,
+        },
+        Variant {
+            algorithm: Some(Gcra),
+            coalesce: false,
+        },
+        Variant {
+            algorithm: None,
+            coalesce: false,
+        },
+    ];
+    let keys: Vec<String> = (0..KEYS).map(|i| format!("user:{i}")).collect();
+    // Fresh keys for every run against one server.
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let run = format!("{}-{secs}", std::process::id());
+    let cells: Vec<(usize, Path)> = vec![
+        (1, Path::Allow),
+        (64, Path::Allow),
+        (1, Path::Deny),
+        (64, Path::Deny),
+        (64, Path::Hot),
+    ];
+    let name = |tasks: usize, path: Path, v: Variant| {
+        format!("{tasks} {} {} {}", path.name(), v.lib(), v.name())
+    };
+    // targets[variant][path's mode]: one per mode (hot uses deny's limiter).
+    let mut targets = Vec::new();
+    for &v in &variants {
+        let mut per = Vec::new();
+        for path in [Path::Allow, Path::Deny] {
+            per.push(make_target(v, &clients, &conn, &keys, &run, path).await);
+        }
+        targets.push(per);
+    }
+    // results[cell][variant]: one sample a round.
+    let mut results = vec![vec![Vec::<Sample>::new(); variants.len()]; cells.len()];
     for round in 0..rounds {
-        for (i, &(tasks, mode)) in cells.iter().enumerate() {
-            let tag = format!("{round}-{i}");
+        for (ci, &(tasks, path)) in cells.iter().enumerate() {
             let n = checks(n, tasks);
-            // Rotate which one goes first, so none always runs on a warmer server.
-            for side in [round % 3, (round + 1) % 3, (round + 2) % 3] {
-                let name = format!(
-                    "{tasks} {} {}",
-                    mode.name(),
-                    ["polylimit", "redis", "polylimit-uncoalesced"][side]
-                );
-                if filter.is_some_and(|f| !name.contains(f)) {
+            // Rotate which one goes first, so none always runs on a warmer
+            // server, and reverse the order every other round, so each of a
+            // pair (on and off) runs before the other as often.
+            let mut order: Vec<usize> = (0..variants.len())
+                .map(|k| (round / 2 + k) % variants.len())
+                .collect();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for vi in order {
+                let v = variants[vi];
+                let name = name(tasks, path, v);
+                // A filter that ends in `$` matches the end of the name:
+                // "1 deny polylimit gcra$" is coalescing on alone.
+                let wanted = |f: &str| {
+                    f.strip_suffix('$')
+                        .map_or(name.contains(f), |f| name.ends_with(f))
+                };
+                if filter.is_some_and(|f| !wanted(f)) {
                     continue;
                 }
+                let target = &targets[vi][usize::from(path != Path::Allow)];
+                // Untimed: a twentieth of the cell, so that the cell does not
+                // pay for waking what the cell before it left asleep.
+                run_cell(target, &keys, path, tasks, (n / 20).max(tasks)).await;
                 let s0 = server_cpu_us(&conn).await;
-                let mut sample = match side {
-                    0 => polylimit_cell(&client, &tag, mode, tasks, n).await,
-                    1 => redis_cell(&conn, &tag, mode, tasks, n).await,
-                    _ => polylimit_cell(&uncoalesced, &format!("{tag}-off"), mode, tasks, n).await,
-                };
+                let mut sample = run_cell(target, &keys, path, tasks, n).await;
                 let s1 = server_cpu_us(&conn).await;
-                let checks = (n / tasks * tasks) as f64;
-                sample.server_us = (s1.0 - s0.0) / checks;
-                sample.script_us = (s1.1 - s0.1) / checks;
+                sample.server_us = (s1 - s0) / (n / tasks * tasks) as f64;
                 if filter.is_some() {
                     println!(
-                        "{name}: {:.0} checks/s, client CPU {:.1} µs/check, Redis CPU {:.1} µs/check",
-                        sample.rate, sample.cpu_us, sample.server_us
+                        "{name}: {:.0} checks/s, CPU {:.1} us/check, Redis CPU {:.1} us/check, script calls/check {:.3}",
+                        sample.rate, sample.cpu_us, sample.server_us, sample.calls
                     );
                 }
-                match side {
-                    0 => results[i].0.push(sample),
-                    1 => results[i].1.push(sample),
-                    _ => off[i].push(sample),
-                }
+                results[ci][vi].push(sample);
             }
         }
     }
     if filter.is_some() {
         return;
     }
+    let cores = cores() as f64;
+    let peer = variants.iter().position(|v| v.algorithm.is_none()).unwrap();
     println!(
-        "GCRA against Redis: checks/s and client CPU µs per check, median of {rounds} interleaved rounds of {n} checks \
-         ({} with 64 tasks) [min..max]; one key per task",
+        "Against Redis: medians of {rounds} interleaved rounds [min..max]; {n} checks a cell with 1 task, {} with 64; \
+         allow: {KEYS} keys under 1000000/s; deny: {KEYS} used-up keys (1/day); hot: one used-up key; \
+         each task cycles through keys of its own (none shared by checks in flight)",
         checks(n, 64)
     );
     println!(
-        "| tasks | keys | polylimit check_async | redis crate EVALSHA (redis_rate script) | ratio \
-         | polylimit CPU µs/check | redis crate CPU µs/check | Redis CPU µs/check (in EVALSHA): polylimit | redis crate |"
+        "| library | variant | path | tasks | checks/s [min..max] | CPU us/check | Redis CPU us/check | CPU used \
+         | Redis busy | script calls/check | vs redis crate |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (i, &(tasks, mode)) in cells.iter().enumerate() {
-        let (pm, plo, phi) = median_min_max(results[i].0.iter().map(|s| s.rate).collect());
-        let (rm, rlo, rhi) = median_min_max(results[i].1.iter().map(|s| s.rate).collect());
-        let (pc, pclo, pchi) = median_min_max(results[i].0.iter().map(|s| s.cpu_us).collect());
-        let (rc, rclo, rchi) = median_min_max(results[i].1.iter().map(|s| s.cpu_us).collect());
-        let (ps, pslo, pshi) = median_min_max(results[i].0.iter().map(|s| s.server_us).collect());
-        let (rs, rslo, rshi) = median_min_max(results[i].1.iter().map(|s| s.server_us).collect());
-        let (pe, re) = (
-            median_min_max(results[i].0.iter().map(|s| s.script_us).collect()).0,
-            median_min_max(results[i].1.iter().map(|s| s.script_us).collect()).0,
-        );
-        println!(
-            "| {tasks} | {} | {pm:.0} [{plo:.0}..{phi:.0}] | {rm:.0} [{rlo:.0}..{rhi:.0}] | {:.2}x \
-             | {pc:.1} [{pclo:.1}..{pchi:.1}] | {rc:.1} [{rclo:.1}..{rchi:.1}] \
-             | {ps:.1} [{pslo:.1}..{pshi:.1}] ({pe:.1}) | {rs:.1} [{rslo:.1}..{rshi:.1}] ({re:.1}) |",
-            mode.name(),
-            pm / rm
-        );
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let med = |s: &[Sample], f: &dyn Fn(&Sample) -> f64| median_min_max(s.iter().map(f).collect());
+    for (ci, &(tasks, path)) in cells.iter().enumerate() {
+        for (vi, &v) in variants.iter().enumerate() {
+            let s = &results[ci][vi];
+            let (r, rlo, rhi) = med(s, &|x| x.rate);
+            let cpu = med(s, &|x| x.cpu_us).0;
+            let server = med(s, &|x| x.server_us).0;
+            let used = med(s, &|x| x.rate * (x.cpu_us + x.server_us) / 1e6 / cores).0;
+            let busy = med(s, &|x| x.rate * x.server_us / 1e6).0;
+            let calls = med(s, &|x| x.calls).0;
+            let vs = r / med(&results[ci][peer], &|x| x.rate).0;
+            println!(
+                "| {} | {} | {} | {tasks} | {r:.0} [{rlo:.0}..{rhi:.0}] | {cpu:.1} | {server:.1} | {:.0} % | {:.0} % | {} | {} |",
+                v.lib(),
+                v.name(),
+                path.name(),
+                used * 100.0,
+                busy * 100.0,
+                if calls.is_nan() { "-".into() } else { format!("{calls:.3}") },
+                if vi == peer { "1".into() } else { format!("{vs:.2}x") },
+            );
+        }
     }
     println!();
-    println!("Coalescing on (the default) against off, same rounds: checks/s, median [min..max] of the per-round ratios");
-    println!("| tasks | keys | polylimit check_async | without coalescing | on / off |");
-    println!("|---:|---|---:|---:|---:|");
-    for (i, &(tasks, mode)) in cells.iter().enumerate() {
-        let (pm, plo, phi) = median_min_max(results[i].0.iter().map(|s| s.rate).collect());
-        let (om, olo, ohi) = median_min_max(off[i].iter().map(|s| s.rate).collect());
-        let (r, rlo, rhi) = median_min_max(
-            results[i]
-                .0
-                .iter()
-                .zip(&off[i])
-                .map(|(a, b)| a.rate / b.rate)
-                .collect(),
-        );
-        println!(
-            "| {tasks} | {} | {pm:.0} [{plo:.0}..{phi:.0}] | {om:.0} [{olo:.0}..{ohi:.0}] | {r:.2}x [{rlo:.2}..{rhi:.2}] |",
-            mode.name()
-        );
+    println!(
+        "Coalescing on (the default) against off, same rounds: checks/s medians, on/off the ratio of the medians \
+         [min..max of the per-round ratios]"
+    );
+    println!("| algorithm | path | tasks | on | off | on/off | Redis CPU us/check on / off |");
+    println!("|---|---|---:|---:|---:|---:|---:|");
+    for (ci, &(tasks, path)) in cells.iter().enumerate() {
+        for pair in variants.chunks(2).take(2) {
+            let on = variants.iter().position(|v| *v == pair[0]).unwrap();
+            let off = on + 1;
+            let (a, b) = (&results[ci][on], &results[ci][off]);
+            let (ra, rb) = (med(a, &|x| x.rate).0, med(b, &|x| x.rate).0);
+            let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x.rate / y.rate).collect();
+            let (_, lo, hi) = median_min_max(ratios);
+            println!(
+                "| {} | {} | {tasks} | {ra:.0} | {rb:.0} | {:.2}x [{lo:.2}..{hi:.2}] | {:.1} / {:.1} |",
+                pair[0].name(),
+                path.name(),
+                ra / rb,
+                med(a, &|x| x.server_us).0,
+                med(b, &|x| x.server_us).0,
+            );
+        }
     }
 }
