@@ -511,6 +511,22 @@ TEST(Coalesce, LaneChecksWaitOnlyForRepliesOnTheirWay) {
   read_all();
   EXPECT_EQ(calls() - before, lane + 1) << "the waiting check went in a keys call";
 
+  // A look that found nothing stands for the next kLookEvery - 1 checks of
+  // the turn: they wait even once the replies are in, and the look after
+  // them finds the replies and sends them, with itself, in one keys call.
+  before = calls();
+  own.pause();
+  for (size_t j = 0; j < lane; ++j) submit("d" + std::to_string(j));
+  submit("d-late0");  // looks: nothing is in
+  own.resume();
+  ASSERT_EQ(::poll(&in, 1, 10000), 1) << "no reply arrived";
+  for (uint32_t k = 1; k < Reactor::kLookEvery; ++k) submit("d-late" + std::to_string(k));
+  EXPECT_EQ(calls() - before, lane) << "a check looked again right after a look that found nothing";
+  submit("d-look");
+  EXPECT_EQ(calls() - before, lane + 1) << "the next look did not send the waiting checks";
+  read_all();
+  EXPECT_EQ(calls() - before, lane + 1);
+
   std::thread([&] { reactor->drive(0); }).join();  // another thread drove the set last
   before = calls();
   for (size_t j = 0; j < lane; ++j) submit("c" + std::to_string(j));
